@@ -1,0 +1,169 @@
+"""The backend protocol: the one plugin point between gridbench and a system under test.
+
+A backend is an async adapter with a declared stage chain. It never polls one job at a
+time: :meth:`Backend.status` takes every job of a sweep in one call.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+from gridbench.events.model import Event
+
+
+class JobState(enum.Enum):
+    """Normalised job states."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    UNKNOWN = "unknown"
+
+    @property
+    def terminal(self) -> bool:
+        return self in (JobState.DONE, JobState.FAILED, JobState.CANCELLED)
+
+
+@dataclass(frozen=True, slots=True)
+class Stage:
+    """One stage of a chain: a named event, the component that stamps it, its precision."""
+
+    name: str
+    source: str
+    label: str = ""
+    precision_ns: int = 1_000
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """The time between two stages; ``component`` ones sum to the job's breakdown."""
+
+    name: str
+    start: str
+    end: str
+    component: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class StageChain:
+    """The ordered stages a backend reports, and the named segments between them."""
+
+    stages: tuple[Stage, ...]
+    segments: tuple[Segment, ...] = ()
+
+    def names(self) -> list[str]:
+        return [s.name for s in self.stages]
+
+    def all_segments(self) -> tuple[Segment, ...]:
+        """Declared segments, or every adjacent pair when none are declared."""
+        if self.segments:
+            return self.segments
+        st = self.stages
+        return tuple(
+            Segment(f"{a.name}->{b.name}", a.name, b.name) for a, b in zip(st, st[1:], strict=False)
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "stages": [
+                {"name": s.name, "source": s.source, "label": s.label, "precision_ns": s.precision_ns}
+                for s in self.stages
+            ],
+            "segments": [
+                {"name": g.name, "start": g.start, "end": g.end, "component": g.component}
+                for g in self.all_segments()
+            ],
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> StageChain:
+        return cls(
+            stages=tuple(Stage(**s) for s in d.get("stages", [])),
+            segments=tuple(Segment(**g) for g in d.get("segments", [])),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What a backend can do beyond the required operations."""
+
+    batch_status: bool = True
+    cancel: bool = True
+    fetch_output: bool = True
+    server_events: bool = False
+    queue_length: bool = False
+    max_concurrent_submits: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JobRequest:
+    """What to run: the spec's job section resolved for one submission."""
+
+    name: str  # gridbench job id (unique in the experiment)
+    command: tuple[str, ...] = ()
+    runtime_s: float | None = None  # for simulated backends (reference, null)
+    fail: bool = False  # ask a simulating backend to fail this job
+    user: str | None = None
+    attributes: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class JobStatus:
+    """A backend's answer about one job."""
+
+    state: JobState
+    message: str = ""
+    exit_code: int | None = None
+
+
+class SubmitError(Exception):
+    """A submission failed; ``kind`` is one of the FAIL_* kinds in :mod:`events.model`."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """The adapter to a system under test."""
+
+    name: ClassVar[str]
+
+    def stage_chain(self) -> StageChain:
+        """The stages this backend (and its collectors) can stamp, in order."""
+        ...
+
+    def capabilities(self) -> Capabilities: ...
+
+    async def open(self) -> None:
+        """Connect and verify the backend answers; raise BackendError with a fix if not."""
+        ...
+
+    async def close(self) -> None: ...
+
+    async def submit(self, job: JobRequest) -> str:
+        """Submit one job; return the backend's id. Raise SubmitError on failure."""
+        ...
+
+    async def status(self, ids: Sequence[str]) -> dict[str, JobStatus]:
+        """States of many jobs in one call; ids the backend no longer knows are omitted."""
+        ...
+
+    async def cancel(self, ids: Sequence[str]) -> None: ...
+
+    async def fetch_output(self, backend_id: str) -> bytes: ...
+
+    async def server_events(self) -> list[Event]:
+        """New server-side events since the last call (empty if unsupported)."""
+        ...
+
+    async def queue_length(self) -> int | None:
+        """Jobs queued on the backend by anyone, for background-load records."""
+        ...

@@ -1,0 +1,189 @@
+"""Runs real processes on this machine with a bounded number of slots.
+
+No shell is involved: the job's command is an argv list. Jobs beyond the slot count wait
+in a FIFO queue, so the chain is submit -> local_start -> local_end -> client_done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from gridbench.backends.base import (
+    Capabilities,
+    JobRequest,
+    JobState,
+    JobStatus,
+    Segment,
+    Stage,
+    StageChain,
+    SubmitError,
+)
+from gridbench.backends.options import parse_options
+from gridbench.errors import BackendError
+from gridbench.events.model import FAIL_SUBMIT_ERROR, FAIL_SUBMIT_REJECTED, Event, Precision
+
+OUTPUT_LIMIT = 64 * 1024
+
+
+class LocalOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    slots: int = Field(default=os.cpu_count() or 2, ge=1, le=4096)
+    queue_limit: int = Field(default=100_000, ge=0)
+    env: dict[str, str] = Field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _Job:
+    argv: tuple[str, ...]
+    state: JobState = JobState.QUEUED
+    proc: asyncio.subprocess.Process | None = None
+    output: bytes = b""
+    exit_code: int | None = None
+    message: str = ""
+
+
+class LocalBackend:
+    name: ClassVar[str] = "local"
+
+    def __init__(self, options: LocalOptions | None = None) -> None:
+        self.options = options or LocalOptions()
+        self._jobs: dict[str, _Job] = {}
+        self._queue: deque[str] = deque()
+        self._running = 0
+        self._seq = 0
+        self._events: list[Event] = []
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    @classmethod
+    def from_options(cls, options: dict[str, Any]) -> LocalBackend:
+        return cls(parse_options(LocalOptions, options, cls.name))
+
+    def stage_chain(self) -> StageChain:
+        us = Precision.US
+        return StageChain(
+            (
+                Stage("submit", "client", "submitted", us),
+                Stage("local_start", "local", "process started", us),
+                Stage("local_end", "local", "process exited", us),
+                Stage("client_done", "client", "client saw the end", us),
+            ),
+            (
+                Segment("queue_wait", "submit", "local_start"),
+                Segment("run", "local_start", "local_end"),
+                Segment("notice", "local_end", "client_done"),
+            ),
+        )
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities(server_events=True, queue_length=True)
+
+    async def open(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        await self.cancel(list(self._jobs))
+        for t in list(self._tasks):
+            t.cancel()
+
+    async def submit(self, job: JobRequest) -> str:
+        if not job.command:
+            raise SubmitError(FAIL_SUBMIT_ERROR, "job.command is empty")
+        if len(self._queue) >= self.options.queue_limit:
+            raise SubmitError(FAIL_SUBMIT_REJECTED, "local queue is full")
+        self._seq += 1
+        bid = f"local-{os.getpid()}-{self._seq}"
+        self._jobs[bid] = _Job(tuple(job.command))
+        self._queue.append(bid)
+        self._pump()
+        return bid
+
+    def _pump(self) -> None:
+        while self._queue and self._running < self.options.slots:
+            bid = self._queue.popleft()
+            job = self._jobs.get(bid)
+            if job is None or job.state is not JobState.QUEUED:
+                continue
+            self._running += 1
+            task = asyncio.create_task(self._run(bid, job))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _run(self, bid: str, job: _Job) -> None:
+        try:
+            env = {**os.environ, **self.options.env} if self.options.env else None
+            try:
+                proc = await asyncio.create_subprocess_exec(
+                    *job.argv,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.STDOUT,
+                    stdin=asyncio.subprocess.DEVNULL,
+                    env=env,
+                    start_new_session=True,
+                )
+            except OSError as exc:
+                job.state, job.message = JobState.FAILED, f"cannot start {job.argv[0]!r}: {exc}"
+                self._stamp(bid, "local_end", {"status": "failed"})
+                return
+            job.proc, job.state = proc, JobState.RUNNING
+            self._stamp(bid, "local_start")
+            assert proc.stdout is not None
+            out = await proc.stdout.read(OUTPUT_LIMIT)
+            while await proc.stdout.read(65536):
+                pass  # drain beyond the limit so the child never blocks
+            code = await proc.wait()
+            job.output, job.exit_code = out, code
+            if job.state is not JobState.CANCELLED:
+                job.state = JobState.DONE if code == 0 else JobState.FAILED
+                if code != 0:
+                    job.message = f"exit code {code}"
+            self._stamp(bid, "local_end", {"exit_code": code})
+        finally:
+            self._running -= 1
+            self._pump()
+
+    def _stamp(self, bid: str, stage: str, attrs: dict[str, Any] | None = None) -> None:
+        self._events.append(
+            Event(bid, stage, time.time_ns(), "local", Precision.US, attrs=attrs or {})
+        )
+
+    async def status(self, ids: Sequence[str]) -> dict[str, JobStatus]:
+        out = {}
+        for i in ids:
+            j = self._jobs.get(i)
+            if j is not None:
+                out[i] = JobStatus(j.state, j.message, j.exit_code)
+        return out
+
+    async def cancel(self, ids: Sequence[str]) -> None:
+        for i in ids:
+            j = self._jobs.get(i)
+            if j is None or j.state.terminal:
+                continue
+            j.state = JobState.CANCELLED
+            if j.proc is not None and j.proc.returncode is None:
+                try:
+                    os.killpg(j.proc.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+
+    async def fetch_output(self, backend_id: str) -> bytes:
+        j = self._jobs.get(backend_id)
+        if j is None:
+            raise BackendError(f"unknown job {backend_id!r}", where="local backend")
+        return j.output
+
+    async def server_events(self) -> list[Event]:
+        ev, self._events = self._events, []
+        return ev
+
+    async def queue_length(self) -> int | None:
+        return len(self._queue) + self._running

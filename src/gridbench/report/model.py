@@ -1,0 +1,264 @@
+"""Read-only views of a metrics.json dict: chain order, labels, points, failure kinds.
+
+Everything the report shows is read through here, so a field the analysis leaves out
+(or sets to null) degrades to an empty cell instead of a crash.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from gridbench.errors import ResultsError
+
+SCHEMA = "gridbench.metrics/1"
+
+#: Failure kinds in the order the runner can hit them (events/model.py FAIL_*).
+FAILURE_ORDER: tuple[str, ...] = (
+    "dropped",
+    "submit_rejected",
+    "submit_timeout",
+    "submit_error",
+    "job_failed",
+    "lost",
+)
+
+#: Derived latency rows that are not segments of the chain.
+OTHER = "other"
+OVERALL = "overall"
+
+Json = dict[str, Any]
+
+
+def check_metrics(metrics: Mapping[str, Any], where: str = "metrics.json") -> None:
+    """Raise ResultsError unless ``metrics`` looks like a gridbench.metrics/1 document."""
+    if not isinstance(metrics, Mapping):
+        raise ResultsError(
+            "metrics is not a JSON object", where=where, fix="re-run `gridbench analyze`"
+        )
+    schema = metrics.get("schema")
+    if schema != SCHEMA:
+        raise ResultsError(
+            f"unsupported metrics schema {schema!r} (expected {SCHEMA!r})",
+            where=f"{where}: schema",
+            fix="re-run `gridbench analyze` with this version of gridbench",
+        )
+    if not isinstance(metrics.get("points"), list):
+        raise ResultsError(
+            "metrics has no 'points' list",
+            where=f"{where}: points",
+            fix="re-run `gridbench analyze`; the analysis may have been interrupted",
+        )
+
+
+def as_dict(value: Any) -> Json:
+    """``value`` if it is a dict, else an empty dict (null-tolerant field access)."""
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value: Any) -> list[Any]:
+    """``value`` if it is a list, else an empty list."""
+    return value if isinstance(value, list) else []
+
+
+def num(value: Any) -> float | None:
+    """A finite float, or None for null / non-numbers / NaN / inf."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    f = float(value)
+    return f if f == f and f not in (float("inf"), float("-inf")) else None
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentInfo:
+    """One segment of the chain as declared in metrics['chain']."""
+
+    name: str
+    start: str
+    end: str
+    component: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ChainView:
+    """The stage chain of an experiment with display labels."""
+
+    stages: tuple[str, ...]
+    labels: Mapping[str, str]
+    segments: tuple[SegmentInfo, ...]
+
+    @property
+    def components(self) -> list[str]:
+        """Component segment names in chain order (they sum, with 'other', to overall)."""
+        return [s.name for s in self.segments if s.component]
+
+    def stage_label(self, stage: str) -> str:
+        """The stage's label from the chain, or its name."""
+        return self.labels.get(stage) or stage
+
+    def segment_label(self, name: str) -> str:
+        """A readable description of a segment or derived latency row."""
+        if name == OTHER:
+            return "overall − components (network, queues, polling)"
+        if name == OVERALL:
+            return "intended submit → client saw done"
+        if name == "submit_lag":
+            return "intended → submit call start"
+        if name == "submit_call":
+            return "submit call start → return"
+        for s in self.segments:
+            if s.name == name:
+                return f"{self.stage_label(s.start)} → {self.stage_label(s.end)}"
+        return name
+
+
+def chain_view(metrics: Mapping[str, Any]) -> ChainView:
+    """Build the ChainView of ``metrics['chain']`` (StageChain.to_dict() form)."""
+    chain = as_dict(metrics.get("chain"))
+    stages: list[str] = []
+    labels: dict[str, str] = {}
+    for s in as_list(chain.get("stages")):
+        d = as_dict(s)
+        name = d.get("name")
+        if isinstance(name, str):
+            stages.append(name)
+            label = d.get("label")
+            if isinstance(label, str) and label:
+                labels[name] = label
+    segments: list[SegmentInfo] = []
+    for g in as_list(chain.get("segments")):
+        d = as_dict(g)
+        name = d.get("name")
+        if isinstance(name, str):
+            segments.append(
+                SegmentInfo(
+                    name=name,
+                    start=str(d.get("start", "")),
+                    end=str(d.get("end", "")),
+                    component=bool(d.get("component", True)),
+                )
+            )
+    return ChainView(stages=tuple(stages), labels=labels, segments=tuple(segments))
+
+
+def points(metrics: Mapping[str, Any]) -> list[Json]:
+    """The measured points, in index order."""
+    pts = [as_dict(p) for p in as_list(metrics.get("points"))]
+    return sorted(pts, key=lambda p: int(p.get("index", 0) or 0))
+
+
+def trials(point: Mapping[str, Any]) -> list[Json]:
+    """The trials of one point."""
+    return [as_dict(t) for t in as_list(point.get("trials"))]
+
+
+def all_trials(metrics: Mapping[str, Any]) -> list[tuple[Json, Json]]:
+    """Every (point, trial) pair in order."""
+    return [(p, t) for p in points(metrics) for t in trials(p)]
+
+
+def rate(point: Mapping[str, Any]) -> float | None:
+    """The point's offered rate in jobs/s."""
+    return num(point.get("offered_rate_per_s"))
+
+
+def fmt_number(x: float) -> str:
+    """A compact number: integers without decimals, else 3 significant digits."""
+    if x == int(x) and abs(x) < 1e9:
+        return str(int(x))
+    return f"{x:.3g}"
+
+
+def rate_label(point: Mapping[str, Any]) -> str:
+    """'1/s (60/min)' style label of a point's offered rate, or its parameters."""
+    r = rate(point)
+    if r is None:
+        return point_label(point) or f"point {point.get('index', '?')}"
+    return f"{fmt_number(r)}/s ({fmt_number(r * 60.0)}/min)"
+
+
+def point_label(point: Mapping[str, Any]) -> str:
+    """The point's swept parameters as 'k=v, k=v'."""
+    params = as_dict(point.get("point"))
+    parts = []
+    for k, v in params.items():
+        vs = fmt_number(float(v)) if num(v) is not None else str(v)
+        parts.append(f"{k}={vs}")
+    return ", ".join(parts)
+
+
+def _ordered(seen: Sequence[str], order: Sequence[str]) -> list[str]:
+    """``seen`` (deduplicated) in the order of ``order``, unknown names after, sorted."""
+    uniq = set(seen)
+    known = [n for n in order if n in uniq]
+    return known + sorted(uniq - set(order))
+
+
+def throughput_stages(metrics: Mapping[str, Any]) -> list[str]:
+    """Stages with throughput numbers, in chain order."""
+    seen: list[str] = []
+    for p in points(metrics):
+        seen.extend(as_dict(as_dict(p.get("summary")).get("throughput")).keys())
+        for t in trials(p):
+            seen.extend(as_dict(t.get("throughput")).keys())
+    return _ordered(seen, chain_view(metrics).stages)
+
+
+def latency_components(metrics: Mapping[str, Any]) -> list[str]:
+    """Table-6 rows: the chain's component segments, then 'other' and 'overall'."""
+    return [*chain_view(metrics).components, OTHER, OVERALL]
+
+
+def latency_keys(metrics: Mapping[str, Any]) -> list[str]:
+    """Every latency key found in any trial, chain segments first."""
+    chain = chain_view(metrics)
+    order = [s.name for s in chain.segments] + [OTHER, OVERALL, "submit_lag", "submit_call"]
+    seen: list[str] = []
+    for _, t in all_trials(metrics):
+        seen.extend(as_dict(t.get("latency")).keys())
+    return _ordered(seen, order)
+
+
+def queue_segments(metrics: Mapping[str, Any]) -> list[str]:
+    """Segments with queue numbers, in chain order."""
+    seen: list[str] = []
+    for _, t in all_trials(metrics):
+        seen.extend(as_dict(t.get("queues")).keys())
+    return _ordered(seen, [s.name for s in chain_view(metrics).segments])
+
+
+def failure_kinds(metrics: Mapping[str, Any]) -> list[str]:
+    """Every failure kind seen in any trial or summary, in FAILURE_ORDER."""
+    seen: list[str] = []
+    for p in points(metrics):
+        seen.extend(as_dict(as_dict(p.get("summary")).get("failures")).keys())
+        for t in trials(p):
+            seen.extend(as_dict(t.get("failures")).keys())
+    return _ordered(seen, FAILURE_ORDER)
+
+
+def representative_trial(point: Mapping[str, Any], metrics: Mapping[str, Any]) -> str | None:
+    """The trial that best stands for its point.
+
+    A valid trial whose last-stage throughput is closest to the point's mean (ties: the
+    lower trial index); the first trial when none is valid or nothing can be compared.
+    """
+    ts = trials(point)
+    if not ts:
+        return None
+    valid = [t for t in ts if t.get("valid", True)] or ts
+    stages = throughput_stages(metrics)
+    summary_tp = as_dict(as_dict(point.get("summary")).get("throughput"))
+    if stages:
+        last = stages[-1]
+        target = num(as_dict(summary_tp.get(last)).get("mean"))
+        if target is not None:
+            scored = []
+            for i, t in enumerate(valid):
+                v = num(as_dict(as_dict(t.get("throughput")).get(last)).get("average"))
+                if v is not None:
+                    scored.append((abs(v - target), i, t))
+            if scored:
+                return str(min(scored, key=lambda s: (s[0], s[1]))[2].get("trial_id"))
+    return str(valid[0].get("trial_id"))

@@ -1,0 +1,433 @@
+"""Pure functions: metrics.json dict -> table rows (lists of dicts) in the seed's forms.
+
+Every table is a list of flat dicts with the same keys, so it goes straight to CSV, to a
+polars DataFrame (:func:`as_frame`), to an HTML table or to a rich table. Numbers stay
+unrounded floats; formatting is the renderers' job.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import polars as pl
+from scipy import stats as sps
+
+from gridbench.report.model import (
+    OTHER,
+    OVERALL,
+    as_dict,
+    as_list,
+    chain_view,
+    failure_kinds,
+    latency_components,
+    latency_keys,
+    num,
+    point_label,
+    points,
+    queue_segments,
+    rate,
+    rate_label,
+    throughput_stages,
+    trials,
+)
+
+Row = dict[str, Any]
+Basis = Literal["trials", "jobs"]
+
+#: Statistics of the seed's Table 6, in its column order, plus the CI.
+TABLE6_STATS: tuple[str, ...] = ("avg", "min", "max", "std", "ci95")
+
+
+def as_frame(rows: list[Row]) -> pl.DataFrame:
+    """The rows as a polars DataFrame (all rows scanned for the schema)."""
+    return pl.DataFrame(rows, infer_schema_length=None)
+
+
+def _point_cols(p: Mapping[str, Any]) -> Row:
+    r = rate(p)
+    return {
+        "point_index": p.get("index"),
+        "point": point_label(p),
+        "rate_per_s": r,
+        "rate_per_min": None if r is None else r * 60.0,
+    }
+
+
+def _pooled(parts: list[Mapping[str, Any]]) -> Row:
+    """Per-job statistics pooled from per-trial stats objects (n, mean, std, min, max)."""
+    ns, means, stds, mins, maxs = [], [], [], [], []
+    for s in parts:
+        n, m = num(s.get("n")), num(s.get("mean"))
+        if not n or m is None:
+            continue
+        ns.append(n)
+        means.append(m)
+        stds.append(num(s.get("std")) or 0.0)
+        if (v := num(s.get("min"))) is not None:
+            mins.append(v)
+        if (v := num(s.get("max"))) is not None:
+            maxs.append(v)
+    total = sum(ns)
+    if not total:
+        return {"n": 0, "avg": None, "min": None, "max": None, "std": None, "ci95": None}
+    mean = sum(n * m for n, m in zip(ns, means, strict=True)) / total
+    std: float | None = None
+    ci: float | None = None
+    if total >= 2:
+        # Sum of squares within trials plus between trial means: the exact pooled variance.
+        ss = sum(
+            (n - 1) * s * s + n * (m - mean) ** 2
+            for n, m, s in zip(ns, means, stds, strict=True)
+        )
+        std = math.sqrt(max(ss, 0.0) / (total - 1))
+        ci = float(sps.t.ppf(0.975, total - 1)) * std / math.sqrt(total)
+    return {
+        "n": int(total),
+        "avg": mean,
+        "min": min(mins) if mins else None,
+        "max": max(maxs) if maxs else None,
+        "std": std,
+        "ci95": ci,
+    }
+
+
+def _rep(rep: Mapping[str, Any]) -> Row:
+    """A repetition-statistics object in Table-6 terms."""
+    n = rep.get("n")
+    return {
+        "n": int(n) if num(n) is not None else None,
+        "avg": num(rep.get("mean")),
+        "min": num(rep.get("min")),
+        "max": num(rep.get("max")),
+        "std": num(rep.get("std")),
+        "ci95": num(rep.get("ci95")),
+    }
+
+
+def latency_rows(metrics: Mapping[str, Any], basis: Basis = "trials") -> list[Row]:
+    """Table 6: latency per component per rate, with avg/min/max/std/ci95 in seconds.
+
+    ``basis="trials"`` (the seed's form) takes the repetition statistics of the trial
+    means from each point's summary: avg is the mean of the trial means, min/max/std are
+    across trials. ``basis="jobs"`` pools the per-job statistics of the point's valid
+    trials instead (min/max of any job, pooled standard deviation). ``share_pct`` is the
+    component's share of the overall mean (Figure 27).
+    """
+    chain = chain_view(metrics)
+    comps = latency_components(metrics)
+    rows: list[Row] = []
+    for p in points(metrics):
+        if basis == "trials":
+            lat = as_dict(as_dict(p.get("summary")).get("latency"))
+            per = {c: _rep(as_dict(lat.get(c))) for c in comps}
+        else:
+            ts = [t for t in trials(p) if t.get("valid", True)]
+            per = {
+                c: _pooled([as_dict(as_dict(t.get("latency")).get(c)) for t in ts]) for c in comps
+            }
+        overall = per[OVERALL]["avg"]
+        for c in comps:
+            st = per[c]
+            share = None
+            if c != OVERALL and st["avg"] is not None and overall:
+                share = 100.0 * st["avg"] / overall
+            rows.append(
+                {
+                    **_point_cols(p),
+                    "component": c,
+                    "label": chain.segment_label(c),
+                    "role": c if c in (OTHER, OVERALL) else "component",
+                    "basis": basis,
+                    "n": st["n"],
+                    "avg_s": st["avg"],
+                    "min_s": st["min"],
+                    "max_s": st["max"],
+                    "std_s": st["std"],
+                    "ci95_s": st["ci95"],
+                    "share_pct": share,
+                }
+            )
+    return rows
+
+
+def latency_wide_rows(metrics: Mapping[str, Any], basis: Basis = "trials") -> list[Row]:
+    """Table 6 pivoted: one row per (rate, statistic), one column per component (seconds)."""
+    long = latency_rows(metrics, basis)
+    comps = latency_components(metrics)
+    out: list[Row] = []
+    for p in points(metrics):
+        mine = {r["component"]: r for r in long if r["point_index"] == p.get("index")}
+        for stat in TABLE6_STATS:
+            row = {**_point_cols(p), "statistic": stat}
+            for c in comps:
+                row[c] = mine[c][f"{stat}_s"] if c in mine else None
+            out.append(row)
+    return out
+
+
+_STATS_FIELDS = ("n", "mean", "min", "max", "std", "p50", "p90", "p99", "p999", "ci95")
+
+
+def latency_detail_rows(metrics: Mapping[str, Any]) -> list[Row]:
+    """Every trial's full latency statistics (percentiles too), one row per key."""
+    keys = latency_keys(metrics)
+    rows: list[Row] = []
+    for p in points(metrics):
+        for t in trials(p):
+            lat = as_dict(t.get("latency"))
+            for k in keys:
+                if k not in lat:
+                    continue
+                s = as_dict(lat[k])
+                row = {
+                    **_point_cols(p),
+                    "trial_id": t.get("trial_id"),
+                    "valid": bool(t.get("valid", True)),
+                    "segment": k,
+                }
+                for f in _STATS_FIELDS:
+                    row[f if f == "n" else f"{f}_s"] = num(s.get(f))
+                rows.append(row)
+    return rows
+
+
+def throughput_rows(metrics: Mapping[str, Any]) -> list[Row]:
+    """Throughput against offered rate per stage (Figures 22 and 23).
+
+    mean/std/min/max/ci95 are the repetition statistics of the trials' throughput
+    (jobs/s); ``ratio_*`` those of actual ÷ expected. ``tr`` numbers the stages TR1..TRn in
+    chain order, as the seed's Table 4 did. ``bottleneck`` marks the point's bottleneck.
+    """
+    chain = chain_view(metrics)
+    stages = throughput_stages(metrics)
+    rows: list[Row] = []
+    for p in points(metrics):
+        summ = as_dict(p.get("summary"))
+        tp, ratio = as_dict(summ.get("throughput")), as_dict(summ.get("expected_ratio"))
+        for i, s in enumerate(stages, start=1):
+            t, q = _rep(as_dict(tp.get(s))), _rep(as_dict(ratio.get(s)))
+            rows.append(
+                {
+                    **_point_cols(p),
+                    "stage": s,
+                    "tr": f"TR{i}",
+                    "label": chain.stage_label(s),
+                    "expected_per_s": rate(p),
+                    "n": t["n"],
+                    "mean_per_s": t["avg"],
+                    "std_per_s": t["std"],
+                    "min_per_s": t["min"],
+                    "max_per_s": t["max"],
+                    "ci95_per_s": t["ci95"],
+                    "ratio_mean": q["avg"],
+                    "ratio_std": q["std"],
+                    "ratio_ci95": q["ci95"],
+                    "bottleneck": p.get("bottleneck") == s,
+                }
+            )
+    return rows
+
+
+def throughput_trial_rows(metrics: Mapping[str, Any]) -> list[Row]:
+    """Every trial's throughput per stage (EDGI average, steady slope and both ratios)."""
+    stages = throughput_stages(metrics)
+    rows: list[Row] = []
+    for p in points(metrics):
+        for t in trials(p):
+            tp = as_dict(t.get("throughput"))
+            for s in stages:
+                if s not in tp:
+                    continue
+                d = as_dict(tp[s])
+                rows.append(
+                    {
+                        **_point_cols(p),
+                        "trial_id": t.get("trial_id"),
+                        "valid": bool(t.get("valid", True)),
+                        "stage": s,
+                        "average_per_s": num(d.get("average")),
+                        "steady_per_s": num(d.get("steady")),
+                        "expected_ratio": num(d.get("expected_ratio")),
+                        "edgi_ratio": num(d.get("edgi_ratio")),
+                        "count": num(d.get("count")),
+                    }
+                )
+    return rows
+
+
+def failure_rows(metrics: Mapping[str, Any]) -> list[Row]:
+    """Failures against rate by kind (Figure 25).
+
+    mean/std/min/max are per trial (repetition statistics from the summary); ``total``
+    sums every trial of the point, valid or not, and ``share_of_planned`` divides it by
+    the planned jobs of those trials.
+    """
+    kinds = failure_kinds(metrics)
+    rows: list[Row] = []
+    for p in points(metrics):
+        summ = as_dict(as_dict(p.get("summary")).get("failures"))
+        ts = trials(p)
+        planned = sum(num(as_dict(t.get("jobs")).get("planned")) or 0.0 for t in ts)
+        for k in kinds:
+            st = _rep(as_dict(summ.get(k)))
+            total = sum(num(as_dict(t.get("failures")).get(k)) or 0.0 for t in ts)
+            rows.append(
+                {
+                    **_point_cols(p),
+                    "kind": k,
+                    "mean": st["avg"],
+                    "std": st["std"],
+                    "min": st["min"],
+                    "max": st["max"],
+                    "total": int(total),
+                    "share_of_planned": (total / planned) if planned else None,
+                }
+            )
+    return rows
+
+
+def queue_rows(metrics: Mapping[str, Any]) -> list[Row]:
+    """Jobs waiting in each segment per trial: maximum, final and growth during submission."""
+    segs = queue_segments(metrics)
+    rows: list[Row] = []
+    for p in points(metrics):
+        for t in trials(p):
+            qs = as_dict(t.get("queues"))
+            for s in segs:
+                if s not in qs:
+                    continue
+                d = as_dict(qs[s])
+                rows.append(
+                    {
+                        **_point_cols(p),
+                        "trial_id": t.get("trial_id"),
+                        "segment": s,
+                        "max": num(d.get("max")),
+                        "final": num(d.get("final")),
+                        "growth_per_s": num(d.get("growth_per_s")),
+                    }
+                )
+    return rows
+
+
+def threshold_rows(metrics: Mapping[str, Any]) -> list[Row]:
+    """The spec's thresholds with the measured value and pass/fail."""
+    rows: list[Row] = []
+    for th in as_list(metrics.get("thresholds")):
+        d = as_dict(th)
+        rows.append(
+            {
+                "metric": str(d.get("metric", "")),
+                "op": str(d.get("op", "")),
+                "value": num(d.get("value")),
+                "actual": num(d.get("actual")),
+                "passed": bool(d.get("passed", False)),
+                "where": str(d.get("where") or ""),
+            }
+        )
+    return rows
+
+
+def validity_rows(metrics: Mapping[str, Any]) -> list[Row]:
+    """One row per trial: the validity verdict, its reasons and the evidence behind it."""
+    rows: list[Row] = []
+    for p in points(metrics):
+        for t in trials(p):
+            v = as_dict(t.get("validity"))
+            jobs = as_dict(t.get("jobs"))
+            bq = as_dict(t.get("background_queue"))
+            reasons = [str(r) for r in as_list(v.get("reasons"))]
+            coarse = [str(c) for c in as_list(v.get("coarse_precision"))]
+            rows.append(
+                {
+                    **_point_cols(p),
+                    "trial_id": t.get("trial_id"),
+                    "status": t.get("status"),
+                    "valid": bool(t.get("valid", v.get("valid", True))),
+                    "reasons": "; ".join(reasons),
+                    "planned": num(jobs.get("planned")),
+                    "submitted": num(jobs.get("submitted")),
+                    "completed": num(jobs.get("completed")),
+                    "failed": num(jobs.get("failed")),
+                    "dropped": num(jobs.get("dropped")),
+                    "late": num(jobs.get("late")),
+                    "late_share": num(v.get("late_share")),
+                    "dropped_share": num(v.get("dropped_share")),
+                    "client_cpu_max": num(v.get("client_cpu_max")),
+                    "client_cpu_mean": num(v.get("client_cpu_mean")),
+                    "client_bound": bool(v.get("client_bound", False)),
+                    "coarse_precision": "; ".join(coarse),
+                    "background_queue_start": num(bq.get("start")),
+                    "background_queue_end": num(bq.get("end")),
+                    "bottleneck": t.get("bottleneck"),
+                }
+            )
+    return rows
+
+
+def outlier_rows(metrics: Mapping[str, Any]) -> list[Row]:
+    """Outlying trials per point, with the reason each was kept or dropped."""
+    rows: list[Row] = []
+    for p in points(metrics):
+        for o in as_list(as_dict(p.get("summary")).get("outliers")):
+            d = as_dict(o)
+            rows.append(
+                {
+                    **_point_cols(p),
+                    "trial_id": d.get("trial_id"),
+                    "metric": str(d.get("metric", "")),
+                    "value": num(d.get("value")),
+                    "reason": str(d.get("reason", "")),
+                    "kept": bool(d.get("kept", False)),
+                }
+            )
+    return rows
+
+
+def _job_total(ts: list[Row], key: str) -> int:
+    return int(sum(num(as_dict(t.get("jobs")).get(key)) or 0.0 for t in ts))
+
+
+def point_rows(metrics: Mapping[str, Any]) -> list[Row]:
+    """One row per point: rate, trial counts, bottleneck and job totals."""
+    rows: list[Row] = []
+    for p in points(metrics):
+        summ = as_dict(p.get("summary"))
+        ts = trials(p)
+        rows.append(
+            {
+                **_point_cols(p),
+                "rate": rate_label(p),
+                "parameters": json.dumps(as_dict(p.get("point")), sort_keys=True),
+                "trials": len(ts),
+                "valid_trials": num(summ.get("valid_trials")),
+                "invalid_trials": num(summ.get("invalid_trials")),
+                "bottleneck": p.get("bottleneck"),
+                "planned": _job_total(ts, "planned"),
+                "submitted": _job_total(ts, "submitted"),
+                "completed": _job_total(ts, "completed"),
+                "failed": _job_total(ts, "failed"),
+            }
+        )
+    return rows
+
+
+def all_tables(metrics: Mapping[str, Any]) -> dict[str, list[Row]]:
+    """Every table of the report, by file stem."""
+    return {
+        "points": point_rows(metrics),
+        "latency": latency_rows(metrics, "trials"),
+        "latency_wide": latency_wide_rows(metrics, "trials"),
+        "latency_jobs": latency_rows(metrics, "jobs"),
+        "latency_detail": latency_detail_rows(metrics),
+        "throughput": throughput_rows(metrics),
+        "throughput_trials": throughput_trial_rows(metrics),
+        "failures": failure_rows(metrics),
+        "queues": queue_rows(metrics),
+        "thresholds": threshold_rows(metrics),
+        "validity": validity_rows(metrics),
+        "outliers": outlier_rows(metrics),
+    }

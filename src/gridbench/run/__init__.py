@@ -1,0 +1,1 @@
+"""Trial orchestration: load models, dispatcher, status tracking, collectors, safety."""

@@ -1,0 +1,17 @@
+"""Builds the collectors a spec asks for."""
+
+from __future__ import annotations
+
+from gridbench.backends.base import Backend
+from gridbench.run.collect import Collector
+from gridbench.spec.model import ExperimentSpec
+
+
+def build_collectors(spec: ExperimentSpec, backend: Backend) -> list[Collector]:
+    out: list[Collector] = []
+    for c in spec.collectors:
+        if c.type == "edgi":
+            from gridbench.run.edgi_collector import EdgiCollector  # noqa: PLC0415
+
+            out.append(EdgiCollector.from_spec(c, backend))
+    return out

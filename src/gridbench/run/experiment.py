@@ -1,0 +1,117 @@
+"""Runs every trial of a plan against one backend and records the experiment's status."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gridbench.backends.base import Backend
+from gridbench.backends.registry import create_backend
+from gridbench.errors import BackendError
+from gridbench.events.clock import AnchoredClock
+from gridbench.run.collect import Collector
+from gridbench.run.observer import NullObserver, Observer
+from gridbench.run.trial import TrialOutcome, run_trial
+from gridbench.spec.load import dump_yaml
+from gridbench.spec.plan import Plan
+from gridbench.store.layout import RunDir, now_iso, write_json
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ExperimentOutcome:
+    run: RunDir
+    status: str  # complete | aborted | failed
+    trials: list[TrialOutcome] = field(default_factory=list)
+    error: str | None = None
+
+
+def spec_hash(data: dict[str, Any]) -> str:
+    return hashlib.sha256(dump_yaml(data).encode()).hexdigest()[:16]
+
+
+class ExperimentRunner:
+    """Owns the backend for the whole experiment; ``abort()`` stops it like Ctrl-C."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        data: dict[str, Any],
+        root: Path,
+        *,
+        observer: Observer | None = None,
+        backend: Backend | None = None,
+    ) -> None:
+        self.plan = plan
+        self.data = data
+        self.root = root
+        self.observer = observer or NullObserver()
+        self.backend = backend
+        self.stop = asyncio.Event()
+        self.run: RunDir | None = None
+
+    def abort(self) -> None:
+        """Stop submitting, drain or cancel per the spec, and finalise what was recorded."""
+        self.stop.set()
+
+    def prepare(self) -> RunDir:
+        """Create the results directory with the spec as run and the plan."""
+        spec = self.plan.spec
+        run = RunDir.create(self.root, spec.name)
+        run.spec_file.write_text(dump_yaml(self.data), encoding="utf-8")
+        write_json(run.plan_file, self.plan.to_dict())
+        run.update_experiment(
+            id=run.id, name=spec.name, description=spec.description, backend=spec.backend.type,
+            load_model=spec.load.model, status="created", created=now_iso(),
+            spec_hash=spec_hash(self.data), trials_planned=len(self.plan.trials),
+            trials_done=0,
+        )
+        self.run = run
+        return run
+
+    async def execute(self) -> ExperimentOutcome:
+        run = self.run or self.prepare()
+        spec = self.plan.spec
+        outcome = ExperimentOutcome(run, "complete")
+        backend = self.backend or create_backend(spec.backend.type, spec.backend.options)
+        run.update_experiment(status="running", started=now_iso())
+        self.observer.experiment_started(str(run.path), len(self.plan.trials))
+        try:
+            await backend.open()
+        except BackendError as exc:
+            run.update_experiment(status="failed", error=str(exc), ended=now_iso())
+            raise
+        from gridbench.run.collectors import build_collectors  # noqa: PLC0415 (optional deps)
+
+        collectors: list[Collector] = build_collectors(spec, backend)
+        clock = AnchoredClock()
+        try:
+            for planned in self.plan.trials:
+                if self.stop.is_set():
+                    outcome.status = "aborted"
+                    break
+                point = self.plan.points[planned.point_index]
+                res = await run_trial(
+                    backend, spec, point, planned, run.trial_dir(planned.trial_id), clock,
+                    collectors, self.observer, self.stop,
+                )
+                outcome.trials.append(res)
+                run.update_experiment(trials_done=len(outcome.trials))
+                if res.status == "aborted":
+                    outcome.status = "aborted"
+                    break
+                if res.status == "failed":
+                    outcome.status, outcome.error = "failed", res.error
+                    break
+        finally:
+            try:
+                await backend.close()
+            except Exception as exc:
+                log.warning("closing backend: %s", exc)
+            run.update_experiment(status=outcome.status, ended=now_iso(), error=outcome.error)
+        return outcome

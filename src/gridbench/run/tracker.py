@@ -1,0 +1,160 @@
+"""Tracks in-flight jobs with one batched status call per sweep (never one per job)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from gridbench.backends.base import Backend, JobState
+from gridbench.errors import BackendError
+from gridbench.events.model import (
+    FAIL_JOB,
+    FAIL_LOST,
+    STAGE_CANCELLED,
+    STAGE_CLIENT_DONE,
+    STAGE_FAILED,
+)
+from gridbench.run.observer import TrialProgress
+from gridbench.run.recorder import Recorder
+
+log = logging.getLogger(__name__)
+
+
+class StatusTracker:
+    """Owns the map of in-flight jobs (backend id -> gridbench job) and sweeps it."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        recorder: Recorder,
+        progress: TrialProgress,
+        interval_s: float,
+        *,
+        max_consecutive_errors: int = 10,
+        on_server_events: Callable[[list[object]], None] | None = None,
+    ) -> None:
+        self.backend = backend
+        self.rec = recorder
+        self.progress = progress
+        self.interval = interval_s
+        self.inflight: dict[str, str] = {}
+        self.names: dict[str, str] = {}  # every backend id seen this trial -> job
+        self.sweeps = 0
+        self.status_calls = 0
+        self.errors = 0
+        self._consecutive = 0
+        self._max_errors = max_consecutive_errors
+        self.fatal: BackendError | None = None
+
+    def add(self, backend_id: str, job: str) -> None:
+        self.inflight[backend_id] = job
+        self.names[backend_id] = job
+        self.progress.in_flight = len(self.inflight)
+
+    async def sweep(self) -> None:
+        """One status call for every in-flight job; stamp the ones that ended."""
+        await self._server_events()
+        if not self.inflight:
+            return
+        ids = list(self.inflight)
+        self.status_calls += 1
+        try:
+            states = await self.backend.status(ids)
+        except Exception as exc:  # a backend answer we cannot use must not kill the trial
+            self.errors += 1
+            self._consecutive += 1
+            log.warning("status call failed (%s/%s): %s", self._consecutive, self._max_errors, exc)
+            if self._consecutive >= self._max_errors:
+                self.fatal = BackendError(
+                    f"{self._consecutive} status calls in a row failed; last: {exc}",
+                    where=f"backend {self.backend.name}",
+                    fix="check that the backend is reachable (gridbench check SPEC)",
+                )
+            return
+        self._consecutive = 0
+        self.sweeps += 1
+        now = self.rec.clock.now_ns()
+        p = self.progress
+        for bid, st in states.items():
+            if not st.state.terminal:
+                continue
+            job = self.inflight.pop(bid, None)
+            if job is None:
+                continue
+            self.rec.stamp(job, STAGE_CLIENT_DONE, now, {"state": st.state.value})
+            if st.state is JobState.FAILED:
+                p.failed += 1
+                attrs = {"kind": FAIL_JOB, "message": st.message[:500]}
+                self.rec.stamp(job, STAGE_FAILED, now, attrs)
+            elif st.state is JobState.CANCELLED:
+                self.rec.stamp(job, STAGE_CANCELLED, now)
+            else:
+                p.completed += 1
+        p.in_flight = len(self.inflight)
+
+    async def _server_events(self) -> None:
+        if not self.backend.capabilities().server_events:
+            return
+        try:
+            events = await self.backend.server_events()
+        except Exception as exc:
+            log.warning("server events failed: %s", exc)
+            return
+        log_ = self.rec.log
+        for e in events:
+            job = self.names.get(e.job)
+            if job is None:
+                continue
+            log_.append(
+                job, e.stage, e.t_ns, source=e.source, precision_ns=e.precision_ns,
+                agent=e.agent, clock_offset_ns=e.clock_offset_ns, attrs=e.attrs or None,
+            )
+
+    async def run_until(self, done: asyncio.Event) -> None:
+        """Sweep every interval until ``done`` is set."""
+        while not done.is_set():
+            await self.sweep()
+            try:
+                await asyncio.wait_for(done.wait(), timeout=self.interval)
+            except TimeoutError:
+                pass
+
+    async def drain(self, timeout_s: float, stop: asyncio.Event) -> None:
+        """Sweep until nothing is in flight, the drain time-out passes, or an abort."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while self.inflight and loop.time() < deadline and not stop.is_set():
+            await self.sweep()
+            if self.fatal:
+                return
+            if self.inflight:
+                try:
+                    await asyncio.wait_for(stop.wait(), timeout=self.interval)
+                except TimeoutError:
+                    pass
+        await self._server_events()
+
+    def mark_lost(self) -> list[str]:
+        """Record every job still in flight as lost; return their backend ids."""
+        now = self.rec.clock.now_ns()
+        ids = list(self.inflight)
+        for bid in ids:
+            self.rec.stamp(self.inflight[bid], STAGE_FAILED, now, {"kind": FAIL_LOST})
+        self.progress.failed += len(ids)
+        return ids
+
+    async def cancel_outstanding(self) -> int:
+        ids = list(self.inflight)
+        if not ids:
+            return 0
+        try:
+            await self.backend.cancel(ids)
+        except Exception as exc:
+            log.warning("cancel of %d jobs failed: %s", len(ids), exc)
+            return 0
+        now = self.rec.clock.now_ns()
+        for bid in ids:
+            self.rec.stamp(self.inflight.pop(bid), STAGE_CANCELLED, now, {"by": "gridbench"})
+        self.progress.in_flight = 0
+        return len(ids)

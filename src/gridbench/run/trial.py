@@ -1,0 +1,225 @@
+"""One trial: submit per the load model, track, drain, collect server stamps, finalise."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gridbench.backends.base import Backend, JobRequest
+from gridbench.events.clock import AnchoredClock
+from gridbench.events.log import EVENTS_FILE, EventLog
+from gridbench.run.closed_loop import run_batch, run_probe, run_sustain
+from gridbench.run.collect import Collector
+from gridbench.run.observer import Observer, TrialProgress
+from gridbench.run.open_loop import run_open_loop
+from gridbench.run.recorder import Recorder
+from gridbench.run.resources import RESOURCES_FILE, ResourceMonitor
+from gridbench.run.schedule import intended_offsets, split_for_agents
+from gridbench.run.tracker import StatusTracker
+from gridbench.spec.model import ExperimentSpec
+from gridbench.spec.plan import PlannedPoint, PlannedTrial, submission_window
+from gridbench.store.layout import write_json
+
+log = logging.getLogger(__name__)
+TRIAL_FILE = "trial.json"
+START_LEAD_S = 0.2  # lets every submitter reach its first sleep before the schedule starts
+
+
+@dataclass
+class TrialOutcome:
+    trial_id: str
+    status: str  # complete | aborted | failed
+    progress: TrialProgress
+    error: str | None = None
+
+
+def _request_factory(spec: ExperimentSpec, trial_id: str, n_hint: int, seed: int) -> Any:
+    job = spec.job
+    command = tuple(job.command)
+    rng = np.random.default_rng(seed)
+    fails = rng.random(max(n_hint, 1)) < job.fail_fraction if job.fail_fraction > 0 else None
+    frac_rng = np.random.default_rng(seed + 1)
+
+    def make(i: int) -> JobRequest:
+        if fails is not None:
+            fail = bool(fails[i]) if i < len(fails) else bool(frac_rng.random() < job.fail_fraction)
+        else:
+            fail = False
+        return JobRequest(f"{trial_id}-{i:06d}", command, job.runtime, fail)
+
+    return make
+
+
+async def _queue_length(backend: Backend) -> int | None:
+    if not backend.capabilities().queue_length:
+        return None
+    try:
+        return await asyncio.wait_for(backend.queue_length(), timeout=10)
+    except Exception as exc:
+        log.warning("queue length unavailable: %s", exc)
+        return None
+
+
+async def run_trial(
+    backend: Backend,
+    spec: ExperimentSpec,
+    point: PlannedPoint,
+    planned: PlannedTrial,
+    trial_dir: Path,
+    clock: AnchoredClock,
+    collectors: list[Collector],
+    observer: Observer,
+    stop: asyncio.Event,
+) -> TrialOutcome:
+    """Run one trial of ``point``; everything it learns is on disk when it returns."""
+    pspec = point.spec
+    load = pspec.load
+    tid = planned.trial_id
+    trial_dir.mkdir(parents=True, exist_ok=True)
+    seed = load.seed * 100_003 + planned.point_index * 1009 + planned.trial_index
+    progress = TrialProgress(tid, point.jobs_per_trial)
+    info: dict[str, Any] = {
+        "trial_id": tid,
+        "point_index": planned.point_index,
+        "trial_index": planned.trial_index,
+        "point": point.values,
+        "load_model": load.model,
+        "offered_rate_per_s": None,
+        "planned_jobs": point.jobs_per_trial,
+        "started_ns": clock.now_ns(),
+        "submit_end_ns": None,
+        "ended_ns": None,
+        "status": "running",
+        "chain": backend.stage_chain().to_dict(),
+        "backend": backend.name,
+        "agents": {f"agent-{k}": {"clock_offset_ns": 0, "clock_uncertainty_ns": 0}
+                   for k in range(load.agents)},
+        "background_queue": {"start": await _queue_length(backend), "end": None},
+        "cpu_count": os.cpu_count(),
+        "late_threshold_ns": int(load.late_threshold * 1e9),
+        "status_interval_ns": int(pspec.timeouts.status_interval * 1e9),
+        "pid": os.getpid(),
+    }
+    write_json(trial_dir / TRIAL_FILE, info)
+    elog = EventLog(trial_dir / EVENTS_FILE)
+    recs = [Recorder(elog, clock, f"agent-{k}") for k in range(load.agents)]
+    tracker = StatusTracker(backend, recs[0], progress, pspec.timeouts.status_interval)
+    monitor = ResourceMonitor(trial_dir / RESOURCES_FILE)
+    monitor.start()
+    observer.trial_started(progress)
+    submission_done = asyncio.Event()
+    flusher = asyncio.create_task(_flush_and_report(elog, progress, observer, submission_done))
+    tracking = asyncio.create_task(tracker.run_until(submission_done))
+    status, error = "complete", None
+    t = pspec.timeouts
+    try:
+        progress.phase = "submitting"
+        if load.model == "open":
+            offsets = intended_offsets(load, pspec.trial, seed)
+            window = submission_window(load, pspec.trial)
+            info["offered_rate_per_s"] = len(offsets) / window if window > 0 else None
+            info["planned_jobs"] = progress.planned = len(offsets)
+            info["submission_window_s"] = window
+            write_json(trial_dir / TRIAL_FILE, info)
+            make = _request_factory(pspec, tid, len(offsets), seed)
+            start = time.perf_counter_ns() + int(START_LEAD_S * 1e9)
+            idx = np.arange(len(offsets), dtype=np.int64)
+            await asyncio.gather(*(
+                run_open_loop(
+                    backend, part, split_for_agents(idx, load.agents)[k], make, recs[k], tracker,
+                    progress, start_mono_ns=start, pool=load.pool,
+                    max_lateness_s=load.max_lateness, late_threshold_s=load.late_threshold,
+                    submit_timeout_s=t.submit, stop=stop,
+                )
+                for k, part in enumerate(split_for_agents(offsets, load.agents))
+            ))
+        elif load.model == "sustain":
+            make = _request_factory(pspec, tid, 0, seed)
+            await run_sustain(
+                backend, make, recs, tracker, progress, trial_id=tid, users=load.users,
+                jobs_per_user=load.jobs_per_user, sleep_coef_s=load.sleep_coef,
+                duration_s=pspec.trial.duration or 0.0, submit_timeout_s=t.submit,
+                seed=seed, stop=stop,
+            )
+        elif load.model == "batch":
+            n = load.jobs or pspec.trial.jobs or 0
+            make = _request_factory(pspec, tid, n, seed)
+            await run_batch(backend, make, recs, tracker, progress, jobs=n,
+                            submitters=load.submitters, submit_timeout_s=t.submit, stop=stop)
+        else:
+            make = _request_factory(pspec, tid, load.count, seed)
+            await run_probe(
+                backend, make, recs, tracker, progress, trial_id=tid, operation=load.operation,
+                count=load.count, gap_s=load.gap,
+                burst_requests=load.burst.requests if load.burst else None,
+                burst_threads=load.burst.threads if load.burst else [],
+                submit_timeout_s=t.submit, stop=stop,
+            )
+        info["submit_end_ns"] = clock.now_ns()
+        submission_done.set()
+        await tracking
+        progress.phase = "draining"
+        observer.trial_progress(progress)
+        await tracker.drain(t.drain, stop)
+        if tracker.fatal:
+            status, error = "failed", str(tracker.fatal)
+    except Exception as exc:  # record, finalise, and let the experiment decide
+        status, error = "failed", f"{type(exc).__name__}: {exc}"
+        log.exception("trial %s failed", tid)
+    finally:
+        submission_done.set()
+        with contextlib.suppress(BaseException):
+            await tracking
+        if info["submit_end_ns"] is None:
+            info["submit_end_ns"] = clock.now_ns()
+        if stop.is_set():
+            status = "aborted"
+        if tracker.inflight:
+            if stop.is_set() and spec.safety.cancel_on_abort:
+                n = await tracker.cancel_outstanding()
+                observer.message(f"{tid}: cancelled {n} outstanding jobs")
+            else:
+                tracker.mark_lost()
+        progress.phase = "collecting"
+        observer.trial_progress(progress)
+        for c in collectors:
+            try:
+                await c.collect(elog, tracker.names, final=True,
+                                settle_s=0.0 if stop.is_set() else t.settle)
+            except Exception as exc:
+                observer.message(f"{tid}: collector {c.describe()} failed: {exc}")
+                info.setdefault("collector_errors", []).append(str(exc)[:500])
+        info["background_queue"]["end"] = await _queue_length(backend)
+        info["ended_ns"] = clock.now_ns()
+        info["status"] = status
+        info["error"] = error
+        info["status_calls"] = tracker.status_calls
+        info["status_sweeps"] = tracker.sweeps
+        info["events"] = elog.count
+        flusher.cancel()
+        with contextlib.suppress(BaseException):
+            await flusher
+        elog.close()
+        monitor.stop()
+        write_json(trial_dir / TRIAL_FILE, info)
+        progress.phase = status
+        observer.trial_finished(progress)
+    return TrialOutcome(tid, status, progress, error)
+
+
+async def _flush_and_report(
+    elog: EventLog, progress: TrialProgress, observer: Observer, done: asyncio.Event
+) -> None:
+    """Flush small batches often (bounded loss on kill -9) and publish progress."""
+    while True:
+        await asyncio.sleep(0.1)
+        elog.flush()
+        observer.trial_progress(progress)

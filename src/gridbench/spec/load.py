@@ -1,0 +1,196 @@
+"""Loading a spec from YAML with errors that name the file, line, field, expectation and fix."""
+
+from __future__ import annotations
+
+import copy
+import io
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import YAMLError
+
+from gridbench.errors import SpecError
+from gridbench.spec.model import ExperimentSpec, LoadSpec
+
+MAX_SPEC_BYTES = 1024 * 1024
+
+
+def _yaml() -> YAML:
+    y = YAML(typ="rt")
+    y.allow_duplicate_keys = False
+    return y
+
+
+def parse_yaml(text: str, origin: str) -> Any:
+    """Parse YAML text into ruamel's round-trip nodes (which remember line numbers)."""
+    try:
+        return _yaml().load(io.StringIO(text))
+    except YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{origin}:{mark.line + 1}" if mark is not None else origin
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise SpecError(
+            f"not valid YAML: {problem}",
+            where=where,
+            fix="check indentation and quoting near that line",
+        ) from None
+
+
+def read_spec_text(path: str | Path) -> str:
+    p = Path(path)
+    if not p.is_file():
+        raise SpecError("spec file not found", where=str(p), fix="give the path to a YAML spec")
+    if p.stat().st_size > MAX_SPEC_BYTES:
+        raise SpecError("spec file is larger than 1 MiB", where=str(p), fix="a spec is a short file")
+    try:
+        return p.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise SpecError("spec is not UTF-8 text", where=str(p), fix="save it as UTF-8") from None
+
+
+def _line_of(root: Any, loc: tuple[int | str, ...]) -> int | None:
+    """1-based line of the deepest node of ``loc`` that exists in the YAML tree."""
+    node, line = root, None
+    for key in loc:
+        if isinstance(node, CommentedMap) and key in node:
+            line = node.lc.key(key)[0] + 1
+            node = node[key]
+        elif isinstance(node, CommentedSeq) and isinstance(key, int) and key < len(node):
+            line = node.lc.item(key)[0] + 1
+            node = node[key]
+        else:
+            break
+    if line is None and isinstance(root, CommentedMap | CommentedSeq):
+        line = root.lc.line + 1
+    return line
+
+
+_FIX_BY_TYPE = {
+    "extra_forbidden": "remove it, or check its spelling against docs/spec.md",
+    "missing": "add this field (see docs/spec.md)",
+    "literal_error": "use one of the allowed values",
+    "int_parsing": "give a whole number",
+    "float_parsing": "give a number",
+    "greater_than_equal": "give a larger value",
+    "less_than_equal": "give a smaller value",
+}
+
+
+def validation_error(exc: ValidationError, root: Any, origin: str) -> SpecError:
+    """Turn a pydantic error into one SpecError listing every problem with its line."""
+    lines = []
+    for err in exc.errors():
+        loc = tuple(x for x in err["loc"] if not (isinstance(x, str) and "[" in x))
+        field = ".".join(str(x) for x in loc) or "(top level)"
+        line = _line_of(root, loc)
+        msg = err["msg"].removeprefix("Value error, ")
+        fix = _FIX_BY_TYPE.get(err["type"], "see docs/spec.md")
+        place = f"{origin}:{line}" if line else origin
+        lines.append(f"{place}: field '{field}': {msg} (fix: {fix})")
+    first, *rest = lines
+    return SpecError("\n".join([first, *rest]) if rest else first)
+
+
+def _plain(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {str(k): _plain(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_plain(v) for v in node]
+    # ruamel's round-trip scalars (ScalarFloat, ScalarInt, ...) become plain Python values
+    if isinstance(node, bool) or node is None:
+        return node
+    if isinstance(node, int):
+        return int(node)
+    if isinstance(node, float):
+        return float(node)
+    if isinstance(node, str):
+        return str(node)
+    return node
+
+
+def apply_overrides(data: Any, overrides: list[str], origin: str = "--set") -> Any:
+    """Apply ``key.path=value`` overrides (value parsed as YAML) to a plain dict."""
+    data = copy.deepcopy(data)
+    for item in overrides:
+        if "=" not in item:
+            raise SpecError(
+                f"override {item!r} has no '='", where=origin, fix="write --set key.path=value"
+            )
+        key, raw = item.split("=", 1)
+        parts = [p for p in key.strip().split(".") if p]
+        if not parts:
+            raise SpecError(f"override {item!r} has an empty key", where=origin, fix="name a field")
+        value = _plain(parse_yaml(raw, f"{origin} {key}")) if raw.strip() else ""
+        set_path(data, parts, value)
+    return data
+
+
+def set_path(data: dict[str, Any], parts: list[str], value: Any) -> None:
+    node = data
+    for p in parts[:-1]:
+        nxt = node.get(p)
+        if not isinstance(nxt, dict):
+            nxt = {}
+            node[p] = nxt
+        node = nxt
+    node[parts[-1]] = value
+
+
+def sweep_path(key: str) -> list[str]:
+    """Map a sweep key to its spec path: ``rate`` -> load.rate, ``job.runtime`` as is."""
+    if "." in key:
+        return key.split(".")
+    if key in LoadSpec.model_fields:
+        return ["load", key]
+    raise SpecError(
+        f"sweep key {key!r} is not a load parameter",
+        where=f"sweep.{key}",
+        fix="use a load field (rate, users, jobs_per_user, ...) or a dotted path like job.runtime",
+    )
+
+
+def validate_data(data: Any, root: Any, origin: str) -> ExperimentSpec:
+    if not isinstance(data, dict):
+        raise SpecError(
+            "a spec must be a YAML mapping (name:, backend:, load:, ...)",
+            where=origin,
+            fix="see examples/ for a template",
+        )
+    try:
+        spec = ExperimentSpec.model_validate(data)
+    except ValidationError as exc:
+        raise validation_error(exc, root, origin) from None
+    for key in spec.sweep:
+        sweep_path(key)
+    return spec
+
+
+def load_spec(
+    path: str | Path, overrides: list[str] | None = None
+) -> tuple[ExperimentSpec, dict[str, Any]]:
+    """Load, override and validate a spec. Returns the model and the plain data as run."""
+    origin = str(path)
+    text = read_spec_text(path)
+    return load_spec_text(text, origin, overrides)
+
+
+def load_spec_text(
+    text: str, origin: str = "<spec>", overrides: list[str] | None = None
+) -> tuple[ExperimentSpec, dict[str, Any]]:
+    root = parse_yaml(text, origin)
+    data = _plain(root)
+    if overrides:
+        data = apply_overrides(data, overrides)
+    spec = validate_data(data, root, origin)
+    return spec, data
+
+
+def dump_yaml(data: Any) -> str:
+    buf = io.StringIO()
+    y = YAML(typ="safe", pure=True)
+    y.default_flow_style = False
+    y.dump(data, buf)
+    return buf.getvalue()

@@ -1,0 +1,56 @@
+"""Parsing of durations ("15s", "2m", "100ms") and rates ("60", "2/s", "120/min")."""
+
+from __future__ import annotations
+
+import re
+
+_DUR = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ns|us|ms|s|m|min|h)?\s*$")
+_DUR_UNITS = {
+    None: 1.0,
+    "s": 1.0,
+    "ns": 1e-9,
+    "us": 1e-6,
+    "ms": 1e-3,
+    "m": 60.0,
+    "min": 60.0,
+    "h": 3600.0,
+}
+_RATE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(?:/\s*(s|sec|m|min|h|hour))?\s*$")
+_RATE_DIV = {None: 60.0, "min": 60.0, "m": 60.0, "s": 1.0, "sec": 1.0, "h": 3600.0, "hour": 3600.0}
+
+
+def parse_duration(value: object) -> float:
+    """Seconds from a number (seconds) or a string with a unit: ns, us, ms, s, m/min, h."""
+    if isinstance(value, bool):
+        raise ValueError("expected a duration such as 30s, 2m or 500ms")
+    if isinstance(value, int | float):
+        if value < 0:
+            raise ValueError("a duration cannot be negative")
+        return float(value)
+    if isinstance(value, str):
+        m = _DUR.match(value)
+        if m:
+            return float(m.group(1)) * _DUR_UNITS[m.group(2)]
+    raise ValueError(f"expected a duration such as 30s, 2m or 500ms, got {value!r}")
+
+
+def parse_rate(value: object) -> float:
+    """Jobs per second from a bare number (jobs per MINUTE, the seeds' unit) or 'N/s', 'N/min', 'N/h'."""
+    if isinstance(value, bool):
+        raise ValueError("expected a rate such as 60 (per minute), 2/s or 120/min")
+    if isinstance(value, int | float):
+        if value < 0:
+            raise ValueError("a rate cannot be negative")
+        return float(value) / 60.0
+    if isinstance(value, str):
+        m = _RATE.match(value)
+        if m:
+            return float(m.group(1)) / _RATE_DIV[m.group(2)]
+    raise ValueError(f"expected a rate such as 60 (per minute), 2/s or 120/min, got {value!r}")
+
+
+def format_rate(per_s: float) -> str:
+    """Human rate in the unit that reads best."""
+    if per_s >= 1 or per_s == 0:
+        return f"{per_s:g}/s"
+    return f"{per_s * 60:g}/min"

@@ -1,0 +1,1 @@
+"""The results store: one directory per experiment, and a catalogue over them."""

@@ -1,0 +1,50 @@
+"""The catalogue: every experiment under a results root, newest first."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from gridbench.errors import ResultsError
+from gridbench.store.layout import EXPERIMENT_FILE, RunDir
+
+
+def list_runs(root: Path) -> list[dict[str, Any]]:
+    """Catalogue entries (experiment.json plus ``path``) of every run under ``root``."""
+    if not root.is_dir():
+        return []
+    out = []
+    for p in root.iterdir():
+        if not (p / EXPERIMENT_FILE).is_file():
+            continue
+        try:
+            entry = RunDir(p).read_experiment()
+        except ResultsError as exc:
+            entry = {"name": p.name, "status": "unreadable", "error": exc.message}
+        entry["path"] = str(p)
+        entry.setdefault("id", p.name)
+        out.append(entry)
+    out.sort(key=lambda e: str(e.get("created", "")), reverse=True)
+    return out
+
+
+def resolve_run(ref: str, root: Path) -> RunDir:
+    """A run from a path, an id under ``root``, or ``latest``."""
+    p = Path(ref)
+    if (p / EXPERIMENT_FILE).is_file():
+        return RunDir(p)
+    if ref == "latest":
+        runs = list_runs(root)
+        if runs:
+            return RunDir(Path(runs[0]["path"]))
+    elif (root / ref / EXPERIMENT_FILE).is_file():
+        return RunDir(root / ref)
+    else:
+        matches = [r for r in list_runs(root) if str(r["id"]).startswith(ref)]
+        if len(matches) == 1:
+            return RunDir(Path(matches[0]["path"]))
+    raise ResultsError(
+        f"no results directory {ref!r}",
+        where=str(root),
+        fix="give a path, an id from 'gridbench list', or 'latest'",
+    )
