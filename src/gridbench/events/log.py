@@ -22,6 +22,7 @@ from gridbench.errors import ResultsError
 from gridbench.events.model import EVENT_COLUMNS, EVENT_SCHEMA, Event
 
 EVENTS_FILE = "events.csv"
+_dumps = json.JSONEncoder(separators=(",", ":"), default=str).encode
 
 
 class EventLog:
@@ -50,9 +51,9 @@ class EventLog:
         precision_ns: int = 1_000,
         agent: str = "local",
         clock_offset_ns: int = 0,
-        attrs: dict[str, Any] | None = None,
+        attrs: dict[str, Any] | str | None = None,
     ) -> None:
-        """Record one event (flushed with its batch)."""
+        """Record one event (flushed with its batch); ``attrs`` may be pre-encoded JSON."""
         self._buf.append(
             (
                 job,
@@ -62,7 +63,7 @@ class EventLog:
                 precision_ns,
                 agent,
                 clock_offset_ns,
-                json.dumps(attrs, separators=(",", ":")) if attrs else "",
+                attrs if isinstance(attrs, str) else (_dumps(attrs) if attrs else ""),
             )
         )
         self.count += 1
@@ -135,7 +136,6 @@ def read_events(path: str | os.PathLike[str]) -> pl.DataFrame:
             source,
             schema=EVENT_SCHEMA,
             has_header=True,
-            missing_utf8_is_empty_string=True,
         )
     except (pl.exceptions.ComputeError, pl.exceptions.NoDataError) as exc:
         raise ResultsError(

@@ -149,8 +149,8 @@ def config_from_dict(data: Mapping[str, Any] | None, *, source: str = "config") 
         ) from None
 
 
-def load_config(path: str | Path) -> GridConfig:
-    """Load a YAML (or JSON) file into a :class:`GridConfig`."""
+def read_config_file(path: str | Path) -> dict[str, Any]:
+    """Read a YAML (or JSON) file into a plain mapping, without validating it."""
     from ruamel.yaml import YAML
     from ruamel.yaml.error import YAMLError
 
@@ -169,11 +169,18 @@ def load_config(path: str | Path) -> GridConfig:
         mark = getattr(exc, "problem_mark", None)
         where = f"{p}:{mark.line + 1}" if mark is not None else str(p)
         raise SpecError(f"not valid YAML: {exc}", where=where, fix="fix the YAML syntax") from None
-    if data is not None and not isinstance(data, Mapping):
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
         raise SpecError(
             "the grid configuration must be a mapping", where=str(p), fix="use `key: value` lines"
         )
-    return config_from_dict(data, source=str(p))
+    return dict(data)
+
+
+def load_config(path: str | Path) -> GridConfig:
+    """Load and validate a YAML (or JSON) file into a :class:`GridConfig`."""
+    return config_from_dict(read_config_file(path), source=str(path))
 
 
 def merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:

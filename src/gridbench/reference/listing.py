@@ -15,7 +15,8 @@ def _page(title: str, rows: Iterable[str]) -> str:
     return (
         '<!DOCTYPE HTML PUBLIC "-//W3C//DTD HTML 3.2 Final//EN">\n'
         f"<html>\n<head>\n<title>{t}</title>\n</head>\n<body>\n<h1>{t}</h1>\n"
-        f'<pre>Name                    Last modified (GMT)      Size\n<hr><a href="../">Parent Directory</a>\n'
+        "<pre>Name                    Last modified (GMT)  Size\n<hr>"
+        '<a href="../">Parent Directory</a>\n'
         f"{body}\n<hr></pre>\n</body>\n</html>\n"
     )
 

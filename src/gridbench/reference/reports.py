@@ -124,9 +124,7 @@ class ReportWriter:
         self._seq += 1
         name = report_name(self.tier, self._seq)
         fh = (self.dir / name).open("w", encoding="utf-8")
-        fh.write(
-            f'<report timestamp="{now_ns // 1_000_000}" timezone="GMT" version="1.1">\n'
-        )
+        fh.write(f'<report timestamp="{now_ns // 1_000_000}" timezone="GMT" version="1.1">\n')
         self._fh, self._current, self._opened_ns = fh, name, now_ns
         return fh
 
@@ -153,10 +151,8 @@ class ReportWriter:
             (("application", application), ("input_grid_name", input_grid_name)),
         )
 
-    def submission(
-        self, t_ns: int, job_id: str, job_id_bridge: str, output_grid_name: str
-    ) -> None:
-        """A ``job_submission`` event (the job left for the next tier, which calls it ``job_id_bridge``)."""
+    def submission(self, t_ns: int, job_id: str, job_id_bridge: str, output_grid_name: str) -> None:
+        """A ``job_submission`` event: the job left; the next tier knows it as ``job_id_bridge``."""
         self.write(
             t_ns,
             EVENT_SUBMISSION,

@@ -90,6 +90,13 @@ class SubmitRefused(Exception):
 
 
 _TERMINAL = (Loc.DONE, Loc.CANCELLED)
+
+
+def _at(job: Job, loc: Loc) -> bool:
+    # A function, not an inline test: a cancel during an await moves the job behind our back.
+    return job.loc == loc
+
+
 _BRIDGE_HOLDS = (Loc.BRIDGE_QUEUED, Loc.BRIDGE_SERVICE, Loc.DG_QUEUED, Loc.DG_RUNNING)
 
 
@@ -296,7 +303,7 @@ class Grid:
             try:
                 self._move(job, Loc.CE_SERVICE)
                 await asyncio.sleep(self._ce_service())
-                if job.loc != Loc.CE_SERVICE:
+                if not _at(job, Loc.CE_SERVICE):  # cancelled meanwhile
                     continue
                 self._n_bridge += 1
                 job.bridge_id = f"br-{self._tag}-{self._n_bridge:06d}"
@@ -332,8 +339,9 @@ class Grid:
             return
         job.bridge_state = BridgeState.QUEUED
         self._move(job, Loc.BRIDGE_QUEUED)
+        # The bridge names the job's source grid, as the EDGI monitoring does.
         self.bridge_reports.entry(
-            self._clock(), job.bridge_id, job.application, "CREAM/" + self.config.ce.input_grid_name
+            self._clock(), job.bridge_id, job.application, self.config.ce.input_grid_name
         )
         self._bridge_q.put_nowait(job)
 
@@ -345,7 +353,7 @@ class Grid:
             try:
                 self._move(job, Loc.BRIDGE_SERVICE)
                 await asyncio.sleep(self._bridge_service())
-                if job.loc != Loc.BRIDGE_SERVICE:
+                if not _at(job, Loc.BRIDGE_SERVICE):
                     continue
                 self._n_dg += 1
                 job.dg_id = f"dg-{self._tag}-{self._n_dg:06d}"

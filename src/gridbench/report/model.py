@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gridbench.errors import ResultsError
+from gridbench.report.fmt import fmt_number
 
 SCHEMA = "gridbench.metrics/1"
 
@@ -161,13 +162,6 @@ def all_trials(metrics: Mapping[str, Any]) -> list[tuple[Json, Json]]:
 def rate(point: Mapping[str, Any]) -> float | None:
     """The point's offered rate in jobs/s."""
     return num(point.get("offered_rate_per_s"))
-
-
-def fmt_number(x: float) -> str:
-    """A compact number: integers without decimals, else 3 significant digits."""
-    if x == int(x) and abs(x) < 1e9:
-        return str(int(x))
-    return f"{x:.3g}"
 
 
 def rate_label(point: Mapping[str, Any]) -> str:

@@ -11,25 +11,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from gridbench.report.fmt import fmt_number, fmt_rate
 from gridbench.report.model import (
     all_trials,
     as_dict,
     as_list,
     chain_view,
-    fmt_number,
     num,
     points,
     rate_label,
     throughput_stages,
 )
 from gridbench.report.tables import threshold_rows
-
-
-def fmt_rate(r: float | None) -> str:
-    """'0.667/s (40/min)', or 'n/a'."""
-    if r is None:
-        return "n/a"
-    return f"{fmt_number(r)}/s ({fmt_number(r * 60.0)}/min)"
 
 
 @dataclass(frozen=True, slots=True)

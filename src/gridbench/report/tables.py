@@ -96,9 +96,9 @@ def _pooled(parts: list[Mapping[str, Any]]) -> Row:
 
 def _rep(rep: Mapping[str, Any]) -> Row:
     """A repetition-statistics object in Table-6 terms."""
-    n = rep.get("n")
+    n = num(rep.get("n"))
     return {
-        "n": int(n) if num(n) is not None else None,
+        "n": None if n is None else int(n),
         "avg": num(rep.get("mean")),
         "min": num(rep.get("min")),
         "max": num(rep.get("max")),
@@ -272,8 +272,15 @@ def failure_rows(metrics: Mapping[str, Any]) -> list[Row]:
         ts = trials(p)
         planned = sum(num(as_dict(t.get("jobs")).get("planned")) or 0.0 for t in ts)
         for k in kinds:
-            st = _rep(as_dict(summ.get(k)))
             total = sum(num(as_dict(t.get("failures")).get(k)) or 0.0 for t in ts)
+            if k in summ:
+                st = _rep(as_dict(summ[k]))
+            elif ts and not total:
+                # A kind no trial of this point saw happened zero times in each of them.
+                n_valid = sum(1 for t in ts if t.get("valid", True))
+                st = {"n": n_valid, "avg": 0.0, "min": 0.0, "max": 0.0, "std": 0.0}
+            else:
+                st = _rep({})
             rows.append(
                 {
                     **_point_cols(p),

@@ -25,7 +25,7 @@ class Recorder:
         job: str,
         stage: str,
         t_ns: int | None = None,
-        attrs: dict[str, Any] | None = None,
+        attrs: dict[str, Any] | str | None = None,
         precision_ns: int | None = None,
     ) -> int:
         t = self.clock.now_ns() if t_ns is None else t_ns

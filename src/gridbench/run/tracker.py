@@ -76,21 +76,25 @@ class StatusTracker:
         self.sweeps += 1
         now = self.rec.clock.now_ns()
         p = self.progress
-        for bid, st in states.items():
+        for n, (bid, st) in enumerate(states.items()):
+            if n % 64 == 63:
+                await asyncio.sleep(0)  # a big sweep must not stall the submitters' schedule
             if not st.state.terminal:
                 continue
             job = self.inflight.pop(bid, None)
             if job is None:
+                continue
+            if st.state is JobState.DONE:
+                self.rec.stamp(job, STAGE_CLIENT_DONE, now)
+                p.completed += 1
                 continue
             self.rec.stamp(job, STAGE_CLIENT_DONE, now, {"state": st.state.value})
             if st.state is JobState.FAILED:
                 p.failed += 1
                 attrs = {"kind": FAIL_JOB, "message": st.message[:500]}
                 self.rec.stamp(job, STAGE_FAILED, now, attrs)
-            elif st.state is JobState.CANCELLED:
-                self.rec.stamp(job, STAGE_CANCELLED, now)
             else:
-                p.completed += 1
+                self.rec.stamp(job, STAGE_CANCELLED, now)
         p.in_flight = len(self.inflight)
 
     async def _server_events(self) -> None:

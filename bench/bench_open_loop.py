@@ -1,0 +1,88 @@
+"""Open-loop ceiling of the dispatcher against the in-process noop backend.
+
+Runs one-core trials at increasing offered rates and prints, per rate: achieved submission
+rate, p50/p99/max lag (actual start - intended), late and dropped shares, and CPU seconds
+per submission. The target is >= 10,000 submissions/s sustained with p99 lag <= 5 ms.
+
+    .venv/bin/python bench/bench_open_loop.py [--rates 2000,5000,10000,15000,20000] [--seconds 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import resource
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from gridbench.events.log import read_events
+from gridbench.run.experiment import ExperimentRunner
+from gridbench.spec import load_spec_text, make_plan
+
+
+def one(rate: float, seconds: float, pool: int, root: Path) -> dict[str, float]:
+    spec, data = load_spec_text(
+        f"""
+name: bench-open-loop
+backend: {{type: noop, options: {{runtime_s: 0.5}}}}
+load: {{model: open, rate: {rate}/s, pool: {pool}, late_threshold: 5ms, max_lateness: 1s}}
+trial: {{duration: {seconds}s}}
+timeouts: {{status_interval: 0.5s, drain: 30s}}
+safety: {{max_rate: 1000000/s, max_jobs: 10000000, confirm_above: 10000000}}
+"""
+    )
+    plan = make_plan(spec, data)
+    runner = ExperimentRunner(plan, data, root)
+    r0 = resource.getrusage(resource.RUSAGE_SELF)
+    t0 = time.perf_counter()
+    out = asyncio.run(runner.execute())
+    wall = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    ev = read_events(out.run.trial_dir("p00-t00") / "events.csv")
+    wide = ev.filter(pl.col("stage").is_in(["intended", "submit"])).pivot(
+        on="stage", index="job", values="t_ns", aggregate_function="first"
+    )
+    sub = wide.drop_nulls("submit")
+    lag_ms = ((sub["submit"] - sub["intended"]).to_numpy() / 1e6)
+    n_planned = wide.height
+    t_sub = sub["submit"].to_numpy()
+    achieved = (len(t_sub) - 1) / ((t_sub.max() - t_sub.min()) / 1e9) if len(t_sub) > 1 else 0.0
+    return {
+        "offered": rate,
+        "achieved": achieved,
+        "p50_ms": float(np.percentile(lag_ms, 50)),
+        "p99_ms": float(np.percentile(lag_ms, 99)),
+        "max_ms": float(lag_ms.max()),
+        "late_share": float((lag_ms > 5).mean()),
+        "dropped": float(n_planned - sub.height),
+        "cpu_us_per_job": cpu / n_planned * 1e6,
+        "wall_s": wall,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rates", default="2000,5000,10000,15000,20000")
+    ap.add_argument("--seconds", type=float, default=5.0)
+    ap.add_argument("--pool", type=int, default=64)
+    a = ap.parse_args()
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core, as the target says
+    print(f"open loop vs noop backend, one core, {a.seconds:g}s per rate, pool {a.pool}")
+    print(f"{'offered/s':>10} {'achieved/s':>11} {'p50 lag ms':>11} {'p99 lag ms':>11} "
+          f"{'max ms':>8} {'late>5ms':>9} {'dropped':>8} {'cpu us/job':>11}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for rate in [float(x) for x in a.rates.split(",")]:
+            r = one(rate, a.seconds, a.pool, Path(tmp))
+            print(f"{r['offered']:>10.0f} {r['achieved']:>11.0f} {r['p50_ms']:>11.2f} "
+                  f"{r['p99_ms']:>11.2f} {r['max_ms']:>8.1f} {r['late_share']:>9.3f} "
+                  f"{r['dropped']:>8.0f} {r['cpu_us_per_job']:>11.1f}")
+
+
+if __name__ == "__main__":
+    main()

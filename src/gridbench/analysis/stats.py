@@ -1,0 +1,90 @@
+"""Descriptive statistics shared by latency and repetition summaries.
+
+A *stats* object describes one sample of durations (seconds): n, mean, min, max, sample
+standard deviation (ddof=1), percentiles p50/p90/p99/p999 (linear interpolation, numpy's
+default) and ci95, the Student-t half-width of the 95% confidence interval of the mean.
+A *rep* object describes a metric across the trials of one point: n, mean, std, min, max,
+ci95. Undefined values (std and ci95 when n < 2, everything when n == 0) are ``None``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import stats as st
+
+Stats = dict[str, Any]
+
+PERCENTILES: tuple[tuple[str, float], ...] = (
+    ("p50", 50.0),
+    ("p90", 90.0),
+    ("p99", 99.0),
+    ("p999", 99.9),
+)
+
+
+def t_halfwidth(std: float, n: int, confidence: float = 0.95) -> float | None:
+    """Student-t half-width of the confidence interval of a mean: t(1-a/2, n-1) * s / sqrt(n)."""
+    if n < 2 or not math.isfinite(std):
+        return None
+    q = float(st.t.ppf(0.5 + confidence / 2.0, n - 1))
+    return q * std / math.sqrt(n)
+
+
+def _finite(x: NDArray[np.float64] | list[float]) -> NDArray[np.float64]:
+    a = np.asarray(x, dtype=np.float64)
+    return a[np.isfinite(a)]
+
+
+def describe(x: NDArray[np.float64] | list[float]) -> Stats:
+    """The stats object of a sample (non-finite values are ignored)."""
+    a = _finite(x)
+    n = int(a.size)
+    out: Stats = {"n": n, "mean": None, "min": None, "max": None, "std": None}
+    out.update({name: None for name, _ in PERCENTILES})
+    out["ci95"] = None
+    if n == 0:
+        return out
+    mean = float(a.mean())
+    out["mean"] = mean
+    out["min"] = float(a.min())
+    out["max"] = float(a.max())
+    qs = np.percentile(a, [q for _, q in PERCENTILES])
+    for (name, _), v in zip(PERCENTILES, qs, strict=True):
+        out[name] = float(v)
+    if n >= 2:
+        std = float(a.std(ddof=1))
+        out["std"] = std
+        out["ci95"] = t_halfwidth(std, n)
+    return out
+
+
+def rep(values: list[float | None] | NDArray[np.float64]) -> Stats:
+    """The rep object of one metric across trials (``None`` values are skipped)."""
+    a = _finite([np.nan if v is None else float(v) for v in values])
+    n = int(a.size)
+    out: Stats = {"n": n, "mean": None, "std": None, "min": None, "max": None, "ci95": None}
+    if n == 0:
+        return out
+    out["mean"] = float(a.mean())
+    out["min"] = float(a.min())
+    out["max"] = float(a.max())
+    if n >= 2:
+        std = float(a.std(ddof=1))
+        out["std"] = std
+        out["ci95"] = t_halfwidth(std, n)
+    return out
+
+
+def ols_slope(x: NDArray[np.float64], y: NDArray[np.float64]) -> float | None:
+    """Least-squares slope of y on x (``None`` with fewer than 2 distinct x)."""
+    if x.size < 2:
+        return None
+    xm = x - x.mean()
+    sxx = float(np.dot(xm, xm))
+    if sxx <= 0.0:
+        return None
+    return float(np.dot(xm, y - y.mean()) / sxx)

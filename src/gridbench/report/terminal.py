@@ -1,0 +1,202 @@
+"""The terminal summary of an experiment, drawn with rich.
+
+Every string that comes from metrics (names, reasons, backend messages) goes into a
+``rich.text.Text`` rather than a markup string, so '[red]' in a job's output stays text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rich import box
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from gridbench.report.fmt import fmt_pct, fmt_pm, fmt_rate, fmt_s, fmt_val
+from gridbench.report.model import check_metrics, points, rate_label, throughput_stages
+from gridbench.report.summary import Headline, headline
+from gridbench.report.tables import (
+    failure_rows,
+    latency_rows,
+    threshold_rows,
+    throughput_rows,
+    validity_rows,
+)
+
+
+def _headline_panel(hl: Headline) -> Panel:
+    lines = Text()
+    lines.append("Bottleneck: ", style="bold")
+    if hl.bottleneck_stage:
+        lines.append(hl.bottleneck_stage, style="bold red")
+        if hl.bottleneck_label and hl.bottleneck_label != hl.bottleneck_stage:
+            lines.append(f" ({hl.bottleneck_label})")
+        if hl.bottleneck_from_rate is not None:
+            lines.append(f" from {fmt_rate(hl.bottleneck_from_rate)}")
+    else:
+        lines.append("none found", style="green")
+    lines.append("\n")
+    lines.append("Knee: ", style="bold")
+    lines.append(hl.knee_statement)
+    lines.append("\n")
+    lines.append("Highest sustained rate: ", style="bold")
+    lines.append(fmt_rate(hl.highest_sustained_rate))
+    lines.append(f"; {hl.capacity_text()}")
+    if hl.bottleneck_evidence:
+        lines.append("\nEvidence: ", style="bold")
+        lines.append(hl.bottleneck_evidence)
+    lines.append("\n")
+    lines.append("Validity: ", style="bold")
+    if hl.invalid_trials:
+        lines.append(
+            f"{len(hl.invalid_trials)} invalid trial(s): {', '.join(hl.invalid_trials)}",
+            style="red",
+        )
+    else:
+        lines.append("all trials valid", style="green")
+    lines.append("   ")
+    lines.append(hl.thresholds_text(), style="red" if hl.thresholds_failed else "green")
+    return Panel(lines, title=Text(hl.experiment, style="bold"), title_align="left")
+
+
+def latency_table(metrics: Mapping[str, Any]) -> Table:
+    """Table 6: per rate, per component avg/min/max/std (s) across trial means."""
+    t = Table(
+        title="Latency per component (s) — mean of trial means; min/max/std across trials",
+        box=box.SIMPLE_HEAVY,
+    )
+    for col in ("Rate", "Component", "Avg", "Min", "Max", "Std", "CI95 ±", "Share"):
+        t.add_column(col, justify="left" if col in ("Rate", "Component") else "right")
+    rows = latency_rows(metrics)
+    by_point: dict[Any, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_point.setdefault(r["point_index"], []).append(r)
+    pts = {p.get("index"): p for p in points(metrics)}
+    for i, (idx, rs) in enumerate(by_point.items()):
+        for j, r in enumerate(rs):
+            overall = r["component"] == "overall"
+            t.add_row(
+                Text(rate_label(pts[idx])) if j == 0 else Text(""),
+                Text(str(r["component"]), style="bold" if overall else ""),
+                fmt_s(r["avg_s"]),
+                fmt_s(r["min_s"]),
+                fmt_s(r["max_s"]),
+                fmt_s(r["std_s"]),
+                fmt_s(r["ci95_s"]),
+                fmt_pct(r["share_pct"]),
+                end_section=j == len(rs) - 1 and i < len(by_point) - 1,
+            )
+    return t
+
+
+def throughput_table(metrics: Mapping[str, Any]) -> Table:
+    """Throughput against offered rate: one row per stage, one column per rate, each cell
+    'mean ± std (actual/expected %)'; the point's bottleneck in red."""
+    stages = throughput_stages(metrics)
+    pts = points(metrics)
+    t = Table(
+        title="Throughput (jobs/s, mean ± std across trials; actual/expected in %)",
+        box=box.SIMPLE_HEAVY,
+    )
+    t.add_column("Stage")
+    for p in pts:
+        t.add_column(Text(rate_label(p).replace(" (", "\n(")), justify="right", no_wrap=True)
+    rows = throughput_rows(metrics)
+    cell = {(r["point_index"], r["stage"]): r for r in rows}
+    for i, s in enumerate(stages, start=1):
+        cells: list[Text] = [Text(f"TR{i} {s}")]
+        end = i < len(stages)
+        for p in pts:
+            r = cell.get((p.get("index"), s))
+            if r is None or r["mean_per_s"] is None:
+                cells.append(Text("–"))
+                continue
+            ratio = r["ratio_mean"]
+            style = "bold red" if r["bottleneck"] else ("yellow" if ratio and ratio < 0.9 else "")
+            pct = "" if ratio is None else f"\n{100.0 * ratio:.0f}%"
+            cells.append(Text(f"{fmt_pm(r['mean_per_s'], r['std_per_s'])}{pct}", style=style))
+        t.add_row(*cells, end_section=end)
+    return t
+
+
+def failures_table(metrics: Mapping[str, Any]) -> Table | None:
+    """Failures per rate by kind (mean per trial, total); None when nothing failed."""
+    rows = failure_rows(metrics)
+    if not rows or not any(r["total"] for r in rows):
+        return None
+    kinds = list(dict.fromkeys(r["kind"] for r in rows))
+    t = Table(title="Failures per trial (mean ± std; total over all trials)", box=box.SIMPLE_HEAVY)
+    t.add_column("Offered")
+    for k in kinds:
+        t.add_column(Text(k), justify="right")
+    for p in points(metrics):
+        mine = {r["kind"]: r for r in rows if r["point_index"] == p.get("index")}
+        cells = [Text(rate_label(p))]
+        for k in kinds:
+            r = mine[k]
+            cells.append(Text(f"{fmt_pm(r['mean'], r['std'])} ({r['total']})"))
+        t.add_row(*cells)
+    return t
+
+
+def thresholds_table(metrics: Mapping[str, Any]) -> Table | None:
+    """Thresholds with PASS/FAIL; None when the spec set none."""
+    rows = threshold_rows(metrics)
+    if not rows:
+        return None
+    t = Table(title="Thresholds", box=box.SIMPLE_HEAVY)
+    for col in ("Result", "Metric", "Limit", "Actual", "Where"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(
+            Text("PASS", style="bold green") if r["passed"] else Text("FAIL", style="bold red"),
+            Text(r["metric"]),
+            Text(f"{r['op']} {fmt_val(r['value'])}"),
+            Text(fmt_val(r["actual"]) if r["actual"] is not None else "not measured"),
+            Text(r["where"]),
+        )
+    return t
+
+
+def validity_warnings(metrics: Mapping[str, Any]) -> Text | None:
+    """Invalid trials in red with their reasons; other trial warnings in yellow, one line
+    per kind of warning listing the trials."""
+    out = Text()
+    grouped: dict[str, list[str]] = {}
+    for r in validity_rows(metrics):
+        tid = str(r["trial_id"])
+        if not r["valid"]:
+            out.append(f"✗ {tid} invalid: ", style="bold red")
+            out.append(r["reasons"] or "no reason given", style="red")
+            out.append("\n")
+        if r["client_bound"]:
+            grouped.setdefault("client was CPU-bound (numbers measure the client)", []).append(tid)
+        if r["coarse_precision"]:
+            msg = f"timestamps too coarse to resolve {r['coarse_precision']}"
+            grouped.setdefault(msg, []).append(tid)
+        if r["status"] not in (None, "complete"):
+            grouped.setdefault(f"trial status {r['status']}", []).append(tid)
+    for msg, tids in grouped.items():
+        out.append(f"! {msg}: ", style="yellow")
+        out.append(", ".join(tids), style="yellow")
+        out.append("\n")
+    out.rstrip()
+    return out if out.plain else None
+
+
+def render_summary(metrics: Mapping[str, Any], console: Console) -> None:
+    """Print the experiment summary: headline, Table 6, throughput, failures, thresholds,
+    validity warnings."""
+    check_metrics(metrics)
+    parts: list[Any] = [_headline_panel(headline(metrics)), latency_table(metrics)]
+    parts.append(throughput_table(metrics))
+    for extra in (failures_table(metrics), thresholds_table(metrics)):
+        if extra is not None:
+            parts.append(extra)
+    warn = validity_warnings(metrics)
+    if warn is not None:
+        parts.append(Panel(warn, title="Validity", border_style="red", title_align="left"))
+    console.print(Group(*parts))
