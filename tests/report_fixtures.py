@@ -98,9 +98,7 @@ def chain(hostile: bool = False) -> dict[str, Any]:
         stages[6]["label"] = "<b onmouseover=alert(1)>CE done</b>"
     return {
         "stages": stages,
-        "segments": [
-            {"name": n, "start": a, "end": b, "component": c} for n, a, b, c in SEGMENTS
-        ],
+        "segments": [{"name": n, "start": a, "end": b, "component": c} for n, a, b, c in SEGMENTS],
     }
 
 
@@ -144,8 +142,11 @@ def _trial(p: int, t: int, rpm: float, hostile: bool) -> dict[str, Any]:
     f = TRIAL_FACTORS[t]
     tid = trial_id(p, t)
     planned = int(rpm * SUBMIT_S / 60.0)
-    failures = {k: v[rpm] + (t if k == "submit_timeout" and v[rpm] else 0)
-                for k, v in FAILURES.items() if v.get(rpm)}
+    failures = {
+        k: v[rpm] + (t if k == "submit_timeout" and v[rpm] else 0)
+        for k, v in FAILURES.items()
+        if v.get(rpm)
+    }
     if hostile and p == 3:
         failures[BREAKOUT] = 1
     dropped = failures.get("dropped", 0)
@@ -246,7 +247,8 @@ def _summary(trials: list[dict[str, Any]], hostile: bool, p: int) -> dict[str, A
                 "trial_id": trial_id(4, 2),
                 "metric": "throughput.client_done.average",
                 "value": trials[2]["throughput"]["client_done"]["average"],
-                "reason": "<i>CE restart</i> explained the dip" if hostile
+                "reason": "<i>CE restart</i> explained the dip"
+                if hostile
                 else "a CE restart explains the dip",
                 "kept": True,
             }

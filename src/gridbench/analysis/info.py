@@ -69,7 +69,10 @@ class TrialInfo:
                 status=str(d.get("status", "complete")),
                 cpu_count=max(1, int(d.get("cpu_count") or 1)),
                 late_threshold_ns=int(d.get("late_threshold_ns") or DEFAULT_LATE_THRESHOLD_NS),
-                background_queue={"start": _opt_int(bq.get("start")), "end": _opt_int(bq.get("end"))},
+                background_queue={
+                    "start": _opt_int(bq.get("start")),
+                    "end": _opt_int(bq.get("end")),
+                },
                 agents=dict(d.get("agents") or {}),
             )
         except (TypeError, ValueError) as exc:

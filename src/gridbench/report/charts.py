@@ -262,6 +262,7 @@ def failures(metrics: Mapping[str, Any]) -> Chart | None:
 
 # --- per-trial time series ---------------------------------------------------------------
 
+
 def selectable_trials(
     metrics: Mapping[str, Any], series: Mapping[str, Mapping[str, Any]]
 ) -> list[tuple[str, str, bool]]:
@@ -287,9 +288,7 @@ def _default_choice(choices: list[tuple[str, str, bool]]) -> int:
     return reps[-1] if reps else len(choices) - 1
 
 
-def _with_selector(
-    fig: Any, groups: list[tuple[str, int]], default: int, title: str
-) -> Any:
+def _with_selector(fig: Any, groups: list[tuple[str, int]], default: int, title: str) -> Any:
     """Show one trial's traces at a time, chosen with a dropdown.
 
     ``groups`` lists (menu label, number of traces) in the order the traces were added.
@@ -439,9 +438,7 @@ def queues_over_time(
     metrics: Mapping[str, Any], series: Mapping[str, Mapping[str, Any]]
 ) -> Chart | None:
     """Figure 24: jobs inside each segment (entered, not yet left) over time."""
-    choices = [
-        c for c in selectable_trials(metrics, series) if as_dict(series[c[0]]).get("queues")
-    ]
+    choices = [c for c in selectable_trials(metrics, series) if as_dict(series[c[0]]).get("queues")]
     if not choices:
         return None
     order = [s.name for s in chain_view(metrics).segments]
@@ -477,9 +474,7 @@ def latency_histograms(
 ) -> Chart | None:
     """Latency distribution per segment (and overall), one small histogram each."""
     choices = [
-        c
-        for c in selectable_trials(metrics, series)
-        if as_dict(series[c[0]]).get("latency_hist")
+        c for c in selectable_trials(metrics, series) if as_dict(series[c[0]]).get("latency_hist")
     ]
     if not choices:
         return None
@@ -527,9 +522,7 @@ def latency_histograms(
     )
 
 
-def all_charts(
-    metrics: Mapping[str, Any], series: Mapping[str, Mapping[str, Any]]
-) -> list[Chart]:
+def all_charts(metrics: Mapping[str, Any], series: Mapping[str, Mapping[str, Any]]) -> list[Chart]:
     """Every chart that has data, in report order."""
     made = [
         latency_breakdown(metrics),

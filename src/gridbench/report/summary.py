@@ -244,9 +244,7 @@ def _open_items(metrics: Mapping[str, Any], hl: Headline) -> list[str]:
             items.append(f"trial {tid}: the client was CPU-bound; its numbers measure the client")
         coarse = [str(c) for c in as_list(v.get("coarse_precision"))]
         if coarse:
-            items.append(
-                f"trial {tid}: timestamps too coarse to resolve {', '.join(coarse)}"
-            )
+            items.append(f"trial {tid}: timestamps too coarse to resolve {', '.join(coarse)}")
     for p in pts:
         for o in as_list(as_dict(p.get("summary")).get("outliers")):
             d = as_dict(o)
@@ -256,9 +254,7 @@ def _open_items(metrics: Mapping[str, Any], hl: Headline) -> list[str]:
                 f"{d.get('reason', '')}"
             )
     if hl.highest_sustained_rate is not None and rates and hl.first_failing_rate is None:
-        items.append(
-            f"no tested rate broke the system; its knee lies above {fmt_rate(max(rates))}"
-        )
+        items.append(f"no tested rate broke the system; its knee lies above {fmt_rate(max(rates))}")
     if hl.first_failing_rate is not None and rates and hl.highest_sustained_rate is None:
         items.append(
             f"the system fails already at {fmt_rate(min(rates))}; lower rates were not tested"

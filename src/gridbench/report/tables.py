@@ -79,8 +79,7 @@ def _pooled(parts: list[Mapping[str, Any]]) -> Row:
     if total >= 2:
         # Sum of squares within trials plus between trial means: the exact pooled variance.
         ss = sum(
-            (n - 1) * s * s + n * (m - mean) ** 2
-            for n, m, s in zip(ns, means, stds, strict=True)
+            (n - 1) * s * s + n * (m - mean) ** 2 for n, m, s in zip(ns, means, stds, strict=True)
         )
         std = math.sqrt(max(ss, 0.0) / (total - 1))
         ci = float(sps.t.ppf(0.975, total - 1)) * std / math.sqrt(total)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Protocol
 
 from gridbench.events.log import EventLog
@@ -15,5 +16,9 @@ class Collector(Protocol):
     async def collect(
         self, log: EventLog, names: dict[str, str], *, final: bool, settle_s: float
     ) -> int:
-        """Append new events for jobs in ``names`` (backend id -> job); return how many."""
+        """Learn this trial's jobs (backend id -> job) and append what is out; return how many."""
+        ...
+
+    async def finish(self, run_dir: Path, settle_s: float) -> int:
+        """At the end of the experiment: wait up to ``settle_s`` for late server stamps."""
         ...

@@ -108,6 +108,12 @@ class ExperimentRunner:
                 if res.status == "failed":
                     outcome.status, outcome.error = "failed", res.error
                     break
+            for c in collectors:
+                self.observer.message(f"collecting server-side stamps ({c.describe()})")
+                try:
+                    await c.finish(run.path, 0.0 if self.stop.is_set() else spec.timeouts.settle)
+                except Exception as exc:
+                    self.observer.message(f"collector {c.describe()} failed: {exc}")
         finally:
             try:
                 await backend.close()

@@ -15,6 +15,14 @@ import psutil
 
 RESOURCES_FILE = "resources.csv"
 
+# Child processes that are the system under test (an embedded grid), not the client.
+_EXCLUDED: set[int] = set()
+
+
+def exclude_pid(pid: int) -> None:
+    """Leave ``pid`` and its descendants out of the client's samples."""
+    _EXCLUDED.add(pid)
+
 
 class ResourceMonitor:
     """A background thread writing ``t_ns,cpu_percent,rss_bytes,children`` rows."""
@@ -44,6 +52,15 @@ class ResourceMonitor:
             kids = self._me.children(recursive=True)
         except psutil.Error:
             kids = []
+        if _EXCLUDED:
+            skip = set(_EXCLUDED)
+            for k in kids:
+                if k.pid in skip:
+                    try:
+                        skip.update(c.pid for c in k.children(recursive=True))
+                    except psutil.Error:
+                        pass
+            kids = [k for k in kids if k.pid not in skip]
         for k in kids:
             proc = self._children.get(k.pid, k)
             try:

@@ -1,0 +1,85 @@
+"""Per-job latencies (seconds) for every segment of the chain, and their statistics.
+
+- a segment is ``t(end) - t(start)`` for every job that reached both stages;
+- ``overall`` = client_done - intended (wrk2-style, from the *intended* submit time; a job
+  without an intended stamp falls back to the first chain stage), over jobs that completed
+  without a failure;
+- ``running_time`` = client_done - first chain stage (the seed's T8 - T1), same jobs;
+- ``other`` = overall - sum of the ``component`` segments, for jobs that have them all;
+- ``submit_lag`` = submit - intended (how late the submitter started the call);
+- ``submit_call`` = submit_ack - submit (the duration of the submit call).
+
+When the chain has no ``client_done`` stamps the last chain stage ends the job.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from gridbench.analysis.stats import Stats, describe
+from gridbench.analysis.timelines import JobTimes
+from gridbench.backends.base import Segment, StageChain
+from gridbench.events.model import (
+    STAGE_CLIENT_DONE,
+    STAGE_INTENDED,
+    STAGE_SUBMIT,
+    STAGE_SUBMIT_ACK,
+)
+
+Durations = dict[str, NDArray[np.float64]]
+DERIVED = ("overall", "other", "running_time", "submit_lag", "submit_call")
+
+
+def end_stage(jt: JobTimes, chain: StageChain) -> str:
+    """The stage that ends a job: client_done when recorded, else the last chain stage."""
+    if jt.has(STAGE_CLIENT_DONE) or not chain.stages:
+        return STAGE_CLIENT_DONE
+    return chain.stages[-1].name
+
+
+def schedule_times(jt: JobTimes, chain: StageChain) -> NDArray[np.float64]:
+    """Each job's intended submit time, or its first chain stage when it has none."""
+    intended = jt.get(STAGE_INTENDED)
+    if not chain.stages:
+        return intended
+    first = jt.get(chain.stages[0].name)
+    return np.where(np.isfinite(intended), intended, first)
+
+
+def segment_durations(jt: JobTimes, seg: Segment) -> NDArray[np.float64]:
+    """end - start per job (NaN where either stamp is missing)."""
+    return jt.get(seg.end) - jt.get(seg.start)
+
+
+def latency_durations(jt: JobTimes, chain: StageChain) -> Durations:
+    """Per-job durations (NaN = not applicable) for every segment and derived latency."""
+    out: Durations = {}
+    segments = chain.all_segments()
+    for seg in segments:
+        out[seg.name] = segment_durations(jt, seg)
+    ok = ~jt.failed
+    end = jt.get(end_stage(jt, chain))
+    overall = np.where(ok, end - schedule_times(jt, chain), np.nan)
+    out["overall"] = overall
+    comp = np.zeros(jt.n_jobs, dtype=np.float64)
+    for seg in segments:
+        if seg.component:
+            comp = comp + out[seg.name]  # NaN propagates: jobs missing a component drop out
+    out["other"] = overall - comp
+    first = jt.get(chain.stages[0].name) if chain.stages else np.full(jt.n_jobs, np.nan)
+    out["running_time"] = np.where(ok, end - first, np.nan)
+    out["submit_lag"] = jt.get(STAGE_SUBMIT) - jt.get(STAGE_INTENDED)
+    out["submit_call"] = jt.get(STAGE_SUBMIT_ACK) - jt.get(STAGE_SUBMIT)
+    return out
+
+
+def latency_stats(durations: Durations) -> dict[str, Stats]:
+    """The stats object of every duration array."""
+    return {name: describe(d) for name, d in durations.items()}
+
+
+def median(d: NDArray[np.float64]) -> float | None:
+    """Median of the finite values, ``None`` when there are none."""
+    a = d[np.isfinite(d)]
+    return float(np.median(a)) if a.size else None
