@@ -11,6 +11,8 @@ It prints, per rate:
   r_T5 r_T6 r_T7  EDGI average throughput / offered at bridge_submit, bridge_done and
                ce_done (METHODS 1.3: P_n = n / (t_n - min T2), mean over n > 15 %)
   fin_lat      mean CE finishing latency T7 - T6 (s); p_lat: mean T7 - T2 (s)
+  s_T6 s_T7    steady throughput / offered: slope of the cumulative count of T6 / T7
+               over the submission window after 15 % warm-up
   maxfin       max jobs between T6 and T7 (the finishing queue)
   maxlist      max jobs in the CE's status list (T3..T7) and its growth during
                submission (jobs/s, least-squares slope; ~0 when the CE keeps up)
@@ -28,6 +30,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 import numpy as np
@@ -132,6 +135,15 @@ def growth(start: np.ndarray, end: np.ndarray, t_a: int, t_b: int) -> float:
     return float(np.polyfit((grid - t_a) / 1e9, counts, 1)[0])
 
 
+def steady_ratio(t: np.ndarray, t_a: int, t_b: int, offered: float) -> float:
+    """Slope of the cumulative passage count over the submission window, after 15 % warm-up,
+    divided by the offered rate (~1 when the stage keeps up)."""
+    a = t_a + 0.15 * (t_b - t_a)
+    grid = np.linspace(a, t_b, 50)
+    counts = np.searchsorted(np.sort(t), grid, side="right")
+    return float(np.polyfit((grid - a) / 1e9, counts, 1)[0] / offered)
+
+
 def summarize(trial: Trial, times: dict[str, dict[str, int]]) -> str:
     recs = [times[i] for i in trial.ids if all(k in times.get(i, {}) for k in "T2 T5 T6 T7".split())]
     if not recs:
@@ -145,8 +157,12 @@ def summarize(trial: Trial, times: dict[str, dict[str, int]]) -> str:
     maxlist = max_in_between(col["T3"], col["T7"])
     g = growth(col["T3"], col["T7"], trial.start_ns, trial.submit_end_ns)
     r5, r6, r7 = (edgi_ratio(col[k], t0, trial.rate) for k in ("T5", "T6", "T7"))
+    s6, s7 = (
+        steady_ratio(col[k], trial.start_ns, trial.submit_end_ns, trial.rate) for k in ("T6", "T7")
+    )
     return (
         f"{trial.rate:7.1f} {len(recs):4d} {thr:7.2f} {r5:6.2f} {r6:6.2f} {r7:6.2f} "
+        f"{s6:6.2f} {s7:6.2f} "
         f"{fin:8.2f} {lat:7.2f} {maxfin:7d} {maxlist:8d} {g:+7.2f} {trial.rejected:4d}"
     )
 
@@ -162,11 +178,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--duration", type=float, default=12.0, help="submission seconds per rate")
     ap.add_argument("--drain", type=float, default=120.0, help="max wait for completion")
     ap.add_argument("--policies", default="sequential,batched")
+    ap.add_argument("--cost", type=float, help="override status_update.per_job_cost_s")
+    ap.add_argument("--interval", type=float, help="override status_update.interval_s")
     args = ap.parse_args(argv)
     rates = [float(r) for r in args.rates.split(",")]
     for policy in args.policies.split(","):
         with tempfile.TemporaryDirectory(prefix="gridbench-calib-") as tmp:
-            cfg = build_config(policy, overrides={"reports": {"dir": tmp, "rotate_s": 2.0}})
+            over: dict[str, Any] = {"reports": {"dir": tmp, "rotate_s": 2.0}}
+            su_over = {"per_job_cost_s": args.cost, "interval_s": args.interval}
+            over["status_update"] = {k: v for k, v in su_over.items() if v is not None}
+            cfg = build_config(policy, overrides=over)
             su = cfg.status_update
             print(
                 f"\npolicy={policy}  per_job_cost_s={su.per_job_cost_s}  interval_s={su.interval_s}"
@@ -181,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
                 grid.stop()  # closes the current report files
             times = read_reports(Path(tmp))
             print(
-                "offered    n  thr_T7   r_T5   r_T6   r_T7  fin_lat   p_lat  maxfin  maxlist"
+                "offered    n  thr_T7   r_T5   r_T6   r_T7   s_T6   s_T7  fin_lat   p_lat  maxfin  maxlist"
                 "  growth  rej"
             )
             for trial in trials:

@@ -107,11 +107,17 @@ def stage_throughput(
     steady = None
     if flow.lag is not None and warm.start_s is not None and sub_end is not None:
         steady = steady_rate(flow.times, warm.start_s + flow.lag, sub_end + flow.lag)
-    ok = offered is not None and offered > 0
     return {
         "average": average,
         "steady": steady,
-        "expected_ratio": steady / offered if ok and steady is not None else None,  # type: ignore[operator]
-        "edgi_ratio": average / offered if ok and average is not None else None,  # type: ignore[operator]
+        "expected_ratio": ratio(steady, offered),
+        "edgi_ratio": ratio(average, offered),
         "count": n,
     }
+
+
+def ratio(actual: float | None, offered: float | None) -> float | None:
+    """actual / offered, ``None`` when either is unknown."""
+    if actual is None or offered is None or offered <= 0:
+        return None
+    return actual / offered

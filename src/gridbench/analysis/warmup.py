@@ -93,10 +93,11 @@ def steady_state_warmup(
     """The ``steady_state`` rule (see the module docstring)."""
     f = steady_state_fraction(done_sorted, window_s)
     if f is None:
-        note = f"no steady completion rate found; used the default fraction {default_fraction:g}"
-        return _warmup("steady_state", default_fraction, sched_sorted, note)
-    note = None
+        fallback = (
+            f"no steady completion rate found; used the default fraction {default_fraction:g}"
+        )
+        return _warmup("steady_state", default_fraction, sched_sorted, fallback)
     if f > MAX_STEADY_FRACTION:
-        note = f"steady state reached only after {f:.0%} of the jobs; capped at 50%"
-        f = MAX_STEADY_FRACTION
-    return _warmup("steady_state", f, sched_sorted, note)
+        capped = f"steady state reached only after {f:.0%} of the jobs; capped at 50%"
+        return _warmup("steady_state", MAX_STEADY_FRACTION, sched_sorted, capped)
+    return _warmup("steady_state", f, sched_sorted, None)

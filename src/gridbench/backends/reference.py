@@ -104,6 +104,13 @@ class ReferenceBackend:
     def capabilities(self) -> Capabilities:
         return Capabilities(queue_length=True)
 
+    def runtime_info(self) -> dict[str, Any]:
+        """What ``gridbench cleanup`` needs to reach this grid after a crash."""
+        if self._proc is None:
+            return {}
+        return {"options": {"url": self.url}, "pid": self._proc.pid,
+                "cmdline_marker": "gridbench.reference"}
+
     def report_sources(self) -> list[tuple[str, str]]:
         """The grid's monitoring-report listings, nearest tier first."""
         return [("ce", f"{self.url}/reports/ce/"), ("bridge", f"{self.url}/reports/bridge/")]

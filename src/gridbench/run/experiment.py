@@ -86,6 +86,9 @@ class ExperimentRunner:
         except BackendError as exc:
             run.update_experiment(status="failed", error=str(exc), ended=now_iso())
             raise
+        info = getattr(backend, "runtime_info", None)
+        if info is not None:
+            run.update_experiment(backend_runtime=info())
         from gridbench.run.collectors import build_collectors  # noqa: PLC0415 (optional deps)
 
         collectors: list[Collector] = build_collectors(spec, backend)

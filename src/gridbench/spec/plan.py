@@ -43,7 +43,9 @@ class Plan:
 
     @property
     def estimated_seconds(self) -> float:
-        return sum(p.seconds_per_trial for p in self.points) * self.spec.trials
+        # collectors settle once, at the end of the experiment
+        settle = self.spec.timeouts.settle if self.spec.collectors else 0.0
+        return sum(p.seconds_per_trial for p in self.points) * self.spec.trials + settle
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -104,7 +106,7 @@ def _peak_rate(load: LoadSpec) -> float | None:
 
 def _estimate(spec: ExperimentSpec) -> tuple[int | None, float]:
     load, trial, runtime = spec.load, spec.trial, spec.job.runtime or 0.0
-    drain = runtime + 2 * spec.timeouts.status_interval + spec.timeouts.settle
+    drain = runtime + 2 * spec.timeouts.status_interval + 1.0
     if load.model == "open":
         return _open_jobs(load, trial), submission_window(load, trial) + drain
     if load.model == "sustain":

@@ -1,0 +1,90 @@
+"""Jobs waiting in each segment over time, derived from the stamps (seed Figure 24).
+
+A job is *in* a segment from the moment it reached the segment's start stage until it
+reached its end stage (jobs that never reach the end stay in it). For each segment:
+``max`` (largest number in it at once), ``final`` (still in it at the end of the trial)
+and ``growth_per_s``: the least-squares slope of the count sampled on a uniform grid of
+the submission window, i.e. how fast the queue grew while jobs were being offered.
+
+Queues are kept for every declared segment, every adjacent pair of chain stages not
+declared as a segment (named ``a->b``) and ``overall`` (first to last chain stage).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from gridbench.analysis.stats import ols_slope
+from gridbench.backends.base import StageChain
+
+F64 = NDArray[np.float64]
+GROWTH_GRID = 200
+
+
+def queue_segments(chain: StageChain) -> list[tuple[str, str, str]]:
+    """(name, start stage, end stage) of every queue analysis keeps."""
+    out = [(g.name, g.start, g.end) for g in chain.all_segments()]
+    pairs = {(s, e) for _, s, e in out}
+    names = chain.names()
+    for a, b in itertools.pairwise(names):
+        if (a, b) not in pairs:
+            out.append((f"{a}->{b}", a, b))
+    if len(names) >= 2 and (names[0], names[-1]) not in pairs:
+        out.append(("overall", names[0], names[-1]))
+    return out
+
+
+def in_queue(starts_sorted: F64, ends_sorted: F64, tau: F64) -> NDArray[np.int64]:
+    """Jobs in the queue at each time tau: started by tau minus ended by tau."""
+    s = np.searchsorted(starts_sorted, tau, side="right")
+    e = np.searchsorted(ends_sorted, tau, side="right")
+    return np.asarray(s - e, dtype=np.int64)
+
+
+def queue_max(starts_sorted: F64, ends_sorted: F64) -> int:
+    """The largest queue length: it peaks just after a start."""
+    if starts_sorted.size == 0:
+        return 0
+    after_start = np.arange(1, starts_sorted.size + 1) - np.searchsorted(
+        ends_sorted, starts_sorted, side="right"
+    )
+    return max(0, int(after_start.max()))
+
+
+def queue_growth(
+    starts_sorted: F64, ends_sorted: F64, lo: float | None, hi: float | None
+) -> float | None:
+    """Slope (jobs/s) of the queue length over [lo, hi] (the submission window)."""
+    if lo is None or hi is None or not hi > lo:
+        return None
+    grid = np.linspace(lo, hi, GROWTH_GRID)
+    return ols_slope(grid, in_queue(starts_sorted, ends_sorted, grid).astype(np.float64))
+
+
+def queue_metrics(
+    starts_sorted: F64, ends_sorted: F64, sub_start: float | None, sub_end: float | None
+) -> dict[str, Any]:
+    """The per-segment queue object of metrics.json."""
+    return {
+        "max": queue_max(starts_sorted, ends_sorted),
+        "final": int(starts_sorted.size - ends_sorted.size),
+        "growth_per_s": queue_growth(starts_sorted, ends_sorted, sub_start, sub_end),
+    }
+
+
+def queue_steps(starts_sorted: F64, ends_sorted: F64) -> tuple[F64, F64]:
+    """The exact step series (time, jobs in queue just after that time), time-sorted."""
+    q_start = np.arange(1, starts_sorted.size + 1) - np.searchsorted(
+        ends_sorted, starts_sorted, side="right"
+    )
+    q_end = np.searchsorted(starts_sorted, ends_sorted, side="right") - np.arange(
+        1, ends_sorted.size + 1
+    )
+    t = np.concatenate([starts_sorted, ends_sorted])
+    v = np.concatenate([q_start, q_end]).astype(np.float64)
+    order = np.argsort(t, kind="stable")  # two sorted runs: a linear merge
+    return t[order], v[order]
