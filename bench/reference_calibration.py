@@ -145,10 +145,11 @@ def steady_ratio(t: np.ndarray, t_a: int, t_b: int, offered: float) -> float:
 
 
 def summarize(trial: Trial, times: dict[str, dict[str, int]]) -> str:
-    recs = [times[i] for i in trial.ids if all(k in times.get(i, {}) for k in "T2 T5 T6 T7".split())]
+    need = ("T2", "T3", "T5", "T6", "T7")
+    recs = [times[i] for i in trial.ids if all(k in times.get(i, {}) for k in need)]
     if not recs:
         return f"{trial.rate:7.1f}  (no complete jobs)"
-    col = {k: np.array([r[k] for r in recs], dtype=np.int64) for k in ("T2", "T3", "T5", "T6", "T7")}
+    col = {k: np.array([r[k] for r in recs], dtype=np.int64) for k in need}
     t0 = int(col["T2"].min())
     thr = len(recs) / ((col["T7"].max() - t0) / 1e9)
     fin = float(np.mean(col["T7"] - col["T6"]) / 1e9)
@@ -202,8 +203,8 @@ def main(argv: list[str] | None = None) -> int:
                 grid.stop()  # closes the current report files
             times = read_reports(Path(tmp))
             print(
-                "offered    n  thr_T7   r_T5   r_T6   r_T7   s_T6   s_T7  fin_lat   p_lat  maxfin  maxlist"
-                "  growth  rej"
+                "offered    n  thr_T7   r_T5   r_T6   r_T7   s_T6   s_T7  fin_lat   p_lat  maxfin"
+                "  maxlist  growth  rej"
             )
             for trial in trials:
                 print(summarize(trial, times))

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 
 def num(x: float, digits: int = 3) -> str:
-    """A number with ``digits`` significant digits and no trailing zeros (1, 0.667, 1.2e+03)."""
+    """``digits`` significant digits, no trailing zeros, whole above 100 (1, 0.667, 1,200)."""
+    if abs(x) >= 10 ** (digits - 1):
+        return f"{x:,.0f}"
     return f"{x:.{digits}g}"
 
 

@@ -30,6 +30,7 @@ class NoopOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
     runtime_s: float = 0.0
     reject_above: int | None = None  # reject submits while this many jobs are in flight
+    submit_delay_s: float = 0.0  # simulate a slow submit call
 
 
 class NoopBackend:
@@ -60,6 +61,8 @@ class NoopBackend:
 
     async def submit(self, job: JobRequest) -> str:
         self.submit_calls += 1
+        if self.options.submit_delay_s > 0:
+            await asyncio.sleep(self.options.submit_delay_s)
         if self.options.reject_above is not None and len(self._end) >= self.options.reject_above:
             raise SubmitError(FAIL_SUBMIT_REJECTED, "noop backend is full")
         self._seq += 1

@@ -167,14 +167,20 @@ def _write_json(path: Path, data: Mapping[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def _prepare(out_dir: Path, overwrite: bool) -> Path:
-    trial = out_dir / "trials" / TRIAL_ID
-    if out_dir.exists() and any(out_dir.iterdir()) and not overwrite:
+def check_out_dir(out_dir: str | os.PathLike[str], overwrite: bool = False) -> None:
+    """Refuse a non-empty output directory unless ``overwrite`` (checked before ingesting)."""
+    out = Path(out_dir)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())) and not overwrite:
         raise ResultsError(
             "output directory already exists and is not empty",
-            where=str(out_dir),
+            where=str(out),
             fix="choose another --out, or remove the directory first",
         )
+
+
+def _prepare(out_dir: Path, overwrite: bool) -> Path:
+    check_out_dir(out_dir, overwrite)
+    trial = out_dir / "trials" / TRIAL_ID
     trial.mkdir(parents=True, exist_ok=True)
     return trial
 
@@ -286,6 +292,7 @@ def ingest_edgi_run(
     overwrite: bool = False,
 ) -> IngestRunResult:
     """``gridbench ingest edgi``: client events + EDGI reports -> a results directory."""
+    check_out_dir(out_dir, overwrite)
     cl = read_client_events(client)
     if cl.events.filter(pl.col("stage") == STAGE_SUBMIT_ACK).is_empty():
         raise IngestError(
@@ -327,6 +334,7 @@ def ingest_jsonl_run(
     overwrite: bool = False,
 ) -> IngestRunResult:
     """``gridbench ingest jsonl``: a JSON-lines event file -> a results directory."""
+    check_out_dir(out_dir, overwrite)
     res = read_jsonl(file)
     if res.events.is_empty():
         raise IngestError(

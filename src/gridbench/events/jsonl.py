@@ -23,6 +23,7 @@ import math
 import os
 import re
 from collections.abc import Iterable
+from decimal import Decimal
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Final
@@ -104,7 +105,8 @@ def _event_row(obj: Any) -> tuple[Any, ...]:
         v = obj["t_s"]
         if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
             raise _BadLine("'t_s' must be a number of seconds")
-        t_ns = round(v * 1e9) if isinstance(v, float) else v * 1_000_000_000
+        # via the number's shortest decimal form: 1718000001.25 -> exactly ...250000000 ns
+        t_ns = int((Decimal(repr(v)) * 1_000_000_000).to_integral_value())
         if not _INT64[0] <= t_ns <= _INT64[1]:
             raise _BadLine("'t_s' is out of range")
     else:
@@ -125,7 +127,8 @@ def _event_row(obj: Any) -> tuple[Any, ...]:
         attrs = {}
     if not isinstance(attrs, dict):
         raise _BadLine("'attrs' must be a JSON object")
-    attrs_text = json.dumps(attrs, separators=(",", ":"), ensure_ascii=False) if attrs else ""
+    # no attrs is null, as the event-log reader gives it
+    attrs_text = json.dumps(attrs, separators=(",", ":"), ensure_ascii=False) if attrs else None
     return (job, stage, t_ns, source, precision, agent, offset, attrs_text)
 
 

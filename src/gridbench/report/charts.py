@@ -67,6 +67,15 @@ def colours(names: list[str]) -> dict[str, str]:
     return out
 
 
+def segment_colours(metrics: Mapping[str, Any]) -> dict[str, str]:
+    """One colour per segment for every chart: components first (the most distinct
+    colours), then the other segments, then 'overall'; 'other' is grey."""
+    chain = chain_view(metrics)
+    comps = chain.components
+    rest = [g.name for g in chain.segments if g.name not in comps]
+    return colours([*comps, *rest, OVERALL])
+
+
 def _layout(fig: Any, title: str, **kw: Any) -> Any:
     fig.update_layout(
         template=TEMPLATE,
@@ -89,7 +98,7 @@ def latency_breakdown(metrics: Mapping[str, Any]) -> Chart | None:
     if not rows:
         return None
     comps = [c for c in latency_components(metrics) if c != OVERALL]
-    col = colours(comps)
+    col = segment_colours(metrics)
     x = _rate_axis(metrics)
     pts = points(metrics)
     by = {(r["point_index"], r["component"]): r for r in rows}
@@ -124,7 +133,7 @@ def latency_share(metrics: Mapping[str, Any]) -> Chart | None:
     if not rows:
         return None
     comps = [c for c in latency_components(metrics) if c != OVERALL]
-    col = colours(comps)
+    col = segment_colours(metrics)
     x = _rate_axis(metrics)
     by = {(r["point_index"], r["component"]): r for r in rows}
     fig = go.Figure()
@@ -288,10 +297,18 @@ def _default_choice(choices: list[tuple[str, str, bool]]) -> int:
     return reps[-1] if reps else len(choices) - 1
 
 
-def _with_selector(fig: Any, groups: list[tuple[str, int]], default: int, title: str) -> Any:
+#: Pixels above the plot area of a trial-selectable chart: the title, then the menu.
+SELECTOR_TOP_PX = 110
+BOTTOM_PX = 50
+
+
+def _with_selector(
+    fig: Any, groups: list[tuple[str, int]], default: int, title: str, height: int
+) -> Any:
     """Show one trial's traces at a time, chosen with a dropdown.
 
     ``groups`` lists (menu label, number of traces) in the order the traces were added.
+    The title sits at the top of the figure and the menu on its own row below it.
     """
     total = sum(n for _, n in groups)
     buttons = []
@@ -312,8 +329,17 @@ def _with_selector(fig: Any, groups: list[tuple[str, int]], default: int, title:
     a, b = spans[default]
     for i, tr in enumerate(fig.data):
         tr.visible = a <= i < b
+    plot_px = max(height - SELECTOR_TOP_PX - BOTTOM_PX, 1)
     fig.update_layout(
-        title={"text": ptext(f"{title}: {groups[default][0]}")},
+        height=height,
+        margin={"t": SELECTOR_TOP_PX, "b": BOTTOM_PX},
+        title={
+            "text": ptext(f"{title}: {groups[default][0]}"),
+            "yref": "container",
+            "y": 1.0,
+            "yanchor": "top",
+            "pad": {"t": 12},
+        },
         updatemenus=[
             {
                 "buttons": buttons,
@@ -321,7 +347,8 @@ def _with_selector(fig: Any, groups: list[tuple[str, int]], default: int, title:
                 "direction": "down",
                 "x": 0.0,
                 "xanchor": "left",
-                "y": 1.18,
+                # 45 px below the top of the figure, whatever its height.
+                "y": 1.0 + (SELECTOR_TOP_PX - 45) / plot_px,
                 "yanchor": "top",
                 "showactive": True,
             }
@@ -416,8 +443,8 @@ def throughput_over_time(
                 n += 1
         groups.append((label, n))
     title = "Throughput over time"
-    _layout(fig, title, height=650)
-    _with_selector(fig, groups, _default_choice(choices), title)
+    _layout(fig, title)
+    _with_selector(fig, groups, _default_choice(choices), title, height=700)
     fig.update_xaxes(title_text="time since trial start (s)", row=2, col=1)
     fig.update_yaxes(title_text="jobs/s", row=1, col=1)
     fig.update_yaxes(title_text="jobs/s", row=2, col=1)
@@ -442,7 +469,7 @@ def queues_over_time(
     if not choices:
         return None
     order = [s.name for s in chain_view(metrics).segments]
-    col = colours(order)
+    col = segment_colours(metrics)
     fig = go.Figure()
     groups: list[tuple[str, int]] = []
     for tid, label, _ in choices:
@@ -456,7 +483,7 @@ def queues_over_time(
         groups.append((label, len(names)))
     title = "Jobs waiting in each segment"
     _layout(fig, title)
-    _with_selector(fig, groups, _default_choice(choices), title)
+    _with_selector(fig, groups, _default_choice(choices), title, height=500)
     fig.update_xaxes(title_text="time since trial start (s)")
     fig.update_yaxes(title_text="jobs in segment", rangemode="tozero")
     return Chart(
@@ -485,15 +512,20 @@ def latency_histograms(
             if k not in seen:
                 seen.append(k)
     keys = [k for k in order if k in seen] + [k for k in seen if k not in order]
-    col = colours(keys)
+    col = segment_colours(metrics)
+    ncols = 2 if len(keys) > 1 else 1
+    nrows = -(-len(keys) // ncols)
     fig = make_subplots(
-        rows=len(keys), cols=1, subplot_titles=[ptext(k) for k in keys], vertical_spacing=0.06
+        rows=nrows,
+        cols=ncols,
+        subplot_titles=[ptext(k) for k in keys],
+        vertical_spacing=min(0.3 / nrows, 0.12),
+        horizontal_spacing=0.08,
     )
     groups: list[tuple[str, int]] = []
     for tid, label, _ in choices:
         h = as_dict(as_dict(series[tid]).get("latency_hist"))
-        n = 0
-        for row, k in enumerate(keys, start=1):
+        for i, k in enumerate(keys):
             edges, counts = _hist(h.get(k))
             fig.add_trace(
                 go.Bar(
@@ -503,16 +535,17 @@ def latency_histograms(
                     name=ptext(k),
                     marker_color=col.get(k, OTHER_COLOUR),
                     showlegend=False,
+                    hovertemplate="%{x:.3g} s: %{y} jobs",
                 ),
-                row=row,
-                col=1,
+                row=i // ncols + 1,
+                col=i % ncols + 1,
             )
-            fig.update_xaxes(title_text="seconds", row=row, col=1)
-            n += 1
-        groups.append((label, n))
+        groups.append((label, len(keys)))
     title = "Latency distributions"
-    _layout(fig, title, height=max(300, 220 * len(keys)), bargap=0)
-    _with_selector(fig, groups, _default_choice(choices), title)
+    _layout(fig, title, bargap=0)
+    _with_selector(fig, groups, _default_choice(choices), title, height=160 + 240 * nrows)
+    fig.update_xaxes(title_text="seconds", row=nrows)
+    fig.update_yaxes(title_text="jobs", col=1)
     return Chart(
         "latency-hist",
         "Latency distributions",

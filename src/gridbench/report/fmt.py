@@ -26,10 +26,7 @@ def fmt_s(x: float | None) -> str:
     """Seconds at a precision that suits the magnitude (the seed used 2 decimals)."""
     if x is None:
         return "–"
-    a = abs(x)
-    if a >= 1000:
-        return f"{x:.1f}"
-    if a >= 0.1 or a == 0:
+    if abs(x) >= 0.1 or x == 0:
         return f"{x:.2f}"
     return f"{x:.3g}"
 

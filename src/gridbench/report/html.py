@@ -63,6 +63,12 @@ class Raw(str):
     __slots__ = ()
 
 
+class Num(Raw):
+    """An already-formatted number: right-aligned like raw numbers."""
+
+    __slots__ = ()
+
+
 def e(value: Any) -> str:
     """Escape any value for HTML text or attribute context."""
     return html.escape(str(value), quote=True)
@@ -93,8 +99,11 @@ def offline_plotlyjs() -> str:
 # --- small HTML builders --------------------------------------------------------------
 
 
-def _cell(v: Any, tag: str = "td", cls: str = "") -> str:
-    attr = f' class="{e(cls)}"' if cls else ""
+def _cell(v: Any, tag: str = "td") -> str:
+    numeric = isinstance(v, Num) or (
+        v is None or (isinstance(v, int | float) and not isinstance(v, bool))
+    )
+    attr = ' class="n"' if numeric and tag == "td" else ""
     body = v if isinstance(v, Raw) else e(fmt_val(v) if not isinstance(v, str) else v)
     return f"<{tag}{attr}>{body}</{tag}>"
 
@@ -220,8 +229,8 @@ def _latency_html(metrics: Mapping[str, Any]) -> str:
             [
                 r["component"],
                 r["label"],
-                *(Raw(e(fmt_s(r[f"{s}_s"]))) for s in TABLE6_STATS),
-                Raw(e(fmt_pct(r["share_pct"]))),
+                *(Num(e(fmt_s(r[f"{s}_s"]))) for s in TABLE6_STATS),
+                Num(e(fmt_pct(r["share_pct"]))),
             ]
         )
         classes.append("total" if r["component"] == "overall" else "")
@@ -237,7 +246,6 @@ def _latency_html(metrics: Mapping[str, Any]) -> str:
             "share",
         ],
         body,
-        cls="num",
         caption="Latency per component and rate: mean of the trial means, min/max/std across "
         "trials (the seed's Table 6), 95% CI of the mean.",
         row_classes=classes,
@@ -249,14 +257,13 @@ def _latency_html(metrics: Mapping[str, Any]) -> str:
         [
             [rate_label(p)]
             + [
-                Raw(e(fmt_pm(by[(p.get("index"), c)]["avg_s"], by[(p.get("index"), c)]["std_s"])))
+                Num(e(fmt_pm(by[(p.get("index"), c)]["avg_s"], by[(p.get("index"), c)]["std_s"])))
                 if (p.get("index"), c) in by
-                else "–"
+                else None
                 for c in comps
             ]
             for p in points(metrics)
         ],
-        cls="num",
         caption="Mean latency per component (s), mean ± std across trials.",
     )
     return f'<h3 id="table-latency">Latency</h3>{wide}{table6}'
@@ -271,9 +278,9 @@ def _throughput_html(metrics: Mapping[str, Any]) -> str:
             rate_label({"offered_rate_per_s": r["rate_per_s"]}) if r["tr"] == "TR1" else "",
             f"{r['tr']} {r['stage']}",
             r["label"],
-            Raw(e(fmt_pm(r["mean_per_s"], r["std_per_s"]))),
+            Num(e(fmt_pm(r["mean_per_s"], r["std_per_s"]))),
             r["ci95_per_s"],
-            Raw(e(fmt_pm(r["ratio_mean"], r["ratio_std"]))),
+            Num(e(fmt_pm(r["ratio_mean"], r["ratio_std"]))),
             _badge(False, no="bottleneck") if r["bottleneck"] else "",
         ]
         for r in rows
@@ -282,7 +289,6 @@ def _throughput_html(metrics: Mapping[str, Any]) -> str:
     return '<h3 id="table-throughput">Throughput against offered rate</h3>' + _table(
         ["offered", "stage", "label", "jobs/s (mean ± std)", "CI95 ±", "actual/expected", ""],
         body,
-        cls="num",
         caption="Average throughput per stage (EDGI definition), repetition statistics across "
         "trials.",
         row_classes=classes,
@@ -299,11 +305,11 @@ def _failures_html(metrics: Mapping[str, Any]) -> str:
             [
                 rate_label({"offered_rate_per_s": r["rate_per_s"]}),
                 r["kind"],
-                Raw(e(fmt_pm(r["mean"], r["std"]))),
+                Num(e(fmt_pm(r["mean"], r["std"]))),
                 r["min"],
                 r["max"],
                 r["total"],
-                Raw(
+                Num(
                     e(
                         fmt_pct(
                             None if r["share_of_planned"] is None else 100.0 * r["share_of_planned"]
@@ -313,7 +319,6 @@ def _failures_html(metrics: Mapping[str, Any]) -> str:
             ]
             for r in rows
         ],
-        cls="num",
     )
 
 
@@ -348,8 +353,8 @@ def _validity_html(metrics: Mapping[str, Any]) -> str:
             r["reasons"] or "–",
             r["status"],
             f"{fmt_val(r['completed'])} / {fmt_val(r['planned'])}",
-            Raw(e(fmt_pct(None if r["late_share"] is None else 100.0 * r["late_share"]))),
-            Raw(e(fmt_pct(None if r["dropped_share"] is None else 100.0 * r["dropped_share"]))),
+            Num(e(fmt_pct(None if r["late_share"] is None else 100.0 * r["late_share"]))),
+            Num(e(fmt_pct(None if r["dropped_share"] is None else 100.0 * r["dropped_share"]))),
             r["client_cpu_max"],
             f"{fmt_val(r['background_queue_start'])} → {fmt_val(r['background_queue_end'])}",
             r["coarse_precision"] or "–",
@@ -408,7 +413,6 @@ def _details_tables_html(metrics: Mapping[str, Any]) -> str:
                     [r["trial_id"], r["segment"], r["max"], r["final"], r["growth_per_s"]]
                     for r in queues
                 ],
-                cls="num",
             )
             + "</details>"
         )
@@ -427,7 +431,7 @@ section{margin:1.5em 0}
 table{border-collapse:collapse;margin:.6em 0 1.2em;font-size:.9em}
 th,td{border:1px solid #ddd;padding:.25em .6em;text-align:left;vertical-align:top}
 thead th{background:#f0f0f0}
-table.num td{text-align:right}table.num td:first-child,table.num td:nth-child(2){text-align:left}
+td.n{text-align:right;font-variant-numeric:tabular-nums}
 tr.group td{background:#eef3f8}tr.total td{font-weight:bold}
 tr.group-start td{border-top:2px solid #999}
 tr.invalid td{background:#fde8e8}

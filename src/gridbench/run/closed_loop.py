@@ -78,8 +78,8 @@ async def run_sustain(
                 rec.stamp(op, STAGE_OP_END, None, {"op": "query", "error": str(exc)[:200]})
                 continue
             rec.stamp(op, STAGE_OP_END, None, {"op": "query"})
-            mine -= {b for b, s in states.items() if s.state.terminal}
-            mine &= set(tracker.inflight)  # the tracker may have seen them end first
+            await tracker.observe(states)  # this user's poll is how the client sees ends
+            mine = {b for b in mine if b in tracker.inflight}
 
     await asyncio.gather(*(user(u) for u in range(users)))
 

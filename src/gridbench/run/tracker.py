@@ -6,7 +6,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from gridbench.backends.base import Backend, JobState
+from gridbench.backends.base import Backend, JobState, JobStatus
 from gridbench.errors import BackendError
 from gridbench.events.model import (
     FAIL_JOB,
@@ -74,6 +74,10 @@ class StatusTracker:
             return
         self._consecutive = 0
         self.sweeps += 1
+        await self.observe(states)
+
+    async def observe(self, states: dict[str, JobStatus]) -> None:
+        """Stamp the jobs ``states`` shows ended (from a sweep, or a user's own query)."""
         now = self.rec.clock.now_ns()
         p = self.progress
         for n, (bid, st) in enumerate(states.items()):

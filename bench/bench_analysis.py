@@ -1,0 +1,223 @@
+"""Benchmark: analysis of a 1,000,000-job trial (8-stage EDGI chain) from its event log.
+
+Generates a synthetic run directory (events.csv with ~10 million events: the 8 chain
+stages plus the client's ``intended`` and ``submit_ack`` stamps, some failures and a
+finishing-stage bottleneck), then times, each in a fresh subprocess so that peak RSS is
+the analysis' own:
+
+1. baseline: reading events.csv with ``read_events`` only;
+2. ``analyze_run(write=True)``: events to the full metrics.json and series.json.
+
+Targets: full analysis <= 10 s and <= 4 GB peak RSS. Run:
+
+    .venv/bin/python bench/bench_analysis.py [--jobs 1000000] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+STAGES = [
+    ("submit", "client", 1_000),
+    ("ce_entry", "ce", 1_000_000_000),
+    ("ce_submit", "ce", 1_000_000_000),
+    ("bridge_entry", "bridge", 1_000_000_000),
+    ("bridge_submit", "bridge", 1_000_000_000),
+    ("bridge_done", "bridge", 1_000_000_000),
+    ("ce_done", "ce", 1_000_000_000),
+    ("client_done", "client", 1_000),
+]
+SEGMENTS = [
+    ("ce_prep", "ce_entry", "ce_submit"),
+    ("bridge_prep", "bridge_entry", "bridge_submit"),
+    ("dg", "bridge_submit", "bridge_done"),
+    ("ce_finish", "bridge_done", "ce_done"),
+]
+
+
+def _fifo(arrivals: np.ndarray, service_ns: int) -> np.ndarray:
+    """Departures of a FIFO single server: d_n = max(a_n, d_{n-1}) + s, vectorised."""
+    order = np.argsort(arrivals, kind="stable")
+    a = arrivals[order]
+    k = np.arange(a.size, dtype=np.int64)
+    d = service_ns * (k + 1) + np.maximum.accumulate(a - service_ns * k)
+    out = np.empty_like(d)
+    out[order] = d
+    return out
+
+
+def generate(run: Path, n: int, rate: float = 1000.0, seed: int = 1) -> int:
+    """Write a one-trial run with ``n`` jobs at ``rate``/s; return the number of events."""
+    rng = np.random.default_rng(seed)
+    t0 = 1_700_000_000_000_000_000
+    ms, s = 1_000_000, 1_000_000_000
+    intended = t0 + (np.arange(n) * (1e9 / rate)).astype(np.int64)
+    t = {"intended": intended}
+    t["submit"] = intended + rng.integers(0, 2 * ms, n)
+    t["submit_ack"] = t["submit"] + rng.integers(1 * ms, 5 * ms, n)
+    t["ce_entry"] = t["submit"] + rng.integers(1 * ms, 3 * ms, n)
+    t["ce_submit"] = t["ce_entry"] + rng.integers(100 * ms, 400 * ms, n)
+    t["bridge_entry"] = t["ce_submit"] + rng.integers(1 * ms, 5 * ms, n)
+    t["bridge_submit"] = t["bridge_entry"] + rng.integers(500 * ms, 2 * s, n)
+    t["bridge_done"] = t["bridge_submit"] + rng.integers(5 * s, 10 * s, n)
+    t["ce_done"] = _fifo(t["bridge_done"], int(1e9 / (0.9 * rate)))  # the bottleneck
+    t["client_done"] = t["ce_done"] + rng.integers(100 * ms, 1 * s, n)
+    jobs = "j" + pl.Series("job", np.arange(n)).cast(pl.String).str.zfill(7)
+    failed = rng.random(n) < 0.005  # job_failed in the desktop grid: no later stamps
+    frames = []
+    prec = {"intended": ("client", 1_000), "submit_ack": ("client", 1_000)}
+    prec.update({name: (src, p) for name, src, p in STAGES})
+    late_stages = {"ce_done", "client_done"}
+    for name, arr in t.items():
+        keep = ~failed if name in late_stages else np.ones(n, dtype=bool)
+        src, p = prec[name]
+        m = int(keep.sum())
+        attrs = '{"backend_id":"ce-1"}' if name == "submit_ack" else ""
+        frames.append(
+            pl.DataFrame(
+                {
+                    "job": jobs.filter(pl.Series(keep)),
+                    "stage": pl.repeat(name, m, eager=True),
+                    "t_ns": arr[keep],
+                    "source": pl.repeat(src, m, eager=True),
+                    "precision_ns": pl.repeat(p, m, eager=True, dtype=pl.Int64),
+                    "agent": pl.repeat("local", m, eager=True),
+                    "clock_offset_ns": pl.repeat(0, m, eager=True, dtype=pl.Int64),
+                    "attrs": pl.repeat(attrs, m, eager=True),
+                }
+            )
+        )
+    m = int(failed.sum())
+    frames.append(
+        pl.DataFrame(
+            {
+                "job": jobs.filter(pl.Series(failed)),
+                "stage": pl.repeat("failed", m, eager=True),
+                "t_ns": t["bridge_done"][failed],
+                "source": pl.repeat("client", m, eager=True),
+                "precision_ns": pl.repeat(1_000, m, eager=True, dtype=pl.Int64),
+                "agent": pl.repeat("local", m, eager=True),
+                "clock_offset_ns": pl.repeat(0, m, eager=True, dtype=pl.Int64),
+                "attrs": pl.repeat('{"kind":"job_failed"}', m, eager=True),
+            }
+        )
+    )
+    events = pl.concat(frames).sort("t_ns")  # an append-only log is roughly time-ordered
+    tdir = run / "trials" / "p00-t00"
+    tdir.mkdir(parents=True)
+    events.write_csv(tdir / "events.csv")
+    end = int(t["client_done"].max())
+    info = {
+        "trial_id": "p00-t00",
+        "point_index": 0,
+        "trial_index": 0,
+        "point": {"rate": rate},
+        "load_model": "open",
+        "offered_rate_per_s": rate,
+        "planned_jobs": n,
+        "started_ns": t0,
+        "submit_end_ns": int(intended[-1]),
+        "ended_ns": end,
+        "status": "complete",
+        "chain": {
+            "stages": [
+                {"name": a, "source": b, "label": "", "precision_ns": c} for a, b, c in STAGES
+            ],
+            "segments": [
+                {"name": a, "start": b, "end": c, "component": True} for a, b, c in SEGMENTS
+            ],
+        },
+        "agents": {"local": {"clock_offset_ns": 0, "clock_uncertainty_ns": 0}},
+        "background_queue": {"start": 0, "end": 0},
+        "cpu_count": 2,
+        "late_threshold_ns": 100_000_000,
+    }
+    (tdir / "trial.json").write_text(json.dumps(info))
+    ts = np.arange(t0, end, 1_000_000_000, dtype=np.int64)
+    pl.DataFrame(
+        {
+            "t_ns": ts,
+            "cpu_percent": rng.uniform(20, 40, ts.size),
+            "rss_bytes": np.full(ts.size, 200_000_000),
+            "children": np.zeros(ts.size, dtype=np.int64),
+        }
+    ).write_csv(tdir / "resources.csv")
+    (run / "experiment.json").write_text(json.dumps({"name": "bench-1m", "status": "complete"}))
+    return events.height
+
+
+CHILD = r"""
+import json, resource, sys, time
+from pathlib import Path
+mode, run = sys.argv[1], Path(sys.argv[2])
+t = time.perf_counter()
+if mode == "read":
+    from gridbench.events.log import read_events
+    df = read_events(run / "trials" / "p00-t00" / "events.csv")
+    extra = {"rows": df.height}
+else:
+    from gridbench.analysis import analyze_run
+    m = analyze_run(run, write=True)
+    p = m["points"][0]
+    extra = {"bottleneck": m["bottleneck"]["stage"], "statement": m["bottleneck"]["statement"],
+             "valid": m["validity"]["valid"]}
+wall = time.perf_counter() - t
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(json.dumps({"seconds": wall, "peak_rss_bytes": rss, **extra}))
+"""
+
+
+def run_child(mode: str, run: Path) -> dict[str, object]:
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, mode, str(run)], check=True, capture_output=True, text=True
+    )
+    result: dict[str, object] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--jobs", type=int, default=1_000_000)
+    ap.add_argument("--repeat", type=int, default=3, help="timed runs of each step (best kept)")
+    ap.add_argument("--keep", type=Path, help="generate into this directory and keep it")
+    args = ap.parse_args()
+    base = args.keep or Path(tempfile.mkdtemp(prefix="gridbench-bench-"))
+    run = base / "run"
+    try:
+        if run.exists():
+            shutil.rmtree(run)
+        t = time.perf_counter()
+        n_events = generate(run, args.jobs)
+        size = (run / "trials" / "p00-t00" / "events.csv").stat().st_size
+        print(f"generated {args.jobs:,} jobs, {n_events:,} events, {size / 1e6:.0f} MB CSV "
+              f"in {time.perf_counter() - t:.1f} s")
+        reads = [run_child("read", run) for _ in range(args.repeat)]
+        fulls = [run_child("full", run) for _ in range(args.repeat)]
+        read = min(reads, key=lambda r: float(r["seconds"]))  # type: ignore[arg-type]
+        full = min(fulls, key=lambda r: float(r["seconds"]))  # type: ignore[arg-type]
+        rs, fs = float(read["seconds"]), float(full["seconds"])  # type: ignore[arg-type]
+        rrss, frss = int(read["peak_rss_bytes"]), int(full["peak_rss_bytes"])  # type: ignore[call-overload]
+        print(f"read events.csv only : {rs:6.2f} s  peak RSS {rrss / 2**30:.2f} GiB")
+        print(f"full analyze_run     : {fs:6.2f} s  peak RSS {frss / 2**30:.2f} GiB "
+              f"(target <= 10 s, <= 4 GiB)")
+        print(f"ratio full / read    : {fs / rs:6.2f}   analysis beyond reading: {fs - rs:.2f} s")
+        print(f"runs (s): read {[round(float(r['seconds']), 2) for r in reads]}, "  # type: ignore[arg-type]
+              f"full {[round(float(r['seconds']), 2) for r in fulls]}")  # type: ignore[arg-type]
+        print(f"finding: {full['statement']}")
+    finally:
+        if args.keep is None:
+            shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,144 @@
+"""Reading a results directory (the only module of analysis that touches files).
+
+Layout: RUN/experiment.json, RUN/spec.yaml, RUN/trials/<trial_id>/{trial.json, events.csv,
+resources.csv}; analysis writes RUN/metrics.json and RUN/trials/<id>/series.json.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from gridbench.analysis.info import TrialInfo
+from gridbench.errors import GridbenchError, ResultsError
+from gridbench.events.log import EVENTS_FILE, empty_events, read_events
+
+TRIALS_DIR = "trials"
+TRIAL_FILE = "trial.json"
+RESOURCES_FILE = "resources.csv"
+METRICS_FILE = "metrics.json"
+SERIES_FILE = "series.json"
+RESOURCES_SCHEMA = {
+    "t_ns": pl.Int64,
+    "cpu_percent": pl.Float64,
+    "rss_bytes": pl.Int64,
+    "children": pl.Int64,
+}
+
+
+def read_json(path: Path) -> Any:
+    """A JSON file, or ResultsError naming the file, the line and the fix."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ResultsError(
+            "file not found", where=str(path), fix="check the results directory path"
+        ) from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        line = getattr(exc, "lineno", None)
+        raise ResultsError(
+            f"not valid JSON: {exc}",
+            where=f"{path}:{line}" if line else str(path),
+            fix="the file may be truncated; re-run the trial or repair it",
+        ) from None
+
+
+def trial_dirs(run_dir: Path) -> list[Path]:
+    """Trial directories (those holding a trial.json), sorted by name."""
+    root = run_dir / TRIALS_DIR
+    if not run_dir.is_dir():
+        raise ResultsError(
+            "results directory not found", where=str(run_dir), fix="give the path of a run"
+        )
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.iterdir() if (p / TRIAL_FILE).is_file())
+
+
+def read_trial_info(trial_dir: Path) -> TrialInfo:
+    """The trial.json of one trial."""
+    path = trial_dir / TRIAL_FILE
+    data = read_json(path)
+    if not isinstance(data, Mapping):
+        raise ResultsError("trial.json is not a JSON object", where=str(path))
+    return TrialInfo.from_dict(data, where=str(path))
+
+
+def read_trial_events(trial_dir: Path) -> pl.DataFrame:
+    """The trial's event log (empty when the trial recorded nothing yet)."""
+    path = trial_dir / EVENTS_FILE
+    if not path.exists():
+        return empty_events()
+    return read_events(path)
+
+
+def read_resources(trial_dir: Path) -> pl.DataFrame | None:
+    """Client CPU/RSS samples, or ``None`` when not recorded or unreadable."""
+    path = trial_dir / RESOURCES_FILE
+    if not path.is_file() or path.stat().st_size == 0:
+        return None
+    try:
+        df = pl.read_csv(path, infer_schema=False)
+    except (pl.exceptions.PolarsError, OSError):
+        return None
+    cols = [pl.col(c).cast(t, strict=False) for c, t in RESOURCES_SCHEMA.items() if c in df.columns]
+    return df.select(cols) if cols else None
+
+
+def read_experiment(run_dir: Path) -> dict[str, Any]:
+    """experiment.json (empty when absent)."""
+    path = run_dir / "experiment.json"
+    if not path.is_file():
+        return {}
+    data = read_json(path)
+    return dict(data) if isinstance(data, Mapping) else {}
+
+
+def read_spec_settings(run_dir: Path) -> dict[str, Any]:
+    """``name``, ``thresholds`` and ``warmup`` from spec.yaml, as plain data (empty if absent)."""
+    path = run_dir / "spec.yaml"
+    if not path.is_file():
+        return {}
+    from gridbench.spec.load import parse_yaml, read_spec_text
+
+    try:
+        root = parse_yaml(read_spec_text(path), str(path))
+    except GridbenchError as exc:
+        raise ResultsError(
+            f"the run's spec.yaml cannot be read: {exc.message}",
+            where=exc.where or str(path),
+            fix="repair spec.yaml, or pass thresholds and warm-up explicitly",
+        ) from None
+    if not isinstance(root, Mapping):
+        return {}
+    plain = json.loads(json.dumps(root, default=str))
+    return {k: plain[k] for k in ("name", "thresholds", "warmup") if k in plain}
+
+
+def clean(obj: Any) -> Any:
+    """JSON-safe copy: non-finite floats become null, tuples become lists."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, Mapping):
+        return {str(k): clean(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [clean(v) for v in obj]
+    return obj
+
+
+def write_json(path: Path, obj: Any, *, indent: int | None = None) -> Path:
+    """Write JSON atomically (temp file + rename), so readers never see half a file."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        seps = (",", ":") if indent is None else (",", ": ")
+        json.dump(clean(obj), fh, allow_nan=False, indent=indent, separators=seps)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    return path

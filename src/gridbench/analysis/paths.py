@@ -1,0 +1,48 @@
+"""Dotted paths into metrics objects ('latency.overall.p99'), shared by outliers and thresholds."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+class PathError(KeyError):
+    """A path does not name a value; ``str()`` explains which part is missing."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def resolve(obj: Any, path: str) -> Any:
+    """The value at ``path`` (dot-separated keys; list items by integer index)."""
+    cur = obj
+    done: list[str] = []
+    for part in path.split("."):
+        if isinstance(cur, Mapping):
+            if part not in cur:
+                known = ", ".join(sorted(str(k) for k in cur)) or "none"
+                at = ".".join(done) or "the top level"
+                raise PathError(f"no '{part}' under {at} (known: {known})")
+            cur = cur[part]
+        elif isinstance(cur, list) and part.lstrip("-").isdigit():
+            i = int(part)
+            if not -len(cur) <= i < len(cur):
+                raise PathError(f"index {i} out of range under {'.'.join(done)}")
+            cur = cur[i]
+        else:
+            raise PathError(f"'{'.'.join(done)}' is a value, it has no '{part}'")
+        done.append(part)
+    return cur
+
+
+def number(value: Any) -> float | None:
+    """A numeric value (booleans as 0/1), or ``None`` when it is not a number."""
+    if isinstance(value, bool):
+        return 1.0 if value else 0.0
+    if isinstance(value, int | float):
+        return float(value)
+    return None

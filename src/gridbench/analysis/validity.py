@@ -1,0 +1,196 @@
+"""Can a trial be trusted? Checks of the submitter, the client machine and the stamps.
+
+A trial is **invalid** (excluded from summaries, listed with its reasons) when:
+
+- it did not complete (status ``aborted`` or ``running``) or no job completed;
+- late_share > 5%: submissions that started more than trial.json ``late_threshold_ns``
+  after their intended time, over the planned jobs (the submitter lost the schedule);
+- dropped_share > 1%: jobs never submitted (failure kind ``dropped``) over the planned jobs;
+- the client was the bottleneck: the mean of resources.csv ``cpu_percent`` over the
+  submission window reached 90% of its ceiling. The ceiling depends on what was measured:
+  with no child processes it is one core (100%), since gridbench's event loop runs on one
+  core; with children (client tools it spawned) it is all cores (cpu_count * 100);
+- the overall latency's stamps are too coarse: the coarser precision of its two stages
+  exceeds 10% of the median overall latency.
+
+**Warnings** (the trial stays valid): a segment whose stamps are coarse by the same rule,
+negative segment durations beyond the stamps' precision (clocks disagree), client CPU not
+recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from gridbench.analysis import text
+from gridbench.analysis.info import TrialInfo
+from gridbench.analysis.latency import Durations, median
+from gridbench.analysis.timelines import JobTimes
+from gridbench.backends.base import StageChain
+from gridbench.events.model import STAGE_INTENDED, STAGE_SUBMIT
+
+
+@dataclass(frozen=True, slots=True)
+class ValidityConfig:
+    """Limits of the validity checks."""
+
+    late_share_max: float = 0.05
+    dropped_share_max: float = 0.01
+    cpu_bound_fraction: float = 0.9
+    coarse_factor: float = 0.1
+
+
+def late_jobs(jt: JobTimes, late_threshold_ns: int) -> int:
+    """Submissions that started more than the threshold after their intended time."""
+    lag = jt.get(STAGE_SUBMIT) - jt.get(STAGE_INTENDED)
+    with np.errstate(invalid="ignore"):
+        return int(np.count_nonzero(lag > late_threshold_ns / 1e9))
+
+
+@dataclass(frozen=True, slots=True)
+class ClientCpu:
+    """Client CPU over the submission window (percent, 100 = one core)."""
+
+    mean: float
+    max: float
+    children: int
+    samples: int
+
+
+def client_cpu(
+    resources: pl.DataFrame | None, lo_ns: int | None, hi_ns: int | None
+) -> ClientCpu | None:
+    """Mean and max of cpu_percent over [lo_ns, hi_ns] (all samples when none fall in it)."""
+    if resources is None or resources.height == 0 or "cpu_percent" not in resources.columns:
+        return None
+    r = resources.filter(pl.col("cpu_percent").is_not_null())
+    if lo_ns is not None and hi_ns is not None and "t_ns" in r.columns:
+        inside = r.filter(pl.col("t_ns").is_between(lo_ns, hi_ns))
+        if inside.height:
+            r = inside
+    if r.height == 0:
+        return None
+    cpu = r["cpu_percent"].cast(pl.Float64).to_numpy()
+    children = 0
+    if "children" in r.columns:
+        ch = r["children"].cast(pl.Int64, strict=False).max()
+        children = int(ch) if isinstance(ch, int) else 0
+    return ClientCpu(float(cpu.mean()), float(cpu.max()), children, int(cpu.size))
+
+
+def _coarse(
+    chain: StageChain,
+    jt: JobTimes,
+    durations: Durations,
+    overall_start: str,
+    end: str,
+    factor: float,
+) -> list[tuple[str, float, float]]:
+    """(latency name, precision s, median s) of every latency measured too coarsely."""
+    pairs = [(g.name, g.start, g.end) for g in chain.all_segments()]
+    pairs.append(("overall", overall_start, end))
+    out = []
+    for name, a, b in pairs:
+        prec = max(jt.precision_s.get(a, 0.0), jt.precision_s.get(b, 0.0))
+        med = median(durations.get(name, np.empty(0)))
+        if med is not None and med > 0 and prec > factor * med:
+            out.append((name, prec, med))
+    return out
+
+
+def _negative(chain: StageChain, jt: JobTimes, durations: Durations) -> list[str]:
+    out = []
+    for g in chain.all_segments():
+        d = durations.get(g.name)
+        if d is None:
+            continue
+        prec = max(jt.precision_s.get(g.start, 0.0), jt.precision_s.get(g.end, 0.0))
+        with np.errstate(invalid="ignore"):
+            n = int(np.count_nonzero(d < -prec))
+        if n:
+            out.append(
+                f"{n} job(s) reached {g.end} before {g.start} by more than the stamps' "
+                f"precision (negative {g.name}): the clocks of their sources disagree"
+            )
+    return out
+
+
+def trial_validity(
+    info: TrialInfo,
+    jt: JobTimes,
+    jobs: Mapping[str, int],
+    durations: Durations,
+    cpu: ClientCpu | None,
+    *,
+    end_stage: str,
+    cfg: ValidityConfig = ValidityConfig(),
+) -> dict[str, Any]:
+    """The trial's ``validity`` object."""
+    reasons: list[str] = []
+    warnings: list[str] = []
+    if info.status != "complete":
+        reasons.append(f"the trial did not complete (status {info.status})")
+    planned = jobs.get("planned") or 0
+    late_share = jobs.get("late", 0) / planned if planned else 0.0
+    dropped_share = jobs.get("dropped", 0) / planned if planned else 0.0
+    if jobs.get("completed", 0) == 0:
+        reasons.append("no job completed")
+    if late_share > cfg.late_share_max:
+        reasons.append(
+            f"{text.pct(late_share)} of the planned submissions started more than "
+            f"{text.seconds(info.late_threshold_ns / 1e9)} late (limit "
+            f"{text.pct(cfg.late_share_max)}): the submitter could not keep the schedule"
+        )
+    if dropped_share > cfg.dropped_share_max:
+        reasons.append(
+            f"{text.pct(dropped_share)} of the planned jobs were dropped, never submitted "
+            f"(limit {text.pct(cfg.dropped_share_max)})"
+        )
+    bound = False
+    rule = None
+    if cpu is None:
+        warnings.append("client CPU was not recorded: a client-bound run cannot be ruled out")
+    else:
+        if cpu.children > 0:
+            ceiling = 100.0 * info.cpu_count
+            rule = f"all {info.cpu_count} cores (client tools were running as child processes)"
+        else:
+            ceiling = 100.0
+            rule = "one core (gridbench's event loop runs on one core)"
+        bound = cpu.mean >= cfg.cpu_bound_fraction * ceiling
+        if bound:
+            reasons.append(
+                f"the client was the bottleneck: its CPU averaged {text.num(cpu.mean)}% over "
+                f"the submission window, at least {text.pct(cfg.cpu_bound_fraction)} of {rule}"
+            )
+    overall_start = STAGE_INTENDED if jt.has(STAGE_INTENDED) else chain_first(info.chain)
+    coarse = _coarse(info.chain, jt, durations, overall_start, end_stage, cfg.coarse_factor)
+    for name, prec, med in coarse:
+        msg = (
+            f"{name} is measured with stamps of {text.seconds(prec)} precision, more than "
+            f"{text.pct(cfg.coarse_factor)} of its median {text.seconds(med)}"
+        )
+        (reasons if name == "overall" else warnings).append(msg)
+    warnings.extend(_negative(info.chain, jt, durations))
+    return {
+        "valid": not reasons,
+        "reasons": reasons,
+        "warnings": warnings,
+        "late_share": late_share,
+        "dropped_share": dropped_share,
+        "client_cpu_max": cpu.max if cpu else None,
+        "client_cpu_mean": cpu.mean if cpu else None,
+        "client_bound": bound,
+        "client_cpu_rule": rule,
+        "coarse_precision": [name for name, _, _ in coarse],
+    }
+
+
+def chain_first(chain: StageChain) -> str:
+    """The first chain stage's name (``submit`` for an empty chain)."""
+    return chain.stages[0].name if chain.stages else STAGE_SUBMIT

@@ -1,0 +1,25 @@
+"""Shared fixtures: a results root and the path to the gridbench CLI of this venv."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+BIN = Path(sys.executable).with_name("gridbench")
+
+
+@pytest.fixture
+def results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "results"
+    monkeypatch.setenv("GRIDBENCH_RESULTS", str(root))
+    return root
+
+
+def cli_env(results: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["GRIDBENCH_RESULTS"] = str(results)
+    env["COLUMNS"] = "200"
+    return env

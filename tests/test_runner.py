@@ -1,0 +1,223 @@
+"""The runner against in-process (noop) and real-process (local) backends."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from gridbench.events.log import read_events
+from gridbench.run.experiment import ExperimentOutcome, ExperimentRunner
+from gridbench.spec import load_spec_text, make_plan
+
+
+def run_spec(text: str, root: Path, *, abort_after: float | None = None) -> ExperimentOutcome:
+    spec, data = load_spec_text(text)
+    runner = ExperimentRunner(make_plan(spec, data), data, root)
+
+    async def main() -> ExperimentOutcome:
+        if abort_after is not None:
+            asyncio.get_running_loop().call_later(abort_after, runner.abort)
+        return await runner.execute()
+
+    return asyncio.run(main())
+
+
+def events(out: ExperimentOutcome, tid: str = "p00-t00") -> pl.DataFrame:
+    return read_events(out.run.trial_dir(tid) / "events.csv")
+
+
+def stage_counts(ev: pl.DataFrame) -> dict[str, int]:
+    return dict(ev.group_by("stage").len().iter_rows())
+
+
+def test_open_loop_records_every_stage(tmp_path: Path) -> None:
+    out = run_spec(
+        """
+name: open
+backend: {type: noop, options: {runtime_s: 0.2}}
+load: {model: open, rate: 40/s, agents: 3}
+trial: {duration: 1s}
+timeouts: {status_interval: 0.1s}
+""",
+        tmp_path,
+    )
+    assert out.status == "complete"
+    ev = events(out)
+    c = stage_counts(ev)
+    assert c["intended"] == c["submit"] == c["submit_ack"] == c["client_done"] == 40
+    assert set(ev["agent"].unique()) == {"agent-0", "agent-1", "agent-2"}
+    wide = ev.pivot(on="stage", index="job", values="t_ns", aggregate_function="first")
+    gaps = wide.sort("intended")["intended"].diff().drop_nulls()
+    assert gaps.min() == gaps.max() == 25_000_000  # the schedule, not the call durations
+    assert ((wide["client_done"] - wide["submit"]) >= 200_000_000).all()
+    info = json.loads((out.run.trial_dir("p00-t00") / "trial.json").read_text())
+    assert info["status"] == "complete" and info["planned_jobs"] == 40
+    assert info["offered_rate_per_s"] == pytest.approx(40.0)
+    assert info["status_calls"] >= 1
+    exp = out.run.read_experiment()
+    assert exp["status"] == "complete" and exp["trials_done"] == 1
+
+
+def test_slow_backend_gives_late_and_dropped(tmp_path: Path) -> None:
+    out = run_spec(
+        """
+name: late
+backend: {type: noop, options: {submit_delay_s: 0.2}}
+load: {model: open, rate: 20/s, pool: 1, max_lateness: 0.5s, late_threshold: 50ms}
+trial: {duration: 1s}
+timeouts: {status_interval: 0.1s}
+""",
+        tmp_path,
+    )
+    p = out.trials[0].progress
+    assert p.dropped > 0 and p.late > 0
+    ev = events(out)
+    kinds = ev.filter(pl.col("stage") == "failed")["attrs"].str.json_path_match("$.kind")
+    assert (kinds == "dropped").sum() == p.dropped
+    assert stage_counts(ev)["intended"] == 20  # dropped jobs still have their intended time
+
+
+def test_rejected_submissions_are_failures(tmp_path: Path) -> None:
+    out = run_spec(
+        """
+name: rej
+backend: {type: noop, options: {runtime_s: 5, reject_above: 5}}
+load: {model: open, rate: 20/s}
+trial: {jobs: 10}
+timeouts: {status_interval: 0.1s, drain: 0.5s}
+""",
+        tmp_path,
+    )
+    ev = events(out)
+    kinds = ev.filter(pl.col("stage") == "failed")["attrs"].str.json_path_match("$.kind")
+    assert (kinds == "submit_rejected").sum() == 5
+    assert (kinds == "lost").sum() == 5  # accepted but never ended before the drain time-out
+
+
+def test_sustain_keeps_n_jobs_per_user(tmp_path: Path) -> None:
+    out = run_spec(
+        """
+name: sustain
+backend: {type: noop, options: {runtime_s: 0.1}}
+load: {model: sustain, users: 3, jobs_per_user: 2, sleep_coef: 0.05s}
+trial: {duration: 1s}
+timeouts: {status_interval: 0.05s}
+""",
+        tmp_path,
+    )
+    ev = events(out)
+    c = stage_counts(ev)
+    assert c["submit"] > 6  # replacements were submitted as jobs finished
+    assert c["op_start"] == c["op_end"] > 0  # query_state calls were timed
+    # never more than users × jobs_per_user in the system at once
+    sub = ev.filter(pl.col("stage") == "submit_ack").select("job", pl.col("t_ns").alias("a"))
+    end = ev.filter(pl.col("stage") == "client_done").select("job", pl.col("t_ns").alias("b"))
+    iv = sub.join(end, on="job", how="left")
+    marks = pl.concat([
+        iv.select(pl.col("a").alias("t"), pl.lit(1).alias("d")),
+        iv.drop_nulls("b").select(pl.col("b").alias("t"), pl.lit(-1).alias("d")),
+    ]).sort(["t", "d"])
+    assert marks["d"].cum_sum().max() <= 6
+
+
+def test_batch_and_probe(tmp_path: Path) -> None:
+    out = run_spec(
+        """
+name: batch
+backend: {type: noop}
+load: {model: batch, jobs: 25, submitters: 4}
+timeouts: {status_interval: 0.05s}
+""",
+        tmp_path,
+    )
+    assert stage_counts(events(out))["client_done"] == 25
+    out = run_spec(
+        """
+name: probe
+backend: {type: noop}
+load: {model: probe, count: 4, gap: 0.05s, burst: {requests: 6, threads: [1, 3]}}
+timeouts: {status_interval: 0.05s}
+""",
+        tmp_path,
+    )
+    ev = events(out)
+    assert stage_counts(ev)["submit"] == 4 + 6 * 2
+    bursts = ev.filter(pl.col("stage") == "op_start")["attrs"].str.json_path_match("$.threads")
+    assert sorted(bursts.to_list()) == ["1", "3"]
+
+
+def test_local_backend_runs_real_processes(tmp_path: Path) -> None:
+    out = run_spec(
+        """
+name: local
+backend: {type: local, options: {slots: 2}}
+job: {command: [/bin/sleep, "0.3"]}
+load: {model: open, rate: 20/s}
+trial: {jobs: 6}
+timeouts: {status_interval: 0.05s}
+""",
+        tmp_path,
+    )
+    ev = events(out)
+    c = stage_counts(ev)
+    assert c["local_start"] == c["local_end"] == c["client_done"] == 6
+    st = ev.filter(pl.col("stage") == "local_start")["t_ns"].sort().to_numpy()
+    # two slots: the third job starts only after the first finished (~0.3 s later)
+    assert (st[2] - st[0]) / 1e9 >= 0.28
+
+
+def test_local_backend_failures(tmp_path: Path) -> None:
+    out = run_spec(
+        """
+name: localfail
+backend: {type: local}
+job: {command: [/bin/false]}
+load: {model: open, rate: 20/s}
+trial: {jobs: 3}
+timeouts: {status_interval: 0.05s}
+""",
+        tmp_path,
+    )
+    kinds = events(out).filter(pl.col("stage") == "failed")["attrs"].str.json_path_match("$.kind")
+    assert kinds.to_list() == ["job_failed"] * 3
+    out = run_spec(
+        """
+name: localmissing
+backend: {type: local}
+job: {command: [/nonexistent/program, "; rm -rf /"]}
+load: {model: open, rate: 20/s}
+trial: {jobs: 2}
+timeouts: {status_interval: 0.05s}
+""",
+        tmp_path,
+    )
+    msgs = events(out).filter(pl.col("stage") == "failed")["attrs"].str.json_path_match("$.message")
+    assert all("cannot start" in m for m in msgs.to_list())
+
+
+def test_abort_cancels_outstanding_and_finalises(tmp_path: Path) -> None:
+    out = run_spec(
+        """
+name: abort
+backend: {type: local, options: {slots: 4}}
+job: {command: [/bin/sleep, "30"]}
+load: {model: open, rate: 10/s}
+trial: {duration: 20s}
+trials: 3
+timeouts: {status_interval: 0.1s}
+""",
+        tmp_path,
+        abort_after=0.8,
+    )
+    assert out.status == "aborted" and len(out.trials) == 1
+    ev = events(out)
+    c = stage_counts(ev)
+    assert 5 <= c["submit_ack"] <= 12
+    assert c["cancelled"] == c["submit_ack"]  # nothing left running
+    info = json.loads((out.run.trial_dir("p00-t00") / "trial.json").read_text())
+    assert info["status"] == "aborted"
+    assert out.run.read_experiment()["status"] == "aborted"

@@ -1,0 +1,123 @@
+"""Spec loading, validation errors with lines, overrides, sweep expansion and safety caps."""
+
+from __future__ import annotations
+
+import pytest
+
+from gridbench.errors import SpecError
+from gridbench.spec import load_spec_text, make_plan
+from gridbench.spec.plan import needs_confirmation
+from gridbench.spec.units import parse_duration, parse_rate
+
+BASE = """\
+name: t
+backend: {type: noop}
+load:
+  model: open
+  rate: 60
+trial: {duration: 10s}
+"""
+
+
+def test_units() -> None:
+    assert parse_duration("150ms") == pytest.approx(0.15)
+    assert parse_duration("2m") == 120.0
+    assert parse_duration(3) == 3.0
+    assert parse_rate(60) == pytest.approx(1.0)  # bare numbers are per minute
+    assert parse_rate("2/s") == 2.0
+    assert parse_rate("7200/h") == 2.0
+    with pytest.raises(ValueError):
+        parse_duration("soon")
+    with pytest.raises(ValueError):
+        parse_rate(-1)
+
+
+def test_valid_spec_and_plan() -> None:
+    spec, data = load_spec_text(BASE + "sweep: {rate: [20, 40, 60]}\ntrials: 2\n")
+    plan = make_plan(spec, data)
+    assert [p.peak_rate_per_s for p in plan.points] == pytest.approx([1 / 3, 2 / 3, 1.0])
+    assert [p.jobs_per_trial for p in plan.points] == [3, 6, 10]
+    assert plan.total_jobs == (3 + 6 + 10) * 2
+    assert [t.trial_id for t in plan.trials][:3] == ["p00-t00", "p00-t01", "p01-t00"]
+
+
+def test_unknown_field_names_line_and_fix() -> None:
+    with pytest.raises(SpecError) as e:
+        load_spec_text(BASE.replace("  rate: 60", "  rat: 60"), "exp.yaml")
+    msg = str(e.value)
+    assert "exp.yaml:5" in msg and "load.rat" in msg and "fix:" in msg
+
+
+def test_bad_value_names_line() -> None:
+    with pytest.raises(SpecError) as e:
+        load_spec_text(BASE.replace("rate: 60", "rate: lots"), "exp.yaml")
+    assert "exp.yaml:5" in str(e.value) and "expected a rate" in str(e.value)
+
+
+def test_several_errors_listed() -> None:
+    text = BASE.replace("rate: 60", "rate: 60\n  pool: -1") + "trials: 0\n"
+    with pytest.raises(SpecError) as e:
+        load_spec_text(text, "exp.yaml")
+    msg = str(e.value)
+    assert "load.pool" in msg and "trials" in msg and msg.count("exp.yaml:") == 2
+
+
+def test_yaml_syntax_error() -> None:
+    with pytest.raises(SpecError) as e:
+        load_spec_text("name: x\n  backend: [\n", "broken.yaml")
+    assert "broken.yaml:2" in str(e.value) and "not valid YAML" in str(e.value)
+
+
+def test_duplicate_key_rejected() -> None:
+    with pytest.raises(SpecError):
+        load_spec_text(BASE + "trials: 1\ntrials: 2\n", "dup.yaml")
+
+
+def test_open_model_needs_one_rate_source() -> None:
+    with pytest.raises(SpecError) as e:
+        load_spec_text(BASE.replace("rate: 60", "rate: 60\n  ramp: {from: 1, to: 2, duration: 5s}"))
+    assert "exactly one of rate, schedule or ramp" in str(e.value)
+
+
+def test_overrides() -> None:
+    spec, _ = load_spec_text(BASE, overrides=["trials=4", "load.rate=3/s", "job.runtime=2s"])
+    assert spec.trials == 4 and spec.load.rate == 3.0 and spec.job.runtime == 2.0
+    with pytest.raises(SpecError):
+        load_spec_text(BASE, overrides=["trials"])
+    with pytest.raises(SpecError) as e:
+        load_spec_text(BASE, overrides=["load.bogus=1"])
+    assert "load.bogus" in str(e.value)
+
+
+def test_sweep_bad_key_and_bad_value() -> None:
+    with pytest.raises(SpecError) as e:
+        load_spec_text(BASE + "sweep: {colour: [1]}\n")
+    assert "colour" in str(e.value) and "fix:" in str(e.value)
+    spec, data = load_spec_text(BASE + "sweep: {rate: [60, oops]}\n")
+    with pytest.raises(SpecError) as e:
+        make_plan(spec, data)
+    assert "oops" in str(e.value)
+
+
+def test_safety_caps() -> None:
+    spec, data = load_spec_text(BASE + "sweep: {rate: [60, 600]}\nsafety: {max_rate: 5/s}\n")
+    with pytest.raises(SpecError) as e:
+        make_plan(spec, data)
+    assert "safety.max_rate" in str(e.value)
+    spec, data = load_spec_text(BASE + "trials: 10\nsafety: {max_jobs: 50}\n")
+    with pytest.raises(SpecError) as e:
+        make_plan(spec, data)
+    assert "100 jobs" in str(e.value)
+    spec, data = load_spec_text(BASE + "safety: {confirm_above: 5}\n")
+    assert needs_confirmation(make_plan(spec, data))
+
+
+def test_closed_models_need_their_sizes() -> None:
+    with pytest.raises(SpecError):
+        load_spec_text("name: s\nbackend: {type: noop}\nload: {model: sustain}\n")
+    with pytest.raises(SpecError):
+        load_spec_text("name: b\nbackend: {type: noop}\nload: {model: batch}\n")
+    spec, data = load_spec_text(
+        "name: b\nbackend: {type: noop}\nload: {model: batch, jobs: 50, submitters: 5}\n"
+    )
+    assert make_plan(spec, data).total_jobs == 50
