@@ -433,6 +433,10 @@ _PARSE_POOL: Final = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gridb
 FileStatus = Literal["complete", "truncated", "malformed", "rejected", "too_large"]
 
 
+#: records converted to events per polars batch
+CONVERT_BATCH: Final = 100_000
+
+
 @dataclass(slots=True)
 class _FileState:
     meta: FileMeta
@@ -612,17 +616,29 @@ class ReportCollector:
                 sink.add(w)
         counts = _PollCounts(files_seen=len(outcomes))
         frames: list[pl.DataFrame] = []
+        raws: list[pl.DataFrame] = [self._pending]
+
+        def convert() -> None:
+            # in batches: bounded intermediate memory, few polars calls for many small files
+            raw, bad_warnings, nbad = records_to_events(pl.concat(frames, how="vertical"))
+            sink.extend(bad_warnings)
+            counts.bad_records += nbad
+            raws.append(raw)
+            frames.clear()
+
+        batched = 0
         for o in outcomes:
             self._tier_seen.setdefault(o.file.tier, len(self._tier_seen))
             frame = self._commit_file(o, sink, counts)
             if frame is not None:
                 frames.append(frame)
-        records = pl.concat(frames, how="vertical") if frames else None
-        if records is not None:
-            raw, bad_warnings, nbad = records_to_events(records)
-            sink.extend(bad_warnings)
-            counts.bad_records = nbad
-            self._pending = pl.concat([self._pending, raw], how="vertical")
+                batched += frame.height
+                if batched >= CONVERT_BATCH:
+                    convert()
+                    batched = 0
+        if frames:
+            convert()
+        self._pending = pl.concat(raws, how="vertical")
         events = self._join()
         if final:
             for key, st in self._files.items():
