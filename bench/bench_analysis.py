@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -177,11 +178,11 @@ print(json.dumps({"seconds": wall, "peak_rss_bytes": rss, **extra}))
 """
 
 
-def run_child(mode: str, run: Path) -> dict[str, object]:
+def run_child(mode: str, run: Path) -> dict[str, Any]:
     out = subprocess.run(
         [sys.executable, "-c", CHILD, mode, str(run)], check=True, capture_output=True, text=True
     )
-    result: dict[str, object] = json.loads(out.stdout.strip().splitlines()[-1])
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
 
 
@@ -199,20 +200,23 @@ def main() -> None:
         t = time.perf_counter()
         n_events = generate(run, args.jobs)
         size = (run / "trials" / "p00-t00" / "events.csv").stat().st_size
-        print(f"generated {args.jobs:,} jobs, {n_events:,} events, {size / 1e6:.0f} MB CSV "
-              f"in {time.perf_counter() - t:.1f} s")
+        print(
+            f"generated {args.jobs:,} jobs, {n_events:,} events, {size / 1e6:.0f} MB CSV "
+            f"in {time.perf_counter() - t:.1f} s"
+        )
         reads = [run_child("read", run) for _ in range(args.repeat)]
         fulls = [run_child("full", run) for _ in range(args.repeat)]
-        read = min(reads, key=lambda r: float(r["seconds"]))  # type: ignore[arg-type]
-        full = min(fulls, key=lambda r: float(r["seconds"]))  # type: ignore[arg-type]
-        rs, fs = float(read["seconds"]), float(full["seconds"])  # type: ignore[arg-type]
-        rrss, frss = int(read["peak_rss_bytes"]), int(full["peak_rss_bytes"])  # type: ignore[call-overload]
-        print(f"read events.csv only : {rs:6.2f} s  peak RSS {rrss / 2**30:.2f} GiB")
-        print(f"full analyze_run     : {fs:6.2f} s  peak RSS {frss / 2**30:.2f} GiB "
-              f"(target <= 10 s, <= 4 GiB)")
+        read = min(reads, key=lambda r: float(r["seconds"]))
+        full = min(fulls, key=lambda r: float(r["seconds"]))
+        rs, fs = float(read["seconds"]), float(full["seconds"])
+        rrss, frss = int(read["peak_rss_bytes"]), int(full["peak_rss_bytes"])
+        gib = 2**30
+        print(f"read events.csv only : {rs:6.2f} s  peak RSS {rrss / gib:.2f} GiB")
+        print(f"full analyze_run     : {fs:6.2f} s  peak RSS {frss / gib:.2f} GiB")
+        print("  (targets: <= 10 s, <= 4 GiB; best of the runs below)")
         print(f"ratio full / read    : {fs / rs:6.2f}   analysis beyond reading: {fs - rs:.2f} s")
-        print(f"runs (s): read {[round(float(r['seconds']), 2) for r in reads]}, "  # type: ignore[arg-type]
-              f"full {[round(float(r['seconds']), 2) for r in fulls]}")  # type: ignore[arg-type]
+        print(f"runs (s): read {[round(r['seconds'], 2) for r in reads]}")
+        print(f"          full {[round(r['seconds'], 2) for r in fulls]}")
         print(f"finding: {full['statement']}")
     finally:
         if args.keep is None:

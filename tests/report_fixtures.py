@@ -270,7 +270,7 @@ def _summary(trials: list[dict[str, Any]], hostile: bool, p: int) -> dict[str, A
 
 def make_metrics(*, hostile: bool = False, name: str = "edgi-demo-cream") -> dict[str, Any]:
     """The metrics.json dict of the fixture experiment."""
-    pts = []
+    pts: list[dict[str, Any]] = []
     for p, rpm in enumerate(RATES_PER_MIN):
         ts = [_trial(p, t, rpm, hostile) for t in range(len(TRIAL_FACTORS))]
         pts.append(
@@ -346,7 +346,8 @@ def _curve(t: np.ndarray, level: float, start: float, end: float, rng: Any) -> n
     up = 1.0 - np.exp(-np.clip(t - start, 0, None) / 30.0)
     down = np.where(t > end, np.exp(-(t - end) / 60.0), 1.0)
     noise = 1.0 + 0.05 * rng.standard_normal(len(t))
-    return np.clip(level * up * down * noise, 0.0, None)
+    out: np.ndarray = np.clip(level * up * down * noise, 0.0, None)
+    return out
 
 
 def _xy(t: np.ndarray, v: np.ndarray) -> dict[str, list[float]]:

@@ -1,4 +1,5 @@
-"""EDGI report ingest from local directories: parsing, precision, join, increments, hostile input."""
+"""EDGI report ingest from local directories: parsing, precision, join, increments, hostile
+input."""
 
 from __future__ import annotations
 
@@ -7,6 +8,11 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+
+from gridbench.errors import IngestError
+from gridbench.events.edgi import ReportCollector, ingest_edgi, parse_report
+from gridbench.events.model import EVENT_SCHEMA
+from gridbench.events.sources import FetchLimits, parse_report_sources
 from test_ingest_helpers import (
     T0_NS,
     client_events,
@@ -16,11 +22,6 @@ from test_ingest_helpers import (
     two_tier_records,
     write_report,
 )
-
-from gridbench.errors import IngestError
-from gridbench.events.edgi import ReportCollector, ingest_edgi, parse_report
-from gridbench.events.model import EVENT_SCHEMA
-from gridbench.events.sources import FetchLimits, parse_report_sources
 
 S = 1_000_000_000
 MS = 1_000_000
@@ -83,8 +84,14 @@ def test_two_tier_join_through_id_chain(tmp_path: Path) -> None:
 
 
 def test_three_tiers_and_explicit_names(tmp_path: Path) -> None:
-    write_report(tmp_path / "a" / "r.xml", [record("job_submission", "A1", "2024-06-10 12:00:01", next_id="B1")])
-    write_report(tmp_path / "b" / "r.xml", [record("job_submission", "B1", "2024-06-10 12:00:02", next_id="C1")])
+    write_report(
+        tmp_path / "a" / "r.xml",
+        [record("job_submission", "A1", "2024-06-10 12:00:01", next_id="B1")],
+    )
+    write_report(
+        tmp_path / "b" / "r.xml",
+        [record("job_submission", "B1", "2024-06-10 12:00:02", next_id="C1")],
+    )
     write_report(tmp_path / "c" / "r.xml", [record("job_entry", "C1", "2024-06-10 12:00:03")])
     sources = [f"front={tmp_path / 'a'}", f"mid={tmp_path / 'b'}", f"back={tmp_path / 'c'}"]
     res = ingest_edgi(client_events([("j", "A1")]), sources)
@@ -100,11 +107,16 @@ def test_unjoined_are_counted_not_silently_dropped(tmp_path: Path) -> None:
     br.append(record("job_entry", "orphan-br", "2024-06-10 12:00:09"))
     write_report(tmp_path / "ce" / "a.xml", ce)
     write_report(tmp_path / "br" / "a.xml", br)
-    res = ingest_edgi(client_events([("j0", "ce-0"), ("j1", "ce-1")]), [str(tmp_path / "ce"), str(tmp_path / "br")])
+    res = ingest_edgi(
+        client_events([("j0", "ce-0"), ("j1", "ce-1")]),
+        [str(tmp_path / "ce"), str(tmp_path / "br")],
+    )
     assert res.stats["unjoined"] == {"ce": 1, "bridge": 1}
     assert res.unjoined is not None
     assert sorted(res.unjoined["id"].to_list()) == ["orphan-br", "someone-else"]
-    assert any("1 ce record(s) could not be joined" in w and "someone-else" in w for w in res.warnings)
+    assert any(
+        "1 ce record(s) could not be joined" in w and "someone-else" in w for w in res.warnings
+    )
     assert any("1 bridge record(s)" in w and "orphan-br" in w for w in res.warnings)
     assert res.events.height == 14
 
@@ -125,7 +137,12 @@ def test_incremental_poll_returns_only_new_events(tmp_path: Path) -> None:
     write_report(d_br / "r1.xml", br[:8])
     r2 = col.poll()
     assert r2.events.height == 8
-    assert set(r2.events["stage"]) == {"bridge_entry", "bridge_status", "bridge_submit", "bridge_done"}
+    assert set(r2.events["stage"]) == {
+        "bridge_entry",
+        "bridge_status",
+        "bridge_submit",
+        "bridge_done",
+    }
     # new file, new client jobs; bridge records that arrive before their CE submission wait
     write_report(d_br / "r2.xml", br[8:])
     r3 = col.poll(client_events([("j2", "ce-2"), ("j3", "ce-3")], t0_ns=T0_NS + 2 * S))
@@ -231,7 +248,9 @@ def test_entities_are_refused_even_without_doctype_trick() -> None:
     parsed = parse_report(EXTERNAL_ENTITY.encode())
     assert parsed.status == "rejected"
     assert parsed.records.height == 0
-    parsed = parse_report(b"<report><metric_data><job_id>&undefined;</job_id></metric_data></report>")
+    parsed = parse_report(
+        b"<report><metric_data><job_id>&undefined;</job_id></metric_data></report>"
+    )
     assert parsed.status == "malformed"
 
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import polars as pl
 
@@ -23,13 +23,16 @@ def record(event: str, job_id: str | None, dt: str | None, **fields: str) -> dic
     return {"event": event, "job_id": job_id, "dt": dt, **fields}
 
 
-def report_xml(records: Sequence[dict[str, Any]], *, timezone: str = "GMT", close: bool = True) -> str:
+def report_xml(
+    records: Sequence[dict[str, Any]], *, timezone: str = "GMT", close: bool = True
+) -> str:
     """An EDGI report, one element per line so line numbers are predictable.
 
     Line 1 is ``<report>``; record i (0-based) starts on line ``2 + i * per`` where
     ``per`` is its own element count + 2.
     """
-    lines = [f'<report timestamp="{(T0_NS // 1_000_000) + 3_600_000}" timezone="{timezone}" version="1.1">']
+    stamp = T0_NS // 1_000_000 + 3_600_000  # written an hour after T0
+    lines = [f'<report timestamp="{stamp}" timezone="{timezone}" version="1.1">']
     for r in records:
         lines.append("  <metric_data>")
         for tag, key in (
@@ -61,7 +64,18 @@ def client_events(pairs: Sequence[tuple[str, str]], *, t0_ns: int = T0_NS) -> pl
         t = t0_ns + i * 1_000_000_000
         rows.append((job, "intended", t, "client", 1000, "local", 0, ""))
         rows.append((job, "submit", t + 1_000_000, "client", 1000, "local", 0, ""))
-        rows.append((job, "submit_ack", t + 5_000_000, "client", 1000, "local", 0, f'{{"backend_id":"{ce_id}"}}'))
+        rows.append(
+            (
+                job,
+                "submit_ack",
+                t + 5_000_000,
+                "client",
+                1000,
+                "local",
+                0,
+                f'{{"backend_id":"{ce_id}"}}',
+            )
+        )
     return pl.DataFrame(rows, schema=EVENT_SCHEMA, orient="row")
 
 
@@ -72,10 +86,22 @@ def two_tier_records(n: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]
     for i in range(n):
         s = i  # second offset of the job
         ce.append(record("job_entry", f"ce-{i}", f"2024-06-10 12:00:{s:02d}.100"))
-        ce.append(record("job_submission", f"ce-{i}", f"2024-06-10 12:00:{s:02d}.200", next_id=f"br-{i}", status="Submitted"))
+        ce.append(
+            record(
+                "job_submission",
+                f"ce-{i}",
+                f"2024-06-10 12:00:{s:02d}.200",
+                next_id=f"br-{i}",
+                status="Submitted",
+            )
+        )
         br.append(record("job_entry", f"br-{i}", f"2024-06-10 12:00:{s:02d}.300"))
-        br.append(record("job_status", f"br-{i}", f"2024-06-10 12:00:{s:02d}.400", status="Running"))
-        br.append(record("job_submission", f"br-{i}", f"2024-06-10 12:00:{s:02d}.500", next_id=f"dg-{i}"))
+        br.append(
+            record("job_status", f"br-{i}", f"2024-06-10 12:00:{s:02d}.400", status="Running")
+        )
+        br.append(
+            record("job_submission", f"br-{i}", f"2024-06-10 12:00:{s:02d}.500", next_id=f"dg-{i}")
+        )
         br.append(record("job_status", f"br-{i}", f"2024-06-10 12:01:{s:02d}", status="Finished"))
         ce.append(record("job_status", f"ce-{i}", f"2024-06-10 12:02:{s:02d}", status="done"))
     return ce, br
@@ -84,12 +110,12 @@ def two_tier_records(n: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]
 class _Handler(http.server.SimpleHTTPRequestHandler):
     """http.server's own listings, plus a few special paths for hostile-server tests."""
 
-    sent: dict[str, int] = {}
+    sent: ClassVar[dict[str, int]] = {}
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
-    def do_GET(self) -> None:  # noqa: N802 - stdlib name
+    def do_GET(self) -> None:
         special = getattr(self.server, "special", {})
         if self.path in special:
             special[self.path](self)

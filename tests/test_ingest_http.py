@@ -7,6 +7,10 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+
+from gridbench.errors import IngestError
+from gridbench.events.edgi import ReportCollector, ingest_edgi
+from gridbench.events.sources import FetchLimits, child_links
 from test_ingest_helpers import (
     _Handler,
     client_events,
@@ -18,10 +22,6 @@ from test_ingest_helpers import (
     two_tier_records,
     write_report,
 )
-
-from gridbench.errors import IngestError
-from gridbench.events.edgi import ReportCollector, ingest_edgi
-from gridbench.events.sources import FetchLimits, child_links
 
 CLIENT3 = [("j0", "ce-0"), ("j1", "ce-1"), ("j2", "ce-2")]
 
@@ -170,7 +170,9 @@ def test_oversize_download_is_abandoned_early(tmp_path: Path) -> None:
     _Handler.sent.clear()
     with serve(tmp_path, special) as base:
         res = ingest_edgi(
-            client_events(CLIENT3[:1]), [f"{base}/ce/"], limits=FetchLimits(max_file_bytes=256 * 1024)
+            client_events(CLIENT3[:1]),
+            [f"{base}/ce/"],
+            limits=FetchLimits(max_file_bytes=256 * 1024),
         )
     assert res.events.height == 3
     over = [w for w in res.warnings if "limit" in w]

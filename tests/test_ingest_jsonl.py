@@ -98,7 +98,9 @@ def test_not_jsonl_at_all_is_refused(tmp_path: Path) -> None:
 
 def test_size_limits(tmp_path: Path) -> None:
     line = json.dumps({"job": "a", "stage": "s", "t": T, "source": "c"})
-    long_attr = json.dumps({"job": "b", "stage": "s", "t": T, "source": "c", "attrs": {"x": "y" * 5000}})
+    long_attr = json.dumps(
+        {"job": "b", "stage": "s", "t": T, "source": "c", "attrs": {"x": "y" * 5000}}
+    )
     p = _write(tmp_path / "e.jsonl", [line, long_attr, line])
     res = read_jsonl(p, max_line_bytes=1000)
     assert res.events["job"].to_list() == ["a", "a"]
@@ -110,7 +112,7 @@ def test_size_limits(tmp_path: Path) -> None:
 
 def test_export_round_trip(tmp_path: Path) -> None:
     with EventLog(tmp_path / "events.csv") as log:
-        log.append("a", "submit", T, attrs={"backend_id": "x,\"y\""})
+        log.append("a", "submit", T, attrs={"backend_id": 'x,"y"'})
         log.append("a", "ce_entry", T + 5, source="ce", precision_ns=10**9, agent="ce1",
                    clock_offset_ns=-3)  # fmt: skip
         log.append("b", "failed", T + 9, attrs={"kind": "dropped"})

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from test_ingest_helpers import T0_NS, client_events, serve, two_tier_records, write_report
 
 from gridbench.backends.base import StageChain
 from gridbench.errors import IngestError, ResultsError
@@ -20,6 +19,7 @@ from gridbench.events.ingest_run import (
 )
 from gridbench.events.jsonl import write_jsonl
 from gridbench.events.log import EventLog, read_events
+from test_ingest_helpers import T0_NS, client_events, serve, two_tier_records, write_report
 
 EDGI_STAGES = [
     "submit", "ce_entry", "ce_submit", "bridge_entry", "bridge_submit",
@@ -30,14 +30,25 @@ EDGI_STAGES = [
 def test_edgi_chain_matches_the_reference_chain() -> None:
     ch = edgi_chain()
     assert ch.names() == EDGI_STAGES
-    segs = {s.name: (s.start, s.end) for s in ch.all_segments()}
+    segs = {s.name: (s.start, s.end) for s in ch.all_segments() if s.component}
     assert segs == {
         "ce_prep": ("ce_entry", "ce_submit"),
         "bridge_prep": ("bridge_entry", "bridge_submit"),
         "dg": ("bridge_submit", "bridge_done"),
         "ce_finish": ("bridge_done", "ce_done"),
     }
-    assert [s.source for s in ch.stages] == ["client", "ce", "ce", "bridge", "bridge", "bridge", "ce", "client"]
+    hops = [(s.start, s.end) for s in ch.all_segments() if not s.component]
+    assert hops == [("submit", "ce_entry"), ("ce_submit", "bridge_entry"), ("ce_done", "client_done")]
+    assert [s.source for s in ch.stages] == [
+        "client",
+        "ce",
+        "ce",
+        "bridge",
+        "bridge",
+        "bridge",
+        "ce",
+        "client",
+    ]
     assert ch.stages[0].label.startswith("T1") and ch.stages[-1].label.startswith("T8")
     assert StageChain.from_dict(ch.to_dict()) == ch
 
@@ -46,7 +57,12 @@ def _client_csv(path: Path, n: int) -> None:
     ev = client_events([(f"j{i}", f"ce-{i}") for i in range(n)])
     with EventLog(path) as log:
         for r in ev.iter_rows(named=True):
-            log.append(r["job"], r["stage"], r["t_ns"], attrs=json.loads(r["attrs"]) if r["attrs"] else None)
+            log.append(
+                r["job"],
+                r["stage"],
+                r["t_ns"],
+                attrs=json.loads(r["attrs"]) if r["attrs"] else None,
+            )
         for i in range(n):
             log.append(f"j{i}", "client_done", T0_NS + 200_000_000_000 + i * 1_000_000_000)
 
@@ -100,7 +116,9 @@ def test_ingest_jsonl_run_infers_the_edgi_chain(tmp_path: Path) -> None:
     write_report(tmp_path / "ce" / "a.xml", ce)
     write_report(tmp_path / "br" / "a.xml", br)
     _client_csv(tmp_path / "client.csv", 3)
-    first = ingest_edgi_run(tmp_path / "client.csv", [str(tmp_path / "ce"), str(tmp_path / "br")], tmp_path / "r1")
+    first = ingest_edgi_run(
+        tmp_path / "client.csv", [str(tmp_path / "ce"), str(tmp_path / "br")], tmp_path / "r1"
+    )
     ev = read_events(first.run_dir / "trials" / "ingested" / "events.csv")
     write_jsonl(ev, tmp_path / "all.jsonl")
     res = ingest_jsonl_run(tmp_path / "all.jsonl", tmp_path / "r2")
@@ -116,9 +134,29 @@ def test_infer_generic_chain_and_rate() -> None:
         t = i * 500_000_000
         rows += [(f"j{i}", "submit", t), (f"j{i}", "queued", t + 10), (f"j{i}", "started", t + 50),
                  (f"j{i}", "finished", t + 90), (f"j{i}", "submit_ack", t + 1)]  # fmt: skip
-    ev = pl.DataFrame(rows, schema={"job": pl.String, "stage": pl.String, "t_ns": pl.Int64}, orient="row")
+    ev = pl.DataFrame(
+        rows, schema={"job": pl.String, "stage": pl.String, "t_ns": pl.Int64}, orient="row"
+    )
     ev = ev.with_columns(source=pl.lit("x"), precision_ns=pl.lit(1000, pl.Int64))
     ch = infer_chain(ev)
     assert ch.names() == ["submit", "queued", "started", "finished"]
-    assert [g.name for g in ch.all_segments()] == ["submit->queued", "queued->started", "started->finished"]
+    assert [g.name for g in ch.all_segments()] == [
+        "submit->queued",
+        "queued->started",
+        "started->finished",
+    ]
     assert estimate_offered_rate(ev) == pytest.approx(2.0)
+
+
+def test_reingest_replaces_server_events_already_in_the_log(tmp_path: Path) -> None:
+    ce, br = two_tier_records(2)
+    write_report(tmp_path / "ce" / "a.xml", ce)
+    write_report(tmp_path / "br" / "a.xml", br)
+    _client_csv(tmp_path / "client.csv", 2)
+    reports = [str(tmp_path / "ce"), str(tmp_path / "br")]
+    first = ingest_edgi_run(tmp_path / "client.csv", reports, tmp_path / "r1")
+    again = ingest_edgi_run(
+        first.run_dir / "trials" / "ingested" / "events.csv", reports, tmp_path / "r2"
+    )
+    assert again.events == first.events
+    assert any("14 event(s) of tiers ce, bridge were already present" in w for w in again.warnings)

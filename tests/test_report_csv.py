@@ -9,8 +9,8 @@ from typing import Any
 
 import polars as pl
 import pytest
-import report_fixtures as fx
 
+import report_fixtures as fx
 from gridbench.errors import ResultsError
 from gridbench.report import load_metrics, load_series, write_reports
 from gridbench.report import tables as T
@@ -85,13 +85,13 @@ def test_report_json_replaces_nan_with_null() -> None:
 
 def test_spreadsheet_formulas_are_defused(tmp_path: Path) -> None:
     rows: list[dict[str, Any]] = [
-        {"kind": "=HYPERLINK(\"http://x\")", "value": -1.5},
+        {"kind": '=HYPERLINK("http://x")', "value": -1.5},
         {"kind": "ok", "value": 2.0},
     ]
     paths = write_csv_tables(tmp_path, {"t": rows, "empty": []})
     assert set(paths) == {"t"}
     got = _read(paths["t"])
-    assert got[0]["kind"] == "'=HYPERLINK(\"http://x\")"
+    assert got[0]["kind"] == '\'=HYPERLINK("http://x")'
     assert float(got[0]["value"]) == -1.5
     assert got[1]["kind"] == "ok"
 
@@ -127,3 +127,26 @@ def test_write_reports_rejects_bad_metrics(tmp_path: Path) -> None:
     with pytest.raises(ResultsError):
         write_reports(tmp_path, {"schema": "nope"}, {}, None)
     assert not (tmp_path / "report.html").exists()
+
+
+def test_minimal_metrics_still_report(tmp_path: Path) -> None:
+    """An analysis that produced almost nothing still yields a readable report."""
+    metrics: dict[str, Any] = {
+        "schema": "gridbench.metrics/1",
+        "experiment": "bare",
+        "points": [
+            {"index": 0, "point": {"rate": 6.0}, "offered_rate_per_s": 0.1,
+             "trials": [{"trial_id": "p00-t00"}]},
+            {"index": 1, "point": {"rate": 12.0}, "trials": []},
+        ],
+    }  # fmt: skip
+    paths = write_reports(tmp_path, metrics, {}, None)
+    page = paths["html"].read_text()
+    assert "no bottleneck: every stage kept up with the offered rate" in page
+    assert "no knee could be determined" in page
+    assert "0.1/s (6/min)" in page
+    assert "rate=12" in page  # a point without an offered rate is named by its parameters
+    assert set(paths) == {"points", "latency", "latency_wide", "latency_jobs", "validity",
+                          "report_json", "html"}  # fmt: skip
+    doc = json.loads(paths["report_json"].read_text())
+    assert doc["tables"]["validity"][0]["trial_id"] == "p00-t00"

@@ -7,8 +7,8 @@ import math
 from typing import Any
 
 import pytest
-import report_fixtures as fx
 
+import report_fixtures as fx
 from gridbench.errors import ResultsError
 from gridbench.report import tables as T
 from gridbench.report.model import (
@@ -41,9 +41,7 @@ def test_table6_rows_follow_chain_components_then_other_overall(metrics: dict[st
 
 @pytest.mark.parametrize("rpm", fx.RATES_PER_MIN)
 @pytest.mark.parametrize("comp", [*fx.COMPONENTS, "other"])
-def test_table6_avg_equals_seed_numbers(
-    metrics: dict[str, Any], rpm: float, comp: str
-) -> None:
+def test_table6_avg_equals_seed_numbers(metrics: dict[str, Any], rpm: float, comp: str) -> None:
     # Trial factors 0.95/1.00/1.05 (and 0.95/1.05 where the middle trial is invalid)
     # average to 1, so the mean of trial means is the seed's Table 6 value.
     row = _cell(T.latency_rows(metrics), rpm, comp)

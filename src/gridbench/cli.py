@@ -148,8 +148,12 @@ def _analyze_and_report(run_path: Path, *, quiet: bool = False, as_json: bool = 
         from gridbench.report.terminal import render_summary  # noqa: PLC0415
 
         render_summary(metrics, console)
-        for label, p in paths.items():
-            console.print(f"{label}: [cyan]{p}[/]")
+        if "html" in paths:
+            console.print(f"HTML report: [cyan]{paths['html']}[/]")
+        csvs = [p for k, p in paths.items() if str(p).endswith(".csv")]
+        if csvs:
+            console.print(f"tables (CSV): [cyan]{csvs[0].parent}[/]; JSON: "
+                          f"[cyan]{paths.get('report_json', '')}[/]")
     return exit_code_for(metrics)
 
 
@@ -268,22 +272,24 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
 
 
 def cmd_ingest_edgi(args: argparse.Namespace) -> int:
-    from gridbench.events.ingest_run import build_run_from_ingest  # noqa: PLC0415
+    from gridbench.events.ingest_run import ingest_edgi_run  # noqa: PLC0415
 
-    out = build_run_from_ingest(args.client, args.reports, Path(args.out))
-    for w in getattr(out, "warnings", [])[:50]:
+    out = ingest_edgi_run(args.client, args.reports, Path(args.out), overwrite=args.force)
+    for w in out.warnings[:50]:
         err_console.print(f"[yellow]warning[/]: {w}")
-    console.print(f"ingested into [cyan]{args.out}[/]; analyse with: gridbench analyze {args.out}")
+    console.print(f"ingested {out.events} events of {out.jobs} jobs into [cyan]{args.out}[/]; "
+                  f"analyse with: gridbench analyze {args.out}")
     return EXIT_OK
 
 
 def cmd_ingest_jsonl(args: argparse.Namespace) -> int:
-    from gridbench.events.ingest_run import build_run_from_jsonl  # noqa: PLC0415
+    from gridbench.events.ingest_run import ingest_jsonl_run  # noqa: PLC0415
 
-    out = build_run_from_jsonl(args.file, Path(args.out))
-    for w in getattr(out, "warnings", [])[:50]:
+    out = ingest_jsonl_run(args.file, Path(args.out), overwrite=args.force)
+    for w in out.warnings[:50]:
         err_console.print(f"[yellow]warning[/]: {w}")
-    console.print(f"ingested into [cyan]{args.out}[/]; analyse with: gridbench analyze {args.out}")
+    console.print(f"ingested {out.events} events of {out.jobs} jobs into [cyan]{args.out}[/]; "
+                  f"analyse with: gridbench analyze {args.out}")
     return EXIT_OK
 
 
@@ -392,10 +398,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="report directory or listing URL, nearest component first "
                    "(repeatable; TIER=DIR_OR_URL names the tier)")
     q.add_argument("--out", required=True, metavar="RUN_DIR")
+    q.add_argument("--force", action="store_true", help="replace an existing RUN_DIR")
     q.set_defaults(func=cmd_ingest_edgi)
     q = isub.add_parser("jsonl", help="events in the documented JSON-lines format")
     q.add_argument("file")
     q.add_argument("--out", required=True, metavar="RUN_DIR")
+    q.add_argument("--force", action="store_true", help="replace an existing RUN_DIR")
     q.set_defaults(func=cmd_ingest_jsonl)
 
     p = sub.add_parser("reference", help="the reference grid (a real HTTP CE -> bridge -> DG chain)")

@@ -10,12 +10,12 @@ from gridbench.store.layout import RunDir, read_json
 
 def analyze_and_report(run_path: Path) -> tuple[dict[str, Any], dict[str, Path]]:
     """Analyse a results directory, write metrics.json and every report; return both."""
-    from gridbench.analysis.experiment import analyze_run, write_metrics  # noqa: PLC0415
-    from gridbench.report import write_reports  # noqa: PLC0415
+    from gridbench.analysis.experiment import analyze_run  # noqa: PLC0415
+    from gridbench.report import load_series, write_reports  # noqa: PLC0415
 
     run = RunDir.open(run_path)
-    metrics, series = analyze_run(run.path)
-    write_metrics(run.path, metrics, series)
+    metrics = analyze_run(run.path, write=True)
+    series = load_series(run.path)
     exp = run.read_experiment()
     spec_summary = {"experiment": exp, "spec_yaml": _read(run.spec_file), "plan": _plan(run)}
     paths = write_reports(run.path, metrics, series, spec_summary)

@@ -8,7 +8,9 @@
 - Capacity C: least-squares fit of achieved = min(offered, C) over all valid trials
   (achieved = the last chain stage's steady throughput), solved exactly interval by
   interval between the offered rates. Its 95% interval is the 2.5-97.5 percentile range of
-  C over bootstrap resamples of the trials (seeded, default 1000). When no point fails the
+  C over bootstrap resamples of the trials (seeded, default 1000), stratified by rate: each
+  resample redraws the trials of every rate from that rate's own trials, so it keeps the
+  design of the sweep (it needs a rate with at least 2 trials). When no point fails the
   capacity is not identified (it is only known to be above the highest rate tried), and
   capacity and interval are ``None``.
 """
@@ -59,12 +61,16 @@ def fit_capacity(x: F64, y: F64) -> float | None:
 def bootstrap_capacity(
     x: F64, y: F64, resamples: int = DEFAULT_RESAMPLES, seed: int = 0
 ) -> tuple[float, float] | None:
-    """95% percentile interval of the capacity over bootstrap resamples of the trials."""
-    n = x.size
-    if n < 2 or resamples < 1:
+    """95% percentile interval of the capacity over rate-stratified bootstrap resamples."""
+    ok = np.isfinite(x) & np.isfinite(y)
+    x, y = x[ok], y[ok]
+    groups = [np.flatnonzero(x == v) for v in np.unique(x)]
+    if resamples < 1 or not any(g.size >= 2 for g in groups):
         return None
     rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(resamples, n))
+    idx = np.concatenate(
+        [g[rng.integers(0, g.size, size=(resamples, g.size))] for g in groups], axis=1
+    )
     cs = [fit_capacity(x[i], y[i]) for i in idx]
     vals = np.array([c for c in cs if c is not None], dtype=np.float64)
     if vals.size == 0:

@@ -3,8 +3,12 @@
 A job is *in* a segment from the moment it reached the segment's start stage until it
 reached its end stage (jobs that never reach the end stay in it). For each segment:
 ``max`` (largest number in it at once), ``final`` (still in it at the end of the trial)
-and ``growth_per_s``: the least-squares slope of the count sampled on a uniform grid of
-the submission window, i.e. how fast the queue grew while jobs were being offered.
+and ``growth_per_s``: the least-squares slope of the count, sampled on a uniform grid, over
+the submission window *as the segment sees it*: shifted by the start stage's median lag
+after the intended time, and begun after the warm-up and after the queue had one median
+segment latency to fill up (a segment holding jobs for W seconds at rate r holds r*W jobs
+without any backlog, Little's law; that fill-up is not growth). A stage that only delays
+jobs shows growth ~ 0; a stage that cannot keep up shows growth ~ offered - capacity.
 
 Queues are kept for every declared segment, every adjacent pair of chain stages not
 declared as a segment (named ``a->b``) and ``overall`` (first to last chain stage).
@@ -55,10 +59,24 @@ def queue_max(starts_sorted: F64, ends_sorted: F64) -> int:
     return max(0, int(after_start.max()))
 
 
+def growth_window(
+    sub_start: float | None,
+    sub_end: float | None,
+    warm_start: float | None,
+    start_lag: float | None,
+    median_latency: float | None,
+) -> tuple[float | None, float | None]:
+    """[max(warm-up end, sub_start + median latency), sub_end] shifted by the start lag."""
+    if sub_start is None or sub_end is None or start_lag is None:
+        return None, None
+    lo = max(warm_start if warm_start is not None else sub_start, sub_start + (median_latency or 0))
+    return lo + start_lag, sub_end + start_lag
+
+
 def queue_growth(
     starts_sorted: F64, ends_sorted: F64, lo: float | None, hi: float | None
 ) -> float | None:
-    """Slope (jobs/s) of the queue length over [lo, hi] (the submission window)."""
+    """Slope (jobs/s) of the queue length over [lo, hi] (see :func:`growth_window`)."""
     if lo is None or hi is None or not hi > lo:
         return None
     grid = np.linspace(lo, hi, GROWTH_GRID)
@@ -66,25 +84,27 @@ def queue_growth(
 
 
 def queue_metrics(
-    starts_sorted: F64, ends_sorted: F64, sub_start: float | None, sub_end: float | None
+    starts_sorted: F64, ends_sorted: F64, lo: float | None, hi: float | None
 ) -> dict[str, Any]:
-    """The per-segment queue object of metrics.json."""
+    """The per-segment queue object of metrics.json; growth is measured over [lo, hi]."""
     return {
         "max": queue_max(starts_sorted, ends_sorted),
         "final": int(starts_sorted.size - ends_sorted.size),
-        "growth_per_s": queue_growth(starts_sorted, ends_sorted, sub_start, sub_end),
+        "growth_per_s": queue_growth(starts_sorted, ends_sorted, lo, hi),
     }
 
 
-def queue_steps(starts_sorted: F64, ends_sorted: F64) -> tuple[F64, F64]:
-    """The exact step series (time, jobs in queue just after that time), time-sorted."""
-    q_start = np.arange(1, starts_sorted.size + 1) - np.searchsorted(
-        ends_sorted, starts_sorted, side="right"
-    )
-    q_end = np.searchsorted(starts_sorted, ends_sorted, side="right") - np.arange(
-        1, ends_sorted.size + 1
-    )
-    t = np.concatenate([starts_sorted, ends_sorted])
-    v = np.concatenate([q_start, q_end]).astype(np.float64)
-    order = np.argsort(t, kind="stable")  # two sorted runs: a linear merge
-    return t[order], v[order]
+def queue_series(starts_sorted: F64, ends_sorted: F64, max_points: int) -> tuple[F64, F64, bool]:
+    """The queue length for a chart: exact steps when short, else sampled on a uniform grid
+    of ``max_points`` times (the exact maximum is in :func:`queue_metrics`).
+
+    Returns (times, lengths, downsampled).
+    """
+    times = np.concatenate([starts_sorted, ends_sorted])
+    if times.size == 0:
+        return times, times, False
+    if times.size <= max_points:
+        t = np.sort(times)
+        return t, in_queue(starts_sorted, ends_sorted, t).astype(np.float64), False
+    grid = np.linspace(float(times.min()), float(times.max()), max_points)
+    return grid, in_queue(starts_sorted, ends_sorted, grid).astype(np.float64), True

@@ -49,8 +49,7 @@ def histogram(d: F64, bins: int = HIST_BINS) -> dict[str, Any]:
     if a.size == 0:
         return {"edges": [], "counts": [], "downsampled": False}
     lo, hi = float(a.min()), float(a.max())
-    if hi <= lo:
-        hi = lo + 1e-9
+    hi = lo + max(hi - lo, 1e-6 * max(1.0, abs(lo)))  # (near-)constant data: one-µs-wide bins
     counts, edges = np.histogram(a, bins=bins, range=(lo, hi))
     return {"edges": edges.tolist(), "counts": counts.tolist(), "downsampled": False}
 

@@ -124,14 +124,14 @@ def evaluate_threshold(metrics: Mapping[str, Any], threshold: Any) -> dict[str, 
         "reason": None,
     }
     value = number(t.get("value"))
+    if not metric:
+        out["reason"] = "the threshold names no metric"
+        return out
     if op not in OPS:
         out["reason"] = f"unknown operator {op!r}; use one of {', '.join(OPS)}"
         return out
     if value is None:
         out["reason"] = f"the threshold value {t.get('value')!r} is not a number"
-        return out
-    if not metric:
-        out["reason"] = "the threshold names no metric"
         return out
     head, _, rest = metric.partition(".")
     if head == "experiment" or head in EXPERIMENT_KEYS:

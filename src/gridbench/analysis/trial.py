@@ -21,7 +21,12 @@ from gridbench.analysis.latency import (
     median,
     schedule_times,
 )
-from gridbench.analysis.queues import queue_metrics, queue_segments, queue_steps
+from gridbench.analysis.queues import (
+    growth_window,
+    queue_metrics,
+    queue_segments,
+    queue_series,
+)
 from gridbench.analysis.throughput import (
     StageFlow,
     default_window,
@@ -135,7 +140,14 @@ def analyze_trial(
     for qname, a, b in queue_segments(chain):
         starts, ends = passages(a), passages.ends_after(a, b)
         queue_data[qname] = (starts, ends)
-        queues[qname] = queue_metrics(starts, ends, sub_start, sub_end)
+        lo, hi = growth_window(
+            sub_start,
+            sub_end,
+            warm.start_s,
+            flows[a].lag if a in flows else median(jt.get(a) - sched),
+            median(jt.get(b) - jt.get(a)),
+        )
+        queues[qname] = queue_metrics(starts, ends, lo, hi)
 
     failures = failure_counts(jt)
     late = late_jobs(jt, info.late_threshold_ns)
@@ -211,9 +223,14 @@ def _series(
                 "v": windowed_rate(f.times, grid, window).tolist(),
                 "downsampled": False,
             }
-    queues = {q: ser.series(*queue_steps(a, b), mp) for q, (a, b) in queue_data.items()}
+    queues: dict[str, Any] = {}
+    for q, (a, b) in queue_data.items():
+        qt, qv, down = queue_series(a, b, mp)
+        queues[q] = {"t": qt.tolist(), "v": qv.tolist(), "downsampled": down}
     hist = {k: ser.histogram(d) for k, d in durations.items()}
+    parts = [*punct.values(), *queues.values()]
     return {
+        "downsampled": any(p["downsampled"] for p in parts),
         "punctual": punct,
         "windowed": windowed,
         "queues": queues,

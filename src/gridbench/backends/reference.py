@@ -24,8 +24,6 @@ from gridbench.backends.base import (
     JobRequest,
     JobState,
     JobStatus,
-    Segment,
-    Stage,
     StageChain,
     SubmitError,
 )
@@ -38,6 +36,7 @@ from gridbench.events.model import (
     Event,
     Precision,
 )
+from gridbench.events.ingest_run import edgi_chain
 from gridbench.run import resources
 
 STARTUP_TIMEOUT_S = 30.0
@@ -52,32 +51,6 @@ class ReferenceOptions(BaseModel):
     timeout_s: float = Field(default=30.0, gt=0)
     max_connections: int = Field(default=64, ge=1)
     dt_precision: str = "ms"
-
-
-def edgi_chain(precision_ns: int = Precision.MS) -> StageChain:
-    """The EDGI chain T1..T8 (METHODS 1.1) with the seed's segment names."""
-    p = precision_ns
-    return StageChain(
-        (
-            Stage("submit", "client", "T1 submission on the client", Precision.US),
-            Stage("ce_entry", "ce", "T2 entry to the CE", p),
-            Stage("ce_submit", "ce", "T3 CE submits to the bridge", p),
-            Stage("bridge_entry", "bridge", "T4 entry to the bridge", p),
-            Stage("bridge_submit", "bridge", "T5 bridge submits to the worker grid", p),
-            Stage("bridge_done", "bridge", "T6 completion seen by the bridge", p),
-            Stage("ce_done", "ce", "T7 completion seen by the CE", p),
-            Stage("client_done", "client", "T8 completion seen by the client", Precision.US),
-        ),
-        (
-            Segment("submit_to_ce", "submit", "ce_entry", component=False),
-            Segment("ce_prep", "ce_entry", "ce_submit"),
-            Segment("ce_to_bridge", "ce_submit", "bridge_entry", component=False),
-            Segment("bridge_prep", "bridge_entry", "bridge_submit"),
-            Segment("dg", "bridge_submit", "bridge_done"),
-            Segment("ce_finish", "bridge_done", "ce_done"),
-            Segment("client_notice", "ce_done", "client_done", component=False),
-        ),
-    )
 
 
 _STATES = {s.value: s for s in JobState}
@@ -99,7 +72,8 @@ class ReferenceBackend:
 
     def stage_chain(self) -> StageChain:
         prec = Precision.MS if self.options.dt_precision == "ms" else Precision.S
-        return edgi_chain(prec)
+        server = ("ce_entry", "ce_submit", "bridge_entry", "bridge_submit", "bridge_done", "ce_done")
+        return edgi_chain(precision_ns=dict.fromkeys(server, prec))
 
     def capabilities(self) -> Capabilities:
         return Capabilities(queue_length=True)

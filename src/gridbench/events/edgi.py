@@ -26,7 +26,7 @@ import contextlib
 import zoneinfo
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final, Literal
 from xml.parsers import expat
 
@@ -459,7 +459,6 @@ class _PollCounts:
     files_skipped: int = 0
     records: int = 0
     bad_records: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class ReportCollector:

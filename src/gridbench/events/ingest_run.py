@@ -89,11 +89,18 @@ def edgi_chain(
         default = Precision.US if client else Precision.S
         return Stage(name, source, f"T{i + 1} {label}", prec.get(name, default))
 
-    segments = [Segment(f"{t}_prep", f"{t}_entry", f"{t}_submit") for t in tiers]
+    # component segments (the seed's Table 5 columns) plus the hops between components,
+    # which are not components: they make up "other" with the client's own share
+    segments = [Segment(f"submit_to_{tiers[0]}", STAGE_SUBMIT, f"{tiers[0]}_entry", False)]
+    for t, nxt in zip(tiers, [*tiers[1:], None], strict=True):
+        segments.append(Segment(f"{t}_prep", f"{t}_entry", f"{t}_submit"))
+        if nxt is not None:
+            segments.append(Segment(f"{t}_to_{nxt}", f"{t}_submit", f"{nxt}_entry", False))
     last = tiers[-1]
     segments.append(Segment("dg", f"{last}_submit", f"{last}_done"))
     for inner, outer in zip(reversed(tiers[1:]), reversed(tiers[:-1]), strict=True):
         segments.append(Segment(f"{outer}_finish", f"{inner}_done", f"{outer}_done"))
+    segments.append(Segment("client_notice", f"{tiers[0]}_done", STAGE_CLIENT_DONE, False))
     return StageChain(tuple(stage(i, n) for i, n in enumerate(names)), tuple(segments))
 
 
@@ -302,8 +309,17 @@ def ingest_edgi_run(
         )
     res = ingest_edgi(cl.events, reports, limits=limits)
     warnings = cl.warnings + res.warnings
-    all_events = concat_events([cl.events, res.events])
     tiers = [t for t in res.stats.get("tiers", []) if isinstance(t, str)]
+    # a trial's events.csv may already hold these tiers' events (ingested live): replace them
+    ours = pl.col("stage").str.extract(r"^(.*)_(?:entry|submit|done|status)$").is_in(tiers)
+    client_ev = cl.events.filter(~ours.fill_null(False))
+    replaced = cl.events.height - client_ev.height
+    if replaced:
+        warnings.append(
+            f"{client}: {replaced} event(s) of tiers {', '.join(tiers)} were already present; "
+            "they were replaced by the ones read from the reports now"
+        )
+    all_events = concat_events([client_ev, res.events])
     prec = _stage_summary(all_events) if all_events.height else None
     chain = edgi_chain(
         tiers or ("ce", "bridge"),

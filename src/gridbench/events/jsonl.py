@@ -23,8 +23,8 @@ import math
 import os
 import re
 from collections.abc import Iterable
-from decimal import Decimal
 from datetime import UTC, datetime, timedelta, timezone
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, Final
 

@@ -41,6 +41,10 @@ _FOOTER = "</report>\n"
 _NAME_RE = re.compile(r"^(?P<tier>[a-z][a-z0-9_]{0,31})-(?P<seq>[0-9]{6})\.xml$")
 
 
+def _header(timestamp_ms: int) -> str:
+    return f'<report timestamp="{timestamp_ms}" timezone="GMT" version="1.1">\n'
+
+
 def report_name(tier: str, seq: int) -> str:
     """The file name of report number ``seq`` of ``tier`` (``ce-000001.xml``)."""
     return f"{tier}-{seq:06d}.xml"
@@ -99,13 +103,19 @@ class ReportWriter:
             if m is None or m.group("tier") != self.tier or not path.is_file():
                 continue
             last = max(last, int(m.group("seq")))
-            with path.open("rb") as fh:
-                fh.seek(max(path.stat().st_size - 64, 0))
-                tail = fh.read()
-            if not tail.rstrip().endswith(b"</report>"):
-                # A run was killed mid-file: close the document so it stays parseable.
-                with path.open("a", encoding="utf-8") as fh:
-                    fh.write(_FOOTER)
+            data = path.read_bytes()
+            if not data.rstrip().endswith(b"</report>"):
+                # A run was killed mid-file: keep the complete elements, close the document.
+                end = data.rfind(b"</metric_data>\n")
+                head = data.find(b">\n")
+                if end >= 0:
+                    kept = data[: end + len(b"</metric_data>\n")]
+                elif data.startswith(b"<report ") and head >= 0:
+                    kept = data[: head + 2]
+                else:  # not even the header reached the disk
+                    ms = path.stat().st_mtime_ns // 1_000_000
+                    kept = _header(ms).encode()
+                path.write_bytes(kept + _FOOTER.encode())
             st = path.stat()
             self._closed[path.name] = ReportFile(path.name, st.st_size, st.st_mtime_ns)
         return last
@@ -124,7 +134,7 @@ class ReportWriter:
         self._seq += 1
         name = report_name(self.tier, self._seq)
         fh = (self.dir / name).open("w", encoding="utf-8")
-        fh.write(f'<report timestamp="{now_ns // 1_000_000}" timezone="GMT" version="1.1">\n')
+        fh.write(_header(now_ns // 1_000_000))
         self._fh, self._current, self._opened_ns = fh, name, now_ns
         return fh
 

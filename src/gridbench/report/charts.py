@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import html
 import itertools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from gridbench.report.fmt import fmt_number
 from gridbench.report.model import (
     OTHER,
     OVERALL,
@@ -67,13 +68,16 @@ def colours(names: list[str]) -> dict[str, str]:
     return out
 
 
-def segment_colours(metrics: Mapping[str, Any]) -> dict[str, str]:
+def segment_colours(metrics: Mapping[str, Any], extra: Sequence[str] = ()) -> dict[str, str]:
     """One colour per segment for every chart: components first (the most distinct
-    colours), then the other segments, then 'overall'; 'other' is grey."""
+    colours), then the chain's other segments, then ``extra`` names (series keys the chain
+    does not declare), then 'overall'; 'other' is grey."""
     chain = chain_view(metrics)
     comps = chain.components
     rest = [g.name for g in chain.segments if g.name not in comps]
-    return colours([*comps, *rest, OVERALL])
+    known = {*comps, *rest, OVERALL, OTHER}
+    more = [x for x in dict.fromkeys(extra) if x not in known]
+    return colours([*comps, *rest, *more, OVERALL])
 
 
 def _layout(fig: Any, title: str, **kw: Any) -> Any:
@@ -449,7 +453,7 @@ def throughput_over_time(
     fig.update_yaxes(title_text="jobs/s", row=1, col=1)
     fig.update_yaxes(title_text="jobs/s", row=2, col=1)
     window = num(as_dict(as_dict(series[choices[0][0]]).get("windowed")).get("window_s"))
-    wtext = f" over a {window:g} s window" if window else ""
+    wtext = f" over a {fmt_number(window)} s window" if window else ""
     return Chart(
         "throughput-time",
         "Throughput over time",
@@ -469,7 +473,8 @@ def queues_over_time(
     if not choices:
         return None
     order = [s.name for s in chain_view(metrics).segments]
-    col = segment_colours(metrics)
+    seen = [k for c in choices for k in as_dict(as_dict(series[c[0]]).get("queues"))]
+    col = segment_colours(metrics, seen)
     fig = go.Figure()
     groups: list[tuple[str, int]] = []
     for tid, label, _ in choices:
@@ -512,7 +517,7 @@ def latency_histograms(
             if k not in seen:
                 seen.append(k)
     keys = [k for k in order if k in seen] + [k for k in seen if k not in order]
-    col = segment_colours(metrics)
+    col = segment_colours(metrics, keys)
     ncols = 2 if len(keys) > 1 else 1
     nrows = -(-len(keys) // ncols)
     fig = make_subplots(

@@ -56,3 +56,11 @@ def fmt_pm(mean: float | None, std: float | None, digits: int = 3) -> str:
     decimals = max(0, digits - 1 - math.floor(math.log10(a))) if a > 0 else digits
     text = f"{mean:.{decimals}f}"
     return text if std is None else f"{text} ± {std:.{decimals}f}"
+
+
+def fmt_count_pm(mean: float | None, std: float | None) -> str:
+    """Counts per trial: '31 ± 1', '5 ± 1.41', '0 ± 0'."""
+    if mean is None:
+        return "–"
+    text = fmt_number(mean)
+    return text if std is None else f"{text} ± {fmt_number(std)}"

@@ -24,7 +24,7 @@ import plotly.offline
 from gridbench import __version__
 from gridbench.errors import ResultsError
 from gridbench.report.charts import Chart, all_charts
-from gridbench.report.fmt import fmt_pct, fmt_pm, fmt_rate, fmt_s, fmt_val
+from gridbench.report.fmt import fmt_count_pm, fmt_pct, fmt_pm, fmt_rate, fmt_s, fmt_val
 from gridbench.report.model import check_metrics, points, rate_label
 from gridbench.report.summary import (
     EvaluationSummary,
@@ -305,7 +305,7 @@ def _failures_html(metrics: Mapping[str, Any]) -> str:
             [
                 rate_label({"offered_rate_per_s": r["rate_per_s"]}),
                 r["kind"],
-                Num(e(fmt_pm(r["mean"], r["std"]))),
+                Num(e(fmt_count_pm(r["mean"], r["std"]))),
                 r["min"],
                 r["max"],
                 r["total"],

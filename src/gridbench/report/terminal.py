@@ -15,7 +15,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from gridbench.report.fmt import fmt_pct, fmt_pm, fmt_rate, fmt_s, fmt_val
+from gridbench.report.fmt import fmt_count_pm, fmt_pct, fmt_pm, fmt_rate, fmt_s, fmt_val
 from gridbench.report.model import check_metrics, points, rate_label, throughput_stages
 from gridbench.report.summary import Headline, headline
 from gridbench.report.tables import (
@@ -137,7 +137,7 @@ def failures_table(metrics: Mapping[str, Any]) -> Table | None:
         cells = [Text(rate_label(p))]
         for k in kinds:
             r = mine[k]
-            cells.append(Text(f"{fmt_pm(r['mean'], r['std'])} ({r['total']})"))
+            cells.append(Text(f"{fmt_count_pm(r['mean'], r['std'])} ({r['total']})"))
         t.add_row(*cells)
     return t
 
