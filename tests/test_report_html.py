@@ -155,6 +155,10 @@ def test_time_series_show_representative_trial_of_top_rate(report: tuple[str, An
     # Each button shows exactly its own trial's traces.
     for b in menu["buttons"]:
         assert sum(b["args"][0]["visible"]) == 18
+    # The punctual panel is capped near the offered rate, not at its first spiky points.
+    top = max(max(v["v"]) for k, v in series["p04-t01"]["windowed"].items() if k != "window_s")
+    assert fig["layout"]["yaxis"]["range"] == pytest.approx([0.0, 1.25 * max(100 / 60, top)])
+    assert menu["buttons"][0]["args"][1]["yaxis.range"][1] < fig["layout"]["yaxis"]["range"][1]
 
 
 def test_queue_and_histogram_charts_carry_series(report: tuple[str, Any, Any]) -> None:

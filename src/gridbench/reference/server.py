@@ -56,7 +56,9 @@ def _bind(host: str, port: int) -> socket.socket:
     if not 0 <= port <= 65535:
         raise SpecError(f"port {port} out of range", where="--port", fix="use 0..65535")
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # proto=IPPROTO_TCP matters: asyncio only sets TCP_NODELAY on sockets that declare it,
+    # and without it every keep-alive response waits ~40 ms for a delayed ACK.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))

@@ -307,12 +307,18 @@ BOTTOM_PX = 50
 
 
 def _with_selector(
-    fig: Any, groups: list[tuple[str, int]], default: int, title: str, height: int
+    fig: Any,
+    groups: list[tuple[str, int]],
+    default: int,
+    title: str,
+    height: int,
+    layouts: Sequence[Mapping[str, Any]] | None = None,
 ) -> Any:
     """Show one trial's traces at a time, chosen with a dropdown.
 
-    ``groups`` lists (menu label, number of traces) in the order the traces were added.
-    The title sits at the top of the figure and the menu on its own row below it.
+    ``groups`` lists (menu label, number of traces) in the order the traces were added;
+    ``layouts`` optional per-group layout updates (e.g. axis ranges) in plotly's dotted
+    form. The title sits at the top of the figure and the menu on its own row below it.
     """
     total = sum(n for _, n in groups)
     buttons = []
@@ -321,16 +327,19 @@ def _with_selector(
     for _, n in groups:
         spans.append((start, start + n))
         start += n
-    for (label, _), (a, b) in zip(groups, spans, strict=True):
+    extra = list(layouts) if layouts is not None else [{} for _ in groups]
+    for (label, _), (a, b), lay in zip(groups, spans, extra, strict=True):
         vis = [a <= i < b for i in range(total)]
         buttons.append(
             {
                 "label": ptext(label),
                 "method": "update",
-                "args": [{"visible": vis}, {"title.text": ptext(f"{title}: {label}")}],
+                "args": [{"visible": vis}, {"title.text": ptext(f"{title}: {label}"), **lay}],
             }
         )
     a, b = spans[default]
+    if extra[default]:
+        fig.update_layout(dict(extra[default]))
     for i, tr in enumerate(fig.data):
         tr.visible = a <= i < b
     plot_px = max(height - SELECTOR_TOP_PX - BOTTOM_PX, 1)
@@ -378,6 +387,25 @@ def _hist(d: Any) -> tuple[list[float], list[float]]:
     return [], []
 
 
+def _pairs(metrics: Mapping[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    return [(p, t) for p in points(metrics) for t in trials(p)]
+
+
+def _punctual_range(rate: float | None, windowed: Mapping[str, Any]) -> dict[str, Any]:
+    """A y range for the punctual panel: its first points divide by almost no time and
+    would flatten the rest, so cap the axis at 1.25 x the larger of the offered rate and
+    the highest windowed rate (the user can still zoom out)."""
+    top = rate or 0.0
+    for v in windowed.values():
+        _, ys = _xy(v)
+        finite = [f for f in map(num, ys) if f is not None]
+        if finite:
+            top = max(top, max(finite))
+    if top <= 0:
+        return {}
+    return {"yaxis.range": [0.0, 1.25 * top], "yaxis.autorange": False}
+
+
 def _series_note(series: Mapping[str, Mapping[str, Any]], ids: list[str]) -> str:
     ds = [i for i in ids if as_dict(series.get(i)).get("downsampled")]
     if not ds:
@@ -406,10 +434,13 @@ def throughput_over_time(
         subplot_titles=("punctual throughput (cumulative)", "windowed throughput"),
     )
     groups: list[tuple[str, int]] = []
+    ranges: list[dict[str, Any]] = []
+    rates = {str(t.get("trial_id")): num(p.get("offered_rate_per_s")) for p, t in _pairs(metrics)}
     for tid, label, _ in choices:
         s = as_dict(series[tid])
         n = 0
         win = as_dict(s.get("windowed"))
+        ranges.append(_punctual_range(rates.get(tid), win))
         for row, part in ((1, as_dict(s.get("punctual"))), (2, win)):
             names = [k for k in stages if k in part] + [
                 k for k in part if k not in stages and isinstance(part[k], dict)
@@ -448,7 +479,7 @@ def throughput_over_time(
         groups.append((label, n))
     title = "Throughput over time"
     _layout(fig, title)
-    _with_selector(fig, groups, _default_choice(choices), title, height=700)
+    _with_selector(fig, groups, _default_choice(choices), title, height=700, layouts=ranges)
     fig.update_xaxes(title_text="time since trial start (s)", row=2, col=1)
     fig.update_yaxes(title_text="jobs/s", row=1, col=1)
     fig.update_yaxes(title_text="jobs/s", row=2, col=1)

@@ -1,0 +1,97 @@
+"""kill -9 in the middle of a trial: what was flushed is there, analyze and cleanup work."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+import polars as pl
+import psutil
+
+from conftest import BIN, cli_env
+from gridbench.events.log import read_events
+
+SPEC = """\
+name: crash
+backend: {type: reference, options: {preset: batched}}
+job: {runtime: 60s}
+load: {model: open, rate: 10/s}
+trial: {duration: 60s}
+timeouts: {status_interval: 0.2s}
+"""
+
+
+def _wait_for(pred, timeout: float, what: str):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_kill_9_then_analyze_and_cleanup(tmp_path: Path) -> None:
+    spec = tmp_path / "crash.yaml"
+    spec.write_text(SPEC)
+    results = tmp_path / "results"
+    env = cli_env(results)
+    proc = subprocess.Popen(
+        [str(BIN), "run", str(spec), "--yes"], env=env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+    )
+    try:
+        exp_file = _wait_for(lambda: next(results.glob("*/experiment.json"), None), 30, "run dir")
+        run = exp_file.parent
+        events = run / "trials" / "p00-t00" / "events.csv"
+        _wait_for(lambda: json.loads(exp_file.read_text()).get("backend_runtime"), 30, "grid")
+        _wait_for(lambda: events.exists() and events.stat().st_size > 5000, 30, "events")
+        time.sleep(1.0)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    runtime = json.loads(exp_file.read_text())["backend_runtime"]
+    grid_url, grid_pid = runtime["options"]["url"], runtime["pid"]
+    assert psutil.pid_exists(grid_pid), "the embedded grid should outlive the killed client"
+    try:
+        ev = read_events(events)
+        acked = ev.filter(pl.col("stage") == "submit_ack")
+        ids = acked["attrs"].str.json_path_match("$.backend_id").to_list()
+        assert len(ids) >= 20
+        # every acknowledged job in the log exists on the grid: nothing flushed was invented
+        states = httpx.post(f"{grid_url}/jobs/status", json={"ids": ids}).json()["jobs"]
+        assert set(states) == set(ids)
+        assert all(s["state"] in ("queued", "running") for s in states.values())
+        # at most the last flush batch (0.1 s at 10/s, plus the call in progress) is missing
+        on_grid = httpx.get(f"{grid_url}/queue").json()["total"]
+        assert 0 <= on_grid - len(ids) <= 5
+
+        a = subprocess.run([str(BIN), "analyze", str(run), "--json"], env=env,
+                           capture_output=True, text=True, timeout=120)
+        assert a.returncode in (0, 1), a.stderr
+        metrics = json.loads(a.stdout)
+        trial = metrics["points"][0]["trials"][0]
+        assert trial["jobs"]["submitted"] >= len(ids)
+
+        c = subprocess.run([str(BIN), "cleanup", str(run)], env=env,
+                           capture_output=True, text=True, timeout=120)
+        assert c.returncode == 0, c.stderr
+        assert f"cancelled {len(ids)} jobs" in c.stdout
+        _wait_for(lambda: not psutil.pid_exists(grid_pid) or
+                  psutil.Process(grid_pid).status() == psutil.STATUS_ZOMBIE, 15, "grid stop")
+        ev2 = read_events(events)
+        assert ev2.filter(pl.col("stage") == "cancelled").height == len(ids)
+        assert json.loads(exp_file.read_text())["status"] == "crashed"
+        again = subprocess.run([str(BIN), "cleanup", str(run), "--dry-run"], env=env,
+                               capture_output=True, text=True, timeout=60)
+        assert "0 outstanding jobs" in again.stdout
+    finally:
+        if psutil.pid_exists(grid_pid):
+            os.kill(grid_pid, signal.SIGKILL)
