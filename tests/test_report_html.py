@@ -270,7 +270,6 @@ def test_no_failures_no_thresholds(tmp_path: Path) -> None:
     assert "The spec set no thresholds." in page
 
 
-@pytest.mark.skipif(shutil.which("chromium") is None, reason="chromium not installed")
 def test_renders_in_headless_chromium(report: tuple[str, Any, Any], tmp_path: Path) -> None:
     page, _, _ = report
     path = tmp_path / "report.html"

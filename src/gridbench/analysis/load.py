@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from gridbench.analysis.info import TrialInfo
@@ -122,7 +123,9 @@ def read_spec_settings(run_dir: Path) -> dict[str, Any]:
 
 
 def clean(obj: Any) -> Any:
-    """JSON-safe copy: non-finite floats become null, tuples become lists."""
+    """JSON-safe copy: non-finite floats become null, numpy scalars Python ones, tuples lists."""
+    if isinstance(obj, np.generic):
+        obj = obj.item()
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None
     if isinstance(obj, Mapping):

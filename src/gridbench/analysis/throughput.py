@@ -25,6 +25,7 @@ divided by w, default w = max(1 s, trial duration / 30).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -92,6 +93,11 @@ class StageFlow:
     t0: float | None  # earliest upstream time
     lag: float | None  # median delay after the intended time (s)
 
+    @cached_property
+    def punctual(self) -> F64 | None:
+        """P_n of this stage (``None`` without an upstream time)."""
+        return punctual(self.times, self.t0) if self.t0 is not None else None
+
 
 def stage_throughput(
     flow: StageFlow,
@@ -101,9 +107,8 @@ def stage_throughput(
 ) -> dict[str, Any]:
     """The per-stage throughput object of metrics.json."""
     n = int(flow.times.size)
-    average = None
-    if flow.t0 is not None and n:
-        average = edgi_average(punctual(flow.times, flow.t0), warm.fraction)
+    p = flow.punctual
+    average = edgi_average(p, warm.fraction) if p is not None and n else None
     steady = None
     if flow.lag is not None and warm.start_s is not None and sub_end is not None:
         steady = steady_rate(flow.times, warm.start_s + flow.lag, sub_end + flow.lag)

@@ -148,13 +148,15 @@ def build_timeline(events: pl.DataFrame, stages: Sequence[str]) -> Timeline:
     s = cols["s"].to_numpy()
     t = cols["t"].to_numpy()
     keep = s >= 0
-    flat = jid[keep] * s_count + s[keep]
-    tv = t[keep]
+    if keep.all():
+        flat, tv = jid * s_count + s, t
+    else:
+        flat, tv = jid[keep] * s_count + s[keep], t[keep]
     wide = np.full(n_jobs * s_count, _MISSING, dtype=np.int64)
     # Plain scatter is exact where each (job, stage) occurs once; repeated pairs get a min-reduce.
     wide[flat] = tv
-    counts = np.bincount(flat, minlength=n_jobs * s_count)
-    if np.count_nonzero(counts) < flat.size:
+    if np.count_nonzero(wide != _MISSING) < flat.size:
+        counts = np.bincount(flat, minlength=n_jobs * s_count)
         dup = counts[flat] > 1
         np.minimum.at(wide, flat[dup], tv[dup])
     mat = wide.reshape(n_jobs, s_count)

@@ -30,7 +30,6 @@ from gridbench.analysis.queues import (
 from gridbench.analysis.throughput import (
     StageFlow,
     default_window,
-    punctual,
     sorted_finite,
     stage_throughput,
     windowed_rate,
@@ -135,6 +134,7 @@ def analyze_trial(
         flows["overall"] = overall
         throughput["overall"] = stage_throughput(overall, warm, sub_end, offered)
 
+    seg_median = {g.name: latency[g.name]["p50"] for g in chain.all_segments()}
     queues: dict[str, Any] = {}
     queue_data: dict[str, tuple[F64, F64]] = {}
     for qname, a, b in queue_segments(chain):
@@ -145,7 +145,7 @@ def analyze_trial(
             sub_end,
             warm.start_s,
             flows[a].lag if a in flows else median(jt.get(a) - sched),
-            median(jt.get(b) - jt.get(a)),
+            seg_median.get(qname) if qname in seg_median else median(jt.get(b) - jt.get(a)),
         )
         queues[qname] = queue_metrics(starts, ends, lo, hi)
 
@@ -155,7 +155,9 @@ def analyze_trial(
     lo_ns = origin + int(sub_start * 1e9) if sub_start is not None else None
     hi_ns = origin + int(sub_end * 1e9) if sub_end is not None else None
     cpu = client_cpu(resources, lo_ns, hi_ns)
-    validity = trial_validity(info, jt, jobs, durations, cpu, end_stage=end, cfg=cfg.validity)
+    validity = trial_validity(
+        info, jt, jobs, latency, durations, cpu, end_stage=end, cfg=cfg.validity
+    )
     ratios = {s: throughput[s]["expected_ratio"] for s in names}
     finding = find_bottleneck(names, ratios, cfg.tolerance)
 
@@ -209,8 +211,8 @@ def _series(
     mp = cfg.max_points
     punct: dict[str, Any] = {}
     for s, f in flows.items():
-        if f.t0 is not None and f.times.size:
-            punct[s] = ser.series(f.times, punctual(f.times, f.t0), mp)
+        if f.punctual is not None and f.times.size:
+            punct[s] = ser.series(f.times, f.punctual, mp)
     all_t = [f.times for f in flows.values() if f.times.size]
     lo = min(float(t[0]) for t in all_t) if all_t else 0.0
     hi = max(float(t[-1]) for t in all_t) if all_t else 0.0

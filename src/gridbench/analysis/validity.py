@@ -29,7 +29,8 @@ import polars as pl
 
 from gridbench.analysis import text
 from gridbench.analysis.info import TrialInfo
-from gridbench.analysis.latency import Durations, median
+from gridbench.analysis.latency import Durations
+from gridbench.analysis.stats import Stats
 from gridbench.analysis.timelines import JobTimes
 from gridbench.backends.base import StageChain
 from gridbench.events.model import STAGE_INTENDED, STAGE_SUBMIT
@@ -86,7 +87,7 @@ def client_cpu(
 def _coarse(
     chain: StageChain,
     jt: JobTimes,
-    durations: Durations,
+    latency: Mapping[str, Stats],
     overall_start: str,
     end: str,
     factor: float,
@@ -97,7 +98,7 @@ def _coarse(
     out = []
     for name, a, b in pairs:
         prec = max(jt.precision_s.get(a, 0.0), jt.precision_s.get(b, 0.0))
-        med = median(durations.get(name, np.empty(0)))
+        med = latency.get(name, {}).get("p50")
         if med is not None and med > 0 and prec > factor * med:
             out.append((name, prec, med))
     return out
@@ -124,6 +125,7 @@ def trial_validity(
     info: TrialInfo,
     jt: JobTimes,
     jobs: Mapping[str, int],
+    latency: Mapping[str, Stats],
     durations: Durations,
     cpu: ClientCpu | None,
     *,
@@ -169,7 +171,7 @@ def trial_validity(
                 f"the submission window, at least {text.pct(cfg.cpu_bound_fraction)} of {rule}"
             )
     overall_start = STAGE_INTENDED if jt.has(STAGE_INTENDED) else chain_first(info.chain)
-    coarse = _coarse(info.chain, jt, durations, overall_start, end_stage, cfg.coarse_factor)
+    coarse = _coarse(info.chain, jt, latency, overall_start, end_stage, cfg.coarse_factor)
     for name, prec, med in coarse:
         msg = (
             f"{name} is measured with stamps of {text.seconds(prec)} precision, more than "

@@ -119,36 +119,39 @@ class ReferenceBackend:
     async def _start_embedded(self) -> None:
         argv = [sys.executable, "-m", "gridbench.reference", "--port", "0",
                 "--preset", self.options.preset]
+        self._tmp = tempfile.TemporaryDirectory(prefix="gridbench-grid-")
+        tmp = Path(self._tmp.name)
         if self.options.grid or self.options.dt_precision:
-            self._tmp = tempfile.TemporaryDirectory(prefix="gridbench-grid-")
             overrides = dict(self.options.grid)
             reports = dict(overrides.get("reports", {}))
             reports.setdefault("dt_precision", self.options.dt_precision)
             overrides["reports"] = reports
-            cfg = Path(self._tmp.name) / "grid.json"  # JSON is valid YAML
+            cfg = tmp / "grid.json"  # JSON is valid YAML
             cfg.write_text(json.dumps(overrides), encoding="utf-8")
             argv += ["--config", str(cfg)]
         if self.options.reports_dir:
             argv += ["--reports-dir", self.options.reports_dir]
-        proc = await asyncio.create_subprocess_exec(
-            *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            stdin=asyncio.subprocess.DEVNULL,
-        )
+        # stderr goes to a file: an undrained pipe could fill up and block the grid
+        errlog = tmp / "grid.stderr"
+        with open(errlog, "wb") as err:
+            proc = await asyncio.create_subprocess_exec(
+                *argv, stdout=asyncio.subprocess.PIPE, stderr=err,
+                stdin=asyncio.subprocess.DEVNULL,
+            )
         self._proc = proc
         resources.exclude_pid(proc.pid)
-        assert proc.stdout is not None and proc.stderr is not None
+        assert proc.stdout is not None
         try:
             line = await asyncio.wait_for(proc.stdout.readline(), STARTUP_TIMEOUT_S)
         except TimeoutError:
             line = b""
         text = line.decode(errors="replace").strip()
         if not text.startswith("listening on "):
-            err = b""
             with contextlib.suppress(Exception):
                 await self._stop_embedded()
-                err = await asyncio.wait_for(proc.stderr.read(4000), 5)
+            err = errlog.read_bytes()[-4000:].decode(errors="replace").strip()
             raise BackendError(
-                f"the embedded reference grid did not start: {err.decode(errors='replace').strip() or text}",
+                f"the embedded reference grid did not start: {err or text}",
                 where="backend.options",
                 fix="check backend.options.grid against docs/backends.md",
             )

@@ -29,6 +29,7 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, PlainTex
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from gridbench.errors import BackendError
 from gridbench.reference.config import GridConfig
 from gridbench.reference.listing import files_page, tiers_page
 from gridbench.reference.reports import ReportWriter
@@ -103,9 +104,18 @@ def create_app(config: GridConfig) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         made: Path | None = None
         reports_dir = config.reports.dir
-        if reports_dir is None:
-            made = reports_dir = Path(tempfile.mkdtemp(prefix="gridbench-reference-"))
-        grid = Grid(config, reports_dir)
+        try:
+            if reports_dir is None:
+                made = reports_dir = Path(tempfile.mkdtemp(prefix="gridbench-reference-"))
+            grid = Grid(config, reports_dir)
+        except OSError as exc:
+            # Kept for the starter (uvicorn only logs it): the usual cause is the reports dir.
+            app.state.startup_error = BackendError(
+                f"cannot write monitoring reports: {exc.strerror or exc}",
+                where=str(exc.filename or reports_dir),
+                fix="set reports.dir (or --reports-dir) to a writable directory",
+            )
+            raise
         app.state.grid = grid
         app.state.reports_dir = reports_dir
         await grid.start()
@@ -123,6 +133,7 @@ def create_app(config: GridConfig) -> FastAPI:
         docs_url=None,
         redoc_url=None,
     )
+    app.state.startup_error = None
     app.add_middleware(BodyLimit)
 
     @app.exception_handler(RequestValidationError)

@@ -12,6 +12,7 @@ import asyncio
 import ipaddress
 import socket
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -50,6 +51,23 @@ def check_host(host: str, allow_remote: bool) -> None:
             where="--host",
             fix="use 127.0.0.1, or pass --allow-remote if you really want it reachable",
         )
+
+
+def check_reports_dir(config: GridConfig) -> None:
+    """Fail early, with a fix, when the configured reports directory is not writable."""
+    d = config.reports.dir
+    if d is None:
+        return
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=d):
+            pass
+    except OSError as exc:
+        raise BackendError(
+            f"cannot write monitoring reports there: {exc.strerror or exc}",
+            where=str(d),
+            fix="set reports.dir (or --reports-dir) to a writable directory",
+        ) from None
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -91,6 +109,21 @@ def _server(config: GridConfig, log_level: str) -> uvicorn.Server:
     return uvicorn.Server(ucfg)
 
 
+def _startup_error(
+    server: uvicorn.Server, url: str, exc: BaseException | None = None
+) -> BackendError:
+    """The reason the app did not start, as a user-facing error."""
+    app: Any = server.config.app
+    found = getattr(app.state, "startup_error", None) if hasattr(app, "state") else None
+    if isinstance(found, BackendError):
+        return found
+    return BackendError(
+        f"the reference grid failed to start: {exc or 'see the log above'}",
+        where=url,
+        fix="check the reports directory is writable and the configuration valid",
+    )
+
+
 def serve(
     config: GridConfig | None = None,
     host: str = DEFAULT_HOST,
@@ -102,9 +135,11 @@ def serve(
 ) -> None:
     """Run the grid until interrupted (Ctrl-C / SIGTERM); call ``on_ready(url)`` once listening."""
     check_host(host, allow_remote)
+    config = config or GridConfig()
+    check_reports_dir(config)
     sock = _bind(host, port)
     url = _url(host, sock)
-    server = _server(config or GridConfig(), log_level)
+    server = _server(config, log_level)
 
     async def run() -> None:
         task = asyncio.create_task(server.serve(sockets=[sock]))
@@ -112,13 +147,12 @@ def serve(
             await asyncio.sleep(0.02)
         if server.started and on_ready is not None:
             on_ready(url)
-        await task
+        try:
+            await task
+        except SystemExit:  # uvicorn's way of saying the lifespan start-up failed
+            raise _startup_error(server, url) from None
         if not server.started:
-            raise BackendError(
-                "the reference grid failed to start (see the log above)",
-                where=url,
-                fix="check the reports directory is writable and the configuration valid",
-            )
+            raise _startup_error(server, url)
 
     try:
         asyncio.run(run())
@@ -154,6 +188,7 @@ class ReferenceGrid:
         if self._thread is not None:
             raise RuntimeError("already started")
         check_host(host, allow_remote)
+        check_reports_dir(self.config)
         self._sock = _bind(host, port)
         self.url = _url(host, self._sock)
         self._server = server = _server(self.config, self._log_level)
@@ -170,12 +205,15 @@ class ReferenceGrid:
         deadline = time.monotonic() + timeout_s
         while not server.started:
             if not self._thread.is_alive() or time.monotonic() > deadline:
+                timed_out = self._thread.is_alive()
                 self.stop()
-                raise BackendError(
-                    f"the reference grid did not start: {self._error or 'timed out'}",
-                    where=self.url,
-                    fix="check the reports directory is writable and the configuration valid",
-                )
+                if timed_out:
+                    raise BackendError(
+                        f"the reference grid did not start within {timeout_s:g} s",
+                        where=self.url,
+                        fix="retry; if it persists, run it with --log-level info",
+                    )
+                raise _startup_error(server, self.url, self._error)
             time.sleep(0.01)
         return self.url
 
