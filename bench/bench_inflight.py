@@ -49,7 +49,9 @@ class Watch(NullObserver):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--jobs", type=int, default=100_000)
     ap.add_argument("--rate", type=float, default=20_000)
     a = ap.parse_args()
@@ -80,7 +82,9 @@ safety: {{max_rate: 1000000/s, max_jobs: 10000000, confirm_above: 10000000}}
         info = json.loads((out.run.trial_dir("p00-t00") / "trial.json").read_text())
     full = [s for s in sweeps if s[0] >= a.jobs * 0.99]
     per_sweep = {c for _, _, c in sweeps}
-    rss_per_job = (watch.rss_full - watch.rss0) / watch.max_inflight if watch.rss_full else float("nan")
+    rss_per_job = (
+        (watch.rss_full - watch.rss0) / watch.max_inflight if watch.rss_full else float("nan")
+    )
     print(f"jobs in flight (max seen): {watch.max_inflight}")
     print(f"sweeps: {len(sweeps)}; backend status calls per sweep: {sorted(per_sweep)}")
     print(f"trial status_calls={info['status_calls']} sweeps={info['status_sweeps']}")

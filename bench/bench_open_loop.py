@@ -49,7 +49,7 @@ safety: {{max_rate: 1000000/s, max_jobs: 10000000, confirm_above: 10000000}}
         on="stage", index="job", values="t_ns", aggregate_function="first"
     )
     sub = wide.drop_nulls("submit")
-    lag_ms = ((sub["submit"] - sub["intended"]).to_numpy() / 1e6)
+    lag_ms = (sub["submit"] - sub["intended"]).to_numpy() / 1e6
     n_planned = wide.height
     t_sub = sub["submit"].to_numpy()
     achieved = (len(t_sub) - 1) / ((t_sub.max() - t_sub.min()) / 1e9) if len(t_sub) > 1 else 0.0
@@ -67,21 +67,27 @@ safety: {{max_rate: 1000000/s, max_jobs: 10000000, confirm_above: 10000000}}
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--rates", default="2000,5000,10000,15000,20000")
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--pool", type=int, default=64)
     a = ap.parse_args()
     os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core, as the target says
     print(f"open loop vs noop backend, one core, {a.seconds:g}s per rate, pool {a.pool}")
-    print(f"{'offered/s':>10} {'achieved/s':>11} {'p50 lag ms':>11} {'p99 lag ms':>11} "
-          f"{'max ms':>8} {'late>5ms':>9} {'dropped':>8} {'cpu us/job':>11}")
+    print(
+        f"{'offered/s':>10} {'achieved/s':>11} {'p50 lag ms':>11} {'p99 lag ms':>11} "
+        f"{'max ms':>8} {'late>5ms':>9} {'dropped':>8} {'cpu us/job':>11}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         for rate in [float(x) for x in a.rates.split(",")]:
             r = one(rate, a.seconds, a.pool, Path(tmp))
-            print(f"{r['offered']:>10.0f} {r['achieved']:>11.0f} {r['p50_ms']:>11.2f} "
-                  f"{r['p99_ms']:>11.2f} {r['max_ms']:>8.1f} {r['late_share']:>9.3f} "
-                  f"{r['dropped']:>8.0f} {r['cpu_us_per_job']:>11.1f}")
+            print(
+                f"{r['offered']:>10.0f} {r['achieved']:>11.0f} {r['p50_ms']:>11.2f} "
+                f"{r['p99_ms']:>11.2f} {r['max_ms']:>8.1f} {r['late_share']:>9.3f} "
+                f"{r['dropped']:>8.0f} {r['cpu_us_per_job']:>11.1f}"
+            )
 
 
 if __name__ == "__main__":

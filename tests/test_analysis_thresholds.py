@@ -104,3 +104,19 @@ def test_point_without_valid_trials() -> None:
     m = {"points": [{"index": 0, "trials": [_trial("a", 1.0, valid=False)], "summary": {}}]}
     r = evaluate_threshold(m, {"metric": "latency.overall.p99", "op": "<", "value": 5})
     assert not r["passed"] and r["reason"] == "the point has no valid trial"
+
+
+def test_failure_counts_and_rate() -> None:
+    t = _trial("a", 1.0)
+    t.update(failures={"submit_timeout": 3}, failure_rate=0.03)
+    m = {"points": [{"index": 0, "trials": [t], "summary": {}}]}
+
+    def one(metric: str, op: str, value: float) -> dict[str, Any]:
+        return evaluate_threshold(m, {"metric": metric, "op": op, "value": value})
+
+    assert one("failures.submit_timeout", "==", 3)["passed"]
+    lost = one("failures.lost", "==", 0)  # a kind that did not occur counts 0
+    assert lost["passed"] and lost["actual"] == 0
+    assert one("failures.rate", "<=", 0.05)["passed"]
+    assert one("failure_rate", "<=", 0.05)["actual"] == pytest.approx(0.03)
+    assert not one("failures.rate", "<", 0.01)["passed"]

@@ -22,8 +22,9 @@ thresholds:
 
 
 def gb(*args: str, results: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(BIN), *args], env=cli_env(results), capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [str(BIN), *args], env=cli_env(results), capture_output=True, text=True, timeout=timeout
+    )
 
 
 def no_traceback(p: subprocess.CompletedProcess[str]) -> None:
@@ -82,8 +83,13 @@ def test_run_analyze_list_show(tmp_path: Path) -> None:
     p = gb("show", "latest", results=results)
     assert p.returncode == 0 and "cli-good" in p.stdout
     # a failing threshold gives exit code 1, from a re-analysis too
-    p = gb("run", str(spec), "--set", "thresholds=[{metric: latency.overall.p99, op: '<', value: 0}]",
-           results=results)
+    p = gb(
+        "run",
+        str(spec),
+        "--set",
+        "thresholds=[{metric: latency.overall.p99, op: '<', value: 0}]",
+        results=results,
+    )
     assert p.returncode == 1, p.stderr
     p = gb("analyze", "latest", "--json", results=results)
     assert p.returncode == 1
@@ -95,8 +101,12 @@ def test_unreachable_backend(tmp_path: Path) -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     spec = tmp_path / "down.yaml"
-    spec.write_text(GOOD.replace("{type: noop, options: {runtime_s: 0.1}}",
-                                 f"{{type: reference, options: {{url: 'http://127.0.0.1:{port}'}}}}"))
+    spec.write_text(
+        GOOD.replace(
+            "{type: noop, options: {runtime_s: 0.1}}",
+            f"{{type: reference, options: {{url: 'http://127.0.0.1:{port}'}}}}",
+        )
+    )
     p = gb("run", str(spec), results=tmp_path / "r")
     no_traceback(p)
     assert p.returncode == 3

@@ -42,8 +42,11 @@ def test_kill_9_then_analyze_and_cleanup(tmp_path: Path) -> None:
     results = tmp_path / "results"
     env = cli_env(results)
     proc = subprocess.Popen(
-        [str(BIN), "run", str(spec), "--yes"], env=env,
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+        [str(BIN), "run", str(spec), "--yes"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
     )
     try:
         exp_file = _wait_for(lambda: next(results.glob("*/experiment.json"), None), 30, "run dir")
@@ -73,24 +76,41 @@ def test_kill_9_then_analyze_and_cleanup(tmp_path: Path) -> None:
         on_grid = httpx.get(f"{grid_url}/queue").json()["total"]
         assert 0 <= on_grid - len(ids) <= 5
 
-        a = subprocess.run([str(BIN), "analyze", str(run), "--json"], env=env,
-                           capture_output=True, text=True, timeout=120)
+        a = subprocess.run(
+            [str(BIN), "analyze", str(run), "--json"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert a.returncode in (0, 1), a.stderr
         metrics = json.loads(a.stdout)
         trial = metrics["points"][0]["trials"][0]
         assert trial["jobs"]["submitted"] >= len(ids)
 
-        c = subprocess.run([str(BIN), "cleanup", str(run)], env=env,
-                           capture_output=True, text=True, timeout=120)
+        c = subprocess.run(
+            [str(BIN), "cleanup", str(run)], env=env, capture_output=True, text=True, timeout=120
+        )
         assert c.returncode == 0, c.stderr
         assert f"cancelled {len(ids)} jobs" in c.stdout
-        _wait_for(lambda: not psutil.pid_exists(grid_pid) or
-                  psutil.Process(grid_pid).status() == psutil.STATUS_ZOMBIE, 15, "grid stop")
+        _wait_for(
+            lambda: (
+                not psutil.pid_exists(grid_pid)
+                or psutil.Process(grid_pid).status() == psutil.STATUS_ZOMBIE
+            ),
+            15,
+            "grid stop",
+        )
         ev2 = read_events(events)
         assert ev2.filter(pl.col("stage") == "cancelled").height == len(ids)
         assert json.loads(exp_file.read_text())["status"] == "crashed"
-        again = subprocess.run([str(BIN), "cleanup", str(run), "--dry-run"], env=env,
-                               capture_output=True, text=True, timeout=60)
+        again = subprocess.run(
+            [str(BIN), "cleanup", str(run), "--dry-run"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert "0 outstanding jobs" in again.stdout
     finally:
         if psutil.pid_exists(grid_pid):

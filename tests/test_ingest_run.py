@@ -38,7 +38,11 @@ def test_edgi_chain_matches_the_reference_chain() -> None:
         "ce_finish": ("bridge_done", "ce_done"),
     }
     hops = [(s.start, s.end) for s in ch.all_segments() if not s.component]
-    assert hops == [("submit", "ce_entry"), ("ce_submit", "bridge_entry"), ("ce_done", "client_done")]
+    assert hops == [
+        ("submit", "ce_entry"),
+        ("ce_submit", "bridge_entry"),
+        ("ce_done", "client_done"),
+    ]
     assert [s.source for s in ch.stages] == [
         "client",
         "ce",

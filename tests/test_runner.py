@@ -117,10 +117,12 @@ timeouts: {status_interval: 0.05s}
     sub = ev.filter(pl.col("stage") == "submit_ack").select("job", pl.col("t_ns").alias("a"))
     end = ev.filter(pl.col("stage") == "client_done").select("job", pl.col("t_ns").alias("b"))
     iv = sub.join(end, on="job", how="left")
-    marks = pl.concat([
-        iv.select(pl.col("a").alias("t"), pl.lit(1).alias("d")),
-        iv.drop_nulls("b").select(pl.col("b").alias("t"), pl.lit(-1).alias("d")),
-    ]).sort(["t", "d"])
+    marks = pl.concat(
+        [
+            iv.select(pl.col("a").alias("t"), pl.lit(1).alias("d")),
+            iv.drop_nulls("b").select(pl.col("b").alias("t"), pl.lit(-1).alias("d")),
+        ]
+    ).sort(["t", "d"])
     assert marks["d"].cum_sum().max() <= 6
 
 

@@ -32,7 +32,9 @@ def test_steps_and_ramp() -> None:
     off = intended_offsets(load, TrialSpec())
     assert len(off) == 40
     assert (off < 10 * 10**9).sum() == 10
-    ramp = intended_offsets(LoadSpec(ramp={"from": "0/s", "to": "10/s", "duration": 10}), TrialSpec())
+    ramp = intended_offsets(
+        LoadSpec(ramp={"from": "0/s", "to": "10/s", "duration": 10}), TrialSpec()
+    )
     assert len(ramp) == 50
     # half the jobs of a linear ramp from 0 arrive after 1/sqrt(2) of the duration
     assert np.searchsorted(ramp, int(10e9 / np.sqrt(2))) == pytest.approx(25, abs=1)

@@ -23,7 +23,14 @@ from rich.table import Table
 from gridbench import __version__
 from gridbench.errors import BackendError, GridbenchError
 
-EXIT_OK, EXIT_THRESHOLD, EXIT_INPUT, EXIT_BACKEND, EXIT_INVALID, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
+EXIT_OK, EXIT_THRESHOLD, EXIT_INPUT, EXIT_BACKEND, EXIT_INVALID, EXIT_INTERRUPTED = (
+    0,
+    1,
+    2,
+    3,
+    4,
+    130,
+)
 
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -31,20 +38,20 @@ err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 # -- helpers -------------------------------------------------------------------------------
 def _results_root(args: argparse.Namespace) -> Path:
-    from gridbench.store.layout import default_root  # noqa: PLC0415
+    from gridbench.store.layout import default_root
 
     return Path(args.results) if getattr(args, "results", None) else default_root()
 
 
 def _load(args: argparse.Namespace) -> tuple[Any, dict[str, Any], Any]:
-    from gridbench.spec import load_spec, make_plan  # noqa: PLC0415
+    from gridbench.spec import load_spec, make_plan
 
     spec, data = load_spec(args.spec, args.set)
     return spec, data, make_plan(spec, data, str(args.spec))
 
 
 def _print_plan(plan: Any) -> None:
-    from gridbench.spec.units import format_rate  # noqa: PLC0415
+    from gridbench.spec.units import format_rate
 
     spec = plan.spec
     t = Table(title=f"plan: {spec.name} ({spec.load.model} load on {spec.backend.type})")
@@ -91,7 +98,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def _confirm(plan: Any, yes: bool) -> None:
-    from gridbench.spec.plan import needs_confirmation  # noqa: PLC0415
+    from gridbench.spec.plan import needs_confirmation
 
     if not needs_confirmation(plan) or yes:
         return
@@ -108,8 +115,8 @@ def _confirm(plan: Any, yes: bool) -> None:
 
 
 def _execute(plan: Any, data: dict[str, Any], root: Path) -> Any:
-    from gridbench.console import RichObserver  # noqa: PLC0415
-    from gridbench.run.experiment import ExperimentRunner  # noqa: PLC0415
+    from gridbench.console import RichObserver
+    from gridbench.run.experiment import ExperimentRunner
 
     async def main() -> Any:
         with RichObserver(console) as obs:
@@ -121,8 +128,10 @@ def _execute(plan: Any, data: dict[str, Any], root: Path) -> Any:
                 nonlocal hits
                 hits += 1
                 if hits == 1:
-                    obs.message("[yellow]stopping: no new submissions; cancelling outstanding "
-                                "jobs and saving what was recorded (Ctrl-C again to force)[/]")
+                    obs.message(
+                        "[yellow]stopping: no new submissions; cancelling outstanding "
+                        "jobs and saving what was recorded (Ctrl-C again to force)[/]"
+                    )
                     runner.abort()
                 else:
                     raise KeyboardInterrupt
@@ -139,26 +148,28 @@ def _execute(plan: Any, data: dict[str, Any], root: Path) -> Any:
 
 
 def _analyze_and_report(run_path: Path, *, quiet: bool = False, as_json: bool = False) -> int:
-    from gridbench.pipeline import analyze_and_report, exit_code_for  # noqa: PLC0415
+    from gridbench.pipeline import analyze_and_report, exit_code_for
 
     metrics, paths = analyze_and_report(run_path)
     if as_json:
         print(json.dumps(metrics, indent=1, default=str))
     elif not quiet:
-        from gridbench.report.terminal import render_summary  # noqa: PLC0415
+        from gridbench.report.terminal import render_summary
 
         render_summary(metrics, console)
         if "html" in paths:
             console.print(f"HTML report: [cyan]{paths['html']}[/]")
         csvs = [p for k, p in paths.items() if str(p).endswith(".csv")]
         if csvs:
-            console.print(f"tables (CSV): [cyan]{csvs[0].parent}[/]; JSON: "
-                          f"[cyan]{paths.get('report_json', '')}[/]")
+            console.print(
+                f"tables (CSV): [cyan]{csvs[0].parent}[/]; JSON: "
+                f"[cyan]{paths.get('report_json', '')}[/]"
+            )
     return exit_code_for(metrics)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    spec, data, plan = _load(args)
+    _, data, plan = _load(args)
     _print_plan(plan)
     _confirm(plan, args.yes)
     outcome = _execute(plan, data, _results_root(args))
@@ -174,7 +185,7 @@ def _finish(outcome: Any, args: argparse.Namespace) -> int:
         return EXIT_BACKEND if status == "failed" else EXIT_INTERRUPTED
     code = _analyze_and_report(outcome.run.path)
     if getattr(args, "fail_invalid", False) and code == EXIT_OK:
-        from gridbench.store.layout import read_json  # noqa: PLC0415
+        from gridbench.store.layout import read_json
 
         if not read_json(outcome.run.metrics_file).get("validity", {}).get("valid", True):
             code = EXIT_INVALID
@@ -186,7 +197,7 @@ def _finish(outcome: Any, args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from gridbench.examples import demo_spec_path  # noqa: PLC0415
+    from gridbench.examples import demo_spec_path
 
     args.spec = demo_spec_path()
     sets = list(args.set or [])
@@ -202,21 +213,21 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from gridbench.store.catalogue import resolve_run  # noqa: PLC0415
+    from gridbench.store.catalogue import resolve_run
 
     run = resolve_run(args.run, _results_root(args))
     return _analyze_and_report(run.path, as_json=args.json)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from gridbench.store.catalogue import resolve_run  # noqa: PLC0415
+    from gridbench.store.catalogue import resolve_run
 
     run = resolve_run(args.run, _results_root(args))
     return _analyze_and_report(run.path)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from gridbench.store.catalogue import list_runs  # noqa: PLC0415
+    from gridbench.store.catalogue import list_runs
 
     runs = list_runs(_results_root(args))
     if args.json:
@@ -227,24 +238,28 @@ def cmd_list(args: argparse.Namespace) -> int:
         t.add_column(col)
     for r in runs:
         t.add_row(
-            str(r.get("id")), str(r.get("name")), str(r.get("backend", "")),
-            str(r.get("load_model", "")), str(r.get("status", "")),
+            str(r.get("id")),
+            str(r.get("name")),
+            str(r.get("backend", "")),
+            str(r.get("load_model", "")),
+            str(r.get("status", "")),
             f"{r.get('trials_done', '?')}/{r.get('trials_planned', '?')}",
-            str(r.get("verdict", "")), str(r.get("created", "")),
+            str(r.get("verdict", "")),
+            str(r.get("created", "")),
         )
     console.print(t)
     return EXIT_OK
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from gridbench.store.catalogue import resolve_run  # noqa: PLC0415
-    from gridbench.store.layout import read_json  # noqa: PLC0415
+    from gridbench.store.catalogue import resolve_run
+    from gridbench.store.layout import read_json
 
     run = resolve_run(args.run, _results_root(args))
     exp = run.read_experiment()
     console.print_json(data=exp)
     if run.metrics_file.exists():
-        from gridbench.report.terminal import render_summary  # noqa: PLC0415
+        from gridbench.report.terminal import render_summary
 
         render_summary(read_json(run.metrics_file), console)
     else:
@@ -253,8 +268,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_cleanup(args: argparse.Namespace) -> int:
-    from gridbench.run.cleanup import cleanup_run, find_outstanding  # noqa: PLC0415
-    from gridbench.store.catalogue import resolve_run  # noqa: PLC0415
+    from gridbench.run.cleanup import cleanup_run, find_outstanding
+    from gridbench.store.catalogue import resolve_run
 
     run = resolve_run(args.run, _results_root(args))
     todo = find_outstanding(run)
@@ -264,43 +279,53 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
     if args.dry_run:
         console.print("[dim]dry run: nothing was cancelled[/]")
         return EXIT_OK
-    console.print(f"cancelled {report.cancelled} jobs" + (
-        f"; stopped leftover processes {report.stopped_processes}" if report.stopped_processes else ""))
+    console.print(
+        f"cancelled {report.cancelled} jobs"
+        + (
+            f"; stopped leftover processes {report.stopped_processes}"
+            if report.stopped_processes
+            else ""
+        )
+    )
     for e in report.errors:
         err_console.print(f"[red]{e}[/]")
     return EXIT_BACKEND if report.errors else EXIT_OK
 
 
 def cmd_ingest_edgi(args: argparse.Namespace) -> int:
-    from gridbench.events.ingest_run import ingest_edgi_run  # noqa: PLC0415
+    from gridbench.events.ingest_run import ingest_edgi_run
 
     out = ingest_edgi_run(args.client, args.reports, Path(args.out), overwrite=args.force)
     for w in out.warnings[:50]:
         err_console.print(f"[yellow]warning[/]: {w}")
-    console.print(f"ingested {out.events} events of {out.jobs} jobs into [cyan]{args.out}[/]; "
-                  f"analyse with: gridbench analyze {args.out}")
+    console.print(
+        f"ingested {out.events} events of {out.jobs} jobs into [cyan]{args.out}[/]; "
+        f"analyse with: gridbench analyze {args.out}"
+    )
     return EXIT_OK
 
 
 def cmd_ingest_jsonl(args: argparse.Namespace) -> int:
-    from gridbench.events.ingest_run import ingest_jsonl_run  # noqa: PLC0415
+    from gridbench.events.ingest_run import ingest_jsonl_run
 
     out = ingest_jsonl_run(args.file, Path(args.out), overwrite=args.force)
     for w in out.warnings[:50]:
         err_console.print(f"[yellow]warning[/]: {w}")
-    console.print(f"ingested {out.events} events of {out.jobs} jobs into [cyan]{args.out}[/]; "
-                  f"analyse with: gridbench analyze {args.out}")
+    console.print(
+        f"ingested {out.events} events of {out.jobs} jobs into [cyan]{args.out}[/]; "
+        f"analyse with: gridbench analyze {args.out}"
+    )
     return EXIT_OK
 
 
 def cmd_reference_serve(args: argparse.Namespace) -> int:
-    from gridbench.reference.server import run  # noqa: PLC0415
+    from gridbench.reference.server import run
 
     return int(run(args))
 
 
 def cmd_backends(args: argparse.Namespace) -> int:
-    from gridbench.backends.registry import available  # noqa: PLC0415
+    from gridbench.backends.registry import available
 
     for name, target in sorted(available().items()):
         console.print(f"{name:12s} {target}")
@@ -310,13 +335,19 @@ def cmd_backends(args: argparse.Namespace) -> int:
 # -- parser --------------------------------------------------------------------------------
 def _spec_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("spec", help="experiment spec (YAML)")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a spec field, e.g. --set trials=5 --set load.rate=2/s")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a spec field, e.g. --set trials=5 --set load.rate=2/s",
+    )
 
 
 def _results_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--results", metavar="DIR",
-                   help="results root (default: $GRIDBENCH_RESULTS or ./results)")
+    p.add_argument(
+        "--results", metavar="DIR", help="results root (default: $GRIDBENCH_RESULTS or ./results)"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -336,7 +367,9 @@ def build_parser() -> argparse.ArgumentParser:
     _spec_args(p)
     p.set_defaults(func=cmd_validate)
 
-    p = sub.add_parser("plan", help="dry run: points × trials, job count, duration; submits nothing")
+    p = sub.add_parser(
+        "plan", help="dry run: points × trials, job count, duration; submits nothing"
+    )
     _spec_args(p)
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     p.set_defaults(func=cmd_plan)
@@ -345,19 +378,37 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=helptext)
         _spec_args(p)
         _results_arg(p)
-        p.add_argument("-y", "--yes", action="store_true",
-                       help="confirm plans above safety.confirm_above without asking")
-        p.add_argument("--fail-invalid", action="store_true",
-                       help="exit 4 when the validity verdict says the measurement is invalid")
+        p.add_argument(
+            "-y",
+            "--yes",
+            action="store_true",
+            help="confirm plans above safety.confirm_above without asking",
+        )
+        p.add_argument(
+            "--fail-invalid",
+            action="store_true",
+            help="exit 4 when the validity verdict says the measurement is invalid",
+        )
         p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser("demo", help="run the compressed EDGI rate ramp on the embedded reference grid")
+    p = sub.add_parser(
+        "demo", help="run the compressed EDGI rate ramp on the embedded reference grid"
+    )
     _results_arg(p)
-    p.add_argument("--policy", choices=["sequential", "batched"], default="sequential",
-                   help="the CE's status-update policy (default: sequential, CREAM-like)")
+    p.add_argument(
+        "--policy",
+        choices=["sequential", "batched"],
+        default="sequential",
+        help="the CE's status-update policy (default: sequential, CREAM-like)",
+    )
     p.add_argument("--quick", action="store_true", help="one short trial per rate")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a field of the demo spec")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a field of the demo spec",
+    )
     p.add_argument("-y", "--yes", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--fail-invalid", action="store_true", help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_demo)
@@ -392,11 +443,20 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("ingest", help="import foreign events into a results directory")
     isub = p.add_subparsers(dest="format", required=True, metavar="FORMAT")
     q = isub.add_parser("edgi", help="EDGI monitoring reports joined to client events")
-    q.add_argument("--client", required=True, metavar="CLIENT_EVENTS",
-                   help="client events: an events.csv or a .jsonl file")
-    q.add_argument("--reports", required=True, action="append", metavar="DIR_OR_URL",
-                   help="report directory or listing URL, nearest component first "
-                   "(repeatable; TIER=DIR_OR_URL names the tier)")
+    q.add_argument(
+        "--client",
+        required=True,
+        metavar="CLIENT_EVENTS",
+        help="client events: an events.csv or a .jsonl file",
+    )
+    q.add_argument(
+        "--reports",
+        required=True,
+        action="append",
+        metavar="DIR_OR_URL",
+        help="report directory or listing URL, nearest component first "
+        "(repeatable; TIER=DIR_OR_URL names the tier)",
+    )
     q.add_argument("--out", required=True, metavar="RUN_DIR")
     q.add_argument("--force", action="store_true", help="replace an existing RUN_DIR")
     q.set_defaults(func=cmd_ingest_edgi)
@@ -406,10 +466,12 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--force", action="store_true", help="replace an existing RUN_DIR")
     q.set_defaults(func=cmd_ingest_jsonl)
 
-    p = sub.add_parser("reference", help="the reference grid (a real HTTP CE -> bridge -> DG chain)")
+    p = sub.add_parser(
+        "reference", help="the reference grid (a real HTTP CE -> bridge -> DG chain)"
+    )
     rsub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     q = rsub.add_parser("serve", help="serve the reference grid until interrupted")
-    from gridbench.reference.server import add_arguments  # noqa: PLC0415
+    from gridbench.reference.server import add_arguments
 
     add_arguments(q)
     q.set_defaults(func=cmd_reference_serve)
@@ -439,7 +501,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _escape(text: str) -> str:
-    from rich.markup import escape  # noqa: PLC0415
+    from rich.markup import escape
 
     return escape(text)
 

@@ -10,8 +10,8 @@ from gridbench.store.layout import RunDir, read_json
 
 def analyze_and_report(run_path: Path) -> tuple[dict[str, Any], dict[str, Path]]:
     """Analyse a results directory, write metrics.json and every report; return both."""
-    from gridbench.analysis.experiment import analyze_run  # noqa: PLC0415
-    from gridbench.report import load_series, write_reports  # noqa: PLC0415
+    from gridbench.analysis.experiment import analyze_run
+    from gridbench.report import load_series, write_reports
 
     run = RunDir.open(run_path)
     metrics = analyze_run(run.path, write=True)

@@ -99,7 +99,9 @@ def knee(
         "statement": "",
     }
     if not judged:
-        out["statement"] = "No valid trial could be judged: no knee can be stated."
+        out["statement"] = (
+            "No valid trial with an offered rate and measured stage ratios: no knee can be stated."
+        )
         return out
     failing = next((v for v in judged if not v.sustained), None)
     below = [v for v in judged if v.sustained and (failing is None or v.rate < failing.rate)]

@@ -10,7 +10,9 @@ Path grammar (dot-separated keys into metrics.json objects)::
     TRIAL_PATH: a path inside a trial object, e.g.
         latency.overall.p99           latency.<segment>.mean|p50|...|ci95   (seconds)
         throughput.<stage>.steady     throughput.<stage>.average|expected_ratio|edgi_ratio|count
-        throughput.overall.average    jobs.completed   failures.<kind>
+        throughput.overall.average    jobs.completed   failure_rate
+        failures.<kind>  (a count; 0 when that kind did not occur)
+        failures.rate    (same as failure_rate: failed jobs / planned jobs)
         queues.<segment>.growth_per_s validity.late_share   validity.client_bound
     POINT_PATH: a path inside a point's summary, e.g.
         summary.throughput.ce_done.mean   summary.latency.overall.ci95
@@ -80,9 +82,20 @@ def _point_label(p: Mapping[str, Any]) -> str:
     return f"point {p.get('index')}" + (f" ({settings})" if settings else "")
 
 
-def _check(obj: Any, path: str, op: str, value: float, where: str) -> _Result:
+def _resolve_trial(trial: Mapping[str, Any], path: str) -> Any:
+    """A trial path, where failure kinds that did not occur count 0 and failures.rate is
+    the trial's failure_rate."""
+    if path == "failures.rate":
+        return resolve(trial, "failure_rate")
+    parts = path.split(".")
+    if len(parts) == 2 and parts[0] == "failures" and isinstance(trial.get("failures"), Mapping):
+        return trial["failures"].get(parts[1], 0)
+    return resolve(trial, path)
+
+
+def _check(obj: Any, path: str, op: str, value: float, where: str, trial: bool = False) -> _Result:
     try:
-        raw = resolve(obj, path)
+        raw = _resolve_trial(obj, path) if trial else resolve(obj, path)
     except PathError as e:
         return _Result(False, None, where, str(e), unknown=True)
     a = number(raw)
@@ -100,7 +113,10 @@ def _eval_point(p: Mapping[str, Any], path: str, op: str, value: float, summary:
     trials = [t for t in p.get("trials", []) if t.get("valid")]
     if not trials:
         return _Result(False, None, label, "the point has no valid trial")
-    results = [_check(t, path, op, value, f"{label}, trial {t.get('trial_id')}") for t in trials]
+    results = [
+        _check(t, path, op, value, f"{label}, trial {t.get('trial_id')}", trial=True)
+        for t in trials
+    ]
     return max(results, key=lambda r: r.badness(op, value))
 
 

@@ -171,6 +171,7 @@ def analyze_trial(
         "latency": latency,
         "throughput": throughput,
         "failures": failures,
+        "failure_rate": jobs["failed"] / jobs["planned"] if jobs["planned"] else None,
         "queues": queues,
         "warmup": warm.to_dict(),
         "window_s": window,

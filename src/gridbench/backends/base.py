@@ -7,6 +7,7 @@ time: :meth:`Backend.status` takes every job of a sweep in one call.
 from __future__ import annotations
 
 import enum
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
@@ -65,13 +66,18 @@ class StageChain:
             return self.segments
         st = self.stages
         return tuple(
-            Segment(f"{a.name}->{b.name}", a.name, b.name) for a, b in zip(st, st[1:], strict=False)
+            Segment(f"{a.name}->{b.name}", a.name, b.name) for a, b in itertools.pairwise(st)
         )
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "stages": [
-                {"name": s.name, "source": s.source, "label": s.label, "precision_ns": s.precision_ns}
+                {
+                    "name": s.name,
+                    "source": s.source,
+                    "label": s.label,
+                    "precision_ns": s.precision_ns,
+                }
                 for s in self.stages
             ],
             "segments": [

@@ -7,6 +7,7 @@ in a FIFO queue, so the chain is submit -> local_start -> local_end -> client_do
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import time
@@ -170,10 +171,8 @@ class LocalBackend:
                 continue
             j.state = JobState.CANCELLED
             if j.proc is not None and j.proc.returncode is None:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.killpg(j.proc.pid, signal.SIGTERM)
-                except ProcessLookupError:
-                    pass
 
     async def fetch_output(self, backend_id: str) -> bytes:
         j = self._jobs.get(backend_id)

@@ -29,6 +29,7 @@ from gridbench.backends.base import (
 )
 from gridbench.backends.options import parse_options
 from gridbench.errors import BackendError
+from gridbench.events.ingest_run import edgi_chain
 from gridbench.events.model import (
     FAIL_SUBMIT_ERROR,
     FAIL_SUBMIT_REJECTED,
@@ -36,7 +37,6 @@ from gridbench.events.model import (
     Event,
     Precision,
 )
-from gridbench.events.ingest_run import edgi_chain
 from gridbench.run import resources
 
 STARTUP_TIMEOUT_S = 30.0
@@ -72,7 +72,14 @@ class ReferenceBackend:
 
     def stage_chain(self) -> StageChain:
         prec = Precision.MS if self.options.dt_precision == "ms" else Precision.S
-        server = ("ce_entry", "ce_submit", "bridge_entry", "bridge_submit", "bridge_done", "ce_done")
+        server = (
+            "ce_entry",
+            "ce_submit",
+            "bridge_entry",
+            "bridge_submit",
+            "bridge_done",
+            "ce_done",
+        )
         return edgi_chain(precision_ns=dict.fromkeys(server, prec))
 
     def capabilities(self) -> Capabilities:
@@ -82,8 +89,11 @@ class ReferenceBackend:
         """What ``gridbench cleanup`` needs to reach this grid after a crash."""
         if self._proc is None:
             return {}
-        return {"options": {"url": self.url}, "pid": self._proc.pid,
-                "cmdline_marker": "gridbench.reference"}
+        return {
+            "options": {"url": self.url},
+            "pid": self._proc.pid,
+            "cmdline_marker": "gridbench.reference",
+        }
 
     def report_sources(self) -> list[tuple[str, str]]:
         """The grid's monitoring-report listings, nearest tier first."""
@@ -98,8 +108,10 @@ class ReferenceBackend:
     async def open(self) -> None:
         if not self.url:
             await self._start_embedded()
-        limits = httpx.Limits(max_connections=self.options.max_connections,
-                              max_keepalive_connections=self.options.max_connections)
+        limits = httpx.Limits(
+            max_connections=self.options.max_connections,
+            max_keepalive_connections=self.options.max_connections,
+        )
         self._client = httpx.AsyncClient(
             base_url=self.url, timeout=self.options.timeout_s, limits=limits, trust_env=False
         )
@@ -117,8 +129,15 @@ class ReferenceBackend:
             ) from None
 
     async def _start_embedded(self) -> None:
-        argv = [sys.executable, "-m", "gridbench.reference", "--port", "0",
-                "--preset", self.options.preset]
+        argv = [
+            sys.executable,
+            "-m",
+            "gridbench.reference",
+            "--port",
+            "0",
+            "--preset",
+            self.options.preset,
+        ]
         self._tmp = tempfile.TemporaryDirectory(prefix="gridbench-grid-")
         tmp = Path(self._tmp.name)
         if self.options.grid or self.options.dt_precision:
@@ -133,9 +152,11 @@ class ReferenceBackend:
             argv += ["--reports-dir", self.options.reports_dir]
         # stderr goes to a file: an undrained pipe could fill up and block the grid
         errlog = tmp / "grid.stderr"
-        with open(errlog, "wb") as err:
+        with open(errlog, "wb") as errfile:
             proc = await asyncio.create_subprocess_exec(
-                *argv, stdout=asyncio.subprocess.PIPE, stderr=err,
+                *argv,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=errfile,
                 stdin=asyncio.subprocess.DEVNULL,
             )
         self._proc = proc
@@ -201,19 +222,24 @@ class ReferenceBackend:
     async def status(self, ids: Sequence[str]) -> dict[str, JobStatus]:
         r = await self.client.post("/jobs/status", json={"ids": list(ids)})
         if r.status_code != 200:
-            raise BackendError(f"status call answered HTTP {r.status_code}: {r.text[:200]}",
-                               where=f"{self.url}/jobs/status")
+            raise BackendError(
+                f"status call answered HTTP {r.status_code}: {r.text[:200]}",
+                where=f"{self.url}/jobs/status",
+            )
         try:
             jobs = r.json()["jobs"]
             return {
-                str(k): JobStatus(_STATES.get(v.get("state"), JobState.UNKNOWN),
-                                  str(v.get("message", ""))[:500])
+                str(k): JobStatus(
+                    _STATES.get(v.get("state"), JobState.UNKNOWN), str(v.get("message", ""))[:500]
+                )
                 for k, v in jobs.items()
             }
         except (ValueError, KeyError, TypeError, AttributeError):
-            raise BackendError("status answer is not the expected JSON",
-                               where=f"{self.url}/jobs/status",
-                               fix="is this URL a gridbench reference grid?") from None
+            raise BackendError(
+                "status answer is not the expected JSON",
+                where=f"{self.url}/jobs/status",
+                fix="is this URL a gridbench reference grid?",
+            ) from None
 
     async def cancel(self, ids: Sequence[str]) -> None:
         r = await self.client.post("/jobs/cancel", json={"ids": list(ids)})
@@ -222,8 +248,10 @@ class ReferenceBackend:
     async def fetch_output(self, backend_id: str) -> bytes:
         r = await self.client.get(f"/jobs/{backend_id}/output")
         if r.status_code != 200:
-            raise BackendError(f"output not available (HTTP {r.status_code})",
-                               where=f"{self.url}/jobs/{backend_id}/output")
+            raise BackendError(
+                f"output not available (HTTP {r.status_code})",
+                where=f"{self.url}/jobs/{backend_id}/output",
+            )
         return r.content
 
     async def server_events(self) -> list[Event]:

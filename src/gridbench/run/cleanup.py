@@ -29,9 +29,11 @@ def outstanding_jobs(events: pl.DataFrame) -> pl.DataFrame:
     acked = events.filter(pl.col("stage") == STAGE_SUBMIT_ACK).select(
         "job", pl.col("attrs").str.json_path_match("$.backend_id").alias("backend_id")
     )
-    ended = events.filter(
-        pl.col("stage").is_in([STAGE_CLIENT_DONE, STAGE_FAILED, STAGE_CANCELLED])
-    ).select("job").unique()
+    ended = (
+        events.filter(pl.col("stage").is_in([STAGE_CLIENT_DONE, STAGE_FAILED, STAGE_CANCELLED]))
+        .select("job")
+        .unique()
+    )
     return acked.join(ended, on="job", how="anti").drop_nulls("backend_id").unique("job")
 
 
@@ -121,5 +123,10 @@ def _stop_orphans(runtime: dict[str, Any]) -> list[int]:
 
 
 def describe(report: CleanupReport) -> str:
-    return json.dumps({"cancelled": report.per_trial, "errors": report.errors,
-                       "stopped_processes": report.stopped_processes})
+    return json.dumps(
+        {
+            "cancelled": report.per_trial,
+            "errors": report.errors,
+            "stopped_processes": report.stopped_processes,
+        }
+    )

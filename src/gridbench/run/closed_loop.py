@@ -8,6 +8,7 @@ Timed operations other than submission (status queries, probe calls) are recorde
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import time
 from collections.abc import Callable
@@ -63,7 +64,9 @@ async def run_sustain(
             while len(mine) < jobs_per_user and time.perf_counter() < deadline:
                 counter += 1
                 req = make_request(counter - 1)
-                req = JobRequest(req.name, req.command, req.runtime_s, req.fail, agent, req.attributes)
+                req = JobRequest(
+                    req.name, req.command, req.runtime_s, req.fail, agent, req.attributes
+                )
                 bid = await submit_one(backend, req, rec, tracker, progress, submit_timeout_s)
                 if bid is not None:
                     mine.add(bid)
@@ -86,10 +89,8 @@ async def run_sustain(
 
 async def _sleep_or_stop(seconds: float, stop: asyncio.Event, deadline: float) -> None:
     seconds = min(seconds, max(0.0, deadline - time.perf_counter()))
-    try:
+    with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(stop.wait(), timeout=seconds)
-    except TimeoutError:
-        pass
 
 
 async def run_batch(
@@ -144,8 +145,14 @@ async def run_probe(
         seq += 1
         if operation == "submit":
             req = make_request(seq - 1)
-            req = JobRequest(req.name, req.command, req.runtime_s, req.fail, req.user,
-                             {**req.attributes, "probe": tag})
+            req = JobRequest(
+                req.name,
+                req.command,
+                req.runtime_s,
+                req.fail,
+                req.user,
+                {**req.attributes, "probe": tag},
+            )
             await submit_one(backend, req, rec, tracker, progress, submit_timeout_s)
             return
         op = ops.name("probe")
@@ -158,7 +165,9 @@ async def run_probe(
                 await backend.cancel(ids)
             rec.stamp(op, STAGE_OP_END, None, {"op": operation, "probe": tag})
         except Exception as exc:
-            rec.stamp(op, STAGE_OP_END, None, {"op": operation, "probe": tag, "error": str(exc)[:200]})
+            rec.stamp(
+                op, STAGE_OP_END, None, {"op": operation, "probe": tag, "error": str(exc)[:200]}
+            )
 
     for i in range(count):
         if stop.is_set():
@@ -173,7 +182,12 @@ async def run_probe(
             return
         left = burst_requests
         op = ops.name(f"burst{threads}")
-        rec.stamp(op, STAGE_OP_START, None, {"op": "burst", "threads": threads, "requests": burst_requests})
+        rec.stamp(
+            op,
+            STAGE_OP_START,
+            None,
+            {"op": "burst", "threads": threads, "requests": burst_requests},
+        )
 
         async def worker(tag: str) -> None:
             nonlocal left

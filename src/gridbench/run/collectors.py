@@ -11,7 +11,7 @@ def build_collectors(spec: ExperimentSpec, backend: Backend) -> list[Collector]:
     out: list[Collector] = []
     for c in spec.collectors:
         if c.type == "edgi":
-            from gridbench.run.edgi_collector import EdgiCollector  # noqa: PLC0415
+            from gridbench.run.edgi_collector import EdgiCollector
 
             out.append(EdgiCollector.from_spec(c, backend))
     return out

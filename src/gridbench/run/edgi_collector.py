@@ -138,13 +138,18 @@ def _trial_log_path(current: EventLog | None, run_dir: Path | None, tid: str) ->
 def _append(log_: EventLog, df: pl.DataFrame) -> None:
     for row in df.iter_rows(named=True):
         log_.append(
-            row["job"], row["stage"], row["t_ns"], source=row["source"],
-            precision_ns=row["precision_ns"], agent=row["agent"] or "server",
-            clock_offset_ns=row["clock_offset_ns"] or 0, attrs=row["attrs"] or None,
+            row["job"],
+            row["stage"],
+            row["t_ns"],
+            source=row["source"],
+            precision_ns=row["precision_ns"],
+            agent=row["agent"] or "server",
+            clock_offset_ns=row["clock_offset_ns"] or 0,
+            attrs=row["attrs"] or None,
         )
 
 
 def _quote(s: str) -> str:
-    from json.encoder import encode_basestring  # noqa: PLC0415
+    from json.encoder import encode_basestring
 
     return str(encode_basestring(s))

@@ -66,9 +66,15 @@ class ExperimentRunner:
         run.spec_file.write_text(dump_yaml(self.data), encoding="utf-8")
         write_json(run.plan_file, self.plan.to_dict())
         run.update_experiment(
-            id=run.id, name=spec.name, description=spec.description, backend=spec.backend.type,
-            load_model=spec.load.model, status="created", created=now_iso(),
-            spec_hash=spec_hash(self.data), trials_planned=len(self.plan.trials),
+            id=run.id,
+            name=spec.name,
+            description=spec.description,
+            backend=spec.backend.type,
+            load_model=spec.load.model,
+            status="created",
+            created=now_iso(),
+            spec_hash=spec_hash(self.data),
+            trials_planned=len(self.plan.trials),
             trials_done=0,
         )
         self.run = run
@@ -89,7 +95,7 @@ class ExperimentRunner:
         info = getattr(backend, "runtime_info", None)
         if info is not None:
             run.update_experiment(backend_runtime=info())
-        from gridbench.run.collectors import build_collectors  # noqa: PLC0415 (optional deps)
+        from gridbench.run.collectors import build_collectors
 
         collectors: list[Collector] = build_collectors(spec, backend)
         clock = AnchoredClock()
@@ -100,8 +106,15 @@ class ExperimentRunner:
                     break
                 point = self.plan.points[planned.point_index]
                 res = await run_trial(
-                    backend, spec, point, planned, run.trial_dir(planned.trial_id), clock,
-                    collectors, self.observer, self.stop,
+                    backend,
+                    spec,
+                    point,
+                    planned,
+                    run.trial_dir(planned.trial_id),
+                    clock,
+                    collectors,
+                    self.observer,
+                    self.stop,
                 )
                 outcome.trials.append(res)
                 run.update_experiment(trials_done=len(outcome.trials))

@@ -10,11 +10,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from json.encoder import encode_basestring as _json_str
 
 import numpy as np
 import numpy.typing as npt
-
-from json.encoder import encode_basestring as _json_str
 
 from gridbench.backends.base import Backend, JobRequest, SubmitError
 from gridbench.events.model import (

@@ -6,6 +6,7 @@ these samples feed the validity verdict (the UNICORE UCC finding, METHODS 1.5).
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import threading
 import time
@@ -56,10 +57,8 @@ class ResourceMonitor:
             skip = set(_EXCLUDED)
             for k in kids:
                 if k.pid in skip:
-                    try:
+                    with contextlib.suppress(psutil.Error):
                         skip.update(c.pid for c in k.children(recursive=True))
-                    except psutil.Error:
-                        pass
             kids = [k for k in kids if k.pid not in skip]
         for k in kids:
             proc = self._children.get(k.pid, k)

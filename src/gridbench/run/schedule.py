@@ -16,8 +16,14 @@ from gridbench.spec.model import LoadSpec, TrialSpec
 NS = 1_000_000_000
 
 
-def _arrivals(rate: float, duration: float, n: int | None, arrival: str, rng: np.random.Generator,
-              start: float = 0.0) -> npt.NDArray[np.float64]:
+def _arrivals(
+    rate: float,
+    duration: float,
+    n: int | None,
+    arrival: str,
+    rng: np.random.Generator,
+    start: float = 0.0,
+) -> npt.NDArray[np.float64]:
     if rate <= 0:
         return np.empty(0)
     count = n if n is not None else math.floor(rate * duration + 1e-9)

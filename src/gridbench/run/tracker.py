@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 
@@ -115,18 +116,22 @@ class StatusTracker:
             if job is None:
                 continue
             log_.append(
-                job, e.stage, e.t_ns, source=e.source, precision_ns=e.precision_ns,
-                agent=e.agent, clock_offset_ns=e.clock_offset_ns, attrs=e.attrs or None,
+                job,
+                e.stage,
+                e.t_ns,
+                source=e.source,
+                precision_ns=e.precision_ns,
+                agent=e.agent,
+                clock_offset_ns=e.clock_offset_ns,
+                attrs=e.attrs or None,
             )
 
     async def run_until(self, done: asyncio.Event) -> None:
         """Sweep every interval until ``done`` is set."""
         while not done.is_set():
             await self.sweep()
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(done.wait(), timeout=self.interval)
-            except TimeoutError:
-                pass
 
     async def drain(self, timeout_s: float, stop: asyncio.Event) -> None:
         """Sweep until nothing is in flight, the drain time-out passes, or an abort."""
@@ -137,10 +142,8 @@ class StatusTracker:
             if self.fatal:
                 return
             if self.inflight:
-                try:
+                with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), timeout=self.interval)
-                except TimeoutError:
-                    pass
         await self._server_events()
 
     def mark_lost(self) -> list[str]:

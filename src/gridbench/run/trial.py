@@ -100,8 +100,10 @@ async def run_trial(
         "status": "running",
         "chain": backend.stage_chain().to_dict(),
         "backend": backend.name,
-        "agents": {f"agent-{k}": {"clock_offset_ns": 0, "clock_uncertainty_ns": 0}
-                   for k in range(load.agents)},
+        "agents": {
+            f"agent-{k}": {"clock_offset_ns": 0, "clock_uncertainty_ns": 0}
+            for k in range(load.agents)
+        },
         "background_queue": {"start": await _queue_length(backend), "end": None},
         "cpu_count": os.cpu_count(),
         "late_threshold_ns": int(load.late_threshold * 1e9),
@@ -132,36 +134,73 @@ async def run_trial(
             make = _request_factory(pspec, tid, len(offsets), seed)
             start = time.perf_counter_ns() + int(START_LEAD_S * 1e9)
             idx = np.arange(len(offsets), dtype=np.int64)
-            await asyncio.gather(*(
-                run_open_loop(
-                    backend, part, split_for_agents(idx, load.agents)[k], make, recs[k], tracker,
-                    progress, start_mono_ns=start, pool=load.pool,
-                    max_lateness_s=load.max_lateness, late_threshold_s=load.late_threshold,
-                    submit_timeout_s=t.submit, stop=stop,
+            await asyncio.gather(
+                *(
+                    run_open_loop(
+                        backend,
+                        part,
+                        split_for_agents(idx, load.agents)[k],
+                        make,
+                        recs[k],
+                        tracker,
+                        progress,
+                        start_mono_ns=start,
+                        pool=load.pool,
+                        max_lateness_s=load.max_lateness,
+                        late_threshold_s=load.late_threshold,
+                        submit_timeout_s=t.submit,
+                        stop=stop,
+                    )
+                    for k, part in enumerate(split_for_agents(offsets, load.agents))
                 )
-                for k, part in enumerate(split_for_agents(offsets, load.agents))
-            ))
+            )
         elif load.model == "sustain":
             make = _request_factory(pspec, tid, 0, seed)
             await run_sustain(
-                backend, make, recs, tracker, progress, trial_id=tid, users=load.users,
-                jobs_per_user=load.jobs_per_user, sleep_coef_s=load.sleep_coef,
-                duration_s=pspec.trial.duration or 0.0, submit_timeout_s=t.submit,
-                seed=seed, stop=stop,
+                backend,
+                make,
+                recs,
+                tracker,
+                progress,
+                trial_id=tid,
+                users=load.users,
+                jobs_per_user=load.jobs_per_user,
+                sleep_coef_s=load.sleep_coef,
+                duration_s=pspec.trial.duration or 0.0,
+                submit_timeout_s=t.submit,
+                seed=seed,
+                stop=stop,
             )
         elif load.model == "batch":
             n = load.jobs or pspec.trial.jobs or 0
             make = _request_factory(pspec, tid, n, seed)
-            await run_batch(backend, make, recs, tracker, progress, jobs=n,
-                            submitters=load.submitters, submit_timeout_s=t.submit, stop=stop)
+            await run_batch(
+                backend,
+                make,
+                recs,
+                tracker,
+                progress,
+                jobs=n,
+                submitters=load.submitters,
+                submit_timeout_s=t.submit,
+                stop=stop,
+            )
         else:
             make = _request_factory(pspec, tid, load.count, seed)
             await run_probe(
-                backend, make, recs, tracker, progress, trial_id=tid, operation=load.operation,
-                count=load.count, gap_s=load.gap,
+                backend,
+                make,
+                recs,
+                tracker,
+                progress,
+                trial_id=tid,
+                operation=load.operation,
+                count=load.count,
+                gap_s=load.gap,
                 burst_requests=load.burst.requests if load.burst else None,
                 burst_threads=load.burst.threads if load.burst else [],
-                submit_timeout_s=t.submit, stop=stop,
+                submit_timeout_s=t.submit,
+                stop=stop,
             )
         info["submit_end_ns"] = clock.now_ns()
         submission_done.set()
@@ -192,8 +231,9 @@ async def run_trial(
         observer.trial_progress(progress)
         for c in collectors:
             try:
-                await c.collect(elog, tracker.names, final=True,
-                                settle_s=0.0 if stop.is_set() else t.settle)
+                await c.collect(
+                    elog, tracker.names, final=True, settle_s=0.0 if stop.is_set() else t.settle
+                )
             except Exception as exc:
                 observer.message(f"{tid}: collector {c.describe()} failed: {exc}")
                 info.setdefault("collector_errors", []).append(str(exc)[:500])

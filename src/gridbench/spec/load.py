@@ -44,7 +44,9 @@ def read_spec_text(path: str | Path) -> str:
     if not p.is_file():
         raise SpecError("spec file not found", where=str(p), fix="give the path to a YAML spec")
     if p.stat().st_size > MAX_SPEC_BYTES:
-        raise SpecError("spec file is larger than 1 MiB", where=str(p), fix="a spec is a short file")
+        raise SpecError(
+            "spec file is larger than 1 MiB", where=str(p), fix="a spec is a short file"
+        )
     try:
         return p.read_text(encoding="utf-8")
     except UnicodeDecodeError:

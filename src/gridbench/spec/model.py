@@ -67,7 +67,9 @@ class LoadSpec(_Strict):
     pool: int = Field(default=64, ge=1, le=100_000, description="concurrent submitters")
     max_lateness: Duration = Field(default=5.0, description="later than this: dropped")
     late_threshold: Duration = Field(default=0.1, description="later than this: counted late")
-    agents: int = Field(default=1, ge=1, le=256, description="submitter agents sharing the schedule")
+    agents: int = Field(
+        default=1, ge=1, le=256, description="submitter agents sharing the schedule"
+    )
     # sustain (MAPPER response-time benchmark)
     users: int = Field(default=10, ge=1)
     jobs_per_user: int = Field(default=5, ge=1)
@@ -152,9 +154,9 @@ class ExperimentSpec(_Strict):
     @model_validator(mode="after")
     def _check_size(self) -> ExperimentSpec:
         m = self.load.model
-        if m == "open" and self.load.schedule is None and self.load.ramp is None:
-            if self.trial.duration is None and self.trial.jobs is None:
-                raise ValueError("trial needs a duration or a job count (e.g. trial: {duration: 60s})")
+        open_rate = m == "open" and self.load.schedule is None and self.load.ramp is None
+        if open_rate and self.trial.duration is None and self.trial.jobs is None:
+            raise ValueError("trial needs a duration or a job count (e.g. trial: {duration: 60s})")
         if m == "sustain" and self.trial.duration is None:
             raise ValueError("the sustain model needs trial.duration")
         if m == "batch" and self.load.jobs is None and self.trial.jobs is None:

@@ -137,9 +137,7 @@ def make_plan(spec: ExperimentSpec, data: dict[str, Any], origin: str = "<spec>"
         jobs, seconds = _estimate(pspec)
         points.append(PlannedPoint(i, values, pspec, jobs, seconds, _peak_rate(pspec.load)))
     trials = [
-        PlannedTrial(trial_id(p.index, t), p.index, t)
-        for p in points
-        for t in range(spec.trials)
+        PlannedTrial(trial_id(p.index, t), p.index, t) for p in points for t in range(spec.trials)
     ]
     plan = Plan(spec, points, trials)
     check_safety(plan)

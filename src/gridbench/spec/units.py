@@ -35,7 +35,7 @@ def parse_duration(value: object) -> float:
 
 
 def parse_rate(value: object) -> float:
-    """Jobs per second from a bare number (jobs per MINUTE, the seeds' unit) or 'N/s', 'N/min', 'N/h'."""
+    """Jobs/s from a bare number (jobs per MINUTE, as the seeds) or 'N/s', 'N/min', 'N/h'."""
     if isinstance(value, bool):
         raise ValueError("expected a rate such as 60 (per minute), 2/s or 120/min")
     if isinstance(value, int | float):

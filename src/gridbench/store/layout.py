@@ -39,9 +39,13 @@ def read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ResultsError("file not found", where=str(path), fix="is this a gridbench results directory?") from None
+        raise ResultsError(
+            "file not found", where=str(path), fix="is this a gridbench results directory?"
+        ) from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ResultsError(f"not valid JSON: {exc}", where=str(path), fix="the file is corrupted") from None
+        raise ResultsError(
+            f"not valid JSON: {exc}", where=str(path), fix="the file is corrupted"
+        ) from None
 
 
 def slug(name: str) -> str:
