@@ -22,8 +22,10 @@ from gridbench.analysis.bottleneck import (
     find_bottleneck,
     segment_for_stage,
 )
+from gridbench.analysis.closed import model_summary
 from gridbench.analysis.config import AnalysisConfig, parse_warmup
 from gridbench.analysis.failures import failures_vs_rate
+from gridbench.analysis.growth import sweep_growth
 from gridbench.analysis.knee import PointVerdict, knee
 from gridbench.analysis.repetitions import point_summary
 from gridbench.analysis.thresholds import evaluate_thresholds
@@ -110,6 +112,11 @@ def _point(
         growth = summary["queues"].get(seg or "", {}).get("growth_per_s", {}).get("mean")
         ev = evidence(finding, seg, offered, growth)
         summary["bottleneck_corroborated"] = corroborated(finding, offered, growth)
+    excluded = {e["trial_id"] for e in summary["excluded"]}
+    used = [o for o in objs if o.get("valid") and o.get("trial_id") not in excluded]
+    kinds = [o["model"].get("kind") for o in objs if isinstance(o.get("model"), dict)]
+    if kinds:
+        summary["model"] = model_summary(used, str(kinds[0]))
     return {
         "index": index,
         "point": dict(trials[0].info.point),
@@ -181,6 +188,7 @@ def assemble(
         "knee": knee_obj,
         "bottleneck": experiment_bottleneck(points, chain),
         "failures_vs_rate": failures_vs_rate(points),
+        "growth": sweep_growth(points, results[0].info.load_model if results else None),
         "validity": {
             "valid": not invalid and bool(results),
             "invalid_trials": [t["trial_id"] for t in invalid],

@@ -11,6 +11,7 @@ from numpy.typing import NDArray
 
 from gridbench.analysis import series as ser
 from gridbench.analysis.bottleneck import find_bottleneck
+from gridbench.analysis.closed import adjust_validity, model_metrics
 from gridbench.analysis.config import AnalysisConfig
 from gridbench.analysis.failures import failure_counts, job_counts
 from gridbench.analysis.info import TrialInfo
@@ -158,6 +159,8 @@ def analyze_trial(
     validity = trial_validity(
         info, jt, jobs, latency, durations, cpu, end_stage=end, cfg=cfg.validity
     )
+    model = model_metrics(info.load_model, events, chain)  # closed models only
+    validity = adjust_validity(validity, model)
     ratios = {s: throughput[s]["expected_ratio"] for s in names}
     finding = find_bottleneck(names, ratios, cfg.tolerance)
 
@@ -179,6 +182,8 @@ def analyze_trial(
         "bottleneck": finding.stage if finding else None,
         "background_queue": dict(info.background_queue),
     }
+    if model is not None:
+        metrics["model"] = model
     out_series = None
     if cfg.series:
         out_series = _series(

@@ -56,8 +56,10 @@ async def run_sustain(
 
     async def user(u: int) -> None:
         nonlocal counter
-        rec = recs[u % len(recs)]
+        base = recs[u % len(recs)]
         agent = f"user{u}"
+        # each virtual user is its own submitter agent, so results break down per user
+        rec = Recorder(base.log, base.clock, agent, base.offset)
         rng = random.Random(seed * 1000 + u)
         mine: set[str] = set()
         while not stop.is_set() and time.perf_counter() < deadline:

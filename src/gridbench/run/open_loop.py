@@ -41,7 +41,7 @@ async def submit_one(
 ) -> str | None:
     """Submit one job with submit/submit_ack/failed stamps; return the backend id."""
     job = req.name
-    rec.stamp(job, STAGE_SUBMIT, t_start)
+    rec.stamp(job, STAGE_SUBMIT, t_start, dict(req.attributes) if req.attributes else None)
     progress.submitted += 1
     try:
         async with asyncio.timeout(submit_timeout_s):  # cheaper than wait_for: no extra task
