@@ -117,3 +117,44 @@ def test_analyze_rejects_non_results(tmp_path: Path) -> None:
     p = gb("analyze", str(tmp_path), results=tmp_path / "r")
     no_traceback(p)
     assert p.returncode == 2 and "no results directory" in p.stderr
+
+
+def test_sigterm_stops_cancels_and_finalises(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    from gridbench.events.log import read_events
+
+    spec = tmp_path / "long.yaml"
+    spec.write_text(
+        "name: sigterm\nbackend: {type: local, options: {slots: 8}}\n"
+        "job: {command: [/bin/sleep, '60']}\nload: {model: open, rate: 5/s}\n"
+        "trial: {duration: 60s}\ntrials: 2\ntimeouts: {status_interval: 0.2s}\n"
+    )
+    results = tmp_path / "results"
+    proc = subprocess.Popen(
+        [str(BIN), "run", str(spec)],
+        env=cli_env(results),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    events = None
+    while time.monotonic() < deadline:
+        events = next(results.glob("*/trials/p00-t00/events.csv"), None)
+        if events is not None and events.stat().st_size > 2000:
+            break
+        time.sleep(0.2)
+    assert events is not None
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    ev = read_events(events)
+    acked = ev.filter(ev["stage"] == "submit_ack").height
+    assert acked > 0 and ev.filter(ev["stage"] == "cancelled").height == acked
+    run = events.parent.parent.parent
+    exp = json.loads((run / "experiment.json").read_text())
+    assert exp["status"] == "aborted" and exp["trials_done"] == 1
+    assert (run / "metrics.json").exists()  # what was recorded was analysed

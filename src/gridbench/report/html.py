@@ -35,10 +35,16 @@ from gridbench.report.summary import (
 )
 from gridbench.report.tables import (
     TABLE6_STATS,
+    batch_rows,
     failure_rows,
+    growth_rows,
     latency_rows,
+    model_statements,
     outlier_rows,
+    probe_burst_rows,
+    probe_rows,
     queue_rows,
+    sustain_rows,
     threshold_rows,
     throughput_rows,
     validity_rows,
@@ -164,6 +170,170 @@ def _headline_html(hl: Headline) -> str:
     )
     cls = "headline ok" if verdict_ok else "headline warn"
     return f'<section id="headline" class="{cls}">{"".join(items)}</section>'
+
+
+def _closed_results_html(metrics: Mapping[str, Any]) -> str:
+    """The closed-model result of every point and the growth fits, under the headline."""
+    results = model_statements(metrics)
+    growth = [r["statement"] for r in growth_rows(metrics) if r["statement"]]
+    if not results and not growth:
+        return ""
+    items = [f"<li><strong>{e(label)}</strong>: {e(st)}</li>" for label, st in results]
+    items += [f'<li class="growth"><strong>growth</strong>: {e(st)}</li>' for st in growth]
+    return (
+        '<section id="results" class="headline"><h2>Results</h2>'
+        f'<ul class="results">{"".join(items)}</ul></section>'
+    )
+
+
+def _trial_cell(r: Mapping[str, Any]) -> Any:
+    if r["level"] == "point":
+        return Raw(f"<strong>{e(r['point'] or 'point')} (all trials)</strong>")
+    return str(r["trial_id"]) + ("" if r["valid"] else " (invalid)")
+
+
+def _sustain_html(metrics: Mapping[str, Any]) -> str:
+    rows = sustain_rows(metrics)
+    if not rows:
+        return ""
+    body = [
+        [
+            _trial_cell(r),
+            r["point"],
+            *(Num(e(fmt_s(r[f"submit_{k}_s"]))) for k in ("avg", "min", "max")),
+            *(Num(e(fmt_s(r[f"query_{k}_s"]))) for k in ("avg", "min", "max")),
+            *(r[c] for c in ("done", "canceled", "failed", "exceptions")),
+        ]
+        for r in rows
+    ]
+    return '<h3 id="table-sustain">Sustain: response times</h3>' + _table(
+        [
+            "trial",
+            "point",
+            "submit avg (s)",
+            "submit min (s)",
+            "submit max (s)",
+            "query avg (s)",
+            "query min (s)",
+            "query max (s)",
+            "Done",
+            "Canceled",
+            "Failed",
+            "exceptions",
+        ],
+        body,
+        caption="The MAPPER response-time table: submit_job and query_state call times, "
+        "jobs by end state and exceptions (submit errors and failed queries). Point rows "
+        "pool the jobs of the point's valid trials.",
+        row_classes=["total" if r["level"] == "point" else "" for r in rows],
+    )
+
+
+def _batch_html(metrics: Mapping[str, Any]) -> str:
+    rows = batch_rows(metrics)
+    if not rows:
+        return ""
+    body = [
+        [
+            _trial_cell(r),
+            r["point"],
+            r["submitted"],
+            r["ended"],
+            r["failed"],
+            r["end_stage"],
+            Num(e(fmt_s(r["makespan_s"]))),
+            Num(e(fmt_pm(r["throughput_per_s"], r["throughput_ci95_per_s"])))
+            if r["level"] == "point"
+            else r["throughput_per_s"],
+            r["submit_rate_per_s"],
+        ]
+        for r in rows
+    ]
+    return '<h3 id="table-batch">Batch: throughput</h3>' + _table(
+        [
+            "trial",
+            "point",
+            "submitted",
+            "ended (N)",
+            "failed",
+            "end stage",
+            "makespan (s)",
+            "throughput (jobs/s)",
+            "submit rate (jobs/s)",
+        ],
+        body,
+        caption="The MAPPER throughput benchmark: N ÷ (last end − first submit). Point rows "
+        "give the mean ± 95% CI across the valid trials.",
+        row_classes=["total" if r["level"] == "point" else "" for r in rows],
+    )
+
+
+def _probe_html(metrics: Mapping[str, Any]) -> str:
+    rows = probe_rows(metrics)
+    if not rows:
+        return ""
+    single = _table(
+        ["trial", "point", "operation", "n", "errors", "time (α=0.05)", "below the client"],
+        [
+            [
+                _trial_cell(r),
+                r["point"],
+                r["operation"],
+                r["n"],
+                r["errors"],
+                r["result"] or "–",
+                f"{r['below']} ({r['below_stage']})" if r["below"] else "–",
+            ]
+            for r in rows
+        ],
+        caption="Single operations spaced by a gap: mean ± 95% CI half-width (Student t); "
+        "below the client = from the server's submit stage to the call's return.",
+        row_classes=["total" if r["level"] == "point" else "" for r in rows],
+    )
+    bursts = probe_burst_rows(metrics)
+    burst_table = ""
+    if bursts:
+        burst_table = _table(
+            ["trial", "point", "threads", "requests", "total (s)", "per request (s)", "errors"],
+            [
+                [
+                    _trial_cell(r),
+                    r["point"],
+                    r["threads"],
+                    r["requests"],
+                    r["result"] or Num(e(fmt_s(r["total_s"]))),
+                    Num(e(fmt_s(r["per_request_s"]))),
+                    r["errors"],
+                ]
+                for r in bursts
+            ],
+            caption="Bursts: the time for all requests with k client threads, and per request.",
+        )
+    return f'<h3 id="table-probe">Probe: single-operation overhead</h3>{single}{burst_table}'
+
+
+def _growth_html(metrics: Mapping[str, Any]) -> str:
+    rows = growth_rows(metrics)
+    if not rows:
+        return ""
+    return '<h3 id="table-growth">Growth curves</h3>' + _table(
+        ["parameter", "held fixed", "quantity", "model", "a", "b", "R²", "statement"],
+        [
+            [
+                r["parameter"],
+                r["fixed"],
+                r["quantity"],
+                r["form"],
+                r["a"],
+                r["b"],
+                r["r2"],
+                r["statement"],
+            ]
+            for r in rows
+        ],
+        caption="Least-squares fits of constant, linear, x·ln x and quadratic growth, chosen "
+        "by AIC (the simplest model within 2 of the best).",
+    )
 
 
 def _summary_html(s: EvaluationSummary) -> str:
@@ -490,6 +660,10 @@ def render_html(
     tables = (
         '<section id="tables"><h2>Tables</h2>'
         f'<p class="note">{e(CSV_NOTE)}</p>'
+        + _sustain_html(metrics)
+        + _batch_html(metrics)
+        + _probe_html(metrics)
+        + _growth_html(metrics)
         + _latency_html(metrics)
         + _throughput_html(metrics)
         + _failures_html(metrics)
@@ -507,6 +681,7 @@ def render_html(
         f"<style>{STYLE}</style></head><body>"
         f'<header><h1>{e(hl.experiment)}</h1><p class="meta">{e(meta)}</p></header>'
         f"{_headline_html(hl)}"
+        f"{_closed_results_html(metrics)}"
         f"{_summary_html(summ)}"
         f"{_charts_html(charts, notes)}"
         f"{tables}"

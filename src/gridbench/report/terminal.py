@@ -19,15 +19,21 @@ from gridbench.report.fmt import fmt_count_pm, fmt_pct, fmt_pm, fmt_rate, fmt_s,
 from gridbench.report.model import check_metrics, points, rate_label, throughput_stages
 from gridbench.report.summary import Headline, headline
 from gridbench.report.tables import (
+    batch_rows,
     failure_rows,
+    growth_statements,
     latency_rows,
+    model_statements,
+    probe_burst_rows,
+    probe_rows,
+    sustain_rows,
     threshold_rows,
     throughput_rows,
     validity_rows,
 )
 
 
-def _headline_panel(hl: Headline) -> Panel:
+def _headline_panel(hl: Headline, extra: list[tuple[str, str]] | None = None) -> Panel:
     lines = Text()
     lines.append("Bottleneck: ", style="bold")
     if hl.bottleneck_stage:
@@ -48,6 +54,9 @@ def _headline_panel(hl: Headline) -> Panel:
     if hl.bottleneck_evidence:
         lines.append("\nEvidence: ", style="bold")
         lines.append(hl.bottleneck_evidence)
+    for label, sentence in extra or []:
+        lines.append(f"\n{label}: ", style="bold")
+        lines.append(sentence)
     lines.append("\n")
     lines.append("Validity: ", style="bold")
     if hl.invalid_trials:
@@ -161,6 +170,100 @@ def thresholds_table(metrics: Mapping[str, Any]) -> Table | None:
     return t
 
 
+def _closed_lines(metrics: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Headline lines of the closed models (per point) and of the growth fits."""
+    out = [(f"Result {label}", st) for label, st in model_statements(metrics)]
+    out.extend(("Growth", st) for st in growth_statements(metrics))
+    return out
+
+
+def _row_label(r: Mapping[str, Any]) -> Text:
+    if r["level"] == "point":
+        return Text(f"{r['point'] or 'point'} (all trials)", style="bold")
+    return Text(f"{r['trial_id']}" + ("" if r["valid"] else " (invalid)"))
+
+
+def sustain_table(metrics: Mapping[str, Any]) -> Table | None:
+    """The MAPPER response-time table: submit and query times, job and exception counts."""
+    rows = sustain_rows(metrics)
+    if not rows:
+        return None
+    t = Table(title="Sustain: submit and query times (s), job counts", box=box.SIMPLE_HEAVY)
+    cols = ("Trial", "Point", "Submit avg", "min", "max", "Query avg", "min", "max")
+    for col in (*cols, "Done", "Canceled", "Failed", "Exceptions"):
+        t.add_column(col, justify="left" if col in ("Trial", "Point") else "right")
+    for r in rows:
+        t.add_row(
+            _row_label(r),
+            Text(str(r["point"])),
+            *(fmt_s(r[f"submit_{k}_s"]) for k in ("avg", "min", "max")),
+            *(fmt_s(r[f"query_{k}_s"]) for k in ("avg", "min", "max")),
+            *(fmt_val(r[c]) for c in ("done", "canceled", "failed", "exceptions")),
+        )
+    return t
+
+
+def batch_table(metrics: Mapping[str, Any]) -> Table | None:
+    """The MAPPER throughput table: N, makespan and N ÷ makespan."""
+    rows = batch_rows(metrics)
+    if not rows:
+        return None
+    t = Table(
+        title="Batch: throughput = jobs ended ÷ (last end − first submit)", box=box.SIMPLE_HEAVY
+    )
+    for col in ("Trial", "Point", "Ended", "Failed", "Makespan (s)", "Jobs/s", "Submit rate/s"):
+        t.add_column(col, justify="left" if col in ("Trial", "Point") else "right")
+    for r in rows:
+        tp = r["throughput_per_s"]
+        t.add_row(
+            _row_label(r),
+            Text(str(r["point"])),
+            fmt_val(r["ended"]),
+            fmt_val(r["failed"]),
+            fmt_s(r["makespan_s"]),
+            fmt_pm(tp, r["throughput_ci95_per_s"]) if r["level"] == "point" else fmt_val(tp),
+            fmt_val(r["submit_rate_per_s"]),
+        )
+    return t
+
+
+def probe_table(metrics: Mapping[str, Any]) -> Table | None:
+    """Single-operation overhead in the seed's form, and the bursts."""
+    rows = probe_rows(metrics)
+    if not rows:
+        return None
+    t = Table(title="Probe: single operations, mean ± 95% CI half-width", box=box.SIMPLE_HEAVY)
+    for col in ("Trial", "Point", "Operation", "n", "Errors", "Time", "Below the client"):
+        t.add_column(col, justify="right" if col in ("n", "Errors") else "left")
+    for r in rows:
+        below = f"{r['below']} ({r['below_stage']})" if r["below"] else "–"
+        t.add_row(
+            _row_label(r),
+            Text(str(r["point"])),
+            Text(str(r["operation"])),
+            fmt_val(r["n"]),
+            fmt_val(r["errors"]),
+            Text(str(r["result"]) or "–"),
+            Text(below),
+        )
+    bursts = probe_burst_rows(metrics)
+    if bursts:
+        t.add_section()
+        for r in bursts:
+            total = r["result"] or (f"{fmt_s(r['total_s'])} s" if r["total_s"] is not None else "–")
+            each = fmt_s(r["per_request_s"])
+            t.add_row(
+                _row_label(r),
+                Text(str(r["point"])),
+                Text(f"burst, {fmt_val(r['threads'])} thread(s)"),
+                fmt_val(r["requests"]),
+                fmt_val(r["errors"]),
+                Text(f"{total} in all, {each} s per request"),
+                Text("–"),
+            )
+    return t
+
+
 def validity_warnings(metrics: Mapping[str, Any]) -> Text | None:
     """Invalid trials in red with their reasons; other trial warnings in yellow, one line
     per kind of warning listing the trials."""
@@ -191,7 +294,11 @@ def render_summary(metrics: Mapping[str, Any], console: Console) -> None:
     """Print the experiment summary: headline, Table 6, throughput, failures, thresholds,
     validity warnings."""
     check_metrics(metrics)
-    parts: list[Any] = [_headline_panel(headline(metrics)), latency_table(metrics)]
+    parts: list[Any] = [_headline_panel(headline(metrics), _closed_lines(metrics))]
+    for closed in (sustain_table(metrics), batch_table(metrics), probe_table(metrics)):
+        if closed is not None:
+            parts.append(closed)
+    parts.append(latency_table(metrics))
     parts.append(throughput_table(metrics))
     for extra in (failures_table(metrics), thresholds_table(metrics)):
         if extra is not None:

@@ -11,9 +11,10 @@ from typing import Any
 
 from gridbench.backends.base import Backend
 from gridbench.backends.registry import create_backend
-from gridbench.errors import BackendError
+from gridbench.errors import BackendError, GridbenchError
 from gridbench.events.clock import AnchoredClock
 from gridbench.run.collect import Collector
+from gridbench.run.collectors import build_collectors
 from gridbench.run.observer import NullObserver, Observer
 from gridbench.run.trial import TrialOutcome, run_trial
 from gridbench.spec.load import dump_yaml
@@ -95,11 +96,9 @@ class ExperimentRunner:
         info = getattr(backend, "runtime_info", None)
         if info is not None:
             run.update_experiment(backend_runtime=info())
-        from gridbench.run.collectors import build_collectors
-
-        collectors: list[Collector] = build_collectors(spec, backend)
         clock = AnchoredClock()
         try:
+            collectors: list[Collector] = build_collectors(spec, backend)
             for planned in self.plan.trials:
                 if self.stop.is_set():
                     outcome.status = "aborted"
@@ -130,6 +129,9 @@ class ExperimentRunner:
                     await c.finish(run.path, 0.0 if self.stop.is_set() else spec.timeouts.settle)
                 except Exception as exc:
                     self.observer.message(f"collector {c.describe()} failed: {exc}")
+        except GridbenchError as exc:
+            outcome.status, outcome.error = "failed", str(exc)
+            raise
         finally:
             try:
                 await backend.close()
