@@ -148,7 +148,7 @@ def test_sigterm_stops_cancels_and_finalises(tmp_path: Path) -> None:
         time.sleep(0.2)
     assert events is not None
     proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=60)
+    _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "Traceback" not in err
     ev = read_events(events)
