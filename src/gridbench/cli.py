@@ -498,6 +498,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         err_console.print("[yellow]interrupted[/]")
         return EXIT_INTERRUPTED
+    except Exception as exc:  # a bug of ours: one line, the trace only on request
+        if args.verbose:
+            raise
+        err_console.print(
+            f"[red]internal error[/]: {_escape(f'{type(exc).__name__}: {exc}')}\n"
+            "  fix: re-run with -v for the traceback and report it; recorded results are kept "
+            "and can be re-analysed with 'gridbench analyze'"
+        )
+        return EXIT_INPUT
 
 
 def _escape(text: str) -> str:

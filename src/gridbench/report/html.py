@@ -144,13 +144,20 @@ def _badge(ok: bool, yes: str = "PASS", no: str = "FAIL") -> Raw:
 
 def _headline_html(hl: Headline) -> str:
     verdict_ok = hl.valid and not hl.invalid_trials and not hl.thresholds_failed
-    items = [
-        f'<p class="bottleneck"><strong>{e(hl.bottleneck_statement)}</strong></p>',
-        f'<p class="knee">{e(hl.knee_statement)}</p>',
-        "<p>Highest sustained rate: "
-        f"<strong>{e(fmt_rate(hl.highest_sustained_rate))}</strong>; {e(hl.capacity_text())}.</p>",
-    ]
-    if hl.bottleneck_evidence:
+    if hl.rate_based:
+        items = [
+            f'<p class="bottleneck"><strong>{e(hl.bottleneck_statement)}</strong></p>',
+            f'<p class="knee">{e(hl.knee_statement)}</p>',
+            "<p>Highest sustained rate: "
+            f"<strong>{e(fmt_rate(hl.highest_sustained_rate))}</strong>; "
+            f"{e(hl.capacity_text())}.</p>",
+        ]
+    else:
+        items = [
+            f"<p>Load model <strong>{e(hl.load_model)}</strong> (closed loop): no offered rate, "
+            "so no knee or bottleneck ratio; see Results.</p>"
+        ]
+    if hl.rate_based and hl.bottleneck_evidence:
         items.append(f'<p class="evidence">Evidence: {e(hl.bottleneck_evidence)}</p>')
     if hl.invalid_trials:
         items.append(

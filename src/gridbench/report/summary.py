@@ -48,6 +48,10 @@ class Headline:
     thresholds_passed: int
     thresholds_failed: int
 
+    #: closed-loop models have no offered rate, hence no knee or bottleneck ratio
+    rate_based: bool = True
+    load_model: str = "open"
+
     def capacity_text(self) -> str:
         """'capacity 0.7/s (42/min), 95% CI 0.66–0.74/s' or a note that it is unknown."""
         if self.capacity is None:
@@ -109,6 +113,8 @@ def headline(metrics: Mapping[str, Any]) -> Headline:
     passed = sum(1 for t in ths if t["passed"])
     return Headline(
         experiment=str(metrics.get("experiment") or "experiment"),
+        load_model=str(metrics.get("load_model") or "open"),
+        rate_based=str(metrics.get("load_model") or "open") == "open",
         bottleneck_stage=stage,
         bottleneck_label=chain.stage_label(stage) if stage else None,
         bottleneck_segment=seg,

@@ -35,8 +35,17 @@ from gridbench.report.tables import (
 
 def _headline_panel(hl: Headline, extra: list[tuple[str, str]] | None = None) -> Panel:
     lines = Text()
-    lines.append("Bottleneck: ", style="bold")
-    if hl.bottleneck_stage:
+    if not hl.rate_based:
+        lines.append("Load model: ", style="bold")
+        lines.append(f"{hl.load_model} (closed loop: no offered rate, so no knee or bottleneck)")
+        for label, sentence in extra or []:
+            lines.append(f"\n{label}: ", style="bold")
+            lines.append(sentence)
+        extra = []
+    lines.append("Bottleneck: " if hl.rate_based else "", style="bold")
+    if not hl.rate_based:
+        pass
+    elif hl.bottleneck_stage:
         lines.append(hl.bottleneck_stage, style="bold red")
         if hl.bottleneck_label and hl.bottleneck_label != hl.bottleneck_stage:
             lines.append(f" ({hl.bottleneck_label})")
@@ -44,14 +53,15 @@ def _headline_panel(hl: Headline, extra: list[tuple[str, str]] | None = None) ->
             lines.append(f" from {fmt_rate(hl.bottleneck_from_rate)}")
     else:
         lines.append("none found", style="green")
-    lines.append("\n")
-    lines.append("Knee: ", style="bold")
-    lines.append(hl.knee_statement)
-    lines.append("\n")
-    lines.append("Highest sustained rate: ", style="bold")
-    lines.append(fmt_rate(hl.highest_sustained_rate))
-    lines.append(f"; {hl.capacity_text()}")
-    if hl.bottleneck_evidence:
+    if hl.rate_based:
+        lines.append("\n")
+        lines.append("Knee: ", style="bold")
+        lines.append(hl.knee_statement)
+        lines.append("\n")
+        lines.append("Highest sustained rate: ", style="bold")
+        lines.append(fmt_rate(hl.highest_sustained_rate))
+        lines.append(f"; {hl.capacity_text()}")
+    if hl.rate_based and hl.bottleneck_evidence:
         lines.append("\nEvidence: ", style="bold")
         lines.append(hl.bottleneck_evidence)
     for label, sentence in extra or []:
