@@ -31,6 +31,7 @@ from gridbench.analysis.repetitions import point_summary
 from gridbench.analysis.thresholds import evaluate_thresholds
 from gridbench.analysis.trial import TrialResult, analyze_trial
 from gridbench.backends.base import StageChain
+from gridbench.store.layout import write_json
 
 SCHEMA = "gridbench.metrics/1"
 
@@ -63,7 +64,7 @@ def analyze_run(
         res = analyze_trial(info, events, load.read_resources(d), cfg)
         del events
         if write and res.series is not None:
-            load.write_json(d / load.SERIES_FILE, res.series)
+            write_json(d / load.SERIES_FILE, res.series)
         results.append(TrialResult(res.info, res.metrics, None))
     exp = load.read_experiment(run)
     name = str(exp.get("name") or spec.get("name") or run.name)
@@ -76,7 +77,7 @@ def analyze_run(
 
 def write_metrics(run_dir: str | Path, metrics: Mapping[str, Any]) -> Path:
     """Write RUN/metrics.json atomically."""
-    return load.write_json(Path(run_dir) / load.METRICS_FILE, metrics, indent=1)
+    return write_json(Path(run_dir) / load.METRICS_FILE, metrics, indent=1)
 
 
 def _replace(

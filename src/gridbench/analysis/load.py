@@ -7,18 +7,16 @@ resources.csv}; analysis writes RUN/metrics.json and RUN/trials/<id>/series.json
 from __future__ import annotations
 
 import json
-import math
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import polars as pl
 
 from gridbench.analysis.info import TrialInfo
 from gridbench.errors import GridbenchError, ResultsError
 from gridbench.events.log import EVENTS_FILE, empty_events, read_events
+from gridbench.store.layout import read_json
 
 TRIALS_DIR = "trials"
 TRIAL_FILE = "trial.json"
@@ -31,23 +29,6 @@ RESOURCES_SCHEMA = {
     "rss_bytes": pl.Int64,
     "children": pl.Int64,
 }
-
-
-def read_json(path: Path) -> Any:
-    """A JSON file, or ResultsError naming the file, the line and the fix."""
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ResultsError(
-            "file not found", where=str(path), fix="check the results directory path"
-        ) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        line = getattr(exc, "lineno", None)
-        raise ResultsError(
-            f"not valid JSON: {exc}",
-            where=f"{path}:{line}" if line else str(path),
-            fix="the file may be truncated; re-run the trial or repair it",
-        ) from None
 
 
 def trial_dirs(run_dir: Path) -> list[Path]:
@@ -120,28 +101,3 @@ def read_spec_settings(run_dir: Path) -> dict[str, Any]:
         return {}
     plain = json.loads(json.dumps(root, default=str))
     return {k: plain[k] for k in ("name", "thresholds", "warmup") if k in plain}
-
-
-def clean(obj: Any) -> Any:
-    """JSON-safe copy: non-finite floats become null, numpy scalars Python ones, tuples lists."""
-    if isinstance(obj, np.generic):
-        obj = obj.item()
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, Mapping):
-        return {str(k): clean(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [clean(v) for v in obj]
-    return obj
-
-
-def write_json(path: Path, obj: Any, *, indent: int | None = None) -> Path:
-    """Write JSON atomically (temp file + rename), so readers never see half a file."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        seps = (",", ":") if indent is None else (",", ": ")
-        json.dump(clean(obj), fh, allow_nan=False, indent=indent, separators=seps)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-    return path

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from gridbench.errors import ResultsError
-from gridbench.report.html import write_text_atomic
 from gridbench.report.model import check_metrics
 from gridbench.report.tables import Row, all_tables, as_frame
+from gridbench.store.layout import write_text_atomic
 
 REPORT_SCHEMA = "gridbench.report/1"
 

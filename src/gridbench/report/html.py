@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import functools
 import html
-import os
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -49,6 +47,7 @@ from gridbench.report.tables import (
     throughput_rows,
     validity_rows,
 )
+from gridbench.store.layout import write_text_atomic
 
 #: URL prefixes inside the plotly.js bundle that only map/geo traces (never used here)
 #: would fetch; rewritten so the offline file names no CDN at all.
@@ -698,19 +697,6 @@ def render_html(
         f"<script>{GLUE_JS}</script>"
         "</body></html>\n"
     )
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file, so readers never see half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def write_html_report(

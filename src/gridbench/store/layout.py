@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from gridbench.errors import ResultsError
 
@@ -21,21 +25,42 @@ def default_root() -> Path:
     return Path(os.environ.get(DEFAULT_ROOT_ENV, "results"))
 
 
-def write_json(path: Path, data: Any) -> None:
-    """Write JSON atomically (temp file + rename), so a crash never leaves half a file."""
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` through a temporary file and a rename, so readers never see half."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=1, default=str)
-            fh.write("\n")
+            fh.write(text)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
 
 
+def json_safe(obj: Any) -> Any:
+    """JSON-safe copy: non-finite floats become null, numpy scalars Python ones, tuples lists."""
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, Mapping):
+        return {str(k): json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [json_safe(v) for v in obj]
+    return obj
+
+
+def write_json(path: Path, data: Any, *, indent: int | None = 1) -> Path:
+    """Write JSON atomically; NaN and infinities are written as null."""
+    seps = (",", ":") if indent is None else (",", ": ")
+    text = json.dumps(json_safe(data), indent=indent, separators=seps, allow_nan=False, default=str)
+    write_text_atomic(path, text + "\n")
+    return path
+
+
 def read_json(path: Path) -> Any:
+    """A JSON file, or ResultsError naming the file, the line and the fix."""
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -43,8 +68,11 @@ def read_json(path: Path) -> Any:
             "file not found", where=str(path), fix="is this a gridbench results directory?"
         ) from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        line = getattr(exc, "lineno", None)
         raise ResultsError(
-            f"not valid JSON: {exc}", where=str(path), fix="the file is corrupted"
+            f"not valid JSON: {exc}",
+            where=f"{path}:{line}" if line else str(path),
+            fix="the file may be truncated; re-run the trial or repair it",
         ) from None
 
 
