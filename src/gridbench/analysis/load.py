@@ -52,12 +52,16 @@ def read_trial_info(trial_dir: Path) -> TrialInfo:
     return TrialInfo.from_dict(data, where=str(path))
 
 
+ANALYSIS_COLUMNS = ("job", "stage", "t_ns", "precision_ns", "agent", "clock_offset_ns", "attrs")
+
+
 def read_trial_events(trial_dir: Path) -> pl.DataFrame:
     """The trial's event log (empty when the trial recorded nothing yet)."""
     path = trial_dir / EVENTS_FILE
     if not path.exists():
-        return empty_events()
-    return read_events(path)
+        return empty_events().select(ANALYSIS_COLUMNS)
+    # the analysis never looks at the source column: not reading it saves memory
+    return read_events(path, columns=ANALYSIS_COLUMNS)
 
 
 def read_resources(trial_dir: Path) -> pl.DataFrame | None:

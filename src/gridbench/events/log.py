@@ -12,7 +12,7 @@ import csv
 import io
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -110,10 +110,13 @@ def empty_events() -> pl.DataFrame:
     return pl.DataFrame(schema=EVENT_SCHEMA)
 
 
-def read_events(path: str | os.PathLike[str]) -> pl.DataFrame:
+def read_events(
+    path: str | os.PathLike[str], *, columns: Sequence[str] | None = None
+) -> pl.DataFrame:
     """Read one event log into a DataFrame with :data:`EVENT_SCHEMA`.
 
-    Tolerates a torn final line and a missing file body (header only).
+    Tolerates a torn final line and a missing file body (header only). ``columns`` reads
+    only those (memory: the job and stage strings dominate a large log).
     """
     p = Path(path)
     if not p.exists():
@@ -122,7 +125,7 @@ def read_events(path: str | os.PathLike[str]) -> pl.DataFrame:
         )
     size = p.stat().st_size
     if size == 0:
-        return empty_events()
+        return empty_events().select(columns) if columns is not None else empty_events()
     with open(p, "rb") as fh:
         fh.seek(max(0, size - 1))
         complete = fh.read(1) == b"\n"
@@ -136,6 +139,7 @@ def read_events(path: str | os.PathLike[str]) -> pl.DataFrame:
             source,
             schema=EVENT_SCHEMA,
             has_header=True,
+            columns=list(columns) if columns is not None else None,
         )
     except (pl.exceptions.ComputeError, pl.exceptions.NoDataError) as exc:
         raise ResultsError(
