@@ -158,3 +158,23 @@ def test_sigterm_stops_cancels_and_finalises(tmp_path: Path) -> None:
     exp = json.loads((run / "experiment.json").read_text())
     assert exp["status"] == "aborted" and exp["trials_done"] == 1
     assert (run / "metrics.json").exists()  # what was recorded was analysed
+
+
+def test_check_reports_each_step(tmp_path: Path) -> None:
+    spec = tmp_path / "good.yaml"
+    spec.write_text(GOOD.replace("{type: noop, options: {runtime_s: 0.1}}",
+                                 "{type: reference, options: {preset: batched}}")
+                    + "collectors: [{type: edgi}]\n")  # fmt: skip
+    p = gb("check", str(spec), results=tmp_path)
+    no_traceback(p)
+    assert p.returncode == 0, p.stdout
+    for step in ("backend options", "connect", "submit one job", "collectors"):
+        assert step in p.stdout
+    assert "FAILED" not in p.stdout
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(GOOD.replace("{type: noop, options: {runtime_s: 0.1}}",
+                                "{type: local}").replace("rate: 20/s}", "rate: 20/s}\njob: "
+                                "{command: [/nonexistent/binary]}"))  # fmt: skip
+    p = gb("check", str(bad), results=tmp_path)
+    no_traceback(p)
+    assert p.returncode == 3 and "FAILED" in p.stdout and "ended failed" in p.stdout

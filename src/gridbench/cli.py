@@ -267,6 +267,23 @@ def cmd_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    from gridbench.run.check import check  # noqa: PLC0415
+    from gridbench.spec import load_spec  # noqa: PLC0415
+
+    spec, _ = load_spec(args.spec, args.set)
+    steps = asyncio.run(check(spec, job_timeout_s=args.timeout))
+    t = Table(title=f"connectivity check: {spec.backend.type}")
+    for col in ("step", "result", "detail", "fix"):
+        t.add_column(col)
+    for s in steps:
+        t.add_row(
+            s.name, "[green]ok[/]" if s.ok else "[red]FAILED[/]", _escape(s.detail), _escape(s.fix)
+        )
+    console.print(t)
+    return EXIT_OK if all(s.ok for s in steps) else EXIT_BACKEND
+
+
 def cmd_cleanup(args: argparse.Namespace) -> int:
     from gridbench.run.cleanup import cleanup_run, find_outstanding
     from gridbench.store.catalogue import resolve_run
@@ -433,6 +450,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run", help="results directory, run id, or 'latest'")
     _results_arg(p)
     p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("check", help="check the backend answers and one tiny job runs end to end")
+    _spec_args(p)
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the job")
+    p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("cleanup", help="cancel jobs a crashed or killed run left behind")
     p.add_argument("run", help="results directory, run id, or 'latest'")

@@ -58,6 +58,10 @@ class EdgiCollector:
         c._chain_last(backend.stage_chain().names())
         return c
 
+    async def probe(self) -> None:
+        """List the sources once (raises IngestError with the URL and a fix when unreachable)."""
+        await self._rc.apoll(None, final=False)
+
     def describe(self) -> str:
         return f"edgi({', '.join(self.sources)})"
 

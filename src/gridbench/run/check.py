@@ -1,0 +1,116 @@
+"""``gridbench check``: does the backend answer, and does one tiny job run end to end?
+
+EBench's "test connectivity" button, as steps that each say what failed and the fix.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+
+from gridbench.backends.base import Backend, JobRequest, JobState
+from gridbench.backends.registry import create_backend
+from gridbench.errors import GridbenchError
+from gridbench.run.collectors import build_collectors
+from gridbench.spec.model import ExperimentSpec
+
+
+@dataclass
+class Step:
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+    seconds: float = 0.0
+
+
+async def _job_round_trip(backend: Backend, spec: ExperimentSpec, timeout_s: float) -> Step:
+    t0 = time.perf_counter()
+    req = JobRequest("gridbench-check", tuple(spec.job.command), spec.job.runtime or 0.0)
+    try:
+        bid = await asyncio.wait_for(backend.submit(req), spec.timeouts.submit)
+    except Exception as exc:
+        return Step(
+            "submit one job",
+            False,
+            f"{type(exc).__name__}: {exc}",
+            "check the job section and the submit command/credentials",
+        )
+    deadline = time.perf_counter() + timeout_s
+    state = JobState.UNKNOWN
+    while time.perf_counter() < deadline:
+        st = (await backend.status([bid])).get(bid)
+        state = st.state if st else JobState.UNKNOWN
+        if state.terminal:
+            break
+        await asyncio.sleep(min(spec.timeouts.status_interval, 1.0))
+    took = time.perf_counter() - t0
+    if state is JobState.DONE:
+        return Step("submit one job", True, f"job {bid} done in {took:.2f}s", seconds=took)
+    if not state.terminal:
+        await backend.cancel([bid])
+        return Step(
+            "submit one job",
+            False,
+            f"job {bid} still {state.value} after {timeout_s:g}s (cancelled)",
+            "is the queue full or the job stuck? raise --timeout",
+            took,
+        )
+    return Step(
+        "submit one job",
+        False,
+        f"job {bid} ended {state.value}",
+        "check job.command and the backend's log",
+        took,
+    )
+
+
+async def check(spec: ExperimentSpec, *, job_timeout_s: float = 60.0) -> list[Step]:
+    """Run the connectivity steps; stop at the first one that fails."""
+    steps: list[Step] = []
+    try:
+        backend = create_backend(spec.backend.type, spec.backend.options)
+    except GridbenchError as exc:
+        return [Step("backend options", False, exc.message, exc.fix or "")]
+    steps.append(Step("backend options", True, f"{spec.backend.type}: options valid"))
+    t0 = time.perf_counter()
+    try:
+        await backend.open()
+    except GridbenchError as exc:
+        steps.append(Step("connect", False, str(exc.message), exc.fix or ""))
+        return steps
+    except Exception as exc:
+        steps.append(
+            Step("connect", False, f"{type(exc).__name__}: {exc}", "check the backend options")
+        )
+        return steps
+    try:
+        steps.append(
+            Step(
+                "connect",
+                True,
+                f"backend answered; stages: {' -> '.join(backend.stage_chain().names())}",
+                seconds=time.perf_counter() - t0,
+            )
+        )
+        steps.append(await _job_round_trip(backend, spec, job_timeout_s))
+        if steps[-1].ok and spec.collectors:
+            steps.append(await _collectors(spec, backend))
+    finally:
+        await backend.close()
+    return steps
+
+
+async def _collectors(spec: ExperimentSpec, backend: Backend) -> Step:
+    try:
+        cols = build_collectors(spec, backend)
+        for c in cols:
+            poll = getattr(c, "probe", None)
+            if poll is not None:
+                await poll()
+    except GridbenchError as exc:
+        return Step("collectors", False, exc.message, exc.fix or "check collectors[].reports")
+    except Exception as exc:
+        return Step("collectors", False, str(exc), "check collectors[].reports URLs")
+    return Step("collectors", True, ", ".join(c.describe() for c in cols))
