@@ -268,8 +268,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from gridbench.run.check import check  # noqa: PLC0415
-    from gridbench.spec import load_spec  # noqa: PLC0415
+    from gridbench.run.check import check
+    from gridbench.spec import load_spec
 
     spec, _ = load_spec(args.spec, args.set)
     steps = asyncio.run(check(spec, job_timeout_s=args.timeout))
