@@ -115,3 +115,63 @@ def test_kill_9_then_analyze_and_cleanup(tmp_path: Path) -> None:
     finally:
         if psutil.pid_exists(grid_pid):
             os.kill(grid_pid, signal.SIGKILL)
+
+
+def test_kill_9_local_jobs_are_stopped_by_cleanup(tmp_path: Path) -> None:
+    spec = tmp_path / "local.yaml"
+    spec.write_text(
+        "name: crash-local\nbackend: {type: local, options: {slots: 3}}\n"
+        "job: {command: [/bin/sleep, '57.5']}\nload: {model: open, rate: 10/s}\n"
+        "trial: {duration: 30s}\ntimeouts: {status_interval: 0.2s}\n"
+    )
+    results = tmp_path / "results"
+    env = cli_env(results)
+    proc = subprocess.Popen([str(BIN), "run", str(spec)], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    try:
+        events = _wait_for(lambda: next(results.glob("*/trials/p00-t00/events.csv"), None), 30,
+                           "events")  # fmt: skip
+        _wait_for(lambda: read_events(events).filter(pl.col("stage") == "local_start").height
+                  >= 3, 30, "three running jobs")  # fmt: skip
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    starts = read_events(events).filter(pl.col("stage") == "local_start")
+    pids = [int(p) for p in starts["attrs"].str.json_path_match("$.pid").to_list()]
+    assert all(psutil.pid_exists(p) for p in pids), "jobs run in their own session"
+    run = events.parent.parent.parent
+    try:
+        c = subprocess.run([str(BIN), "cleanup", str(run)], env=env, capture_output=True,
+                           text=True, timeout=60)  # fmt: skip
+        assert c.returncode == 0, c.stderr
+
+        def all_gone() -> bool:
+            alive = [p for p in pids if psutil.pid_exists(p)]
+            return all(psutil.Process(p).status() == psutil.STATUS_ZOMBIE for p in alive)
+
+        _wait_for(all_gone, 15, "jobs stopped")
+    finally:
+        for p in pids:
+            if psutil.pid_exists(p):
+                os.kill(p, signal.SIGKILL)
+
+
+def test_cleanup_refuses_a_live_run(tmp_path: Path) -> None:
+    spec = tmp_path / "live.yaml"
+    spec.write_text(SPEC.replace("name: crash", "name: live"))
+    results = tmp_path / "results"
+    env = cli_env(results)
+    proc = subprocess.Popen([str(BIN), "run", str(spec), "--yes"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        exp_file = _wait_for(lambda: next(results.glob("*/experiment.json"), None), 30, "run")
+        _wait_for(lambda: json.loads(exp_file.read_text()).get("runner"), 30, "runner record")
+        c = subprocess.run([str(BIN), "cleanup", str(exp_file.parent)], env=env,
+                           capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert c.returncode == 2 and "still in progress" in c.stderr and "--force" in c.stderr
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+    assert proc.returncode == 130

@@ -95,7 +95,34 @@ timeouts: {status_interval: 0.1s, drain: 0.5s}
     ev = events(out)
     kinds = ev.filter(pl.col("stage") == "failed")["attrs"].str.json_path_match("$.kind")
     assert (kinds == "submit_rejected").sum() == 5
-    assert (kinds == "lost").sum() == 5  # accepted but never ended before the drain time-out
+    # accepted but not ended by the drain time-out: cancelled, never left on the backend
+    assert stage_counts(ev)["cancelled"] == 5
+    assert (kinds == "lost").sum() == 0
+
+
+def test_without_cancel_on_abort_leftovers_are_lost_and_cleanup_finds_them(
+    tmp_path: Path,
+) -> None:
+    from gridbench.run.cleanup import outstanding_jobs
+
+    out = run_spec(
+        """
+name: lost
+backend: {type: noop, options: {runtime_s: 30}}
+load: {model: open, rate: 20/s}
+trial: {duration: 5s}
+timeouts: {status_interval: 0.1s, drain: 0.3s}
+safety: {cancel_on_abort: false}
+""",
+        tmp_path,
+        abort_after=0.5,
+    )
+    ev = events(out)
+    kinds = ev.filter(pl.col("stage") == "failed")["attrs"].str.json_path_match("$.kind")
+    acked = stage_counts(ev)["submit_ack"]
+    assert acked >= 5 and (kinds == "lost").sum() == acked
+    assert "cancelled" not in stage_counts(ev)
+    assert outstanding_jobs(ev).height == acked  # lost jobs are left for cleanup
 
 
 def test_sustain_keeps_n_jobs_per_user(tmp_path: Path) -> None:

@@ -292,7 +292,7 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
     todo = find_outstanding(run)
     n = sum(df.height for df in todo.values())
     console.print(f"{run.path}: {n} outstanding jobs in {len(todo)} trials")
-    report = asyncio.run(cleanup_run(run, dry_run=args.dry_run))
+    report = asyncio.run(cleanup_run(run, dry_run=args.dry_run, force=args.force))
     if args.dry_run:
         console.print("[dim]dry run: nothing was cancelled[/]")
         return EXIT_OK
@@ -460,6 +460,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run", help="results directory, run id, or 'latest'")
     _results_arg(p)
     p.add_argument("--dry-run", action="store_true", help="only count outstanding jobs")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="clean up even though the run's process still seems alive",
+    )
     p.set_defaults(func=cmd_cleanup)
 
     p = sub.add_parser("ingest", help="import foreign events into a results directory")

@@ -91,7 +91,16 @@ class LocalBackend:
         return None
 
     async def close(self) -> None:
-        await self.cancel(list(self._jobs))
+        await self.cancel([b for b, j in self._jobs.items() if not j.state.terminal])
+        # give SIGTERM a moment, then make sure nothing outlives us
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 5.0
+        while self._running and loop.time() < deadline:
+            await asyncio.sleep(0.05)
+        for j in self._jobs.values():
+            if j.proc is not None and j.proc.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(j.proc.pid, signal.SIGKILL)
         for t in list(self._tasks):
             t.cancel()
 
@@ -135,11 +144,15 @@ class LocalBackend:
                 self._stamp(bid, "local_end", {"status": "failed"})
                 return
             job.proc, job.state = proc, JobState.RUNNING
-            self._stamp(bid, "local_start")
+            self._stamp(bid, "local_start", {"pid": proc.pid})
             assert proc.stdout is not None
-            out = await proc.stdout.read(OUTPUT_LIMIT)
-            while await proc.stdout.read(65536):
-                pass  # drain beyond the limit so the child never blocks
+            chunks: list[bytes] = []
+            kept = 0
+            while chunk := await proc.stdout.read(65536):
+                if kept < OUTPUT_LIMIT:  # keep the first 64 KiB; drain the rest
+                    chunks.append(chunk[: OUTPUT_LIMIT - kept])
+                    kept += len(chunks[-1])
+            out = b"".join(chunks)
             code = await proc.wait()
             job.output, job.exit_code = out, code
             if job.state is not JobState.CANCELLED:
@@ -165,14 +178,41 @@ class LocalBackend:
         return out
 
     async def cancel(self, ids: Sequence[str]) -> None:
+        unknown = [i for i in ids if i not in self._jobs]
+        if unknown:
+            raise BackendError(
+                f"{len(unknown)} job(s) were started by another gridbench process, e.g. "
+                f"{unknown[0]!r}",
+                where="local backend",
+                fix="local jobs of a crashed run are stopped by 'gridbench cleanup', "
+                "which finds their process ids in the event log",
+            )
         for i in ids:
-            j = self._jobs.get(i)
-            if j is None or j.state.terminal:
+            j = self._jobs[i]
+            if j.state.terminal:
                 continue
             j.state = JobState.CANCELLED
             if j.proc is not None and j.proc.returncode is None:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(j.proc.pid, signal.SIGTERM)
+
+    @staticmethod
+    def stop_orphans(pids: Sequence[int]) -> list[int]:
+        """Stop the process groups of a crashed run's jobs; return the pids stopped.
+
+        Jobs run in their own session (pid == session id), which is checked first, so a
+        reused pid of an unrelated process is left alone.
+        """
+        stopped = []
+        for pid in pids:
+            try:
+                if os.getsid(pid) != pid:
+                    continue
+                os.killpg(pid, signal.SIGTERM)
+            except (ProcessLookupError, PermissionError):
+                continue
+            stopped.append(pid)
+        return stopped
 
     async def fetch_output(self, backend_id: str) -> bytes:
         j = self._jobs.get(backend_id)

@@ -158,6 +158,9 @@ class ReferenceBackend:
                 stdout=asyncio.subprocess.PIPE,
                 stderr=errfile,
                 stdin=asyncio.subprocess.DEVNULL,
+                # own session: a terminal's Ctrl-C must reach gridbench only, which then
+                # still needs the grid to cancel outstanding jobs
+                start_new_session=True,
             )
         self._proc = proc
         resources.exclude_pid(proc.pid)

@@ -31,6 +31,7 @@ class EventLog:
     def __init__(self, path: str | os.PathLike[str], *, batch_size: int = 256) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        _drop_torn_tail(self.path)
         new = not self.path.exists() or self.path.stat().st_size == 0
         self._fh = open(self.path, "a", encoding="utf-8", newline="")  # noqa: SIM115
         self._writer = csv.writer(self._fh, lineterminator="\n")
@@ -104,6 +105,28 @@ class EventLog:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _drop_torn_tail(path: Path) -> None:
+    """Cut a torn last line (a writer killed mid-line) before appending after it.
+
+    Readers ignore that fragment anyway; gluing a new row onto it would corrupt both.
+    """
+    if not path.exists():
+        return
+    size = path.stat().st_size
+    if size == 0:
+        return
+    with open(path, "rb+") as fh:
+        fh.seek(size - 1)
+        if fh.read(1) == b"\n":
+            return
+        # scan back for the last complete line (rows are short; read a bounded tail)
+        start = max(0, size - 1024 * 1024)
+        fh.seek(start)
+        tail = fh.read()
+        cut = tail.rfind(b"\n")
+        fh.truncate(start + cut + 1 if cut >= 0 else start)
 
 
 def empty_events() -> pl.DataFrame:

@@ -12,9 +12,11 @@ import polars as pl
 import psutil
 
 from gridbench.backends.registry import create_backend
+from gridbench.errors import GridbenchError
 from gridbench.events.clock import AnchoredClock
 from gridbench.events.log import EVENTS_FILE, EventLog, read_events
 from gridbench.events.model import (
+    FAIL_LOST,
     STAGE_CANCELLED,
     STAGE_CLIENT_DONE,
     STAGE_FAILED,
@@ -25,12 +27,19 @@ from gridbench.store.layout import RunDir, now_iso, read_json, write_json
 
 
 def outstanding_jobs(events: pl.DataFrame) -> pl.DataFrame:
-    """(job, backend_id) of jobs acknowledged but never seen to end, fail or be cancelled."""
+    """(job, backend_id) of jobs acknowledged but never seen to end or be cancelled.
+
+    A job recorded as ``lost`` (still running when the run gave up on it) is outstanding.
+    """
     acked = events.filter(pl.col("stage") == STAGE_SUBMIT_ACK).select(
         "job", pl.col("attrs").str.json_path_match("$.backend_id").alias("backend_id")
     )
+    kind = pl.col("attrs").str.json_path_match("$.kind")
     ended = (
-        events.filter(pl.col("stage").is_in([STAGE_CLIENT_DONE, STAGE_FAILED, STAGE_CANCELLED]))
+        events.filter(
+            pl.col("stage").is_in([STAGE_CLIENT_DONE, STAGE_CANCELLED])
+            | ((pl.col("stage") == STAGE_FAILED) & (kind.is_null() | (kind != FAIL_LOST)))
+        )
         .select("job")
         .unique()
     )
@@ -59,11 +68,36 @@ def find_outstanding(run: RunDir) -> dict[str, pl.DataFrame]:
     return out
 
 
-async def cleanup_run(run: RunDir, *, dry_run: bool = False) -> CleanupReport:
+def runner_alive(exp: dict[str, Any]) -> int | None:
+    """The pid of the process still running this experiment, if any (pid reuse checked)."""
+    runner = exp.get("runner") or {}
+    pid, created = runner.get("pid"), runner.get("create_time")
+    if not isinstance(pid, int):
+        return None
+    try:
+        proc = psutil.Process(pid)
+        if created is not None and abs(proc.create_time() - float(created)) > 1.0:
+            return None
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return None
+    except psutil.Error:
+        return None
+    return pid
+
+
+async def cleanup_run(run: RunDir, *, dry_run: bool = False, force: bool = False) -> CleanupReport:
     """Cancel every outstanding job of ``run`` through its backend and record it."""
     report = CleanupReport()
-    todo = find_outstanding(run)
     exp = run.read_experiment()
+    live = runner_alive(exp)
+    if live is not None and not force and not dry_run:
+        raise GridbenchError(
+            f"the run is still in progress (gridbench pid {live})",
+            where=str(run.path),
+            fix="stop it with Ctrl-C or 'kill -TERM' (it cancels its own jobs), "
+            "or pass --force if that process is stuck",
+        )
+    todo = find_outstanding(run)
     runtime: dict[str, Any] = exp.get("backend_runtime") or {}
     if todo and not dry_run:
         spec, _ = load_spec(run.spec_file)
@@ -75,7 +109,13 @@ async def cleanup_run(run: RunDir, *, dry_run: bool = False) -> CleanupReport:
             for tid, left in todo.items():
                 ids = left["backend_id"].to_list()
                 try:
-                    await backend.cancel(ids)
+                    stop_orphans = getattr(backend, "stop_orphans", None)
+                    if stop_orphans is not None:
+                        # jobs of a dead client process (local backend): by their pids
+                        pids = _started_pids(run, tid, left)
+                        report.stopped_processes += stop_orphans(pids)
+                    else:
+                        await backend.cancel(ids)
                 except Exception as exc:
                     report.errors.append(f"{tid}: cancel of {len(ids)} jobs failed: {exc}")
                     continue
@@ -94,6 +134,16 @@ async def cleanup_run(run: RunDir, *, dry_run: bool = False) -> CleanupReport:
         if exp.get("status") in ("running", "created"):
             run.update_experiment(status="crashed", cleaned=now_iso())
     return report
+
+
+def _started_pids(run: RunDir, tid: str, left: pl.DataFrame) -> list[int]:
+    ev = read_events(run.trial_dir(tid) / EVENTS_FILE)
+    pids = (
+        ev.filter((pl.col("stage") == "local_start") & pl.col("job").is_in(left["job"]))
+        .select(pl.col("attrs").str.json_path_match("$.pid").cast(pl.Int64, strict=False))
+        .drop_nulls()
+    )
+    return [int(p) for p in pids.to_series().to_list()]
 
 
 def _mark_trial(run: RunDir, tid: str) -> None:

@@ -63,7 +63,9 @@ async def run_sustain(
         rng = random.Random(seed * 1000 + u)
         mine: set[str] = set()
         while not stop.is_set() and time.perf_counter() < deadline:
-            while len(mine) < jobs_per_user and time.perf_counter() < deadline:
+            while (
+                len(mine) < jobs_per_user and time.perf_counter() < deadline and not stop.is_set()
+            ):
                 counter += 1
                 req = make_request(counter - 1)
                 req = JobRequest(
@@ -86,7 +88,9 @@ async def run_sustain(
             await tracker.observe(states)  # this user's poll is how the client sees ends
             mine = {b for b in mine if b in tracker.inflight}
 
-    await asyncio.gather(*(user(u) for u in range(users)))
+    async with asyncio.TaskGroup() as tg:
+        for u in range(users):
+            tg.create_task(user(u))
 
 
 async def _sleep_or_stop(seconds: float, stop: asyncio.Event, deadline: float) -> None:
@@ -118,7 +122,9 @@ async def run_batch(
             cursor += 1
             await submit_one(backend, make_request(i), rec, tracker, progress, submit_timeout_s)
 
-    await asyncio.gather(*(submitter(k) for k in range(submitters)))
+    async with asyncio.TaskGroup() as tg:
+        for k in range(submitters):
+            tg.create_task(submitter(k))
 
 
 async def run_probe(
@@ -197,5 +203,7 @@ async def run_probe(
                 left -= 1
                 await one(tag)
 
-        await asyncio.gather(*(worker(f"burst{threads}") for _ in range(threads)))
+        async with asyncio.TaskGroup() as tg:
+            for _ in range(threads):
+                tg.create_task(worker(f"burst{threads}"))
         rec.stamp(op, STAGE_OP_END, None, {"op": "burst", "threads": threads})

@@ -9,9 +9,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from gridbench.backends.base import Backend
 from gridbench.backends.registry import create_backend
-from gridbench.errors import BackendError, GridbenchError
+from gridbench.errors import GridbenchError
 from gridbench.events.clock import AnchoredClock
 from gridbench.run.collect import Collector
 from gridbench.run.collectors import build_collectors
@@ -30,6 +32,19 @@ class ExperimentOutcome:
     status: str  # complete | aborted | failed
     trials: list[TrialOutcome] = field(default_factory=list)
     error: str | None = None
+
+
+def runner_identity() -> dict[str, Any]:
+    """This process, so that ``gridbench cleanup`` can tell a live run from a dead one."""
+    me = psutil.Process()
+    return {"pid": me.pid, "create_time": me.create_time()}
+
+
+async def _close_quietly(backend: Backend) -> None:
+    try:
+        await backend.close()
+    except Exception as exc:
+        log.warning("closing backend: %s", exc)
 
 
 def spec_hash(data: dict[str, Any]) -> str:
@@ -82,17 +97,21 @@ class ExperimentRunner:
         return run
 
     async def execute(self) -> ExperimentOutcome:
-        run = self.run or self.prepare()
         spec = self.plan.spec
-        outcome = ExperimentOutcome(run, "complete")
+        # bad backend options fail before a results directory exists
         backend = self.backend or create_backend(spec.backend.type, spec.backend.options)
-        run.update_experiment(status="running", started=now_iso())
+        run = self.run or self.prepare()
+        outcome = ExperimentOutcome(run, "failed", error="interrupted while starting")
+        run.update_experiment(status="running", started=now_iso(), runner=runner_identity())
         self.observer.experiment_started(str(run.path), len(self.plan.trials))
         try:
             await backend.open()
-        except BackendError as exc:
+        except BaseException as exc:
             run.update_experiment(status="failed", error=str(exc), ended=now_iso())
+            if not isinstance(exc, Exception):
+                await _close_quietly(backend)
             raise
+        outcome.status, outcome.error = "complete", None
         info = getattr(backend, "runtime_info", None)
         if info is not None:
             run.update_experiment(backend_runtime=info())
@@ -131,6 +150,9 @@ class ExperimentRunner:
                     self.observer.message(f"collector {c.describe()} failed: {exc}")
         except GridbenchError as exc:
             outcome.status, outcome.error = "failed", str(exc)
+            raise
+        except BaseException:  # a second Ctrl-C, a bug: the record must not say complete
+            outcome.status = "aborted" if self.stop.is_set() else "failed"
             raise
         finally:
             try:

@@ -8,6 +8,7 @@ submits. If every submitter is busy, jobs wait and start late; a job later than
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable
 from json.encoder import encode_basestring as _json_str
@@ -28,6 +29,8 @@ from gridbench.events.model import (
 from gridbench.run.observer import TrialProgress
 from gridbench.run.recorder import Recorder
 from gridbench.run.tracker import StatusTracker
+
+INTERRUPTIBLE_NS = 50_000_000
 
 
 async def submit_one(
@@ -96,10 +99,14 @@ async def run_open_loop(
             cursor += 1
             due = start_mono_ns + offsets[i]
             delay = due - time.perf_counter_ns()
-            if delay > 0:
+            if delay > INTERRUPTIBLE_NS:
+                # long waits must end on abort; short ones use the cheaper plain sleep
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), delay / 1e9)
+            elif delay > 0:
                 await asyncio.sleep(delay / 1e9)
-                if stop.is_set():
-                    return
+            if stop.is_set():
+                return
             now = time.perf_counter_ns()
             req = make_request(idx[i])
             rec.stamp(req.name, STAGE_INTENDED, clock.mono_to_wall(due))
@@ -114,4 +121,7 @@ async def run_open_loop(
                 backend, req, rec, tracker, progress, submit_timeout_s, clock.mono_to_wall(now)
             )
 
-    await asyncio.gather(*(submitter() for _ in range(min(pool, max(n, 1)))))
+    # a TaskGroup: if one submitter fails, the others stop before the trial finalises
+    async with asyncio.TaskGroup() as tg:
+        for _ in range(min(pool, max(n, 1))):
+            tg.create_task(submitter())

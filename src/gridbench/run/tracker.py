@@ -93,13 +93,13 @@ class StatusTracker:
                 self.rec.stamp(job, STAGE_CLIENT_DONE, now)
                 p.completed += 1
                 continue
-            self.rec.stamp(job, STAGE_CLIENT_DONE, now, {"state": st.state.value})
             if st.state is JobState.FAILED:
+                self.rec.stamp(job, STAGE_CLIENT_DONE, now, {"state": st.state.value})
                 p.failed += 1
                 attrs = {"kind": FAIL_JOB, "message": st.message[:500]}
                 self.rec.stamp(job, STAGE_FAILED, now, attrs)
-            else:
-                self.rec.stamp(job, STAGE_CANCELLED, now)
+            else:  # cancelled by someone else: it did not complete, so no client_done
+                self.rec.stamp(job, STAGE_CANCELLED, now, {"by": "backend"})
         p.in_flight = len(self.inflight)
 
     async def _server_events(self) -> None:
@@ -133,10 +133,12 @@ class StatusTracker:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(done.wait(), timeout=self.interval)
 
-    async def drain(self, timeout_s: float, stop: asyncio.Event) -> None:
-        """Sweep until nothing is in flight, the drain time-out passes, or an abort."""
+    async def drain(self, timeout_s: float, stop: asyncio.Event | None) -> None:
+        """Sweep until nothing is in flight, the drain time-out passes, or ``stop`` is set
+        (``None``: drain even through an abort)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
+        stop = stop or asyncio.Event()
         while self.inflight and loop.time() < deadline and not stop.is_set():
             await self.sweep()
             if self.fatal:
@@ -146,26 +148,31 @@ class StatusTracker:
                     await asyncio.wait_for(stop.wait(), timeout=self.interval)
         await self._server_events()
 
-    def mark_lost(self) -> list[str]:
-        """Record every job still in flight as lost; return their backend ids."""
-        now = self.rec.clock.now_ns()
-        ids = list(self.inflight)
-        for bid in ids:
-            self.rec.stamp(self.inflight[bid], STAGE_FAILED, now, {"kind": FAIL_LOST})
-        self.progress.failed += len(ids)
-        return ids
-
-    async def cancel_outstanding(self) -> int:
+    async def give_up(self, *, cancel: bool) -> tuple[int, str | None]:
+        """Jobs still in flight after the drain: cancel them (never leave load behind on the
+        backend) or, if cancelling is off or fails, record them as lost. ``lost`` jobs stay
+        outstanding for ``gridbench cleanup``. Returns (cancelled count, cancel error)."""
         ids = list(self.inflight)
         if not ids:
-            return 0
-        try:
-            await self.backend.cancel(ids)
-        except Exception as exc:
-            log.warning("cancel of %d jobs failed: %s", len(ids), exc)
-            return 0
+            return 0, None
+        error = None
+        if cancel:
+            try:
+                await self.backend.cancel(ids)
+            except Exception as exc:
+                error = f"cancel of {len(ids)} jobs failed: {exc}"
+                log.warning("%s", error)
+            else:
+                now = self.rec.clock.now_ns()
+                for bid in ids:
+                    self.rec.stamp(
+                        self.inflight.pop(bid), STAGE_CANCELLED, now, {"by": "gridbench"}
+                    )
+                self.progress.in_flight = 0
+                return len(ids), None
         now = self.rec.clock.now_ns()
         for bid in ids:
-            self.rec.stamp(self.inflight.pop(bid), STAGE_CANCELLED, now, {"by": "gridbench"})
+            self.rec.stamp(self.inflight.pop(bid), STAGE_FAILED, now, {"kind": FAIL_LOST})
+        self.progress.failed += len(ids)
         self.progress.in_flight = 0
-        return len(ids)
+        return 0, error

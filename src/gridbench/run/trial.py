@@ -68,6 +68,30 @@ async def _queue_length(backend: Backend) -> int | None:
         return None
 
 
+def _runtime_stats(backend: Backend) -> dict[str, Any]:
+    """Counters an optional ``backend.runtime_stats()`` gives since its previous call.
+
+    The command backend returns ``{"client_processes": {...}}`` (calls, wall and CPU of the
+    client programs it spawned); the keys go into trial.json as they are.
+    """
+    fn = getattr(backend, "runtime_stats", None)
+    if fn is None:
+        return {}
+    try:
+        stats = fn()
+    except Exception as exc:
+        log.warning("backend runtime stats unavailable: %s", exc)
+        return {}
+    return dict(stats) if isinstance(stats, dict) else {}
+
+
+def _first_leaf(exc: BaseException) -> BaseException:
+    """The first real error inside (nested) exception groups from task groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
 async def run_trial(
     backend: Backend,
     spec: ExperimentSpec,
@@ -111,6 +135,7 @@ async def run_trial(
         "pid": os.getpid(),
     }
     write_json(trial_dir / TRIAL_FILE, info)
+    _runtime_stats(backend)  # start the backend's counters afresh for this trial
     elog = EventLog(trial_dir / EVENTS_FILE)
     recs = [Recorder(elog, clock, f"agent-{k}") for k in range(load.agents)]
     tracker = StatusTracker(backend, recs[0], progress, pspec.timeouts.status_interval)
@@ -133,27 +158,26 @@ async def run_trial(
             write_json(trial_dir / TRIAL_FILE, info)
             make = _request_factory(pspec, tid, len(offsets), seed)
             start = time.perf_counter_ns() + int(START_LEAD_S * 1e9)
-            idx = np.arange(len(offsets), dtype=np.int64)
-            await asyncio.gather(
-                *(
-                    run_open_loop(
-                        backend,
-                        part,
-                        split_for_agents(idx, load.agents)[k],
-                        make,
-                        recs[k],
-                        tracker,
-                        progress,
-                        start_mono_ns=start,
-                        pool=load.pool,
-                        max_lateness_s=load.max_lateness,
-                        late_threshold_s=load.late_threshold,
-                        submit_timeout_s=t.submit,
-                        stop=stop,
+            idx_parts = split_for_agents(np.arange(len(offsets), dtype=np.int64), load.agents)
+            async with asyncio.TaskGroup() as tg:
+                for k, part in enumerate(split_for_agents(offsets, load.agents)):
+                    tg.create_task(
+                        run_open_loop(
+                            backend,
+                            part,
+                            idx_parts[k],
+                            make,
+                            recs[k],
+                            tracker,
+                            progress,
+                            start_mono_ns=start,
+                            pool=load.pool,
+                            max_lateness_s=load.max_lateness,
+                            late_threshold_s=load.late_threshold,
+                            submit_timeout_s=t.submit,
+                            stop=stop,
+                        )
                     )
-                    for k, part in enumerate(split_for_agents(offsets, load.agents))
-                )
-            )
         elif load.model == "sustain":
             make = _request_factory(pspec, tid, 0, seed)
             await run_sustain(
@@ -207,12 +231,14 @@ async def run_trial(
         await tracking
         progress.phase = "draining"
         observer.trial_progress(progress)
-        await tracker.drain(t.drain, stop)
+        # without cancel_on_abort, an abort still lets the jobs drain (up to the time-out)
+        await tracker.drain(t.drain, stop if spec.safety.cancel_on_abort else None)
         if tracker.fatal:
             status, error = "failed", str(tracker.fatal)
     except Exception as exc:  # record, finalise, and let the experiment decide
-        status, error = "failed", f"{type(exc).__name__}: {exc}"
-        log.exception("trial %s failed", tid)
+        first = _first_leaf(exc)
+        status, error = "failed", f"{type(first).__name__}: {first}"
+        log.debug("trial %s failed", tid, exc_info=True)
     finally:
         submission_done.set()
         with contextlib.suppress(BaseException):
@@ -222,11 +248,23 @@ async def run_trial(
         if stop.is_set():
             status = "aborted"
         if tracker.inflight:
-            if stop.is_set() and spec.safety.cancel_on_abort:
-                n = await tracker.cancel_outstanding()
+            # past the drain time-out, or aborted: cancel unless the spec says otherwise
+            cancel = spec.safety.cancel_on_abort or not stop.is_set()
+            n_left = len(tracker.inflight)
+            n, cancel_error = await tracker.give_up(cancel=cancel)
+            if cancel_error:
+                observer.message(
+                    f"{tid}: {cancel_error}; {n_left} jobs recorded as lost "
+                    "(run 'gridbench cleanup' on this run)"
+                )
+                info["cancel_error"] = cancel_error
+            elif n:
                 observer.message(f"{tid}: cancelled {n} outstanding jobs")
             else:
-                tracker.mark_lost()
+                observer.message(
+                    f"{tid}: {n_left} jobs left running, recorded as lost "
+                    "(safety.cancel_on_abort is off; 'gridbench cleanup' cancels them)"
+                )
         progress.phase = "collecting"
         observer.trial_progress(progress)
         for c in collectors:
@@ -244,6 +282,7 @@ async def run_trial(
         info["status_calls"] = tracker.status_calls
         info["status_sweeps"] = tracker.sweeps
         info["events"] = elog.count
+        info.update(_runtime_stats(backend))
         flusher.cancel()
         with contextlib.suppress(BaseException):
             await flusher

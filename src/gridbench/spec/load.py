@@ -81,8 +81,11 @@ _FIX_BY_TYPE = {
 }
 
 
-def validation_error(exc: ValidationError, root: Any, origin: str) -> SpecError:
-    """Turn a pydantic error into one SpecError listing every problem with its line."""
+def validation_error(
+    exc: ValidationError, root: Any, origin: str, overridden: list[tuple[str, ...]] | None = None
+) -> SpecError:
+    """Turn a pydantic error into one SpecError listing every problem with its line
+    (or the ``--set`` that supplied the value)."""
     lines = []
     for err in exc.errors():
         loc = tuple(x for x in err["loc"] if not (isinstance(x, str) and "[" in x))
@@ -90,17 +93,31 @@ def validation_error(exc: ValidationError, root: Any, origin: str) -> SpecError:
         line = _line_of(root, loc)
         msg = err["msg"].removeprefix("Value error, ")
         fix = _FIX_BY_TYPE.get(err["type"], "see docs/spec.md")
-        place = f"{origin}:{line}" if line else origin
+        path = tuple(str(x) for x in loc)
+        by_set = next((o for o in overridden or [] if path[: len(o)] == o), None)
+        place = f"--set {'.'.join(by_set)}" if by_set else (f"{origin}:{line}" if line else origin)
         lines.append(f"{place}: field '{field}': {msg} (fix: {fix})")
     first, *rest = lines
     return SpecError("\n".join([first, *rest]) if rest else first)
 
 
-def _plain(node: Any) -> Any:
+MAX_SPEC_NODES = 100_000
+
+
+def _plain(node: Any, budget: list[int] | None = None) -> Any:
+    """Plain Python data from ruamel nodes; a node budget stops alias bombs (anchors that
+    reference each other expand exponentially)."""
+    budget = budget if budget is not None else [MAX_SPEC_NODES]
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise SpecError(
+            f"the spec expands to more than {MAX_SPEC_NODES} values",
+            fix="a spec is small: check anchors and aliases (&name / *name) for loops",
+        )
     if isinstance(node, dict):
-        return {str(k): _plain(v) for k, v in node.items()}
+        return {str(k): _plain(v, budget) for k, v in node.items()}
     if isinstance(node, list):
-        return [_plain(v) for v in node]
+        return [_plain(v, budget) for v in node]
     # ruamel's round-trip scalars (ScalarFloat, ScalarInt, ...) become plain Python values
     if isinstance(node, bool) or node is None:
         return node
@@ -126,19 +143,41 @@ def apply_overrides(data: Any, overrides: list[str], origin: str = "--set") -> A
         if not parts:
             raise SpecError(f"override {item!r} has an empty key", where=origin, fix="name a field")
         value = _plain(parse_yaml(raw, f"{origin} {key}")) if raw.strip() else ""
-        set_path(data, parts, value)
+        try:
+            set_path(data, parts, value)
+        except (KeyError, IndexError, TypeError) as exc:
+            raise SpecError(
+                f"cannot set {key!r}: {exc.args[0] if exc.args else exc}",
+                where=f"--set {item}",
+                fix="name an existing mapping field, or a list item by index (load.schedule.0.rate)",
+            ) from None
     return data
 
 
-def set_path(data: dict[str, Any], parts: list[str], value: Any) -> None:
+def set_path(data: Any, parts: list[str], value: Any) -> None:
+    """Set ``value`` at a dotted path; numeric parts index lists; missing mappings are made."""
     node = data
-    for p in parts[:-1]:
-        nxt = node.get(p)
-        if not isinstance(nxt, dict):
-            nxt = {}
-            node[p] = nxt
-        node = nxt
-    node[parts[-1]] = value
+    for i, p in enumerate(parts):
+        last = i == len(parts) - 1
+        if isinstance(node, list):
+            if not p.lstrip("-").isdigit():
+                raise TypeError(f"{'.'.join(parts[:i])} is a list: index it with a number")
+            k = int(p)
+            if not -len(node) <= k < len(node):
+                raise IndexError(f"{'.'.join(parts[:i])} has {len(node)} items, no item {k}")
+            if last:
+                node[k] = value
+            else:
+                node = node[k]
+        elif isinstance(node, dict):
+            if last:
+                node[p] = value
+            else:
+                if p not in node or node[p] is None:
+                    node[p] = {}
+                node = node[p]
+        else:
+            raise TypeError(f"{'.'.join(parts[:i])} is a single value, not a mapping")
 
 
 def sweep_path(key: str) -> list[str]:
@@ -154,7 +193,9 @@ def sweep_path(key: str) -> list[str]:
     )
 
 
-def validate_data(data: Any, root: Any, origin: str) -> ExperimentSpec:
+def validate_data(
+    data: Any, root: Any, origin: str, overridden: list[tuple[str, ...]] | None = None
+) -> ExperimentSpec:
     if not isinstance(data, dict):
         raise SpecError(
             "a spec must be a YAML mapping (name:, backend:, load:, ...)",
@@ -164,7 +205,7 @@ def validate_data(data: Any, root: Any, origin: str) -> ExperimentSpec:
     try:
         spec = ExperimentSpec.model_validate(data)
     except ValidationError as exc:
-        raise validation_error(exc, root, origin) from None
+        raise validation_error(exc, root, origin, overridden or []) from None
     for key in spec.sweep:
         sweep_path(key)
     return spec
@@ -183,10 +224,17 @@ def load_spec_text(
     text: str, origin: str = "<spec>", overrides: list[str] | None = None
 ) -> tuple[ExperimentSpec, dict[str, Any]]:
     root = parse_yaml(text, origin)
-    data = _plain(root)
+    try:
+        data = _plain(root)
+    except SpecError as exc:
+        raise SpecError(exc.message, where=origin, fix=exc.fix) from None
+    overridden: list[tuple[str, ...]] = []
     if overrides:
         data = apply_overrides(data, overrides)
-    spec = validate_data(data, root, origin)
+        overridden = [
+            tuple(p for p in o.split("=", 1)[0].strip().split(".") if p) for o in overrides
+        ]
+    spec = validate_data(data, root, origin, overridden)
     return spec, data
 
 

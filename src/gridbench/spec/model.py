@@ -107,9 +107,10 @@ class WarmupSpec(_Strict):
 
 
 class TimeoutSpec(_Strict):
-    submit: Duration = 30.0
+    submit: Annotated[Duration, Field(gt=0)] = 30.0
     drain: Duration = 120.0
-    status_interval: Duration = 1.0
+    # one status call per interval: below 10 ms the client would poll itself to saturation
+    status_interval: Annotated[Duration, Field(ge=0.01)] = 1.0
     settle: Duration = Field(default=0.0, description="extra wait for server-side reports")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 _DUR = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ns|us|ms|s|m|min|h)?\s*$")
@@ -24,8 +25,8 @@ def parse_duration(value: object) -> float:
     if isinstance(value, bool):
         raise ValueError("expected a duration such as 30s, 2m or 500ms")
     if isinstance(value, int | float):
-        if value < 0:
-            raise ValueError("a duration cannot be negative")
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"a duration must be a finite number >= 0, got {value!r}")
         return float(value)
     if isinstance(value, str):
         m = _DUR.match(value)
@@ -39,8 +40,8 @@ def parse_rate(value: object) -> float:
     if isinstance(value, bool):
         raise ValueError("expected a rate such as 60 (per minute), 2/s or 120/min")
     if isinstance(value, int | float):
-        if value < 0:
-            raise ValueError("a rate cannot be negative")
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"a rate must be a finite number >= 0, got {value!r}")
         return float(value) / 60.0
     if isinstance(value, str):
         m = _RATE.match(value)
