@@ -45,3 +45,12 @@ def test_split_across_agents_keeps_every_job_once() -> None:
     parts = split_for_agents(off, 4)
     assert sum(len(p) for p in parts) == len(off)
     assert sorted(np.concatenate(parts).tolist()) == off.tolist()
+
+
+def test_poisson_window_count_is_random_with_the_right_mean() -> None:
+    counts = [
+        len(intended_offsets(LoadSpec(rate="10/s", arrival="poisson"), TrialSpec(duration=10), s))
+        for s in range(300)
+    ]
+    assert np.mean(counts) == pytest.approx(100, abs=2.5)
+    assert np.var(counts) == pytest.approx(100, rel=0.35)  # Poisson: variance == mean

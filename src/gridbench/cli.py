@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -21,7 +22,7 @@ from rich.console import Console
 from rich.table import Table
 
 from gridbench import __version__
-from gridbench.errors import BackendError, GridbenchError
+from gridbench.errors import BackendError, GridbenchError, SpecError
 
 EXIT_OK, EXIT_THRESHOLD, EXIT_INPUT, EXIT_BACKEND, EXIT_INVALID, EXIT_INTERRUPTED = (
     0,
@@ -40,14 +41,27 @@ err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 def _results_root(args: argparse.Namespace) -> Path:
     from gridbench.store.layout import default_root
 
-    return Path(args.results) if getattr(args, "results", None) else default_root()
+    root = Path(args.results) if getattr(args, "results", None) else default_root()
+    if root.exists() and not root.is_dir():
+        raise GridbenchError(
+            "the results root is a file, not a directory",
+            where=str(root),
+            fix="give --results (or GRIDBENCH_RESULTS) a directory",
+        )
+    return root
 
 
 def _load(args: argparse.Namespace) -> tuple[Any, dict[str, Any], Any]:
+    from gridbench.run.check import check_config
     from gridbench.spec import load_spec, make_plan
 
     spec, data = load_spec(args.spec, args.set)
-    return spec, data, make_plan(spec, data, str(args.spec))
+    plan = make_plan(spec, data, str(args.spec))
+    try:
+        check_config([p.spec for p in plan.points])
+    except SpecError as exc:
+        raise SpecError(exc.message, where=f"{args.spec}: {exc.where}", fix=exc.fix) from None
+    return spec, data, plan
 
 
 def _print_plan(plan: Any) -> None:
@@ -509,7 +523,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except KeyboardInterrupt:  # Ctrl-C while the parser's imports load
+        return EXIT_INTERRUPTED
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.ERROR,
         format="%(levelname)s %(name)s: %(message)s",
@@ -525,6 +542,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         err_console.print("[yellow]interrupted[/]")
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # e.g. piped into head: not an error of ours
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (keeps the exit flush quiet)
+        return EXIT_OK
     except Exception as exc:  # a bug of ours: one line, the trace only on request
         if args.verbose:
             raise

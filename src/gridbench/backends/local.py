@@ -10,7 +10,6 @@ import asyncio
 import contextlib
 import os
 import signal
-import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from gridbench.backends.base import (
 )
 from gridbench.backends.options import parse_options
 from gridbench.errors import BackendError
+from gridbench.events.clock import AnchoredClock
 from gridbench.events.model import FAIL_SUBMIT_ERROR, FAIL_SUBMIT_REJECTED, Event, Precision
 
 OUTPUT_LIMIT = 64 * 1024
@@ -63,6 +63,7 @@ class LocalBackend:
         self._seq = 0
         self._events: list[Event] = []
         self._tasks: set[asyncio.Task[None]] = set()
+        self._clock = AnchoredClock()  # the same kind of stamps as the client's
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> LocalBackend:
@@ -166,7 +167,7 @@ class LocalBackend:
 
     def _stamp(self, bid: str, stage: str, attrs: dict[str, Any] | None = None) -> None:
         self._events.append(
-            Event(bid, stage, time.time_ns(), "local", Precision.US, attrs=attrs or {})
+            Event(bid, stage, self._clock.now_ns(), "local", Precision.US, attrs=attrs or {})
         )
 
     async def status(self, ids: Sequence[str]) -> dict[str, JobStatus]:

@@ -66,6 +66,17 @@ async def _job_round_trip(backend: Backend, spec: ExperimentSpec, timeout_s: flo
     )
 
 
+def check_config(specs: list[ExperimentSpec]) -> None:
+    """Offline checks of every point's backend options and collectors (nothing connects).
+
+    Raises the SpecError of the first problem, so ``validate`` and ``plan`` catch what
+    ``run`` would otherwise only find after creating a results directory.
+    """
+    for spec in specs:
+        backend = create_backend(spec.backend.type, spec.backend.options)
+        build_collectors(spec, backend)
+
+
 async def check(spec: ExperimentSpec, *, job_timeout_s: float = 60.0) -> list[Step]:
     """Run the connectivity steps; stop at the first one that fails."""
     steps: list[Step] = []

@@ -28,11 +28,16 @@ def _arrivals(
         return np.empty(0)
     count = n if n is not None else math.floor(rate * duration + 1e-9)
     if arrival == "poisson":
-        gaps = rng.exponential(1.0 / rate, size=count)
-        t = np.cumsum(gaps) - gaps[0] if count else np.empty(0)
-        if n is None:
-            t = t[t < duration]
-        return start + t
+        if n is not None:
+            gaps = rng.exponential(1.0 / rate, size=count)
+            return start + (np.cumsum(gaps) - gaps[0] if count else np.empty(0))
+        # a Poisson process over the window: the count itself is random (mean rate × T);
+        # draw generously, then keep the arrivals that fall inside the window
+        draw = int(rate * duration + 6 * math.sqrt(rate * duration) + 16)
+        t = np.cumsum(rng.exponential(1.0 / rate, size=draw))
+        while t[-1] < duration:  # rare: extend until past the window
+            t = np.concatenate([t, t[-1] + np.cumsum(rng.exponential(1.0 / rate, size=draw))])
+        return start + t[t < duration]
     return start + np.arange(count, dtype=np.float64) / rate
 
 

@@ -149,7 +149,7 @@ def apply_overrides(data: Any, overrides: list[str], origin: str = "--set") -> A
             raise SpecError(
                 f"cannot set {key!r}: {exc.args[0] if exc.args else exc}",
                 where=f"--set {item}",
-                fix="name an existing mapping field, or a list item by index (load.schedule.0.rate)",
+                fix="name a mapping field, or a list item by index (load.schedule.0.rate)",
             ) from None
     return data
 
