@@ -19,6 +19,8 @@ _BUILTIN = {
     "noop": "gridbench.backends.noop:NoopBackend",
     "local": "gridbench.backends.local:LocalBackend",
     "reference": "gridbench.backends.reference:ReferenceBackend",
+    "command": "gridbench.backends.command:CommandBackend",
+    "slurm": "gridbench.backends.slurm:SlurmBackend",
 }
 
 

@@ -1,0 +1,469 @@
+"""The Slurm backend: sbatch to submit, one ``squeue --json`` per status sweep, scancel.
+
+Every Slurm call is a child process with an argv list (never a shell) and a time-out.
+Chain: ``submit -> slurm_submit -> slurm_eligible -> slurm_start -> slurm_end ->
+client_done``. Server stamps come from the job records (1 s) and, where the slurmctld log
+is readable and written with ``LogTimeFormat=iso8601_ms``, from its lines (1 ms; they win,
+see :mod:`gridbench.backends.slurm_stamps`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import shlex
+import shutil
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import tzinfo
+from pathlib import Path
+from typing import Any, ClassVar
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from gridbench.backends.base import (
+    Capabilities,
+    JobRequest,
+    JobStatus,
+    Segment,
+    Stage,
+    StageChain,
+    SubmitError,
+)
+from gridbench.backends.options import parse_options
+from gridbench.backends.slurm_log import LogTail
+from gridbench.backends.slurm_parse import (
+    SACCT_FORMAT,
+    STAGE_ELIGIBLE,
+    STAGE_END,
+    STAGE_START,
+    STAGE_SUBMIT,
+    SlurmJob,
+    SlurmParseError,
+    parse_log,
+    parse_sacct,
+    parse_sbatch_id,
+    parse_scontrol_jobs,
+    parse_squeue_json,
+    sbatch_failure_kind,
+    sbatch_message,
+)
+from gridbench.backends.slurm_stamps import SOURCE, StampBook
+from gridbench.errors import BackendError
+from gridbench.events.model import FAIL_SUBMIT_ERROR, FAIL_SUBMIT_TIMEOUT, Event, Precision
+
+log = logging.getLogger(__name__)
+OUTPUT_LIMIT = 64 * 1024
+CANCEL_CHUNK = 1000
+MS_LOG_FORMATS = ("iso8601_ms", "rfc5424_ms")
+FIX_REACH = (
+    "start slurmctld, or point backend.options.conf (or env SLURM_CONF) at the cluster's "
+    "slurm.conf; 'scontrol ping' must say UP"
+)
+
+
+class SlurmOptions(BaseModel):
+    """``backend.options`` of the slurm backend (docs/backends.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+    conf: str | None = Field(default=None, description="slurm.conf (exported as SLURM_CONF)")
+    env: dict[str, str] = Field(default_factory=dict, description="extra client environment")
+    bin_dir: str | None = Field(default=None, description="where sbatch & co. are; else PATH")
+    partition: str | None = None
+    time_limit: str | None = Field(default=None, description="sbatch --time, e.g. 5 or 0:30")
+    workdir: str | None = Field(default=None, description="sbatch --chdir")
+    output: str = Field(default="/dev/null", description="sbatch --output; %j is the job id")
+    sbatch_args: list[str] = Field(default_factory=list)
+    script: str | None = Field(
+        default=None, description="batch script to submit (job.command are its arguments)"
+    )
+    controller_log: str | None = Field(
+        default="auto", description="slurmctld log for ms stamps: a path, auto, or null"
+    )
+    log_timezone: str | None = Field(default=None, description="IANA zone of the log stamps")
+    use_sacct: bool = Field(default=False, description="resolve jobs squeue forgot via sacct")
+    resolve_chunk: int = Field(default=500, ge=1, le=10_000, description="ids per sacct call")
+    command_timeout_s: float = Field(default=30.0, gt=0)
+    max_concurrent_submits: int = Field(default=16, ge=1, le=1024)
+
+    @field_validator("log_timezone")
+    @classmethod
+    def _zone(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                ZoneInfo(v)
+            except (ZoneInfoNotFoundError, ValueError):
+                raise ValueError(f"unknown time zone {v!r} (e.g. UTC, Europe/Paris)") from None
+        return v
+
+
+@dataclass(frozen=True, slots=True)
+class _Result:
+    rc: int
+    out: str
+    err: str
+
+
+class SlurmBackend:
+    """Adapter to a Slurm cluster through its command-line clients."""
+
+    name: ClassVar[str] = "slurm"
+
+    def __init__(self, options: SlurmOptions | None = None) -> None:
+        self.options = options or SlurmOptions()
+        o = self.options
+        self._env = {**os.environ, **o.env}
+        if o.conf:
+            self._env["SLURM_CONF"] = o.conf
+        if o.bin_dir:
+            self._env["PATH"] = f"{o.bin_dir}{os.pathsep}{self._env.get('PATH', '')}"
+        self._tz: tzinfo | None = ZoneInfo(o.log_timezone) if o.log_timezone else None
+        self._submits = asyncio.Semaphore(o.max_concurrent_submits)
+        self._book = StampBook()
+        self._log: LogTail | None = None
+        self.calls: Counter[str] = Counter()  # Slurm client calls by kind (tests, reports)
+        self.accepted = 0  # jobs sbatch returned an id for
+
+    @classmethod
+    def from_options(cls, options: dict[str, Any]) -> SlurmBackend:
+        return cls(parse_options(SlurmOptions, options, cls.name))
+
+    # ---- description --------------------------------------------------------------------
+
+    @property
+    def log_stamps(self) -> bool:
+        """Whether millisecond stamps are read from the controller log."""
+        return self._log is not None
+
+    def stage_chain(self) -> StageChain:
+        """The Slurm chain; 1 ms for submit/start/end when the controller log is read."""
+        fine = Precision.MS if self.log_stamps else Precision.S
+        return StageChain(
+            (
+                Stage("submit", "client", "sbatch called", Precision.US),
+                Stage(STAGE_SUBMIT, SOURCE, "controller accepted the job", fine),
+                Stage(STAGE_ELIGIBLE, SOURCE, "job eligible to run", Precision.S),
+                Stage(STAGE_START, SOURCE, "job allocated and started", fine),
+                Stage(STAGE_END, SOURCE, "job completed", fine),
+                Stage("client_done", "client", "client saw the end", Precision.US),
+            ),
+            (
+                Segment("submit_rpc", "submit", STAGE_SUBMIT),
+                Segment("eligibility", STAGE_SUBMIT, STAGE_ELIGIBLE),
+                Segment("queue_wait", STAGE_ELIGIBLE, STAGE_START),
+                Segment("run", STAGE_START, STAGE_END),
+                Segment("notice", STAGE_END, "client_done"),
+            ),
+        )
+
+    def capabilities(self) -> Capabilities:
+        """Server events and queue length always; job output when ``output`` keeps it."""
+        return Capabilities(
+            fetch_output=self.options.output != "/dev/null",
+            server_events=True,
+            queue_length=True,
+            max_concurrent_submits=self.options.max_concurrent_submits,
+        )
+
+    # ---- running Slurm clients ----------------------------------------------------------
+
+    async def _cli(self, kind: str, argv: Sequence[str], timeout: float | None = None) -> _Result:
+        """Run one Slurm client; kill it on time-out or cancellation."""
+        self.calls[kind] += 1
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=self._env,
+        )
+        try:
+            async with asyncio.timeout(timeout or self.options.command_timeout_s):
+                out, err = await proc.communicate()
+        except BaseException:
+            if proc.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+                with contextlib.suppress(BaseException):
+                    await proc.wait()
+            raise
+        rc = proc.returncode if proc.returncode is not None else -1
+        return _Result(rc, out.decode(errors="replace"), err.decode(errors="replace"))
+
+    async def _checked(self, kind: str, argv: Sequence[str], where: str) -> _Result:
+        """Run a client for status/cancel; a failure to run at all is a BackendError."""
+        try:
+            return await self._cli(kind, argv)
+        except TimeoutError:
+            raise BackendError(
+                f"{argv[0]} gave no answer within {self.options.command_timeout_s:g}s",
+                where=where,
+                fix=FIX_REACH,
+            ) from None
+        except OSError as exc:
+            raise BackendError(
+                f"cannot run {argv[0]}: {exc}", where=where, fix=_FIX_INSTALL
+            ) from None
+
+    # ---- lifecycle ----------------------------------------------------------------------
+
+    async def open(self) -> None:
+        """Check the configuration, the clients, the controller, the partition and the log."""
+        o = self.options
+        if o.conf and not Path(o.conf).is_file():
+            raise BackendError(
+                f"slurm.conf {o.conf!r} does not exist",
+                where="backend.options.conf",
+                fix="give the path of the cluster's slurm.conf",
+            )
+        tools = ["sbatch", "squeue", "scontrol", "scancel"] + (["sacct"] if o.use_sacct else [])
+        for tool in tools:
+            if shutil.which(tool, path=self._env.get("PATH")) is None:
+                raise BackendError(f"{tool} is not found", where="slurm backend", fix=_FIX_INSTALL)
+        ping = await self._ask("scontrol ping", ["scontrol", "ping"])
+        if " is UP" not in ping.out:
+            said = (ping.out + ping.err).strip().replace("\n", "; ")[:300]
+            raise BackendError(
+                f"the Slurm controller is not reachable: {said or 'no answer'}",
+                where="scontrol ping",
+                fix=FIX_REACH,
+            )
+        if o.partition:
+            part = await self._ask(
+                "scontrol show partition", ["scontrol", "show", "partition", o.partition]
+            )
+            if part.rc != 0:
+                raise BackendError(
+                    f"partition {o.partition!r} does not exist: {part.err.strip()[:200]}",
+                    where="backend.options.partition",
+                    fix="use one 'sinfo -s' lists",
+                )
+        await self._open_log()
+
+    async def _ask(self, kind: str, argv: list[str]) -> _Result:
+        """Run a client during ``open()`` with a short time-out."""
+        try:
+            return await self._cli(kind, argv, timeout=min(self.options.command_timeout_s, 15))
+        except TimeoutError:
+            raise BackendError(
+                f"'{' '.join(argv)}' gave no answer", where="slurm backend", fix=FIX_REACH
+            ) from None
+        except OSError as exc:
+            raise BackendError(f"cannot run {argv[0]}: {exc}", fix=_FIX_INSTALL) from None
+
+    async def _open_log(self) -> None:
+        """Find the controller log and check it has millisecond stamps."""
+        want = self.options.controller_log
+        if want is None:
+            return
+        conf = _config(
+            (await self._ask("scontrol show config", ["scontrol", "show", "config"])).out
+        )
+        fmt = conf.get("LogTimeFormat", "").lower()
+        path = Path(conf.get("SlurmctldLogFile", "")) if want == "auto" else Path(want)
+        explicit = want != "auto"
+        problem = None
+        if fmt not in MS_LOG_FORMATS:
+            problem = f"LogTimeFormat is {fmt or 'unknown'!r}, not iso8601_ms"
+        elif not str(path) or str(path) in (".", "(null)"):
+            problem = "slurmctld logs to syslog (no SlurmctldLogFile)"
+        else:
+            try:
+                self._log = LogTail(path)
+                with path.open("rb"):
+                    pass
+            except OSError as exc:
+                self._log, problem = None, f"cannot read {path}: {exc.strerror or exc}"
+        if problem is None:
+            return
+        if explicit:
+            raise BackendError(
+                f"no millisecond stamps from the controller log: {problem}",
+                where="backend.options.controller_log",
+                fix="set LogTimeFormat=iso8601_ms in slurm.conf and make the log readable, "
+                "or set controller_log: auto (use it when possible) or null",
+            )
+        log.info("slurm: server stamps at 1 s only (%s)", problem)
+
+    async def close(self) -> None:
+        """Stop reading the controller log (jobs are left alone: cancel them explicitly)."""
+        self._log = None
+
+    # ---- operations ---------------------------------------------------------------------
+
+    def _sbatch_argv(self, job: JobRequest) -> list[str]:
+        """The sbatch argv for one job (no shell: ``--wrap`` gets a shlex-quoted line)."""
+        o = self.options
+        argv = ["sbatch", "--parsable", f"--job-name={job.name}", f"--output={o.output}"]
+        if o.partition:
+            argv.append(f"--partition={o.partition}")
+        if o.time_limit:
+            argv.append(f"--time={o.time_limit}")
+        if o.workdir:
+            argv.append(f"--chdir={o.workdir}")
+        argv += o.sbatch_args
+        if o.script:
+            return [*argv, o.script, *job.command]
+        return [*argv, f"--wrap={shlex.join(job.command)}"]
+
+    async def submit(self, job: JobRequest) -> str:
+        """``sbatch --parsable``; a refusal or time-out raises SubmitError with sbatch's words.
+
+        If the runner's submit time-out cancels the call, sbatch is killed; the controller
+        may still have accepted that job (it then runs untracked, under its gridbench name).
+        """
+        if not job.command and not self.options.script:
+            raise SubmitError(FAIL_SUBMIT_ERROR, "job.command is empty")
+        argv = self._sbatch_argv(job)
+        async with self._submits:
+            try:
+                r = await self._cli("sbatch", argv)
+            except TimeoutError:
+                raise SubmitError(
+                    FAIL_SUBMIT_TIMEOUT,
+                    f"sbatch gave no answer within {self.options.command_timeout_s:g}s",
+                ) from None
+            except OSError as exc:
+                raise SubmitError(FAIL_SUBMIT_ERROR, f"cannot run sbatch: {exc}") from None
+        if r.rc != 0:
+            raise SubmitError(sbatch_failure_kind(r.err), sbatch_message(r.err))
+        try:
+            bid = parse_sbatch_id(r.out)
+        except SlurmParseError as exc:
+            raise SubmitError(FAIL_SUBMIT_ERROR, str(exc)) from None
+        self._book.watch(bid)
+        self.accepted += 1
+        return bid
+
+    async def status(self, ids: Sequence[str]) -> dict[str, JobStatus]:
+        """One ``squeue --json`` (22.05 ignores -j: filtered here), then one lookup of the
+        ids squeue no longer lists (sacct in chunks, or one scontrol call)."""
+        r = await self._checked("squeue --json", ["squeue", "--json"], "squeue --json")
+        if r.rc != 0:
+            raise BackendError(
+                f"squeue --json failed (exit {r.rc}): {_short(r.err)}",
+                where="squeue --json",
+                fix=FIX_REACH,
+            )
+        try:  # a big cluster's dump is megabytes: parse it off the event loop
+            jobs = await asyncio.to_thread(parse_squeue_json, r.out)
+        except SlurmParseError as exc:
+            raise BackendError(
+                str(exc),
+                where="squeue --json",
+                fix="check that squeue is Slurm's (22.05 or later) and answers JSON by hand",
+            ) from None
+        found: dict[str, tuple[SlurmJob, str]] = {}
+        missing = []
+        for i in ids:
+            rec = jobs.get(i)
+            if rec is None:
+                missing.append(i)
+            else:
+                found[i] = (rec, "squeue")
+        if missing:
+            found.update(await self._resolve(missing))
+        out = {}
+        for i, (rec, origin) in found.items():
+            st = rec.status()
+            if st.state.terminal:
+                self._book.add_final(rec, origin)
+            out[i] = st
+        return out
+
+    async def _resolve(self, ids: list[str]) -> dict[str, tuple[SlurmJob, str]]:
+        """Jobs squeue does not list any more: sacct (chunked) or one scontrol call."""
+        out: dict[str, tuple[SlurmJob, str]] = {}
+        if self.options.use_sacct:
+            n = self.options.resolve_chunk
+            for k in range(0, len(ids), n):
+                chunk = ids[k : k + n]
+                argv = ["sacct", "-X", "-P", f"--format={SACCT_FORMAT}", "-j", ",".join(chunk)]
+                r = await self._checked("sacct", argv, "sacct")
+                if r.rc != 0:
+                    raise BackendError(
+                        f"sacct failed (exit {r.rc}): {_short(r.err)}",
+                        where="sacct",
+                        fix="check slurmdbd, or set backend.options.use_sacct: false",
+                    )
+                try:
+                    got = parse_sacct(r.out, self._tz)
+                except SlurmParseError as exc:
+                    raise BackendError(str(exc), where="sacct") from None
+                out.update((i, (got[i], "sacct")) for i in chunk if i in got)
+            return out
+        # scontrol takes one id or none (all jobs): never a call per job
+        argv = ["scontrol", "show", "job", "-o", *(ids if len(ids) == 1 else [])]
+        r = await self._checked("scontrol show job", argv, "scontrol show job")
+        if r.rc != 0:
+            return out  # "Invalid job id specified": purged; the tracker keeps waiting
+        try:
+            got = parse_scontrol_jobs(r.out, self._tz)
+        except SlurmParseError as exc:
+            raise BackendError(str(exc), where="scontrol show job -o") from None
+        out.update((i, (got[i], "scontrol")) for i in ids if i in got)
+        return out
+
+    async def cancel(self, ids: Sequence[str]) -> None:
+        """``scancel`` with explicit job ids (never a user-wide pattern)."""
+        todo = [i for i in ids if i.isdigit()]
+        for k in range(0, len(todo), CANCEL_CHUNK):
+            chunk = todo[k : k + CANCEL_CHUNK]
+            r = await self._checked("scancel", ["scancel", *chunk], "scancel")
+            if r.rc != 0 and "already completing or completed" not in r.err:
+                raise BackendError(
+                    f"scancel failed (exit {r.rc}): {_short(r.err)}", where="scancel", fix=FIX_REACH
+                )
+
+    async def fetch_output(self, backend_id: str) -> bytes:
+        """The first 64 KiB of the job's ``output`` file (%j replaced by the job id)."""
+        pattern = self.options.output
+        if pattern == "/dev/null":
+            raise BackendError(
+                "job output is not kept",
+                where="backend.options.output",
+                fix="set output to a file pattern such as /shared/gridbench/%j.out",
+            )
+        path = Path(pattern.replace("%j", backend_id).replace("%A", backend_id))
+        try:
+            with path.open("rb") as f:
+                return f.read(OUTPUT_LIMIT)
+        except OSError as exc:
+            raise BackendError(
+                f"cannot read the output of job {backend_id}: {exc.strerror or exc}",
+                where=str(path),
+            ) from None
+
+    async def server_events(self) -> list[Event]:
+        """New log stamps, and the whole-second stamps of jobs that ended since last time."""
+        if self._log is not None:
+            self._book.add_log(parse_log(self._log.read_lines(), self._tz))
+        return self._book.drain()
+
+    async def queue_length(self) -> int | None:
+        """Jobs pending, running or completing on the whole cluster (anyone's)."""
+        r = await self._checked("squeue", ["squeue", "-h", "-o", "%i"], "squeue")
+        if r.rc != 0:
+            raise BackendError(f"squeue failed: {_short(r.err)}", where="squeue", fix=FIX_REACH)
+        return sum(1 for x in r.out.splitlines() if x.strip())
+
+
+_FIX_INSTALL = "install the Slurm clients (Debian: slurm-client) or set backend.options.bin_dir"
+
+
+def _short(text: str) -> str:
+    return text.strip().replace("\n", "; ")[:300] or "no message"
+
+
+def _config(text: str) -> dict[str, str]:
+    """``scontrol show config`` as a dict (``Key = Value`` lines)."""
+    out = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            out[key.strip()] = value.strip()
+    return out

@@ -1,0 +1,440 @@
+"""A live, throw-away Slurm cluster for tests: munged, slurmctld and slurmd on loopback.
+
+Everything lives under one temporary directory, on free non-default ports, with its own
+munge socket and key, so it never touches a system Slurm. The daemons run in the
+foreground as children of the test process and are stopped by pid at teardown. A daemon
+that cannot start FAILS the test (never a skip) with the tail of its log.
+
+Run it by hand to poke at a cluster: ``.venv/bin/python tests/slurm_cluster.py
+[--accounting]`` prints the ``SLURM_CONF`` to export and waits for Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+NODE = "gbnode"
+CPUS = 8
+PARTITION = "debug"
+START_TIMEOUT_S = 30.0
+DAEMONS = ("munged", "slurmctld", "slurmd")
+ACCOUNTING = ("mariadbd", "mariadb-install-db", "slurmdbd", "sacctmgr", "sacct")
+
+
+class ClusterError(RuntimeError):
+    """A daemon did not start; the message carries the tail of its log."""
+
+
+def free_port() -> int:
+    """A TCP port on loopback that nobody listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def tail(path: Path, n: int = 30) -> str:
+    """The last ``n`` lines of a log file (or a note that it is missing)."""
+    if not path.exists():
+        return f"({path} does not exist)"
+    lines = path.read_text(errors="replace").splitlines()
+    return "\n".join(lines[-n:])
+
+
+def slurm_conf(c: SlurmCluster) -> str:
+    """The slurm.conf of a test cluster (REAL-SYSTEMS.md: the lines that matter)."""
+    r = c.root
+    accounting = (
+        "AccountingStorageType=accounting_storage/slurmdbd\n"
+        f"AccountingStorageHost=localhost\nAccountingStoragePort={c.dbd_port}\n"
+        f"AccountingStoragePass={c.munge_socket}\n"  # with auth/munge: the munge socket
+        if c.accounting
+        else "AccountingStorageType=accounting_storage/none\n"
+    )
+    return f"""\
+ClusterName=gridbench
+SlurmctldHost=localhost(127.0.0.1)
+SlurmctldPort={c.ctld_port}
+SlurmdPort={c.slurmd_port}
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+AuthInfo=socket={c.munge_socket}
+CredType=cred/munge
+StateSaveLocation={r}/state
+SlurmdSpoolDir={r}/spool/%n
+SlurmctldPidFile={r}/run/slurmctld.pid
+SlurmdPidFile={r}/run/slurmd-%n.pid
+SlurmctldLogFile={c.ctld_log}
+SlurmdLogFile={r}/log/slurmd.log
+SlurmctldDebug=info
+SlurmdDebug=info
+LogTimeFormat=iso8601_ms
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+{accounting}JobCompType=jobcomp/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+DefMemPerCPU=100
+SchedulerType=sched/builtin
+SchedulerParameters=batch_sched_delay=0,sched_min_interval=0
+SlurmdParameters=config_overrides
+MinJobAge={c.min_job_age}
+MaxJobCount=100000
+ReturnToService=2
+MpiDefault=none
+InactiveLimit=0
+KillWait=2
+NodeName={NODE} NodeHostname=localhost NodeAddr=127.0.0.1 CPUs={CPUS} RealMemory=4000 State=UNKNOWN
+PartitionName={PARTITION} Nodes={NODE} Default=YES MaxTime=INFINITE State=UP
+"""
+
+
+DB_PASSWORD = "gridbench-test"
+
+
+def slurmdbd_conf(c: SlurmCluster) -> str:
+    """slurmdbd.conf: MariaDB over TCP on loopback with its own port."""
+    r = c.root
+    return f"""\
+DbdHost=localhost
+DbdPort={c.dbd_port}
+SlurmUser=root
+AuthType=auth/munge
+AuthInfo=socket={c.munge_socket}
+StorageType=accounting_storage/mysql
+StorageHost=127.0.0.1
+StoragePort={c.db_port}
+StorageUser=slurm
+StoragePass={DB_PASSWORD}
+StorageLoc=slurm_acct_db
+LogFile={r}/log/slurmdbd.log
+PidFile={r}/run/slurmdbd.pid
+DebugLevel=info
+LogTimeFormat=iso8601_ms
+"""
+
+
+@dataclass
+class SlurmCluster:
+    """One test cluster; ``env`` is what a backend (or a CLI call) needs to reach it."""
+
+    root: Path
+    min_job_age: int = 600
+    accounting: bool = False  # slurmdbd + MariaDB, for sacct
+    ctld_port: int = field(default_factory=free_port)
+    slurmd_port: int = field(default_factory=free_port)
+    dbd_port: int = field(default_factory=free_port)
+    db_port: int = field(default_factory=free_port)
+    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    @property
+    def conf(self) -> Path:
+        return self.root / "etc" / "slurm.conf"
+
+    @property
+    def munge_socket(self) -> Path:
+        return self.root / "run" / "munge.socket"
+
+    @property
+    def ctld_log(self) -> Path:
+        return self.root / "log" / "slurmctld.log"
+
+    @property
+    def env(self) -> dict[str, str]:
+        """Environment overrides for Slurm clients (pass to the backend's ``env`` option)."""
+        return {"SLURM_CONF": str(self.conf), "MUNGE_SOCKET": str(self.munge_socket)}
+
+    def log_of(self, name: str) -> Path:
+        return self.root / "log" / f"{name}.log"
+
+    # ---- commands -----------------------------------------------------------------------
+
+    def run(self, *argv: str, check: bool = True, timeout: float = 20) -> str:
+        """Run a Slurm client command against this cluster; return its stdout."""
+        p = subprocess.run(
+            argv,
+            env={**os.environ, **self.env},
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+        if check and p.returncode != 0:
+            raise ClusterError(f"{' '.join(argv)} exited {p.returncode}: {p.stderr.strip()}")
+        return p.stdout
+
+    def job_ids(self) -> list[str]:
+        """Ids of every job the controller still lists."""
+        out = self.run("squeue", "-h", "-o", "%i", check=False)
+        return [x.strip() for x in out.split() if x.strip()]
+
+    # ---- lifecycle ----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start munged, slurmctld and slurmd; return once the node is idle."""
+        for d in ("etc", "state", "spool", "run", "log", "munge"):
+            (self.root / d).mkdir(parents=True, exist_ok=True)
+        os.chmod(self.root, 0o755)
+        os.chmod(self.root / "munge", 0o700)
+        key = self.root / "munge" / "munge.key"
+        key.write_bytes(os.urandom(1024))
+        os.chmod(key, 0o400)
+        self.conf.write_text(slurm_conf(self), encoding="utf-8")
+        self._spawn(
+            "munged",
+            [
+                "munged",
+                "--foreground",
+                "--force",
+                f"--socket={self.munge_socket}",
+                f"--key-file={key}",
+                f"--pid-file={self.root}/run/munged.pid",
+                f"--seed-file={self.root}/munge/munged.seed",
+                f"--log-file={self.log_of('munged')}",
+            ],
+        )
+        self._wait("munged", self.munge_socket.exists, self.log_of("munged"))
+        if self.accounting:
+            self._start_accounting()
+        self.start_ctld()
+        self._spawn("slurmd", ["slurmd", "-D", "-f", str(self.conf), "-N", NODE])
+        self._wait("slurmd", self._node_idle, self.log_of("slurmd"))
+
+    def _start_accounting(self) -> None:
+        """MariaDB (own datadir, socket, port), then slurmdbd, then the cluster's record."""
+        r = self.root
+        sock = r / "run" / "mysql.sock"
+        init = subprocess.run(
+            [
+                "mariadb-install-db",
+                "--no-defaults",
+                f"--datadir={r}/db",
+                "--user=root",
+                "--auth-root-authentication-method=normal",
+                "--skip-test-db",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if init.returncode != 0:
+            raise ClusterError(f"mariadb-install-db failed:\n{init.stdout}\n{init.stderr}")
+        self._spawn(
+            "mariadbd",
+            [
+                "mariadbd",
+                "--no-defaults",
+                f"--datadir={r}/db",
+                f"--socket={sock}",
+                f"--port={self.db_port}",
+                "--bind-address=127.0.0.1",
+                "--user=root",
+                f"--pid-file={r}/run/mariadb.pid",
+                f"--log-error={self.log_of('mariadbd')}",
+                "--innodb-buffer-pool-size=64M",
+                "--skip-log-bin",
+            ],
+        )
+        self._wait("mariadbd", sock.exists, self.log_of("mariadbd"))
+        grant = (
+            f"CREATE USER 'slurm'@'127.0.0.1' IDENTIFIED BY '{DB_PASSWORD}';"
+            "GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';"
+        )
+        self.run("mariadb", "--no-defaults", f"--socket={sock}", "-u", "root", "-e", grant)
+        dbd = r / "etc" / "slurmdbd.conf"
+        dbd.write_text(slurmdbd_conf(self), encoding="utf-8")
+        os.chmod(dbd, 0o600)
+        self._spawn("slurmdbd", ["slurmdbd", "-D"])
+        self._wait("slurmdbd", self._dbd_listening, self.log_of("slurmdbd"))
+        self.run("sacctmgr", "-i", "add", "cluster", "gridbench")
+
+    def _dbd_listening(self) -> bool:
+        with socket.socket() as s:
+            s.settimeout(0.2)
+            return s.connect_ex(("127.0.0.1", self.dbd_port)) == 0
+
+    def start_ctld(self, *, clear: bool = False) -> None:
+        """(Re)start slurmctld and wait until it answers ``scontrol ping``.
+
+        ``clear`` drops its saved jobs: squeue forgets them, sacct still has them.
+        """
+        argv = ["slurmctld", "-D", "-i", "-f", str(self.conf), *(["-c"] if clear else [])]
+        self._spawn("slurmctld", argv)
+        self._wait("slurmctld", self._ctld_up, self.ctld_log)
+
+    def stop_ctld(self) -> None:
+        """Stop slurmctld only (to test a controller outage)."""
+        self._terminate("slurmctld")
+
+    def stop(self) -> None:
+        """Cancel leftover jobs by id, then stop every process this cluster started."""
+        ctld = self.procs.get("slurmctld")
+        if ctld is not None and ctld.poll() is None:
+            with contextlib.suppress(Exception):
+                ids = self.job_ids()
+                if ids:
+                    self.run("scancel", *ids, check=False)
+                    self._wait_quiet()
+        for name in reversed(list(self.procs)):
+            self._terminate(name)
+        for pid in self._strays():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+    def _wait_quiet(self, timeout: float = 10.0) -> None:
+        """Wait until no job of this cluster is pending, running or completing."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            out = self.run("squeue", "-h", "-t", "PD,R,CG,S", "-o", "%i", check=False)
+            if not out.strip():
+                return
+            time.sleep(0.1)
+
+    def _strays(self) -> list[int]:
+        """Pids of slurmstepd and job processes still running against this cluster.
+
+        slurmstepd daemonises (its parent becomes init), so it is found by the
+        ``SLURM_CONF`` of this cluster in its environment, which it and the job
+        processes inherit from slurmd and sbatch.
+        """
+        import psutil
+
+        mine = str(self.conf)
+        found = []
+        for p in psutil.process_iter(["pid"]):
+            if p.pid == os.getpid():
+                continue
+            try:
+                if p.environ().get("SLURM_CONF") == mine:
+                    found.append(p.pid)
+            except (psutil.Error, OSError):
+                continue
+        return found
+
+    def _spawn(self, name: str, argv: list[str]) -> None:
+        out = open(self.root / "log" / f"{name}.stderr", "ab")  # noqa: SIM115 (closed by Popen)
+        with out:
+            self.procs[name] = subprocess.Popen(
+                argv,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env={**os.environ, **self.env},
+                cwd=self.root,
+            )
+
+    def _terminate(self, name: str) -> None:
+        p = self.procs.pop(name, None)
+        if p is None or p.poll() is not None:
+            return
+        p.terminate()
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(timeout=10)
+
+    def _wait(self, name: str, ready: Callable[[], bool], log: Path) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        proc = self.procs[name]
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                break
+            if ready():
+                return
+            time.sleep(0.05)
+        stderr = self.root / "log" / f"{name}.stderr"
+        state = f"exited {proc.returncode}" if proc.poll() is not None else "not ready"
+        raise ClusterError(
+            f"{name} did not start ({state} after {START_TIMEOUT_S:g}s)\n"
+            f"--- {log}\n{tail(log)}\n--- {stderr}\n{tail(stderr)}"
+        )
+
+    def _ctld_up(self) -> bool:
+        try:
+            return "is UP" in self.run("scontrol", "ping", check=False, timeout=5)
+        except subprocess.TimeoutExpired:
+            return False
+
+    def _node_idle(self) -> bool:
+        try:
+            out = self.run("sinfo", "-h", "-N", "-o", "%t", check=False, timeout=5)
+        except subprocess.TimeoutExpired:
+            return False
+        return out.strip() == "idle"
+
+
+def have_slurm(accounting: bool = False) -> bool:
+    """Whether the Debian packages are installed (scripts/debian-packages.txt)."""
+    tools = (*DAEMONS, "sbatch", "squeue", "scontrol", "scancel")
+    return all(shutil.which(x) for x in (*tools, *(ACCOUNTING if accounting else ())))
+
+
+@contextlib.contextmanager
+def running_cluster(
+    prefix: str = "gb-slurm-", *, accounting: bool = False, min_job_age: int = 600
+) -> Iterator[SlurmCluster]:
+    """A started cluster, stopped (and its directory removed) on exit."""
+    if os.geteuid() != 0:
+        pytest.fail("the Slurm test cluster must run as root (it starts munged and slurmd)")
+    if not have_slurm(accounting):
+        pytest.fail(
+            "Slurm is not installed: apt-get install --no-install-recommends "
+            "slurmctld slurmd slurm-client munge slurmdbd mariadb-server "
+            "(scripts/debian-packages.txt)"
+        )
+    tmp = Path(tempfile.mkdtemp(prefix=prefix))
+    cluster = SlurmCluster(tmp, min_job_age=min_job_age, accounting=accounting)
+    try:
+        try:
+            cluster.start()
+        except ClusterError as exc:
+            pytest.fail(str(exc), pytrace=False)
+        yield cluster
+    finally:
+        cluster.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.fixture(scope="session", name="slurm")
+def slurm_fixture() -> Iterator[SlurmCluster]:
+    """One live cluster shared by the Slurm tests of a session."""
+    with running_cluster() as c:
+        yield c
+
+
+@pytest.fixture(name="slurm_acct")
+def slurm_acct_fixture() -> Iterator[SlurmCluster]:
+    """A cluster with accounting (slurmdbd + MariaDB), for sacct."""
+    with running_cluster(prefix="gb-slurm-acct-", accounting=True) as c:
+        yield c
+
+
+@pytest.fixture(name="slurm_private")
+def slurm_private_fixture() -> Iterator[SlurmCluster]:
+    """A cluster of one's own, for tests that stop its daemons."""
+    with running_cluster(prefix="gb-slurm-own-") as c:
+        yield c
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    with running_cluster(accounting="--accounting" in sys.argv) as c:
+        print(f"export SLURM_CONF={c.conf}")
+        print(f"controller log: {c.ctld_log}", flush=True)
+        with contextlib.suppress(KeyboardInterrupt):
+            signal.pause()

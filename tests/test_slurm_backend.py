@@ -1,0 +1,311 @@
+"""The slurm backend against live daemons (tests/slurm_cluster.py), through the runner.
+
+No mocks: every job goes through sbatch, slurmctld and slurmd. The only stand-in is a
+``squeue`` script that prints broken JSON, to show what a broken reply does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+from gridbench.backends.base import JobRequest, JobState
+from gridbench.backends.registry import create_backend
+from gridbench.backends.slurm import SlurmBackend
+from gridbench.errors import BackendError, SpecError
+from gridbench.events.log import read_events
+from gridbench.events.model import Precision
+from gridbench.run.experiment import ExperimentOutcome, ExperimentRunner
+from gridbench.spec import load_spec_text, make_plan
+from slurm_cluster import (  # noqa: F401 (the fixtures slurm, slurm_acct, slurm_private)
+    SlurmCluster,
+    slurm_acct_fixture,
+    slurm_fixture,
+    slurm_private_fixture,
+)
+
+CHAIN = ["submit", "slurm_submit", "slurm_eligible", "slurm_start", "slurm_end", "client_done"]
+
+
+def backend_for(cluster: SlurmCluster, **options: object) -> SlurmBackend:
+    b = create_backend("slurm", {"conf": str(cluster.conf), **options})
+    assert isinstance(b, SlurmBackend)
+    return b
+
+
+def run_with(
+    text: str, root: Path, backend: SlurmBackend, *, abort_when_acked: int | None = None
+) -> ExperimentOutcome:
+    """Run a spec with this backend; optionally abort once that many jobs are in Slurm."""
+    spec, data = load_spec_text(text)
+    runner = ExperimentRunner(make_plan(spec, data), data, root, backend=backend)
+
+    async def main() -> ExperimentOutcome:
+        task = asyncio.create_task(runner.execute())
+        if abort_when_acked is not None:
+            while backend.accepted < abort_when_acked:
+                await asyncio.sleep(0.05)
+            runner.abort()
+        return await task
+
+    return asyncio.run(main())
+
+
+def trial(out: ExperimentOutcome) -> tuple[pl.DataFrame, dict[str, Any]]:
+    d = out.run.trial_dir("p00-t00")
+    return read_events(d / "events.csv"), json.loads((d / "trial.json").read_text())
+
+
+def failures(ev: pl.DataFrame) -> pl.DataFrame:
+    return ev.filter(pl.col("stage") == "failed").select(
+        "job",
+        pl.col("attrs").str.json_path_match("$.kind").alias("kind"),
+        pl.col("attrs").str.json_path_match("$.message").alias("message"),
+    )
+
+
+def test_jobs_end_with_ordered_server_stamps(slurm: SlurmCluster, tmp_path: Path) -> None:
+    backend = backend_for(slurm)
+    out = run_with(
+        """
+name: slurm-basic
+backend: {type: slurm}
+job: {command: [sh, -c, "echo gridbench; sleep 0.3"]}
+load: {model: open, rate: 20/s}
+trial: {jobs: 12}
+timeouts: {status_interval: 0.2s, drain: 30s}
+""",
+        tmp_path,
+        backend,
+    )
+    assert out.status == "complete"
+    ev, info = trial(out)
+    assert failures(ev).height == 0
+    wide = ev.pivot(on="stage", index="job", values="t_ns", aggregate_function="first")
+    assert wide.height == 12
+    assert wide.select(CHAIN).null_count().sum_horizontal().item() == 0
+    for a, b in itertools.pairwise(CHAIN):
+        assert (wide[a] <= wide[b]).all(), f"{a} after {b}"
+    # ms stamps from the controller log for submit/start/end, 1 s for eligible
+    server = ev.filter(pl.col("source") == "slurmctld")
+    prec = dict(server.group_by("stage").agg(pl.col("precision_ns").max()).iter_rows())
+    assert prec == {
+        "slurm_submit": Precision.MS,
+        "slurm_eligible": Precision.S,
+        "slurm_start": Precision.MS,
+        "slurm_end": Precision.MS,
+    }
+    assert server.height == 4 * 12  # one stamp per job and stage, never two
+    # the log's ms stamps and squeue's whole seconds agree
+    assert (wide["slurm_end"] - wide["slurm_start"] >= 300_000_000).all()
+    chain = {s["name"]: s["precision_ns"] for s in info["chain"]["stages"]}
+    assert chain["slurm_start"] == Precision.MS and chain["slurm_eligible"] == Precision.S
+    # one squeue --json per status sweep, and no per-job lookups
+    assert backend.calls["squeue --json"] == info["status_calls"]
+    assert info["status_calls"] == info["status_sweeps"]
+    assert backend.calls["scontrol show job"] == 0
+    assert backend.calls["sbatch"] == 12
+    assert info["background_queue"] == {"start": 0, "end": 0}
+    # the jobs really ran under their gridbench names
+    names = set(slurm.run("squeue", "-h", "-t", "all", "-o", "%j").split())
+    assert set(ev["job"].unique()) <= names
+
+
+def test_abort_cancels_outstanding_jobs(slurm: SlurmCluster, tmp_path: Path) -> None:
+    backend = backend_for(slurm)
+    out = run_with(
+        """
+name: slurm-abort
+backend: {type: slurm}
+job: {command: [sleep, "120"]}
+load: {model: open, rate: 50/s}
+trial: {jobs: 4}
+timeouts: {status_interval: 0.2s}
+""",
+        tmp_path,
+        backend,
+        abort_when_acked=4,
+    )
+    assert out.status == "aborted"
+    ev, _ = trial(out)
+    acks = ev.filter(pl.col("stage") == "submit_ack")
+    ids = acks["attrs"].str.json_path_match("$.backend_id").to_list()
+    cancelled = ev.filter(pl.col("stage") == "cancelled")
+    assert sorted(cancelled["job"]) == sorted(acks["job"])
+    assert len(ids) == 4 and backend.calls["scancel"] == 1
+    # Slurm agrees: every one of those jobs is cancelled (scancel is asynchronous)
+    states: list[str] = []
+    for _ in range(100):
+        out_ = slurm.run("squeue", "-h", "-t", "all", "-j", ",".join(ids), "-o", "%T")
+        states = out_.split()
+        if states == ["CANCELLED"] * 4:
+            break
+        time.sleep(0.1)
+    assert states == ["CANCELLED"] * 4
+
+
+def test_rejected_submissions_keep_sbatch_message(slurm: SlurmCluster, tmp_path: Path) -> None:
+    backend = backend_for(slurm, sbatch_args=["--partition=nope"])
+    out = run_with(
+        """
+name: slurm-reject
+backend: {type: slurm}
+load: {model: open, rate: 20/s}
+trial: {jobs: 3}
+timeouts: {status_interval: 0.2s, drain: 5s}
+""",
+        tmp_path,
+        backend,
+    )
+    ev, _ = trial(out)
+    f = failures(ev)
+    assert f["kind"].to_list() == ["submit_rejected"] * 3
+    assert set(f["message"]) == {
+        "invalid partition specified: nope; "
+        "Batch job submission failed: Invalid partition name specified"
+    }
+
+
+async def test_status_resolves_unknown_ids_in_one_call(slurm: SlurmCluster) -> None:
+    b = backend_for(slurm, controller_log=None)
+    await b.open()
+    bid = await b.submit(JobRequest("gb-resolve", ("true",)))
+    for _ in range(200):
+        st = await b.status([bid, "999998"])
+        if bid in st and st[bid].state.terminal:
+            break
+        await asyncio.sleep(0.05)
+    assert st[bid].state is JobState.DONE and "999998" not in st
+    assert b.calls["scontrol show job"] == b.calls["squeue --json"]  # one per sweep
+    await b.status([bid, "999998", "999999"])  # several unknown: still one call (all jobs)
+    assert b.calls["scontrol show job"] == b.calls["squeue --json"]
+    ev = await b.server_events()
+    assert [(e.stage, e.precision_ns) for e in ev] == [
+        ("slurm_submit", Precision.S),
+        ("slurm_eligible", Precision.S),
+        ("slurm_start", Precision.S),
+        ("slurm_end", Precision.S),
+    ]
+    assert b.stage_chain().stages[1].precision_ns == Precision.S  # no log: whole seconds
+    await b.close()
+
+
+async def test_fetch_output(slurm: SlurmCluster, tmp_path: Path) -> None:
+    b = backend_for(slurm, output=str(tmp_path / "%j.out"), time_limit="1")
+    await b.open()
+    assert b.capabilities().fetch_output
+    bid = await b.submit(JobRequest("gb-out", ("echo", "it's a $HOME")))
+    for _ in range(200):
+        st = await b.status([bid])
+        if bid in st and st[bid].state.terminal:
+            break
+        await asyncio.sleep(0.05)
+    assert await b.fetch_output(bid) == b"it's a $HOME\n"  # argv quoted, no shell expansion
+    await b.close()
+
+
+async def test_open_says_what_is_wrong(slurm: SlurmCluster, tmp_path: Path) -> None:
+    with pytest.raises(BackendError) as err:
+        await backend_for(slurm, conf=str(tmp_path / "none.conf")).open()
+    assert err.value.where == "backend.options.conf"
+    with pytest.raises(BackendError) as err:
+        await backend_for(slurm, partition="nope").open()
+    assert err.value.where == "backend.options.partition" and "'nope'" in err.value.message
+    down = tmp_path / "down.conf"
+    down.write_text(
+        slurm.conf.read_text().replace(f"SlurmctldPort={slurm.ctld_port}", "SlurmctldPort=9")
+    )
+    with pytest.raises(BackendError) as err:
+        await backend_for(slurm, conf=str(down)).open()
+    assert err.value.where == "scontrol ping" and "is DOWN" in err.value.message
+    assert err.value.fix and "slurmctld" in err.value.fix
+    with pytest.raises(BackendError) as err:
+        await backend_for(slurm, controller_log=str(tmp_path / "no.log")).open()
+    assert err.value.where == "backend.options.controller_log"
+    with pytest.raises(SpecError, match="unknown time zone"):
+        create_backend("slurm", {"log_timezone": "Mars/Olympus"})
+
+
+async def test_malformed_squeue_reply_is_a_clear_error(slurm: SlurmCluster, tmp_path: Path) -> None:
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    squeue = fake / "squeue"
+    squeue.write_text('#!/bin/sh\necho \'{"jobs": [ {"job_id": 1,\'\n')
+    squeue.chmod(0o755)
+    b = backend_for(slurm, bin_dir=str(fake))
+    await b.open()
+    with pytest.raises(BackendError) as err:
+        await b.status(["1"])
+    assert err.value.where == "squeue --json"
+    assert err.value.message.startswith("squeue --json did not answer JSON")
+    await b.close()
+
+
+def test_controller_down_mid_trial(
+    slurm_private: SlurmCluster, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """slurmctld stops while jobs run: status calls fail, the trial still ends."""
+    cluster = slurm_private
+    backend = backend_for(cluster, command_timeout_s=1.5)
+    spec, data = load_spec_text(
+        """
+name: slurm-down
+backend: {type: slurm}
+job: {command: [sleep, "120"]}
+load: {model: open, rate: 50/s}
+trial: {jobs: 3}
+timeouts: {status_interval: 0.2s, drain: 2s}
+"""
+    )
+    runner = ExperimentRunner(make_plan(spec, data), data, tmp_path, backend=backend)
+
+    async def main() -> ExperimentOutcome:
+        task = asyncio.create_task(runner.execute())
+        while backend.accepted < 3:
+            await asyncio.sleep(0.05)
+        await asyncio.to_thread(cluster.stop_ctld)
+        return await task
+
+    out = asyncio.run(main())
+    ev, info = trial(out)
+    f = failures(ev)
+    assert f["kind"].to_list() == ["lost"] * 3
+    assert info["status_calls"] > info["status_sweeps"]  # the failed calls
+    failed_calls = [r.getMessage() for r in caplog.records if "status call failed" in r.msg]
+    assert failed_calls and all("squeue" in m for m in failed_calls)
+    assert info["background_queue"]["end"] is None
+    assert out.trials[0].status in ("complete", "failed")
+
+
+async def test_sacct_resolves_jobs_squeue_forgot(slurm_acct: SlurmCluster) -> None:
+    """With accounting, jobs the controller no longer lists come from sacct in chunks."""
+    cluster = slurm_acct
+    b = backend_for(cluster, use_sacct=True, resolve_chunk=2)
+    await b.open()
+    ids = [await b.submit(JobRequest(f"gb-acct-{i}", ("true",))) for i in range(3)]
+    for _ in range(200):  # until the database has caught up (it fills eligible late)
+        out = cluster.run("sacct", "-X", "-n", "-P", "-o", "State,Eligible", "-j", ",".join(ids))
+        if all(x.startswith("COMPLETED|2") for x in out.split()) and len(out.split()) == 3:
+            break
+        await asyncio.sleep(0.1)
+    await asyncio.to_thread(cluster.stop_ctld)
+    await asyncio.to_thread(cluster.start_ctld, clear=True)
+    assert cluster.job_ids() == []  # squeue forgot them
+    before = b.calls["sacct"]
+    st = await b.status(ids)
+    assert {i: s.state for i, s in st.items()} == dict.fromkeys(ids, JobState.DONE)
+    assert b.calls["sacct"] - before == 2  # 3 ids in chunks of 2
+    ev = await b.server_events()
+    stamps = {(e.job, e.stage): e for e in ev}
+    for i in ids:
+        assert stamps[(i, "slurm_submit")].precision_ns == Precision.MS  # the log wins
+        e = stamps[(i, "slurm_eligible")]
+        assert e.precision_ns == Precision.S and e.attrs["from"] == "sacct"
+    await b.close()
