@@ -40,6 +40,8 @@ class TrialInfo:
     late_threshold_ns: int = DEFAULT_LATE_THRESHOLD_NS
     background_queue: Mapping[str, int | None] = field(default_factory=dict)
     agents: Mapping[str, Any] = field(default_factory=dict)
+    #: CPU seconds of the client programs a command-style backend spawned (None: none)
+    client_cpu_s: float | None = None
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], where: str = "trial.json") -> TrialInfo:
@@ -74,6 +76,7 @@ class TrialInfo:
                     "end": _opt_int(bq.get("end")),
                 },
                 agents=dict(d.get("agents") or {}),
+                client_cpu_s=_opt_float((d.get("client_processes") or {}).get("cpu_s")),
             )
         except (TypeError, ValueError) as exc:
             raise ResultsError(

@@ -10,6 +10,9 @@ A trial is **invalid** (excluded from summaries, listed with its reasons) when:
   submission window reached 90% of its ceiling. The ceiling depends on what was measured:
   with no child processes it is one core (100%), since gridbench's event loop runs on one
   core; with children (client tools it spawned) it is all cores (cpu_count * 100);
+- the client *tools* were the bottleneck: the CPU seconds of the programs a command-style
+  backend spawned (trial.json ``client_processes.cpu_s``) reached 50% of all cores over the
+  whole trial (the UNICORE UCC finding; 25% gives a warning);
 - the overall latency's stamps are too coarse: the coarser precision of its two stages
   exceeds 10% of the median overall latency.
 
@@ -43,6 +46,9 @@ class ValidityConfig:
     late_share_max: float = 0.05
     dropped_share_max: float = 0.01
     cpu_bound_fraction: float = 0.9
+    # spawned client programs compete with everything else on the machine (often the
+    # service itself), so half of all cores over the trial already measures the client
+    tools_bound_fraction: float = 0.5
     coarse_factor: float = 0.1
 
 
@@ -123,6 +129,14 @@ def _negative(chain: StageChain, jt: JobTimes, durations: Durations) -> list[str
     return out
 
 
+def _client_tools_share(info: TrialInfo) -> float | None:
+    """CPU of spawned client programs over the trial, as a share of the whole machine."""
+    if info.client_cpu_s is None or info.started_ns is None or info.ended_ns is None:
+        return None
+    wall = (info.ended_ns - info.started_ns) / 1e9
+    return info.client_cpu_s / (wall * info.cpu_count) if wall > 0 else None
+
+
 def trial_validity(
     info: TrialInfo,
     jt: JobTimes,
@@ -172,6 +186,19 @@ def trial_validity(
                 f"the client was the bottleneck: its CPU averaged {text.num(cpu.mean)}% over "
                 f"the submission window, at least {text.pct(cfg.cpu_bound_fraction)} of {rule}"
             )
+    tools_share = _client_tools_share(info)
+    if tools_share is not None and tools_share >= cfg.tools_bound_fraction:
+        bound = True
+        reasons.append(
+            f"the client tools were the bottleneck: the programs gridbench ran to submit and "
+            f"poll used {text.pct(tools_share)} of all {info.cpu_count} cores over the trial "
+            "(a client heavier than the service, as UNICORE's UCC was)"
+        )
+    elif tools_share is not None and tools_share >= cfg.tools_bound_fraction / 2:
+        warnings.append(
+            f"the client tools used {text.pct(tools_share)} of all {info.cpu_count} cores: "
+            "close to measuring the client rather than the service"
+        )
     overall_start = STAGE_INTENDED if jt.has(STAGE_INTENDED) else chain_first(info.chain)
     coarse = _coarse(info.chain, jt, latency, overall_start, end_stage, cfg.coarse_factor)
     for name, prec, med in coarse:
@@ -191,6 +218,7 @@ def trial_validity(
         "client_cpu_mean": cpu.mean if cpu else None,
         "client_bound": bound,
         "client_cpu_rule": rule,
+        "client_tools_cpu_share": tools_share,
         "coarse_precision": [name for name, _, _ in coarse],
     }
 
