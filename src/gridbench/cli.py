@@ -360,6 +360,14 @@ def cmd_backends(args: argparse.Namespace) -> int:
 
     for name, target in sorted(available().items()):
         console.print(f"{name:12s} {target}")
+    from gridbench.backends.command_presets import listing
+
+    t = Table(title="command backend presets (backend: {type: command, options: {preset: NAME}})")
+    for col in ("preset", "tested here", "written for"):
+        t.add_column(col)
+    for p in listing():
+        t.add_row(p.name, "yes" if p.tested else "no", _escape(p.written_for))
+    console.print(t)
     return EXIT_OK
 
 
