@@ -93,20 +93,16 @@ timeouts: {status_interval: 0.2s, drain: 30s}
     assert wide.select(CHAIN).null_count().sum_horizontal().item() == 0
     for a, b in itertools.pairwise(CHAIN):
         assert (wide[a] <= wide[b]).all(), f"{a} after {b}"
-    # ms stamps from the controller log for submit/start/end, 1 s for eligible
+    # ms stamps from the controller log for submit/start/end; eligible at submission
     server = ev.filter(pl.col("source") == "slurmctld")
     prec = dict(server.group_by("stage").agg(pl.col("precision_ns").max()).iter_rows())
-    assert prec == {
-        "slurm_submit": Precision.MS,
-        "slurm_eligible": Precision.S,
-        "slurm_start": Precision.MS,
-        "slurm_end": Precision.MS,
-    }
+    assert prec == dict.fromkeys(CHAIN[1:5], Precision.MS)
+    assert (wide["slurm_eligible"] == wide["slurm_submit"]).all()
     assert server.height == 4 * 12  # one stamp per job and stage, never two
     # the log's ms stamps and squeue's whole seconds agree
     assert (wide["slurm_end"] - wide["slurm_start"] >= 300_000_000).all()
     chain = {s["name"]: s["precision_ns"] for s in info["chain"]["stages"]}
-    assert chain["slurm_start"] == Precision.MS and chain["slurm_eligible"] == Precision.S
+    assert chain["slurm_start"] == chain["slurm_eligible"] == Precision.MS
     # one squeue --json per status sweep, and no per-job lookups
     assert backend.calls["squeue --json"] == info["status_calls"]
     assert info["status_calls"] == info["status_sweeps"]
@@ -307,5 +303,6 @@ async def test_sacct_resolves_jobs_squeue_forgot(slurm_acct: SlurmCluster) -> No
     for i in ids:
         assert stamps[(i, "slurm_submit")].precision_ns == Precision.MS  # the log wins
         e = stamps[(i, "slurm_eligible")]
-        assert e.precision_ns == Precision.S and e.attrs["from"] == "sacct"
+        assert e.attrs == {"from": "sacct", "same_as": "slurm_submit"}
+        assert stamps[(i, "slurm_start")].attrs == {"from": "log"}
     await b.close()

@@ -248,7 +248,7 @@ def test_stamp_book_prefers_log_and_fills_the_rest() -> None:
     e = late.pop(("1", "slurm_eligible"))
     assert (e.t_ns, e.precision_ns, e.attrs) == (
         T0 * S + 185_000_000,
-        Precision.S,
+        Precision.MS,
         {"from": "squeue", "same_as": "slurm_submit"},
     )
     # job 4 (cancelled while running: no _job_complete line) gets its end from squeue

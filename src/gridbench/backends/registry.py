@@ -21,6 +21,8 @@ _BUILTIN = {
     "reference": "gridbench.backends.reference:ReferenceBackend",
     "command": "gridbench.backends.command:CommandBackend",
     "slurm": "gridbench.backends.slurm:SlurmBackend",
+    "sge": "gridbench.backends.sge:SgeBackend",
+    "psij": "gridbench.backends.psij_backend:PsijBackend",
 }
 
 

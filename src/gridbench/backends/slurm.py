@@ -140,13 +140,14 @@ class SlurmBackend:
         return self._log is not None
 
     def stage_chain(self) -> StageChain:
-        """The Slurm chain; 1 ms for submit/start/end when the controller log is read."""
+        """The Slurm chain; 1 ms when the controller log is read (slurm_stamps: a held
+        job's eligible stamp is still 1 s, and so is an end with no log line)."""
         fine = Precision.MS if self.log_stamps else Precision.S
         return StageChain(
             (
                 Stage("submit", "client", "sbatch called", Precision.US),
                 Stage(STAGE_SUBMIT, SOURCE, "controller accepted the job", fine),
-                Stage(STAGE_ELIGIBLE, SOURCE, "job eligible to run", Precision.S),
+                Stage(STAGE_ELIGIBLE, SOURCE, "job eligible to run", fine),
                 Stage(STAGE_START, SOURCE, "job allocated and started", fine),
                 Stage(STAGE_END, SOURCE, "job completed", fine),
                 Stage("client_done", "client", "client saw the end", Precision.US),

@@ -7,8 +7,9 @@ second. **The log stamp wins** whenever the log has the line: it is emitted as s
 is read (so even a job that never ends keeps its submit stamp). When a job is seen to end,
 the whole-second record fills in every stage the log did not give, kept in chain order:
 
-- a job eligible in the second it was submitted (no hold, no dependency: Slurm sets both
-  times together) gets the submit stamp as its eligible time (``attrs.same_as``);
+- a job eligible in the second it was submitted gets the log's submit stamp as its
+  eligible time, at 1 ms (``attrs.same_as``): without a hold or dependency Slurm sets the
+  eligible time while it creates the job, inside the submit RPC the log line ends;
 - a whole second is a truncation, and a log line is written a little after the fact (the
   submit line ends the RPC), so a whole-second stamp may fall up to a second (plus
   ``LOG_LAG_NS``) before the millisecond stamp of an earlier stage; it is then raised to
@@ -41,6 +42,7 @@ LOG_LAG_NS = 100_000_000  # how much later than the fact a log line may be writt
 @dataclass(slots=True)
 class _Job:
     emitted: dict[str, int] = field(default_factory=dict)
+    logged: set[str] = field(default_factory=set)  # stages stamped from the log (1 ms)
     record: tuple[SlurmJob, str] | None = None
 
 
@@ -87,6 +89,7 @@ class StampBook:
         if s.stage in job.emitted:
             return  # first line wins (a requeued job logs a second allocation)
         job.emitted[s.stage] = s.t_ns
+        job.logged.add(s.stage)
         attrs = {"from": "log"}
         self._out.append(Event(s.job_id, s.stage, s.t_ns, SOURCE, Precision.MS, AGENT, 0, attrs))
 
@@ -124,12 +127,11 @@ class StampBook:
             s = secs[stage]
             if s is None:
                 continue
-            t = s * 1_000_000_000
+            t, prec = s * 1_000_000_000, Precision.S
             attrs: dict[str, object] = {"from": origin}
-            submitted = job.emitted.get(STAGE_SUBMIT)
-            if stage == STAGE_ELIGIBLE and s == rec.submit_s and submitted is not None:
-                t, attrs["same_as"] = submitted, STAGE_SUBMIT
+            if stage == STAGE_ELIGIBLE and s == rec.submit_s and STAGE_SUBMIT in job.logged:
+                t, prec, attrs["same_as"] = job.emitted[STAGE_SUBMIT], Precision.MS, STAGE_SUBMIT
             elif prev is not None and t < prev < t + Precision.S + LOG_LAG_NS:
                 t, attrs["clamped"] = prev, True
-            self._out.append(Event(jid, stage, t, SOURCE, Precision.S, AGENT, 0, attrs))
+            self._out.append(Event(jid, stage, t, SOURCE, prec, AGENT, 0, attrs))
             job.emitted[stage] = prev = t
