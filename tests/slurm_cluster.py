@@ -288,21 +288,22 @@ class SlurmCluster:
                 ids = self.job_ids()
                 if ids:
                     self.run("scancel", *ids, check=False)
-                    self._wait_quiet()
+                    self.wait_quiet()
         for name in reversed(list(self.procs)):
             self._terminate(name)
         for pid in self._strays():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
 
-    def _wait_quiet(self, timeout: float = 10.0) -> None:
+    def wait_quiet(self, timeout: float = 10.0) -> bool:
         """Wait until no job of this cluster is pending, running or completing."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             out = self.run("squeue", "-h", "-t", "PD,R,CG,S", "-o", "%i", check=False)
             if not out.strip():
-                return
+                return True
             time.sleep(0.1)
+        return False
 
     def _strays(self) -> list[int]:
         """Pids of slurmstepd and job processes still running against this cluster.
@@ -412,9 +413,39 @@ def running_cluster(
 
 @pytest.fixture(scope="session", name="slurm")
 def slurm_fixture() -> Iterator[SlurmCluster]:
-    """One live cluster shared by the Slurm tests of a session."""
-    with running_cluster() as c:
-        yield c
+    """One live cluster shared by the Slurm tests of a session.
+
+    Each test module that imports this fixture gets its own session-scoped instance of it
+    from pytest, so the cluster itself is shared here: started by the first, stopped when
+    the last is torn down (at the end of the session).
+    """
+    if _shared.cluster is None:
+        if _shared.error:
+            pytest.fail(_shared.error, pytrace=False)
+        try:
+            _shared.cluster = _shared.stack.enter_context(running_cluster())
+        except BaseException as exc:
+            _shared.error = str(exc)
+            raise
+    _shared.users += 1
+    try:
+        yield _shared.cluster
+    finally:
+        _shared.users -= 1
+        if _shared.users == 0:
+            _shared.stack.close()
+            _shared.cluster = None
+
+
+@dataclass
+class _Shared:
+    stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
+    cluster: SlurmCluster | None = None
+    users: int = 0
+    error: str = ""
+
+
+_shared = _Shared()
 
 
 @pytest.fixture(name="slurm_acct")

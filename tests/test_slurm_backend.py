@@ -108,7 +108,8 @@ timeouts: {status_interval: 0.2s, drain: 30s}
     assert info["status_calls"] == info["status_sweeps"]
     assert backend.calls["scontrol show job"] == 0
     assert backend.calls["sbatch"] == 12
-    assert info["background_queue"] == {"start": 0, "end": 0}
+    queue = info["background_queue"]  # other modules' jobs may share the cluster
+    assert isinstance(queue["start"], int) and queue["end"] == queue["start"]
     # the jobs really ran under their gridbench names
     names = set(slurm.run("squeue", "-h", "-t", "all", "-o", "%j").split())
     assert set(ev["job"].unique()) <= names
