@@ -314,9 +314,10 @@ def _alive(pid: int) -> bool:
 
 def have_sge() -> bool:
     """Whether the Debian packages are installed and the cell exists."""
-    return all(shutil.which(x) or Path(f"/usr/sbin/{x}").exists() for x in TOOLS) and (
-        SGE_ROOT / CELL / "common" / "bootstrap"
-    ).is_file()
+    return (
+        all(shutil.which(x) or Path(f"/usr/sbin/{x}").exists() for x in TOOLS)
+        and (SGE_ROOT / CELL / "common" / "bootstrap").is_file()
+    )
 
 
 @contextlib.contextmanager

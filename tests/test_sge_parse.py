@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 
-from gridbench.backends.base import JobRequest, JobState
+from gridbench.backends.base import JobRequest, JobState, SubmitError
 from gridbench.backends.sge import AccountingTail, SgeBackend, _job_name
 from gridbench.backends.sge_parse import (
     STAGE_END,
@@ -18,6 +19,7 @@ from gridbench.backends.sge_parse import (
     parse_accounting_line,
     parse_qstat_xml,
     parse_qsub_id,
+    qsub_failure_kind,
     qsub_message,
     state_of,
 )
@@ -35,7 +37,8 @@ def test_qsub_id() -> None:
 
 
 def test_qsub_message_drops_exiting() -> None:
-    err = 'Unable to run job: Job was rejected because job requests unknown queue "nosuch.q"\nExiting.\n'
+    said = 'Unable to run job: Job was rejected because job requests unknown queue "nosuch.q"'
+    err = said + "\nExiting.\n"
     assert qsub_message(err) == (
         'Unable to run job: Job was rejected because job requests unknown queue "nosuch.q"'
     )
@@ -82,7 +85,8 @@ def test_state_codes(code: str, state: JobState) -> None:
 
 
 def test_accounting_records() -> None:
-    recs = parse_accounting((DATA / "accounting").read_text())
+    recs, problems = parse_accounting((DATA / "accounting").read_text())
+    assert problems == []
     assert [r.job_id for r in recs] == ["1", "2", "3", "4", "5", "7", "9"]
     ok, fail, killed, missing = recs[0], recs[3], recs[4], recs[6]
     assert ok.name == "gbt1"
@@ -112,6 +116,18 @@ def test_accounting_edge_cases() -> None:
         parse_accounting_line("all.q:localhost:root")
     with pytest.raises(SgeParseError, match="non-numeric"):
         parse_accounting_line("q:h:g:o:n:1:a:0:x:0:0:0:0")
+    good = "all.q:localhost:root:root:ok:12:sge:0:1795334387:1795334388:1795334389:0:0"
+    recs, problems = parse_accounting(f"garbage\n{good}\n")
+    assert [r.job_id for r in recs] == ["12"]  # a bad line never hides the next ones
+    assert problems == ["accounting line has 1 fields, expected at least 13"]
+
+
+def test_qsub_failure_kinds() -> None:
+    assert qsub_failure_kind('Unable to run job: unknown queue "x"\nExiting.') == (
+        "submit_rejected"
+    )
+    err = (DATA / "qsub-no-qmaster.txt").read_text()
+    assert qsub_failure_kind(err) == "submit_error"
 
 
 def test_accounting_tail_reads_only_complete_new_lines(tmp_path: Path) -> None:
@@ -138,12 +154,17 @@ def test_job_names_and_qsub_argv() -> None:
     assert _job_name("1a/b:c") == "j1a_b_c"
     b = SgeBackend.from_options({"queue": "all.q", "qsub_args": ["-l", "h_rt=60"]})
     argv = b._qsub_argv(JobRequest("gb-1", ("sleep", "1")))
+    with pytest.raises(SubmitError, match="as an option"):
+        asyncio.run(b.submit(JobRequest("gb-3", ("-h",))))
     assert argv == [
         "qsub", "-terse", "-b", "y", "-N", "gb-1", "-j", "y", "-o", "/dev/null",
         "-q", "all.q", "-l", "h_rt=60", "sleep", "1",
     ]  # fmt: skip
+    # execd joins the arguments for sh -c: each is quoted so the job gets its argv
+    quoted = b._qsub_argv(JobRequest("gb-2", ("sh", "-c", "exit 3", "$HOME")))
+    assert quoted[-4:] == ["sh", "-c", "'exit 3'", "'$HOME'"]
 
 
 def test_unknown_option_is_a_spec_error() -> None:
-    with pytest.raises(SpecError, match="backend.options.qeue"):
+    with pytest.raises(SpecError, match=r"backend\.options\.qeue"):
         SgeBackend.from_options({"qeue": "all.q"})

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
+import shlex
 import shutil
 from collections import Counter
 from collections.abc import Sequence
@@ -42,17 +44,18 @@ from gridbench.backends.sge_parse import (
     parse_accounting,
     parse_qstat_xml,
     parse_qsub_id,
+    qsub_failure_kind,
     qsub_message,
 )
 from gridbench.errors import BackendError
 from gridbench.events.model import (
     FAIL_SUBMIT_ERROR,
-    FAIL_SUBMIT_REJECTED,
     FAIL_SUBMIT_TIMEOUT,
     Event,
     Precision,
 )
 
+log = logging.getLogger(__name__)
 SOURCE = "sge_qmaster"
 AGENT = "sge"
 OUTPUT_LIMIT = 64 * 1024
@@ -114,7 +117,10 @@ class AccountingTail:
             return []  # written when the first job ends
         end = data.rfind(b"\n") + 1
         self.offset += end
-        return parse_accounting(data[:end].decode(errors="replace"))
+        records, problems = parse_accounting(data[:end].decode(errors="replace"))
+        for p in problems[:5]:
+            log.warning("%s: skipped a line: %s", self.path, p)
+        return records
 
 
 class SgeBackend:
@@ -232,7 +238,7 @@ class SgeBackend:
         for tool in ("qsub", "qstat", "qdel"):
             if shutil.which(tool, path=self._env.get("PATH")) is None:
                 raise BackendError(f"{tool} is not found", where="sge backend", fix=FIX_INSTALL)
-        await self._qstat("qstat -xml")
+        await self._qstat("qstat -xml (open)")
         if not self.accounting.parent.is_dir():
             raise BackendError(
                 f"the accounting file's directory {self.accounting.parent} does not exist",
@@ -252,10 +258,16 @@ class SgeBackend:
         argv += ["-o", o.output]
         if o.queue:
             argv += ["-q", o.queue]
-        return [*argv, *o.qsub_args, *(job.command or ("true",))]
+        # execd runs a binary job as ``sh -c "<arguments joined by spaces>"``: quote each
+        # one so that the job gets exactly its argv (checked on Son of Grid Engine 8.1.9)
+        return [*argv, *o.qsub_args, *(shlex.quote(a) for a in job.command or ("true",))]
 
     async def submit(self, job: JobRequest) -> str:
-        """qsub in binary mode (the argv is run as is, no script, no shell)."""
+        """qsub in binary mode (no job script; qsub itself is run without a shell)."""
+        if job.command and job.command[0].startswith("-"):
+            raise SubmitError(
+                FAIL_SUBMIT_ERROR, f"qsub would read the command {job.command[0]!r} as an option"
+            )
         async with self._submits:
             try:
                 r = await self._cli("qsub", self._qsub_argv(job))
@@ -267,7 +279,7 @@ class SgeBackend:
             except OSError as exc:
                 raise SubmitError(FAIL_SUBMIT_ERROR, f"cannot run qsub: {exc}") from None
         if r.rc != 0:
-            raise SubmitError(FAIL_SUBMIT_REJECTED, qsub_message(r.err))
+            raise SubmitError(qsub_failure_kind(r.err), qsub_message(r.err))
         try:
             bid = parse_qsub_id(r.out)
         except SgeParseError as exc:
@@ -278,11 +290,7 @@ class SgeBackend:
 
     def _read_accounting(self) -> None:
         """New accounting records; those of our jobs give their server stamps."""
-        try:
-            records = self._tail.read()
-        except SgeParseError as exc:
-            raise BackendError(str(exc), where=str(self.accounting)) from None
-        for rec in records:
+        for rec in self._tail.read():
             if rec.job_id not in self._watched or rec.job_id in self._records:
                 continue
             self._records[rec.job_id] = rec

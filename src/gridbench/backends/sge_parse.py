@@ -17,6 +17,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
 from gridbench.backends.base import JobState, JobStatus
+from gridbench.events.model import FAIL_SUBMIT_ERROR, FAIL_SUBMIT_REJECTED
 
 STAGE_SUBMIT = "sge_submit"
 STAGE_START = "sge_start"
@@ -43,6 +44,20 @@ def qsub_message(err: str) -> str:
     """qsub's error text on one line, without its trailing ``Exiting.``."""
     lines = [x.strip() for x in err.splitlines() if x.strip() and x.strip() != "Exiting."]
     return "; ".join(lines)[:300] or "qsub failed without a message"
+
+
+UNREACHABLE = (
+    "unable to contact qmaster",
+    "unable to send message to qmaster",
+    "commlib error",
+    "can't find connection",
+)
+
+
+def qsub_failure_kind(err: str) -> str:
+    """``submit_error`` when qsub could not reach qmaster, else ``submit_rejected``."""
+    low = err.lower()
+    return FAIL_SUBMIT_ERROR if any(x in low for x in UNREACHABLE) else FAIL_SUBMIT_REJECTED
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,11 +178,17 @@ def parse_accounting_line(line: str) -> AcctRecord | None:
     return rec
 
 
-def parse_accounting(text: str) -> list[AcctRecord]:
-    """Every record of (a chunk of) the accounting file, in file order."""
+def parse_accounting(text: str) -> tuple[list[AcctRecord], list[str]]:
+    """Every record of (a chunk of) the accounting file in file order, and the problems of
+    the lines that could not be read (skipped, so one bad line never hides the rest)."""
     out = []
+    problems = []
     for line in text.splitlines():
-        rec = parse_accounting_line(line)
+        try:
+            rec = parse_accounting_line(line)
+        except SgeParseError as exc:
+            problems.append(str(exc))
+            continue
         if rec is not None:
             out.append(rec)
-    return out
+    return out, problems
