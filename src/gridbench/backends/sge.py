@@ -17,7 +17,6 @@ import shlex
 import shutil
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -33,6 +32,7 @@ from gridbench.backends.base import (
     StageChain,
     SubmitError,
 )
+from gridbench.backends.cli_run import CliResult, run_cli
 from gridbench.backends.options import parse_options
 from gridbench.backends.sge_parse import (
     STAGE_END,
@@ -83,13 +83,6 @@ class SgeOptions(BaseModel):
     )
     command_timeout_s: float = Field(default=30.0, gt=0)
     max_concurrent_submits: int = Field(default=8, ge=1, le=1024)
-
-
-@dataclass(frozen=True, slots=True)
-class _Result:
-    rc: int
-    out: str
-    err: str
 
 
 class AccountingTail:
@@ -182,30 +175,12 @@ class SgeBackend:
 
     # ---- running clients ----------------------------------------------------------------
 
-    async def _cli(self, kind: str, argv: Sequence[str]) -> _Result:
+    async def _cli(self, kind: str, argv: Sequence[str]) -> CliResult:
         """Run one Grid Engine client; kill it on time-out or cancellation."""
         self.calls[kind] += 1
-        proc = await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=self._env,
-        )
-        try:
-            async with asyncio.timeout(self.options.command_timeout_s):
-                out, err = await proc.communicate()
-        except BaseException:
-            if proc.returncode is None:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.kill()
-                with contextlib.suppress(BaseException):
-                    await proc.wait()
-            raise
-        rc = proc.returncode if proc.returncode is not None else -1
-        return _Result(rc, out.decode(errors="replace"), err.decode(errors="replace"))
+        return await run_cli(argv, self._env, self.options.command_timeout_s)
 
-    async def _checked(self, kind: str, argv: Sequence[str]) -> _Result:
+    async def _checked(self, kind: str, argv: Sequence[str]) -> CliResult:
         """Run a client for status/cancel; failing to run it at all is a BackendError."""
         try:
             return await self._cli(kind, argv)

@@ -10,14 +10,12 @@ see :mod:`gridbench.backends.slurm_stamps`).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import shlex
 import shutil
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import tzinfo
 from pathlib import Path
 from typing import Any, ClassVar
@@ -34,6 +32,7 @@ from gridbench.backends.base import (
     StageChain,
     SubmitError,
 )
+from gridbench.backends.cli_run import CliResult, run_cli
 from gridbench.backends.options import parse_options
 from gridbench.backends.slurm_log import LogTail
 from gridbench.backends.slurm_parse import (
@@ -101,13 +100,6 @@ class SlurmOptions(BaseModel):
         return v
 
 
-@dataclass(frozen=True, slots=True)
-class _Result:
-    rc: int
-    out: str
-    err: str
-
-
 class SlurmBackend:
     """Adapter to a Slurm cluster through its command-line clients."""
 
@@ -172,30 +164,12 @@ class SlurmBackend:
 
     # ---- running Slurm clients ----------------------------------------------------------
 
-    async def _cli(self, kind: str, argv: Sequence[str], timeout: float | None = None) -> _Result:
+    async def _cli(self, kind: str, argv: Sequence[str], timeout: float | None = None) -> CliResult:
         """Run one Slurm client; kill it on time-out or cancellation."""
         self.calls[kind] += 1
-        proc = await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=self._env,
-        )
-        try:
-            async with asyncio.timeout(timeout or self.options.command_timeout_s):
-                out, err = await proc.communicate()
-        except BaseException:
-            if proc.returncode is None:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.kill()
-                with contextlib.suppress(BaseException):
-                    await proc.wait()
-            raise
-        rc = proc.returncode if proc.returncode is not None else -1
-        return _Result(rc, out.decode(errors="replace"), err.decode(errors="replace"))
+        return await run_cli(argv, self._env, timeout or self.options.command_timeout_s)
 
-    async def _checked(self, kind: str, argv: Sequence[str], where: str) -> _Result:
+    async def _checked(self, kind: str, argv: Sequence[str], where: str) -> CliResult:
         """Run a client for status/cancel; a failure to run at all is a BackendError."""
         try:
             return await self._cli(kind, argv)
@@ -245,7 +219,7 @@ class SlurmBackend:
                 )
         await self._open_log()
 
-    async def _ask(self, kind: str, argv: list[str]) -> _Result:
+    async def _ask(self, kind: str, argv: list[str]) -> CliResult:
         """Run a client during ``open()`` with a short time-out."""
         try:
             return await self._cli(kind, argv, timeout=min(self.options.command_timeout_s, 15))
