@@ -36,7 +36,7 @@ backend:
   type: command
   options:
     preset: demo
-    vars: {{state_dir: "{tmp_path / 'demo'}", client_args: [--burn, "0.4"]}}
+    vars: {{state_dir: "{tmp_path / "demo"}", client_args: [--burn, "0.4"]}}
 job: {{command: [/bin/true]}}
 load: {{model: open, rate: 10/s, pool: 8}}
 trial: {{duration: 2s}}

@@ -10,12 +10,13 @@ import polars as pl
 import psutil
 import pytest
 
+from backend_run import failures, run_with, trial
 from gridbench.backends.base import JobRequest, JobState, SubmitError
 from gridbench.backends.psij_backend import map_state
 from gridbench.backends.psij_options import PsijOptions, executor_class, import_psij, make_config
 from gridbench.errors import BackendError, SpecError
 from gridbench.events.model import Precision
-from psij_run import acked_ids, assert_chain_ordered, failures, psij_backend, run_with, trial
+from psij_run import acked_ids, assert_chain_ordered, psij_backend
 
 
 def test_jobs_end_with_ordered_stamps(tmp_path: Path) -> None:

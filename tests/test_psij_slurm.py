@@ -12,9 +12,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from backend_run import failures, run_with, trial
 from gridbench.backends.psij_backend import PsijBackend
 from gridbench.events.model import Precision
-from psij_run import acked_ids, assert_chain_ordered, failures, psij_backend, run_with, trial
+from psij_run import acked_ids, assert_chain_ordered, psij_backend
 from slurm_cluster import SlurmCluster, slurm_fixture  # noqa: F401 (the fixture slurm)
 
 POLL_S = 0.5

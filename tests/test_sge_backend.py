@@ -8,22 +8,18 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import time
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 import pytest
 
+from backend_run import failures, run_with, trial
 from gridbench.backends.base import JobRequest, JobState, SubmitError
 from gridbench.backends.registry import create_backend
 from gridbench.backends.sge import SgeBackend
 from gridbench.errors import BackendError
-from gridbench.events.log import read_events
 from gridbench.events.model import Precision
-from gridbench.run.experiment import ExperimentOutcome, ExperimentRunner
-from gridbench.spec import load_spec_text, make_plan
 from sge_cluster import SgeCell, sge_fixture  # noqa: F401 (the fixture sge)
 
 pytestmark = pytest.mark.e2e
@@ -35,37 +31,6 @@ def backend_for(cell: SgeCell, **options: object) -> SgeBackend:
     b = create_backend("sge", {"env": cell.env, **options})
     assert isinstance(b, SgeBackend)
     return b
-
-
-def run_with(
-    text: str, root: Path, backend: SgeBackend, *, abort_when_acked: int | None = None
-) -> ExperimentOutcome:
-    """Run a spec with this backend; optionally abort once that many jobs are in the cell."""
-    spec, data = load_spec_text(text)
-    runner = ExperimentRunner(make_plan(spec, data), data, root, backend=backend)
-
-    async def main() -> ExperimentOutcome:
-        task = asyncio.create_task(runner.execute())
-        if abort_when_acked is not None:
-            while backend.accepted < abort_when_acked:
-                await asyncio.sleep(0.05)
-            runner.abort()
-        return await task
-
-    return asyncio.run(main())
-
-
-def trial(out: ExperimentOutcome) -> tuple[pl.DataFrame, dict[str, Any]]:
-    d = out.run.trial_dir("p00-t00")
-    return read_events(d / "events.csv"), json.loads((d / "trial.json").read_text())
-
-
-def failures(ev: pl.DataFrame) -> pl.DataFrame:
-    return ev.filter(pl.col("stage") == "failed").select(
-        "job",
-        pl.col("attrs").str.json_path_match("$.kind").alias("kind"),
-        pl.col("attrs").str.json_path_match("$.message").alias("message"),
-    )
 
 
 def test_jobs_end_with_ordered_accounting_stamps(sge: SgeCell, tmp_path: Path) -> None:
