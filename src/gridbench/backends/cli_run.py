@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
+
+from gridbench.backends.base import SubmitError
+from gridbench.events.model import FAIL_SUBMIT_ERROR, FAIL_SUBMIT_TIMEOUT
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,3 +44,15 @@ async def run_cli(argv: Sequence[str], env: Mapping[str, str], timeout_s: float)
         raise
     rc = proc.returncode if proc.returncode is not None else -1
     return CliResult(rc, out.decode(errors="replace"), err.decode(errors="replace"))
+
+
+async def submit_call(call: Awaitable[CliResult], program: str, timeout_s: float) -> CliResult:
+    """Await a submitting client call; no answer or no program becomes a SubmitError."""
+    try:
+        return await call
+    except TimeoutError:
+        raise SubmitError(
+            FAIL_SUBMIT_TIMEOUT, f"{program} gave no answer within {timeout_s:g}s"
+        ) from None
+    except OSError as exc:
+        raise SubmitError(FAIL_SUBMIT_ERROR, f"cannot run {program}: {exc}") from None

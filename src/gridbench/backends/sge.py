@@ -32,7 +32,7 @@ from gridbench.backends.base import (
     StageChain,
     SubmitError,
 )
-from gridbench.backends.cli_run import CliResult, run_cli
+from gridbench.backends.cli_run import CliResult, run_cli, submit_call
 from gridbench.backends.options import parse_options
 from gridbench.backends.sge_parse import (
     STAGE_END,
@@ -50,7 +50,6 @@ from gridbench.backends.sge_parse import (
 from gridbench.errors import BackendError
 from gridbench.events.model import (
     FAIL_SUBMIT_ERROR,
-    FAIL_SUBMIT_TIMEOUT,
     Event,
     Precision,
 )
@@ -244,15 +243,9 @@ class SgeBackend:
                 FAIL_SUBMIT_ERROR, f"qsub would read the command {job.command[0]!r} as an option"
             )
         async with self._submits:
-            try:
-                r = await self._cli("qsub", self._qsub_argv(job))
-            except TimeoutError:
-                raise SubmitError(
-                    FAIL_SUBMIT_TIMEOUT,
-                    f"qsub gave no answer in {self.options.command_timeout_s:g}s",
-                ) from None
-            except OSError as exc:
-                raise SubmitError(FAIL_SUBMIT_ERROR, f"cannot run qsub: {exc}") from None
+            r = await submit_call(
+                self._cli("qsub", self._qsub_argv(job)), "qsub", self.options.command_timeout_s
+            )
         if r.rc != 0:
             raise SubmitError(qsub_failure_kind(r.err), qsub_message(r.err))
         try:

@@ -32,7 +32,7 @@ from gridbench.backends.base import (
     StageChain,
     SubmitError,
 )
-from gridbench.backends.cli_run import CliResult, run_cli
+from gridbench.backends.cli_run import CliResult, run_cli, submit_call
 from gridbench.backends.options import parse_options
 from gridbench.backends.slurm_log import LogTail
 from gridbench.backends.slurm_parse import (
@@ -53,7 +53,7 @@ from gridbench.backends.slurm_parse import (
 )
 from gridbench.backends.slurm_stamps import SOURCE, StampBook
 from gridbench.errors import BackendError
-from gridbench.events.model import FAIL_SUBMIT_ERROR, FAIL_SUBMIT_TIMEOUT, Event, Precision
+from gridbench.events.model import FAIL_SUBMIT_ERROR, Event, Precision
 
 log = logging.getLogger(__name__)
 OUTPUT_LIMIT = 64 * 1024
@@ -295,15 +295,9 @@ class SlurmBackend:
             raise SubmitError(FAIL_SUBMIT_ERROR, "job.command is empty")
         argv = self._sbatch_argv(job)
         async with self._submits:
-            try:
-                r = await self._cli("sbatch", argv)
-            except TimeoutError:
-                raise SubmitError(
-                    FAIL_SUBMIT_TIMEOUT,
-                    f"sbatch gave no answer within {self.options.command_timeout_s:g}s",
-                ) from None
-            except OSError as exc:
-                raise SubmitError(FAIL_SUBMIT_ERROR, f"cannot run sbatch: {exc}") from None
+            r = await submit_call(
+                self._cli("sbatch", argv), "sbatch", self.options.command_timeout_s
+            )
         if r.rc != 0:
             raise SubmitError(sbatch_failure_kind(r.err), sbatch_message(r.err))
         try:
