@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import json
 import logging
 import os
@@ -527,7 +528,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("backends", help="list available backends (built-in and plugins)")
     p.set_defaults(func=cmd_backends)
+
+    for module_name in COMMAND_MODULES:
+        importlib.import_module(module_name).register(sub)
     return ap
+
+
+# Subcommands that live in their own package: each module has ``register(subparsers)``,
+# which adds its parser(s) and sets ``func`` returning an exit code.
+COMMAND_MODULES: tuple[str, ...] = ()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
