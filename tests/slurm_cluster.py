@@ -63,6 +63,7 @@ def slurm_conf(c: SlurmCluster) -> str:
         if c.accounting
         else "AccountingStorageType=accounting_storage/none\n"
     )
+    jwt = f"AuthAltTypes=auth/jwt\nAuthAltParameters=jwt_key={c.jwt_key}\n" if c.rest else ""
     return f"""\
 ClusterName=gridbench
 SlurmctldHost=localhost(127.0.0.1)
@@ -73,7 +74,7 @@ SlurmdUser=root
 AuthType=auth/munge
 AuthInfo=socket={c.munge_socket}
 CredType=cred/munge
-StateSaveLocation={r}/state
+{jwt}StateSaveLocation={r}/state
 SlurmdSpoolDir={r}/spool/%n
 SlurmctldPidFile={r}/run/slurmctld.pid
 SlurmdPidFile={r}/run/slurmd-%n.pid
@@ -135,6 +136,8 @@ class SlurmCluster:
     root: Path
     min_job_age: int = 600
     accounting: bool = False  # slurmdbd + MariaDB, for sacct
+    rest: bool = False  # JWT auth + slurmrestd on TCP, for the REST submission path
+    rest_port: int = field(default_factory=free_port)
     ctld_port: int = field(default_factory=free_port)
     slurmd_port: int = field(default_factory=free_port)
     dbd_port: int = field(default_factory=free_port)
@@ -148,6 +151,19 @@ class SlurmCluster:
     @property
     def munge_socket(self) -> Path:
         return self.root / "run" / "munge.socket"
+
+    @property
+    def jwt_key(self) -> Path:
+        return self.root / "etc" / "jwt.key"
+
+    @property
+    def rest_url(self) -> str:
+        return f"http://127.0.0.1:{self.rest_port}"
+
+    def token(self, lifespan: int = 3600, user: str = "root") -> str:
+        """A fresh JWT from ``scontrol token`` (the value after ``SLURM_JWT=``)."""
+        out = self.run("scontrol", "token", f"username={user}", f"lifespan={lifespan}")
+        return out.strip().partition("=")[2]
 
     @property
     def ctld_log(self) -> Path:
@@ -193,6 +209,9 @@ class SlurmCluster:
         key = self.root / "munge" / "munge.key"
         key.write_bytes(os.urandom(1024))
         os.chmod(key, 0o400)
+        if self.rest:
+            self.jwt_key.write_bytes(os.urandom(32))
+            os.chmod(self.jwt_key, 0o600)
         self.conf.write_text(slurm_conf(self), encoding="utf-8")
         self._spawn(
             "munged",
@@ -213,6 +232,27 @@ class SlurmCluster:
         self.start_ctld()
         self._spawn("slurmd", ["slurmd", "-D", "-f", str(self.conf), "-N", NODE])
         self._wait("slurmd", self._node_idle, self.log_of("slurmd"))
+        if self.rest:
+            self.start_rest()
+
+    def start_rest(self) -> None:
+        """slurmrestd on TCP loopback with JWT auth, dropped to ``nobody``: as root it
+        refuses, and with its user check disabled it rejects every passed-through token."""
+        plugins = "openapi/v0.0.38,openapi/dbv0.0.38" if self.accounting else "openapi/v0.0.38"
+        argv = ["slurmrestd", "-f", str(self.conf), "-a", "rest_auth/jwt", "-s", plugins]
+        argv += ["-u", "nobody", "-g", "nogroup", f"127.0.0.1:{self.rest_port}"]
+        # SLURM_JWT=daemon makes it speak auth/jwt to slurmctld (else munge, which
+        # rejects every passed-through token: "Rejecting thread config token")
+        self._spawn("slurmrestd", argv, extra_env={"SLURM_JWT": "daemon"})
+        self._wait("slurmrestd", self._rest_listening, self.log_of("slurmrestd"))
+
+    def stop_rest(self) -> None:
+        self._terminate("slurmrestd")
+
+    def _rest_listening(self) -> bool:
+        with socket.socket() as s:
+            s.settimeout(0.2)
+            return s.connect_ex(("127.0.0.1", self.rest_port)) == 0
 
     def _start_accounting(self) -> None:
         """MariaDB (own datadir, socket, port), then slurmdbd, then the cluster's record."""
@@ -326,7 +366,7 @@ class SlurmCluster:
                 continue
         return found
 
-    def _spawn(self, name: str, argv: list[str]) -> None:
+    def _spawn(self, name: str, argv: list[str], extra_env: dict[str, str] | None = None) -> None:
         out = open(self.root / "log" / f"{name}.stderr", "ab")  # noqa: SIM115 (closed by Popen)
         with out:
             self.procs[name] = subprocess.Popen(
@@ -334,7 +374,7 @@ class SlurmCluster:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                env={**os.environ, **self.env},
+                env={**os.environ, **self.env, **(extra_env or {})},
                 cwd=self.root,
             )
 
@@ -361,7 +401,7 @@ class SlurmCluster:
         stderr = self.root / "log" / f"{name}.stderr"
         state = f"exited {proc.returncode}" if proc.poll() is not None else "not ready"
         raise ClusterError(
-            f"{name} did not start ({state} after {START_TIMEOUT_S:g}s)\n"
+            f"{name} did not start ({state})\n"
             f"--- {log}\n{tail(log)}\n--- {stderr}\n{tail(stderr)}"
         )
 
@@ -387,19 +427,23 @@ def have_slurm(accounting: bool = False) -> bool:
 
 @contextlib.contextmanager
 def running_cluster(
-    prefix: str = "gb-slurm-", *, accounting: bool = False, min_job_age: int = 600
+    prefix: str = "gb-slurm-",
+    *,
+    accounting: bool = False,
+    min_job_age: int = 600,
+    rest: bool = False,
 ) -> Iterator[SlurmCluster]:
     """A started cluster, stopped (and its directory removed) on exit."""
     if os.geteuid() != 0:
         pytest.fail("the Slurm test cluster must run as root (it starts munged and slurmd)")
-    if not have_slurm(accounting):
+    if not have_slurm(accounting) or (rest and not shutil.which("slurmrestd")):
         pytest.fail(
             "Slurm is not installed: apt-get install --no-install-recommends "
             "slurmctld slurmd slurm-client munge slurmdbd mariadb-server "
             "(scripts/debian-packages.txt)"
         )
     tmp = Path(tempfile.mkdtemp(prefix=prefix))
-    cluster = SlurmCluster(tmp, min_job_age=min_job_age, accounting=accounting)
+    cluster = SlurmCluster(tmp, min_job_age=min_job_age, accounting=accounting, rest=rest)
     try:
         try:
             cluster.start()
@@ -423,7 +467,7 @@ def slurm_fixture() -> Iterator[SlurmCluster]:
         if _shared.error:
             pytest.fail(_shared.error, pytrace=False)
         try:
-            _shared.cluster = _shared.stack.enter_context(running_cluster())
+            _shared.cluster = _shared.stack.enter_context(running_cluster(rest=True))
         except BaseException as exc:
             _shared.error = str(exc)
             raise
@@ -464,8 +508,10 @@ def slurm_private_fixture() -> Iterator[SlurmCluster]:
 
 if __name__ == "__main__":
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    with running_cluster(accounting="--accounting" in sys.argv) as c:
+    with running_cluster(accounting="--accounting" in sys.argv, rest="--rest" in sys.argv) as c:
         print(f"export SLURM_CONF={c.conf}")
+        if c.rest:
+            print(f"slurmrestd: {c.rest_url}  token: {c.token()}")
         print(f"controller log: {c.ctld_log}", flush=True)
         with contextlib.suppress(KeyboardInterrupt):
             signal.pause()

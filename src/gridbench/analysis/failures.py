@@ -18,6 +18,7 @@ from gridbench.analysis.stats import rep
 from gridbench.analysis.timelines import JobTimes
 from gridbench.events.model import (
     FAIL_DROPPED,
+    FAIL_SUBMIT_AUTH,
     FAIL_SUBMIT_ERROR,
     FAIL_SUBMIT_REJECTED,
     FAIL_SUBMIT_TIMEOUT,
@@ -25,7 +26,13 @@ from gridbench.events.model import (
     STAGE_SUBMIT,
 )
 
-SUBMIT_FAILURES = (FAIL_DROPPED, FAIL_SUBMIT_REJECTED, FAIL_SUBMIT_TIMEOUT, FAIL_SUBMIT_ERROR)
+SUBMIT_FAILURES = (
+    FAIL_DROPPED,
+    FAIL_SUBMIT_REJECTED,
+    FAIL_SUBMIT_TIMEOUT,
+    FAIL_SUBMIT_ERROR,
+    FAIL_SUBMIT_AUTH,
+)
 
 
 def failure_counts(jt: JobTimes) -> dict[str, int]:

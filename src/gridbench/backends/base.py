@@ -114,8 +114,11 @@ class JobRequest:
     command: tuple[str, ...] = ()
     runtime_s: float | None = None  # for simulated backends (reference, null)
     fail: bool = False  # ask a simulating backend to fail this job
-    user: str | None = None
+    user: str | None = None  # the virtual user submitting it (spec ``users``), or a sustain agent
     attributes: Mapping[str, Any] = field(default_factory=dict)
+    account: str | None = None  # the local Unix account to submit as (Slurm, SGE, local)
+    # where the user's credential lives ({"env": VAR} or {"file": PATH}); never the secret
+    credential: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,9 +9,11 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from gridbench.backends.base import SubmitError
-from gridbench.events.model import FAIL_SUBMIT_ERROR, FAIL_SUBMIT_TIMEOUT
+from gridbench.events.model import FAIL_SUBMIT_AUTH, FAIL_SUBMIT_ERROR, FAIL_SUBMIT_TIMEOUT
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,14 +25,18 @@ class CliResult:
     err: str
 
 
-async def run_cli(argv: Sequence[str], env: Mapping[str, str], timeout_s: float) -> CliResult:
-    """Run ``argv``; kill it on time-out or cancellation (TimeoutError / OSError propagate)."""
+async def run_cli(
+    argv: Sequence[str], env: Mapping[str, str], timeout_s: float, user: str | None = None
+) -> CliResult:
+    """Run ``argv`` (as the Unix ``user`` when given: needs root); kill it on time-out or
+    cancellation (TimeoutError / OSError propagate; an unknown user is a ValueError)."""
     proc = await asyncio.create_subprocess_exec(
         *argv,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         env=dict(env),
+        **_as_user(user),
     )
     try:
         async with asyncio.timeout(timeout_s):
@@ -46,6 +52,24 @@ async def run_cli(argv: Sequence[str], env: Mapping[str, str], timeout_s: float)
     return CliResult(rc, out.decode(errors="replace"), err.decode(errors="replace"))
 
 
+def _as_user(user: str | None) -> dict[str, Any]:
+    """Popen arguments that run a child as ``user`` with its own groups and home."""
+    if user is None:
+        return {}
+    import pwd
+
+    try:
+        pw = pwd.getpwnam(user)
+    except KeyError:
+        raise ValueError(f"there is no Unix user {user!r} on this host") from None
+    return {
+        "user": pw.pw_uid,
+        "group": pw.pw_gid,
+        "extra_groups": [],
+        "cwd": pw.pw_dir if Path(pw.pw_dir).is_dir() else "/tmp",
+    }
+
+
 async def submit_call(call: Awaitable[CliResult], program: str, timeout_s: float) -> CliResult:
     """Await a submitting client call; no answer or no program becomes a SubmitError."""
     try:
@@ -54,5 +78,11 @@ async def submit_call(call: Awaitable[CliResult], program: str, timeout_s: float
         raise SubmitError(
             FAIL_SUBMIT_TIMEOUT, f"{program} gave no answer within {timeout_s:g}s"
         ) from None
+    except PermissionError as exc:
+        raise SubmitError(
+            FAIL_SUBMIT_AUTH, f"cannot run {program} as the job's account: {exc}"
+        ) from None
     except OSError as exc:
         raise SubmitError(FAIL_SUBMIT_ERROR, f"cannot run {program}: {exc}") from None
+    except ValueError as exc:  # an unknown account
+        raise SubmitError(FAIL_SUBMIT_AUTH, f"cannot run {program}: {exc}") from None

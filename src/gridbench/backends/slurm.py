@@ -1,4 +1,5 @@
-"""The Slurm backend: sbatch to submit, one ``squeue --json`` per status sweep, scancel.
+"""The Slurm backend: sbatch (or slurmrestd) to submit, one ``squeue --json`` (or REST
+``/jobs``) per status sweep, scancel.
 
 Every Slurm call is a child process with an argv list (never a shell) and a time-out.
 Chain: ``submit -> slurm_submit -> slurm_eligible -> slurm_start -> slurm_end ->
@@ -12,16 +13,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import shlex
 import shutil
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import tzinfo
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gridbench.backends.base import (
     Capabilities,
@@ -51,9 +53,15 @@ from gridbench.backends.slurm_parse import (
     sbatch_failure_kind,
     sbatch_message,
 )
+from gridbench.backends.slurm_rest import (
+    Credential,
+    SlurmRest,
+    SlurmRestOptions,
+    load_credential,
+)
 from gridbench.backends.slurm_stamps import SOURCE, StampBook
 from gridbench.errors import BackendError
-from gridbench.events.model import FAIL_SUBMIT_ERROR, Event, Precision
+from gridbench.events.model import FAIL_SUBMIT_AUTH, FAIL_SUBMIT_ERROR, Event, Precision
 
 log = logging.getLogger(__name__)
 OUTPUT_LIMIT = 64 * 1024
@@ -88,6 +96,34 @@ class SlurmOptions(BaseModel):
     resolve_chunk: int = Field(default=500, ge=1, le=10_000, description="ids per sacct call")
     command_timeout_s: float = Field(default=30.0, gt=0)
     max_concurrent_submits: int = Field(default=16, ge=1, le=1024)
+    submit_via: Literal["sbatch", "rest"] = Field(
+        default="sbatch", description="submission path: the sbatch client or slurmrestd"
+    )
+    status_via: Literal["squeue", "rest"] = Field(
+        default="squeue", description="status path: squeue --json or slurmrestd /jobs"
+    )
+    rest: SlurmRestOptions | None = Field(default=None, description="slurmrestd endpoint")
+
+    @model_validator(mode="after")
+    def _rest_needs_endpoint(self) -> SlurmOptions:
+        uses_rest = "rest" in (self.submit_via, self.status_via)
+        if uses_rest and self.rest is None:
+            raise ValueError(
+                "submit_via/status_via 'rest' needs the endpoint: "
+                "rest: {url: http://HOST:PORT, token_env: SLURM_JWT}"
+            )
+        if self.submit_via == "rest" and self.sbatch_args:
+            raise ValueError(
+                "sbatch_args apply to sbatch only; with submit_via: rest leave them out"
+            )
+        return self
+
+    @field_validator("time_limit")
+    @classmethod
+    def _limit(cls, v: str | None) -> str | None:
+        if v is not None:
+            _minutes(v)
+        return v
 
     @field_validator("log_timezone")
     @classmethod
@@ -119,6 +155,9 @@ class SlurmBackend:
         self._log: LogTail | None = None
         self.calls: Counter[str] = Counter()  # Slurm client calls by kind (tests, reports)
         self.accepted = 0  # jobs sbatch returned an id for
+        self._rest = SlurmRest(o.rest) if o.rest is not None else None
+        self._creds: dict[tuple[str | None, str | None, str | None], Credential] = {}
+        self._script_text: str | None = None
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> SlurmBackend:
@@ -164,10 +203,16 @@ class SlurmBackend:
 
     # ---- running Slurm clients ----------------------------------------------------------
 
-    async def _cli(self, kind: str, argv: Sequence[str], timeout: float | None = None) -> CliResult:
-        """Run one Slurm client; kill it on time-out or cancellation."""
+    async def _cli(
+        self,
+        kind: str,
+        argv: Sequence[str],
+        timeout: float | None = None,
+        user: str | None = None,
+    ) -> CliResult:
+        """Run one Slurm client (as ``user`` if given); kill it on time-out or cancellation."""
         self.calls[kind] += 1
-        return await run_cli(argv, self._env, timeout or self.options.command_timeout_s)
+        return await run_cli(argv, self._env, timeout or self.options.command_timeout_s, user)
 
     async def _checked(self, kind: str, argv: Sequence[str], where: str) -> CliResult:
         """Run a client for status/cancel; a failure to run at all is a BackendError."""
@@ -195,7 +240,9 @@ class SlurmBackend:
                 where="backend.options.conf",
                 fix="give the path of the cluster's slurm.conf",
             )
-        tools = ["sbatch", "squeue", "scontrol", "scancel"] + (["sacct"] if o.use_sacct else [])
+        tools = ["squeue", "scontrol", "scancel"] + (["sacct"] if o.use_sacct else [])
+        if o.submit_via == "sbatch":
+            tools.append("sbatch")
         for tool in tools:
             if shutil.which(tool, path=self._env.get("PATH")) is None:
                 raise BackendError(f"{tool} is not found", where="slurm backend", fix=_FIX_INSTALL)
@@ -218,6 +265,35 @@ class SlurmBackend:
                     fix="use one 'sinfo -s' lists",
                 )
         await self._open_log()
+        if self._rest is not None:
+            await self._rest.ping(self._credential(None, None, {}))
+        if o.submit_via == "rest" and o.script:
+            try:
+                self._script_text = Path(o.script).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise BackendError(
+                    f"cannot read the batch script: {exc}",
+                    where="backend.options.script",
+                    fix="give a readable text file (slurmrestd takes the script's text)",
+                ) from None
+
+    def _credential(
+        self, user: str | None, account: str | None, ref: Mapping[str, str]
+    ) -> Credential:
+        """The JWT of a (virtual) user, read once; the backend's own when none is given."""
+        assert self.options.rest is not None
+        key = (account or user, ref.get("env"), ref.get("file"))
+        cred = self._creds.get(key)
+        if cred is None:
+            cred = load_credential(
+                self.options.rest,
+                self._env,
+                user=account or user,
+                token_env=ref.get("env"),
+                token_file=ref.get("file"),
+            )
+            self._creds[key] = cred
+        return cred
 
     async def _ask(self, kind: str, argv: list[str]) -> CliResult:
         """Run a client during ``open()`` with a short time-out."""
@@ -267,6 +343,8 @@ class SlurmBackend:
     async def close(self) -> None:
         """Stop reading the controller log (jobs are left alone: cancel them explicitly)."""
         self._log = None
+        if self._rest is not None:
+            await self._rest.close()
 
     # ---- operations ---------------------------------------------------------------------
 
@@ -293,10 +371,14 @@ class SlurmBackend:
         """
         if not job.command and not self.options.script:
             raise SubmitError(FAIL_SUBMIT_ERROR, "job.command is empty")
+        if self.options.submit_via == "rest":
+            return await self._submit_rest(job)
         argv = self._sbatch_argv(job)
         async with self._submits:
             r = await submit_call(
-                self._cli("sbatch", argv), "sbatch", self.options.command_timeout_s
+                self._cli("sbatch", argv, user=job.account),
+                "sbatch",
+                self.options.command_timeout_s,
             )
         if r.rc != 0:
             raise SubmitError(sbatch_failure_kind(r.err), sbatch_message(r.err))
@@ -308,24 +390,74 @@ class SlurmBackend:
         self.accepted += 1
         return bid
 
-    async def status(self, ids: Sequence[str]) -> dict[str, JobStatus]:
-        """One ``squeue --json`` (22.05 ignores -j: filtered here), then one lookup of the
-        ids squeue no longer lists (sacct in chunks, or one scontrol call)."""
-        r = await self._checked("squeue --json", ["squeue", "--json"], "squeue --json")
-        if r.rc != 0:
-            raise BackendError(
-                f"squeue --json failed (exit {r.rc}): {_short(r.err)}",
-                where="squeue --json",
-                fix=FIX_REACH,
+    def _rest_job(self, job: JobRequest) -> tuple[dict[str, Any], str]:
+        """slurmrestd's job description and script for one job (no shell is involved
+        beyond the script's own interpreter: the command is shlex-quoted into it)."""
+        o = self.options
+        desc: dict[str, Any] = {
+            "name": job.name,
+            "current_working_directory": o.workdir or "/tmp",
+            "standard_output": o.output,
+            "environment": {"PATH": self._env.get("PATH", "/usr/bin:/bin")},
+        }
+        if o.partition:
+            desc["partition"] = o.partition
+        if o.time_limit:
+            desc["time_limit"] = _minutes(o.time_limit)
+        if self._script_text is not None:
+            desc["argv"] = [o.script or "script", *job.command]
+            return desc, self._script_text
+        return desc, f"#!/bin/sh\nexec {shlex.join(job.command)}\n"
+
+    async def _submit_rest(self, job: JobRequest) -> str:
+        """``POST job/submit`` with the job's user's token; an expired token fails the
+        job (``submit_auth``) without a request, naming when it expired."""
+        assert self._rest is not None
+        try:
+            cred = self._credential(job.user, job.account, job.credential)
+        except BackendError as exc:
+            raise SubmitError(FAIL_SUBMIT_AUTH, exc.message) from None
+        if cred.expired():
+            raise SubmitError(
+                FAIL_SUBMIT_AUTH, f"the Slurm JWT of {cred.user} expired at {cred.expiry_text()}"
             )
+        desc, script = self._rest_job(job)
+        self.calls["rest submit"] += 1
+        async with self._submits:
+            bid = await self._rest.submit(cred, desc, script)
+        self._book.watch(bid)
+        self.accepted += 1
+        return bid
+
+    async def _job_dump(self) -> dict[str, SlurmJob]:
+        """Every job the controller lists: one ``squeue --json`` or one REST ``/jobs``."""
+        if self.options.status_via == "rest":
+            assert self._rest is not None
+            self.calls["rest jobs"] += 1
+            body = await self._rest.jobs(self._credential(None, None, {}))
+            where, source = "slurmrestd GET jobs", "slurmrestd /jobs"
+        else:
+            r = await self._checked("squeue --json", ["squeue", "--json"], "squeue --json")
+            if r.rc != 0:
+                raise BackendError(
+                    f"squeue --json failed (exit {r.rc}): {_short(r.err)}",
+                    where="squeue --json",
+                    fix=FIX_REACH,
+                )
+            body, where, source = r.out.encode(), "squeue --json", "squeue --json"
         try:  # a big cluster's dump is megabytes: parse it off the event loop
-            jobs = await asyncio.to_thread(parse_squeue_json, r.out)
+            return await asyncio.to_thread(parse_squeue_json, body, source)
         except SlurmParseError as exc:
             raise BackendError(
                 str(exc),
-                where="squeue --json",
-                fix="check that squeue is Slurm's (22.05 or later) and answers JSON by hand",
+                where=where,
+                fix="check that it is Slurm's (22.05 or later) and answers JSON by hand",
             ) from None
+
+    async def status(self, ids: Sequence[str]) -> dict[str, JobStatus]:
+        """One ``squeue --json`` (22.05 ignores -j: filtered here), then one lookup of the
+        ids squeue no longer lists (sacct in chunks, or one scontrol call)."""
+        jobs = await self._job_dump()
         found: dict[str, tuple[SlurmJob, str]] = {}
         missing = []
         for i in ids:
@@ -378,8 +510,16 @@ class SlurmBackend:
         return out
 
     async def cancel(self, ids: Sequence[str]) -> None:
-        """``scancel`` with explicit job ids (never a user-wide pattern)."""
+        """``scancel`` with explicit job ids (never a user-wide pattern); over REST, one
+        ``DELETE job/{id}`` each when jobs were submitted that way."""
         todo = [i for i in ids if i.isdigit()]
+        if self.options.submit_via == "rest":
+            assert self._rest is not None
+            cred = self._credential(None, None, {})
+            for i in todo:
+                self.calls["rest cancel"] += 1
+                await self._rest.cancel(cred, i)
+            return
         for k in range(0, len(todo), CANCEL_CHUNK):
             chunk = todo[k : k + CANCEL_CHUNK]
             r = await self._checked("scancel", ["scancel", *chunk], "scancel")
@@ -422,6 +562,22 @@ class SlurmBackend:
 
 
 _FIX_INSTALL = "install the Slurm clients (Debian: slurm-client) or set backend.options.bin_dir"
+
+
+_TIME_LIMIT = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
+
+
+def _minutes(limit: str) -> int:
+    """sbatch's --time forms (M, M:S, H:M:S, D-H, D-H:M, D-H:M:S) as whole minutes, ≥ 1."""
+    m = _TIME_LIMIT.match(limit.strip())
+    if m is None:
+        raise ValueError(f"time limit {limit!r} is not M, M:S, H:M:S or D-H:M:S")
+    days, a, b, c = (int(x) if x else 0 for x in m.groups())
+    if m.group(1) is not None or m.group(4) is not None:  # D-H[:M[:S]] or H:M:S
+        h, mins, secs = a, b, c
+    else:  # M[:S]
+        h, mins, secs = 0, a, b
+    return max(days * 1440 + h * 60 + mins + (1 if secs else 0), 1)
 
 
 def _short(text: str) -> str:

@@ -200,24 +200,25 @@ def _json_exit(v: Any) -> tuple[int | None, int | None]:
     return (status >> 8) & 0xFF, None
 
 
-def parse_squeue_json(text: str | bytes) -> dict[str, SlurmJob]:
-    """Every job of a ``squeue --json`` reply, keyed by job id (as a string)."""
+def parse_squeue_json(text: str | bytes, source: str = "squeue --json") -> dict[str, SlurmJob]:
+    """Every job of a ``squeue --json`` reply (or of slurmrestd's ``/jobs``, the same
+    document), keyed by job id (as a string); ``source`` names it in errors."""
     try:
         doc = json.loads(text)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise SlurmParseError(f"squeue --json did not answer JSON ({exc})") from None
+        raise SlurmParseError(f"{source} did not answer JSON ({exc})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("jobs"), list):
-        raise SlurmParseError("squeue --json answered JSON without a 'jobs' list")
+        raise SlurmParseError(f"{source} answered JSON without a 'jobs' list")
     errors = doc.get("errors") or []
     if errors:
-        raise SlurmParseError(f"squeue --json reported errors: {_describe_errors(errors)}")
+        raise SlurmParseError(f"{source} reported errors: {describe_errors(errors)}")
     out: dict[str, SlurmJob] = {}
     for n, j in enumerate(doc["jobs"]):
         if not isinstance(j, dict):
-            raise SlurmParseError(f"squeue --json job #{n} is not an object")
+            raise SlurmParseError(f"{source} job #{n} is not an object")
         jid = _num(j.get("job_id"))
         if jid is None:
-            raise SlurmParseError(f"squeue --json job #{n} has no job_id")
+            raise SlurmParseError(f"{source} job #{n} has no job_id")
         allocated = bool(j.get("nodes") or j.get("batch_host"))
         out[str(jid)] = _finish(
             str(jid),
@@ -236,7 +237,8 @@ def parse_squeue_json(text: str | bytes) -> dict[str, SlurmJob]:
     return out
 
 
-def _describe_errors(errors: Any) -> str:
+def describe_errors(errors: Any) -> str:
+    """The `errors` list of a Slurm JSON reply as one short line."""
     if not isinstance(errors, list):
         return str(errors)[:300]
     parts = []

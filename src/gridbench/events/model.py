@@ -45,6 +45,7 @@ FAIL_DROPPED: Final = "dropped"  # never submitted: the submitter could not keep
 FAIL_SUBMIT_REJECTED: Final = "submit_rejected"
 FAIL_SUBMIT_TIMEOUT: Final = "submit_timeout"
 FAIL_SUBMIT_ERROR: Final = "submit_error"
+FAIL_SUBMIT_AUTH: Final = "submit_auth"  # the credential was refused or has expired
 FAIL_JOB: Final = "job_failed"  # the backend reported the job as failed
 FAIL_LOST: Final = "lost"  # never reached a terminal state before the drain time-out
 

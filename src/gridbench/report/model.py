@@ -21,6 +21,7 @@ FAILURE_ORDER: tuple[str, ...] = (
     "submit_rejected",
     "submit_timeout",
     "submit_error",
+    "submit_auth",
     "job_failed",
     "lost",
 )
