@@ -36,6 +36,7 @@ from gridbench.analysis.throughput import (
     windowed_rate,
 )
 from gridbench.analysis.timelines import JobTimes, build_timeline, job_times, timeline_stages
+from gridbench.analysis.users import job_users, user_breakdown
 from gridbench.analysis.validity import client_cpu, late_jobs, trial_validity
 from gridbench.analysis.warmup import Warmup, fraction_warmup, steady_state_warmup
 from gridbench.events.model import STAGE_INTENDED, STAGE_SUBMIT
@@ -102,6 +103,7 @@ def analyze_trial(
     tl = build_timeline(events, stages)
     origin = _origin(info, tl.table, stages)
     jt = job_times(tl, origin)
+    users = job_users(events, tl.table["job"], agent_fallback=info.load_model == "sustain")
     del tl
     end = end_stage(jt, chain)
     sched = schedule_times(jt, chain)
@@ -184,6 +186,8 @@ def analyze_trial(
     }
     if model is not None:
         metrics["model"] = model
+    if users is not None:
+        metrics["by_user"] = user_breakdown(users, jt, durations, end)
     out_series = None
     if cfg.series:
         out_series = _series(

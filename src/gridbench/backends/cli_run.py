@@ -36,7 +36,7 @@ async def run_cli(
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         env=dict(env),
-        **_as_user(user),
+        **as_user(user),
     )
     try:
         async with asyncio.timeout(timeout_s):
@@ -52,7 +52,7 @@ async def run_cli(
     return CliResult(rc, out.decode(errors="replace"), err.decode(errors="replace"))
 
 
-def _as_user(user: str | None) -> dict[str, Any]:
+def as_user(user: str | None) -> dict[str, Any]:
     """Popen arguments that run a child as ``user`` with its own groups and home."""
     if user is None:
         return {}

@@ -12,7 +12,7 @@ import os
 import signal
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -27,10 +27,17 @@ from gridbench.backends.base import (
     StageChain,
     SubmitError,
 )
+from gridbench.backends.cli_run import as_user
 from gridbench.backends.options import parse_options
 from gridbench.errors import BackendError
 from gridbench.events.clock import AnchoredClock
-from gridbench.events.model import FAIL_SUBMIT_ERROR, FAIL_SUBMIT_REJECTED, Event, Precision
+from gridbench.events.model import (
+    FAIL_SUBMIT_AUTH,
+    FAIL_SUBMIT_ERROR,
+    FAIL_SUBMIT_REJECTED,
+    Event,
+    Precision,
+)
 
 OUTPUT_LIMIT = 64 * 1024
 
@@ -50,6 +57,7 @@ class _Job:
     output: bytes = b""
     exit_code: int | None = None
     message: str = ""
+    run_as: dict[str, Any] = field(default_factory=dict)  # Popen user/group/cwd (accounts)
 
 
 class LocalBackend:
@@ -110,9 +118,15 @@ class LocalBackend:
             raise SubmitError(FAIL_SUBMIT_ERROR, "job.command is empty")
         if len(self._queue) >= self.options.queue_limit:
             raise SubmitError(FAIL_SUBMIT_REJECTED, "local queue is full")
+        run_as: dict[str, Any] = {}
+        if job.account is not None:
+            try:
+                run_as = as_user(job.account)
+            except ValueError as exc:
+                raise SubmitError(FAIL_SUBMIT_AUTH, str(exc)) from None
         self._seq += 1
         bid = f"local-{os.getpid()}-{self._seq}"
-        self._jobs[bid] = _Job(tuple(job.command))
+        self._jobs[bid] = _Job(tuple(job.command), run_as=run_as)
         self._queue.append(bid)
         self._pump()
         return bid
@@ -139,6 +153,7 @@ class LocalBackend:
                     stdin=asyncio.subprocess.DEVNULL,
                     env=env,
                     start_new_session=True,
+                    **job.run_as,
                 )
             except OSError as exc:
                 job.state, job.message = JobState.FAILED, f"cannot start {job.argv[0]!r}: {exc}"

@@ -174,10 +174,10 @@ class SgeBackend:
 
     # ---- running clients ----------------------------------------------------------------
 
-    async def _cli(self, kind: str, argv: Sequence[str]) -> CliResult:
-        """Run one Grid Engine client; kill it on time-out or cancellation."""
+    async def _cli(self, kind: str, argv: Sequence[str], user: str | None = None) -> CliResult:
+        """Run one Grid Engine client (as ``user`` if given); kill it on time-out."""
         self.calls[kind] += 1
-        return await run_cli(argv, self._env, self.options.command_timeout_s)
+        return await run_cli(argv, self._env, self.options.command_timeout_s, user)
 
     async def _checked(self, kind: str, argv: Sequence[str]) -> CliResult:
         """Run a client for status/cancel; failing to run it at all is a BackendError."""
@@ -244,7 +244,9 @@ class SgeBackend:
             )
         async with self._submits:
             r = await submit_call(
-                self._cli("qsub", self._qsub_argv(job)), "qsub", self.options.command_timeout_s
+                self._cli("qsub", self._qsub_argv(job), job.account),
+                "qsub",
+                self.options.command_timeout_s,
             )
         if r.rc != 0:
             raise SubmitError(qsub_failure_kind(r.err), qsub_message(r.err))

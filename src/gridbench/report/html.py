@@ -45,6 +45,7 @@ from gridbench.report.tables import (
     sustain_rows,
     threshold_rows,
     throughput_rows,
+    user_rows,
     validity_rows,
 )
 from gridbench.store.layout import write_text_atomic
@@ -498,6 +499,40 @@ def _failures_html(metrics: Mapping[str, Any]) -> str:
     )
 
 
+def _users_html(metrics: Mapping[str, Any]) -> str:
+    rows = user_rows(metrics)
+    if not rows:
+        return ""
+    return '<h3 id="table-users">Per user</h3>' + _table(
+        [
+            "trial",
+            "point",
+            "user",
+            "jobs",
+            "completed",
+            "failed",
+            "failures",
+            "mean (s)",
+            "p50 (s)",
+            "p90 (s)",
+            "max (s)",
+        ],
+        [
+            [
+                r["trial_id"],
+                r["point"],
+                r["user"],
+                r["jobs"],
+                r["completed"],
+                r["failed"],
+                r["failures"],
+                *(Num(e(fmt_s(r[f"overall_{k}_s"]))) for k in ("mean", "p50", "p90", "max")),
+            ]
+            for r in rows
+        ],
+    )
+
+
 def _thresholds_html(metrics: Mapping[str, Any]) -> str:
     rows = threshold_rows(metrics)
     if not rows:
@@ -673,6 +708,7 @@ def render_html(
         + _latency_html(metrics)
         + _throughput_html(metrics)
         + _failures_html(metrics)
+        + _users_html(metrics)
         + _thresholds_html(metrics)
         + _validity_html(metrics)
         + _details_tables_html(metrics)

@@ -521,6 +521,34 @@ def sustain_user_rows(metrics: Mapping[str, Any]) -> list[Row]:
     return rows
 
 
+def user_rows(metrics: Mapping[str, Any]) -> list[Row]:
+    """Per trial and user (spec ``users``): job counts, failures and overall latency."""
+    rows: list[Row] = []
+    for p in points(metrics):
+        for t in trials(p):
+            for user, d in as_dict(t.get("by_user")).items():
+                u = as_dict(d)
+                overall = as_dict(u.get("overall"))
+                kinds = as_dict(u.get("failures"))
+                rows.append(
+                    {
+                        **_point_cols(p),
+                        "trial_id": t.get("trial_id"),
+                        "user": str(user),
+                        "jobs": num(u.get("jobs")),
+                        "completed": num(u.get("completed")),
+                        "failed": num(u.get("failed")),
+                        "failures": ", ".join(f"{k}: {v}" for k, v in sorted(kinds.items())),
+                        "overall_mean_s": num(overall.get("mean")),
+                        "overall_p50_s": num(overall.get("p50")),
+                        "overall_p90_s": num(overall.get("p90")),
+                        "overall_max_s": num(overall.get("max")),
+                        "submit_call_mean_s": num(as_dict(u.get("submit_call")).get("mean")),
+                    }
+                )
+    return rows
+
+
 _BATCH_COUNTS = ("submitted", "acknowledged", "ended", "completed", "failed")
 
 
@@ -742,6 +770,7 @@ def all_tables(metrics: Mapping[str, Any]) -> dict[str, list[Row]]:
         "outliers": outlier_rows(metrics),
         "sustain": sustain_rows(metrics),
         "sustain_users": sustain_user_rows(metrics),
+        "users": user_rows(metrics),
         "batch": batch_rows(metrics),
         "probe": probe_rows(metrics),
         "probe_bursts": probe_burst_rows(metrics),

@@ -29,6 +29,7 @@ from gridbench.report.tables import (
     sustain_rows,
     threshold_rows,
     throughput_rows,
+    user_rows,
     validity_rows,
 )
 
@@ -213,6 +214,26 @@ def sustain_table(metrics: Mapping[str, Any]) -> Table | None:
     return t
 
 
+def users_table(metrics: Mapping[str, Any]) -> Table | None:
+    """Per user and trial: jobs, completed, failed and overall latency (spec ``users``)."""
+    rows = user_rows(metrics)
+    if not rows:
+        return None
+    t = Table(title="Per user: jobs and overall latency (s)", box=box.SIMPLE_HEAVY)
+    cols = ("Trial", "Point", "User", "Jobs", "Done", "Failed", "Mean", "p50", "p90", "Max")
+    for col in cols:
+        t.add_column(col, justify="left" if col in ("Trial", "Point", "User") else "right")
+    for r in rows:
+        t.add_row(
+            Text(str(r["trial_id"])),
+            Text(str(r["point"])),
+            Text(r["user"]),
+            *(fmt_val(r[c]) for c in ("jobs", "completed", "failed")),
+            *(fmt_s(r[f"overall_{k}_s"]) for k in ("mean", "p50", "p90", "max")),
+        )
+    return t
+
+
 def batch_table(metrics: Mapping[str, Any]) -> Table | None:
     """The MAPPER throughput table: N, makespan and N ÷ makespan."""
     rows = batch_rows(metrics)
@@ -310,7 +331,7 @@ def render_summary(metrics: Mapping[str, Any], console: Console) -> None:
             parts.append(closed)
     parts.append(latency_table(metrics))
     parts.append(throughput_table(metrics))
-    for extra in (failures_table(metrics), thresholds_table(metrics)):
+    for extra in (failures_table(metrics), users_table(metrics), thresholds_table(metrics)):
         if extra is not None:
             parts.append(extra)
     warn = validity_warnings(metrics)

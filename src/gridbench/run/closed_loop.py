@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import random
 import time
 from collections.abc import Callable
@@ -35,7 +36,7 @@ class _Ops:
 
 async def run_sustain(
     backend: Backend,
-    make_request: Callable[[int], JobRequest],
+    make_request: Callable[[int, int], JobRequest],
     recs: list[Recorder],
     tracker: StatusTracker,
     progress: TrialProgress,
@@ -67,10 +68,9 @@ async def run_sustain(
                 len(mine) < jobs_per_user and time.perf_counter() < deadline and not stop.is_set()
             ):
                 counter += 1
-                req = make_request(counter - 1)
-                req = JobRequest(
-                    req.name, req.command, req.runtime_s, req.fail, agent, req.attributes
-                )
+                req = make_request(counter - 1, u)
+                if req.user is None:  # no declared users: each virtual user is its agent
+                    req = dataclasses.replace(req, user=agent)
                 bid = await submit_one(backend, req, rec, tracker, progress, submit_timeout_s)
                 if bid is not None:
                     mine.add(bid)
@@ -153,14 +153,7 @@ async def run_probe(
         seq += 1
         if operation == "submit":
             req = make_request(seq - 1)
-            req = JobRequest(
-                req.name,
-                req.command,
-                req.runtime_s,
-                req.fail,
-                req.user,
-                {**req.attributes, "probe": tag},
-            )
+            req = dataclasses.replace(req, attributes={**req.attributes, "probe": tag})
             await submit_one(backend, req, rec, tracker, progress, submit_timeout_s)
             return
         op = ops.name("probe")

@@ -48,14 +48,39 @@ def _request_factory(spec: ExperimentSpec, trial_id: str, n_hint: int, seed: int
     fails = rng.random(max(n_hint, 1)) < job.fail_fraction if job.fail_fraction > 0 else None
     frac_rng = np.random.default_rng(seed + 1)
 
-    def make(i: int) -> JobRequest:
+    users = spec.users
+    order = user_order([u.weight for u in users]) if users else []
+
+    def make(i: int, slot: int | None = None) -> JobRequest:
+        """Job ``i``; ``slot`` pins a sustain model's virtual user to a declared user."""
         if fails is not None:
             fail = bool(fails[i]) if i < len(fails) else bool(frac_rng.random() < job.fail_fraction)
         else:
             fail = False
-        return JobRequest(f"{trial_id}-{i:06d}", command, job.runtime, fail)
+        name = f"{trial_id}-{i:06d}"
+        if not users:
+            return JobRequest(name, command, job.runtime, fail)
+        u = users[slot % len(users)] if slot is not None else users[order[i % len(order)]]
+        cred = u.credential.model_dump(exclude_none=True) if u.credential else {}
+        return JobRequest(
+            name, command, job.runtime, fail, u.name, {"user": u.name}, u.account, cred
+        )
 
     return make
+
+
+def user_order(weights: list[float], slots: int = 1000) -> list[int]:
+    """A repeating sequence of user indices in proportion to ``weights``, interleaved
+    (smooth weighted round robin), so any stretch of jobs is split about evenly."""
+    total = sum(weights)
+    current = [0.0] * len(weights)
+    out = []
+    for _ in range(slots):
+        current = [c + w for c, w in zip(current, weights, strict=True)]
+        k = max(range(len(weights)), key=current.__getitem__)
+        current[k] -= total
+        out.append(k)
+    return out
 
 
 async def _queue_length(backend: Backend) -> int | None:

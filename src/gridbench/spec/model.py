@@ -38,6 +38,37 @@ class JobSpec(_Strict):
     application: str = "gridbench"
 
 
+class CredentialRef(_Strict):
+    """Where a user's credential lives: an environment variable or a file, never the value."""
+
+    env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    file: str | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> CredentialRef:
+        if (self.env is None) == (self.file is None):
+            raise ValueError(
+                "give exactly one of env (a variable name) or file (a path); "
+                "the secret itself never goes into a spec"
+            )
+        return self
+
+
+class UserSpec(_Strict):
+    """A virtual user: load is split among users by weight, results break down per user."""
+
+    name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.@-]+$")
+    account: str | None = Field(
+        default=None,
+        pattern=r"^[a-z_][a-z0-9_.-]*\$?$",
+        description="local Unix account to submit as (slurm, sge, local; needs root)",
+    )
+    credential: CredentialRef | None = Field(
+        default=None, description="token or proxy of this user (slurmrestd JWT, grid CE)"
+    )
+    weight: float = Field(default=1.0, gt=0, le=1e6)
+
+
 class RateStep(_Strict):
     rate: Rate
     duration: Duration
@@ -142,6 +173,9 @@ class ExperimentSpec(_Strict):
     description: str = ""
     backend: BackendSpec
     job: JobSpec = Field(default_factory=JobSpec)
+    users: list[UserSpec] = Field(
+        default_factory=list, description="virtual users sharing the load (MAPPER)"
+    )
     load: LoadSpec
     sweep: dict[str, list[Any]] = Field(default_factory=dict)
     trials: int = Field(default=1, ge=1, le=1000)
@@ -162,6 +196,10 @@ class ExperimentSpec(_Strict):
             raise ValueError("the sustain model needs trial.duration")
         if m == "batch" and self.load.jobs is None and self.trial.jobs is None:
             raise ValueError("the batch model needs load.jobs (N jobs to submit)")
+        names = [u.name for u in self.users]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"users: names must be unique; repeated: {', '.join(dup)}")
         for key, values in self.sweep.items():
             if not values:
                 raise ValueError(f"sweep.{key} is empty; give at least one value")

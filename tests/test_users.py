@@ -1,0 +1,209 @@
+"""Virtual users (spec ``users``): load split by weight, submission under each user's own
+account or token, and results broken down per user. Live Slurm for the accounts."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from backend_run import failures, run_with, trial
+from conftest import BIN, cli_env
+from gridbench.backends.registry import create_backend
+from gridbench.backends.slurm import SlurmBackend
+from gridbench.errors import SpecError
+from gridbench.run.trial import user_order
+from gridbench.spec import load_spec_text
+from slurm_cluster import SlurmCluster, slurm_fixture  # noqa: F401 (fixture)
+from unix_users import accounts_fixture  # noqa: F401 (fixture)
+
+
+def test_user_order_interleaves_by_weight() -> None:
+    order = user_order([2.0, 1.0, 1.0], slots=400)
+    assert [order.count(k) for k in range(3)] == [200, 100, 100]
+    # any 4 consecutive jobs hold each user about in proportion: never 3 of one in a row
+    assert all(order[i : i + 3].count(order[i]) < 3 for i in range(len(order) - 3))
+
+
+def test_local_run_splits_load_and_breaks_results_down(tmp_path: Path, results: Path) -> None:
+    spec = tmp_path / "users.yaml"
+    spec.write_text(
+        """
+name: two-users
+backend: {type: local, options: {slots: 8}}
+job: {command: ["true"]}
+users:
+  - {name: alice, weight: 2}
+  - {name: bob}
+load: {model: open, rate: 40/s}
+trial: {jobs: 30}
+timeouts: {status_interval: 0.1s}
+"""
+    )
+    p = subprocess.run(
+        [str(BIN), "run", str(spec)],
+        env=cli_env(results),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "Per user" in p.stdout
+    (exp,) = [d for d in results.iterdir() if d.is_dir()]
+    by_user = json.loads((exp / "metrics.json").read_text())["points"][0]["trials"][0]["by_user"]
+    assert set(by_user) == {"alice", "bob"}
+    assert (by_user["alice"]["jobs"], by_user["bob"]["jobs"]) == (20, 10)
+    assert by_user["alice"]["completed"] == 20 and by_user["bob"]["failed"] == 0
+    assert by_user["alice"]["overall"]["n"] == 20 and by_user["alice"]["overall"]["p50"] > 0
+    users_csv = pl.read_csv(exp / "tables" / "users.csv")
+    assert sorted(users_csv["user"].to_list()) == ["alice", "bob"]
+
+
+def test_sustain_users_map_onto_declared_users(tmp_path: Path) -> None:
+    backend = create_backend("local", {"slots": 8})
+    out = run_with(
+        """
+name: sustain-users
+backend: {type: local}
+job: {command: ["true"]}
+users: [{name: alice}, {name: bob}]
+load: {model: sustain, users: 4, jobs_per_user: 2, sleep_coef: 0.05s}
+trial: {duration: 1.5s}
+timeouts: {status_interval: 0.1s}
+""",
+        tmp_path,
+        backend,  # type: ignore[arg-type]
+    )
+    ev, _ = trial(out)
+    sub = ev.filter(pl.col("stage") == "submit")
+    per_agent = sub.group_by("agent").agg(
+        pl.col("attrs").str.json_path_match("$.user").unique().alias("users")
+    )
+    # virtual users 0 and 2 are alice, 1 and 3 bob, always
+    got = {a: sorted(u) for a, u in per_agent.iter_rows()}
+    assert got == {"user0": ["alice"], "user1": ["bob"], "user2": ["alice"], "user3": ["bob"]}
+
+
+def test_users_spec_errors_are_clear() -> None:
+    base = "name: x\nbackend: {type: local}\nload: {model: open, rate: 1/s}\ntrial: {jobs: 1}\n"
+    with pytest.raises(SpecError) as err:
+        load_spec_text(base + "users: [{name: a, credential: {env: A_JWT, file: /x}}]\n")
+    assert "exactly one of env" in str(err.value) and "<spec>:5:" in str(err.value)
+    with pytest.raises(SpecError) as err:
+        load_spec_text(base + "users: [{name: a}, {name: a}]\n")
+    assert "repeated: a" in str(err.value)
+    with pytest.raises(SpecError) as err:
+        load_spec_text(base + "users: [{name: a, account: 'root; rm -rf /'}]\n")
+    assert "users.0.account" in str(err.value)
+
+
+def test_unknown_account_fails_jobs_as_auth(tmp_path: Path) -> None:
+    backend = create_backend("local", {"slots": 2})
+    out = run_with(
+        """
+name: no-such-account
+backend: {type: local}
+job: {command: ["true"]}
+users: [{name: ghost, account: gbtest-nobody-here}]
+load: {model: open, rate: 20/s}
+trial: {jobs: 2}
+timeouts: {status_interval: 0.1s, drain: 5s}
+""",
+        tmp_path,
+        backend,  # type: ignore[arg-type]
+    )
+    f = failures(trial(out)[0])
+    assert f["kind"].to_list() == ["submit_auth"] * 2
+    assert set(f["message"]) == {"there is no Unix user 'gbtest-nobody-here' on this host"}
+
+
+def _owners(cluster: SlurmCluster, names: set[str]) -> dict[str, str]:
+    out = cluster.run("squeue", "-h", "-t", "all", "-o", "%j %u")
+    pairs = (line.split() for line in out.splitlines() if line.strip())
+    return {j: u for j, u in pairs if j in names}
+
+
+def test_slurm_jobs_run_under_each_users_account(
+    slurm: SlurmCluster, accounts: list[str], tmp_path: Path
+) -> None:
+    alice, bob = accounts
+    backend = create_backend("slurm", {"conf": str(slurm.conf)})
+    assert isinstance(backend, SlurmBackend)
+    out = run_with(
+        f"""
+name: slurm-accounts
+backend: {{type: slurm}}
+job: {{command: ["true"]}}
+users: [{{name: alice, account: {alice}}}, {{name: bob, account: {bob}}}]
+load: {{model: open, rate: 20/s}}
+trial: {{jobs: 6}}
+timeouts: {{status_interval: 0.2s, drain: 30s}}
+""",
+        tmp_path,
+        backend,
+    )
+    ev, _ = trial(out)
+    assert failures(ev).height == 0
+    sub = ev.filter(pl.col("stage") == "submit").select(
+        "job", pl.col("attrs").str.json_path_match("$.user").alias("user")
+    )
+    owners = _owners(slurm, set(sub["job"]))
+    want = {"alice": alice, "bob": bob}
+    assert {j: owners[j] for j in sub["job"]} == {j: want[u] for j, u in sub.iter_rows()}
+    assert sorted(sub["user"].to_list()) == ["alice"] * 3 + ["bob"] * 3
+
+
+def test_slurm_rest_uses_each_users_token(
+    slurm: SlurmCluster, accounts: list[str], tmp_path: Path
+) -> None:
+    alice, bob = accounts
+    files = {}
+    for u in accounts:
+        f = tmp_path / f"{u}.jwt"
+        f.write_text(slurm.token(user=u))
+        f.chmod(0o600)
+        files[u] = f
+    admin = tmp_path / "root.jwt"
+    admin.write_text(slurm.token())
+    backend = create_backend(
+        "slurm",
+        {
+            "conf": str(slurm.conf),
+            "submit_via": "rest",
+            "status_via": "rest",
+            "rest": {"url": slurm.rest_url, "user": "root", "token_file": str(admin)},
+        },
+    )
+    assert isinstance(backend, SlurmBackend)
+    out = run_with(
+        f"""
+name: slurm-rest-tokens
+backend: {{type: slurm}}
+job: {{command: ["true"]}}
+users:
+  - {{name: alice, account: {alice}, credential: {{file: {files[alice]}}}}}
+  - {{name: bob, account: {bob}, credential: {{file: {files[bob]}}}}}
+load: {{model: open, rate: 20/s}}
+trial: {{jobs: 4}}
+timeouts: {{status_interval: 0.2s, drain: 30s}}
+""",
+        tmp_path / "results",
+        backend,
+    )
+    ev, info = trial(out)
+    assert failures(ev).height == 0
+    sub = ev.filter(pl.col("stage") == "submit").select(
+        "job", pl.col("attrs").str.json_path_match("$.user").alias("user")
+    )
+    owners = _owners(slurm, set(sub["job"]))
+    want = {"alice": alice, "bob": bob}
+    assert {j: owners[j] for j in sub["job"]} == {j: want[u] for j, u in sub.iter_rows()}
+    for f in (tmp_path / "results").rglob("*"):
+        if f.is_file():
+            text = f.read_text(errors="replace")
+            assert all(t.read_text() not in text for t in files.values())
+    assert info["status_calls"] == backend.calls["rest jobs"]
