@@ -19,6 +19,7 @@ from gridbench.backends.slurm_parse import (
     LogStamp,
     SlurmJob,
     SlurmParseError,
+    expand_task_string,
     job_state,
     parse_log,
     parse_log_line,
@@ -215,10 +216,13 @@ def test_log_lines() -> None:
     assert len([s for s in stamps if s.stage == "slurm_submit"]) == 9  # job 10 was refused
     assert len([s for s in stamps if s.stage == "slurm_start"]) == 7
     assert {s.job_id for s in stamps if s.stage == "slurm_end"} == {"1", "2", "3", "9"}
-    # a whole-second log gives nothing; an offset overrides the zone; array tasks use raw id
+    # a whole-second log gives nothing; an offset overrides the zone; array tasks are A_i
     assert parse_log_line("[2026-11-22T07:23:33] sched: Allocate JobId=4 NodeList=n") is None
     s = parse_log_line("[2026-11-22T08:23:33.500+01:00] _job_complete: JobId=7_3(12) done")
-    assert s == LogStamp("12", "slurm_end", T0 * S + 500_000_000)
+    assert s == LogStamp("7_3", "slurm_end", T0 * S + 500_000_000)
+    a = parse_log_line("[2026-11-22T07:23:33.250] sched: Allocate JobId=7_3(12) NodeList=n #CPUs=1")
+    assert a is not None and (a.job_id, a.stage) == ("7_3", "slurm_start")
+    assert parse_log_line("[2026-11-22T07:23:33.250] sched: Allocate JobId=71x NodeList=n") is None
     assert parse_log_line("[2026-11-22T07:23:33.001] _job_complete: JobId=4 WEXITSTATUS 0") is None
 
 
@@ -312,3 +316,57 @@ def test_log_tail_reads_only_new_complete_lines(tmp_path: Path) -> None:
     assert tail.read_lines() == ["two"]
     p.write_text("rotated\n")  # shorter than before: read from the top
     assert tail.read_lines() == ["rotated"]
+
+
+def test_array_task_strings_expand() -> None:
+    assert expand_task_string("0-5") == [0, 1, 2, 3, 4, 5]
+    assert expand_task_string("1,3,7-9%2") == [1, 3, 7, 8, 9]
+    assert expand_task_string("0-8:4") == [0, 4, 8]
+    assert expand_task_string("") == []
+    for bad in ("a-b", "5-1", "0-9:0"):
+        with pytest.raises(SlurmParseError):
+            expand_task_string(bad)
+
+
+def test_squeue_json_array_records_are_keyed_by_task() -> None:
+    def rec(job_id: int, task: int | None, pending: str, state: str) -> dict[str, object]:
+        return {
+            "job_id": job_id,
+            "array_job_id": 1,
+            "array_task_id": task,
+            "array_task_string": pending,
+            "job_state": state,
+            "name": "arr",
+            "submit_time": T0,
+            "eligible_time": T0,
+            "start_time": 0,
+            "end_time": 0,
+        }
+
+    doc = {
+        "jobs": [
+            rec(1, None, "2-3", "PENDING"),
+            rec(2, 0, "", "RUNNING"),
+            rec(3, 1, "", "COMPLETED"),
+        ],
+        "errors": [],
+    }
+    jobs = parse_squeue_json(json.dumps(doc))
+    assert {k: j.state for k, j in jobs.items() if "_" in k} == {
+        "1_0": "RUNNING",
+        "1_1": "COMPLETED",
+        "1_2": "PENDING",
+        "1_3": "PENDING",
+    }
+    assert jobs["1_2"].job_id == "1_2" and jobs["2"].job_id == "2"
+
+
+def test_stamp_book_fans_the_array_submit_line_out_to_tasks() -> None:
+    book = StampBook()
+    sub = LogStamp("5", "slurm_submit", 1_000)
+    book.add_log([sub])  # read before sbatch answered
+    book.watch("5_0")
+    book.watch("5_1")
+    book.add_log([LogStamp("5_1", "slurm_start", 2_000)])
+    got = {(e.job, e.stage) for e in book.drain()}
+    assert got == {("5_0", "slurm_submit"), ("5_1", "slurm_submit"), ("5_1", "slurm_start")}

@@ -176,3 +176,16 @@ class Backend(Protocol):
     async def queue_length(self) -> int | None:
         """Jobs queued on the backend by anyone, for background-load records."""
         ...
+
+
+@runtime_checkable
+class BulkSubmitter(Protocol):
+    """A backend that can submit many jobs in one call (a Slurm job array, say).
+
+    Optional: the batch model uses it when the spec sets ``load.bulk`` above 1.
+    """
+
+    async def submit_bulk(self, jobs: Sequence[JobRequest]) -> list[str]:
+        """Submit ``jobs`` in as few calls as the backend can; return their ids in order.
+        Raise SubmitError when the call failed (every job of it failed)."""
+        ...

@@ -390,6 +390,43 @@ class SlurmBackend:
         self.accepted += 1
         return bid
 
+    async def submit_bulk(self, jobs: Sequence[JobRequest]) -> list[str]:
+        """Submit jobs as job arrays (``--array=0-N``, or the REST job's ``array``): one
+        array per run of consecutive jobs with the same command, account and credential.
+        Task ``i`` of array ``A`` is tracked as ``A_i``; the array's name is its first job's.
+        """
+        out: list[str] = []
+        for group in _array_groups(jobs):
+            head, n = group[0], len(group)
+            if n == 1:
+                out.append(await self.submit(head))
+                continue
+            if not head.command and not self.options.script:
+                raise SubmitError(FAIL_SUBMIT_ERROR, "job.command is empty")
+            if self.options.submit_via == "rest":
+                array = await self._submit_rest(head, n)
+            else:
+                argv = self._sbatch_argv(head)
+                argv.insert(1, f"--array=0-{n - 1}")
+                async with self._submits:
+                    r = await submit_call(
+                        self._cli("sbatch", argv, user=head.account),
+                        "sbatch",
+                        self.options.command_timeout_s,
+                    )
+                if r.rc != 0:
+                    raise SubmitError(sbatch_failure_kind(r.err), sbatch_message(r.err))
+                try:
+                    array = parse_sbatch_id(r.out)
+                except SlurmParseError as exc:
+                    raise SubmitError(FAIL_SUBMIT_ERROR, str(exc)) from None
+            ids = [f"{array}_{i}" for i in range(n)]
+            for bid in ids:
+                self._book.watch(bid)
+            self.accepted += n
+            out.extend(ids)
+        return out
+
     def _rest_job(self, job: JobRequest) -> tuple[dict[str, Any], str]:
         """slurmrestd's job description and script for one job (no shell is involved
         beyond the script's own interpreter: the command is shlex-quoted into it)."""
@@ -409,9 +446,10 @@ class SlurmBackend:
             return desc, self._script_text
         return desc, f"#!/bin/sh\nexec {shlex.join(job.command)}\n"
 
-    async def _submit_rest(self, job: JobRequest) -> str:
-        """``POST job/submit`` with the job's user's token; an expired token fails the
-        job (``submit_auth``) without a request, naming when it expired."""
+    async def _submit_rest(self, job: JobRequest, array: int = 0) -> str:
+        """``POST job/submit`` with the job's user's token (an ``array`` of that many tasks
+        when above 0); an expired token fails the job (``submit_auth``) without a request,
+        naming when it expired."""
         assert self._rest is not None
         try:
             cred = self._credential(job.user, job.account, job.credential)
@@ -422,11 +460,14 @@ class SlurmBackend:
                 FAIL_SUBMIT_AUTH, f"the Slurm JWT of {cred.user} expired at {cred.expiry_text()}"
             )
         desc, script = self._rest_job(job)
+        if array:
+            desc["array"] = f"0-{array - 1}"
         self.calls["rest submit"] += 1
         async with self._submits:
             bid = await self._rest.submit(cred, desc, script)
-        self._book.watch(bid)
-        self.accepted += 1
+        if not array:
+            self._book.watch(bid)
+            self.accepted += 1
         return bid
 
     async def _job_dump(self) -> dict[str, SlurmJob]:
@@ -512,7 +553,7 @@ class SlurmBackend:
     async def cancel(self, ids: Sequence[str]) -> None:
         """``scancel`` with explicit job ids (never a user-wide pattern); over REST, one
         ``DELETE job/{id}`` each when jobs were submitted that way."""
-        todo = [i for i in ids if i.isdigit()]
+        todo = [i for i in ids if _JOB_ID.match(i)]
         if self.options.submit_via == "rest":
             assert self._rest is not None
             cred = self._credential(None, None, {})
@@ -529,7 +570,8 @@ class SlurmBackend:
                 )
 
     async def fetch_output(self, backend_id: str) -> bytes:
-        """The first 64 KiB of the job's ``output`` file (%j replaced by the job id)."""
+        """The first 64 KiB of the job's ``output`` file (%j: the job id; %A and %a: an
+        array task's array id and index)."""
         pattern = self.options.output
         if pattern == "/dev/null":
             raise BackendError(
@@ -537,7 +579,14 @@ class SlurmBackend:
                 where="backend.options.output",
                 fix="set output to a file pattern such as /shared/gridbench/%j.out",
             )
-        path = Path(pattern.replace("%j", backend_id).replace("%A", backend_id))
+        array, _, task = backend_id.partition("_")
+        if task and "%j" in pattern:
+            raise BackendError(
+                f"job {backend_id} is an array task: its %j is not known here",
+                where="backend.options.output",
+                fix="use %A_%a (array id, task index) in the output pattern for load.bulk",
+            )
+        path = Path(pattern.replace("%j", backend_id).replace("%A", array).replace("%a", task))
         try:
             with path.open("rb") as f:
                 return f.read(OUTPUT_LIMIT)
@@ -562,6 +611,27 @@ class SlurmBackend:
 
 
 _FIX_INSTALL = "install the Slurm clients (Debian: slurm-client) or set backend.options.bin_dir"
+
+
+_JOB_ID = re.compile(r"^\d+(?:_\d+)?$")  # a job, or an array task A_i
+
+
+def _array_groups(jobs: Sequence[JobRequest]) -> list[list[JobRequest]]:
+    """Runs of consecutive jobs that can share one array: same command, account and
+    credential (an array has one script and one owner)."""
+    groups: list[list[JobRequest]] = []
+    for job in jobs:
+        key = (job.command, job.account, tuple(sorted(job.credential.items())))
+        last = groups[-1][0] if groups else None
+        if last is not None and key == (
+            last.command,
+            last.account,
+            tuple(sorted(last.credential.items())),
+        ):
+            groups[-1].append(job)
+        else:
+            groups.append([job])
+    return groups
 
 
 _TIME_LIMIT = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")

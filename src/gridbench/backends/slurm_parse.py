@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 
@@ -220,7 +220,7 @@ def parse_squeue_json(text: str | bytes, source: str = "squeue --json") -> dict[
         if jid is None:
             raise SlurmParseError(f"{source} job #{n} has no job_id")
         allocated = bool(j.get("nodes") or j.get("batch_host"))
-        out[str(jid)] = _finish(
+        rec = _finish(
             str(jid),
             _json_state(j.get("job_state")),
             str(j.get("name") or ""),
@@ -234,6 +234,40 @@ def parse_squeue_json(text: str | bytes, source: str = "squeue --json") -> dict[
             _json_exit(j.get("exit_code")),
             str(j.get("state_reason") or ""),
         )
+        array = _num(j.get("array_job_id")) or 0
+        for key in array_keys(array, j.get("array_task_id"), j.get("array_task_string")):
+            out[key] = replace(rec, job_id=key)
+        out[str(jid)] = rec
+    return out
+
+
+def array_keys(array_job: int, task: Any, pending: Any) -> list[str]:
+    """The ``A_i`` ids a job record stands for: one array task, the still-pending tasks of
+    an array's meta record (``array_task_string`` such as ``3,5-9%2``), or none."""
+    if array_job <= 0:
+        return []
+    index = _num(task)
+    if index is not None:
+        return [f"{array_job}_{index}"]
+    return [f"{array_job}_{i}" for i in expand_task_string(str(pending or ""))]
+
+
+def expand_task_string(text: str, limit: int = 1_000_000) -> list[int]:
+    """Task indices of ``0-9``, ``1,3,5-7``, ``0-9:2`` or ``0-9%4`` (throttle dropped)."""
+    out: list[int] = []
+    for part in text.split("%", 1)[0].split(","):
+        part = part.strip()
+        if not part:
+            continue
+        rng, _, step_s = part.partition(":")
+        lo_s, _, hi_s = rng.partition("-")
+        try:
+            lo, hi, step = int(lo_s), int(hi_s or lo_s), int(step_s or 1)
+        except ValueError:
+            raise SlurmParseError(f"array task string {text[:80]!r} is not like 0-9,12") from None
+        if step < 1 or hi < lo or len(out) + (hi - lo) // step >= limit:
+            raise SlurmParseError(f"array task string {text[:80]!r} is out of range")
+        out.extend(range(lo, hi + 1, step))
     return out
 
 
@@ -308,7 +342,7 @@ def parse_scontrol_jobs(text: str, tz: tzinfo | None = None) -> dict[str, SlurmJ
         jid = f.get("JobId", "")
         if not jid.isdigit() or "JobState" not in f:
             raise SlurmParseError(f"scontrol line without JobId/JobState: {line[:120]!r}")
-        out[jid] = _finish(
+        rec = _finish(
             jid,
             f["JobState"],
             f.get("JobName", ""),
@@ -322,6 +356,15 @@ def parse_scontrol_jobs(text: str, tz: tzinfo | None = None) -> dict[str, SlurmJ
             _colon_exit(f.get("ExitCode", "")),
             f.get("Reason", ""),
         )
+        task = f.get("ArrayTaskId", "")
+        keys = array_keys(
+            int(f.get("ArrayJobId", "0") or 0) if f.get("ArrayJobId", "").isdigit() else 0,
+            task if task.isdigit() else None,
+            None if task.isdigit() else task,
+        )
+        for key in keys:
+            out[key] = replace(rec, job_id=key)
+        out[jid] = rec
     return out
 
 
@@ -415,11 +458,13 @@ STAGE_ELIGIBLE = "slurm_eligible"
 STAGE_START = "slurm_start"
 STAGE_END = "slurm_end"
 
-_JOBID = r"JobId=(\d+)(?:_\d+\((\d+)\))?"
+# a plain job (JobId=401, then no word character) or an array task
+# (JobId=401_3(404): array 401, task 3, own id 404)
+_JOBID = r"JobId=(\d+)(?:_(\d+)\((\d+)\)|(?!\w))"
 _LOG_EVENTS = (
-    (re.compile(r"_slurm_rpc_submit_batch_job: " + _JOBID + r"\b"), STAGE_SUBMIT),
-    (re.compile(r"sched: Allocate " + _JOBID + r"\b"), STAGE_START),
-    (re.compile(r"backfill: Started " + _JOBID + r"\b"), STAGE_START),
+    (re.compile(r"_slurm_rpc_submit_batch_job: " + _JOBID), STAGE_SUBMIT),
+    (re.compile(r"sched: Allocate " + _JOBID), STAGE_START),
+    (re.compile(r"backfill: Started " + _JOBID), STAGE_START),
     (re.compile(r"_job_complete: " + _JOBID + r" done\b"), STAGE_END),
 )
 _MS_STAMP = re.compile(
@@ -453,7 +498,8 @@ def parse_log_line(line: str, tz: tzinfo | None = None) -> LogStamp | None:
         hit = pattern.search(msg)
         if hit is None:
             continue
-        jid = hit.group(2) or hit.group(1)
+        # an array task is logged as JobId=A_i(own id): keep the A_i gridbench tracks
+        jid = f"{hit.group(1)}_{hit.group(2)}" if hit.group(2) else hit.group(1)
         try:
             dt = datetime.fromisoformat(stamp + (offset or ""))
         except ValueError:

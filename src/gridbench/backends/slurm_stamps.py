@@ -20,7 +20,7 @@ Emitting both stamps of a stage would be wrong: the analysis keeps the earliest.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from gridbench.backends.slurm_parse import (
     STAGE_ELIGIBLE,
@@ -51,6 +51,7 @@ class StampBook:
 
     def __init__(self) -> None:
         self._jobs: dict[str, _Job] = {}
+        self._arrays: dict[str, set[str]] = {}  # array job id -> its watched A_i tasks
         self._unclaimed: dict[str, list[LogStamp]] = {}
         self._out: list[Event] = []
         self._newest_ns = 0
@@ -62,6 +63,11 @@ class StampBook:
         self._jobs[job_id] = _Job()
         for s in self._unclaimed.pop(job_id, ()):
             self._log_stamp(s)
+        array, sep, _ = job_id.partition("_")
+        if sep:  # an array task: the array's one submit line stamps every task
+            self._arrays.setdefault(array, set()).add(job_id)
+            for s in self._unclaimed.get(array, ()):
+                self._log_stamp(replace(s, job_id=job_id))
 
     def watching(self, job_id: str) -> bool:
         return job_id in self._jobs
@@ -76,6 +82,10 @@ class StampBook:
             self._newest_ns = max(self._newest_ns, s.t_ns)
             if s.job_id in self._jobs:
                 self._log_stamp(s)
+            elif s.job_id in self._arrays:
+                for task in self._arrays[s.job_id]:
+                    if task in self._jobs:
+                        self._log_stamp(replace(s, job_id=task))
             else:
                 self._unclaimed.setdefault(s.job_id, []).append(s)
         if len(self._unclaimed) > 1024:
@@ -107,6 +117,11 @@ class StampBook:
         finished = [k for k, j in self._jobs.items() if j.record is not None]
         for jid in finished:
             self._fill(jid, self._jobs.pop(jid))
+            array, sep, _ = jid.partition("_")
+            if sep and array in self._arrays:
+                self._arrays[array].discard(jid)
+                if not self._arrays[array]:
+                    del self._arrays[array]
         out, self._out = self._out, []
         return out
 

@@ -14,9 +14,10 @@ import random
 import time
 from collections.abc import Callable
 
-from gridbench.backends.base import Backend, JobRequest
+from gridbench.backends.base import Backend, BulkSubmitter, JobRequest
+from gridbench.errors import BackendError
 from gridbench.run.observer import TrialProgress
-from gridbench.run.open_loop import submit_one
+from gridbench.run.open_loop import submit_chunk, submit_one
 from gridbench.run.recorder import Recorder
 from gridbench.run.tracker import StatusTracker
 
@@ -110,17 +111,31 @@ async def run_batch(
     submitters: int,
     submit_timeout_s: float,
     stop: asyncio.Event,
+    bulk: int = 1,
 ) -> None:
-    """N jobs submitted one after another by k submitters, as fast as they go."""
+    """N jobs submitted by k submitters as fast as they go: one per call, or ``bulk`` per
+    call (job arrays) when the backend can."""
     cursor = 0
+    bulk_backend = backend if bulk > 1 and isinstance(backend, BulkSubmitter) else None
+    if bulk > 1 and bulk_backend is None:
+        raise BackendError(
+            f"the {backend.name} backend cannot submit in bulk",
+            where="load.bulk",
+            fix="set load.bulk: 1, or use a backend that can (slurm: job arrays)",
+        )
 
     async def submitter(k: int) -> None:
         nonlocal cursor
         rec = recs[k % len(recs)]
         while not stop.is_set() and cursor < jobs:
             i = cursor
-            cursor += 1
-            await submit_one(backend, make_request(i), rec, tracker, progress, submit_timeout_s)
+            n = min(bulk, jobs - i)
+            cursor += n
+            if bulk_backend is not None:
+                reqs = [make_request(j) for j in range(i, i + n)]
+                await submit_chunk(bulk_backend, reqs, rec, tracker, progress, submit_timeout_s)
+            else:
+                await submit_one(backend, make_request(i), rec, tracker, progress, submit_timeout_s)
 
     async with asyncio.TaskGroup() as tg:
         for k in range(submitters):

@@ -233,6 +233,7 @@ async def run_trial(
                 submitters=load.submitters,
                 submit_timeout_s=t.submit,
                 stop=stop,
+                bulk=load.bulk,
             )
         else:
             make = _request_factory(pspec, tid, load.count, seed)

@@ -108,6 +108,9 @@ class LoadSpec(_Strict):
     # batch (MAPPER throughput benchmark)
     jobs: int | None = Field(default=None, ge=1)
     submitters: int = Field(default=10, ge=1)
+    bulk: int = Field(
+        default=1, ge=1, le=10_000, description="jobs per submission call (job arrays; batch)"
+    )
     # probe (single-operation overhead)
     operation: Literal["submit", "status", "cancel"] = "submit"
     count: int = Field(default=30, ge=1)
@@ -117,6 +120,11 @@ class LoadSpec(_Strict):
 
     @model_validator(mode="after")
     def _check_open(self) -> LoadSpec:
+        if self.bulk > 1 and self.model != "batch":
+            raise ValueError(
+                "load.bulk (jobs per submission call) needs model: batch, where jobs are not "
+                "tied to an arrival time; leave it at 1 for the other models"
+            )
         if self.model == "open":
             given = [x for x in (self.rate, self.schedule, self.ramp) if x is not None]
             if len(given) != 1:
