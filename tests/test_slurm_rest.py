@@ -13,6 +13,7 @@ import json
 import subprocess
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from backend_run import failures, run_with, trial
@@ -74,9 +75,10 @@ timeouts: {status_interval: 0.2s, drain: 30s}
     assert backend.calls["squeue --json"] == 0
     assert backend.calls["rest jobs"] == info["status_calls"] == info["status_sweeps"]
     # the jobs exist in Slurm under their gridbench names, and finished cleanly
-    listed = slurm.run("squeue", "-h", "-t", "all", "-o", "%j %T").split("\n")
-    ours = [x.split() for x in listed if x.split() and x.split()[0] in set(ev["job"])]
-    assert len(ours) == 10 and {s for _, s in ours} == {"COMPLETED"}
+    ids = ev.filter(pl.col("stage") == "submit_ack")["attrs"].str.json_path_match("$.backend_id")
+    listed = slurm.run("squeue", "-h", "-t", "all", "-o", "%j %T", "-j", ",".join(ids))
+    ours = dict(x.split() for x in listed.splitlines() if x.strip())
+    assert ours == dict.fromkeys(ev["job"].unique(), "COMPLETED")
     # the secret never reaches the results store
     secret = token.read_text().strip()
     for f in (tmp_path / "results").rglob("*"):
