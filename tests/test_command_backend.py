@@ -329,3 +329,52 @@ def test_script_on_stdin_keeps_the_argv(tmp_path: Path) -> None:
     out = subprocess.run(["/bin/sh", str(script)], capture_output=True, text=True, check=True)
     assert out.stdout == "a b it's $(touch x)\n"
     assert not (tmp_path / "x").exists()
+
+
+def test_submit_template_sees_the_users_account_and_credential(tmp_path: Path) -> None:
+    """Per-user placeholders reach the submit argv as separate, inert items."""
+    seen = tmp_path / "argv.jsonl"
+    record = (
+        "import json,sys; open(sys.argv[1],'a').write(json.dumps(sys.argv[2:])+'\\n');"
+        "print('id-' + sys.argv[2])"
+    )
+    options = {
+        "submit": {
+            "argv": [
+                "{python}",
+                "-c",
+                record,
+                str(seen),
+                "{user}",
+                "{account}",
+                "{credential_file}",
+                "{credential_env}",
+            ],
+            "pattern": r"id-(\S+)",
+        },
+        "status": {
+            "argv": ["{python}", "-c", "print('')", "{ids}"],
+            "pattern": r"(?P<id>\S+) (?P<state>\S+)",
+        },
+        "states": {"DONE": "done"},
+    }
+    jobs = [
+        JobRequest(
+            "j1",
+            ("true",),
+            user="alice",
+            account="al; rm -rf /",
+            credential={"file": "/tmp/a b.pem"},
+        ),
+        JobRequest("j2", ("true",), user="bob", credential={"env": "BOB_TOKEN"}),
+    ]
+
+    async def body(b: CommandBackend) -> list[str]:
+        return [await b.submit(j) for j in jobs]
+
+    assert run(options, body) == ["alice", "bob"]  # group 1 of the pattern
+    argvs = [json.loads(x) for x in seen.read_text().splitlines()]
+    assert argvs == [
+        ["alice", "al; rm -rf /", "/tmp/a b.pem", ""],
+        ["bob", "", "", "BOB_TOKEN"],
+    ]

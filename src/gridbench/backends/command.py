@@ -145,6 +145,9 @@ class CommandBackend:
         extra = {
             "name": job.name,
             "user": job.user or "",
+            "account": job.account or "",
+            "credential_file": job.credential.get("file", ""),
+            "credential_env": job.credential.get("env", ""),
             "command_line": shlex.join(cmd),
             "executable": cmd[0] if cmd else "",
             "arguments": shlex.join(cmd[1:]),

@@ -40,6 +40,9 @@ SUBMIT_NAMES = frozenset(
     {
         "name",
         "user",
+        "account",
+        "credential_file",
+        "credential_env",
         "command",
         "command_line",
         "executable",
