@@ -1,0 +1,261 @@
+"""``gridbench compare`` and ``gridbench history``: the terminal (and JSON) front end."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from gridbench.compare.model import Comparison, Diff, History, MetricComparison, Settings, Value
+from gridbench.errors import GridbenchError
+from gridbench.report.fmt import fmt_pm
+
+EXIT_OK, EXIT_REGRESSION = 0, 1
+
+#: Rows shown by default (plus every significant one); --all shows every metric.
+KEY_METRICS = (
+    "latency.overall.mean",
+    "latency.overall.p50",
+    "latency.overall.p99",
+    "throughput.overall.steady",
+    "failures.rate",
+)
+
+console = Console(highlight=False)
+
+
+def _root(args: argparse.Namespace) -> Path:
+    from gridbench.store.layout import default_root
+
+    root = Path(args.results) if args.results else default_root()
+    if root.exists() and not root.is_dir():
+        raise GridbenchError(
+            "the results root is a file, not a directory",
+            where=str(root),
+            fix="give --results (or GRIDBENCH_RESULTS) a directory",
+        )
+    return root
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    if not 0.0 < args.alpha < 1.0:
+        raise GridbenchError(
+            f"--alpha must be between 0 and 1, got {args.alpha}", where="--alpha", fix="e.g. 0.05"
+        )
+    if args.min_effect < 0.0:
+        raise GridbenchError(
+            f"--min-effect must be >= 0, got {args.min_effect}",
+            where="--min-effect",
+            fix="e.g. 0.05 (5%), or 0 to flag any statistically significant change",
+        )
+    if args.max_samples is not None and args.max_samples < 2:
+        raise GridbenchError(
+            f"--max-samples must be at least 2, got {args.max_samples}",
+            where="--max-samples",
+            fix="e.g. 20000",
+        )
+    return Settings(alpha=args.alpha, min_effect=args.min_effect, max_samples=args.max_samples)
+
+
+def _cell(v: Value | None, unit: str) -> str:
+    if v is None or v.value is None:
+        return "–"
+    if unit == "ratio":
+        text = f"{v.value * 100:.2f}%" + ("" if v.ci95 is None else f"±{v.ci95 * 100:.2f}")
+    else:
+        text = fmt_pm(v.value, v.ci95).replace(" ± ", "±")
+    return text + ("*" if v.jobs is not None and v.jobs_total and v.jobs < v.jobs_total else "")
+
+
+WORDS = {"improved": "better", "regressed": "worse"}
+
+
+def _change(d: Diff | None) -> str:
+    if d is None:
+        return "–"
+    rel = "–" if d.relative is None else f"{d.relative * 100:+.1f}%"
+    p = "untested" if d.p_adjusted is None else f"p={d.p_adjusted:.2g}"
+    if not d.significant:
+        return f"[dim]{rel} {p}[/]"
+    colour = "green" if d.verdict == "improved" else "red"
+    return f"[bold {colour}]{rel} {p} {WORDS.get(d.verdict, d.verdict)}[/]"
+
+
+def render_comparison(c: Comparison, out: Console, *, show_all: bool = False) -> None:
+    """Print the experiments and one table per point; significant changes highlighted."""
+    t = Table(title="experiments (#0 is the baseline)")
+    for col in ("", "id", "name", "backend", "created", "spec hash", "valid"):
+        t.add_column(col, overflow="fold")
+    for i, e in enumerate(c.experiments):
+        t.add_row(
+            f"#{i}",
+            escape(e.id),
+            escape(e.name),
+            escape(e.backend or ""),
+            escape(e.created or ""),
+            escape(e.spec_hash or ""),
+            "–" if e.valid is None else ("yes" if e.valid else "[red]no[/]"),
+        )
+    out.print(t)
+    infos = {m.metric: m for m in c.metric_info}
+    for p in c.points:
+        rows: list[MetricComparison] = [
+            m for m in p.metrics if show_all or m.metric in KEY_METRICS or m.significant
+        ]
+        if not rows:
+            continue
+        pt = Table(title=f"point {escape(p.key)}")
+        pt.add_column("metric", no_wrap=True)
+        pt.add_column("#0", justify="right", overflow="fold")
+        for i in range(1, len(c.experiments)):
+            pt.add_column(f"#{i}", justify="right", overflow="fold")
+            pt.add_column(f"#{i} vs #0", justify="right")
+        for m in rows:
+            info = infos[m.metric]
+            vals = {v.experiment: v for v in m.values}
+            diffs = {d.experiment: d for d in m.diffs}
+            cells = [
+                f"{escape(m.metric)} [dim]({escape(info.unit)})[/]",
+                _cell(vals.get(c.baseline), info.unit),
+            ]
+            for e in c.experiments[1:]:
+                cells += [_cell(vals.get(e.id), info.unit), _change(diffs.get(e.id))]
+            pt.add_row(*cells)
+        out.print(pt)
+    for k, keys in c.unmatched.items():
+        out.print(f"[yellow]not compared[/]: {escape(k)} points {escape(', '.join(keys))}")
+    for n in c.notes:
+        out.print(f"[dim]note: {escape(n)}[/]")
+    sig = c.significant()
+    s = c.settings
+    out.print(
+        f"{len(sig)} significant difference(s) (Benjamini-Hochberg adjusted p < {s.alpha:g} and "
+        f"a change of at least {s.min_effect * 100:g}%); values: mean over trials ± 95% CI"
+        + ("" if show_all else "; --all shows every metric")
+        + ("; * = per-job samples down-sampled" if c.downsampled else "")
+    )
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from gridbench.compare.loading import load_comparison
+
+    c = load_comparison(
+        _root(args),
+        args.experiments,
+        metrics=args.metric or None,
+        samples=not args.no_samples,
+        settings=_settings(args),
+    )
+    if args.json:
+        print(json.dumps(c.to_dict(), indent=1, allow_nan=False))
+    else:
+        render_comparison(c, console, show_all=args.all or bool(args.metric))
+    regressed = any(d.verdict == "regressed" for _, _, d in c.significant())
+    return EXIT_REGRESSION if args.fail_on_regression and regressed else EXIT_OK
+
+
+def render_history(h: History, out: Console) -> None:
+    """One row per run (oldest first), one column per point; significant changes highlighted."""
+    t = Table(title=f"{escape(h.metric)} across runs of '{escape(h.name)}' ({h.better} is better)")
+    for col in ("experiment", "created", "same config"):
+        t.add_column(col)
+    for key in h.points:
+        t.add_column(escape(key), justify="right")
+    for e in h.entries:
+        cells = [
+            escape(e.experiment) + (" [bold](ref)[/]" if e.experiment == h.reference else ""),
+            escape(e.created or ""),
+            "yes" if e.same_config else "[yellow]no[/]",
+        ]
+        for key in h.points:
+            v = e.values.get(key)
+            d = e.vs_previous.get(key)
+            text = _cell(v, "")
+            if d is not None and d.significant:
+                colour = "green" if d.verdict == "improved" else "red"
+                text = f"[bold {colour}]{text} {WORDS.get(d.verdict, d.verdict)}[/]"
+            cells.append(text)
+        t.add_row(*cells)
+    out.print(t)
+    for k, why in h.skipped.items():
+        out.print(f"[yellow]skipped[/] {escape(k)}: {escape(why)}")
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    from gridbench.compare.history import history
+
+    h = history(_root(args), args.experiment, args.metric, settings=_settings(args))
+    if args.json:
+        print(json.dumps(h.to_dict(), indent=1, allow_nan=False))
+    else:
+        render_history(h, console)
+    return EXIT_OK
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--results", metavar="DIR", help="results root (default: $GRIDBENCH_RESULTS or ./results)"
+    )
+    p.add_argument("--json", action="store_true", help="print the result as JSON (docs/compare.md)")
+    p.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+    p.add_argument(
+        "--min-effect",
+        type=float,
+        default=0.05,
+        metavar="FRACTION",
+        help="smallest relative change called significant (default 0.05 = 5%%)",
+    )
+    p.add_argument(
+        "--max-samples",
+        type=int,
+        default=Settings().max_samples,
+        metavar="N",
+        help="cap on per-job samples per experiment, point and segment (default %(default)s)",
+    )
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add ``compare`` and ``history`` to the gridbench command line."""
+    p = sub.add_parser(
+        "compare",
+        help="compare two or more experiments point by point (the first is the baseline)",
+    )
+    p.add_argument("experiments", nargs="+", metavar="ID", help="ids, unique prefixes or paths")
+    p.add_argument(
+        "--metric",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="compare only these metrics (name or glob, repeatable), e.g. 'latency.overall.*'",
+    )
+    p.add_argument("--all", action="store_true", help="show every metric, not only key ones")
+    p.add_argument(
+        "--no-samples",
+        action="store_true",
+        help="do not read per-job latencies from the events (faster; per-trial tests only)",
+    )
+    p.add_argument(
+        "--fail-on-regression",
+        action="store_true",
+        help="exit 1 when any significant change is a regression",
+    )
+    _common(p)
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("history", help="one metric across every run of the same spec name")
+    p.add_argument(
+        "experiment", metavar="ID", help="any run of the spec (id, prefix, path, latest)"
+    )
+    p.add_argument(
+        "--metric",
+        required=True,
+        metavar="PATH",
+        help="a metric path, e.g. latency.overall.p99, throughput.overall.steady, "
+        "knee.capacity_per_s (docs/metrics.md)",
+    )
+    _common(p)
+    p.set_defaults(func=cmd_history)
