@@ -181,3 +181,39 @@ async def test_open_without_qmaster_is_a_backend_error(tmp_path: Path) -> None:
     assert "qstat failed (exit 1)" in info.value.message
     assert "unable to send message to qmaster" in info.value.message
     assert info.value.fix is not None and "sge_qmaster" in info.value.fix
+
+
+def test_jobs_of_each_user_run_under_their_account(sge: SgeCell, tmp_path: Path) -> None:
+    from unix_users import unix_accounts
+
+    with unix_accounts("alice", "bob") as (alice, bob):
+        backend = backend_for(sge)
+        out = run_with(
+            f"""
+name: sge-accounts
+backend: {{type: sge}}
+job: {{command: ["true"]}}
+users: [{{name: alice, account: {alice}}}, {{name: bob, account: {bob}}}]
+load: {{model: open, rate: 20/s}}
+trial: {{jobs: 4}}
+timeouts: {{status_interval: 0.3s, drain: 40s}}
+""",
+            tmp_path,
+            backend,
+        )
+        ev, info = trial(out)
+        assert failures(ev).height == 0
+        acks = ev.filter(pl.col("stage") == "submit_ack").select(
+            "job", pl.col("attrs").str.json_path_match("$.backend_id").alias("bid")
+        )
+        users = ev.filter(pl.col("stage") == "submit").select(
+            "job", pl.col("attrs").str.json_path_match("$.user").alias("user")
+        )
+        want = {"alice": alice, "bob": bob}
+        for job, bid, user in acks.join(users, on="job").iter_rows():
+            owner = [
+                line.split()[1]
+                for line in sge.run("qacct", "-j", bid).splitlines()
+                if line.startswith("owner")
+            ]
+            assert owner == [want[user]], job

@@ -15,7 +15,8 @@ PREFIX = "gbtest-"
 
 @contextlib.contextmanager
 def unix_accounts(*names: str) -> Iterator[list[str]]:
-    """Create ``gbtest-<name>`` system accounts without a home; remove them on exit."""
+    """Create ``gbtest-<name>`` system accounts with a home under /tmp (Grid Engine fails
+    a job whose owner has no home: "failed 28"); remove both on exit."""
     if os.geteuid() != 0:
         pytest.fail("creating test accounts needs root")
     made: list[str] = []
@@ -27,7 +28,16 @@ def unix_accounts(*names: str) -> Iterator[list[str]]:
                 made.append(user)  # left over by a killed run: reuse, remove at the end
                 continue
             p = subprocess.run(
-                ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", user],
+                [
+                    "useradd",
+                    "--system",
+                    "--create-home",
+                    "--base-dir",
+                    "/tmp",
+                    "--shell",
+                    "/usr/sbin/nologin",
+                    user,
+                ],
                 capture_output=True,
                 text=True,
                 check=False,
@@ -38,7 +48,7 @@ def unix_accounts(*names: str) -> Iterator[list[str]]:
         yield made
     finally:
         for user in made:
-            subprocess.run(["userdel", user], capture_output=True, check=False)
+            subprocess.run(["userdel", "--remove", user], capture_output=True, check=False)
 
 
 @pytest.fixture(name="accounts")

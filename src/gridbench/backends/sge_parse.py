@@ -60,6 +60,18 @@ def qsub_failure_kind(err: str) -> str:
     return FAIL_SUBMIT_ERROR if any(x in low for x in UNREACHABLE) else FAIL_SUBMIT_REJECTED
 
 
+#: accounting ``failed`` codes worth a word (sge_status(5)): the usual set-up mistakes
+FAILED_CODES = {
+    1: "assumedly before job: the shepherd could not start it",
+    7: "before prolog",
+    26: "opening the job's output file",
+    27: "finding the requested shell",
+    28: "changing to the working directory: does the owner have a home there?",
+    37: "the qmaster enforced h_rt",
+    100: "assumedly after job: killed, or a signal",
+}
+
+
 @dataclass(frozen=True, slots=True)
 class QstatJob:
     """One job as ``qstat -xml`` lists it."""
@@ -129,7 +141,8 @@ class AcctRecord:
             return JobStatus(JobState.DONE, "", 0)
         msg = f"exit status {self.exit_status}"
         if self.failed:
-            msg += f", failed {self.failed}"
+            why = FAILED_CODES.get(self.failed)
+            msg += f", failed {self.failed}" + (f" ({why})" if why else "")
         return JobStatus(JobState.FAILED, msg, self.exit_status)
 
     def stamps(self) -> dict[str, int]:
