@@ -4,6 +4,7 @@ against the live test cluster; and what bulk does where it cannot apply."""
 from __future__ import annotations
 
 import itertools
+import time
 from pathlib import Path
 
 import polars as pl
@@ -12,10 +13,12 @@ import pytest
 from backend_run import failures, run_with, trial
 from gridbench.backends.registry import create_backend
 from gridbench.backends.slurm import SlurmBackend
+from gridbench.backends.slurm_parse import parse_squeue_json
 from gridbench.errors import SpecError
 from gridbench.events.model import Precision
 from gridbench.spec import load_spec_text
 from slurm_cluster import SlurmCluster, slurm_fixture  # noqa: F401 (fixture)
+from unix_users import accounts_fixture  # noqa: F401 (fixture)
 
 CHAIN = ["submit", "slurm_submit", "slurm_eligible", "slurm_start", "slurm_end", "client_done"]
 BATCH = """
@@ -110,3 +113,66 @@ def test_bulk_only_with_the_batch_model() -> None:
             "trial: {jobs: 10}\n"
         )
     assert "load.bulk" in str(err.value) and "model: batch" in str(err.value)
+
+
+def test_interleaved_users_share_arrays_and_fail_alone(
+    slurm: SlurmCluster, accounts: list[str], tmp_path: Path
+) -> None:
+    alice, _ = accounts
+    backend = create_backend("slurm", {"conf": str(slurm.conf)})
+    assert isinstance(backend, SlurmBackend)
+    out = run_with(
+        f"""
+name: slurm-array-users
+backend: {{type: slurm}}
+job: {{command: ["true"]}}
+users: [{{name: alice, account: {alice}}}, {{name: ghost, account: gbtest-nobody-here}}]
+load: {{model: batch, jobs: 6, submitters: 1, bulk: 6}}
+timeouts: {{status_interval: 0.2s, drain: 30s}}
+""",
+        tmp_path,
+        backend,
+    )
+    ev, _ = trial(out)
+    f = failures(ev)
+    users = ev.filter(pl.col("stage") == "submit").select(
+        "job", pl.col("attrs").str.json_path_match("$.user").alias("user")
+    )
+    # ghost's group failed alone; alice's three interleaved jobs went out as one array
+    assert sorted(f.join(users, on="job")["user"]) == ["ghost"] * 3
+    assert set(f["kind"]) == {"submit_auth"}
+    assert backend.calls["sbatch"] == 2  # one per group: ghost's could not start
+    acks = ev.filter(pl.col("stage") == "submit_ack")["attrs"].str.json_path_match("$.backend_id")
+    assert len({a.split("_")[0] for a in acks}) == 1 and len(acks) == 3
+    done = ev.filter(pl.col("stage") == "client_done").join(users, on="job")
+    assert sorted(done["user"]) == ["alice"] * 3
+
+
+def test_abort_cancels_array_tasks(slurm: SlurmCluster, tmp_path: Path) -> None:
+    backend = create_backend("slurm", {"conf": str(slurm.conf)})
+    assert isinstance(backend, SlurmBackend)
+    out = run_with(
+        BATCH.replace('"sleep 0.2"', '"sleep 120"')
+        .replace("jobs: 12", "jobs: 4")
+        .replace("bulk: 5", "bulk: 4"),
+        tmp_path,
+        backend,
+        abort_when_acked=4,
+    )
+    assert out.status == "aborted"
+    ev, _ = trial(out)
+    ids = ev.filter(pl.col("stage") == "submit_ack")["attrs"].str.json_path_match("$.backend_id")
+    assert len(ids) == 4 and backend.calls["scancel"] == 1
+    assert ev.filter(pl.col("stage") == "cancelled").height == 4
+    # Slurm agrees (tasks still pending share the array's one record, so read it as
+    # gridbench does)
+    (array,) = {i.split("_")[0] for i in ids}
+    states: list[str] = []
+    for _ in range(100):
+        jobs = parse_squeue_json(slurm.run("squeue", "--json"), arrays={array})
+        whole = jobs.get(f"{array}_*")
+        states = [jobs[i].state if i in jobs else whole.state if whole else "?" for i in ids]
+        if states == ["CANCELLED"] * 4:
+            break
+        time.sleep(0.1)
+    assert states == ["CANCELLED"] * 4

@@ -329,36 +329,20 @@ def test_array_task_strings_expand() -> None:
 
 
 def test_squeue_json_array_records_are_keyed_by_task() -> None:
-    def rec(job_id: int, task: int | None, pending: str, state: str) -> dict[str, object]:
-        return {
-            "job_id": job_id,
-            "array_job_id": 1,
-            "array_task_id": task,
-            "array_task_string": pending,
-            "job_state": state,
-            "name": "arr",
-            "submit_time": T0,
-            "eligible_time": T0,
-            "start_time": 0,
-            "end_time": 0,
-        }
-
-    doc = {
-        "jobs": [
-            rec(1, None, "2-3", "PENDING"),
-            rec(2, 0, "", "RUNNING"),
-            rec(3, 1, "", "COMPLETED"),
-        ],
-        "errors": [],
-    }
-    jobs = parse_squeue_json(json.dumps(doc))
+    # real 22.05 output: array 1 (0-5%2) with tasks 0 and 1 running, 2-5 still pending
+    text = (DATA / "squeue-array-22.05.json").read_text()
+    jobs = parse_squeue_json(text, arrays={"1"})
     assert {k: j.state for k, j in jobs.items() if "_" in k} == {
         "1_0": "RUNNING",
-        "1_1": "COMPLETED",
+        "1_1": "RUNNING",
         "1_2": "PENDING",
         "1_3": "PENDING",
+        "1_4": "PENDING",
+        "1_5": "PENDING",
     }
     assert jobs["1_2"].job_id == "1_2" and jobs["2"].job_id == "2"
+    # someone else's array is neither expanded nor checked
+    assert not any("_" in k for k in parse_squeue_json(text))
 
 
 def test_stamp_book_fans_the_array_submit_line_out_to_tasks() -> None:
@@ -370,3 +354,10 @@ def test_stamp_book_fans_the_array_submit_line_out_to_tasks() -> None:
     book.add_log([LogStamp("5_1", "slurm_start", 2_000)])
     got = {(e.job, e.stage) for e in book.drain()}
     assert got == {("5_0", "slurm_submit"), ("5_1", "slurm_submit"), ("5_1", "slurm_start")}
+
+
+def test_an_array_cancelled_whole_stands_for_its_tasks() -> None:
+    # real 22.05 output after scancel of every task of a pending array 1 (0-3)
+    text = (DATA / "squeue-array-cancelled-22.05.json").read_text()
+    jobs = parse_squeue_json(text, arrays={"1"})
+    assert jobs["1_*"].state == "CANCELLED" and "1_0" not in jobs

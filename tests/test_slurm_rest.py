@@ -11,6 +11,7 @@ import asyncio
 import itertools
 import json
 import subprocess
+import time
 from pathlib import Path
 
 import polars as pl
@@ -21,6 +22,7 @@ from conftest import BIN, cli_env
 from gridbench.backends.base import JobRequest, SubmitError
 from gridbench.backends.registry import create_backend
 from gridbench.backends.slurm import SlurmBackend
+from gridbench.backends.slurm_rest import token_expiry
 from gridbench.errors import BackendError, SpecError
 from gridbench.run.check import check_config
 from gridbench.spec import load_spec_text, make_plan
@@ -102,12 +104,15 @@ async def test_rest_rejection_keeps_slurms_reason(slurm: SlurmCluster, tmp_path:
 async def test_token_expiring_mid_run_fails_jobs_as_auth(
     slurm: SlurmCluster, tmp_path: Path
 ) -> None:
-    backend = rest_backend(slurm, token_file(slurm, tmp_path, lifespan=3))
+    token = token_file(slurm, tmp_path, lifespan=10)
+    backend = rest_backend(slurm, token)
     await backend.open()
     try:
         bid = await backend.submit(JobRequest("gb-rest-early", ("true",)))
         assert bid.isdigit()
-        await asyncio.sleep(3.2)
+        expires = token_expiry(token.read_text().strip())
+        assert expires is not None
+        await asyncio.sleep(max(0.0, expires - time.time()) + 0.2)
         with pytest.raises(SubmitError) as err:
             await backend.submit(JobRequest("gb-rest-late", ("true",)))
         assert err.value.kind == "submit_auth"

@@ -24,7 +24,7 @@ from unix_users import accounts_fixture  # noqa: F401 (fixture)
 def test_user_order_interleaves_by_weight() -> None:
     order = user_order([2.0, 1.0, 1.0], slots=400)
     assert [order.count(k) for k in range(3)] == [200, 100, 100]
-    # any 4 consecutive jobs hold each user about in proportion: never 3 of one in a row
+    # interleaved: never 3 jobs of one user in a row
     assert all(order[i : i + 3].count(order[i]) < 3 for i in range(len(order) - 3))
 
 
@@ -83,7 +83,7 @@ timeouts: {status_interval: 0.1s}
     per_agent = sub.group_by("agent").agg(
         pl.col("attrs").str.json_path_match("$.user").unique().alias("users")
     )
-    # virtual users 0 and 2 are alice, 1 and 3 bob, always
+    # equal weights: virtual users 0 and 2 are alice, 1 and 3 bob, always
     got = {a: sorted(u) for a, u in per_agent.iter_rows()}
     assert got == {"user0": ["alice"], "user1": ["bob"], "user2": ["alice"], "user3": ["bob"]}
 
@@ -207,3 +207,35 @@ timeouts: {{status_interval: 0.2s, drain: 30s}}
             text = f.read_text(errors="replace")
             assert all(t.read_text() not in text for t in files.values())
     assert info["status_calls"] == backend.calls["rest jobs"]
+
+
+def test_plan_checks_accounts_and_credentials_up_front(tmp_path: Path) -> None:
+    base = "name: x\nbackend: {type: local}\nload: {model: open, rate: 1/s}\ntrial: {jobs: 2}\n"
+    cases = {
+        "users: [{name: a, account: gbtest-nobody-here}]\n": "no Unix user 'gbtest-nobody-here'",
+        f"users: [{{name: a, credential: {{file: {tmp_path}/missing.jwt}}}}]\n": "cannot be read",
+        "users: [{name: a, credential: {env: GB_TEST_UNSET_VAR}}]\n": "GB_TEST_UNSET_VAR",
+        "load: {model: batch, jobs: 4, bulk: 2}\n": "cannot submit in bulk",
+    }
+    for extra, words in cases.items():
+        spec = tmp_path / "s.yaml"
+        text = base.replace("load: {model: open, rate: 1/s}\n", "") if "bulk" in extra else base
+        spec.write_text(text + extra)
+        p = subprocess.run(
+            [str(BIN), "plan", str(spec)], capture_output=True, text=True, timeout=60, check=False
+        )
+        assert p.returncode == 2, (extra, p.stdout, p.stderr)
+        assert words in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+def test_child_environment_carries_no_tokens() -> None:
+    from gridbench.backends.cli_run import scrub_secrets
+
+    env = {
+        "PATH": "/bin",
+        "SLURM_JWT": "eyJhbGciOi.x.y",
+        "BOB_TOKEN": "eyJhbGciOiJIUzI1NiJ9.eyJzdW4iOiJib2IifQ.c2ln",
+        "MY_TOKEN_NAME": "plain",
+        "GB_JWT": "anything",
+    }
+    assert scrub_secrets(env, ["GB_JWT"]) == {"PATH": "/bin", "MY_TOKEN_NAME": "plain"}

@@ -185,7 +185,7 @@ class BulkSubmitter(Protocol):
     Optional: the batch model uses it when the spec sets ``load.bulk`` above 1.
     """
 
-    async def submit_bulk(self, jobs: Sequence[JobRequest]) -> list[str]:
-        """Submit ``jobs`` in as few calls as the backend can; return their ids in order.
-        Raise SubmitError when the call failed (every job of it failed)."""
+    async def submit_bulk(self, jobs: Sequence[JobRequest]) -> list[str | SubmitError]:
+        """Submit ``jobs`` in as few calls as the backend can; return, in order, each job's
+        id or the SubmitError of the call that failed it (some calls may succeed)."""
         ...

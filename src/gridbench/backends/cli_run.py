@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import re
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +54,18 @@ async def run_cli(
     return CliResult(rc, out.decode(errors="replace"), err.decode(errors="replace"))
 
 
+# a JWT: base64url header (always '{"' -> "eyJ"), payload and signature
+_JWT_VALUE = re.compile(r"^eyJ[\w-]*\.[\w-]+\.[\w-]*$")
+
+
+def scrub_secrets(env: Mapping[str, str], names: Sequence[str] = ()) -> dict[str, str]:
+    """``env`` for a child process without credentials: the variables named, ``SLURM_JWT``
+    (Slurm's clients switch to JWT auth when it is set, and sbatch copies it into jobs),
+    and any variable whose value is a JWT (another user's token, say)."""
+    drop = {"SLURM_JWT", *names}
+    return {k: v for k, v in env.items() if k not in drop and not _JWT_VALUE.match(v)}
+
+
 def as_user(user: str | None) -> dict[str, Any]:
     """Popen arguments that run a child as ``user`` with its own groups and home."""
     if user is None:
@@ -62,12 +76,9 @@ def as_user(user: str | None) -> dict[str, Any]:
         pw = pwd.getpwnam(user)
     except KeyError:
         raise ValueError(f"there is no Unix user {user!r} on this host") from None
-    return {
-        "user": pw.pw_uid,
-        "group": pw.pw_gid,
-        "extra_groups": [],
-        "cwd": pw.pw_dir if Path(pw.pw_dir).is_dir() else "/tmp",
-    }
+    groups = [g for g in os.getgrouplist(pw.pw_name, pw.pw_gid) if g != pw.pw_gid]
+    cwd = pw.pw_dir if Path(pw.pw_dir).is_dir() else "/tmp"
+    return {"user": pw.pw_uid, "group": pw.pw_gid, "extra_groups": groups, "cwd": cwd}
 
 
 async def submit_call(call: Awaitable[CliResult], program: str, timeout_s: float) -> CliResult:

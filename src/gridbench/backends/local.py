@@ -27,7 +27,7 @@ from gridbench.backends.base import (
     StageChain,
     SubmitError,
 )
-from gridbench.backends.cli_run import as_user
+from gridbench.backends.cli_run import as_user, scrub_secrets
 from gridbench.backends.options import parse_options
 from gridbench.errors import BackendError
 from gridbench.events.clock import AnchoredClock
@@ -145,6 +145,8 @@ class LocalBackend:
     async def _run(self, bid: str, job: _Job) -> None:
         try:
             env = {**os.environ, **self.options.env} if self.options.env else None
+            if job.run_as:  # another account's job never sees this process's tokens
+                env = scrub_secrets(env if env is not None else os.environ)
             try:
                 proc = await asyncio.create_subprocess_exec(
                     *job.argv,

@@ -18,6 +18,7 @@ import shlex
 import shutil
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import tzinfo
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -34,7 +35,7 @@ from gridbench.backends.base import (
     StageChain,
     SubmitError,
 )
-from gridbench.backends.cli_run import CliResult, run_cli, submit_call
+from gridbench.backends.cli_run import CliResult, run_cli, scrub_secrets, submit_call
 from gridbench.backends.options import parse_options
 from gridbench.backends.slurm_log import LogTail
 from gridbench.backends.slurm_parse import (
@@ -144,7 +145,9 @@ class SlurmBackend:
     def __init__(self, options: SlurmOptions | None = None) -> None:
         self.options = options or SlurmOptions()
         o = self.options
-        self._env = {**os.environ, **o.env}
+        # the environment tokens are read from; children get it without them (below)
+        self._token_env = {**os.environ, **o.env}
+        self._env = scrub_secrets(self._token_env, [o.rest.token_env] if o.rest else [])
         if o.conf:
             self._env["SLURM_CONF"] = o.conf
         if o.bin_dir:
@@ -158,6 +161,8 @@ class SlurmBackend:
         self._rest = SlurmRest(o.rest) if o.rest is not None else None
         self._creds: dict[tuple[str | None, str | None, str | None], Credential] = {}
         self._script_text: str | None = None
+        self._arrays: set[str] = set()  # ids of the job arrays submitted here
+        self._max_array = 1001  # Slurm's default MaxArraySize; read at open()
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> SlurmBackend:
@@ -264,8 +269,14 @@ class SlurmBackend:
                     where="backend.options.partition",
                     fix="use one 'sinfo -s' lists",
                 )
-        await self._open_log()
-        if self._rest is not None:
+        conf = _config(
+            (await self._ask("scontrol show config", ["scontrol", "show", "config"])).out
+        )
+        max_array = conf.get("MaxArraySize", "")
+        if max_array.isdigit() and int(max_array) > 0:
+            self._max_array = int(max_array)
+        await self._open_log(conf)
+        if self._rest is not None and "rest" in (o.submit_via, o.status_via):
             await self._rest.ping(self._credential(None, None, {}))
         if o.submit_via == "rest" and o.script:
             try:
@@ -287,7 +298,7 @@ class SlurmBackend:
         if cred is None:
             cred = load_credential(
                 self.options.rest,
-                self._env,
+                self._token_env,
                 user=account or user,
                 token_env=ref.get("env"),
                 token_file=ref.get("file"),
@@ -306,14 +317,11 @@ class SlurmBackend:
         except OSError as exc:
             raise BackendError(f"cannot run {argv[0]}: {exc}", fix=_FIX_INSTALL) from None
 
-    async def _open_log(self) -> None:
+    async def _open_log(self, conf: dict[str, str]) -> None:
         """Find the controller log and check it has millisecond stamps."""
         want = self.options.controller_log
         if want is None:
             return
-        conf = _config(
-            (await self._ask("scontrol show config", ["scontrol", "show", "config"])).out
-        )
         fmt = conf.get("LogTimeFormat", "").lower()
         path = Path(conf.get("SlurmctldLogFile", "")) if want == "auto" else Path(want)
         explicit = want != "auto"
@@ -390,42 +398,56 @@ class SlurmBackend:
         self.accepted += 1
         return bid
 
-    async def submit_bulk(self, jobs: Sequence[JobRequest]) -> list[str]:
+    async def submit_bulk(self, jobs: Sequence[JobRequest]) -> list[str | SubmitError]:
         """Submit jobs as job arrays (``--array=0-N``, or the REST job's ``array``): one
-        array per run of consecutive jobs with the same command, account and credential.
-        Task ``i`` of array ``A`` is tracked as ``A_i``; the array's name is its first job's.
+        array per command, account and credential in the call (users interleave), split at
+        the cluster's ``MaxArraySize``. Task ``i`` of array ``A`` is tracked as ``A_i``;
+        the array is named after its first job. Returns an id or the error, per job.
         """
-        out: list[str] = []
-        for group in _array_groups(jobs):
-            head, n = group[0], len(group)
-            if n == 1:
-                out.append(await self.submit(head))
+        out: list[str | SubmitError] = [SubmitError(FAIL_SUBMIT_ERROR, "not submitted")] * len(
+            jobs
+        )
+        for group in _array_groups(jobs, self._max_array):
+            head = jobs[group[0]]
+            try:
+                ids = await self._submit_array(head, len(group))
+            except SubmitError as exc:
+                for k in group:
+                    out[k] = exc
                 continue
-            if not head.command and not self.options.script:
-                raise SubmitError(FAIL_SUBMIT_ERROR, "job.command is empty")
-            if self.options.submit_via == "rest":
-                array = await self._submit_rest(head, n)
-            else:
-                argv = self._sbatch_argv(head)
-                argv.insert(1, f"--array=0-{n - 1}")
-                async with self._submits:
-                    r = await submit_call(
-                        self._cli("sbatch", argv, user=head.account),
-                        "sbatch",
-                        self.options.command_timeout_s,
-                    )
-                if r.rc != 0:
-                    raise SubmitError(sbatch_failure_kind(r.err), sbatch_message(r.err))
-                try:
-                    array = parse_sbatch_id(r.out)
-                except SlurmParseError as exc:
-                    raise SubmitError(FAIL_SUBMIT_ERROR, str(exc)) from None
-            ids = [f"{array}_{i}" for i in range(n)]
-            for bid in ids:
-                self._book.watch(bid)
-            self.accepted += n
-            out.extend(ids)
+            for k, bid in zip(group, ids, strict=True):
+                out[k] = bid
         return out
+
+    async def _submit_array(self, head: JobRequest, n: int) -> list[str]:
+        """One array of ``n`` tasks running ``head``'s command as its account."""
+        if n == 1:
+            return [await self.submit(head)]
+        if not head.command and not self.options.script:
+            raise SubmitError(FAIL_SUBMIT_ERROR, "job.command is empty")
+        if self.options.submit_via == "rest":
+            array = await self._submit_rest(head, n)
+        else:
+            argv = self._sbatch_argv(head)
+            argv.insert(1, f"--array=0-{n - 1}")
+            async with self._submits:
+                r = await submit_call(
+                    self._cli("sbatch", argv, user=head.account),
+                    "sbatch",
+                    self.options.command_timeout_s,
+                )
+            if r.rc != 0:
+                raise SubmitError(sbatch_failure_kind(r.err), sbatch_message(r.err))
+            try:
+                array = parse_sbatch_id(r.out)
+            except SlurmParseError as exc:
+                raise SubmitError(FAIL_SUBMIT_ERROR, str(exc)) from None
+        self._arrays.add(array)
+        ids = [f"{array}_{i}" for i in range(n)]
+        for bid in ids:
+            self._book.watch(bid)
+        self.accepted += n
+        return ids
 
     def _rest_job(self, job: JobRequest) -> tuple[dict[str, Any], str]:
         """slurmrestd's job description and script for one job (no shell is involved
@@ -487,7 +509,8 @@ class SlurmBackend:
                 )
             body, where, source = r.out.encode(), "squeue --json", "squeue --json"
         try:  # a big cluster's dump is megabytes: parse it off the event loop
-            return await asyncio.to_thread(parse_squeue_json, body, source)
+            arrays = frozenset(self._arrays)
+            return await asyncio.to_thread(parse_squeue_json, body, source, arrays)
         except SlurmParseError as exc:
             raise BackendError(
                 str(exc),
@@ -503,6 +526,8 @@ class SlurmBackend:
         missing = []
         for i in ids:
             rec = jobs.get(i)
+            if rec is None and "_" in i and f"{i.split('_')[0]}_*" in jobs:
+                rec = replace(jobs[f"{i.split('_')[0]}_*"], job_id=i)
             if rec is None:
                 missing.append(i)
             else:
@@ -544,23 +569,16 @@ class SlurmBackend:
         if r.rc != 0:
             return out  # "Invalid job id specified": purged; the tracker keeps waiting
         try:
-            got = parse_scontrol_jobs(r.out, self._tz)
+            got = parse_scontrol_jobs(r.out, self._tz, frozenset(self._arrays))
         except SlurmParseError as exc:
             raise BackendError(str(exc), where="scontrol show job -o") from None
         out.update((i, (got[i], "scontrol")) for i in ids if i in got)
         return out
 
     async def cancel(self, ids: Sequence[str]) -> None:
-        """``scancel`` with explicit job ids (never a user-wide pattern); over REST, one
-        ``DELETE job/{id}`` each when jobs were submitted that way."""
+        """``scancel`` with explicit job ids or array tasks ``A_i`` (never a user-wide
+        pattern), whichever path submitted them: it needs no token that may have expired."""
         todo = [i for i in ids if _JOB_ID.match(i)]
-        if self.options.submit_via == "rest":
-            assert self._rest is not None
-            cred = self._credential(None, None, {})
-            for i in todo:
-                self.calls["rest cancel"] += 1
-                await self._rest.cancel(cred, i)
-            return
         for k in range(0, len(todo), CANCEL_CHUNK):
             chunk = todo[k : k + CANCEL_CHUNK]
             r = await self._checked("scancel", ["scancel", *chunk], "scancel")
@@ -616,22 +634,16 @@ _FIX_INSTALL = "install the Slurm clients (Debian: slurm-client) or set backend.
 _JOB_ID = re.compile(r"^\d+(?:_\d+)?$")  # a job, or an array task A_i
 
 
-def _array_groups(jobs: Sequence[JobRequest]) -> list[list[JobRequest]]:
-    """Runs of consecutive jobs that can share one array: same command, account and
-    credential (an array has one script and one owner)."""
-    groups: list[list[JobRequest]] = []
-    for job in jobs:
+def _array_groups(jobs: Sequence[JobRequest], max_size: int) -> list[list[int]]:
+    """Indices of the jobs that can share one array (same command, account and
+    credential: an array has one script and one owner), at most ``max_size`` each."""
+    by_key: dict[tuple[object, ...], list[int]] = {}
+    for k, job in enumerate(jobs):
         key = (job.command, job.account, tuple(sorted(job.credential.items())))
-        last = groups[-1][0] if groups else None
-        if last is not None and key == (
-            last.command,
-            last.account,
-            tuple(sorted(last.credential.items())),
-        ):
-            groups[-1].append(job)
-        else:
-            groups.append([job])
-    return groups
+        by_key.setdefault(key, []).append(k)
+    return [
+        idx[i : i + max_size] for idx in by_key.values() for i in range(0, len(idx), max_size)
+    ]
 
 
 _TIME_LIMIT = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
@@ -200,9 +200,16 @@ def _json_exit(v: Any) -> tuple[int | None, int | None]:
     return (status >> 8) & 0xFF, None
 
 
-def parse_squeue_json(text: str | bytes, source: str = "squeue --json") -> dict[str, SlurmJob]:
+def parse_squeue_json(
+    text: str | bytes, source: str = "squeue --json", arrays: Container[str] = ()
+) -> dict[str, SlurmJob]:
     """Every job of a ``squeue --json`` reply (or of slurmrestd's ``/jobs``, the same
-    document), keyed by job id (as a string); ``source`` names it in errors."""
+    document), keyed by job id (as a string); ``source`` names it in errors.
+
+    Array tasks are also keyed ``A_i``, but only for the array ids in ``arrays`` (the
+    ones gridbench submitted): anyone else's arrays are neither expanded nor checked. An
+    array whose pending tasks ended together (cancelled whole) lists no task: its record
+    is keyed ``A_*``, standing for every task not listed on its own."""
     try:
         doc = json.loads(text)
     except (ValueError, UnicodeDecodeError) as exc:
@@ -235,8 +242,12 @@ def parse_squeue_json(text: str | bytes, source: str = "squeue --json") -> dict[
             str(j.get("state_reason") or ""),
         )
         array = _num(j.get("array_job_id")) or 0
-        for key in array_keys(array, j.get("array_task_id"), j.get("array_task_string")):
-            out[key] = replace(rec, job_id=key)
+        if array and str(array) in arrays:
+            keys = array_keys(array, j.get("array_task_id"), j.get("array_task_string"))
+            for key in keys:
+                out[key] = replace(rec, job_id=key)
+            if not keys:  # a pending array cancelled whole: one record for its tasks
+                out[f"{array}_*"] = rec
         out[str(jid)] = rec
     return out
 
@@ -332,8 +343,11 @@ def _allocated(v: str) -> bool:
     return bool(v) and v not in ("(null)", "None", "None assigned")
 
 
-def parse_scontrol_jobs(text: str, tz: tzinfo | None = None) -> dict[str, SlurmJob]:
-    """Jobs of ``scontrol show job -o`` (one line per job), keyed by job id."""
+def parse_scontrol_jobs(
+    text: str, tz: tzinfo | None = None, arrays: Container[str] = ()
+) -> dict[str, SlurmJob]:
+    """Jobs of ``scontrol show job -o`` (one line per job), keyed by job id; tasks of the
+    arrays in ``arrays`` also as ``A_i``."""
     out: dict[str, SlurmJob] = {}
     for line in text.splitlines():
         if not line.strip():
@@ -356,18 +370,16 @@ def parse_scontrol_jobs(text: str, tz: tzinfo | None = None) -> dict[str, SlurmJ
             _colon_exit(f.get("ExitCode", "")),
             f.get("Reason", ""),
         )
-        task = f.get("ArrayTaskId", "")
-        keys = array_keys(
-            int(f.get("ArrayJobId", "0") or 0) if f.get("ArrayJobId", "").isdigit() else 0,
-            task if task.isdigit() else None,
-            None if task.isdigit() else task,
-        )
-        for key in keys:
-            out[key] = replace(rec, job_id=key)
+        array, task = f.get("ArrayJobId", ""), f.get("ArrayTaskId", "")
+        if array in arrays:
+            digit = task.isdigit()
+            for key in array_keys(int(array), task if digit else None, None if digit else task):
+                out[key] = replace(rec, job_id=key)
         out[jid] = rec
     return out
 
 
+_SACCT_ID = re.compile(r"^\d+(?:_\d+)?$")  # a job, or an array task A_i
 SACCT_FORMAT = "JobID,JobName,State,Submit,Eligible,Start,End,ExitCode,NodeList,Reason"
 
 
@@ -387,8 +399,8 @@ def parse_sacct(text: str, tz: tzinfo | None = None) -> dict[str, SlurmJob]:
             raise SlurmParseError(f"sacct line has {len(cells)} fields: {line[:120]!r}")
         f = dict(zip(head, cells, strict=True))
         jid = f["JobID"]
-        if not jid.isdigit():
-            continue  # steps (12.batch) and array tasks are not gridbench jobs
+        if not _SACCT_ID.match(jid):
+            continue  # steps (12.batch) and a pending array's A_[3-9] are not tracked ids
         out[jid] = _finish(
             jid,
             f["State"],

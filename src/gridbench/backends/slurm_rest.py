@@ -1,4 +1,4 @@
-"""slurmrestd as a second path into Slurm: submit, list and cancel jobs over REST with JWT.
+"""slurmrestd as a second path into Slurm: submit and list jobs over REST with JWT.
 
 The token is read from an environment variable or a file when the backend opens, never
 from the spec, and never reaches a log, an event or a report. Its ``exp`` claim is read
@@ -12,6 +12,7 @@ import base64
 import binascii
 import json
 import os
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from gridbench.events.model import (
     FAIL_SUBMIT_TIMEOUT,
 )
 
+_JWT = re.compile(r"^[\w-]+\.[\w-]+\.[\w-]*$", re.ASCII)
 FIX_TOKEN = (
     "get a fresh token ('scontrol token username=USER lifespan=SECONDS') and export it in "
     "the variable backend.options.rest.token_env names (or write it to token_file)"
@@ -114,6 +116,12 @@ def load_credential(
         if not token:
             raise BackendError("no Slurm JWT is set", where=where, fix=FIX_TOKEN)
     token = token.removeprefix("SLURM_JWT=")
+    if not _JWT.match(token):  # checked here so the value can never reach a message
+        raise BackendError(
+            "the Slurm JWT is not a token (three base64url parts joined by dots)",
+            where=where,
+            fix=FIX_TOKEN,
+        )
     name = user or o.user or _login()
     cred = Credential(name, token, token_expiry(token))
     if cred.expired():
@@ -225,23 +233,6 @@ class SlurmRest:
         """``GET jobs``: the same document as ``squeue --json`` (parsed by the caller)."""
         r = await self._get(cred, "jobs")
         return r.content
-
-    async def cancel(self, cred: Credential, job_id: str) -> None:
-        """``DELETE job/{id}``; an already finished or unknown job is not an error."""
-        try:
-            r = await self._http().delete(self._url(f"job/{job_id}"), headers=self._headers(cred))
-        except httpx.HTTPError as exc:
-            raise BackendError(f"slurmrestd: {_what(exc)}", where=f"DELETE job/{job_id}") from None
-        if r.status_code < 400:
-            return
-        text = r.text.lower()
-        if "invalid job id" in text or "already completing or completed" in text:
-            return
-        raise BackendError(
-            f"slurmrestd could not cancel job {job_id} (HTTP {r.status_code}): {_errors_of(r)}",
-            where=f"DELETE job/{job_id}",
-            fix=FIX_TOKEN if r.status_code in (401, 403) else "",
-        )
 
     async def _get(self, cred: Credential, path: str) -> httpx.Response:
         if cred.expired():  # known without asking; slurmctld would answer "Unspecified error"

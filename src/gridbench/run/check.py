@@ -6,12 +6,14 @@ EBench's "test connectivity" button, as steps that each say what failed and the 
 from __future__ import annotations
 
 import asyncio
+import os
+import pwd
 import time
 from dataclasses import dataclass
 
-from gridbench.backends.base import Backend, JobRequest, JobState
+from gridbench.backends.base import Backend, BulkSubmitter, JobRequest, JobState
 from gridbench.backends.registry import create_backend
-from gridbench.errors import GridbenchError
+from gridbench.errors import GridbenchError, SpecError
 from gridbench.run.collectors import build_collectors
 from gridbench.spec.model import ExperimentSpec
 
@@ -75,6 +77,47 @@ def check_config(specs: list[ExperimentSpec]) -> None:
     for spec in specs:
         backend = create_backend(spec.backend.type, spec.backend.options)
         build_collectors(spec, backend)
+        if spec.load.bulk > 1 and not isinstance(backend, BulkSubmitter):
+            raise SpecError(
+                f"the {spec.backend.type} backend cannot submit in bulk",
+                where="load.bulk",
+                fix="set load.bulk: 1, or use a backend that can (slurm: job arrays)",
+            )
+        _check_users(spec)
+
+
+def _check_users(spec: ExperimentSpec) -> None:
+    """Accounts exist (and gridbench may switch to them); credentials are where named."""
+    for i, u in enumerate(spec.users):
+        where = f"users.{i}"
+        if u.account is not None:
+            try:
+                pwd.getpwnam(u.account)
+            except KeyError:
+                raise SpecError(
+                    f"there is no Unix user {u.account!r} on this host",
+                    where=f"{where}.account",
+                    fix="create the account, or drop account to submit as yourself",
+                ) from None
+            if os.geteuid() != 0:
+                raise SpecError(
+                    f"submitting as {u.account!r} needs gridbench to run as root",
+                    where=f"{where}.account",
+                    fix="run as root, or drop account (jobs are then submitted as you)",
+                )
+        cred = u.credential
+        if cred is not None and cred.file is not None and not os.access(cred.file, os.R_OK):
+            raise SpecError(
+                f"the credential file of {u.name} cannot be read",
+                where=f"{where}.credential.file",
+                fix="give a readable file holding the token or proxy",
+            )
+        if cred is not None and cred.env is not None and not os.environ.get(cred.env):
+            raise SpecError(
+                f"the credential variable {cred.env} of {u.name} is not set",
+                where=f"{where}.credential.env",
+                fix=f"export {cred.env} before running",
+            )
 
 
 async def check(spec: ExperimentSpec, *, job_timeout_s: float = 60.0) -> list[Step]:

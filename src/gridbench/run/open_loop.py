@@ -46,28 +46,31 @@ async def submit_chunk(
     for req in reqs:
         rec.stamp(req.name, STAGE_SUBMIT, None, dict(req.attributes) if req.attributes else None)
     progress.submitted += len(reqs)
+    results: list[str | SubmitError]
     try:
         async with asyncio.timeout(submit_timeout_s):
-            bids = await backend.submit_bulk(reqs)
-        if len(bids) != len(reqs):
+            results = await backend.submit_bulk(reqs)
+        if len(results) != len(reqs):
             raise SubmitError(
-                FAIL_SUBMIT_ERROR, f"bulk submit returned {len(bids)} ids for {len(reqs)} jobs"
+                FAIL_SUBMIT_ERROR, f"bulk submit returned {len(results)} results for {len(reqs)}"
             )
     except SubmitError as exc:
-        kind, msg = exc.kind, exc.message
+        results = [exc] * len(reqs)
     except TimeoutError:
-        kind, msg = FAIL_SUBMIT_TIMEOUT, f"no answer within {submit_timeout_s:g}s"
+        results = [SubmitError(FAIL_SUBMIT_TIMEOUT, f"no answer within {submit_timeout_s:g}s")]
+        results *= len(reqs)
     except Exception as exc:  # any backend failure is a recorded failure, not a crash
-        kind, msg = FAIL_SUBMIT_ERROR, f"{type(exc).__name__}: {exc}"
-    else:
-        for req, bid in zip(reqs, bids, strict=True):
-            rec.stamp(req.name, STAGE_SUBMIT_ACK, None, '{"backend_id":' + _json_str(bid) + "}")
-            tracker.add(bid, req.name)
-        progress.acknowledged += len(reqs)
-        return
-    for req in reqs:
-        rec.stamp(req.name, STAGE_FAILED, None, {"kind": kind, "message": msg[:500]})
-    progress.failed += len(reqs)
+        results = [SubmitError(FAIL_SUBMIT_ERROR, f"{type(exc).__name__}: {exc}")] * len(reqs)
+    for req, res in zip(reqs, results, strict=True):
+        if isinstance(res, SubmitError):
+            rec.stamp(
+                req.name, STAGE_FAILED, None, {"kind": res.kind, "message": res.message[:500]}
+            )
+            progress.failed += 1
+        else:
+            rec.stamp(req.name, STAGE_SUBMIT_ACK, None, '{"backend_id":' + _json_str(res) + "}")
+            tracker.add(res, req.name)
+            progress.acknowledged += 1
 
 
 async def submit_one(

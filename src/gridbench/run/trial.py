@@ -52,7 +52,8 @@ def _request_factory(spec: ExperimentSpec, trial_id: str, n_hint: int, seed: int
     order = user_order([u.weight for u in users]) if users else []
 
     def make(i: int, slot: int | None = None) -> JobRequest:
-        """Job ``i``; ``slot`` pins a sustain model's virtual user to a declared user."""
+        """Job ``i``; ``slot`` pins a sustain model's virtual user to a declared user (by the
+        same weighted order, so weights set the share of virtual users)."""
         if fails is not None:
             fail = bool(fails[i]) if i < len(fails) else bool(frac_rng.random() < job.fail_fraction)
         else:
@@ -60,7 +61,7 @@ def _request_factory(spec: ExperimentSpec, trial_id: str, n_hint: int, seed: int
         name = f"{trial_id}-{i:06d}"
         if not users:
             return JobRequest(name, command, job.runtime, fail)
-        u = users[slot % len(users)] if slot is not None else users[order[i % len(order)]]
+        u = users[order[(i if slot is None else slot) % len(order)]]
         cred = u.credential.model_dump(exclude_none=True) if u.credential else {}
         return JobRequest(
             name, command, job.runtime, fail, u.name, {"user": u.name}, u.account, cred

@@ -204,6 +204,11 @@ class ExperimentSpec(_Strict):
             raise ValueError("the sustain model needs trial.duration")
         if m == "batch" and self.load.jobs is None and self.trial.jobs is None:
             raise ValueError("the batch model needs load.jobs (N jobs to submit)")
+        if m == "sustain" and self.users and self.load.users < len(self.users):
+            raise ValueError(
+                f"load.users is {self.load.users} but {len(self.users)} users are declared: "
+                "some would get no virtual user; raise load.users"
+            )
         names = [u.name for u in self.users]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
