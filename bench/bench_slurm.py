@@ -15,12 +15,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import re
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -53,15 +55,21 @@ def _env() -> dict[str, str]:
 
 
 def gridbench_rate(
-    c: SlurmCluster, jobs: int, k: int, root: Path, status_interval: float = 1.0
+    c: SlurmCluster,
+    jobs: int,
+    k: int,
+    root: Path,
+    status_interval: float = 1.0,
+    extra: str = "",
+    bulk: int = 1,
 ) -> float:
     spec, data = load_spec_text(
         f"""
 name: bench-slurm-batch
 backend: {{type: slurm, options: {{conf: "{c.conf}", max_concurrent_submits: {k},
-           env: {{MUNGE_SOCKET: "{c.munge_socket}"}}}}}}
+           env: {{MUNGE_SOCKET: "{c.munge_socket}"}}{extra}}}}}
 job: {{command: [/bin/true]}}
-load: {{model: batch, jobs: {jobs}, submitters: {k}}}
+load: {{model: batch, jobs: {jobs}, submitters: {k}, bulk: {bulk}}}
 timeouts: {{status_interval: {status_interval}s, drain: 300s}}
 safety: {{max_jobs: 1000000, confirm_above: 1000000}}
 """
@@ -88,36 +96,55 @@ def polling_cost(c: SlurmCluster, queued: int, seconds: float) -> None:
         ">/dev/null; done"
     )
     subprocess.run(["bash", "-c", loop], env={**_env(), **c.env}, check=True)
-    backend = create_backend(
-        "slurm", {"conf": str(c.conf), "env": {"MUNGE_SOCKET": str(c.munge_socket)}}
-    )
     ids = c.job_ids()
 
-    async def sweeps(n: int, interval: float) -> list[float]:
-        await backend.open()
+    def backend(fmt: str) -> Any:
+        return create_backend(
+            "slurm",
+            {
+                "conf": str(c.conf),
+                "env": {"MUNGE_SOCKET": str(c.munge_socket)},
+                "squeue_format": fmt,
+            },
+        )
+
+    async def sweeps(fmt: str, n: int, interval: float) -> tuple[list[float], float]:
+        """Sweep times (wall) and the client CPU of the squeue children per sweep."""
+        b = backend(fmt)
+        await b.open()
         took = []
+        cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         try:
             for _ in range(n):
                 t0 = time.perf_counter()
-                await backend.status(ids)
+                await b.status(ids)
                 took.append(time.perf_counter() - t0)
                 await asyncio.sleep(interval)
         finally:
-            await backend.close()
-        return took
+            await b.close()
+        cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (cpu1.ru_utime + cpu1.ru_stime) - (cpu0.ru_utime + cpu0.ru_stime)
+        return took, cpu / n
 
+    n = int(seconds)
     base0 = rpc_counts(c)
     time.sleep(seconds)
     base1 = rpc_counts(c)
-    n = int(seconds)
-    took = asyncio.run(sweeps(n, 1.0 - 0.0))
+    took, cpu = asyncio.run(sweeps("json", n, 1.0))
     pol1 = rpc_counts(c)
+    took_text, cpu_text = asyncio.run(sweeps("text", n, 1.0))
     idle = {k: base1.get(k, 0) - base0.get(k, 0) for k in base1}
     polled = {k: pol1.get(k, 0) - base1.get(k, 0) for k in pol1}
+    med = statistics.median
     print(f"\npolling cost with {len(ids)} jobs queued ({n} sweeps, 1/s):")
     print(
-        f"  squeue --json per sweep: median {sorted(took)[len(took) // 2] * 1e3:.0f} ms, "
-        f"max {max(took) * 1e3:.0f} ms; backend calls per sweep: 1"
+        f"  squeue --json per sweep: median {med(took) * 1e3:.0f} ms, max {max(took) * 1e3:.0f}"
+        f" ms, client CPU {cpu * 1e3:.0f} ms; backend calls per sweep: 1"
+    )
+    print(
+        f"  squeue -O (text) per sweep: median {med(took_text) * 1e3:.0f} ms, max "
+        f"{max(took_text) * 1e3:.0f} ms, client CPU {cpu_text * 1e3:.0f} ms "
+        f"({med(took) / med(took_text):.1f}x faster than --json)"
     )
     keys = sorted(k for k in set(idle) | set(polled) if idle.get(k) or polled.get(k))
     print(f"  {'controller RPC':32s} {'idle ' + str(int(seconds)) + 's':>10s} {'polling':>10s}")
@@ -140,17 +167,36 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--rounds", type=int, default=3)
     a = ap.parse_args()
-    with running_cluster("gb-bench-") as c, tempfile.TemporaryDirectory() as tmp:
+    with running_cluster("gb-bench-", rest=True) as c, tempfile.TemporaryDirectory() as tmp:
+        token = Path(tmp) / "jwt"
+        token.write_text(c.token(lifespan=24 * 3600))
+        rest = (
+            f', submit_via: rest, rest: {{url: "{c.rest_url}", user: root, token_file: "{token}"}}'
+        )
         # alternate the two, several rounds: a 2-core machine running slurmctld, slurmd and
         # the jobs themselves is noisy, so compare medians measured side by side
-        shell, gb, gb_quiet = [], [], []
+        shell, gb, gb_text, gb_quiet, gb_rest, gb_array = [], [], [], [], [], []
         for _ in range(a.rounds):
             shell.append(shell_loop_rate(c, a.jobs, a.concurrency))
             c.wait_quiet(60)
             gb.append(gridbench_rate(c, a.jobs, a.concurrency, Path(tmp)))
             c.wait_quiet(60)
+            gb_text.append(
+                gridbench_rate(c, a.jobs, a.concurrency, Path(tmp), extra=", squeue_format: text")
+            )
+            c.wait_quiet(60)
             gb_quiet.append(
                 gridbench_rate(c, a.jobs, a.concurrency, Path(tmp), status_interval=30.0)
+            )
+            c.wait_quiet(60)
+            gb_rest.append(
+                gridbench_rate(
+                    c, a.jobs, a.concurrency, Path(tmp), status_interval=30.0, extra=rest
+                )
+            )
+            c.wait_quiet(60)
+            gb_array.append(
+                gridbench_rate(c, a.jobs, a.concurrency, Path(tmp), status_interval=30.0, bulk=50)
             )
             c.wait_quiet(60)
         med = statistics.median
@@ -162,8 +208,20 @@ def main() -> None:
             f"  = {med(gb) / base:.0%} of the shell loop (target >= 90%)"
         )
         print(
+            f"  gridbench (squeue -O every 1 s): median {med(gb_text):.0f}/s  "
+            f"{_runs(gb_text)}  = {med(gb_text) / base:.0%}"
+        )
+        print(
             f"  gridbench (squeue every 30 s):  median {med(gb_quiet):.0f}/s  "
             f"{_runs(gb_quiet)}  = {med(gb_quiet) / base:.0%}"
+        )
+        print(
+            f"  gridbench via slurmrestd:       median {med(gb_rest):.0f}/s  "
+            f"{_runs(gb_rest)}  = {med(gb_rest) / base:.0%}"
+        )
+        print(
+            f"  gridbench, arrays of 50:        median {med(gb_array):.0f}/s  "
+            f"{_runs(gb_array)}  = {med(gb_array) / base:.0%}"
         )
         polling_cost(c, a.queued, a.seconds)
 

@@ -176,3 +176,14 @@ def test_abort_cancels_array_tasks(slurm: SlurmCluster, tmp_path: Path) -> None:
             break
         time.sleep(0.1)
     assert states == ["CANCELLED"] * 4
+
+
+def test_text_status_path_tracks_jobs_and_arrays(slurm: SlurmCluster, tmp_path: Path) -> None:
+    backend = create_backend("slurm", {"conf": str(slurm.conf), "squeue_format": "text"})
+    assert isinstance(backend, SlurmBackend)
+    out = run_with(BATCH.replace("bulk: 5", "bulk: 4"), tmp_path, backend)
+    assert out.status == "complete"
+    ev, info = trial(out)
+    _check_chain(ev, 12)
+    assert backend.calls["squeue -O"] == info["status_calls"] == info["status_sweeps"]
+    assert backend.calls["squeue --json"] == 0

@@ -27,6 +27,7 @@ from gridbench.backends.slurm_parse import (
     parse_sbatch_id,
     parse_scontrol_jobs,
     parse_squeue_json,
+    parse_squeue_text,
     sbatch_failure_kind,
     sbatch_message,
 )
@@ -361,3 +362,27 @@ def test_an_array_cancelled_whole_stands_for_its_tasks() -> None:
     text = (DATA / "squeue-array-cancelled-22.05.json").read_text()
     jobs = parse_squeue_json(text, arrays={"1"})
     assert jobs["1_*"].state == "CANCELLED" and "1_0" not in jobs
+
+
+def test_squeue_text_format_matches_the_json_fields() -> None:
+    # real 22.05 output: a job named "we|ird name", array 3 (0-5%2) with tasks 0-1 done
+    # and 2-5 pending, and a failed job (exit 1)
+    text = (DATA / "squeue-format-22.05.txt").read_text()
+    jobs = parse_squeue_text(text, UTC, arrays={"3"})
+    assert jobs["2"].name == "we|ird name" and jobs["2"].state == "COMPLETED"
+    assert jobs["1"].status().state is JobState.FAILED
+    assert "exit code 1" in jobs["1"].status().message
+    assert {k: j.state for k, j in jobs.items() if k.startswith("3_")} == {
+        "3_0": "COMPLETED",
+        "3_1": "COMPLETED",
+        "3_2": "PENDING",
+        "3_3": "PENDING",
+        "3_4": "PENDING",
+        "3_5": "PENDING",
+    }
+    done = jobs["3_0"]
+    assert done.start_s is not None and done.end_s is not None and done.start_s <= done.end_s
+    assert jobs["3_2"].start_s is None  # pending: no start yet
+    assert not any("_" in k for k in parse_squeue_text(text, UTC))
+    with pytest.raises(SlurmParseError):
+        parse_squeue_text("1|2|3\n")

@@ -252,6 +252,69 @@ def parse_squeue_json(
     return out
 
 
+# squeue -O fields for the text status path; Name last, since only it may hold a "|"
+SQUEUE_FIELDS = (
+    "JobID",
+    "ArrayJobID",
+    "ArrayTaskID",
+    "State",
+    "SubmitTime",
+    "EligibleTime",
+    "StartTime",
+    "EndTime",
+    "exit_code",
+    "NodeList",
+    "Reason",
+    "Name",
+)
+SQUEUE_FORMAT = ",".join(f"{f}:|" for f in SQUEUE_FIELDS)
+
+
+def parse_squeue_text(
+    text: str, tz: tzinfo | None = None, arrays: Container[str] = ()
+) -> dict[str, SlurmJob]:
+    """Jobs of ``squeue -h -t all -O SQUEUE_FORMAT`` (``|``-separated lines), keyed like
+    :func:`parse_squeue_json`; about five times cheaper than ``--json`` for slurmctld and
+    the client, with the same fields at the same 1 s precision (times in cluster time)."""
+    out: dict[str, SlurmJob] = {}
+    n = len(SQUEUE_FIELDS)
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        cells = line.split("|", n - 1)
+        if len(cells) != n:
+            raise SlurmParseError(f"squeue line has {len(cells)} of {n} fields: {line[:120]!r}")
+        f = dict(zip(SQUEUE_FIELDS, (c.strip() for c in cells), strict=True))
+        jid, array, task = f["JobID"], f["ArrayJobID"], f["ArrayTaskID"]
+        own = jid if jid.isdigit() else None
+        if own is None and not (array.isdigit() and array in arrays):
+            continue  # someone else's pending array (1_[2-5]): not ours to track
+        rec = _finish(
+            own or jid,
+            f["State"],
+            f["Name"].rstrip("|"),
+            (
+                _local_time(f["SubmitTime"], tz),
+                _local_time(f["EligibleTime"], tz),
+                _local_time(f["StartTime"], tz),
+                _local_time(f["EndTime"], tz),
+            ),
+            _allocated(f["NodeList"]),
+            _json_exit(int(f["exit_code"]) if f["exit_code"].isdigit() else None),
+            f["Reason"],
+        )
+        if array.isdigit() and array in arrays:
+            digit = task.isdigit()
+            keys = array_keys(int(array), int(task) if digit else None, None if digit else task)
+            for key in keys:
+                out[key] = replace(rec, job_id=key)
+            if not keys:
+                out[f"{array}_*"] = rec
+        if own is not None:
+            out[own] = rec
+    return out
+
+
 def array_keys(array_job: int, task: Any, pending: Any) -> list[str]:
     """The ``A_i`` ids a job record stands for: one array task, the still-pending tasks of
     an array's meta record (``array_task_string`` such as ``3,5-9%2``), or none."""
@@ -373,7 +436,9 @@ def parse_scontrol_jobs(
         array, task = f.get("ArrayJobId", ""), f.get("ArrayTaskId", "")
         if array in arrays:
             digit = task.isdigit()
-            for key in array_keys(int(array), task if digit else None, None if digit else task):
+            for key in array_keys(
+                int(array), int(task) if digit else None, None if digit else task
+            ):
                 out[key] = replace(rec, job_id=key)
         out[jid] = rec
     return out
