@@ -50,3 +50,16 @@ def failures(ev: pl.DataFrame) -> pl.DataFrame:
         pl.col("attrs").str.json_path_match("$.kind").alias("kind"),
         pl.col("attrs").str.json_path_match("$.message").alias("message"),
     )
+
+
+def submit_users(ev: pl.DataFrame) -> pl.DataFrame:
+    """Each job's virtual user (the ``user`` attribute of its submit stamp): job, user."""
+    return ev.filter(pl.col("stage") == "submit").select(
+        "job", pl.col("attrs").str.json_path_match("$.user").alias("user")
+    )
+
+
+def backend_ids(ev: pl.DataFrame) -> list[str]:
+    """The backend ids of the acknowledged jobs, in event order."""
+    acks = ev.filter(pl.col("stage") == "submit_ack")
+    return acks["attrs"].str.json_path_match("$.backend_id").to_list()

@@ -401,8 +401,7 @@ class SlurmCluster:
         stderr = self.root / "log" / f"{name}.stderr"
         state = f"exited {proc.returncode}" if proc.poll() is not None else "not ready"
         raise ClusterError(
-            f"{name} did not start ({state})\n"
-            f"--- {log}\n{tail(log)}\n--- {stderr}\n{tail(stderr)}"
+            f"{name} did not start ({state})\n--- {log}\n{tail(log)}\n--- {stderr}\n{tail(stderr)}"
         )
 
     def _ctld_up(self) -> bool:
@@ -417,6 +416,13 @@ class SlurmCluster:
         except subprocess.TimeoutExpired:
             return False
         return out.strip() == "idle"
+
+
+def rest_options(cluster: SlurmCluster, token: Path, **options: object) -> dict[str, object]:
+    """slurm backend options that submit and poll through this cluster's slurmrestd."""
+    rest = {"url": cluster.rest_url, "token_file": str(token), "user": "root"}
+    base = {"conf": str(cluster.conf), "submit_via": "rest", "status_via": "rest", "rest": rest}
+    return base | options
 
 
 def have_slurm(accounting: bool = False) -> bool:

@@ -14,7 +14,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from backend_run import failures, run_with, trial
+from backend_run import failures, run_with, submit_users, trial
 from gridbench.backends.base import JobRequest, JobState, SubmitError
 from gridbench.backends.registry import create_backend
 from gridbench.backends.sge import SgeBackend
@@ -201,14 +201,12 @@ timeouts: {{status_interval: 0.3s, drain: 40s}}
             tmp_path,
             backend,
         )
-        ev, info = trial(out)
+        ev, _ = trial(out)
         assert failures(ev).height == 0
         acks = ev.filter(pl.col("stage") == "submit_ack").select(
             "job", pl.col("attrs").str.json_path_match("$.backend_id").alias("bid")
         )
-        users = ev.filter(pl.col("stage") == "submit").select(
-            "job", pl.col("attrs").str.json_path_match("$.user").alias("user")
-        )
+        users = submit_users(ev)
         want = {"alice": alice, "bob": bob}
         for job, bid, user in acks.join(users, on="job").iter_rows():
             owner = [

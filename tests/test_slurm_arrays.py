@@ -10,14 +10,14 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from backend_run import failures, run_with, trial
+from backend_run import failures, run_with, submit_users, trial
 from gridbench.backends.registry import create_backend
 from gridbench.backends.slurm import SlurmBackend
 from gridbench.backends.slurm_parse import parse_squeue_json
 from gridbench.errors import SpecError
 from gridbench.events.model import Precision
 from gridbench.spec import load_spec_text
-from slurm_cluster import SlurmCluster, slurm_fixture  # noqa: F401 (fixture)
+from slurm_cluster import SlurmCluster, rest_options, slurm_fixture  # noqa: F401 (fixture)
 from unix_users import accounts_fixture  # noqa: F401 (fixture)
 
 CHAIN = ["submit", "slurm_submit", "slurm_eligible", "slurm_start", "slurm_end", "client_done"]
@@ -79,15 +79,7 @@ def test_sbatch_arrays_track_every_task(slurm: SlurmCluster, tmp_path: Path) -> 
 def test_rest_arrays(slurm: SlurmCluster, tmp_path: Path) -> None:
     token = tmp_path / "jwt"
     token.write_text(slurm.token())
-    backend = create_backend(
-        "slurm",
-        {
-            "conf": str(slurm.conf),
-            "submit_via": "rest",
-            "status_via": "rest",
-            "rest": {"url": slurm.rest_url, "user": "root", "token_file": str(token)},
-        },
-    )
+    backend = create_backend("slurm", rest_options(slurm, token))
     assert isinstance(backend, SlurmBackend)
     out = run_with(
         BATCH.replace("jobs: 12", "jobs: 6").replace("bulk: 5", "bulk: 3"), tmp_path / "r", backend
@@ -135,9 +127,7 @@ timeouts: {{status_interval: 0.2s, drain: 30s}}
     )
     ev, _ = trial(out)
     f = failures(ev)
-    users = ev.filter(pl.col("stage") == "submit").select(
-        "job", pl.col("attrs").str.json_path_match("$.user").alias("user")
-    )
+    users = submit_users(ev)
     # ghost's group failed alone; alice's three interleaved jobs went out as one array
     assert sorted(f.join(users, on="job")["user"]) == ["ghost"] * 3
     assert set(f["kind"]) == {"submit_auth"}

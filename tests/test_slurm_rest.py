@@ -26,7 +26,7 @@ from gridbench.backends.slurm_rest import token_expiry
 from gridbench.errors import BackendError, SpecError
 from gridbench.run.check import check_config
 from gridbench.spec import load_spec_text, make_plan
-from slurm_cluster import SlurmCluster, free_port, slurm_fixture  # noqa: F401 (fixture)
+from slurm_cluster import SlurmCluster, free_port, rest_options, slurm_fixture  # noqa: F401 (fixture)
 
 CHAIN = ["submit", "slurm_submit", "slurm_eligible", "slurm_start", "slurm_end", "client_done"]
 
@@ -39,12 +39,7 @@ def token_file(cluster: SlurmCluster, tmp_path: Path, lifespan: int = 600) -> Pa
 
 
 def rest_backend(cluster: SlurmCluster, token: Path, **options: object) -> SlurmBackend:
-    rest = {"url": cluster.rest_url, "token_file": str(token), "user": "root"}
-    b = create_backend(
-        "slurm",
-        {"conf": str(cluster.conf), "submit_via": "rest", "status_via": "rest", "rest": rest}
-        | options,
-    )
+    b = create_backend("slurm", rest_options(cluster, token, **options))
     assert isinstance(b, SlurmBackend)
     return b
 

@@ -10,14 +10,14 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from backend_run import failures, run_with, trial
+from backend_run import failures, run_with, submit_users, trial
 from conftest import BIN, cli_env
 from gridbench.backends.registry import create_backend
 from gridbench.backends.slurm import SlurmBackend
 from gridbench.errors import SpecError
 from gridbench.run.trial import user_order
 from gridbench.spec import load_spec_text
-from slurm_cluster import SlurmCluster, slurm_fixture  # noqa: F401 (fixture)
+from slurm_cluster import SlurmCluster, rest_options, slurm_fixture  # noqa: F401 (fixture)
 from unix_users import accounts_fixture  # noqa: F401 (fixture)
 
 
@@ -148,9 +148,7 @@ timeouts: {{status_interval: 0.2s, drain: 30s}}
     )
     ev, _ = trial(out)
     assert failures(ev).height == 0
-    sub = ev.filter(pl.col("stage") == "submit").select(
-        "job", pl.col("attrs").str.json_path_match("$.user").alias("user")
-    )
+    sub = submit_users(ev)
     owners = _owners(slurm, set(sub["job"]))
     want = {"alice": alice, "bob": bob}
     assert {j: owners[j] for j in sub["job"]} == {j: want[u] for j, u in sub.iter_rows()}
@@ -169,15 +167,7 @@ def test_slurm_rest_uses_each_users_token(
         files[u] = f
     admin = tmp_path / "root.jwt"
     admin.write_text(slurm.token())
-    backend = create_backend(
-        "slurm",
-        {
-            "conf": str(slurm.conf),
-            "submit_via": "rest",
-            "status_via": "rest",
-            "rest": {"url": slurm.rest_url, "user": "root", "token_file": str(admin)},
-        },
-    )
+    backend = create_backend("slurm", rest_options(slurm, admin))
     assert isinstance(backend, SlurmBackend)
     out = run_with(
         f"""
@@ -196,9 +186,7 @@ timeouts: {{status_interval: 0.2s, drain: 30s}}
     )
     ev, info = trial(out)
     assert failures(ev).height == 0
-    sub = ev.filter(pl.col("stage") == "submit").select(
-        "job", pl.col("attrs").str.json_path_match("$.user").alias("user")
-    )
+    sub = submit_users(ev)
     owners = _owners(slurm, set(sub["job"]))
     want = {"alice": alice, "bob": bob}
     assert {j: owners[j] for j in sub["job"]} == {j: want[u] for j, u in sub.iter_rows()}
