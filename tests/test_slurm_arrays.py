@@ -10,7 +10,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from backend_run import failures, run_with, submit_users, trial
+from backend_run import backend_ids, failures, run_with, submit_users, trial
 from gridbench.backends.registry import create_backend
 from gridbench.backends.slurm import SlurmBackend
 from gridbench.backends.slurm_parse import parse_squeue_json
@@ -49,7 +49,7 @@ def test_sbatch_arrays_track_every_task(slurm: SlurmCluster, tmp_path: Path) -> 
     _check_chain(ev, 12)
     # 12 jobs in arrays of 5, 5 and 2: three sbatch calls
     assert backend.calls["sbatch"] == 3
-    ids = ev.filter(pl.col("stage") == "submit_ack")["attrs"].str.json_path_match("$.backend_id")
+    ids = backend_ids(ev)
     arrays = sorted({i.split("_")[0] for i in ids})
     assert len(arrays) == 3
     assert sorted(int(i.split("_")[1]) for i in ids) == [0, 0, 0, 1, 1, 1, 2, 2, 3, 3, 4, 4]
@@ -132,7 +132,7 @@ timeouts: {{status_interval: 0.2s, drain: 30s}}
     assert sorted(f.join(users, on="job")["user"]) == ["ghost"] * 3
     assert set(f["kind"]) == {"submit_auth"}
     assert backend.calls["sbatch"] == 2  # one per group: ghost's could not start
-    acks = ev.filter(pl.col("stage") == "submit_ack")["attrs"].str.json_path_match("$.backend_id")
+    acks = backend_ids(ev)
     assert len({a.split("_")[0] for a in acks}) == 1 and len(acks) == 3
     done = ev.filter(pl.col("stage") == "client_done").join(users, on="job")
     assert sorted(done["user"]) == ["alice"] * 3
@@ -151,7 +151,7 @@ def test_abort_cancels_array_tasks(slurm: SlurmCluster, tmp_path: Path) -> None:
     )
     assert out.status == "aborted"
     ev, _ = trial(out)
-    ids = ev.filter(pl.col("stage") == "submit_ack")["attrs"].str.json_path_match("$.backend_id")
+    ids = backend_ids(ev)
     assert len(ids) == 4 and backend.calls["scancel"] == 1
     assert ev.filter(pl.col("stage") == "cancelled").height == 4
     # Slurm agrees (tasks still pending share the array's one record, so read it as

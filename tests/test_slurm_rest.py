@@ -14,10 +14,9 @@ import subprocess
 import time
 from pathlib import Path
 
-import polars as pl
 import pytest
 
-from backend_run import failures, run_with, trial
+from backend_run import backend_ids, failures, run_with, trial
 from conftest import BIN, cli_env
 from gridbench.backends.base import JobRequest, SubmitError
 from gridbench.backends.registry import create_backend
@@ -72,7 +71,7 @@ timeouts: {status_interval: 0.2s, drain: 30s}
     assert backend.calls["squeue --json"] == 0
     assert backend.calls["rest jobs"] == info["status_calls"] == info["status_sweeps"]
     # the jobs exist in Slurm under their gridbench names, and finished cleanly
-    ids = ev.filter(pl.col("stage") == "submit_ack")["attrs"].str.json_path_match("$.backend_id")
+    ids = backend_ids(ev)
     listed = slurm.run("squeue", "-h", "-t", "all", "-o", "%j %T", "-j", ",".join(ids))
     ours = dict(x.split() for x in listed.splitlines() if x.strip())
     assert ours == dict.fromkeys(ev["job"].unique(), "COMPLETED")
