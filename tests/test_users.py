@@ -209,11 +209,21 @@ def test_plan_checks_accounts_and_credentials_up_front(tmp_path: Path) -> None:
         spec = tmp_path / "s.yaml"
         text = base.replace("load: {model: open, rate: 1/s}\n", "") if "bulk" in extra else base
         spec.write_text(text + extra)
-        p = subprocess.run(
-            [str(BIN), "plan", str(spec)], capture_output=True, text=True, timeout=60, check=False
+        run = subprocess.run(
+            [str(BIN), "run", str(spec), "--results", str(tmp_path / "r")],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
         )
-        assert p.returncode == 2, (extra, p.stdout, p.stderr)
-        assert words in p.stderr and "Traceback" not in p.stderr, p.stderr
+        assert run.returncode == 2, (extra, run.stdout, run.stderr)
+        assert words in run.stderr and "Traceback" not in run.stderr, run.stderr
+        assert not (tmp_path / "r").exists()  # refused before a results directory
+        # validate checks the spec, not this host: it passes where run would not
+        valid = subprocess.run(
+            [str(BIN), "validate", str(spec)], capture_output=True, text=True, timeout=60
+        )
+        assert valid.returncode == (2 if "bulk" in extra else 0), valid.stderr
 
 
 def test_child_environment_carries_no_tokens() -> None:

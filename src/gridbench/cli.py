@@ -52,14 +52,14 @@ def _results_root(args: argparse.Namespace) -> Path:
     return root
 
 
-def _load(args: argparse.Namespace) -> tuple[Any, dict[str, Any], Any]:
+def _load(args: argparse.Namespace, *, host: bool = True) -> tuple[Any, dict[str, Any], Any]:
     from gridbench.run.check import check_config
     from gridbench.spec import load_spec, make_plan
 
     spec, data = load_spec(args.spec, args.set)
     plan = make_plan(spec, data, str(args.spec))
     try:
-        check_config([p.spec for p in plan.points])
+        check_config([p.spec for p in plan.points], host=host)
     except SpecError as exc:
         raise SpecError(exc.message, where=f"{args.spec}: {exc.where}", fix=exc.fix) from None
     return spec, data, plan
@@ -94,7 +94,7 @@ def _print_plan(plan: Any) -> None:
 
 # -- commands ------------------------------------------------------------------------------
 def cmd_validate(args: argparse.Namespace) -> int:
-    spec, _, plan = _load(args)
+    spec, _, plan = _load(args, host=False)
     console.print(
         f"[green]ok[/]: {args.spec} is a valid spec ({spec.load.model} load, "
         f"{len(plan.points)} points × {spec.trials} trials)"
@@ -103,7 +103,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    _, _, plan = _load(args)
+    _, _, plan = _load(args, host=False)
     if args.json:
         print(json.dumps(plan.to_dict(), indent=1))
     else:
@@ -536,7 +536,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 # Subcommands that live in their own package: each module has ``register(subparsers)``,
 # which adds its parser(s) and sets ``func`` returning an exit code.
-COMMAND_MODULES: tuple[str, ...] = ()
+COMMAND_MODULES: tuple[str, ...] = ("gridbench.compare.command",)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -68,8 +68,10 @@ async def _job_round_trip(backend: Backend, spec: ExperimentSpec, timeout_s: flo
     )
 
 
-def check_config(specs: list[ExperimentSpec]) -> None:
-    """Offline checks of every point's backend options and collectors (nothing connects).
+def check_config(specs: list[ExperimentSpec], *, host: bool = True) -> None:
+    """Offline checks of every point's backend options and collectors (nothing connects),
+    and with ``host`` of what this machine must provide: the users' accounts and
+    credentials (``validate`` and ``plan`` skip those, so a spec can be checked anywhere).
 
     Raises the SpecError of the first problem, so ``validate`` and ``plan`` catch what
     ``run`` would otherwise only find after creating a results directory.
@@ -83,10 +85,11 @@ def check_config(specs: list[ExperimentSpec]) -> None:
                 where="load.bulk",
                 fix="set load.bulk: 1, or use a backend that can (slurm: job arrays)",
             )
-        _check_users(spec)
+        if host:
+            check_users(spec)
 
 
-def _check_users(spec: ExperimentSpec) -> None:
+def check_users(spec: ExperimentSpec) -> None:
     """Accounts exist (and gridbench may switch to them); credentials are where named."""
     for i, u in enumerate(spec.users):
         where = f"users.{i}"
@@ -128,6 +131,13 @@ async def check(spec: ExperimentSpec, *, job_timeout_s: float = 60.0) -> list[St
     except GridbenchError as exc:
         return [Step("backend options", False, exc.message, exc.fix or "")]
     steps.append(Step("backend options", True, f"{spec.backend.type}: options valid"))
+    if spec.users:
+        try:
+            check_users(spec)
+        except SpecError as exc:
+            steps.append(Step("users", False, f"{exc.where}: {exc.message}", exc.fix or ""))
+            return steps
+        steps.append(Step("users", True, f"{len(spec.users)} accounts and credentials found"))
     t0 = time.perf_counter()
     try:
         await backend.open()
