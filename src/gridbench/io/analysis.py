@@ -1,0 +1,220 @@
+"""Pure analysis of recorded rows: the matrix (mean ± sd, 95% CI per test and target),
+signed speedups against the baseline, concurrency scaling, and thresholds.
+
+A *row* is one fio job's figures in one direction (see :mod:`gridbench.io.runner`): keys
+``kind`` (iozone|concurrency), ``target``, ``test``, ``rep``, ``clients``, ``client``,
+``bytes``, ``kbps``, ``iops``, ``runtime_s``, ``lat_ms`` and ``hist`` ([ns], [counts]).
+
+Speedup is ``(candidate − baseline) / baseline`` of the mean kB/s, a signed fraction
+(shown as a percentage): +50% is 1.5 times the baseline's throughput, −50% half of it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from gridbench.analysis.stats import rep
+from gridbench.io.parse import PERCENTILES, Histogram
+
+SPEEDUP_FORMULA = "speedup = (candidate − baseline) / baseline, of the mean kB/s"
+
+Row = Mapping[str, Any]
+
+
+def speedup(candidate: float | None, baseline: float | None) -> float | None:
+    """Signed speedup as a fraction; None when either side is missing or the baseline is 0."""
+    if candidate is None or baseline is None or baseline == 0:
+        return None
+    return (candidate - baseline) / baseline
+
+
+def _hist(row: Row) -> Histogram:
+    h = row.get("hist")
+    if not isinstance(h, list | tuple) or len(h) != 2:
+        return Histogram()
+    return Histogram(np.asarray(h[0], dtype=np.float64), np.asarray(h[1], dtype=np.int64))
+
+
+def merged_latency(rows: Iterable[Row]) -> dict[str, float | None]:
+    """Latency percentiles (ms) of the merged histograms of ``rows``."""
+    h = Histogram()
+    for r in rows:
+        h = h.merged(_hist(r))
+    qs = h.percentiles(tuple(q for _, q in PERCENTILES))
+    return {
+        name: (v / 1e6 if v is not None else None)
+        for (name, _), v in zip(PERCENTILES, qs, strict=True)
+    }
+
+
+def matrix(rows: Sequence[Row], baseline: str | None) -> list[dict[str, Any]]:
+    """One entry per (test, target) of the iozone matrix, in the rows' test order:
+    kB/s across repetitions (rep stats), latency percentiles, and the baseline's mean
+    and signed speedup."""
+    groups: dict[tuple[str, str], list[Row]] = defaultdict(list)
+    order: list[str] = []
+    for r in rows:
+        if r.get("kind") != "iozone":
+            continue
+        groups[(str(r["test"]), str(r["target"]))].append(r)
+        if r["test"] not in order:
+            order.append(str(r["test"]))
+    out = []
+    means: dict[tuple[str, str], float | None] = {}
+    for (test, target), rs in groups.items():
+        means[(test, target)] = rep([float(r["kbps"]) for r in rs])["mean"]
+    for (test, target), rs in sorted(groups.items(), key=lambda kv: order.index(kv[0][0])):
+        kb = rep([float(r["kbps"]) for r in rs])
+        base = means.get((test, baseline)) if baseline else None
+        out.append(
+            {
+                "test": test,
+                "target": target,
+                "kbps": kb,
+                "lat_ms": merged_latency(rs),
+                "baseline": baseline,
+                "baseline_kbps": base,
+                "speedup": None if target == baseline else speedup(kb["mean"], base),
+                "cpu_pct": rep(
+                    [float(r.get("usr_cpu", 0)) + float(r.get("sys_cpu", 0)) for r in rs]
+                )["mean"],
+            }
+        )
+    return out
+
+
+#: Re-read this many times faster than read: the page cache answered (the seed's cache note).
+CACHE_RATIO = 2.0
+
+
+def cache_effects(entries: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Per target, re-read against read: a re-read much faster than the first read means
+    the data came from a cache, not from the storage."""
+    by = {(e["target"], e["test"]): e["kbps"]["mean"] for e in entries}
+    out = []
+    for target in dict.fromkeys(e["target"] for e in entries):
+        read, reread = by.get((target, "read")), by.get((target, "reread"))
+        if not read or not reread:
+            continue
+        ratio = reread / read
+        out.append(
+            {
+                "target": target,
+                "reread_over_read": ratio,
+                "cached": ratio >= CACHE_RATIO,
+                "statement": (
+                    f"re-read is {ratio:.1f}x read: served from a cache"
+                    if ratio >= CACHE_RATIO
+                    else f"re-read is {ratio:.2f}x read: no cache effect seen"
+                ),
+            }
+        )
+    return out
+
+
+def concurrency(rows: Sequence[Row]) -> list[dict[str, Any]]:
+    """Aggregate and per-client figures per (target, test, clients, files), per repetition
+    then across repetitions.
+
+    - ``last_done_kbps``: all bytes ÷ the slowest client's run time (elbencho's "last done");
+    - ``first_done_kbps``: the sum of the clients' own rates, i.e. the aggregate while all
+      were still running (elbencho's stonewall "first done"), assuming each client's rate
+      was steady over its run.
+    """
+    per_run: dict[tuple[str, str, int, str, int], list[Row]] = defaultdict(list)
+    for r in rows:
+        if r.get("kind") == "concurrency":
+            run_key = (
+                str(r["target"]),
+                str(r["test"]),
+                int(r["clients"]),
+                str(r["files"]),
+                int(r["rep"]),
+            )
+            per_run[run_key].append(r)
+    agg: dict[tuple[str, str, int, str], dict[str, list[float | None]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
+    clients_of: dict[tuple[str, str, int, str], list[Row]] = defaultdict(list)
+    for (target, test, n, files, _rep), rs in per_run.items():
+        b = np.array([float(r["bytes"]) for r in rs])
+        t = np.array([max(float(r["runtime_s"]), 1e-9) for r in rs])
+        key = (target, test, n, files)
+        agg[key]["last"].append(float(b.sum() / t.max() / 1024.0))
+        agg[key]["first"].append(float((b / t).sum() / 1024.0))
+        agg[key]["spread"].append(float(t.max() - t.min()))
+        clients_of[key].extend(rs)
+    out = []
+    for key in sorted(agg):
+        target, test, n, files = key
+        per_client: dict[str, list[float | None]] = defaultdict(list)
+        for r in clients_of[key]:
+            per_client[f"{r['client']}/{r.get('job', '?')}"].append(float(r["kbps"]))
+        out.append(
+            {
+                "target": target,
+                "test": test,
+                "clients": n,
+                "files": files,
+                "last_done_kbps": rep(agg[key]["last"]),
+                "first_done_kbps": rep(agg[key]["first"]),
+                "finish_spread_s": rep(agg[key]["spread"])["mean"],
+                "per_client_kbps": {c: rep(v)["mean"] for c, v in sorted(per_client.items())},
+                "lat_ms": merged_latency(clients_of[key]),
+            }
+        )
+    return out
+
+
+def evaluate_thresholds(
+    entries: Sequence[Mapping[str, Any]],
+    thresholds: Sequence[Mapping[str, Any]],
+    baseline: str | None,
+) -> list[dict[str, Any]]:
+    """Each threshold against each matching matrix entry: pass/fail with the value seen.
+    A threshold that matches no measured entry fails (a limit must not pass unseen)."""
+    out = []
+    for th in thresholds:
+        matched = [
+            e
+            for e in entries
+            if e["test"] == th["test"]
+            and (e["target"] == th["target"] if th.get("target") else e["target"] != baseline)
+        ]
+        if not matched:
+            out.append({**th, "target": th.get("target"), "ok": False, "detail": "no such result"})
+            continue
+        for e in matched:
+            checks: list[tuple[str, float | None, float, bool]] = []
+            mean = e["kbps"]["mean"]
+            if th.get("min_kbps") is not None:
+                checks.append(
+                    ("kB/s", mean, th["min_kbps"], mean is not None and mean >= th["min_kbps"])
+                )
+            if th.get("min_speedup") is not None:
+                sp = e["speedup"]
+                checks.append(
+                    ("speedup", sp, th["min_speedup"], sp is not None and sp >= th["min_speedup"])
+                )
+            if th.get("max_p99_ms") is not None:
+                p99 = e["lat_ms"]["p99"]
+                checks.append(
+                    ("p99 ms", p99, th["max_p99_ms"], p99 is not None and p99 <= th["max_p99_ms"])
+                )
+            detail = "; ".join(
+                f"{name} {'n/a' if v is None else f'{v:.4g}'} vs limit {lim:g}"
+                for name, v, lim, _ in checks
+            )
+            out.append(
+                {
+                    "test": e["test"],
+                    "target": e["target"],
+                    "ok": all(ok for *_, ok in checks),
+                    "detail": detail or "no limit given",
+                }
+            )
+    return out

@@ -1,0 +1,116 @@
+"""The Bonnie profile on bonnie++: sequential output per char and block, rewrite,
+sequential input per char and block, each with CPU% (the seed's ``Bonnie -s 2047``).
+
+bonnie++ prints one CSV line with ``-q``. ``+++++`` means the phase took under 500 ms,
+too fast for bonnie++ to time: it becomes ``None`` with that reason, never a number.
+"""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from gridbench.errors import BackendError, ResultsError
+from gridbench.io.model import BonnieSpec
+
+#: (column, CSV index of kB/s; CPU% follows it) in the seed's table order.
+COLUMNS: tuple[tuple[str, int], ...] = (
+    ("output_char", 9),
+    ("output_block", 11),
+    ("rewrite", 13),
+    ("input_char", 15),
+    ("input_block", 17),
+)
+LABEL = {
+    "output_char": "Output per char",
+    "output_block": "Output block",
+    "rewrite": "Rewrite",
+    "input_char": "Input per char",
+    "input_block": "Input block",
+}
+TOO_FAST = "+++++"
+
+
+def bonnie_argv(spec: BonnieSpec, workdir: Path, binary: str = "bonnie++") -> list[str]:
+    """bonnie++ with file size and RAM in MiB, no small-file tests, CSV output."""
+    size_mib = max(1, spec.size // 2**20)
+    ram_mib = max(1, (spec.ram if spec.ram is not None else spec.size // 2) // 2**20)
+    return [
+        binary,
+        "-d",
+        str(workdir),
+        "-s",
+        str(size_mib),
+        "-r",
+        str(ram_mib),
+        "-n",
+        "0",
+        "-u",
+        spec.user,
+        "-q",
+        "-m",
+        "gridbench",
+    ]
+
+
+def _cell(fields: list[str], i: int) -> float | None:
+    v = fields[i].strip() if i < len(fields) else ""
+    if not v or v.startswith("+"):
+        return None
+    try:
+        return float(v)
+    except ValueError:
+        return None
+
+
+def parse_bonnie_csv(text: str, where: str) -> dict[str, Any]:
+    """Figures from bonnie++'s CSV line: ``{column: {kbps, cpu_pct, note}}``."""
+    lines = [ln for ln in text.strip().splitlines() if ln.count(",") >= 20]
+    if not lines:
+        raise ResultsError(
+            "bonnie++ printed no CSV result line",
+            where=where,
+            fix="run the command by hand; the size may be too small for its RAM setting",
+        )
+    fields = lines[-1].split(",")
+    if not fields[0].startswith("1.9"):
+        raise ResultsError(
+            f"unknown bonnie++ CSV format {fields[0]!r} (expected 1.9x)",
+            where=where,
+            fix="use bonnie++ 1.98 or 2.0x (Debian's)",
+        )
+    out: dict[str, Any] = {"version": fields[1], "file_size": fields[5]}
+    for name, i in COLUMNS:
+        raw = fields[i].strip() if i < len(fields) else ""
+        out[name] = {
+            "kbps": _cell(fields, i),
+            "cpu_pct": _cell(fields, i + 1),
+            "note": "too fast to time (bonnie++ printed +++++)" if raw.startswith("+") else "",
+        }
+    return out
+
+
+def run_bonnie(argv: list[str], timeout: float | None = None) -> str:
+    """Run bonnie++ (no shell) and return its stdout; BackendError naming the command."""
+    cmd = shlex.join(argv)
+    if shutil.which(argv[0]) is None:
+        raise BackendError(
+            "bonnie++ not found", where=cmd, fix="install it: apt-get install bonnie++"
+        )
+    try:
+        proc = subprocess.run(
+            argv, capture_output=True, text=True, timeout=timeout, check=False, errors="replace"
+        )
+    except subprocess.TimeoutExpired:
+        raise BackendError(f"bonnie++ did not finish within {timeout} s", where=cmd) from None
+    if proc.returncode != 0:
+        said = " | ".join(proc.stderr.strip().splitlines()[-3:])
+        raise BackendError(
+            f"bonnie++ failed (exit {proc.returncode}): {said or 'no message'}",
+            where=cmd,
+            fix="check the target is writable and has room for the file size",
+        )
+    return proc.stdout

@@ -1,0 +1,142 @@
+"""Running fio: job files in, raw JSON+ out, with errors that name the fio command.
+
+We never write an I/O engine of our own; fio does the I/O. A job is written as a fio job
+file (kept in the results directory, so every figure can be reproduced by hand), fio runs
+without a shell, and its JSON+ output is saved verbatim before it is parsed.
+"""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from gridbench.errors import BackendError, GridbenchError
+
+#: Latency percentiles fio computes (total latency, submission to completion).
+PERCENTILE_LIST = "50:90:99:99.9"
+
+#: Seconds fio gets to end its jobs after SIGTERM.
+STOP_GRACE_S = 15.0
+
+JobOptions = Mapping[str, str | int | bool]
+
+
+@dataclass(frozen=True)
+class FioJob:
+    """One fio job section: ``name`` and its options (``rw``, ``bs``, ``size``, ...)."""
+
+    name: str
+    options: JobOptions
+
+
+def _value(v: str | int | bool) -> str:
+    if isinstance(v, bool):
+        return "1" if v else "0"
+    s = str(v)
+    # A newline or a section bracket would let a value inject job options.
+    if any(c in s for c in "\n\r[]") or s != s.strip():
+        raise GridbenchError(
+            f"fio option value {s!r} contains a newline, a bracket or edge spaces",
+            fix="use plain paths and values",
+        )
+    return s
+
+
+def job_file_text(jobs: Sequence[FioJob], global_options: JobOptions) -> str:
+    """The text of a fio job file: one [global] section and one section per job."""
+    lines = ["[global]"]
+    lines += [f"{k}={_value(v)}" for k, v in global_options.items()]
+    for job in jobs:
+        lines.append(f"[{_value(job.name)}]")
+        lines += [f"{k}={_value(v)}" for k, v in job.options.items()]
+    return "\n".join(lines) + "\n"
+
+
+def fio_argv(fio: str, job_file: Path, output: Path, clients: Sequence[str] = ()) -> list[str]:
+    """The fio command line: JSON+ to ``output``; with ``clients`` fio's client mode sends
+    the same job file to each ``fio --server`` (host or host,port)."""
+    argv = [fio, "--output-format=json+", f"--output={output}"]
+    if not clients:
+        return [*argv, str(job_file)]
+    for c in clients:
+        argv += [f"--client={c}", str(job_file)]
+    return argv
+
+
+def find_fio(fio: str) -> str:
+    """The fio binary's path, or a clear error naming what to install."""
+    path = shutil.which(fio)
+    if path is None:
+        raise BackendError(
+            f"fio binary {fio!r} not found",
+            where="spec field 'fio'",
+            fix="install fio (apt-get install fio) or give its path in the spec's 'fio' field",
+        )
+    return path
+
+
+def run_fio(argv: list[str], *, timeout: float | None = None) -> str:
+    """Run fio (no shell); return its stderr. Raise BackendError naming the command on
+    failure, with the tail of what fio said."""
+    cmd = shlex.join(argv)
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
+        )
+    except FileNotFoundError:
+        raise BackendError(
+            "fio binary not found", where=cmd, fix="install fio (apt-get install fio)"
+        ) from None
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _stop(proc)
+        raise BackendError(
+            f"fio did not finish within {timeout:.0f} s",
+            where=cmd,
+            fix="use a smaller file_size, or check that the target still responds",
+        ) from None
+    except BaseException:  # Ctrl-C: fio must not outlive us
+        _stop(proc)
+        raise
+    if proc.returncode != 0:
+        said = " | ".join((err + out).strip().splitlines()[-4:])
+        raise BackendError(
+            f"fio failed (exit {proc.returncode}): {said or 'no message'}",
+            where=cmd,
+            fix=_fix_for(said),
+        )
+    return err
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    """Stop fio gracefully: SIGTERM lets it end its forked job processes (a SIGKILL to
+    the main process would orphan them, still doing I/O); SIGKILL only if it hangs."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.communicate(timeout=STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+
+
+def _fix_for(said: str) -> str:
+    low = said.lower()
+    if "engine" in low and ("load" in low or "dlopen" in low):
+        return "the ioengine is not available in this fio build; use psync or libaio"
+    if "invalid argument" in low or "o_direct" in low:
+        return "the target may not support O_DIRECT: set cache: drop_caches or cache: none"
+    if "no space" in low:
+        return "the target is full: free space or use a smaller file_size"
+    if "connect" in low:
+        return "start 'fio --server' on the client host and check the address"
+    return "run the command by hand to see fio's full output"

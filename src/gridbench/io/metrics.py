@@ -1,0 +1,234 @@
+"""From a results directory to ``metrics.json``: read the recorded rows (untrusted: every
+line is checked), analyse them, and decide the verdict."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from gridbench.analysis.stats import rep
+from gridbench.errors import ResultsError
+from gridbench.io.analysis import (
+    SPEEDUP_FORMULA,
+    cache_effects,
+    concurrency,
+    evaluate_thresholds,
+    matrix,
+)
+from gridbench.io.bonnie import COLUMNS as BONNIE_COLUMNS
+from gridbench.io.load import load_io_spec_text
+from gridbench.io.parse import Histogram
+from gridbench.store.layout import RunDir, write_json
+
+SCHEMA = "gridbench.io/1"
+#: Points of each latency CDF kept for the report (the histograms can hold thousands).
+CDF_POINTS = 200
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Objects of a JSON-lines file (missing file: none); a bad line names file and line."""
+    if not path.exists():
+        return []
+    out = []
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        for i, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ResultsError(
+                    f"not valid JSON: {exc.msg}",
+                    where=f"{path}:{i}",
+                    fix="a crash may have cut the line: delete it, re-run 'gridbench io report'",
+                ) from None
+            if not isinstance(obj, dict):
+                raise ResultsError("a line is not a JSON object", where=f"{path}:{i}")
+            out.append(obj)
+    return out
+
+
+def _check_rows(rows: list[dict[str, Any]], path: Path) -> None:
+    for i, r in enumerate(rows, 1):
+        for key, typ in (
+            ("target", str),
+            ("test", str),
+            ("kbps", (int, float)),
+            ("bytes", int),
+            ("runtime_s", (int, float)),
+        ):
+            if not isinstance(r.get(key), typ):
+                raise ResultsError(
+                    f"row has no valid {key!r}",
+                    where=f"{path}:{i}",
+                    fix="the file was edited or is from another tool; re-run the benchmark",
+                )
+
+
+def latency_cdfs(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per (target, test) the merged latency histogram as a CDF (ms, fraction), thinned."""
+    hs: dict[tuple[str, str], Histogram] = defaultdict(Histogram)
+    import numpy as np
+
+    for r in rows:
+        if r.get("kind") != "iozone":
+            continue
+        h = r.get("hist")
+        if isinstance(h, list) and len(h) == 2:
+            key = (r["target"], r["test"])
+            hs[key] = hs[key].merged(
+                Histogram(np.asarray(h[0], dtype=float), np.asarray(h[1], dtype=np.int64))
+            )
+    out = []
+    for (target, test), h in hs.items():
+        if h.total == 0:
+            continue
+        cdf = np.cumsum(h.counts) / h.total
+        idx = np.unique(np.linspace(0, h.ns.size - 1, min(CDF_POINTS, h.ns.size)).astype(int))
+        out.append(
+            {
+                "target": target,
+                "test": test,
+                "ms": (h.ns[idx] / 1e6).tolist(),
+                "cdf": cdf[idx].tolist(),
+            }
+        )
+    return out
+
+
+def latency_series(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per (target, test, repetition, direction) the per-second I/O count and p99 (ms)
+    from fio's latency logs, with the whole-run percentiles."""
+    out = []
+    for r in rows:
+        for d in ("read", "write", "trim"):
+            v = r.get(d)
+            if not isinstance(v, dict) or not isinstance(v.get("per_second"), dict):
+                continue
+            ps = v["per_second"]
+            out.append(
+                {
+                    "target": str(r.get("target")),
+                    "test": str(r.get("test")),
+                    "rep": r.get("rep"),
+                    "direction": d,
+                    "n": v.get("n"),
+                    "p50_ms": v.get("p50"),
+                    "p99_ms": v.get("p99"),
+                    "p999_ms": v.get("p999"),
+                    "second": list(ps.get("second", [])),
+                    "ios": list(ps.get("ios", [])),
+                    "p99_ms_per_s": list(ps.get("p99_ms", [])),
+                }
+            )
+    return out
+
+
+def bonnie_summary(rows: list[dict[str, Any]], baseline: str | None) -> list[dict[str, Any]]:
+    """Per target and Bonnie column: kB/s and CPU% across repetitions, speedup."""
+    by: dict[tuple[str, str], dict[str, list[float | None]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
+    notes: dict[tuple[str, str], str] = {}
+    for r in rows:
+        for col, _ in BONNIE_COLUMNS:
+            c = r.get(col)
+            if isinstance(c, dict):
+                key = (str(r.get("target")), col)
+                by[key]["kbps"].append(c.get("kbps"))
+                by[key]["cpu"].append(c.get("cpu_pct"))
+                if c.get("note"):
+                    notes[key] = str(c["note"])
+    out = []
+    for (target, col), d in by.items():
+        kb = rep(d["kbps"])
+        base = (
+            rep(by[(baseline, col)]["kbps"])["mean"] if baseline and (baseline, col) in by else None
+        )
+        sp = None
+        if target != baseline and kb["mean"] is not None and base:
+            sp = (kb["mean"] - base) / base
+        out.append(
+            {
+                "target": target,
+                "column": col,
+                "kbps": kb,
+                "cpu_pct": rep(d["cpu"])["mean"],
+                "baseline_kbps": base,
+                "speedup": sp,
+                "note": notes.get((target, col), ""),
+            }
+        )
+    return out
+
+
+def http_summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per size and operation: seconds and MB/s, mean ± sd over repetitions."""
+    by: dict[tuple[int, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        by[(int(r.get("size", 0)), str(r.get("op")))].append(r)
+    return [
+        {
+            "size": size,
+            "op": op,
+            "seconds": rep([r.get("seconds") for r in rs]),
+            "mb_s": rep([r.get("mb_s") for r in rs]),
+            "ok": all(bool(r.get("ok")) for r in rs),
+        }
+        for (size, op), rs in sorted(by.items())
+    ]
+
+
+def build_metrics(run: RunDir) -> dict[str, Any]:
+    """The analysis of one io results directory."""
+    exp = run.read_experiment()
+    if exp.get("kind") != "io":
+        raise ResultsError(
+            "not a storage (io) results directory",
+            where=str(run.path),
+            fix="use 'gridbench report' for job-flow results",
+        )
+    spec, _ = load_io_spec_text(run.spec_file.read_text(encoding="utf-8"), str(run.spec_file))
+    rows_path = run.path / "rows.jsonl"
+    rows = read_jsonl(rows_path)
+    _check_rows(rows, rows_path)
+    baseline = spec.baseline
+    mat = matrix(rows, baseline)
+    thresholds = evaluate_thresholds(mat, [t.model_dump() for t in spec.thresholds], baseline)
+    consistency = read_jsonl(run.path / "consistency.jsonl")
+    return {
+        "schema": SCHEMA,
+        "name": spec.name,
+        "status": exp.get("status"),
+        "error": exp.get("error"),
+        "baseline": baseline,
+        "speedup_formula": SPEEDUP_FORMULA,
+        "repetitions": spec.repetitions,
+        "iozone": {
+            "file_size": spec.iozone.file_size,
+            "record_size": spec.iozone.record_size,
+            "include_close": spec.iozone.include_close,
+            "include_flush": spec.iozone.include_flush,
+        },
+        "targets": exp.get("targets", []),
+        "matrix": mat,
+        "cache_effects": cache_effects(mat),
+        "latency_cdf": latency_cdfs(rows),
+        "latency_series": latency_series(read_jsonl(run.path / "latency_series.jsonl")),
+        "concurrency": concurrency(rows),
+        "bonnie": bonnie_summary(read_jsonl(run.path / "bonnie.jsonl"), baseline),
+        "consistency": consistency,
+        "http": http_summary(read_jsonl(run.path / "http.jsonl")),
+        "thresholds": thresholds,
+        "thresholds_ok": all(t["ok"] for t in thresholds),
+        "consistency_ok": all(bool(c.get("ok")) for c in consistency),
+    }
+
+
+def write_metrics(run: RunDir) -> dict[str, Any]:
+    """Analyse and write RUN/metrics.json."""
+    metrics = build_metrics(run)
+    write_json(run.metrics_file, metrics)
+    return metrics

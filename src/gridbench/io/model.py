@@ -1,0 +1,189 @@
+"""The ``io`` spec: pydantic models with forbid-extra, so typos are caught with a fix.
+
+Sizes are bytes (``128k``, ``2G`` accepted); durations are seconds (``10s`` accepted).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, get_args
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+from gridbench.io.units import parse_size
+from gridbench.spec.units import parse_duration
+
+Size = Annotated[int, BeforeValidator(parse_size)]
+Duration = Annotated[float, BeforeValidator(parse_duration)]
+
+#: iozone's result columns, in its order (-i0 .. -i5); the matrix reports them in this order.
+IOZONE_TESTS: tuple[str, ...] = (
+    "write",
+    "rewrite",
+    "read",
+    "reread",
+    "random_read",
+    "random_write",
+    "backward_read",
+    "record_rewrite",
+    "stride_read",
+)
+IozoneTest = Literal[
+    "write",
+    "rewrite",
+    "read",
+    "reread",
+    "random_read",
+    "random_write",
+    "backward_read",
+    "record_rewrite",
+    "stride_read",
+]
+BonnieColumn = Literal["output_char", "output_block", "rewrite", "input_char", "input_block"]
+
+
+ConcurrencyTest = Literal["write", "read", "random_read", "random_write"]
+
+
+def _all_tests() -> list[IozoneTest]:
+    return list(get_args(IozoneTest))
+
+
+def _write_read() -> list[ConcurrencyTest]:
+    return ["write", "read"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TargetSpec(_Strict):
+    """A directory or mount point to measure. gridbench writes only inside ``path``."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,40}$")
+    path: str
+    peer: str | None = Field(
+        default=None,
+        description="the same storage seen through another path or client (consistency checks)",
+    )
+    force: bool = Field(default=False, description="allow a directory that already holds data")
+
+
+class IozoneSpec(_Strict):
+    """The iozone matrix on fio (iozone -s FILE_SIZE -r RECORD_SIZE [-c] [-e])."""
+
+    enabled: bool = True
+    file_size: Size = Field(default=2 * 1024**3, gt=0)
+    record_size: Size = Field(default=128 * 1024, gt=0)
+    tests: list[IozoneTest] = Field(default_factory=lambda: _all_tests())
+    include_close: bool = Field(default=True, description="iozone -c: close() in the timing")
+    include_flush: bool = Field(default=False, description="iozone -e: fsync in the timing")
+    stride: int = Field(default=17, ge=2, description="stride read: records per stride")
+    ioengine: str = "psync"
+    latency_log: bool = Field(
+        default=False, description="keep fio's per-I/O latency log; adds a per-second p99 series"
+    )
+
+    @model_validator(mode="after")
+    def _sizes(self) -> IozoneSpec:
+        if self.record_size > self.file_size:
+            raise ValueError("record_size is larger than file_size")
+        if self.file_size % self.record_size:
+            raise ValueError("file_size must be a whole number of records (record_size)")
+        return self
+
+
+class BonnieSpec(_Strict):
+    """bonnie++ (Bonnie -s SIZE): per-char and block output/input, rewrite, each with CPU%."""
+
+    enabled: bool = False
+    size: Size = Field(default=2047 * 1024**2, gt=0)
+    ram: Size | None = Field(
+        default=None, description="bonnie++ -r; default: half the file size so small runs work"
+    )
+    user: str = "root"
+
+
+class ConcurrencySpec(_Strict):
+    """N simultaneous clients on the same file or on separate files."""
+
+    enabled: bool = False
+    clients: list[Annotated[int, Field(ge=1, le=256)]] = Field(default_factory=lambda: [1, 2])
+    files: Literal["same", "separate"] = "separate"
+    tests: list[ConcurrencyTest] = Field(default_factory=lambda: _write_read())
+    servers: list[str] = Field(
+        default_factory=list,
+        description="fio --server addresses (host or host,port); clients are spread over them",
+    )
+
+
+class ConsistencySpec(_Strict):
+    """Functional checks (METHODS 2.5) with pass/fail results and timings."""
+
+    enabled: bool = False
+    timeout: Duration = Field(default=10.0, gt=0)
+    file_size: Size = Field(default=1024 * 1024, gt=0)
+    fill: bool = Field(
+        default=False,
+        description="fill the target until ENOSPC (only on small file systems, see max_fill)",
+    )
+    max_fill: Size = Field(default=256 * 1024**2, description="refuse to fill a larger free space")
+
+
+class HttpSpec(_Strict):
+    """Upload and download timing against a WebDAV/HTTP endpoint (PUT then GET)."""
+
+    url: str = Field(pattern=r"^https?://")
+    sizes: list[Size] = Field(default_factory=lambda: [128 * 1024**2, 1536 * 1024**2])
+    repetitions: int = Field(default=3, ge=1)
+    compare_target: str | None = Field(
+        default=None, description="a target whose file-system copy times are shown beside"
+    )
+
+
+class ThresholdSpec(_Strict):
+    """A pass/fail limit: exit code 1 when any fails."""
+
+    test: str
+    target: str | None = Field(default=None, description="default: every non-baseline target")
+    min_kbps: float | None = None
+    min_speedup: float | None = Field(
+        default=None, description="signed fraction, e.g. -0.5 allows half the baseline"
+    )
+    max_p99_ms: float | None = None
+
+
+class IoSpec(_Strict):
+    """A storage evaluation: targets, one baseline, and what to run against each."""
+
+    name: str = Field(min_length=1, max_length=100)
+    description: str = ""
+    targets: list[TargetSpec] = Field(min_length=1)
+    baseline: str | None = Field(default=None, description="name of one target")
+    repetitions: int = Field(default=3, ge=1, le=1000)
+    cache: Literal["direct", "drop_caches", "none"] = Field(
+        default="direct",
+        description="direct: O_DIRECT; drop_caches: sync + drop page cache before reads; none",
+    )
+    iozone: IozoneSpec = Field(default_factory=IozoneSpec)
+    bonnie: BonnieSpec = Field(default_factory=BonnieSpec)
+    concurrency: ConcurrencySpec = Field(default_factory=ConcurrencySpec)
+    consistency: ConsistencySpec = Field(default_factory=ConsistencySpec)
+    http: HttpSpec | None = None
+    thresholds: list[ThresholdSpec] = Field(default_factory=list)
+    fio: str = Field(default="fio", description="the fio binary")
+    keep_files: bool = False
+
+    @model_validator(mode="after")
+    def _names(self) -> IoSpec:
+        names = [t.name for t in self.targets]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise ValueError(f"target names must be unique: {', '.join(sorted(dup))}")
+        if self.baseline is not None and self.baseline not in names:
+            raise ValueError(f"baseline {self.baseline!r} is not a target ({', '.join(names)})")
+        for th in self.thresholds:
+            if th.target is not None and th.target not in names:
+                raise ValueError(f"threshold target {th.target!r} is not a target")
+        if self.http and self.http.compare_target and self.http.compare_target not in names:
+            raise ValueError(f"http.compare_target {self.http.compare_target!r} is not a target")
+        return self

@@ -1,0 +1,444 @@
+"""Running an ``io`` spec: targets checked, then per repetition and target the iozone
+matrix, concurrency, bonnie++, consistency checks and HTTP timing; every result is
+written to the results directory as soon as it exists.
+
+Results directory (the job-flow store layout, see store/layout.py)::
+
+    RUN/experiment.json      kind: io, status, targets, cache modes
+    RUN/spec.yaml            the spec as run
+    RUN/rows.jsonl           one line per fio job and direction (appended as produced)
+    RUN/raw/*.fio, *.json    every fio job file and its raw JSON+ output, stderr
+    RUN/bonnie.jsonl, consistency.jsonl, http.jsonl
+    RUN/metrics.json         the analysis (written by gridbench.io.report)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gridbench.errors import BackendError, GridbenchError
+from gridbench.io import bonnie as bon
+from gridbench.io import cache
+from gridbench.io.fio import FioJob, find_fio, fio_argv, job_file_text, run_fio
+from gridbench.io.matrix import CLOSE_NOTE, DATA_FILE, job_options, needs_cache_drop, ordered_tests
+from gridbench.io.model import IoSpec
+from gridbench.io.parse import JobResult, parse_fio_text
+from gridbench.io.safety import (
+    PreparedTarget,
+    check_free_space,
+    check_target,
+    cleanup,
+    make_workdir,
+)
+from gridbench.spec.load import dump_yaml
+from gridbench.store.layout import RunDir, now_iso
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class TargetState:
+    prepared: PreparedTarget
+    mode: cache.CacheMode
+    peer: str | None
+    notes: list[str] = field(default_factory=list)
+
+
+def needed_bytes(spec: IoSpec, target: str | None = None) -> int:
+    """The most the run keeps on a target at once."""
+    need = spec.iozone.file_size if spec.iozone.enabled else 0
+    if spec.concurrency.enabled:
+        n = max(spec.concurrency.clients)
+        per = 1 if spec.concurrency.files == "same" else n
+        need = max(need, per * spec.iozone.file_size)
+    if spec.bonnie.enabled:
+        need = max(need, spec.bonnie.size)
+    if spec.consistency.enabled:
+        need = max(need, 4 * spec.consistency.file_size)
+    if spec.http is not None and target is not None and spec.http.compare_target == target:
+        need = max(need, max(spec.http.sizes, default=0))
+    return need
+
+
+def plan_steps(spec: IoSpec) -> int:
+    """How many progress steps a run has (for the progress bar)."""
+    per_target = 0
+    if spec.iozone.enabled:
+        per_target += len(ordered_tests(spec.iozone))
+    if spec.concurrency.enabled:
+        per_target += len(spec.concurrency.clients) * len(spec.concurrency.tests)
+    if spec.bonnie.enabled:
+        per_target += 1
+    n = per_target * len(spec.targets) * spec.repetitions
+    if spec.consistency.enabled:
+        n += sum(1 for t in spec.targets)
+    if spec.http is not None:
+        n += 1
+    return n
+
+
+def _append(path: Path, obj: Any) -> None:
+    """Append one JSON line and flush it to disk (results survive a crash)."""
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps(obj, default=str) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def row_of(r: JobResult, **keys: Any) -> dict[str, Any]:
+    """The stored row of one fio job result."""
+    return {
+        **keys,
+        "job": r.job,
+        "client": r.client,
+        "direction": r.direction,
+        "bytes": r.bytes,
+        "kbps": r.kbps,
+        "iops": r.iops,
+        "runtime_s": r.runtime_s,
+        "lat_mean_ms": r.lat_mean_ms,
+        "lat_ms": r.lat_ms,
+        "usr_cpu": r.usr_cpu,
+        "sys_cpu": r.sys_cpu,
+        "hist": [r.hist.ns.tolist(), r.hist.counts.tolist()],
+    }
+
+
+class IoRunner:
+    """Runs one spec into one results directory."""
+
+    def __init__(
+        self,
+        spec: IoSpec,
+        data: dict[str, Any],
+        root: Path,
+        *,
+        force: bool = False,
+        progress: Progress | None = None,
+    ) -> None:
+        self.spec = spec
+        self.data = data
+        self.root = root
+        self.force = force
+        self.progress = progress or (lambda _msg: None)
+        self.fio = find_fio(spec.fio) if (spec.iozone.enabled or spec.concurrency.enabled) else ""
+        self.targets: list[TargetState] = []
+        self.run: RunDir | None = None
+        self._seq = 0
+
+    # -- set-up and tear-down ----------------------------------------------------------
+    def prepare(self) -> RunDir:
+        """Check every target before anything is written, then create the results
+        directory and the targets' work directories."""
+        spec = self.spec
+        checked = []
+        for t in spec.targets:
+            root = check_target(t.name, t.path, force=t.force or self.force)
+            check_free_space(t.name, root, needed_bytes(spec, t.name))
+            if spec.consistency.enabled and t.peer is not None and not Path(t.peer).is_dir():
+                raise GridbenchError(
+                    "the peer path is not a directory",
+                    where=f"target {t.name!r} peer ({t.peer})",
+                    fix="give the same storage's path through the other client or mount",
+                )
+            checked.append((t, root))
+        run = RunDir.create(self.root, spec.name)
+        self.run = run
+        (run.path / "raw").mkdir()
+        run.spec_file.write_text(dump_yaml(self.data), encoding="utf-8")
+        run.update_experiment(
+            id=run.id,
+            name=spec.name,
+            kind="io",
+            backend="io",
+            load_model="storage",
+            status="preparing",
+            created=now_iso(),
+            baseline=spec.baseline,
+            repetitions=spec.repetitions,
+            pid=os.getpid(),
+        )
+        try:
+            for t, root in checked:
+                self.targets.append(self._prepare_target(t.name, root, t.peer, run.id))
+        except BaseException as exc:
+            # a later target failed: remove the work directories already made
+            errors = self.cleanup()
+            run.update_experiment(status="failed", error=str(exc), cleanup_errors=errors)
+            raise
+        run.update_experiment(
+            status="running", targets=[self._target_info(s) for s in self.targets]
+        )
+        return run
+
+    def _prepare_target(self, name: str, root: Path, peer: str | None, run_id: str) -> TargetState:
+        spec = self.spec
+        prepared = make_workdir(name, root, run_id)
+        try:
+            mode = cache.choose_mode(spec.cache, prepared.workdir)
+        except OSError as exc:
+            cleanup(prepared)
+            raise BackendError(
+                f"cannot create a file in the target: {exc.strerror or exc}",
+                where=f"target {name!r} ({prepared.workdir})",
+                fix="check the target is mounted, writable and not full",
+            ) from None
+        state = TargetState(prepared, mode, peer)
+        if mode.note:
+            state.notes.append(mode.note)
+        if spec.iozone.enabled and not spec.iozone.include_close:
+            state.notes.append(CLOSE_NOTE)
+        warn = cache.cache_warning(spec.iozone.file_size, mode.used)
+        if warn:
+            state.notes.append(warn)
+        return state
+
+    def _target_info(self, s: TargetState) -> dict[str, Any]:
+        return {
+            "name": s.prepared.name,
+            "path": str(s.prepared.root),
+            "workdir": str(s.prepared.workdir),
+            "cache_requested": s.mode.requested,
+            "cache_used": s.mode.used,
+            "notes": s.notes,
+        }
+
+    def cleanup(self) -> list[str]:
+        """Remove every work directory (unless keep_files); the errors, if any."""
+        if self.spec.keep_files:
+            return []
+        return [e for s in self.targets if (e := cleanup(s.prepared))]
+
+    # -- fio ---------------------------------------------------------------------------
+    def _fio(
+        self, label: str, jobs: list[FioJob], clients: list[str] | None = None
+    ) -> list[JobResult]:
+        assert self.run is not None
+        self._seq += 1
+        base = self.run.path / "raw" / f"{self._seq:04d}-{label}"
+        job_file = base.with_suffix(".fio")
+        out = base.with_suffix(".json")
+        job_file.write_text(job_file_text(jobs, {"group_reporting": False}), encoding="utf-8")
+        argv = fio_argv(self.fio, job_file, out, clients or ())
+        stderr = run_fio(argv)
+        if stderr.strip():
+            base.with_suffix(".stderr").write_text(stderr, encoding="utf-8")
+        text = out.read_text(encoding="utf-8", errors="replace") if out.exists() else ""
+        return parse_fio_text(text, where=f"{out} (from: {' '.join(argv)})")
+
+    def _drop(self, s: TargetState) -> None:
+        if s.mode.used == "drop_caches" and not cache.drop_caches():
+            s.notes.append("dropping caches failed during the run")
+
+    # -- the iozone matrix -------------------------------------------------------------
+    def iozone(self, s: TargetState, rep: int) -> None:
+        assert self.run is not None
+        spec = self.spec.iozone
+        wd = str(s.prepared.workdir)
+        direct = s.mode.used == "direct"
+        tests = ordered_tests(spec)
+        (s.prepared.workdir / DATA_FILE).unlink(missing_ok=True)
+        if "write" not in tests:  # the other tests need the file: lay it out unrecorded
+            opts = job_options("write", spec, directory=wd, direct=direct)
+            self._fio(f"{s.prepared.name}-layout", [FioJob("layout", opts)])
+        for test in tests:
+            self.progress(f"{s.prepared.name} rep {rep + 1}: {test}")
+            if needs_cache_drop(test):
+                self._drop(s)
+            opts = dict(job_options(test, spec, directory=wd, direct=direct))
+            label = f"{s.prepared.name}-r{rep}-{test}"
+            log_prefix = self.run.path / "raw" / f"{self._seq + 1:04d}-{label}"
+            if spec.latency_log:
+                # the log goes to the results directory, never to the target
+                opts["write_lat_log"] = str(log_prefix)
+            results = self._fio(label, [FioJob(test, opts)])
+            if spec.latency_log:
+                self._latency_series(s, rep, test, Path(f"{log_prefix}_lat.1.log"))
+            for r in results:
+                _append(
+                    self.run.path / "rows.jsonl",
+                    row_of(
+                        r,
+                        kind="iozone",
+                        target=s.prepared.name,
+                        test=test,
+                        rep=rep,
+                        clients=1,
+                        files="one",
+                    ),
+                )
+
+    def _latency_series(self, s: TargetState, rep: int, test: str, log: Path) -> None:
+        from gridbench.io.latlog import read_lat_log, summarise
+
+        assert self.run is not None
+        if not log.exists():
+            s.notes.append(f"fio wrote no latency log for {test}")
+            return
+        summary = summarise(read_lat_log(log))
+        _append(
+            self.run.path / "latency_series.jsonl",
+            {"target": s.prepared.name, "test": test, "rep": rep, **summary},
+        )
+        # the per-I/O logs are large; the summary keeps what the report uses
+        for f in log.parent.glob(log.name.replace("_lat.1.log", "_*lat.1.log")):
+            f.unlink()
+
+    # -- concurrency -------------------------------------------------------------------
+    def concurrency(self, s: TargetState, rep: int) -> None:
+        assert self.run is not None
+        c = self.spec.concurrency
+        spec = self.spec.iozone
+        wd = str(s.prepared.workdir)
+        direct = s.mode.used == "direct"
+        for n in c.clients:
+            for test in c.tests:
+                self.progress(f"{s.prepared.name} rep {rep + 1}: {n} clients {test}")
+                if test in ("read", "random_read"):
+                    self._drop(s)
+                opts: dict[str, str | int | bool] = dict(
+                    job_options(
+                        test, spec, directory=wd, direct=direct, filename="gridbench-conc.dat"
+                    )
+                )
+                opts["allow_file_create"] = True
+                if c.files == "separate":
+                    del opts["filename"]
+                    opts["filename_format"] = "gridbench-conc.$jobnum.dat"
+                results = self._concurrent_fio(s, test, n, opts, rep)
+                for r in results:
+                    _append(
+                        self.run.path / "rows.jsonl",
+                        row_of(
+                            r,
+                            kind="concurrency",
+                            target=s.prepared.name,
+                            test=test,
+                            rep=rep,
+                            clients=n,
+                            files=c.files,
+                        ),
+                    )
+
+    def _concurrent_fio(
+        self, s: TargetState, test: str, n: int, opts: dict[str, str | int | bool], rep: int
+    ) -> list[JobResult]:
+        servers = self.spec.concurrency.servers
+        label = f"{s.prepared.name}-r{rep}-c{n}-{test}"
+        if not servers:
+            return self._fio(label, [FioJob(test, {**opts, "numjobs": n})])
+        # clients spread over the fio servers, as evenly as possible, one fio run each
+        # server (fio's client mode runs them together and reports per host)
+        share = [
+            n // len(servers) + (1 if i < n % len(servers) else 0) for i in range(len(servers))
+        ]
+        used = [(srv, k) for srv, k in zip(servers, share, strict=True) if k > 0]
+        jobs_by_server = [[FioJob(test, {**opts, "numjobs": k})] for _, k in used]
+        return self._fio_clients(label, jobs_by_server, [srv for srv, _ in used])
+
+    def _fio_clients(
+        self, label: str, jobs: list[list[FioJob]], servers: list[str]
+    ) -> list[JobResult]:
+        assert self.run is not None
+        self._seq += 1
+        base = self.run.path / "raw" / f"{self._seq:04d}-{label}"
+        out = base.with_suffix(".json")
+        argv = [self.fio, "--output-format=json+", f"--output={out}"]
+        for i, (srv, js) in enumerate(zip(servers, jobs, strict=True)):
+            jf = base.with_name(f"{base.name}-s{i}.fio")
+            jf.write_text(job_file_text(js, {"group_reporting": False}), encoding="utf-8")
+            argv += [f"--client={srv}", str(jf)]
+        stderr = run_fio(argv)
+        if stderr.strip():
+            base.with_suffix(".stderr").write_text(stderr, encoding="utf-8")
+        text = out.read_text(encoding="utf-8", errors="replace") if out.exists() else ""
+        results = parse_fio_text(text, where=f"{out} (from: {' '.join(argv)})")
+        return results
+
+    # -- bonnie++ ----------------------------------------------------------------------
+    def bonnie(self, s: TargetState, rep: int) -> None:
+        assert self.run is not None
+        self.progress(f"{s.prepared.name} rep {rep + 1}: bonnie++")
+        d = s.prepared.workdir / "bonnie"
+        d.mkdir(exist_ok=True)
+        argv = bon.bonnie_argv(self.spec.bonnie, d)
+        text = bon.run_bonnie(argv)
+        self._seq += 1
+        (self.run.path / "raw" / f"{self._seq:04d}-{s.prepared.name}-r{rep}-bonnie.csv").write_text(
+            text
+        )
+        figures = bon.parse_bonnie_csv(text, where=" ".join(argv))
+        _append(self.run.path / "bonnie.jsonl", {"target": s.prepared.name, "rep": rep, **figures})
+
+    # -- the whole run -----------------------------------------------------------------
+    def execute(self) -> RunDir:
+        """Run everything; the results directory is kept (and marked) on failure."""
+        run = self.prepare()
+        status, error = "completed", None
+        try:
+            for rep in range(self.spec.repetitions):
+                for s in self.targets:
+                    if self.spec.iozone.enabled:
+                        self.iozone(s, rep)
+                    if self.spec.concurrency.enabled:
+                        self.concurrency(s, rep)
+                    if self.spec.bonnie.enabled:
+                        self.bonnie(s, rep)
+                    # remove this repetition's data files: the next one starts clean
+                    for f in s.prepared.workdir.glob("gridbench-*.dat"):
+                        f.unlink()
+            if self.spec.consistency.enabled:
+                from gridbench.io.consistency import run_checks
+
+                for s in self.targets:
+                    self.progress(f"{s.prepared.name}: consistency checks")
+                    for res in run_checks(self.spec.consistency, s.prepared, s.peer):
+                        _append(run.path / "consistency.jsonl", {"target": s.prepared.name, **res})
+            if self.spec.http is not None:
+                from gridbench.io.http import run_http
+
+                self.progress("HTTP transfers")
+                compare = next(
+                    (
+                        s.prepared
+                        for s in self.targets
+                        if s.prepared.name == self.spec.http.compare_target
+                    ),
+                    None,
+                )
+                for res in run_http(self.spec.http, run.id, compare):
+                    _append(run.path / "http.jsonl", res)
+        except KeyboardInterrupt:
+            status, error = "aborted", "interrupted"
+            raise
+        except GridbenchError as exc:
+            status, error = "failed", str(exc)
+            raise
+        except OSError as exc:
+            # the target itself failed (I/O error, full, unmounted): one clear message
+            status = "failed"
+            err = BackendError(
+                f"I/O error on a target: {exc.strerror or exc}",
+                where=str(exc.filename) if exc.filename else None,
+                fix="check the target is mounted, writable and not full; results so far are kept",
+            )
+            error = str(err)
+            raise err from None
+        except BaseException as exc:
+            status, error = "failed", f"{type(exc).__name__}: {exc}"
+            raise
+        finally:
+            errors = self.cleanup()
+            run.update_experiment(
+                status=status,
+                error=error,
+                finished=now_iso(),
+                targets=[self._target_info(s) for s in self.targets],
+                cleanup_errors=errors,
+            )
+        return run

@@ -1,0 +1,60 @@
+"""Concurrent clients: N fio jobs on one host (same file and separate files), and fio's
+own client/server mode against two ``fio --server`` instances on loopback ports."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gridbench.io.load import load_io_spec_text
+from gridbench.io.metrics import write_metrics
+from gridbench.io.runner import IoRunner
+from io_fixtures import FioServer, fio_servers  # noqa: F401 (fixture)
+
+SPEC = """\
+name: conc
+targets: [{{name: t, path: {path}}}]
+repetitions: 1
+cache: none
+iozone: {{enabled: false, file_size: 1M, record_size: 64k}}
+concurrency:
+  {{enabled: true, clients: [1, 2, 3], files: {files}, tests: [write, read], servers: {servers}}}
+"""
+
+
+def _run(tmp_path: Path, files: str, servers: list[str]) -> dict[str, object]:
+    d = tmp_path / f"t-{files}-{len(servers)}"
+    d.mkdir()
+    spec, data = load_io_spec_text(SPEC.format(path=d, files=files, servers=json.dumps(servers)))
+    runner = IoRunner(spec, data, tmp_path / "results")
+    run = runner.execute()
+    assert list(d.iterdir()) == []  # cleaned up
+    return write_metrics(run)
+
+
+@pytest.mark.parametrize("files", ["same", "separate"])
+def test_local_clients(tmp_path: Path, files: str) -> None:
+    m = _run(tmp_path, files, [])
+    conc = {(c["test"], c["clients"]): c for c in m["concurrency"]}  # type: ignore[attr-defined]
+    assert set(conc) == {(t, n) for t in ("write", "read") for n in (1, 2, 3)}
+    for (_test, n), c in conc.items():
+        assert c["files"] == files
+        assert len(c["per_client_kbps"]) == n  # one figure per client
+        first, last = c["first_done_kbps"]["mean"], c["last_done_kbps"]["mean"]
+        assert last > 0 and first >= last * 0.999  # stonewall figure is never below last-done
+        if n == 1:
+            assert first == pytest.approx(last)
+
+
+def test_fio_client_server(tmp_path: Path, fio_servers: list[FioServer]) -> None:  # noqa: F811
+    m = _run(tmp_path, "separate", [s.address for s in fio_servers])
+    conc = {(c["test"], c["clients"]): c for c in m["concurrency"]}  # type: ignore[attr-defined]
+    for (_test, n), c in conc.items():
+        # 3 clients over 2 servers: 2 + 1 jobs, each reported with its host
+        assert len(c["per_client_kbps"]) == n, c["per_client_kbps"]
+        assert all(k.startswith("127.0.0.1/") for k in c["per_client_kbps"])
+        assert c["last_done_kbps"]["mean"] > 0
+    for s in fio_servers:
+        assert s.proc.poll() is None  # the servers are still up for the next run
