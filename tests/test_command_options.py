@@ -47,8 +47,9 @@ def test_every_shipped_preset_states_tested_and_written_for_and_compiles() -> No
         assert "submit" in cfg.ops and "status" in cfg.ops
         assert cfg.states, name
         assert set(cfg.states.values()) <= set(JobState)
-    # only the demo CLI and Slurm (tests/slurm_cluster.py) run here; the rest are untested
-    assert {n for n, i in infos.items() if i.tested} == {"demo", "slurm"}
+    # the demo CLI, Slurm (tests/slurm_cluster.py) and Grid Engine (tests/sge_cluster.py) run
+    # here; the rest are untested
+    assert {n for n, i in infos.items() if i.tested} == {"demo", "slurm", "sge"}
 
 
 def test_batched_status_where_the_cli_allows_it() -> None:
