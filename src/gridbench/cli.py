@@ -536,7 +536,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 # Subcommands that live in their own package: each module has ``register(subparsers)``,
 # which adds its parser(s) and sets ``func`` returning an exit code.
-COMMAND_MODULES: tuple[str, ...] = ("gridbench.io.command", "gridbench.compare.command")
+COMMAND_MODULES: tuple[str, ...] = (
+    "gridbench.io.command",
+    "gridbench.compare.command",
+    "gridbench.web.command",
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

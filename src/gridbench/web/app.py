@@ -1,0 +1,637 @@
+"""The dashboard's FastAPI application: pages, downloads, live events and /metrics.
+
+The same results store and runner as the CLI: pages read RUN directories through the
+store, runs go through :class:`~gridbench.run.experiment.ExperimentRunner`, reports
+through the HTML report's builders. Heavy page work runs in the thread pool (sync
+endpoints) so that the event loop, shared with live runs, stays free for their timing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import re
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import FastAPI, Query, Request
+from fastapi.responses import (
+    FileResponse,
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
+from fastapi.staticfiles import StaticFiles
+from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import Markup
+from starlette.datastructures import UploadFile
+
+from gridbench import __version__
+from gridbench.errors import GridbenchError, SpecError
+from gridbench.report.html import json_for_script, offline_plotlyjs
+from gridbench.spec.load import MAX_SPEC_BYTES, dump_yaml, load_spec_text
+from gridbench.spec.plan import Plan, make_plan, needs_confirmation
+from gridbench.spec.units import format_rate
+from gridbench.store.catalogue import list_runs
+from gridbench.store.layout import EXPERIMENT_FILE, RunDir, json_safe
+from gridbench.web import presets as presets_mod
+from gridbench.web.manager import RunManager, analyse
+from gridbench.web.metrics import exposition, make_registry
+from gridbench.web.results import build_view, warm
+from gridbench.web.security import (
+    AUTH_COOKIE,
+    AccessPolicy,
+    csrf_token,
+    make_middleware,
+)
+from gridbench.web.spec_form import fields as form_fields
+
+RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$")
+CSV_NAME = re.compile(r"^[a-z0-9_]{1,64}\.csv$")
+DOWNLOADS = ("metrics.json", "report.json", "spec.yaml", "plan.json", "experiment.json")
+CHECK_JOB_TIMEOUT_S = 30.0
+SSE_KEEPALIVE_S = 15.0
+SEARCH_FIELDS = ("id", "name", "backend", "status", "verdict", "description", "load_model")
+
+NEW_SPEC = """\
+name: my-experiment
+backend:
+  type: reference
+  options:
+    preset: batched
+job:
+  runtime: 1s
+load:
+  model: open
+  rate: 1/s
+  pool: 16
+trials: 1
+trial:
+  duration: 10s
+timeouts:
+  status_interval: 0.5s
+  drain: 60s
+  settle: 2s
+collectors:
+  - type: edgi
+    reports: auto
+    poll: 1s
+thresholds:
+  - metric: latency.overall.p99
+    op: "<"
+    value: 60
+safety:
+  max_rate: 10/s
+  max_jobs: 5000
+  confirm_above: 1000
+"""
+
+
+@dataclass
+class WebConfig:
+    """Everything the app needs from ``gridbench serve``."""
+
+    root: Path
+    policy: AccessPolicy = field(default_factory=AccessPolicy)
+    max_running: int = 4
+
+
+def _env() -> Environment:
+    env = Environment(
+        loader=PackageLoader("gridbench.web", "templates"),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["rate"] = lambda v: format_rate(float(v)) if v is not None else "–"
+    env.filters["clock"] = lambda t: datetime.fromtimestamp(float(t), UTC).strftime(
+        "%Y-%m-%d %H:%M:%S UTC"
+    )
+    env.filters["tojson_script"] = lambda v: Markup(
+        json_for_script(json.dumps(json_safe(v), allow_nan=False, default=str))
+    )
+    return env
+
+
+def _plotly_bytes() -> tuple[bytes, str]:
+    body = offline_plotlyjs().encode("utf-8")
+    return body, hashlib.sha256(body).hexdigest()[:16]
+
+
+def _spec_error(exc: GridbenchError) -> dict[str, str]:
+    return {"message": exc.message, "where": exc.where or "", "fix": exc.fix or ""}
+
+
+def matches(entry: Mapping[str, Any], query: str) -> bool:
+    """Case-insensitive substring search over the catalogue fields; words must all match."""
+    hay = " ".join(str(entry.get(k, "")) for k in SEARCH_FIELDS).lower()
+    return all(w in hay for w in query.lower().split())
+
+
+def plan_rows(plan: Plan) -> list[dict[str, Any]]:
+    return [
+        {
+            "index": p.index,
+            "values": ", ".join(f"{k}={v}" for k, v in p.values.items()) or "-",
+            "peak": format_rate(p.peak_rate_per_s) if p.peak_rate_per_s is not None else "–",
+            "jobs": p.jobs_per_trial if p.jobs_per_trial is not None else "closed loop",
+            "seconds": round(p.seconds_per_trial),
+        }
+        for p in plan.points
+    ]
+
+
+def spec_yaml(data: dict[str, Any]) -> str:
+    """YAML of spec data with the top-level keys in the spec's order (name first) and
+    nested keys as given (the form must not reshuffle what the user wrote)."""
+    import io
+
+    from ruamel.yaml import YAML
+
+    from gridbench.spec.model import ExperimentSpec
+
+    order = list(ExperimentSpec.model_fields)
+    ordered = {k: data[k] for k in order if k in data}
+    ordered.update((k, v) for k, v in data.items() if k not in ordered)
+    y = YAML(typ="rt")
+    y.default_flow_style = False
+    buf = io.StringIO()
+    y.dump(ordered, buf)
+    return buf.getvalue()
+
+
+def parse_for_form(text: str) -> dict[str, Any]:
+    """Spec data for the form (secrets redacted), and the validation error if any."""
+    from gridbench.spec.load import _plain, parse_yaml
+
+    try:
+        data = _plain(parse_yaml(text, "spec"))
+    except GridbenchError as exc:
+        return {"data": None, "error": _spec_error(exc)}
+    error = None
+    try:
+        load_spec_text(text, "spec")
+    except GridbenchError as exc:
+        error = _spec_error(exc)
+    return {"data": json_safe(presets_mod.redact(data)), "error": error}
+
+
+def parse_spec(text: str) -> tuple[Plan, dict[str, Any]]:
+    """Validate a posted spec, refuse literal secrets, plan it and check its backend config."""
+    from gridbench.run.check import check_config
+
+    if len(text.encode("utf-8")) > MAX_SPEC_BYTES:
+        raise SpecError("the spec is larger than 1 MiB", where="spec", fix="a spec is short")
+    spec, data = load_spec_text(text, "spec")
+    presets_mod.refuse_secrets(data.get("backend"), "spec: backend")
+    plan = make_plan(spec, data, "spec")
+    check_config([p.spec for p in plan.points])
+    return plan, data
+
+
+def create_app(cfg: WebConfig) -> FastAPI:
+    """The dashboard application for one results root."""
+    manager = RunManager(cfg.root, max_running=cfg.max_running)
+    registry = make_registry(manager.live)
+    env = _env()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        warming = asyncio.create_task(asyncio.to_thread(_warm_recent, cfg.root))
+        yield
+        warming.cancel()
+        await manager.shutdown()  # like Ctrl-C for every run this server started
+
+    app = FastAPI(
+        title="gridbench",
+        version=__version__,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+        lifespan=lifespan,
+    )
+    app.state.manager = manager
+    app.middleware("http")(make_middleware(cfg.policy))
+    app.mount("/static", StaticFiles(packages=[("gridbench.web", "static")]), name="static")
+    plotly_body, plotly_etag = _plotly_bytes()
+
+    def page(request: Request, template: str, status: int = 200, **ctx: Any) -> HTMLResponse:
+        body = env.get_template(template).render(
+            csrf=csrf_token(request),
+            version=__version__,
+            plotly_url=f"/vendor/plotly.min.js?v={plotly_etag}",
+            auth=cfg.policy.needs_token,
+            **ctx,
+        )
+        return HTMLResponse(body, status_code=status)
+
+    def run_dir(rid: str) -> RunDir | None:
+        if not RUN_ID.match(rid):
+            return None
+        p = cfg.root / rid
+        return RunDir(p) if (p / EXPERIMENT_FILE).is_file() else None
+
+    def not_found(request: Request, what: str) -> HTMLResponse:
+        return page(request, "error.html", 404, title="Not found", message=what)
+
+    # -- assets ------------------------------------------------------------------------
+    @app.get("/vendor/plotly.min.js")
+    def plotly_js(request: Request) -> Response:
+        headers = {"cache-control": "public, max-age=31536000, immutable", "etag": plotly_etag}
+        if request.headers.get("if-none-match") == plotly_etag:
+            return Response(status_code=304, headers=headers)
+        return Response(plotly_body, media_type="text/javascript", headers=headers)
+
+    # -- login (only with a token) ----------------------------------------------------------
+    @app.get("/login", response_class=HTMLResponse)
+    def login_form(request: Request) -> HTMLResponse:
+        return page(request, "login.html", error=None)
+
+    @app.post("/login")
+    async def login(request: Request) -> Response:
+        form = await request.form()
+        token = form.get("token")
+        sid = cfg.policy.login(token if isinstance(token, str) else "")
+        if sid is None:
+            return page(request, "login.html", 401, error="That token is not valid.")
+        resp = RedirectResponse("/", status_code=303)
+        resp.set_cookie(AUTH_COOKIE, sid, httponly=True, samesite="strict", path="/")
+        return resp
+
+    # -- experiments list -------------------------------------------------------------------
+    @app.get("/", response_class=HTMLResponse)
+    def experiments(request: Request, q: str = "") -> HTMLResponse:
+        runs = list_runs(cfg.root)
+        for r in runs:
+            m = manager.get(str(r.get("id")))
+            if m is not None and not m.live.final:
+                r["status"] = m.live.status  # queued / analysing are only known here
+        shown = [r for r in runs if matches(r, q)] if q.strip() else runs
+        return page(request, "list.html", runs=shown, total=len(runs), q=q)
+
+    # -- one experiment ---------------------------------------------------------------------
+    @app.get("/experiments/{rid}", response_class=HTMLResponse)
+    def experiment(request: Request, rid: str) -> HTMLResponse:
+        run = run_dir(rid)
+        if run is None:
+            return not_found(request, f"No experiment {rid!r} in the results store.")
+        exp = run.read_experiment()
+        managed = manager.get(rid)
+        live = managed.live if managed is not None else None
+        view, view_error = None, None
+        if run.metrics_file.exists():
+            try:
+                view = build_view(run.path, cfg.root)
+            except GridbenchError as exc:
+                view_error = str(exc)
+        tables = sorted(p.name for p in (run.path / "tables").glob("*.csv"))
+        downloads = [d for d in DOWNLOADS if (run.path / d).is_file()]
+        active = live is not None and not live.final
+        if live is not None:
+            exp["status"] = live.status
+        return page(
+            request,
+            "experiment.html",
+            rid=rid,
+            exp=exp,
+            live=live.snapshot() if live is not None else None,
+            active=active,
+            external=not active and exp.get("status") in ("running", "created"),
+            view=view,
+            view_error=view_error,
+            tables=tables,
+            downloads=downloads,
+            spec_yaml=run.spec_file.read_text(encoding="utf-8") if run.spec_file.exists() else "",
+            has_trials=bool(run.trial_ids()),
+        )
+
+    @app.get("/experiments/{rid}/events")
+    async def events(request: Request, rid: str) -> Response:
+        managed = manager.get(rid)
+        if managed is None:
+            return PlainTextResponse("no live run with this id on this server", status_code=404)
+        live = managed.live
+
+        async def stream() -> AsyncIterator[str]:
+            q = live.subscribe()
+            try:
+                yield _sse("snapshot", live.snapshot())
+                if live.final and (managed.task is None or managed.task.done()):
+                    yield _sse("end", {"status": live.status})
+                    return
+                while True:
+                    try:
+                        kind, data = await asyncio.wait_for(q.get(), SSE_KEEPALIVE_S)
+                    except TimeoutError:
+                        yield ": keep-alive\n\n"
+                        continue
+                    yield _sse(kind, data)
+                    if kind == "end":
+                        return
+            finally:
+                live.unsubscribe(q)
+
+        return StreamingResponse(
+            stream(),
+            media_type="text/event-stream",
+            headers={"cache-control": "no-store", "x-accel-buffering": "no"},
+        )
+
+    @app.post("/experiments/{rid}/{action}")
+    async def control(request: Request, rid: str, action: str) -> Response:
+        if action not in ("stop", "abort", "analyse"):
+            return PlainTextResponse("unknown action", status_code=404)
+        if run_dir(rid) is None:
+            return not_found(request, f"No experiment {rid!r} in the results store.")
+        if action == "analyse":
+            managed = manager.get(rid)
+            if managed is not None and not managed.live.final:
+                return PlainTextResponse("the run is still going", status_code=409)
+            try:
+                await asyncio.to_thread(analyse, cfg.root / rid, cfg.root)
+            except GridbenchError as exc:
+                return page(request, "error.html", 422, title="Analysis failed", message=str(exc))
+        else:
+            ok = manager.stop(rid) if action == "stop" else manager.abort(rid)
+            if not ok:
+                return PlainTextResponse("no live run with this id on this server", 409)
+        if request.headers.get("accept", "").startswith("application/json"):
+            return JSONResponse({"ok": True})
+        return RedirectResponse(f"/experiments/{rid}", status_code=303)
+
+    @app.get("/experiments/{rid}/download/{name}")
+    def download(request: Request, rid: str, name: str) -> Response:
+        run = run_dir(rid)
+        if run is None:
+            return not_found(request, f"No experiment {rid!r}.")
+        if name in DOWNLOADS:
+            path = run.path / name
+        elif CSV_NAME.match(name):
+            path = run.path / "tables" / name
+        else:
+            return not_found(request, "No such download.")
+        if not path.is_file():
+            return not_found(request, f"{name} does not exist (analyse the run first?).")
+        media = {
+            ".json": "application/json",
+            ".csv": "text/csv; charset=utf-8",
+            ".yaml": "text/plain; charset=utf-8",
+        }[path.suffix]
+        return FileResponse(path, media_type=media, filename=f"{rid}-{name}")
+
+    # -- new experiment ---------------------------------------------------------------------
+    def new_page(request: Request, yaml_text: str, status: int = 200, **extra: Any) -> HTMLResponse:
+        pres = presets_mod.all_presets(cfg.root)
+        return page(
+            request,
+            "new.html",
+            status,
+            yaml_text=presets_mod.redact_text(yaml_text),
+            sections=form_fields(),
+            presets=pres,
+            preset_data={p.key: p.data for p in pres},
+            running=[m.live.snapshot() for m in manager.runs.values() if not m.live.final],
+            **{"error": None, "plan": None, "steps": None, "confirm_needed": False, **extra},
+        )
+
+    @app.get("/new", response_class=HTMLResponse)
+    def new_form(request: Request, preset: str = "") -> HTMLResponse:
+        text = NEW_SPEC
+        if preset:
+            chosen = {p.key: p for p in presets_mod.all_presets(cfg.root)}.get(preset)
+            if chosen is None:
+                return new_page(request, text, 404, error={"message": "unknown preset"})
+            if chosen.kind == "example":
+                text = str(chosen.data["yaml"])
+            else:
+                data = load_spec_text(NEW_SPEC, "new")[1]
+                data["backend"] = chosen.data
+                text = spec_yaml(data)
+        return new_page(request, text)
+
+    @app.post("/new", response_class=HTMLResponse)
+    async def new_submit(request: Request) -> Response:
+        form = await request.form()
+        action = str(form.get("action") or "plan")
+        text = form.get("yaml")
+        text = text if isinstance(text, str) else ""
+        upload = form.get("upload")
+        if isinstance(upload, UploadFile) and upload.filename:
+            raw = await upload.read(MAX_SPEC_BYTES + 1)
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                return new_page(request, text, 422, error={"message": "the file is not UTF-8"})
+        # parsing and rendering run in threads: the loop times the live runs' submissions
+        try:
+            plan, data = await asyncio.to_thread(parse_spec, text)
+        except GridbenchError as exc:
+            return await asyncio.to_thread(new_page, request, text, 422, error=_spec_error(exc))
+        confirm_needed = needs_confirmation(plan)
+        ctx: dict[str, Any] = {
+            "plan": {
+                "rows": plan_rows(plan),
+                "trials": len(plan.trials),
+                "per_point": plan.spec.trials,
+                "total_jobs": plan.total_jobs,
+                "minutes": round(plan.estimated_seconds / 60, 1),
+                "confirm_above": plan.spec.safety.confirm_above,
+            },
+            "confirm_needed": confirm_needed,
+        }
+        if action == "check":
+            from gridbench.run.check import check
+
+            steps = await check(plan.spec, job_timeout_s=CHECK_JOB_TIMEOUT_S)
+            ctx["steps"] = [
+                {"name": s.name, "ok": s.ok, "detail": s.detail, "fix": s.fix} for s in steps
+            ]
+        elif action == "start":
+            if confirm_needed and form.get("confirm") != "yes":
+                return await asyncio.to_thread(
+                    new_page,
+                    request,
+                    text,
+                    422,
+                    error={
+                        "message": f"the plan submits {plan.total_jobs} jobs, above "
+                        f"safety.confirm_above ({plan.spec.safety.confirm_above})",
+                        "where": "safety.confirm_above",
+                        "fix": "tick the confirmation box, or reduce the plan",
+                    },
+                    **ctx,
+                )
+            try:
+                managed = manager.start(plan, data)
+            except GridbenchError as exc:
+                return new_page(request, text, 422, error=_spec_error(exc), **ctx)
+            return RedirectResponse(f"/experiments/{managed.live.run_id}", status_code=303)
+        return await asyncio.to_thread(new_page, request, text, **ctx)
+
+    @app.post("/api/spec/parse")
+    async def api_parse(request: Request) -> JSONResponse:
+        """YAML text to spec data (for the form), with the validation error if any."""
+        body = await request.json()
+        text = str(body.get("yaml", "")) if isinstance(body, dict) else ""
+        return JSONResponse(await asyncio.to_thread(parse_for_form, text))
+
+    @app.post("/api/spec/dump")
+    async def api_dump(request: Request) -> JSONResponse:
+        """Spec data (from the form) to YAML text."""
+        body = await request.json()
+        data = body.get("data") if isinstance(body, dict) else None
+        if not isinstance(data, dict):
+            return JSONResponse({"error": "data must be an object"}, status_code=422)
+        return JSONResponse({"yaml": await asyncio.to_thread(spec_yaml, data)})
+
+    # -- presets ----------------------------------------------------------------------------
+    @app.get("/presets", response_class=HTMLResponse)
+    def presets_page(request: Request) -> HTMLResponse:
+        from gridbench.backends import command_presets
+
+        shipped = [
+            {"info": i, "yaml": dump_yaml(presets_mod.command_preset_options(i.name))}
+            for i in command_presets.listing()
+        ]
+        return page(
+            request,
+            "presets.html",
+            presets=presets_mod.all_presets(cfg.root),
+            shipped=shipped,
+            saved=presets_mod.saved_presets(cfg.root),
+        )
+
+    @app.get("/presets/edit", response_class=HTMLResponse)
+    def preset_edit(request: Request, name: str = "", copy: str = "") -> HTMLResponse:
+        text = "description: ''\nbackend:\n  type: command\n  options: {}\n"
+        if copy:
+            try:
+                opts = presets_mod.command_preset_options(copy)
+            except GridbenchError as exc:
+                return page(request, "error.html", 404, title="No preset", message=str(exc))
+            text = dump_yaml(
+                {"description": f"copy of {copy}", "backend": {"type": "command", "options": opts}}
+            )
+            name = name or f"my-{copy}"
+        elif name:
+            path = presets_mod.saved_dir(cfg.root) / f"{name}.yaml"
+            if presets_mod.NAME_RE.match(name) and path.is_file():
+                text = path.read_text(encoding="utf-8")
+        return preset_page(request, name, text)
+
+    def preset_page(
+        request: Request, name: str, text: str, status: int = 200, **extra: Any
+    ) -> HTMLResponse:
+        rows: list[dict[str, str]] = []
+        with contextlib.suppress(GridbenchError):
+            rows = presets_mod.template_rows(presets_mod.parse_preset(text, "preset")["backend"])
+        ctx: dict[str, Any] = {"error": None, "tried": None, "op": "status", "sample": ""}
+        ctx.update(extra)
+        text = presets_mod.redact_text(text)
+        return page(request, "preset_edit.html", status, name=name, text=text, rows=rows, **ctx)
+
+    @app.post("/presets/edit", response_class=HTMLResponse)
+    async def preset_save(request: Request) -> Response:
+        form = await request.form()
+        fields = {k: v for k, v in form.items() if isinstance(v, str)}
+        return await asyncio.to_thread(preset_action, request, fields)
+
+    def preset_action(request: Request, form: dict[str, str]) -> Response:
+        name, text = form.get("name", ""), form.get("text", "")
+        action = form.get("action")
+        try:
+            if action == "delete":
+                presets_mod.delete_preset(cfg.root, name)
+            elif action == "try":
+                op, sample = str(form.get("op") or "status"), str(form.get("sample") or "")
+                backend = presets_mod.parse_preset(text, "preset")["backend"]
+                try:
+                    tried = presets_mod.try_pattern(backend, op, sample)
+                except GridbenchError as exc:
+                    return preset_page(
+                        request, name, text, 422, op=op, sample=sample, error=str(exc)
+                    )
+                return preset_page(request, name, text, op=op, sample=sample, tried=tried)
+            else:
+                presets_mod.save_preset(cfg.root, name, text)
+        except GridbenchError as exc:
+            return preset_page(request, name, text, 422, error=str(exc))
+        return RedirectResponse("/presets", status_code=303)
+
+    # -- compare and history ------------------------------------------------------------------
+    @app.get("/compare", response_class=HTMLResponse)
+    def compare(request: Request, ids: Annotated[list[str] | None, Query()] = None) -> HTMLResponse:
+        from gridbench.web.compare_view import compare_context
+
+        runs = list_runs(cfg.root)
+        # ids begin with their creation time: the oldest is the baseline
+        chosen = sorted(dict.fromkeys(i for i in (ids or []) if RUN_ID.match(i)))
+        ctx = compare_context(cfg.root, chosen) if len(chosen) >= 2 else {}
+        return page(request, "compare.html", runs=runs, chosen=chosen, **ctx)
+
+    @app.get("/history", response_class=HTMLResponse)
+    def history(request: Request, experiment: str = "", metric: str = "") -> HTMLResponse:
+        from gridbench.web.compare_view import history_context, metric_choices
+
+        runs = list_runs(cfg.root)
+        ctx = history_context(cfg.root, experiment, metric) if experiment and metric else {}
+        choices = metric_choices(cfg.root, experiment) if RUN_ID.match(experiment) else []
+        return page(
+            request,
+            "history.html",
+            runs=runs,
+            experiment=experiment,
+            metric=metric,
+            metric_list=choices,
+            **ctx,
+        )
+
+    @app.get("/compare.json")
+    def compare_json(ids: Annotated[list[str] | None, Query()] = None) -> JSONResponse:
+        from gridbench.compare import load_comparison
+        from gridbench.web.compare_view import _paths
+
+        chosen = [i for i in (ids or []) if RUN_ID.match(i)]
+        try:
+            data = load_comparison(cfg.root, _paths(cfg.root, chosen)).to_dict()
+        except GridbenchError as exc:
+            return JSONResponse(_spec_error(exc), status_code=422)
+        return JSONResponse(data)
+
+    # -- metrics ------------------------------------------------------------------------------
+    @app.get("/metrics")
+    def metrics() -> Response:
+        body, ctype = exposition(registry)
+        return Response(body, media_type=ctype)
+
+    return app
+
+
+WARM_RECENT = 20
+WARM_SAMPLES = 5
+
+
+def _warm_recent(root: Path) -> None:
+    """Build the results views of the newest analysed runs, then read their per-job
+    samples for comparisons, so that first views are fast."""
+    from gridbench.web.compare_view import warm_samples
+
+    recent = [Path(str(e["path"])) for e in list_runs(root)[:WARM_RECENT]]
+    analysed = [p for p in recent if (p / "metrics.json").is_file()]
+    for path in analysed:
+        with contextlib.suppress(Exception):  # a broken run shows its error when opened
+            warm(path, root)
+    warm_samples(root, [str(p) for p in analysed[:WARM_SAMPLES]])
+
+
+def _sse(kind: str, data: Any) -> str:
+    text = json.dumps(json_safe(data), allow_nan=False, separators=(",", ":"), default=str)
+    return f"event: {kind}\ndata: {text}\n\n"

@@ -1,0 +1,149 @@
+"""``gridbench serve``: the web dashboard over the results store.
+
+Binds 127.0.0.1 by default. Any other address needs a token (from an environment
+variable or a file, never the command line, where ``ps`` would show it); only its hash is
+kept in memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from gridbench.errors import GridbenchError
+
+DEFAULT_PORT = 8765
+MIN_TOKEN_CHARS = 16
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "serve",
+        help="web dashboard: configure, run and watch experiments live, read and compare results",
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"default {DEFAULT_PORT}")
+    p.add_argument(
+        "--results", metavar="DIR", help="results root (default: $GRIDBENCH_RESULTS or ./results)"
+    )
+    p.add_argument(
+        "--token-env",
+        metavar="VAR",
+        help="environment variable holding the access token (required off loopback)",
+    )
+    p.add_argument(
+        "--token-file", metavar="FILE", help="file holding the access token (first line)"
+    )
+    p.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="extra Host header name to accept (e.g. the machine's DNS name)",
+    )
+    p.add_argument(
+        "--max-running",
+        type=int,
+        default=4,
+        metavar="N",
+        help="experiments running at once; more queue (default 4)",
+    )
+    p.set_defaults(func=cmd_serve)
+
+
+def read_token(args: argparse.Namespace) -> str | None:
+    """The token from --token-env or --token-file (None when neither is given)."""
+    token: str | None = None
+    if args.token_env:
+        token = os.environ.get(args.token_env)
+        if not token:
+            raise GridbenchError(
+                f"environment variable {args.token_env} is empty or unset",
+                where="--token-env",
+                fix=f"export {args.token_env}=<a long random token>",
+            )
+    elif args.token_file:
+        try:
+            lines = Path(args.token_file).read_text(encoding="utf-8").splitlines()
+        except OSError as exc:
+            raise GridbenchError(
+                f"cannot read the token file: {exc.strerror or exc}",
+                where=args.token_file,
+                fix="give a readable file holding the token",
+            ) from None
+        token = lines[0].strip() if lines else ""
+    if token is not None and len(token) < MIN_TOKEN_CHARS:
+        raise GridbenchError(
+            f"the token is shorter than {MIN_TOKEN_CHARS} characters",
+            where="--token-env" if args.token_env else "--token-file",
+            fix="use a long random token, e.g. "
+            "python -c 'import secrets; print(secrets.token_urlsafe())'",
+        )
+    return token
+
+
+def _check_port(host: str, port: int) -> None:
+    """One clear error for a port in use or an address this machine does not have."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        family, _, _, _, addr = infos[0]
+        with socket.socket(family, socket.SOCK_STREAM) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind(addr)
+    except OSError as exc:
+        raise GridbenchError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}",
+            where="--host/--port",
+            fix="choose another --port, or stop the server already using it",
+        ) from None
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from gridbench.cli import _results_root
+    from gridbench.web.app import WebConfig, create_app
+    from gridbench.web.security import AccessPolicy, hash_token, is_loopback
+
+    if not 0 < args.port < 65536:
+        raise GridbenchError(f"port {args.port} is out of range", where="--port", fix="1-65535")
+    if args.max_running < 1:
+        raise GridbenchError("--max-running must be at least 1", where="--max-running")
+    token = read_token(args)
+    loopback = is_loopback(args.host)
+    if not loopback and token is None:
+        raise GridbenchError(
+            f"refusing to serve on {args.host} without an access token",
+            where="--host",
+            fix="keep the default 127.0.0.1 (use an SSH tunnel), or give --token-env VAR "
+            "or --token-file FILE",
+        )
+    hosts = set(args.allow_host)
+    if loopback:
+        hosts |= {"127.0.0.1", "localhost", "::1", args.host}
+    policy = AccessPolicy(token_hash=hash_token(token) if token else None, allowed_hosts=hosts)
+    del token
+    _check_port(args.host, args.port)
+    root = _results_root(args)
+    root.mkdir(parents=True, exist_ok=True)
+    app = create_app(WebConfig(root=root, policy=policy, max_running=args.max_running))
+    shown = f"[{args.host}]" if ":" in args.host else args.host
+    print(
+        f"gridbench dashboard on http://{shown}:{args.port}/ (results: {root}); "
+        "Ctrl-C stops it and aborts its runs as Ctrl-C does",
+        flush=True,
+    )
+    config = uvicorn.Config(
+        app,
+        host=args.host,
+        port=args.port,
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=3,
+        server_header=False,
+    )
+    uvicorn.Server(config).run()
+    return 0

@@ -1,0 +1,247 @@
+"""Live state of a running experiment, fed by the runner's observer, pushed to listeners.
+
+:class:`LiveRun` keeps counters per trial, a bounded history of chart samples (offered
+against achieved submission rate, submit latency, failures, jobs per client-visible
+stage, client CPU) and recent messages. Every change is pushed at once to each
+subscriber's queue (the server-sent-event streams); nothing polls. Everything here runs
+on the event loop of the server, the same loop as the runner.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter, deque
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any
+
+import numpy as np
+import psutil
+
+from gridbench.backends.base import Backend, JobRequest, JobStatus
+from gridbench.run.observer import TrialProgress
+from gridbench.spec.plan import Plan
+
+#: Chart samples at most this often (s): rates over shorter windows are mostly noise.
+SAMPLE_PERIOD_S = 0.5
+#: Samples kept per experiment (about half an hour at the sample period).
+MAX_SAMPLES = 3600
+#: Events a slow listener may fall behind before it is sent a fresh snapshot instead.
+QUEUE_SIZE = 1000
+FINAL = frozenset({"complete", "aborted", "failed", "crashed"})
+
+
+class MeasuringBackend:
+    """Wraps a backend to time submit calls and count job states per status sweep.
+
+    Everything else is delegated, including optional methods looked up with getattr.
+    """
+
+    def __init__(self, inner: Backend) -> None:
+        self._inner = inner
+        self.submit_seconds: list[float] = []
+        self.submit_errors = 0
+        self.submitting = 0
+        self.states: dict[str, int] = {}
+
+    @property
+    def name(self) -> str:
+        return str(self._inner.name)
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self._inner, attr)
+
+    async def submit(self, job: JobRequest) -> str:
+        self.submitting += 1
+        t0 = time.perf_counter()
+        try:
+            return await self._inner.submit(job)
+        except BaseException:
+            self.submit_errors += 1
+            raise
+        finally:
+            self.submitting -= 1
+            self.submit_seconds.append(time.perf_counter() - t0)
+
+    async def status(self, ids: Sequence[str]) -> dict[str, JobStatus]:
+        res = await self._inner.status(ids)
+        self.states = dict(Counter(st.state.value for st in res.values()))
+        return res
+
+    def take_latencies(self) -> list[float]:
+        out, self.submit_seconds = self.submit_seconds, []
+        return out
+
+
+def _trial_rows(plan: Plan) -> list[dict[str, Any]]:
+    rows = []
+    for t in plan.trials:
+        p = plan.points[t.point_index]
+        rows.append(
+            {
+                "trial_id": t.trial_id,
+                "point": ", ".join(f"{k}={v}" for k, v in p.values.items()) or "-",
+                "offered_rate_per_s": p.peak_rate_per_s,
+                "planned": p.jobs_per_trial,
+                "status": "pending",
+                "submitted": 0,
+                "acknowledged": 0,
+                "completed": 0,
+                "failed": 0,
+                "dropped": 0,
+                "late": 0,
+                "in_flight": 0,
+                "phase": "pending",
+                "started": None,
+                "ended": None,
+            }
+        )
+    return rows
+
+
+class LiveRun:
+    """One experiment's live view; also the runner's Observer."""
+
+    def __init__(self, run_id: str, name: str, plan: Plan, backend: MeasuringBackend) -> None:
+        self.run_id = run_id
+        self.name = name
+        self.backend_type = plan.spec.backend.type
+        self.status = "queued"
+        self.error: str | None = None
+        self.created = time.time()
+        self.started: float | None = None
+        self.trials = _trial_rows(plan)
+        self._index = {r["trial_id"]: i for i, r in enumerate(self.trials)}
+        self.current: str | None = None
+        self.samples: deque[dict[str, Any]] = deque(maxlen=MAX_SAMPLES)
+        self.messages: deque[str] = deque(maxlen=200)
+        self.backend = backend
+        self.stop_after_trial = False
+        self._subs: set[asyncio.Queue[tuple[str, Any]]] = set()
+        self._last: tuple[float, int, int, int, int] | None = None
+        self._proc = psutil.Process()
+        self._proc.cpu_percent(None)  # the first call only starts the measurement
+        self.on_trial_finished: list[Any] = []
+
+    # -- listeners ---------------------------------------------------------------------
+    def subscribe(self) -> asyncio.Queue[tuple[str, Any]]:
+        q: asyncio.Queue[tuple[str, Any]] = asyncio.Queue(QUEUE_SIZE)
+        self._subs.add(q)
+        return q
+
+    def unsubscribe(self, q: asyncio.Queue[tuple[str, Any]]) -> None:
+        self._subs.discard(q)
+
+    def publish(self, kind: str, data: Any) -> None:
+        for q in list(self._subs):
+            try:
+                q.put_nowait((kind, data))
+            except asyncio.QueueFull:  # a stalled tab: resynchronise it with a snapshot
+                while not q.empty():
+                    q.get_nowait()
+                q.put_nowait(("snapshot", self.snapshot()))
+
+    def snapshot(self) -> dict[str, Any]:
+        """Everything a page needs to draw the live view from scratch."""
+        done = sum(1 for t in self.trials if t["status"] not in ("pending", "running"))
+        return {
+            "id": self.run_id,
+            "name": self.name,
+            "backend": self.backend_type,
+            "status": self.status,
+            "error": self.error,
+            "trials_done": done,
+            "trials_total": len(self.trials),
+            "current": self.current,
+            "trials": self.trials,
+            "samples": list(self.samples),
+            "messages": list(self.messages),
+            "stop_after_trial": self.stop_after_trial,
+            "started": self.started,
+            "now": time.time(),
+        }
+
+    def set_status(self, status: str, error: str | None = None) -> None:
+        self.status = status
+        if error is not None:
+            self.error = error
+        self.publish("status", {"status": status, "error": self.error})
+
+    @property
+    def final(self) -> bool:
+        return self.status in FINAL
+
+    # -- Observer ----------------------------------------------------------------------
+    def experiment_started(self, run_dir: str, total_trials: int) -> None:
+        self.started = time.time()
+        self.set_status("running")
+
+    def trial_started(self, progress: TrialProgress) -> None:
+        self.current = progress.trial_id
+        self._last = None
+        row = self._update(progress, "running")
+        row["started"] = time.time()
+        self.publish("trial", row)
+
+    def trial_progress(self, progress: TrialProgress) -> None:
+        row = self._update(progress, "running")
+        self.publish("progress", row)
+        self._sample(progress)
+
+    def trial_finished(self, progress: TrialProgress) -> None:
+        row = self._update(progress, progress.phase)
+        row["ended"] = time.time()
+        self.publish("trial", row)
+        for hook in self.on_trial_finished:
+            hook(progress)
+
+    def message(self, text: str) -> None:
+        self.messages.append(text)
+        self.publish("message", text)
+
+    # -- internals -----------------------------------------------------------------------
+    def _update(self, p: TrialProgress, status: str) -> dict[str, Any]:
+        i = self._index.get(p.trial_id)
+        if i is None:
+            return {}
+        row = self.trials[i]
+        counters = asdict(p)
+        counters.pop("extra", None)
+        counters.pop("trial_id", None)
+        row.update(counters)
+        row["status"] = status
+        return row
+
+    def _sample(self, p: TrialProgress) -> None:
+        now = time.monotonic()
+        cur = (now, p.submitted + p.dropped, p.acknowledged, p.completed, p.failed)
+        if self._last is None:
+            self._last = cur
+            return
+        dt = now - self._last[0]
+        if dt < SAMPLE_PERIOD_S:
+            return
+        lat = np.asarray(self.backend.take_latencies(), dtype=float)
+        states = self.backend.states
+        sample = {
+            "t": round(time.time(), 3),
+            "trial": p.trial_id,
+            "offered_per_s": (cur[1] - self._last[1]) / dt,
+            "achieved_per_s": (cur[2] - self._last[2]) / dt,
+            "completed_per_s": (cur[3] - self._last[3]) / dt,
+            "failures_per_s": (cur[4] - self._last[4]) / dt,
+            "failed_total": p.failed,
+            "submit_mean_s": float(lat.mean()) if lat.size else None,
+            "submit_p95_s": float(np.percentile(lat, 95)) if lat.size else None,
+            "submit_max_s": float(lat.max()) if lat.size else None,
+            "submitting": self.backend.submitting,
+            "queued": states.get("queued", 0),
+            "running": states.get("running", 0),
+            "in_flight": p.in_flight,
+            "completed_total": p.completed,
+            "client_cpu_percent": self._proc.cpu_percent(None),
+        }
+        self._last = cur
+        self.samples.append(sample)
+        self.publish("sample", sample)

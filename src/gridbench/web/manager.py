@@ -1,0 +1,175 @@
+"""Runs several experiments at once in the server's event loop, each its own asyncio task.
+
+Each experiment has its own ExperimentRunner, backend and safety caps (its spec's);
+``max_running`` of them run at a time and the rest queue. ``abort`` is the CLI's first
+Ctrl-C (stop submitting, cancel outstanding jobs, finalise the record); a second abort is
+its second Ctrl-C (cancel the task). ``stop`` lets the running trial finish and starts
+no more. Finished runs are analysed and reported exactly as by ``gridbench run``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+from gridbench.backends.base import Backend
+from gridbench.backends.registry import create_backend
+from gridbench.errors import GridbenchError
+from gridbench.run.experiment import ExperimentRunner
+from gridbench.run.observer import TrialProgress
+from gridbench.spec.plan import Plan
+from gridbench.store.layout import now_iso
+from gridbench.web.live import LiveRun, MeasuringBackend
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ManagedRun:
+    runner: ExperimentRunner
+    live: LiveRun
+    task: asyncio.Task[None] | None = None
+    aborts: int = 0
+    path: Path = field(default_factory=Path)
+
+
+class RunManager:
+    """The experiments this server started, by run id."""
+
+    def __init__(self, root: Path, *, max_running: int = 4) -> None:
+        self.root = root
+        self.max_running = max_running
+        self.runs: dict[str, ManagedRun] = {}
+        self._slots: asyncio.Semaphore | None = None
+
+    def _sem(self) -> asyncio.Semaphore:
+        if self._slots is None:  # created inside the running loop
+            self._slots = asyncio.Semaphore(self.max_running)
+        return self._slots
+
+    def start(self, plan: Plan, data: dict[str, Any]) -> ManagedRun:
+        """Create the results directory now (so the run has an id) and queue the run."""
+        spec = plan.spec
+        inner = create_backend(spec.backend.type, spec.backend.options)  # bad options: now
+        backend = MeasuringBackend(inner)
+        runner = ExperimentRunner(plan, data, self.root, backend=cast(Backend, backend))
+        run = runner.prepare()
+        live = LiveRun(run.id, spec.name, plan, backend)
+        runner.observer = live
+        managed = ManagedRun(runner, live, path=run.path)
+        live.on_trial_finished.append(lambda p: self._after_trial(managed, p))
+        self.runs[run.id] = managed
+        managed.task = asyncio.get_running_loop().create_task(
+            self._run(managed), name=f"gridbench-run-{run.id}"
+        )
+        return managed
+
+    def get(self, run_id: str) -> ManagedRun | None:
+        return self.runs.get(run_id)
+
+    def live(self) -> list[LiveRun]:
+        return [m.live for m in self.runs.values()]
+
+    def stop(self, run_id: str) -> bool:
+        """Finish the running trial, then stop (the record says aborted)."""
+        m = self.runs.get(run_id)
+        if m is None or m.live.final:
+            return False
+        m.live.stop_after_trial = True
+        m.live.message("stop requested: the running trial finishes, no further trials start")
+        if m.live.status == "queued":
+            return self.abort(run_id)
+        return True
+
+    def abort(self, run_id: str) -> bool:
+        """As Ctrl-C: the first stops now and cleans up; a second one forces (cancels)."""
+        m = self.runs.get(run_id)
+        if m is None or m.live.final:
+            return False
+        m.aborts += 1
+        if m.live.status == "queued":  # nothing submitted yet: done at once
+            m.runner.abort()
+            if m.runner.run is not None:
+                m.runner.run.update_experiment(status="aborted", ended=now_iso())
+            m.live.message("aborted while queued: nothing was submitted")
+            m.live.set_status("aborted")
+            if m.task is not None:
+                m.task.cancel()
+            return True
+        if m.aborts == 1:
+            m.live.message(
+                "stopping: no new submissions; cancelling outstanding jobs and saving what "
+                "was recorded (abort again to force)"
+            )
+            m.runner.abort()
+            m.live.set_status("aborting")
+        elif m.task is not None:
+            m.live.message("forced: cancelling the run task")
+            m.task.cancel()
+        return True
+
+    def _after_trial(self, m: ManagedRun, progress: TrialProgress) -> None:
+        if m.live.stop_after_trial and progress.phase == "complete":
+            m.runner.abort()  # checked before the next trial starts: none will
+
+    async def _run(self, m: ManagedRun) -> None:
+        live, runner = m.live, m.runner
+        try:
+            async with self._sem():
+                if runner.stop.is_set():  # aborted while queued: nothing was submitted
+                    return
+                live.set_status("starting")
+                try:
+                    outcome = await runner.execute()
+                except GridbenchError as exc:
+                    live.set_status("failed", exc.message)
+                    return
+                except asyncio.CancelledError:
+                    live.set_status("aborted", "forced stop")
+                    raise
+                except Exception as exc:  # a bug or a backend crash: recorded, not raised
+                    log.exception("run %s failed", live.run_id)
+                    live.set_status("failed", f"{type(exc).__name__}: {exc}")
+                    return
+            if outcome.trials:
+                live.set_status("analysing")
+                try:
+                    await asyncio.to_thread(analyse, m.path, self.root)
+                except GridbenchError as exc:
+                    live.message(f"analysis failed: {exc.message}")
+                except Exception as exc:
+                    log.exception("analysis of %s failed", live.run_id)
+                    live.message(f"analysis failed: {type(exc).__name__}: {exc}")
+            live.set_status(outcome.status, outcome.error)
+        except asyncio.CancelledError:
+            if live.status != "aborted" or runner.run is None:
+                raise
+            # aborted while queued (abort() recorded it) or forced: the task ends here
+        finally:
+            live.publish("end", {"status": live.status})
+
+    async def shutdown(self, timeout_s: float = 60.0) -> None:
+        """Abort every run (as Ctrl-C) and wait for their clean-up."""
+        tasks = [m.task for m in self.runs.values() if m.task is not None and not m.task.done()]
+        for rid, m in self.runs.items():
+            if not m.live.final:
+                self.abort(rid)
+        if tasks:
+            _, pending = await asyncio.wait(tasks, timeout=timeout_s)
+            for t in pending:
+                t.cancel()
+                with contextlib.suppress(BaseException):
+                    await t
+
+
+def analyse(path: Path, root: Path) -> None:
+    """Analyse and report as ``gridbench run`` does, then build the results page's view."""
+    from gridbench.pipeline import analyze_and_report
+    from gridbench.web.results import warm
+
+    analyze_and_report(path)
+    warm(path, root)

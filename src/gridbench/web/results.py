@@ -1,0 +1,193 @@
+"""The results page body, built by the HTML report's own section builders.
+
+The charts and tables are the report's (same functions, same escaping); this module only
+picks them, caps every time series at the report's point budget (series written by older
+or foreign tools may be larger) and caches the result per metrics.json version.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gridbench import __version__
+from gridbench.analysis.series import MAX_POINTS, minmax_downsample
+from gridbench.errors import GridbenchError
+from gridbench.report import html as rh
+from gridbench.report.charts import all_charts
+from gridbench.report.loading import load_metrics, load_series
+from gridbench.report.summary import downsampled_trials, evaluation_summary, headline
+from gridbench.store.layout import RunDir, read_json, write_json
+
+
+@dataclass(frozen=True)
+class ResultsView:
+    """Pre-escaped HTML fragments of one analysed run."""
+
+    headline: str
+    closed: str
+    summary: str
+    charts: str
+    tables: str
+    chart_ids: tuple[str, ...]
+    downsampling_note: str
+    jobs: int
+
+
+def cap_series(obj: Any, max_points: int = MAX_POINTS) -> Any:
+    """Every ``{"t", "v"}`` series down-sampled (min/max per bucket) to ``max_points``."""
+    if isinstance(obj, Mapping):
+        t, v = obj.get("t"), obj.get("v")
+        if isinstance(t, list) and isinstance(v, list) and len(t) == len(v) > max_points:
+            ts, vs, _ = minmax_downsample(
+                np.asarray(t, dtype=float), np.asarray(v, dtype=float), max_points
+            )
+            return {**obj, "t": ts.tolist(), "v": vs.tolist(), "downsampled": True}
+        return {k: cap_series(x, max_points) for k, x in obj.items()}
+    if isinstance(obj, list) and obj and isinstance(obj[0], Mapping):
+        return [cap_series(x, max_points) for x in obj]
+    return obj
+
+
+def _jobs(metrics: Mapping[str, Any]) -> int:
+    total = 0
+    for p in metrics.get("points") or []:
+        for t in p.get("trials") or []:
+            jobs = t.get("jobs")
+            if isinstance(jobs, Mapping):
+                total += int(jobs.get("submitted") or jobs.get("planned") or 0)
+    return total
+
+
+CACHE_DIR = ".web-cache"
+_GUARD = threading.Lock()
+_LOCKS: dict[str, threading.Lock] = {}
+
+
+def _stamp(run_dir: Path) -> int:
+    # analysis writes every series.json before metrics.json: its mtime versions them all
+    return (run_dir / "metrics.json").stat().st_mtime_ns
+
+
+def build_view(run_dir: Path, cache_root: Path | None = None) -> ResultsView:
+    """The results fragments of an analysed run (ResultsError if it is not analysed).
+
+    Kept in memory and, with ``cache_root``, on disk: building the report's plotly
+    figures costs about a second whatever the run's size, reading them back milliseconds.
+    """
+    key = str(run_dir)
+    with _GUARD:
+        lock = _LOCKS.setdefault(key, threading.Lock())
+    with lock:  # a request arriving while the warm-up builds this view waits for it
+        return _cached(key, _stamp(run_dir), str(cache_root) if cache_root else "")
+
+
+def warm(run_dir: Path, cache_root: Path) -> None:
+    """Build (or load) the view of ``run_dir`` so that its first page view is fast."""
+    build_view(run_dir, cache_root)
+
+
+@functools.lru_cache(maxsize=32)
+def _cached(run_dir: str, stamp: int, cache_root: str) -> ResultsView:
+    path = Path(run_dir)
+    cache = Path(cache_root) / CACHE_DIR / f"{path.name}.json" if cache_root else None
+    if cache is not None and cache.is_file():
+        try:
+            data = read_json(cache)
+            view = data["view"]
+            if data.get("stamp") == stamp and hmac.compare_digest(
+                str(data.get("mac")), _mac(stamp, view)
+            ):
+                view["chart_ids"] = tuple(view["chart_ids"])
+                return ResultsView(**view)
+        except (GridbenchError, KeyError, TypeError, OSError):
+            pass  # rebuilt below
+    view_obj = _build(path)
+    if cache is not None:
+        with contextlib.suppress(OSError):  # a read-only store still serves, only slower
+            plain = dataclasses.asdict(view_obj)
+            write_json(
+                cache, {"stamp": stamp, "mac": _mac(stamp, plain), "view": plain}, indent=None
+            )
+    return view_obj
+
+
+def _key_file() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "gridbench" / "web-cache.key"
+
+
+@functools.cache
+def _key() -> bytes:
+    """The key that authenticates cached HTML: kept outside the results store, so whoever
+    can write the store cannot forge pre-rendered HTML (it would be shown unescaped)."""
+    path = _key_file()
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        key = secrets.token_bytes(32)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(key)
+        return key
+
+
+def _mac(stamp: int, view: Any) -> str:
+    body = json.dumps([__version__, stamp, view], sort_keys=True, default=list).encode()
+    return hmac.new(_key(), body, hashlib.sha256).hexdigest()
+
+
+def _build(path: Path) -> ResultsView:
+    metrics = load_metrics(path)
+    series = {k: cap_series(v) for k, v in load_series(path).items()}
+    run = RunDir(path)
+    exp = run.read_experiment()
+    spec_yaml = run.spec_file.read_text(encoding="utf-8") if run.spec_file.exists() else ""
+    plan = read_json(run.plan_file) if run.plan_file.exists() else None
+    summ = evaluation_summary(metrics, {"experiment": exp, "spec_yaml": spec_yaml, "plan": plan})
+    charts = all_charts(metrics, series)
+    ds = downsampled_trials(series)
+    jobs = _jobs(metrics)
+    note = (
+        f"Down-sampled on the server: the time series of {len(ds)} trial(s) "
+        f"({', '.join(ds)}) are cut to at most {MAX_POINTS} points per line, keeping each "
+        "bucket's minimum and maximum so peaks survive. Tables and downloads use the full data."
+        if ds
+        else f"No down-sampling was needed: every line has at most {MAX_POINTS} points."
+    )
+    tables = (
+        rh._sustain_html(metrics)
+        + rh._batch_html(metrics)
+        + rh._probe_html(metrics)
+        + rh._growth_html(metrics)
+        + rh._latency_html(metrics)
+        + rh._throughput_html(metrics)
+        + rh._failures_html(metrics)
+        + rh._thresholds_html(metrics)
+        + rh._validity_html(metrics)
+        + rh._details_tables_html(metrics)
+    )
+    return ResultsView(
+        headline=rh._headline_html(headline(metrics)),
+        closed=rh._closed_results_html(metrics),
+        summary=rh._summary_html(summ),
+        charts=rh._charts_html(charts, []),
+        tables=tables,
+        chart_ids=tuple(c.id for c in charts),
+        downsampling_note=note,
+        jobs=jobs,
+    )

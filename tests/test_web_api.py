@@ -1,0 +1,467 @@
+"""The dashboard's HTTP API against a live ``gridbench serve`` and the reference grid.
+
+Security (token off loopback, CSRF, Host check, escaping, CSP), the live event stream,
+/metrics in OpenMetrics, abort with clean-up, downloads, the plan's confirmation and the
+refusal of literal secrets.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
+
+from conftest import BIN, cli_env
+from web_server import Server, csrf_of, fast_spec, free_port, read_events, serve, start_run
+
+XSS = '<script>alert("xss")</script><img src=x onerror=alert(1)>'
+TOKEN = "t0ken-for-the-web-tests-0123456789"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    base = tmp_path_factory.mktemp("web")
+    with serve(base / "results", base / "serve.log") as s:
+        yield s
+
+
+@pytest.fixture
+def client(server: Server) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=server.url, timeout=60) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def finished(server: Server) -> tuple[str, list[tuple[str, object]], str]:
+    """One fast run started through the form; its events and the /metrics text mid-run."""
+    with httpx.Client(base_url=server.url, timeout=60) as c:
+        rid = start_run(c, fast_spec("api-run", duration="4s"))
+        events: list[tuple[str, object]] = []
+        metrics_text = ""
+        import json as _json
+
+        kind = None
+        with c.stream("GET", f"/experiments/{rid}/events", timeout=120) as s:
+            for line in s.iter_lines():
+                if line.startswith("event:"):
+                    kind = line[6:].strip()
+                elif line.startswith("data:") and kind:
+                    data = _json.loads(line[5:])
+                    events.append((kind, data))
+                    if (
+                        not metrics_text
+                        and kind == "progress"
+                        and isinstance(data, dict)
+                        and data.get("acknowledged", 0) >= 2
+                    ):
+                        metrics_text = httpx.get(server.url + "/metrics").text
+                    if kind == "end":
+                        break
+        return rid, events, metrics_text
+
+
+def test_sse_stream_delivers_live_events(finished: tuple[str, list, str], server: Server) -> None:
+    _, events, _ = finished
+    kinds = [k for k, _ in events]
+    assert kinds[0] == "snapshot"
+    assert kinds[-1] == "end"
+    assert events[-1][1] == {"status": "complete"}, server.tail()
+    submitted = [d["submitted"] for k, d in events if k == "progress"]
+    assert submitted == sorted(submitted) and submitted[-1] == 8  # 2/s for 4 s
+    samples = [d for k, d in events if k == "sample"]
+    assert len(samples) >= 3
+    assert max(s["offered_per_s"] for s in samples) > 0.5
+    assert any(s["submit_mean_s"] is not None and s["submit_mean_s"] > 0 for s in samples)
+    assert all(0 <= s["client_cpu_percent"] < 400 for s in samples)
+    statuses = [d["status"] for k, d in events if k == "status"]
+    assert "analysing" in statuses and statuses[-1] == "complete"
+    finals = [d for k, d in events if k == "trial" and d["status"] == "complete"]
+    assert finals and finals[-1]["completed"] == 8
+
+
+def test_results_page_after_the_run(finished: tuple[str, list, str], client: httpx.Client) -> None:
+    rid, _, _ = finished
+    r = client.get(f"/experiments/{rid}")
+    assert r.status_code == 200
+    page = r.text
+    assert 'id="charts"' in page and 'data-plot="plot-' in page
+    assert "Down-sampled on the server" in page or "No down-sampling was needed" in page
+    assert 'id="table-latency"' in page and 'id="table-thresholds"' in page
+    assert "<script>" not in page.replace('<script type="application/json"', "")
+    listing = client.get("/", params={"q": "api-run"}).text
+    assert rid in listing and "pass" in listing
+    assert rid not in client.get("/", params={"q": "no-such-thing"}).text
+
+
+def test_downloads(finished: tuple[str, list, str], client: httpx.Client) -> None:
+    rid, _, _ = finished
+    r = client.get(f"/experiments/{rid}/download/metrics.json")
+    assert r.status_code == 200 and r.json()["schema"] == "gridbench.metrics/1"
+    assert "attachment" in r.headers["content-disposition"]
+    r = client.get(f"/experiments/{rid}/download/latency.csv")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/csv")
+    assert r.text.splitlines()[0].count(",") >= 3
+    for bad in ("..%2F..%2Fetc%2Fpasswd", "report.html", "x.csv.exe", "..%2Fspec.yaml"):
+        assert client.get(f"/experiments/{rid}/download/{bad}").status_code == 404, bad
+    assert client.get("/experiments/..%2F..%2Fetc/download/metrics.json").status_code == 404
+
+
+def test_metrics_endpoint_is_openmetrics(finished: tuple[str, list, str]) -> None:
+    rid, _, text = finished
+    assert text, "no /metrics scrape was taken while the run was live"
+    fams = {f.name: f for f in text_string_to_metric_families(text)}
+    sub = fams["gridbench_trial_jobs_submitted"]
+    assert sub.type == "counter"
+    values = [s.value for s in sub.samples if s.labels.get("experiment") == rid]
+    assert values and values[0] >= 2
+    running = fams["gridbench_experiment_running"]
+    assert any(s.labels["experiment"] == rid and s.value == 1.0 for s in running.samples)
+    assert "gridbench_offered_rate_per_second" in fams
+
+
+def test_abort_cleans_up_like_ctrl_c(server: Server, client: httpx.Client) -> None:
+    from gridbench.run.cleanup import find_outstanding
+    from gridbench.store.layout import RunDir
+
+    rid = start_run(client, fast_spec("api-abort", rate="4/s", duration="60s"))
+    kind = None
+    csrf = csrf_of(client.get(f"/experiments/{rid}").text)
+    aborted = False
+    statuses = []
+    with client.stream("GET", f"/experiments/{rid}/events", timeout=120) as s:
+        for line in s.iter_lines():
+            if line.startswith("event:"):
+                kind = line[6:].strip()
+            elif line.startswith("data:") and kind:
+                data = json.loads(line[5:])
+                if kind == "progress" and data["acknowledged"] >= 4 and not aborted:
+                    r = client.post(f"/experiments/{rid}/abort", data={"csrf": csrf})
+                    assert r.status_code == 303
+                    aborted = True
+                if kind == "status":
+                    statuses.append(data["status"])
+                if kind == "end":
+                    assert data["status"] == "aborted", server.tail()
+                    break
+    assert "aborting" in statuses
+    run = RunDir(server.root / rid)
+    assert run.read_experiment()["status"] == "aborted"
+    assert find_outstanding(run) == {}  # every acknowledged job ended or was cancelled
+    trial = json.loads((run.trial_dir("p00-t00") / "trial.json").read_text())
+    assert trial["status"] == "aborted"
+    assert trial["events"] > 0
+
+
+def test_csrf_is_required(server: Server, client: httpx.Client) -> None:
+    spec = fast_spec("csrf")
+    # no cookie, no token
+    r = httpx.post(server.url + "/new", data={"yaml": spec, "action": "start"})
+    assert r.status_code == 403
+    csrf = csrf_of(client.get("/new").text)
+    # a cookie but a wrong or missing form token
+    assert client.post("/new", data={"yaml": spec, "action": "plan"}).status_code == 403
+    r = client.post("/new", data={"csrf": "x" * 43, "yaml": spec, "action": "plan"})
+    assert r.status_code == 403
+    # the right token from another origin
+    r = client.post(
+        "/new",
+        data={"csrf": csrf, "yaml": spec, "action": "plan"},
+        headers={"origin": "http://evil.example"},
+    )
+    assert r.status_code == 403
+    # JSON API needs the header
+    assert client.post("/api/spec/parse", json={"yaml": spec}).status_code == 403
+    r = client.post("/api/spec/parse", json={"yaml": spec}, headers={"x-csrf-token": csrf})
+    assert r.status_code == 200 and r.json()["data"]["name"] == "csrf"
+    r = client.post("/new", data={"csrf": csrf, "yaml": spec, "action": "plan"})
+    assert r.status_code == 200 and 'id="plan-summary"' in r.text
+    assert not list(server.root.glob("*-csrf"))  # nothing was started
+
+
+def test_host_header_and_security_headers(server: Server) -> None:
+    r = httpx.get(server.url + "/", headers={"host": "attacker.example"})
+    assert r.status_code == 400  # DNS rebinding of a loopback server
+    r = httpx.get(server.url + "/")
+    csp = r.headers["content-security-policy"]
+    assert (
+        "script-src 'self'" in csp
+        and "unsafe-inline" not in csp.split("script-src")[1].split(";")[0]
+    )
+    assert "frame-ancestors 'none'" in csp
+    assert r.headers["x-content-type-options"] == "nosniff"
+    js = httpx.get(server.url + "/vendor/plotly.min.js?v=1")
+    assert js.status_code == 200 and "immutable" in js.headers["cache-control"]
+    assert "cdn.plot.ly" not in js.text
+
+
+def test_xss_payloads_render_inert(
+    finished: tuple[str, list, str], server: Server, client: httpx.Client
+) -> None:
+    rid, _, _ = finished
+    src = server.root / rid
+    evil = server.root / "20991231T000000Z-evil"
+    shutil.copytree(src, evil)
+    exp = json.loads((evil / "experiment.json").read_text())
+    exp.update(id=evil.name, name=XSS, description=XSS, error=XSS, backend=XSS, verdict=XSS)
+    (evil / "experiment.json").write_text(json.dumps(exp))
+    m = json.loads((evil / "metrics.json").read_text())
+    m["experiment"] = XSS
+    m["thresholds"][0]["metric"] = XSS
+    m["thresholds"][0]["where"] = XSS
+    m["validity"] = {"valid": False, "invalid_trials": [XSS], "reasons": [XSS]}
+    (evil / "metrics.json").write_text(json.dumps(m))
+    (evil / "spec.yaml").write_text(f"name: '{XSS}'\n")
+    trial = evil / "trials" / "p00-t00" / "trial.json"
+    info = json.loads(trial.read_text())
+    info["error"] = XSS  # a backend message
+    trial.write_text(json.dumps(info))
+    pages = [
+        client.get("/"),
+        client.get("/", params={"q": "alert"}),
+        client.get(f"/experiments/{evil.name}"),
+        client.get("/compare", params={"ids": [rid, evil.name]}),
+        client.get("/history", params={"experiment": evil.name, "metric": XSS}),
+    ]
+    for r in pages:
+        assert r.status_code == 200, r.url
+        assert "<script>alert" not in r.text, r.url
+        assert "<img src=x" not in r.text, r.url
+    assert "&lt;script&gt;alert(" in pages[2].text or "\\u003cscript" in pages[2].text
+
+
+def test_spec_errors_secrets_and_confirmation(server: Server, client: httpx.Client) -> None:
+    csrf = csrf_of(client.get("/new").text)
+    bad = client.post("/new", data={"csrf": csrf, "yaml": "name: x\nload: {rate: nope}\n"})
+    assert bad.status_code == 422 and 'id="spec-error"' in bad.text and "rate" in bad.text
+    secret = fast_spec("secret").replace(
+        "options: {preset: batched}", "options: {preset: batched, password: hunter2hunter2}"
+    )
+    r = client.post("/new", data={"csrf": csrf, "yaml": secret, "action": "start"})
+    assert r.status_code == 422 and "secret" in r.text
+    assert "hunter2hunter2" not in r.text and "&lt;redacted&gt;" in r.text  # never echoed
+    r = client.post("/api/spec/parse", json={"yaml": secret}, headers={"x-csrf-token": csrf})
+    assert "hunter2hunter2" not in r.text
+    assert not list(server.root.glob("*-secret"))
+    big = fast_spec("big") + "safety: {confirm_above: 3}\n"
+    r = client.post("/new", data={"csrf": csrf, "yaml": big, "action": "plan"})
+    assert r.status_code == 200 and 'id="confirm"' in r.text
+    r = client.post("/new", data={"csrf": csrf, "yaml": big, "action": "start"})
+    assert r.status_code == 422 and "confirm" in r.text
+    assert not list(server.root.glob("*-big"))
+
+
+def test_presets_saved_without_secrets(server: Server, client: httpx.Client) -> None:
+    page = client.get("/presets/edit", params={"copy": "demo"}).text
+    csrf = csrf_of(page)
+    text = (
+        "description: my demo\nbackend:\n  type: command\n  options:\n    preset: demo\n"
+        "    vars: {state_dir: /tmp/gb-web-demo}\n"
+    )
+    r = client.post("/presets/edit", data={"csrf": csrf, "name": "mydemo", "text": text})
+    assert r.status_code == 303
+    assert (server.root / ".presets" / "mydemo.yaml").is_file()
+    assert "saved:mydemo" in client.get("/new").text
+    leaky = text + "    env: {API_TOKEN: abcdefabcdef}\n"
+    r = client.post("/presets/edit", data={"csrf": csrf, "name": "leaky", "text": leaky})
+    assert r.status_code == 422 and "secret" in r.text and "abcdefabcdef" not in r.text
+    assert not (server.root / ".presets" / "leaky.yaml").exists()
+    r = client.post("/presets/edit", data={"csrf": csrf, "name": "../x", "text": text})
+    assert r.status_code == 422
+    # the templates and patterns, and a pattern tried on sample CLI output (XSS inert)
+    sample = f"abc123 RUNNING -\nffff00 COMPLETED 0\n{XSS}\n"
+    form = {"csrf": csrf, "name": "mydemo", "text": text, "action": "try", "op": "status"}
+    r = client.post("/presets/edit", data={**form, "sample": sample})
+    assert r.status_code == 200 and 'id="templates"' in r.text
+    assert re.search(r"<td>abc123</td><td>running \(RUNNING\)</td>", r.text)
+    assert re.search(r"<td>ffff00</td><td>done \(COMPLETED\)</td>", r.text)
+    assert "<script>alert" not in r.text and "&lt;script&gt;" in r.text
+    r = client.post("/presets/edit", data={**form, "sample": "nothing here"})
+    assert r.status_code == 422 and "matches nothing" in r.text
+    assert "arcsub" in client.get("/presets").text  # shipped templates are shown
+
+
+def test_refuses_other_addresses_without_a_token(tmp_path: Path) -> None:
+    p = subprocess.run(
+        [str(BIN), "serve", "--host", "0.0.0.0", "--port", str(free_port())],
+        env=cli_env(tmp_path / "results"), capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert p.returncode == 2
+    assert "refusing to serve on 0.0.0.0 without an access token" in p.stderr
+    assert "Traceback" not in p.stderr
+
+
+def test_token_required_off_loopback(tmp_path: Path) -> None:
+    env = {"GB_WEB_TOKEN": TOKEN}
+    with serve(
+        tmp_path / "results",
+        tmp_path / "serve.log",
+        host="0.0.0.0",
+        extra=["--token-env", "GB_WEB_TOKEN"],
+        env=env,
+    ) as s:
+        assert TOKEN not in " ".join(s.proc.args)  # type: ignore[arg-type]
+        assert httpx.get(s.url + "/").status_code == 401
+        assert httpx.get(s.url + "/metrics").status_code == 401
+        r = httpx.get(s.url + "/", headers={"accept": "text/html"})
+        assert r.status_code == 303 and r.headers["location"] == "/login"
+        wrong = {"authorization": "Bearer " + TOKEN[:-1] + "x"}
+        assert httpx.get(s.url + "/", headers=wrong).status_code == 401
+        ok = {"authorization": "Bearer " + TOKEN}
+        assert httpx.get(s.url + "/", headers=ok).status_code == 200
+        with httpx.Client(base_url=s.url) as c:
+            csrf = csrf_of(c.get("/login").text)
+            r = c.post("/login", data={"csrf": csrf, "token": "wrong-token-wrong-token"})
+            assert r.status_code == 401
+            r = c.post("/login", data={"csrf": csrf, "token": TOKEN})
+            assert r.status_code == 303
+            assert TOKEN not in r.headers.get("set-cookie", "")
+            page = c.get("/")
+            assert page.status_code == 200 and TOKEN not in page.text
+        assert TOKEN not in s.tail(200)
+        assert not any(TOKEN in p.read_text(errors="replace") for p in _files(tmp_path))
+
+
+def _files(root: Path) -> list[Path]:
+    return [p for p in root.rglob("*") if p.is_file() and p.stat().st_size < 10_000_000]
+
+
+def test_short_token_is_refused(tmp_path: Path) -> None:
+    p = subprocess.run(
+        [str(BIN), "serve", "--host", "0.0.0.0", "--token-env", "GB_T"],
+        env={**cli_env(tmp_path), "GB_T": "short"}, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert p.returncode == 2 and "shorter than 16" in p.stderr
+
+
+def test_matches_and_secret_finder() -> None:
+    from gridbench.web.app import matches
+    from gridbench.web.presets import find_secrets
+    from gridbench.web.security import hash_token, token_matches
+
+    entry = {"id": "20260101-a", "name": "Slurm ramp", "backend": "slurm", "status": "complete"}
+    assert matches(entry, "slurm complete") and not matches(entry, "slurm aborted")
+    assert find_secrets({"options": {"password": "x", "password_env": "PW", "key_file": "k"}}) == [
+        "options.password"
+    ]
+    assert find_secrets({"env": {"MY_TOKEN": "abc"}, "vars": {"token": ""}}) == ["env.MY_TOKEN"]
+    h = hash_token("abc")
+    assert token_matches("abc", h) and not token_matches("abd", h) and not token_matches(None, h)
+    assert os.environ.get("GB_WEB_TOKEN") is None
+
+
+def test_cap_series_downsamples_long_lines() -> None:
+    from gridbench.web.results import cap_series
+
+    long = {"t": list(range(10_000)), "v": [float(i % 7) for i in range(10_000)]}
+    out = cap_series({"throughput": {"ce": long}, "short": {"t": [1, 2], "v": [3, 4]}})
+    ce = out["throughput"]["ce"]
+    assert len(ce["t"]) <= 500 and ce["downsampled"] is True
+    assert max(ce["v"]) == 6.0 and min(ce["v"]) == 0.0  # peaks survive
+    assert out["short"] == {"t": [1, 2], "v": [3, 4]}
+
+
+def test_stop_finishes_the_trial_and_starts_no_more(server: Server, client: httpx.Client) -> None:
+    spec = fast_spec("api-stop", duration="3s") + "sweep: {rate: [2/s, 3/s]}\n"
+    rid = start_run(client, spec)
+    csrf = csrf_of(client.get(f"/experiments/{rid}").text)
+    kind, stopped = None, False
+    with client.stream("GET", f"/experiments/{rid}/events", timeout=120) as s:
+        for line in s.iter_lines():
+            if line.startswith("event:"):
+                kind = line[6:].strip()
+            elif line.startswith("data:") and kind:
+                data = json.loads(line[5:])
+                if kind == "progress" and data["submitted"] >= 2 and not stopped:
+                    assert (
+                        client.post(f"/experiments/{rid}/stop", data={"csrf": csrf}).status_code
+                        == 303
+                    )
+                    stopped = True
+                if kind == "end":
+                    break
+    run = server.root / rid
+    exp = json.loads((run / "experiment.json").read_text())
+    assert exp["status"] == "aborted" and exp["trials_done"] == 1
+    first = json.loads((run / "trials" / "p00-t00" / "trial.json").read_text())
+    assert first["status"] == "complete"  # the running trial was allowed to finish
+    assert not (run / "trials" / "p01-t00").exists()
+    assert (run / "metrics.json").is_file()  # what was recorded is analysed
+
+
+def test_stopping_the_server_aborts_its_runs_like_ctrl_c(tmp_path: Path) -> None:
+    from gridbench.run.cleanup import find_outstanding
+    from gridbench.store.layout import RunDir
+
+    with (
+        serve(tmp_path / "results", tmp_path / "serve.log") as s,
+        httpx.Client(base_url=s.url, timeout=60) as c,
+    ):
+        rid = start_run(c, fast_spec("api-shutdown", rate="4/s", duration="60s"))
+        kind = None
+        with c.stream("GET", f"/experiments/{rid}/events", timeout=60) as st:
+            for line in st.iter_lines():
+                if line.startswith("event:"):
+                    kind = line[6:].strip()
+                elif (
+                    line.startswith("data:")
+                    and kind == "progress"
+                    and json.loads(line[5:])["acknowledged"] >= 4
+                ):
+                    break
+        s.proc.send_signal(signal.SIGINT)
+        assert s.proc.wait(timeout=60) == 130, s.tail()  # exit code: interrupted
+    run = RunDir(tmp_path / "results" / rid)
+    assert run.read_experiment()["status"] == "aborted", s.tail()
+    assert find_outstanding(run) == {}
+
+
+def test_runs_queue_beyond_max_running(tmp_path: Path) -> None:
+    with (
+        serve(tmp_path / "results", tmp_path / "serve.log", extra=["--max-running", "1"]) as s,
+        httpx.Client(base_url=s.url, timeout=60) as c,
+    ):
+        first = start_run(c, fast_spec("queue-a", duration="2s"))
+        second = start_run(c, fast_spec("queue-b", duration="2s"))
+        third = start_run(c, fast_spec("queue-c", duration="2s"))
+        row = re.search(rf'data-id="{second}" data-status="(\w+)"', c.get("/").text)
+        assert row and row.group(1) == "queued"
+        csrf = csrf_of(c.get(f"/experiments/{third}").text)
+        assert c.post(f"/experiments/{third}/abort", data={"csrf": csrf}).status_code == 303
+        assert read_events(c, third)[-1] == ("end", {"status": "aborted"})
+        assert json.loads((s.root / third / "experiment.json").read_text())["status"] == "aborted"
+        assert not list((s.root / third / "trials").iterdir())  # nothing was submitted
+        events = read_events(c, second)
+        statuses = [d["status"] for k, d in events if k == "status"]
+        assert statuses[0] in ("starting", "running") and statuses[-1] == "complete", s.tail()
+        for rid in (first, second):
+            exp = json.loads((s.root / rid / "experiment.json").read_text())
+            assert exp["status"] == "complete"
+        a = json.loads((s.root / first / "experiment.json").read_text())
+        b = json.loads((s.root / second / "experiment.json").read_text())
+        assert b["started"] >= a["ended"]  # one at a time
+
+
+def test_tampered_view_cache_is_not_served(finished: tuple[str, list, str], server: Server) -> None:
+    from gridbench.web import results
+
+    rid, _, _ = finished
+    run = server.root / rid
+    view = results.build_view(run, server.root)
+    cache = server.root / results.CACHE_DIR / f"{rid}.json"
+    data = json.loads(cache.read_text())
+    assert data["view"]["headline"] == view.headline
+    data["view"]["headline"] = XSS  # someone who can write the store, not the server's key
+    cache.write_text(json.dumps(data))
+    results._cached.cache_clear()
+    again = results.build_view(run, server.root)
+    assert XSS not in again.headline and again.headline == view.headline
+    assert json.loads(cache.read_text())["view"]["headline"] == view.headline  # rewritten
