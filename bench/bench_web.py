@@ -75,7 +75,7 @@ def build(root: Path, jobs: int) -> list[str]:
     analyze_and_report(first)
     print(f"analysed and reported in {time.perf_counter() - t:.1f} s")
     second = root / ids[1]
-    shutil.copytree(first, second, ignore=shutil.ignore_patterns(".web-cache"))
+    shutil.copytree(first, second, ignore=shutil.ignore_patterns(".web-view.json"))
     exp = json.loads((second / "experiment.json").read_text())
     exp.update(id=ids[1], created="2026-01-02T00:00:00+00:00")
     (second / "experiment.json").write_text(json.dumps(exp))
@@ -167,7 +167,8 @@ def main() -> None:
             shutil.rmtree(root, ignore_errors=True)
             root.mkdir(parents=True)
             ids = build(root, args.jobs)
-        shutil.rmtree(root / ".web-cache", ignore_errors=True)
+        for cached in root.glob("*/.web-view.json"):
+            cached.unlink()
         cold = subprocess.run(
             [sys.executable, "-c", COLD, str(root / ids[0])],
             check=True, capture_output=True, text=True,

@@ -456,7 +456,7 @@ def test_tampered_view_cache_is_not_served(finished: tuple[str, list, str], serv
     rid, _, _ = finished
     run = server.root / rid
     view = results.build_view(run, server.root)
-    cache = server.root / results.CACHE_DIR / f"{rid}.json"
+    cache = run / results.CACHE_FILE
     data = json.loads(cache.read_text())
     assert data["view"]["headline"] == view.headline
     data["view"]["headline"] = XSS  # someone who can write the store, not the server's key

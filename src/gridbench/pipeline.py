@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
 from gridbench.store.layout import RunDir, read_json
+
+log = logging.getLogger(__name__)
 
 
 def analyze_and_report(run_path: Path) -> tuple[dict[str, Any], dict[str, Path]]:
@@ -24,7 +27,20 @@ def analyze_and_report(run_path: Path) -> tuple[dict[str, Any], dict[str, Path]]
     if not metrics.get("validity", {}).get("valid", True):
         verdict += " (invalid trials)"
     run.update_experiment(verdict=verdict, analysed=True)
+    _warm_dashboard(run.path)
     return metrics, {k: Path(v) for k, v in paths.items()}
+
+
+def _warm_dashboard(run_path: Path) -> None:
+    """Pre-build the dashboard's view of the run, so its first page view is fast even for a
+    million jobs (docs/dashboard.md); the reports are written already, so a failure here
+    only costs that speed."""
+    from gridbench.web.results import warm
+
+    try:
+        warm(run_path, run_path.parent)
+    except Exception as exc:  # never fail an analysis for a cache
+        log.warning("dashboard view of %s not pre-built: %s", run_path.name, exc)
 
 
 def exit_code_for(metrics: dict[str, Any]) -> int:

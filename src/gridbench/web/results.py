@@ -72,7 +72,7 @@ def _jobs(metrics: Mapping[str, Any]) -> int:
     return total
 
 
-CACHE_DIR = ".web-cache"
+CACHE_FILE = ".web-view.json"  # inside the run directory, next to what it is built from
 _GUARD = threading.Lock()
 _LOCKS: dict[str, threading.Lock] = {}
 
@@ -85,7 +85,8 @@ def _stamp(run_dir: Path) -> int:
 def build_view(run_dir: Path, cache_root: Path | None = None) -> ResultsView:
     """The results fragments of an analysed run (ResultsError if it is not analysed).
 
-    Kept in memory and, with ``cache_root``, on disk: building the report's plotly
+    Kept in memory and, with ``cache_root``, on disk (``<run>/.web-view.json``): building
+    the report's plotly
     figures costs about a second whatever the run's size, reading them back milliseconds.
     """
     key = str(run_dir)
@@ -103,7 +104,7 @@ def warm(run_dir: Path, cache_root: Path) -> None:
 @functools.lru_cache(maxsize=32)
 def _cached(run_dir: str, stamp: int, cache_root: str) -> ResultsView:
     path = Path(run_dir)
-    cache = Path(cache_root) / CACHE_DIR / f"{path.name}.json" if cache_root else None
+    cache = path / CACHE_FILE if cache_root else None
     if cache is not None and cache.is_file():
         try:
             data = read_json(cache)
