@@ -4,6 +4,7 @@ histograms, speedups, matrix, concurrency first/last done, thresholds, bonnie++ 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -380,5 +381,231 @@ def test_needed_bytes_covers_every_writer() -> None:
         GOOD + "concurrency: {enabled: true, clients: [1, 3]}\n"
         "http: {url: 'http://h/dav/', sizes: [64M], compare_target: b}\n"
     )
+    # the largest phase: each phase's files are removed before the next one starts
+    # (test_io_concurrency.py checks that the iozone file is gone during concurrency)
     assert needed_bytes(spec, "a") == 3 * 4 * 2**20  # 3 clients x separate 4 MiB files
     assert needed_bytes(spec, "b") == 64 * 2**20  # the HTTP comparison copy lands on b
+
+
+# --- review fixes ---------------------------------------------------------------------
+
+
+def _fake_fio(tmp_path: Path, body: str) -> Path:
+    """A stand-in fio executable (a real process) that misbehaves as ``body`` says: the
+    only way to make fio print unreadable JSON or hang on demand."""
+    import sys
+
+    exe = tmp_path / "fake-fio"
+    exe.write_text(
+        f"#!{sys.executable}\nimport sys, time\n"
+        "out = [a.split('=', 1)[1] for a in sys.argv if a.startswith('--output=')][0]\n" + body
+    )
+    exe.chmod(0o755)
+    return exe
+
+
+def _quick_spec(tmp_path: Path, fio: Path, extra: str = "") -> Path:
+    target = tmp_path / "target"
+    target.mkdir()
+    spec = tmp_path / "s.yaml"
+    spec.write_text(
+        f"name: q\ntargets: [{{name: a, path: {target}}}]\nrepetitions: 1\ncache: none\n"
+        f"iozone: {{file_size: 64k, record_size: 64k, tests: [write]}}\nfio: {fio}\n" + extra
+    )
+    return spec
+
+
+def test_fio_json_garbage_is_a_backend_failure_with_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from gridbench.cli import main
+
+    fio = _fake_fio(tmp_path, "open(out, 'w').write('{\"jobs\": [')\n")
+    spec = _quick_spec(tmp_path, fio)
+    code = main(["io", "run", str(spec), "--results", str(tmp_path / "res")])
+    said = capsys.readouterr().out
+    assert code == 3, said  # a backend failure, not "bad input" (2)
+    [run] = list((tmp_path / "res").iterdir())
+    assert (run / "report.html").exists()  # the report is still written
+    exp = json.loads((run / "experiment.json").read_text())
+    assert exp["status"] == "failed" and "not valid JSON" in exp["error"]
+    assert str(fio) in exp["error"]  # names the fio command
+    assert list((tmp_path / "target").iterdir()) == []
+
+
+def test_fio_timeout_names_the_command(tmp_path: Path) -> None:
+    from gridbench.errors import BackendError
+    from gridbench.io.load import load_io_spec
+    from gridbench.io.runner import IoRunner, fio_timeout
+
+    fio = _fake_fio(tmp_path, "time.sleep(60)\n")
+    spec, data = load_io_spec(_quick_spec(tmp_path, fio, "fio_timeout: 1s\n"))
+    with pytest.raises(BackendError) as ei:
+        IoRunner(spec, data, tmp_path / "res").execute()
+    assert "did not finish within 1 s" in str(ei.value) and str(fio) in str(ei.value)
+    default, _ = load_io_spec_text(GOOD)
+    assert fio_timeout(default, 100 * 2**20) == pytest.approx(120 + 100)  # 1 MiB/s floor
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        ("concurrency: {enabled: true, clients: []}", "concurrency.clients"),
+        ("concurrency: {tests: []}", "concurrency.tests"),
+        ("iozone: {tests: []}", "iozone.tests"),
+        ("http: {url: 'http://h/', sizes: []}", "http.sizes"),
+        ("thresholds: [{test: reed, min_kbps: 1}]", "thresholds.0.test"),
+        ("thresholds: [{test: read}]", "at least one of min_kbps"),
+        ("bonnie: {size: 10M, ram: 8M}", "at least twice bonnie.ram"),
+    ],
+)
+def test_empty_lists_and_bad_limits_are_refused(extra: str, said: str) -> None:
+    base = "name: t\ntargets: [{name: a, path: /x}]\n"
+    with pytest.raises(SpecError, match=re.escape(said)):
+        load_io_spec_text(base + extra + "\n", "s.yaml")
+
+
+def test_empty_target_path_is_refused() -> None:
+    with pytest.raises(SpecError, match=r"targets\.0\.path"):
+        load_io_spec_text("name: t\ntargets: [{name: a, path: ''}]\n", "s.yaml")
+
+
+def test_url_credentials_refused_and_never_echoed(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gridbench.io.http import basic_auth
+
+    base = "name: t\ntargets: [{name: a, path: /x}]\n"
+    with pytest.raises(SpecError) as ei:
+        load_io_spec_text(base + "http: {url: 'http://u:s3cr3t@h/dav/'}\n", "s.yaml")
+    assert "s3cr3t" not in str(ei.value) and "auth_env" in str(ei.value)
+    spec, _ = load_io_spec_text(base + "http: {url: 'http://h/dav/', auth_env: DAV_AUTH}\n")
+    assert spec.http is not None
+    monkeypatch.delenv("DAV_AUTH", raising=False)
+    with pytest.raises(Exception, match="DAV_AUTH is not set") as ei2:
+        basic_auth(spec.http)
+    monkeypatch.setenv("DAV_AUTH", "u:pa:ss")
+    assert basic_auth(spec.http) == ("u", "pa:ss")
+    monkeypatch.setenv("DAV_AUTH", "nocolon")
+    with pytest.raises(Exception, match="DAV_AUTH") as ei2:
+        basic_auth(spec.http)
+    assert "nocolon" not in str(ei2.value)
+
+
+def test_separate_files_differ_across_servers() -> None:
+    from gridbench.io.runner import server_jobs
+
+    opts: dict[str, str | int | bool] = {"filename_format": "gridbench-conc.$jobnum.dat"}
+    plan = server_jobs("write", opts, 3, ["h1", "h2", "h3,9000"])
+    assert [srv for srv, _ in plan] == ["h1", "h2", "h3,9000"]
+    names = [j.options["filename_format"] for _, j in plan]
+    assert len(set(names)) == 3 and all("$jobnum" in str(n) for n in names)
+    plan = server_jobs("write", {"filename": "same.dat"}, 3, ["h1", "h2"])
+    assert [j.options["numjobs"] for _, j in plan] == [2, 1]
+    assert all("filename_format" not in j.options for _, j in plan)
+
+
+def test_colon_in_target_path_is_escaped_for_fio(tmp_path: Path) -> None:
+    d = tmp_path / "a:b"
+    d.mkdir()
+    spec = IozoneSpec(file_size=2 * 2**16, record_size=2**16)
+    opts = job_options("write", spec, directory=str(d), direct=False)
+    assert opts["directory"] == str(d).replace(":", "\\:")
+    jf = tmp_path / "j.fio"
+    jf.write_text(job_file_text([FioJob("write", opts)], {}))
+    subprocess.run(["fio", "--output-format=json", str(jf)], capture_output=True, check=True)
+    assert [p.name for p in d.iterdir()] == ["gridbench-iozone.dat"]  # in the directory
+    assert not (tmp_path / "a").exists()  # not split at ':' into a/ and b/
+
+
+def test_visibility_seen_at_once_is_seen(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gridbench.io import consistency
+    from gridbench.io.model import ConsistencySpec
+    from gridbench.io.safety import make_workdir
+
+    t = make_workdir("a", tmp_path, "r1")
+    # a frozen clock: a change visible at the first look has a delay of exactly 0.0 s
+    monkeypatch.setattr(consistency.time, "monotonic", lambda: 100.0)
+    res = consistency.visibility_checks(ConsistencySpec(timeout=1.0, file_size=4096), t, tmp_path)
+    assert res and all(r["ok"] and r["seconds"] == 0.0 for r in res)
+    assert "not seen" not in " ".join(r["detail"] for r in res)
+
+
+def test_fill_stops_at_its_bound_and_needs_a_mount_point(tmp_path: Path) -> None:
+    from gridbench.io.consistency import fill_check, fill_until_refused
+    from gridbench.io.model import ConsistencySpec
+    from gridbench.io.safety import make_workdir
+    from gridbench.io.tables import consistency_table
+
+    f = tmp_path / "fill.bin"
+    written, err = fill_until_refused(f, 3 * 2**20 + 5, 60.0)
+    assert err is None and written == f.stat().st_size == 3 * 2**20 + 5
+    assert f.read_bytes()[:4096] != bytes(4096)  # random data, not zeros
+    t = make_workdir("a", tmp_path, "r1")  # tmp_path is not a mount point
+    res = fill_check(ConsistencySpec(fill=True, max_fill=2**60), t)
+    assert res["ok"] is None and "not a mount point" in res["detail"]
+    assert list(t.workdir.iterdir()) == []
+    _, rows = consistency_table({"consistency": [{"target": "a", **res}]})
+    assert rows[0][2] == "NOT RUN"
+
+
+def test_cache_effect_in_none_mode_with_small_file() -> None:
+    from gridbench.io.analysis import cache_effects
+
+    entries = matrix([_row("a", "read", 100), _row("a", "reread", 110)], None)
+    gib = 2**30
+    [e] = cache_effects(entries, {"a": "none"}, file_size=gib, ram=8 * gib)
+    assert e["cached"] and "served from the page cache" in e["statement"]
+    [e] = cache_effects(entries, {"a": "drop_caches"}, file_size=gib, ram=8 * gib)
+    assert not e["cached"] and "no cache effect" in e["statement"]
+    [e] = cache_effects(entries, {"a": "none"}, file_size=16 * gib, ram=8 * gib)
+    assert not e["cached"]
+
+
+def test_bonnie_ram_note() -> None:
+    from gridbench.io.bonnie import ram_note
+    from gridbench.io.model import BonnieSpec
+
+    b = BonnieSpec(size=64 * 2**20)
+    note = ram_note(b, 8 * 2**30)
+    assert note is not None and "smaller than twice RAM" in note
+    assert ram_note(BonnieSpec(size=16 * 2**30), 8 * 2**30) is None
+
+
+def test_http_rates_are_mib_per_second() -> None:
+    from gridbench.io.http import _row
+    from gridbench.io.tables import http_table
+
+    r = _row(3 * 2**20, 0, "upload", 2.0, True)
+    assert r["mib_s"] == pytest.approx(1.5)
+    header, _ = http_table({"http": []})
+    assert "MiB/s (mean ±sd)" in header
+
+
+def test_fs_copy_read_is_not_served_from_cache(tmp_path: Path) -> None:
+    from gridbench.io.http import Payload, _fs_once
+    from gridbench.io.safety import make_workdir
+
+    t = make_workdir("a", tmp_path, "r1")
+    rows = _fs_once(t, Payload(2**20), "x.bin", 0)
+    read = next(r for r in rows if r["op"] == "fs_read:a")
+    assert read["ok"] and read["detail"] == "read after: caches dropped"  # tests run as root
+
+
+def test_concurrency_first_done_is_labelled_an_estimate() -> None:
+    from gridbench.io.tables import concurrency_table
+
+    header, _ = concurrency_table({"concurrency": []})
+    assert any("first done" in h and "estimate" in h for h in header)
+
+
+def test_missing_fio_and_template_messages() -> None:
+    from gridbench.errors import BackendError
+    from gridbench.io.fio import find_fio
+
+    with pytest.raises(BackendError) as ei:
+        find_fio("no-such-fio-binary")
+    assert "no-such-fio-binary --output-format=json+" in str(ei.value)
+    with pytest.raises(SpecError) as si:
+        load_io_spec_text("- just a list\n", "s.yaml")
+    example = re.search(r"examples/io-[\w-]+\.yaml", str(si.value))
+    assert example is not None
+    assert (Path(__file__).parent.parent / example.group(0)).is_file()

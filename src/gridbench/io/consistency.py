@@ -51,7 +51,8 @@ def _wait(cond: Callable[[], bool], timeout: float) -> float | None:
         time.sleep(POLL_S)
 
 
-def _result(name: str, ok: bool, seconds: float | None, detail: str) -> dict[str, Any]:
+def _result(name: str, ok: bool | None, seconds: float | None, detail: str) -> dict[str, Any]:
+    """One check's result; ``ok`` None means "not run" (neither a pass nor a failure)."""
     return {"check": name, "ok": ok, "seconds": seconds, "detail": detail}
 
 
@@ -65,7 +66,8 @@ def _visibility(
     def check(name: str, cond: Callable[[], bool], ok_text: str) -> None:
         delay = _wait(cond, spec.timeout)
         miss = f"not seen within {spec.timeout:g} s"
-        out.append(_result(f"{name} {via}", delay is not None, delay, ok_text if delay else miss))
+        seen = delay is not None  # 0.0 s is "seen at once", not "not seen"
+        out.append(_result(f"{name} {via}", seen, delay, ok_text if seen else miss))
 
     data = os.urandom(spec.file_size)
     want = hashlib.sha256(data).hexdigest()
@@ -182,16 +184,50 @@ def metadata_checks(t: PreparedTarget, peer: Path | None) -> list[dict[str, Any]
     return out
 
 
+FILL_CHECK = "full target: clear error, no corruption"
+FILL_CHUNK = 1024 * 1024
+#: The fill stops at this multiple of the free blocks, or after the time a floor rate of
+#: FILL_FLOOR_BPS needs for that (plus a minute), even if the file system never refuses.
+FILL_FACTOR = 1.5
+FILL_FLOOR_BPS = 2**20
+
+
+def fill_until_refused(path: Path, limit: int, deadline_s: float) -> tuple[int, OSError | None]:
+    """Write random 1 MiB chunks (zeros may be compressed or deduplicated away) to
+    ``path`` until the file system refuses, ``limit`` bytes are written or ``deadline_s``
+    seconds have passed: (bytes written, the refusal or None)."""
+    written = 0
+    t0 = time.monotonic()
+    try:
+        with path.open("wb") as fh:
+            while written < limit and time.monotonic() - t0 < deadline_s:
+                written += fh.write(os.urandom(min(FILL_CHUNK, limit - written)))
+                fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        return written, exc
+    return written, None
+
+
 def fill_check(spec: ConsistencySpec, t: PreparedTarget) -> dict[str, Any]:
     """Fill the target until it refuses; pass if the refusal is a clear ENOSPC/EDQUOT
-    error and an existing file is unchanged afterwards."""
+    error and an existing file is unchanged afterwards. Only on a mount point with at
+    most ``max_fill`` free; otherwise "not run" (ok None)."""
     wd = t.workdir
+    if not os.path.ismount(t.root):
+        return _result(
+            FILL_CHECK,
+            None,
+            None,
+            f"not run: {t.root} is not a mount point; give the small file system's mount "
+            "point as the target",
+        )
     st = os.statvfs(wd)
     free = st.f_bavail * st.f_frsize
     if free > spec.max_fill:
         return _result(
-            "full target: clear error, no corruption",
-            False,
+            FILL_CHECK,
+            None,
             None,
             f"not run: {free / 2**20:.0f} MiB free is above max_fill "
             f"({spec.max_fill / 2**20:.0f} MiB); "
@@ -201,36 +237,31 @@ def fill_check(spec: ConsistencySpec, t: PreparedTarget) -> dict[str, Any]:
     keep.write_bytes(os.urandom(64 * 1024))
     want = _sha(keep)
     filler = inside(wd / "filler.bin", wd)
-    chunk = b"\0" * (1024 * 1024)
-    err: OSError | None = None
+    limit = int(FILL_FACTOR * st.f_bfree * st.f_frsize) + FILL_CHUNK
     t0 = time.monotonic()
-    try:
-        with filler.open("wb") as fh:
-            while True:
-                fh.write(chunk)
-                fh.flush()
-    except OSError as exc:
-        err = exc
+    written, err = fill_until_refused(filler, limit, 60.0 + limit / FILL_FLOOR_BPS)
     secs = time.monotonic() - t0
     # appending to an existing file on a full disk must fail without damaging it
     try:
         with keep.open("ab") as fh:
-            fh.write(chunk)
+            fh.write(os.urandom(FILL_CHUNK))
             fh.flush()
             os.fsync(fh.fileno())
         append_note = "append to an existing file succeeded"
     except OSError as exc:
         append_note = f"append refused: {exc.strerror}"
     filler.unlink(missing_ok=True)
-    intact = _sha(keep) is not None and (_sha(keep) == want or keep.stat().st_size > 64 * 1024)
-    head_ok = keep.read_bytes()[: 64 * 1024]
-    intact = hashlib.sha256(head_ok).hexdigest() == want
+    # the first 64 KiB must be unchanged (an append that got through may follow them)
+    with keep.open("rb") as fh:
+        intact = hashlib.sha256(fh.read(64 * 1024)).hexdigest() == want
     clear = err is not None and err.errno in (errno.ENOSPC, errno.EDQUOT)
-    detail = (
-        f"error: {err.strerror if err else 'none'} (errno {err.errno if err else '-'}); "
-        f"{append_note}; existing file {'intact' if intact else 'CORRUPTED'}"
+    refusal = (
+        f"error: {err.strerror} (errno {err.errno})"
+        if err is not None
+        else f"no error after {written / 2**20:.0f} MiB (the fill stopped at its limit)"
     )
-    return _result("full target: clear error, no corruption", clear and intact, secs, detail)
+    detail = f"{refusal}; {append_note}; existing file {'intact' if intact else 'CORRUPTED'}"
+    return _result(FILL_CHECK, clear and intact, secs, detail)
 
 
 def run_checks(spec: ConsistencySpec, t: PreparedTarget, peer: str | None) -> list[dict[str, Any]]:

@@ -72,7 +72,8 @@ def find_fio(fio: str) -> str:
     path = shutil.which(fio)
     if path is None:
         raise BackendError(
-            f"fio binary {fio!r} not found",
+            f"fio binary {fio!r} not found on PATH (the command would be: "
+            f"{fio} --output-format=json+ JOBFILE)",
             where="spec field 'fio'",
             fix="install fio (apt-get install fio) or give its path in the spec's 'fio' field",
         )

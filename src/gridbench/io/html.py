@@ -147,7 +147,10 @@ def _scaling(metrics: Mapping[str, Any]) -> Chart | None:
                 y=[c[which]["mean"] for c in cs],
                 mode="lines+markers",
                 line={"color": col[target], "dash": dash},
-                name=ptext(f"{target} · {test} · {files} files · {which.split('_')[0]} done"),
+                name=ptext(
+                    f"{target} · {test} · {files} files · "
+                    + ("last done" if which == "last_done_kbps" else "first done (estimate)")
+                ),
             )
     fig.update_layout(
         template=TEMPLATE, xaxis_title="clients", yaxis_title="aggregate kB/s", height=420
@@ -156,7 +159,8 @@ def _scaling(metrics: Mapping[str, Any]) -> Chart | None:
         "scaling",
         "Concurrency scaling",
         "Aggregate kB/s against clients: solid 'last done' (all bytes ÷ slowest client), "
-        "dotted 'first done' (sum of client rates).",
+        "dotted 'first done', an estimate: the sum of the clients' mean rates, assuming each "
+        "client's rate was steady over its run.",
         fig,
     )
 

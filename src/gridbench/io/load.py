@@ -38,7 +38,7 @@ def load_io_spec_text(
         raise SpecError(
             "an io spec must be a YAML mapping (name:, targets:, ...)",
             where=origin,
-            fix="see examples/io-local.yaml for a template",
+            fix="see examples/io-local-quick.yaml for a template",
         )
     try:
         spec = IoSpec.model_validate(data)

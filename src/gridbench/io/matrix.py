@@ -96,6 +96,12 @@ def iozone_options(test: str, spec: IozoneSpec) -> dict[str, str | int | bool]:
     return opts
 
 
+def fio_path(value: str) -> str:
+    """A path as a fio ``directory=``/``filename=`` value: fio splits those at ':' (a list
+    of paths), so a ':' in the path is escaped as '\\:'."""
+    return value.replace(":", "\\:")
+
+
 def job_options(
     test: str,
     spec: IozoneSpec,
@@ -107,8 +113,8 @@ def job_options(
     """Complete fio options for one iozone test in ``directory``."""
     opts = iozone_options(test, spec)
     opts.update(
-        directory=directory,
-        filename=filename,
+        directory=fio_path(directory),
+        filename=fio_path(filename),
         ioengine=spec.ioengine,
         direct=direct,
         lat_percentiles=True,

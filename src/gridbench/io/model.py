@@ -6,6 +6,7 @@ Sizes are bytes (``128k``, ``2G`` accepted); durations are seconds (``10s`` acce
 from __future__ import annotations
 
 from typing import Annotated, Literal, get_args
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
@@ -60,7 +61,7 @@ class TargetSpec(_Strict):
     """A directory or mount point to measure. gridbench writes only inside ``path``."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,40}$")
-    path: str
+    path: str = Field(min_length=1)
     peer: str | None = Field(
         default=None,
         description="the same storage seen through another path or client (consistency checks)",
@@ -74,7 +75,7 @@ class IozoneSpec(_Strict):
     enabled: bool = True
     file_size: Size = Field(default=2 * 1024**3, gt=0)
     record_size: Size = Field(default=128 * 1024, gt=0)
-    tests: list[IozoneTest] = Field(default_factory=lambda: _all_tests())
+    tests: list[IozoneTest] = Field(default_factory=lambda: _all_tests(), min_length=1)
     include_close: bool = Field(default=True, description="iozone -c: close() in the timing")
     include_flush: bool = Field(default=False, description="iozone -e: fsync in the timing")
     stride: int = Field(default=17, ge=2, description="stride read: records per stride")
@@ -102,14 +103,23 @@ class BonnieSpec(_Strict):
     )
     user: str = "root"
 
+    @model_validator(mode="after")
+    def _ram(self) -> BonnieSpec:
+        # bonnie++ itself refuses a file smaller than twice its RAM figure
+        if self.ram is not None and self.size < 2 * self.ram:
+            raise ValueError("bonnie.size must be at least twice bonnie.ram (bonnie++ -s >= 2 -r)")
+        return self
+
 
 class ConcurrencySpec(_Strict):
     """N simultaneous clients on the same file or on separate files."""
 
     enabled: bool = False
-    clients: list[Annotated[int, Field(ge=1, le=256)]] = Field(default_factory=lambda: [1, 2])
+    clients: list[Annotated[int, Field(ge=1, le=256)]] = Field(
+        default_factory=lambda: [1, 2], min_length=1
+    )
     files: Literal["same", "separate"] = "separate"
-    tests: list[ConcurrencyTest] = Field(default_factory=lambda: _write_read())
+    tests: list[ConcurrencyTest] = Field(default_factory=lambda: _write_read(), min_length=1)
     servers: list[str] = Field(
         default_factory=list,
         description="fio --server addresses (host or host,port); clients are spread over them",
@@ -133,23 +143,46 @@ class HttpSpec(_Strict):
     """Upload and download timing against a WebDAV/HTTP endpoint (PUT then GET)."""
 
     url: str = Field(pattern=r"^https?://")
-    sizes: list[Size] = Field(default_factory=lambda: [128 * 1024**2, 1536 * 1024**2])
+    sizes: list[Annotated[int, BeforeValidator(parse_size), Field(gt=0)]] = Field(
+        default_factory=lambda: [128 * 1024**2, 1536 * 1024**2], min_length=1
+    )
     repetitions: int = Field(default=3, ge=1)
     compare_target: str | None = Field(
         default=None, description="a target whose file-system copy times are shown beside"
     )
+    auth_env: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        description="name of an environment variable holding USER:PASSWORD (HTTP basic auth)",
+    )
+
+    @model_validator(mode="after")
+    def _no_credentials(self) -> HttpSpec:
+        # a password in the URL would end up in messages, spec.yaml and experiment.json
+        if "@" in urlsplit(self.url).netloc:
+            raise ValueError(
+                "http.url must not contain credentials (user:password@); put USER:PASSWORD "
+                "in an environment variable and name it in http.auth_env"
+            )
+        return self
 
 
 class ThresholdSpec(_Strict):
     """A pass/fail limit: exit code 1 when any fails."""
 
-    test: str
+    test: IozoneTest = Field(description="an iozone matrix test; thresholds apply to the matrix")
     target: str | None = Field(default=None, description="default: every non-baseline target")
     min_kbps: float | None = None
     min_speedup: float | None = Field(
         default=None, description="signed fraction, e.g. -0.5 allows half the baseline"
     )
     max_p99_ms: float | None = None
+
+    @model_validator(mode="after")
+    def _some_limit(self) -> ThresholdSpec:
+        if self.min_kbps is None and self.min_speedup is None and self.max_p99_ms is None:
+            raise ValueError("a threshold needs at least one of min_kbps, min_speedup, max_p99_ms")
+        return self
 
 
 class IoSpec(_Strict):
@@ -170,7 +203,12 @@ class IoSpec(_Strict):
     consistency: ConsistencySpec = Field(default_factory=ConsistencySpec)
     http: HttpSpec | None = None
     thresholds: list[ThresholdSpec] = Field(default_factory=list)
-    fio: str = Field(default="fio", description="the fio binary")
+    fio: str = Field(default="fio", min_length=1, description="the fio binary")
+    fio_timeout: Duration | None = Field(
+        default=None,
+        gt=0,
+        description="seconds one fio run may take; default: 120 s plus 1 s per MiB it moves",
+    )
     keep_files: bool = False
 
     @model_validator(mode="after")

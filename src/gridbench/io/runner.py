@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gridbench.errors import BackendError, GridbenchError
+from gridbench.errors import BackendError, GridbenchError, ResultsError
 from gridbench.io import bonnie as bon
 from gridbench.io import cache
 from gridbench.io.fio import FioJob, find_fio, fio_argv, job_file_text, run_fio
@@ -49,8 +50,22 @@ class TargetState:
     notes: list[str] = field(default_factory=list)
 
 
+#: fio's default time limit: this floor rate for the data a run moves, plus a fixed allowance.
+FLOOR_RATE_BPS = 2**20
+TIMEOUT_BASE_S = 120.0
+
+
+def fio_timeout(spec: IoSpec, bytes_moved: int) -> float:
+    """Seconds one fio run may take: ``fio_timeout`` from the spec, else 120 s plus the
+    time to move its data at 1 MiB/s (a target slower than that is broken, not slow)."""
+    if spec.fio_timeout is not None:
+        return spec.fio_timeout
+    return TIMEOUT_BASE_S + bytes_moved / FLOOR_RATE_BPS
+
+
 def needed_bytes(spec: IoSpec, target: str | None = None) -> int:
-    """The most the run keeps on a target at once."""
+    """The most the run keeps on a target at once: the largest phase, because each
+    phase's data files are removed before the next phase starts (see ``IoRunner._clear``)."""
     need = spec.iozone.file_size if spec.iozone.enabled else 0
     if spec.concurrency.enabled:
         n = max(spec.concurrency.clients)
@@ -109,6 +124,38 @@ def row_of(r: JobResult, **keys: Any) -> dict[str, Any]:
     }
 
 
+def _parse_output(out: Path, argv: list[str]) -> list[JobResult]:
+    """fio's JSON+ output; unreadable output is fio failing (a BackendError naming the
+    command), so the run is marked failed, the report written and the exit code is 3."""
+    text = out.read_text(encoding="utf-8", errors="replace") if out.exists() else ""
+    try:
+        return parse_fio_text(text, where=str(out))
+    except ResultsError as exc:
+        raise BackendError(
+            f"fio's output could not be used: {exc.message} ({out})",
+            where=shlex.join(argv),
+            fix=exc.fix or "run the command by hand to see fio's full output",
+        ) from None
+
+
+def server_jobs(
+    test: str, opts: dict[str, str | int | bool], n: int, servers: list[str]
+) -> list[tuple[str, FioJob]]:
+    """``n`` clients spread over the fio servers as evenly as possible: (server, job).
+    With separate files each server gets its own file-name prefix: the servers usually
+    share the storage, and ``$jobnum`` restarts at 0 on every server."""
+    share = [n // len(servers) + (1 if i < n % len(servers) else 0) for i in range(len(servers))]
+    out = []
+    for i, (srv, k) in enumerate(zip(servers, share, strict=True)):
+        if k == 0:
+            continue
+        o: dict[str, str | int | bool] = {**opts, "numjobs": k}
+        if "filename_format" in o:
+            o["filename_format"] = f"gridbench-conc.s{i}.$jobnum.dat"
+        out.append((srv, FioJob(test, o)))
+    return out
+
+
 class IoRunner:
     """Runs one spec into one results directory."""
 
@@ -162,6 +209,7 @@ class IoRunner:
             baseline=spec.baseline,
             repetitions=spec.repetitions,
             pid=os.getpid(),
+            ram_bytes=cache.total_ram(),
         )
         try:
             for t, root in checked:
@@ -194,8 +242,11 @@ class IoRunner:
         if spec.iozone.enabled and not spec.iozone.include_close:
             state.notes.append(CLOSE_NOTE)
         warn = cache.cache_warning(spec.iozone.file_size, mode.used)
-        if warn:
+        if warn and spec.iozone.enabled:
             state.notes.append(warn)
+        bwarn = bon.ram_note(spec.bonnie, cache.total_ram()) if spec.bonnie.enabled else None
+        if bwarn:
+            state.notes.append(bwarn)
         return state
 
     def _target_info(self, s: TargetState) -> dict[str, Any]:
@@ -216,7 +267,7 @@ class IoRunner:
 
     # -- fio ---------------------------------------------------------------------------
     def _fio(
-        self, label: str, jobs: list[FioJob], clients: list[str] | None = None
+        self, label: str, jobs: list[FioJob], bytes_moved: int, clients: list[str] | None = None
     ) -> list[JobResult]:
         assert self.run is not None
         self._seq += 1
@@ -225,11 +276,10 @@ class IoRunner:
         out = base.with_suffix(".json")
         job_file.write_text(job_file_text(jobs, {"group_reporting": False}), encoding="utf-8")
         argv = fio_argv(self.fio, job_file, out, clients or ())
-        stderr = run_fio(argv)
+        stderr = run_fio(argv, timeout=fio_timeout(self.spec, bytes_moved))
         if stderr.strip():
             base.with_suffix(".stderr").write_text(stderr, encoding="utf-8")
-        text = out.read_text(encoding="utf-8", errors="replace") if out.exists() else ""
-        return parse_fio_text(text, where=f"{out} (from: {' '.join(argv)})")
+        return _parse_output(out, argv)
 
     def _drop(self, s: TargetState) -> None:
         if s.mode.used == "drop_caches" and not cache.drop_caches():
@@ -245,7 +295,7 @@ class IoRunner:
         (s.prepared.workdir / DATA_FILE).unlink(missing_ok=True)
         if "write" not in tests:  # the other tests need the file: lay it out unrecorded
             opts = job_options("write", spec, directory=wd, direct=direct)
-            self._fio(f"{s.prepared.name}-layout", [FioJob("layout", opts)])
+            self._fio(f"{s.prepared.name}-layout", [FioJob("layout", opts)], spec.file_size)
         for test in tests:
             self.progress(f"{s.prepared.name} rep {rep + 1}: {test}")
             if needs_cache_drop(test):
@@ -256,7 +306,7 @@ class IoRunner:
             if spec.latency_log:
                 # the log goes to the results directory, never to the target
                 opts["write_lat_log"] = str(log_prefix)
-            results = self._fio(label, [FioJob(test, opts)])
+            results = self._fio(label, [FioJob(test, opts)], spec.file_size)
             if spec.latency_log:
                 self._latency_series(s, rep, test, Path(f"{log_prefix}_lat.1.log"))
             for r in results:
@@ -330,19 +380,14 @@ class IoRunner:
     ) -> list[JobResult]:
         servers = self.spec.concurrency.servers
         label = f"{s.prepared.name}-r{rep}-c{n}-{test}"
+        moved = n * self.spec.iozone.file_size
         if not servers:
-            return self._fio(label, [FioJob(test, {**opts, "numjobs": n})])
-        # clients spread over the fio servers, as evenly as possible, one fio run each
-        # server (fio's client mode runs them together and reports per host)
-        share = [
-            n // len(servers) + (1 if i < n % len(servers) else 0) for i in range(len(servers))
-        ]
-        used = [(srv, k) for srv, k in zip(servers, share, strict=True) if k > 0]
-        jobs_by_server = [[FioJob(test, {**opts, "numjobs": k})] for _, k in used]
-        return self._fio_clients(label, jobs_by_server, [srv for srv, _ in used])
+            return self._fio(label, [FioJob(test, {**opts, "numjobs": n})], moved)
+        plan = server_jobs(test, opts, n, servers)
+        return self._fio_clients(label, [[j] for _, j in plan], [srv for srv, _ in plan], moved)
 
     def _fio_clients(
-        self, label: str, jobs: list[list[FioJob]], servers: list[str]
+        self, label: str, jobs: list[list[FioJob]], servers: list[str], bytes_moved: int
     ) -> list[JobResult]:
         assert self.run is not None
         self._seq += 1
@@ -353,12 +398,10 @@ class IoRunner:
             jf = base.with_name(f"{base.name}-s{i}.fio")
             jf.write_text(job_file_text(js, {"group_reporting": False}), encoding="utf-8")
             argv += [f"--client={srv}", str(jf)]
-        stderr = run_fio(argv)
+        stderr = run_fio(argv, timeout=fio_timeout(self.spec, bytes_moved))
         if stderr.strip():
             base.with_suffix(".stderr").write_text(stderr, encoding="utf-8")
-        text = out.read_text(encoding="utf-8", errors="replace") if out.exists() else ""
-        results = parse_fio_text(text, where=f"{out} (from: {' '.join(argv)})")
-        return results
+        return _parse_output(out, argv)
 
     # -- bonnie++ ----------------------------------------------------------------------
     def bonnie(self, s: TargetState, rep: int) -> None:
@@ -372,8 +415,19 @@ class IoRunner:
         (self.run.path / "raw" / f"{self._seq:04d}-{s.prepared.name}-r{rep}-bonnie.csv").write_text(
             text
         )
-        figures = bon.parse_bonnie_csv(text, where=" ".join(argv))
+        try:
+            figures = bon.parse_bonnie_csv(text, where=shlex.join(argv))
+        except ResultsError as exc:  # bonnie++ failing, as for fio: exit 3 with a report
+            raise BackendError(exc.message, where=exc.where, fix=exc.fix) from None
         _append(self.run.path / "bonnie.jsonl", {"target": s.prepared.name, "rep": rep, **figures})
+
+    @staticmethod
+    def _clear(s: TargetState) -> None:
+        """Remove a phase's data files: the next phase (or repetition) starts clean, and
+        the free-space check only needs the largest phase."""
+        # fio's client mode prefixes names with the server's host: HOST.gridbench-conc...
+        for f in s.prepared.workdir.glob("*gridbench-*.dat"):
+            f.unlink()
 
     # -- the whole run -----------------------------------------------------------------
     def execute(self) -> RunDir:
@@ -385,13 +439,12 @@ class IoRunner:
                 for s in self.targets:
                     if self.spec.iozone.enabled:
                         self.iozone(s, rep)
+                        self._clear(s)
                     if self.spec.concurrency.enabled:
                         self.concurrency(s, rep)
+                        self._clear(s)
                     if self.spec.bonnie.enabled:
                         self.bonnie(s, rep)
-                    # remove this repetition's data files: the next one starts clean
-                    for f in s.prepared.workdir.glob("gridbench-*.dat"):
-                        f.unlink()
             if self.spec.consistency.enabled:
                 from gridbench.io.consistency import run_checks
 

@@ -171,7 +171,7 @@ def concurrency_table(metrics: Mapping[str, Any]) -> Table:
         "clients",
         "files",
         "last done kB/s",
-        "first done kB/s",
+        "first done kB/s (estimate: Σ client rates)",
         "finish spread s",
         "per client kB/s",
         "p99 ms",
@@ -195,13 +195,20 @@ def concurrency_table(metrics: Mapping[str, Any]) -> Table:
     return header, rows
 
 
+def verdict(ok: object) -> str:
+    """PASS, FAIL, or NOT RUN for a check that was skipped (ok None)."""
+    if ok is None:
+        return "NOT RUN"
+    return "PASS" if ok is True else "FAIL"
+
+
 def consistency_table(metrics: Mapping[str, Any]) -> Table:
     header = ["target", "check", "result", "seconds", "detail"]
     rows = [
         [
             str(c.get("target")),
             str(c.get("check")),
-            "PASS" if c.get("ok") else "FAIL",
+            verdict(c.get("ok")),
             "-" if c.get("seconds") is None else f"{float(c['seconds']):.3f}",
             str(c.get("detail", "")),
         ]
@@ -211,10 +218,10 @@ def consistency_table(metrics: Mapping[str, Any]) -> Table:
 
 
 def http_table(metrics: Mapping[str, Any]) -> Table:
-    header = ["size", "operation", "time s (mean ±sd)", "MB/s (mean ±sd)", "ok"]
+    header = ["size", "operation", "time s (mean ±sd)", "MiB/s (mean ±sd)", "ok"]
     rows = []
     for h in metrics.get("http", []):
-        s, m = h["seconds"], h["mb_s"]
+        s, m = h["seconds"], h["mib_s"]
         rows.append(
             [
                 format_size(h["size"]),
