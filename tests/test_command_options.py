@@ -47,9 +47,10 @@ def test_every_shipped_preset_states_tested_and_written_for_and_compiles() -> No
         assert "submit" in cfg.ops and "status" in cfg.ops
         assert cfg.states, name
         assert set(cfg.states.values()) <= set(JobState)
-    # the demo CLI, Slurm (tests/slurm_cluster.py) and Grid Engine (tests/sge_cluster.py) run
-    # here; the rest are untested
-    assert {n for n, i in infos.items() if i.tested} == {"demo", "slurm", "sge"}
+    # the demo CLI, Slurm (tests/slurm_cluster.py), Grid Engine (tests/sge_cluster.py),
+    # GRAM5 (tests/gram_site.py) and ARC (tests/arc_site.py) run here; the rest are untested
+    tested = {"demo", "slurm", "sge", "gram", "arc"}
+    assert {n for n, i in infos.items() if i.tested} == tested
 
 
 def test_batched_status_where_the_cli_allows_it() -> None:
