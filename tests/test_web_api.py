@@ -465,3 +465,321 @@ def test_tampered_view_cache_is_not_served(finished: tuple[str, list, str], serv
     again = results.build_view(run, server.root)
     assert XSS not in again.headline and again.headline == view.headline
     assert json.loads(cache.read_text())["view"]["headline"] == view.headline  # rewritten
+
+
+# -- security review: ReDoS, bad JSON/YAML, secrets, paths, limits, sessions ------------------
+
+EVIL_PRESET = """\
+description: evil
+backend:
+  type: command
+  options:
+    preset: demo
+    submit:
+      argv: ["{python}", -m, gridbench.backends.command_demo, submit, --, "{command}"]
+      pattern: '^(?P<id>(a+)+)$'
+"""
+
+
+def test_catastrophic_regex_does_not_stall_the_server(server: Server, client: httpx.Client) -> None:
+    import threading
+    import time
+
+    csrf = csrf_of(client.get("/presets/edit").text)
+    form = {"csrf": csrf, "name": "evil", "text": EVIL_PRESET, "action": "try", "op": "submit"}
+    answer: dict[str, httpx.Response] = {}
+
+    def try_it() -> None:  # 2**40 steps of backtracking in-process: hours
+        with httpx.Client(base_url=server.url, cookies=client.cookies, timeout=60) as c:
+            answer["r"] = c.post("/presets/edit", data={**form, "sample": "a" * 40 + "!"})
+
+    t = threading.Thread(target=try_it)
+    t.start()
+    time.sleep(1.0)  # the child is matching now
+    slowest = 0.0
+    for _ in range(5):  # the event loop (which times live runs) keeps answering
+        t0 = time.monotonic()
+        assert httpx.get(server.url + "/metrics", timeout=10).status_code == 200
+        slowest = max(slowest, time.monotonic() - t0)
+        time.sleep(0.3)
+    t.join(timeout=60)
+    assert not t.is_alive(), server.tail()
+    r = answer["r"]
+    assert r.status_code == 422 and "took longer than" in r.text and "backtracks" in r.text
+    assert slowest < 3.0, f"/metrics took {slowest:.2f} s while a regex was tried"
+    big = client.post("/presets/edit", data={**form, "sample": "a" * (65 * 1024)})
+    assert big.status_code == 422 and "larger than 64 KiB" in big.text
+    long = EVIL_PRESET.replace("(a+)+", "a" * 2100)
+    r = client.post("/presets/edit", data={**form, "text": long, "sample": "aaa"})
+    assert r.status_code == 422 and "longer than 2000 characters" in r.text
+    # a good pattern still works through the child process
+    ok = EVIL_PRESET.replace("(a+)+", "a+")
+    r = client.post("/presets/edit", data={**form, "text": ok, "sample": "aaaa"})
+    assert r.status_code == 200 and "<td>aaaa</td><td>submitted</td>" in r.text
+
+
+def test_bad_json_and_deep_nesting_are_422(server: Server, client: httpx.Client) -> None:
+    csrf = csrf_of(client.get("/new").text)
+    h = {"x-csrf-token": csrf, "content-type": "application/json"}
+    for path in ("/api/spec/parse", "/api/spec/dump"):
+        r = client.post(path, content=b"{not json", headers=h)
+        assert r.status_code == 422 and "not valid JSON" in r.json()["error"], r.text
+        r = client.post(path, content=b"[" * 100_000 + b"]" * 100_000, headers=h)
+        assert r.status_code == 422 and "nested more than" in r.json()["error"], r.text
+    # 600 levels: fine for json.loads, too deep for ruamel's dumper
+    deep = b'{"data":' + b'{"a":' * 600 + b"{}" + b"}" * 600 + b"}"
+    r = client.post("/api/spec/dump", content=deep, headers=h)
+    assert r.status_code == 422 and "nested more than" in r.json()["error"], r.text
+    r = client.post("/api/spec/dump", json={"data": {"name": "ok"}}, headers={"x-csrf-token": csrf})
+    assert r.status_code == 200 and r.json()["yaml"] == "name: ok\n"
+    deep_yaml = "name: x\njob: " + "[" * 5000 + "]" * 5000 + "\n"
+    r = client.post("/api/spec/parse", json={"yaml": deep_yaml}, headers={"x-csrf-token": csrf})
+    assert r.status_code == 200 and "nested too deeply" in r.json()["error"]["message"]
+    r = client.post("/new", data={"csrf": csrf, "yaml": deep_yaml, "action": "plan"})
+    assert r.status_code == 422 and "nested too deeply" in r.text
+    r = client.post("/presets/edit", data={"csrf": csrf, "name": "deep", "text": deep_yaml})
+    assert r.status_code == 422 and "nested too deeply" in r.text
+    huge = "name: x\n# " + "a" * (1024 * 1024 + 10) + "\n"
+    r = client.post("/api/spec/parse", json={"yaml": huge}, headers={"x-csrf-token": csrf})
+    assert r.json()["data"] is None and "larger than 1 MiB" in r.json()["error"]["message"]
+    assert "Traceback" not in server.tail(400)
+
+
+def test_literal_secrets_anywhere_are_refused_and_not_echoed(
+    server: Server, client: httpx.Client
+) -> None:
+    csrf = csrf_of(client.get("/new").text)
+    spec = (
+        fast_spec("leak")
+        .replace(
+            "job: {runtime: 0.5s}",
+            'job: {runtime: 0.5s, command: [curl, -u, "bob:PW-in-argv-1", "--password=PW-eq-2"]}',
+        )
+        .replace(
+            "collectors: [{type: edgi, reports: auto, poll: 0.5s}]",
+            'collectors: [{type: edgi, reports: ["https://bob:PW-in-url-3@h.io/r"]}]',
+        )
+    )
+    for action in ("plan", "start"):
+        r = client.post("/new", data={"csrf": csrf, "yaml": spec, "action": action})
+        assert r.status_code == 422 and "literal secret" in r.text, r.text[-3000:]
+        assert "job.command.2" in r.text and "job.command.3" in r.text
+        assert "PW-" not in r.text and "&lt;redacted&gt;" in r.text
+    r = client.post("/api/spec/parse", json={"yaml": spec}, headers={"x-csrf-token": csrf})
+    assert r.status_code == 200 and "PW-" not in r.text
+    assert r.json()["data"]["job"]["command"] == ["curl", "-u", "<redacted>", "<redacted>"]
+    assert not list(server.root.glob("*-leak"))
+    pem = EVIL_PRESET.replace(
+        "description: evil",
+        'description: "-----BEGIN OPENSSH PRIVATE KEY-----\\nb3BlbnNzaC1rZXktdjEAAAAAPEM9"',
+    )
+    r = client.post("/presets/edit", data={"csrf": csrf, "name": "pem", "text": pem})
+    assert r.status_code == 422 and "b3BlbnNzaC1rZXkt" not in r.text
+    argv = EVIL_PRESET.replace("submit, --,", 'submit, -u, "bob:PW-preset-4", --,')
+    r = client.post("/presets/edit", data={"csrf": csrf, "name": "argv", "text": argv})
+    assert r.status_code == 422 and "literal secret" in r.text and "PW-preset-4" not in r.text
+    assert not list((server.root / ".presets").glob("pem*")) and not list(
+        (server.root / ".presets").glob("argv*")
+    )
+
+
+def test_secret_finder_values_and_key_names() -> None:
+    from gridbench.web.presets import find_secrets, redact
+
+    assert find_secrets({"argv": ["curl", "-u", "bob:S3", "-u", "bob:{password}"]}) == ["argv.2"]
+    assert find_secrets({"argv": ["x", "--password=S", "--token", "T", "--token", "$T"]}) == [
+        "argv.1",
+        "argv.3",
+    ]
+    assert find_secrets({"u": "https://bob:S@h/x", "v": "https://bob@h/x", "w": "see h.org"}) == [
+        "u"
+    ]
+    assert find_secrets({"k": "x\n-----BEGIN RSA PRIVATE KEY-----\nMII"}) == ["k"]
+    assert find_secrets({"k": "-----BEGIN PUBLIC KEY-----"}) == []
+    keys = {"ssh_key": "a", "apiKey": "b", "auth": "c", "X-Auth-Token": "d", "Cookie": "e"}
+    keys |= {"passwd": "f", "credential": "g", "client_secret": "h"}
+    assert sorted(find_secrets(keys)) == sorted(keys)
+    fine = {"id_key": "^x$", "key_file": "k", "ssh_key": "~/.ssh/id", "credential": {}}
+    assert find_secrets(fine) == []
+    assert redact({"c": ["-u", "bob:S"]}) == {"c": ["-u", "<redacted>"]}
+
+
+def test_history_and_compare_stay_inside_the_root(
+    finished: tuple[str, list, str], server: Server, client: httpx.Client, tmp_path: Path
+) -> None:
+    from gridbench.errors import GridbenchError
+    from gridbench.web.compare_view import _paths
+
+    rid, _, _ = finished
+    outside = tmp_path / "elsewhere" / rid
+    shutil.copytree(server.root / rid, outside)
+    exp = json.loads((outside / "experiment.json").read_text())
+    exp["name"] = "outside-the-root-marker"
+    (outside / "experiment.json").write_text(json.dumps(exp))
+    for experiment in (str(outside), f"../{outside.parent.name}/{rid}"):
+        r = client.get(
+            "/history", params={"experiment": experiment, "metric": "latency.overall.p99"}
+        )
+        assert r.status_code == 200 and "outside-the-root-marker" not in r.text
+        assert 'id="chart-history"' not in r.text
+    for bad in (str(outside), "..", f"{rid}/../{rid}"):
+        with pytest.raises(GridbenchError):
+            _paths(server.root, [bad])
+    assert _paths(server.root, [rid]) == [str(server.root / rid)]
+    ids = [f"2026010{i}T000000Z-x" for i in range(11)]
+    assert client.get("/compare", params={"ids": ids}).status_code == 422
+    assert client.get("/compare.json", params={"ids": ids}).status_code == 422
+
+
+def test_planted_symlinks_are_not_followed(
+    finished: tuple[str, list, str], server: Server, client: httpx.Client, tmp_path: Path
+) -> None:
+    rid, _, _ = finished
+    planted = server.root / "20991231T000001Z-planted"
+    shutil.copytree(server.root / rid, planted)
+    secret = tmp_path / "private.txt"
+    secret.write_text("server-private-marker\n")
+    (planted / "spec.yaml").unlink()
+    (planted / "spec.yaml").symlink_to(secret)
+    table = next((planted / "tables").glob("*.csv"))
+    table.unlink()
+    table.symlink_to(secret)
+    for name in ("spec.yaml", table.name):
+        r = client.get(f"/experiments/{planted.name}/download/{name}")
+        assert r.status_code == 404 and "server-private-marker" not in r.text
+    page = client.get(f"/experiments/{planted.name}")
+    assert page.status_code == 200 and "server-private-marker" not in page.text
+    assert client.get(f"/experiments/{rid}/download/spec.yaml").status_code == 200
+
+
+def test_bodies_are_cut_off_at_the_cap_as_they_arrive(server: Server) -> None:
+    import socket
+    from urllib.parse import urlsplit
+
+    u = urlsplit(server.url)
+    with socket.create_connection((u.hostname, u.port), timeout=20) as s:
+        s.sendall(
+            b"POST /new HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n"
+            b"Content-Type: application/x-www-form-urlencoded\r\n"
+            b"Cookie: gb_csrf=" + b"c" * 43 + b"\r\n\r\n"  # so the CSRF check reads the form
+        )
+        chunk = b"a" * 65536
+        for _ in range(40):  # 2.5 MiB, and the body is never finished
+            s.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+        # the old middleware waited for the whole body: this read would time out
+        head = s.recv(4096)
+    assert head.startswith(b"HTTP/1.1 413"), head[:200]
+    with socket.create_connection((u.hostname, u.port), timeout=20) as s:
+        s.sendall(  # a declared length above the cap is refused before any byte of the body
+            b"POST /new HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 3145728\r\n\r\n"
+        )
+        head = s.recv(4096)
+    assert head.startswith(b"HTTP/1.1 413"), head[:200]
+
+
+def test_event_streams_and_queue_are_capped(tmp_path: Path) -> None:
+    import contextlib
+
+    from gridbench.web.app import MAX_SUBSCRIBERS
+
+    limits = httpx.Limits(max_connections=MAX_SUBSCRIBERS + 8)
+    with (
+        serve(
+            tmp_path / "results",
+            tmp_path / "serve.log",
+            extra=["--max-running", "1", "--max-queued", "1"],
+        ) as s,
+        httpx.Client(base_url=s.url, timeout=60, limits=limits) as c,
+    ):
+        running = start_run(c, fast_spec("cap-a", duration="60s"))
+        queued = start_run(c, fast_spec("cap-b", duration="2s"))
+        csrf = csrf_of(c.get("/new").text)
+        spec = fast_spec("cap-c", duration="2s")
+        r = c.post("/new", data={"csrf": csrf, "yaml": spec, "action": "start"})
+        assert r.status_code == 429 and "already queued" in r.text and "--max-queued" in r.text
+        readers = []  # kept: dropping a line iterator closes its connection
+        with contextlib.ExitStack() as streams:
+            for _ in range(MAX_SUBSCRIBERS):
+                resp = streams.enter_context(c.stream("GET", f"/experiments/{running}/events"))
+                assert resp.status_code == 200
+                readers.append(resp.iter_lines())
+                assert next(readers[-1]).startswith("event: snapshot")  # subscribed
+            extra = c.get(f"/experiments/{running}/events")
+            assert extra.status_code == 429 and "event streams" in extra.text
+        for rid in (queued, running):
+            csrf = csrf_of(c.get(f"/experiments/{rid}").text)
+            assert c.post(f"/experiments/{rid}/abort", data={"csrf": csrf}).status_code == 303
+        assert read_events(c, running)[-1] == ("end", {"status": "aborted"}), s.tail()
+
+
+def test_finished_runs_are_pruned_from_memory(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from gridbench.web.manager import KEEP_FINISHED, RunManager
+
+    m = RunManager(tmp_path)
+    for i in range(KEEP_FINISHED + 10):
+        m.runs[f"done-{i:03d}"] = SimpleNamespace(live=SimpleNamespace(final=True), task=None)  # type: ignore[assignment]
+    m.runs["live"] = SimpleNamespace(live=SimpleNamespace(final=False), task=None)  # type: ignore[assignment]
+    m._prune()
+    assert (
+        "live" in m.runs and "done-000" not in m.runs and f"done-{KEEP_FINISHED + 9:03d}" in m.runs
+    )
+    assert sum(1 for k in m.runs if k.startswith("done-")) == KEEP_FINISHED - 1  # room for one
+
+
+def test_sessions_logout_and_login_slowdown(tmp_path: Path) -> None:
+    from gridbench.web.security import MAX_SESSIONS, AccessPolicy, hash_token
+
+    # a token on loopback (recommended on shared hosts) works as off loopback
+    with serve(
+        tmp_path / "results",
+        tmp_path / "serve.log",
+        extra=["--token-env", "GB_WEB_TOKEN"],
+        env={"GB_WEB_TOKEN": TOKEN},
+    ) as s:
+        assert httpx.get(s.url + "/").status_code == 401
+        with httpx.Client(base_url=s.url) as c:
+            csrf = csrf_of(c.get("/login").text)
+            r = c.post("/login", data={"csrf": csrf, "token": TOKEN})
+            assert r.status_code == 303
+            cookie = r.headers["set-cookie"].lower()
+            assert "max-age=43200" in cookie and "httponly" in cookie and "secure" not in cookie
+            page = c.get("/")
+            assert page.status_code == 200 and page.headers["cache-control"] == "no-store"
+            assert 'action="/logout"' in page.text
+            assert c.post("/logout", data={"csrf": csrf_of(page.text)}).status_code == 303
+            assert c.get("/").status_code == 401
+    policy = AccessPolicy(token_hash=hash_token(TOKEN))
+    assert policy.login_delay("10.0.0.1") == 0.0
+    delays = []
+    for _ in range(8):
+        assert policy.login("wrong", "10.0.0.1") is None
+        delays.append(policy.login_delay("10.0.0.1"))
+    assert delays == sorted(delays) and delays[0] > 0 and delays[-1] == 8.0
+    assert policy.login_delay("10.0.0.2") == 0.0  # per address
+    first = policy.login(TOKEN, "10.0.0.1")
+    assert first is not None and policy.login_delay("10.0.0.1") == 0.0  # reset on success
+    for _ in range(MAX_SESSIONS):
+        policy.login(TOKEN)
+    assert len(policy.sessions) == MAX_SESSIONS and not policy._session_ok(first)
+
+
+def test_view_cache_key_is_regenerated_when_short(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gridbench.web import results
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    path = results._key_file()
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"short")
+    os.utime(path, (1, 1))  # an old, truncated file: not one being written now
+    results._key.cache_clear()
+    try:
+        key = results._key()
+        assert len(key) == 32 and path.read_bytes() == key
+        results._key.cache_clear()
+        assert results._key() == key  # read back, not made again
+    finally:
+        results._key.cache_clear()

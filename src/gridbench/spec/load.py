@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 import io
+import itertools
+import re
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +28,12 @@ def _yaml() -> YAML:
 
 def parse_yaml(text: str, origin: str) -> Any:
     """Parse YAML text into ruamel's round-trip nodes (which remember line numbers)."""
+    if _flow_depth(text) > MAX_SPEC_DEPTH:  # ruamel's scanner slows down per open level
+        raise _too_deep(origin)
     try:
         return _yaml().load(io.StringIO(text))
+    except RecursionError:  # ruamel's composer recurses once per nesting level
+        raise _too_deep(origin) from None
     except YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{origin}:{mark.line + 1}" if mark is not None else origin
@@ -102,11 +108,33 @@ def validation_error(
 
 
 MAX_SPEC_NODES = 100_000
+#: Deeper data is refused: every later step (validation, copies, JSON) recurses per level.
+MAX_SPEC_DEPTH = 64
 
 
-def _plain(node: Any, budget: list[int] | None = None) -> Any:
+_BRACKETS = re.compile(r"[\[\]{}]")
+
+
+def _flow_depth(text: str) -> int:
+    """Deepest nesting of flow brackets; brackets in strings and comments count too
+    (an over-estimate: a spec's regexes add a level or two, never dozens)."""
+    marks = _BRACKETS.findall(text)
+    if len(marks) <= MAX_SPEC_DEPTH:
+        return len(marks)
+    return max(itertools.accumulate(1 if c in "[{" else -1 for c in marks))
+
+
+def _too_deep(origin: str | None = None) -> SpecError:
+    return SpecError(
+        f"the spec is nested too deeply (more than {MAX_SPEC_DEPTH} levels)",
+        where=origin,
+        fix="a spec is a few levels deep: check for runaway brackets or indentation",
+    )
+
+
+def _plain(node: Any, budget: list[int] | None = None, depth: int = 0) -> Any:
     """Plain Python data from ruamel nodes; a node budget stops alias bombs (anchors that
-    reference each other expand exponentially)."""
+    reference each other expand exponentially) and a depth cap stops nesting bombs."""
     budget = budget if budget is not None else [MAX_SPEC_NODES]
     budget[0] -= 1
     if budget[0] < 0:
@@ -114,10 +142,15 @@ def _plain(node: Any, budget: list[int] | None = None) -> Any:
             f"the spec expands to more than {MAX_SPEC_NODES} values",
             fix="a spec is small: check anchors and aliases (&name / *name) for loops",
         )
-    if isinstance(node, dict):
-        return {str(k): _plain(v, budget) for k, v in node.items()}
-    if isinstance(node, list):
-        return [_plain(v, budget) for v in node]
+    if depth > MAX_SPEC_DEPTH:
+        raise _too_deep()
+    try:
+        if isinstance(node, dict):
+            return {str(k): _plain(v, budget, depth + 1) for k, v in node.items()}
+        if isinstance(node, list):
+            return [_plain(v, budget, depth + 1) for v in node]
+    except RecursionError:  # called deep inside another recursion
+        raise _too_deep() from None
     # ruamel's round-trip scalars (ScalarFloat, ScalarInt, ...) become plain Python values
     if isinstance(node, bool) or node is None:
         return node

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import logging
 import re
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
@@ -43,12 +44,14 @@ from gridbench.spec.units import format_rate
 from gridbench.store.catalogue import list_runs
 from gridbench.store.layout import EXPERIMENT_FILE, RunDir, json_safe
 from gridbench.web import presets as presets_mod
-from gridbench.web.manager import RunManager, analyse
+from gridbench.web.manager import QueueFull, RunManager, analyse
 from gridbench.web.metrics import exposition, make_registry
 from gridbench.web.results import build_view, warm
 from gridbench.web.security import (
     AUTH_COOKIE,
+    SESSION_MAX_AGE_S,
     AccessPolicy,
+    BodyLimit,
     csrf_token,
     make_middleware,
 )
@@ -60,6 +63,12 @@ DOWNLOADS = ("metrics.json", "report.json", "spec.yaml", "plan.json", "experimen
 CHECK_JOB_TIMEOUT_S = 30.0
 SSE_KEEPALIVE_S = 15.0
 SEARCH_FIELDS = ("id", "name", "backend", "status", "verdict", "description", "load_model")
+MAX_SUBSCRIBERS = 32  # event streams per run (browser tabs, scripts)
+MAX_CHECKS = 2  # connectivity checks at once (each may submit a job)
+MAX_COMPARE = 10  # experiments on one compare page
+MAX_JSON_DEPTH = 32  # nesting of posted JSON (a spec is a few levels deep)
+
+log = logging.getLogger(__name__)
 
 NEW_SPEC = """\
 name: my-experiment
@@ -102,6 +111,7 @@ class WebConfig:
     root: Path
     policy: AccessPolicy = field(default_factory=AccessPolicy)
     max_running: int = 4
+    max_queued: int = 16
 
 
 def _env() -> Environment:
@@ -173,6 +183,7 @@ def parse_for_form(text: str) -> dict[str, Any]:
     from gridbench.spec.load import _plain, parse_yaml
 
     try:
+        _check_size(text)
         data = _plain(parse_yaml(text, "spec"))
     except GridbenchError as exc:
         return {"data": None, "error": _spec_error(exc)}
@@ -188,18 +199,63 @@ def parse_spec(text: str) -> tuple[Plan, dict[str, Any]]:
     """Validate a posted spec, refuse literal secrets, plan it and check its backend config."""
     from gridbench.run.check import check_config
 
-    if len(text.encode("utf-8")) > MAX_SPEC_BYTES:
-        raise SpecError("the spec is larger than 1 MiB", where="spec", fix="a spec is short")
+    _check_size(text)
     spec, data = load_spec_text(text, "spec")
-    presets_mod.refuse_secrets(data.get("backend"), "spec: backend")
+    presets_mod.refuse_secrets(data, "spec")  # the whole spec: job argv, collectors' URLs...
     plan = make_plan(spec, data, "spec")
     check_config([p.spec for p in plan.points])
     return plan, data
 
 
+def _check_size(text: str) -> None:
+    if len(text.encode("utf-8")) > MAX_SPEC_BYTES:
+        raise SpecError("the spec is larger than 1 MiB", where="spec", fix="a spec is short")
+
+
+def json_depth(obj: Any) -> int:
+    """Nesting depth of JSON data, without recursion (it may be deeper than the stack)."""
+    deepest, todo = 0, [(obj, 1)]
+    while todo:
+        node, d = todo.pop()
+        if isinstance(node, dict | list):
+            deepest = max(deepest, d)
+            todo.extend((v, d + 1) for v in (node.values() if isinstance(node, dict) else node))
+    return deepest
+
+
+class BadJSON(ValueError):
+    """A posted JSON body that cannot be used; the message says why."""
+
+
+async def read_json_body(request: Request) -> Any:
+    """The request's JSON body, or BadJSON (invalid, or nested deeper than MAX_JSON_DEPTH)."""
+    raw = await request.body()
+    try:
+        body = json.loads(raw)  # its C parser raises RecursionError past the stack's depth
+    except RecursionError:
+        raise BadJSON(f"the JSON is nested more than {MAX_JSON_DEPTH} levels deep") from None
+    except ValueError as exc:
+        raise BadJSON(f"the body is not valid JSON: {str(exc)[:200]}") from None
+    if json_depth(body) > MAX_JSON_DEPTH:
+        raise BadJSON(f"the JSON is nested more than {MAX_JSON_DEPTH} levels deep")
+    return body
+
+
+def _inside(path: Path, base: Path) -> bool:
+    """``path`` is a regular file within ``base``, reached without symlinks (the store is
+    foreign data: a planted link must not serve the server's other files)."""
+    try:
+        if path.is_symlink() or not path.is_file():
+            return False
+        return path.resolve().is_relative_to(base.resolve())
+    except OSError:
+        return False
+
+
 def create_app(cfg: WebConfig) -> FastAPI:
     """The dashboard application for one results root."""
-    manager = RunManager(cfg.root, max_running=cfg.max_running)
+    manager = RunManager(cfg.root, max_running=cfg.max_running, max_queued=cfg.max_queued)
+    checks: list[asyncio.Semaphore] = []  # created in the running loop
     registry = make_registry(manager.live)
     env = _env()
 
@@ -220,6 +276,7 @@ def create_app(cfg: WebConfig) -> FastAPI:
     )
     app.state.manager = manager
     app.middleware("http")(make_middleware(cfg.policy))
+    app.add_middleware(BodyLimit)  # outermost: caps bodies before anything reads them
     app.mount("/static", StaticFiles(packages=[("gridbench.web", "static")]), name="static")
     plotly_body, plotly_etag = _plotly_bytes()
 
@@ -259,11 +316,24 @@ def create_app(cfg: WebConfig) -> FastAPI:
     async def login(request: Request) -> Response:
         form = await request.form()
         token = form.get("token")
-        sid = cfg.policy.login(token if isinstance(token, str) else "")
+        client = request.client.host if request.client else ""
+        # guessing is slowed down: each failure from an address doubles the next wait
+        await asyncio.sleep(cfg.policy.login_delay(client))
+        sid = cfg.policy.login(token if isinstance(token, str) else "", client)
         if sid is None:
             return page(request, "login.html", 401, error="That token is not valid.")
         resp = RedirectResponse("/", status_code=303)
-        resp.set_cookie(AUTH_COOKIE, sid, httponly=True, samesite="strict", path="/")
+        resp.set_cookie(
+            AUTH_COOKIE, sid, httponly=True, samesite="strict", path="/",
+            max_age=SESSION_MAX_AGE_S, secure=request.url.scheme == "https",
+        )  # fmt: skip
+        return resp
+
+    @app.post("/logout")
+    def logout(request: Request) -> Response:
+        cfg.policy.logout(request.cookies.get(AUTH_COOKIE))
+        resp = RedirectResponse("/login" if cfg.policy.needs_token else "/", status_code=303)
+        resp.delete_cookie(AUTH_COOKIE, path="/")
         return resp
 
     # -- experiments list -------------------------------------------------------------------
@@ -309,7 +379,9 @@ def create_app(cfg: WebConfig) -> FastAPI:
             view_error=view_error,
             tables=tables,
             downloads=downloads,
-            spec_yaml=run.spec_file.read_text(encoding="utf-8") if run.spec_file.exists() else "",
+            spec_yaml=run.spec_file.read_text(encoding="utf-8", errors="replace")
+            if _inside(run.spec_file, run.path)
+            else "",
             has_trials=bool(run.trial_ids()),
         )
 
@@ -319,6 +391,11 @@ def create_app(cfg: WebConfig) -> FastAPI:
         if managed is None:
             return PlainTextResponse("no live run with this id on this server", status_code=404)
         live = managed.live
+        if live.subscribers >= MAX_SUBSCRIBERS:
+            return PlainTextResponse(
+                f"{MAX_SUBSCRIBERS} event streams of this run are open already: close some tabs",
+                status_code=429,
+            )
 
         async def stream() -> AsyncIterator[str]:
             q = live.subscribe()
@@ -378,8 +455,10 @@ def create_app(cfg: WebConfig) -> FastAPI:
             path = run.path / "tables" / name
         else:
             return not_found(request, "No such download.")
-        if not path.is_file():
+        if not path.exists() and not path.is_symlink():
             return not_found(request, f"{name} does not exist (analyse the run first?).")
+        if not _inside(path, run.path):
+            return not_found(request, f"{name} is not a regular file of this run.")
         media = {
             ".json": "application/json",
             ".csv": "text/csv; charset=utf-8",
@@ -450,7 +529,22 @@ def create_app(cfg: WebConfig) -> FastAPI:
         if action == "check":
             from gridbench.run.check import check
 
-            steps = await check(plan.spec, job_timeout_s=CHECK_JOB_TIMEOUT_S)
+            if not checks:
+                checks.append(asyncio.Semaphore(MAX_CHECKS))
+            if checks[0].locked():
+                return await asyncio.to_thread(
+                    new_page,
+                    request,
+                    text,
+                    429,
+                    error={
+                        "message": f"{MAX_CHECKS} connectivity checks are running already",
+                        "fix": "wait a few seconds and check again",
+                    },
+                    **ctx,
+                )
+            async with checks[0]:
+                steps = await check(plan.spec, job_timeout_s=CHECK_JOB_TIMEOUT_S)
             ctx["steps"] = [
                 {"name": s.name, "ok": s.ok, "detail": s.detail, "fix": s.fix} for s in steps
             ]
@@ -471,22 +565,40 @@ def create_app(cfg: WebConfig) -> FastAPI:
                 )
             try:
                 managed = manager.start(plan, data)
+            except QueueFull as exc:
+                return new_page(request, text, 429, error=_spec_error(exc), **ctx)
             except GridbenchError as exc:
                 return new_page(request, text, 422, error=_spec_error(exc), **ctx)
+            except Exception as exc:  # a bug: the log has the traceback, the page does not
+                log.exception("starting %s failed", plan.spec.name)
+                return page(
+                    request,
+                    "error.html",
+                    500,
+                    title="The run could not start",
+                    message=f"an internal error ({type(exc).__name__}) stopped the run from "
+                    "starting; the server's log has the details",
+                )
             return RedirectResponse(f"/experiments/{managed.live.run_id}", status_code=303)
         return await asyncio.to_thread(new_page, request, text, **ctx)
 
     @app.post("/api/spec/parse")
     async def api_parse(request: Request) -> JSONResponse:
         """YAML text to spec data (for the form), with the validation error if any."""
-        body = await request.json()
+        try:
+            body = await read_json_body(request)
+        except BadJSON as exc:
+            return JSONResponse({"error": str(exc)}, status_code=422)
         text = str(body.get("yaml", "")) if isinstance(body, dict) else ""
         return JSONResponse(await asyncio.to_thread(parse_for_form, text))
 
     @app.post("/api/spec/dump")
     async def api_dump(request: Request) -> JSONResponse:
         """Spec data (from the form) to YAML text."""
-        body = await request.json()
+        try:
+            body = await read_json_body(request)
+        except BadJSON as exc:
+            return JSONResponse({"error": str(exc)}, status_code=422)
         data = body.get("data") if isinstance(body, dict) else None
         if not isinstance(data, dict):
             return JSONResponse({"error": "data must be an object"}, status_code=422)
@@ -574,6 +686,11 @@ def create_app(cfg: WebConfig) -> FastAPI:
         runs = list_runs(cfg.root)
         # ids begin with their creation time: the oldest is the baseline
         chosen = sorted(dict.fromkeys(i for i in (ids or []) if RUN_ID.match(i)))
+        if len(chosen) > MAX_COMPARE:
+            return page(
+                request, "error.html", 422, title="Too many experiments",
+                message=f"compare at most {MAX_COMPARE} experiments at once",
+            )  # fmt: skip
         ctx = compare_context(cfg.root, chosen) if len(chosen) >= 2 else {}
         return page(request, "compare.html", runs=runs, chosen=chosen, **ctx)
 
@@ -582,8 +699,9 @@ def create_app(cfg: WebConfig) -> FastAPI:
         from gridbench.web.compare_view import history_context, metric_choices
 
         runs = list_runs(cfg.root)
-        ctx = history_context(cfg.root, experiment, metric) if experiment and metric else {}
-        choices = metric_choices(cfg.root, experiment) if RUN_ID.match(experiment) else []
+        known = bool(RUN_ID.match(experiment))  # never a path from the URL
+        ctx = history_context(cfg.root, experiment, metric) if known and metric else {}
+        choices = metric_choices(cfg.root, experiment) if known else []
         return page(
             request,
             "history.html",
@@ -600,6 +718,11 @@ def create_app(cfg: WebConfig) -> FastAPI:
         from gridbench.web.compare_view import _paths
 
         chosen = [i for i in (ids or []) if RUN_ID.match(i)]
+        if len(chosen) > MAX_COMPARE:
+            return JSONResponse(
+                {"message": f"compare at most {MAX_COMPARE} experiments at once", "where": "ids"},
+                status_code=422,
+            )
         try:
             data = load_comparison(cfg.root, _paths(cfg.root, chosen)).to_dict()
         except GridbenchError as exc:

@@ -15,6 +15,8 @@ from gridbench.errors import GridbenchError
 
 DEFAULT_PORT = 8765
 MIN_TOKEN_CHARS = 16
+#: Connections (and tasks) uvicorn serves at once; more get 503 instead of exhausting it.
+LIMIT_CONCURRENCY = 200
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -48,6 +50,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         default=4,
         metavar="N",
         help="experiments running at once; more queue (default 4)",
+    )
+    p.add_argument(
+        "--max-queued",
+        type=int,
+        default=16,
+        metavar="N",
+        help="experiments waiting for a slot; more are refused (default 16)",
     )
     p.set_defaults(func=cmd_serve)
 
@@ -112,6 +121,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise GridbenchError(f"port {args.port} is out of range", where="--port", fix="1-65535")
     if args.max_running < 1:
         raise GridbenchError("--max-running must be at least 1", where="--max-running")
+    if args.max_queued < 0:
+        raise GridbenchError("--max-queued must be 0 or more", where="--max-queued")
     token = read_token(args)
     loopback = is_loopback(args.host)
     if not loopback and token is None:
@@ -129,7 +140,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     _check_port(args.host, args.port)
     root = _results_root(args)
     root.mkdir(parents=True, exist_ok=True)
-    app = create_app(WebConfig(root=root, policy=policy, max_running=args.max_running))
+    app = create_app(
+        WebConfig(
+            root=root, policy=policy, max_running=args.max_running, max_queued=args.max_queued
+        )
+    )
     shown = f"[{args.host}]" if ":" in args.host else args.host
     print(
         f"gridbench dashboard on http://{shown}:{args.port}/ (results: {root}); "
@@ -144,6 +159,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         access_log=False,
         timeout_graceful_shutdown=3,
         server_header=False,
+        limit_concurrency=LIMIT_CONCURRENCY,
     )
     uvicorn.Server(config).run()
     return 0

@@ -38,9 +38,12 @@ def _labels(xs: list[Any]) -> list[Any]:
 def _paths(root: Path, ids: list[str]) -> list[str]:
     """Only runs inside the results root (never an arbitrary path from a URL)."""
     out = []
+    base = root.resolve()
     for i in ids:
         p = root / i
-        if not (p / EXPERIMENT_FILE).is_file():
+        # an absolute id or '..' would escape the root: only its direct children qualify
+        inside = Path(i).name == i and i not in ("", ".", "..")
+        if not inside or not p.resolve().parent == base or not (p / EXPERIMENT_FILE).is_file():
             raise GridbenchError(
                 f"no experiment {i!r} in the results store", where="ids", fix="pick from the list"
             )

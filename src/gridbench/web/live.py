@@ -133,6 +133,11 @@ class LiveRun:
     def unsubscribe(self, q: asyncio.Queue[tuple[str, Any]]) -> None:
         self._subs.discard(q)
 
+    @property
+    def subscribers(self) -> int:
+        """Open event streams of this run."""
+        return len(self._subs)
+
     def publish(self, kind: str, data: Any) -> None:
         for q in list(self._subs):
             try:

@@ -27,6 +27,14 @@ from gridbench.web.live import LiveRun, MeasuringBackend
 
 log = logging.getLogger(__name__)
 
+#: Finished runs kept in memory (for their live page and event stream); older ones are
+#: dropped, their results stay in the store.
+KEEP_FINISHED = 50
+
+
+class QueueFull(GridbenchError):
+    """More experiments are queued than the server accepts."""
+
 
 @dataclass
 class ManagedRun:
@@ -40,9 +48,10 @@ class ManagedRun:
 class RunManager:
     """The experiments this server started, by run id."""
 
-    def __init__(self, root: Path, *, max_running: int = 4) -> None:
+    def __init__(self, root: Path, *, max_running: int = 4, max_queued: int = 16) -> None:
         self.root = root
         self.max_running = max_running
+        self.max_queued = max_queued
         self.runs: dict[str, ManagedRun] = {}
         self._slots: asyncio.Semaphore | None = None
 
@@ -53,6 +62,14 @@ class RunManager:
 
     def start(self, plan: Plan, data: dict[str, Any]) -> ManagedRun:
         """Create the results directory now (so the run has an id) and queue the run."""
+        queued = sum(1 for m in self.runs.values() if m.live.status == "queued")
+        if queued >= self.max_queued:
+            raise QueueFull(
+                f"{queued} experiments are already queued (the server's limit)",
+                where="--max-queued",
+                fix="wait for queued runs to start, abort some, or restart the server with "
+                "a larger --max-queued",
+            )
         spec = plan.spec
         inner = create_backend(spec.backend.type, spec.backend.options)  # bad options: now
         backend = MeasuringBackend(inner)
@@ -62,11 +79,22 @@ class RunManager:
         runner.observer = live
         managed = ManagedRun(runner, live, path=run.path)
         live.on_trial_finished.append(lambda p: self._after_trial(managed, p))
+        self._prune()
         self.runs[run.id] = managed
         managed.task = asyncio.get_running_loop().create_task(
             self._run(managed), name=f"gridbench-run-{run.id}"
         )
         return managed
+
+    def _prune(self) -> None:
+        """Forget the oldest finished runs beyond KEEP_FINISHED (dicts keep insertion order)."""
+        done = [
+            rid
+            for rid, m in self.runs.items()
+            if m.live.final and (m.task is None or m.task.done())
+        ]
+        for rid in done[: max(0, len(done) - KEEP_FINISHED + 1)]:
+            del self.runs[rid]
 
     def get(self, run_id: str) -> ManagedRun | None:
         return self.runs.get(run_id)

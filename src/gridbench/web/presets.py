@@ -2,18 +2,22 @@
 
 A saved preset is a backend section (``type`` and ``options``) with a description, kept
 as ``<results root>/.presets/<name>.yaml``. Secrets are never stored: option keys that
-name a password, token or secret with a literal value are refused, because presets must
+name a password, token, key or credential with a literal value are refused, and so are
+values that are secrets whatever their key (private-key blocks, URLs with a password,
+``-u user:pass`` or ``--password=...`` in argv lists), because presets and specs must
 reference an SSH agent, a key file or an environment variable instead.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from gridbench.backends import command_presets
 from gridbench.backends.registry import create_backend
@@ -24,8 +28,18 @@ from gridbench.store.layout import write_text_atomic
 
 PRESET_DIR = ".presets"
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-_SECRET_KEY = re.compile(r"pass(word|wd|phrase)?|secret|token|api[_-]?key|private[_-]?key", re.I)
+_SECRET_KEY = re.compile(
+    r"pass(word|wd|phrase)?|secret|token|api[_-]?key|private[_-]?key|credential|cookie", re.I
+)
+#: Words of a key that name a secret ("ssh_key", "auth", "X-Auth-Token", "apiKey").
+_SECRET_WORDS = frozenset(
+    {"key", "credential", "credentials", "auth", "authorization", "cookie", "passwd", "pass"}
+)
+#: Keys that look like secrets but are not: id_key is a regex of the command backend.
+_NOT_SECRET_KEYS = frozenset({"id_key"})
 _REFERENCE_OK = re.compile(r"(_env|_file|_path|_var)$", re.I)
+_PEM = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----")
+_USER_PASS_FLAGS = frozenset({"-u", "--user", "--proxy-user", "-U"})
 
 
 @dataclass(frozen=True)
@@ -41,23 +55,83 @@ class Preset:
     data: dict[str, Any]  # a whole spec (example) or a backend section
 
 
+def _secret_key(key: str) -> bool:
+    """A key naming a secret (password, token, api_key, ...), not a reference to one."""
+    k = key.strip()
+    if _REFERENCE_OK.search(k) or k.lower() in _NOT_SECRET_KEYS:
+        return False
+    words = {w.lower() for w in re.split(r"[_\-.\s]+|(?<=[a-z])(?=[A-Z])", k) if w}
+    return bool(words & _SECRET_WORDS) or bool(_SECRET_KEY.search(k))
+
+
+def _key_path(key: str, value: str) -> bool:
+    """``ssh_key: ~/.ssh/id_ed25519``: a key word naming where a key file is, not a secret."""
+    words = {w.lower() for w in re.split(r"[_\-.\s]+|(?<=[a-z])(?=[A-Z])", key) if w}
+    only_key = words & _SECRET_WORDS == {"key"} and not _SECRET_KEY.search(key)
+    return only_key and value.startswith(("/", "~/", "./")) and "\n" not in value
+
+
+def _is_reference(value: str) -> bool:
+    """A template placeholder or an environment reference, not a literal secret."""
+    return value.startswith(("{", "$", "<")) or not value.strip()
+
+
+def _secret_value(value: str) -> bool:
+    """A private key block, or a URL with a password in it."""
+    if _PEM.search(value):
+        return True
+    for word in value.split():
+        if "://" in word and "@" in word:
+            try:
+                password = urlsplit(word).password
+            except ValueError:
+                continue
+            if password and not _is_reference(password):
+                return True
+    return False
+
+
+def _argv_secrets(items: list[Any]) -> list[int]:
+    """Indexes of argv items that hold a secret: ``-u user:pass``, ``--password=x``,
+    ``--password x`` (and the like for token/secret)."""
+    found = []
+    for i, item in enumerate(items):
+        if not isinstance(item, str):
+            continue
+        flag, eq, value = item.partition("=")
+        if eq and flag.startswith("-") and _secret_key(flag.lstrip("-")):
+            if not _is_reference(value):
+                found.append(i)
+            continue
+        nxt = items[i + 1] if i + 1 < len(items) else None
+        if not isinstance(nxt, str) or _is_reference(nxt):
+            continue
+        user_pass = item in _USER_PASS_FLAGS and ":" in nxt
+        if (user_pass and not _is_reference(nxt.split(":", 1)[1])) or (
+            item.startswith("--") and _secret_key(item[2:])
+        ):
+            found.append(i + 1)
+    return found
+
+
 def find_secrets(obj: Any, path: str = "") -> list[str]:
-    """Dotted paths of literal secrets in ``obj`` (keys like password/token with a value)."""
+    """Dotted paths of literal secrets in ``obj``: values of keys like password/token,
+    private keys, URLs with a password, and credentials in argv lists."""
     found: list[str] = []
     if isinstance(obj, dict):
         for k, v in obj.items():
             p = f"{path}.{k}" if path else str(k)
-            if (
-                _SECRET_KEY.search(str(k))
-                and not _REFERENCE_OK.search(str(k))
-                and isinstance(v, str | int)
-                and str(v).strip()
-            ):
+            literal = isinstance(v, str | int) and str(v).strip()
+            if literal and _secret_key(str(k)) and not _key_path(str(k), str(v)):
                 found.append(p)
-            found += find_secrets(v, p)
+            else:
+                found += find_secrets(v, p)
     elif isinstance(obj, list):
+        hidden = set(_argv_secrets(obj))
         for i, v in enumerate(obj):
-            found += find_secrets(v, f"{path}.{i}")
+            found += [f"{path}.{i}"] if i in hidden else find_secrets(v, f"{path}.{i}")
+    elif isinstance(obj, str) and _secret_value(obj):
+        found.append(path)
     return found
 
 
@@ -185,6 +259,7 @@ def command_preset_options(name: str) -> dict[str, Any]:
 def parse_preset(text: str, origin: str) -> dict[str, Any]:
     """A saved preset document: ``description`` and ``backend: {type, options}``, checked."""
     data = _plain(parse_yaml(text, origin))
+    refuse_secrets(data, origin)  # the whole document, before anything could echo it
     if not isinstance(data, dict) or not isinstance(data.get("backend"), dict):
         raise SpecError(
             "a preset needs a 'backend:' mapping with 'type' and 'options'",
@@ -254,29 +329,72 @@ def template_rows(backend: dict[str, Any]) -> list[dict[str, str]]:
     return rows
 
 
+#: Limits of "try the pattern": the sample, each pattern, and the child's wall time.
+MAX_SAMPLE_BYTES = 64 * 1024
+MAX_PATTERN_CHARS = 2000
+TRY_TIMEOUT_S = 5.0
+
+
+def _patterns(obj: Any) -> list[str]:
+    """Every ``pattern``-like string of a backend section (all are regexes)."""
+    if isinstance(obj, dict):
+        out = [v for k, v in obj.items() if isinstance(v, str) and k in _PATTERN_KEYS]
+        return out + [p for v in obj.values() for p in _patterns(v)]
+    if isinstance(obj, list):
+        return [p for v in obj for p in _patterns(v)]
+    return []
+
+
+_PATTERN_KEYS = frozenset({"pattern", "ignore", "unknown_pattern", "id_key"})
+
+
 def try_pattern(backend: dict[str, Any], op: str, sample: str) -> list[tuple[str, str]]:
     """Apply the compiled ``op`` pattern of a command backend to sample output, as the
-    backend would: (job id, state or message) pairs; SpecError when nothing matches."""
-    from gridbench.backends.command_options import compile_options
-    from gridbench.backends.command_parse import NoMatch, extract_id, parse_many, parse_one
+    backend would: (job id, state or message) pairs; SpecError when nothing matches.
+
+    The match runs in a child process with a timeout (see :mod:`pattern_worker`), so a
+    regex that backtracks catastrophically costs that child, not the server."""
+    import subprocess
+    import sys
 
     if backend.get("type") != "command":
         raise SpecError("only command-backend presets have patterns", where="backend.type")
-    cfg = compile_options(dict(backend.get("options") or {}))
-    opc = cfg.ops.get(op)
-    if opc is None or opc.pattern is None:
-        raise SpecError(f"the {op} operation has no pattern", where=f"backend.options.{op}")
-    try:
-        if op == "submit":
-            return [(extract_id(opc.pattern, sample), "submitted")]
-        if opc.mode in ("batch", "all"):
-            found = parse_many(opc.pattern, sample, cfg.states, scope=opc.scope, ignore=opc.ignore)
-            return [(jid, f"{st.state.value} ({st.message})") for jid, st in found.items()]
-        st = parse_one(opc.pattern, sample, cfg.states)
-        return [("(this job)", f"{st.state.value} ({st.message})")]
-    except NoMatch:
+    if op not in OPS:
+        raise SpecError(f"unknown operation {op!r}", where="op", fix=f"one of {', '.join(OPS)}")
+    if len(sample.encode("utf-8")) > MAX_SAMPLE_BYTES:
         raise SpecError(
-            f"the {op} pattern matches nothing in the sample",
+            f"the sample is larger than {MAX_SAMPLE_BYTES // 1024} KiB",
+            where="sample",
+            fix="paste a few lines of the command's output",
+        )
+    if any(len(p) > MAX_PATTERN_CHARS for p in _patterns(backend.get("options"))):
+        raise SpecError(
+            f"a pattern is longer than {MAX_PATTERN_CHARS} characters",
+            where="backend.options",
+            fix="a pattern picks a few fields: shorten it",
+        )
+    request = json.dumps({"backend": backend, "op": op, "sample": sample})
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "gridbench.web.pattern_worker"],
+            input=request, capture_output=True, text=True, timeout=TRY_TIMEOUT_S, check=False,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:  # run() kills the child
+        raise SpecError(
+            f"the {op} pattern took longer than {TRY_TIMEOUT_S:g} s on the sample",
             where=f"backend.options.{op}.pattern",
-            fix="adjust the regex (named groups: id, state, exit_code, message)",
+            fix="the regex backtracks catastrophically: avoid nested repeats such as (a+)+ "
+            "and anchor it",
         ) from None
+    try:
+        answer = json.loads(proc.stdout)
+    except ValueError:
+        raise SpecError(
+            f"trying the pattern failed (exit status {proc.returncode})",
+            where=f"backend.options.{op}.pattern",
+            fix="check the preset; the server log has no more detail",
+        ) from None
+    if "error" in answer:
+        e = answer["error"]
+        raise SpecError(str(e["message"]), where=e.get("where"), fix=e.get("fix"))
+    return [(str(a), str(b)) for a, b in answer["rows"]]

@@ -16,6 +16,7 @@ import json
 import os
 import secrets
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,6 +127,9 @@ def _cached(run_dir: str, stamp: int, cache_root: str) -> ResultsView:
     return view_obj
 
 
+KEY_BYTES = 32
+
+
 def _key_file() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "gridbench" / "web-cache.key"
@@ -136,15 +140,34 @@ def _key() -> bytes:
     """The key that authenticates cached HTML: kept outside the results store, so whoever
     can write the store cannot forge pre-rendered HTML (it would be shown unescaped)."""
     path = _key_file()
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
+    for attempt in range(50):
+        try:
+            key = path.read_bytes()
+        except FileNotFoundError:
+            key = None
+        if key is not None and len(key) == KEY_BYTES:
+            return key
+        if key is not None and attempt < 25 and path.stat().st_mtime > time.time() - 1:
+            time.sleep(0.01)  # another process may be writing it right now
+            continue
+        if key is not None:  # truncated or foreign: a weak key would let the store forge HTML
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
         path.parent.mkdir(parents=True, exist_ok=True)
-        key = secrets.token_bytes(32)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        key = secrets.token_bytes(KEY_BYTES)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:  # another server made it first: read theirs
+            time.sleep(0.01)
+            continue
         with os.fdopen(fd, "wb") as fh:
             fh.write(key)
         return key
+    raise GridbenchError(
+        "cannot create the view-cache key",
+        where=str(path),
+        fix="remove the file, and check that the directory is writable",
+    )
 
 
 def _mac(stamp: int, view: Any) -> str:

@@ -14,18 +14,26 @@ import hashlib
 import hmac
 import ipaddress
 import secrets
+import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 CSRF_COOKIE = "gb_csrf"
 AUTH_COOKIE = "gb_auth"
 CSRF_FIELD = "csrf"
 CSRF_HEADER = "x-csrf-token"
 MAX_BODY_BYTES = 2 * 1024 * 1024
+SESSION_MAX_AGE_S = 12 * 3600
+MAX_SESSIONS = 64  # the oldest session is logged out beyond this
+#: After n failed logins from one address, the next answer waits min(2**(n-1) / 4, 8) s.
+LOGIN_DELAY_MAX_S = 8.0
+LOGIN_FAILURES_KEPT = 1024
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 #: Scripts, styles, data and fetches only from this server; nothing may frame the pages.
@@ -72,15 +80,50 @@ class AccessPolicy:
 
     token_hash: str | None = None
     allowed_hosts: set[str] = field(default_factory=set)  # empty: any Host header
-    sessions: set[str] = field(default_factory=set)  # hashes of login session ids
+    #: hashes of login session ids -> expiry (monotonic seconds), oldest first
+    sessions: OrderedDict[str, float] = field(default_factory=OrderedDict)
+    #: failed logins per client address: (count, time of the last one)
+    failures: OrderedDict[str, tuple[int, float]] = field(default_factory=OrderedDict)
 
-    def login(self, presented: str) -> str | None:
+    def login(self, presented: str, client: str = "") -> str | None:
         """A new session id when ``presented`` is the token (only its hash is kept)."""
         if self.token_hash is None or not token_matches(presented, self.token_hash):
+            n = self.failures.pop(client, (0, 0.0))[0] + 1
+            self.failures[client] = (n, time.monotonic())
+            while len(self.failures) > LOGIN_FAILURES_KEPT:
+                self.failures.popitem(last=False)
             return None
+        self.failures.pop(client, None)
         sid = secrets.token_urlsafe(32)
-        self.sessions.add(hash_token(sid))
+        self.sessions[hash_token(sid)] = time.monotonic() + SESSION_MAX_AGE_S
+        while len(self.sessions) > MAX_SESSIONS:
+            self.sessions.popitem(last=False)
         return sid
+
+    def login_delay(self, client: str) -> float:
+        """Seconds to wait before answering a login attempt from ``client`` (grows with
+        its recent failures, forgotten after an hour)."""
+        n, last = self.failures.get(client, (0, 0.0))
+        if n == 0 or time.monotonic() - last > 3600:
+            return 0.0
+        return float(min(2 ** (n - 1) / 4, LOGIN_DELAY_MAX_S))
+
+    def logout(self, sid: str | None) -> None:
+        if sid:
+            self.sessions.pop(hash_token(sid), None)
+
+    def _session_ok(self, sid: str | None) -> bool:
+        if not sid:
+            return False
+        h = hash_token(sid)
+        # dict lookup by the hash of a random 256-bit id: nothing to learn from its timing
+        expiry = self.sessions.get(h)
+        if expiry is None:
+            return False
+        if time.monotonic() > expiry:
+            del self.sessions[h]
+            return False
+        return True
 
     def authorised(self, request: Request) -> bool:
         if self.token_hash is None:
@@ -88,8 +131,7 @@ class AccessPolicy:
         auth = request.headers.get("authorization", "")
         if auth.lower().startswith("bearer "):
             return token_matches(auth[7:].strip(), self.token_hash)
-        sid = request.cookies.get(AUTH_COOKIE)
-        return bool(sid) and any(token_matches(sid, h) for h in self.sessions)
+        return self._session_ok(request.cookies.get(AUTH_COOKIE))
 
     @property
     def needs_token(self) -> bool:
@@ -155,12 +197,7 @@ def make_middleware(policy: AccessPolicy) -> Callable[[Request, Endpoint], Await
             if request.method == "GET" and "text/html" in request.headers.get("accept", ""):
                 return _secure(RedirectResponse("/login", status_code=303))
             return _secure(PlainTextResponse("a valid token is required", status_code=401))
-        if request.method not in SAFE_METHODS:
-            too_big = PlainTextResponse("request too large (max 2 MiB)", status_code=413)
-            if int(request.headers.get("content-length") or 0) > MAX_BODY_BYTES:
-                return _secure(too_big)
-            if len(await request.body()) > MAX_BODY_BYTES:  # chunked: no content-length
-                return _secure(too_big)
+        # (the body size is capped by BodyLimit, outside this middleware)
         if request.method not in SAFE_METHODS and not await csrf_ok(request):
             return _secure(
                 PlainTextResponse(
@@ -171,8 +208,12 @@ def make_middleware(policy: AccessPolicy) -> Callable[[Request, Endpoint], Await
         new = getattr(request.state, "new_csrf", None)
         if new is not None:
             response.set_cookie(
-                CSRF_COOKIE, new, httponly=True, samesite="strict", path="/", secure=False
-            )
+                CSRF_COOKIE, new, httponly=True, samesite="strict", path="/",
+                secure=request.url.scheme == "https",
+            )  # fmt: skip
+        if not path.startswith("/static/"):
+            # pages and downloads may hold results behind the token: no shared caches
+            response.headers.setdefault("cache-control", "no-store")
         return _secure(response)
 
     return middleware
@@ -182,3 +223,61 @@ def _secure(response: Response) -> Response:
     for k, v in SECURITY_HEADERS.items():
         response.headers.setdefault(k, v)
     return response
+
+
+class BodyTooLarge(Exception):
+    """A request body went past MAX_BODY_BYTES while it was being read."""
+
+
+class BodyLimit:
+    """ASGI middleware capping request bodies at ``max_bytes`` as they arrive: a declared
+    Content-Length above it is refused at once, and a chunked body is cut off at the first
+    chunk that crosses it (nothing past the cap is buffered)."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int = MAX_BODY_BYTES) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("method") in SAFE_METHODS:
+            await self.app(scope, receive, send)
+            return
+        too_big = _secure(
+            PlainTextResponse(
+                f"request too large (max {self.max_bytes // (1024 * 1024)} MiB)",
+                status_code=413,
+                headers={"connection": "close"},
+            )
+        )
+        for name, value in scope.get("headers", []):
+            if name == b"content-length":
+                try:
+                    declared = int(value)
+                except ValueError:
+                    declared = self.max_bytes + 1
+                if declared > self.max_bytes:
+                    await too_big(scope, receive, send)
+                    return
+        seen = 0
+        started = False
+
+        async def counted() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_bytes:
+                    raise BodyTooLarge
+            return message
+
+        async def watched(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, counted, watched)
+        except BodyTooLarge:
+            if not started:
+                await too_big(scope, receive, send)
