@@ -40,16 +40,9 @@ err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 # -- helpers -------------------------------------------------------------------------------
 def _results_root(args: argparse.Namespace) -> Path:
-    from gridbench.store.layout import default_root
+    from gridbench.store.layout import results_root
 
-    root = Path(args.results) if getattr(args, "results", None) else default_root()
-    if root.exists() and not root.is_dir():
-        raise GridbenchError(
-            "the results root is a file, not a directory",
-            where=str(root),
-            fix="give --results (or GRIDBENCH_RESULTS) a directory",
-        )
-    return root
+    return results_root(getattr(args, "results", None))
 
 
 def _load(args: argparse.Namespace, *, host: bool = True) -> tuple[Any, dict[str, Any], Any]:

@@ -29,16 +29,9 @@ console = Console(highlight=False)
 
 
 def _root(args: argparse.Namespace) -> Path:
-    from gridbench.store.layout import default_root
+    from gridbench.store.layout import results_root
 
-    root = Path(args.results) if args.results else default_root()
-    if root.exists() and not root.is_dir():
-        raise GridbenchError(
-            "the results root is a file, not a directory",
-            where=str(root),
-            fix="give --results (or GRIDBENCH_RESULTS) a directory",
-        )
-    return root
+    return results_root(args.results)
 
 
 def _settings(args: argparse.Namespace) -> Settings:

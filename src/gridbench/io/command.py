@@ -20,9 +20,9 @@ EXIT_OK, EXIT_THRESHOLD, EXIT_BACKEND, EXIT_INTERRUPTED = 0, 1, 3, 130
 
 
 def _root(args: argparse.Namespace) -> Path:
-    from gridbench.store.layout import default_root
+    from gridbench.store.layout import results_root
 
-    return Path(args.results) if args.results else default_root()
+    return results_root(args.results)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

@@ -25,6 +25,21 @@ def default_root() -> Path:
     return Path(os.environ.get(DEFAULT_ROOT_ENV, "results"))
 
 
+def results_root(given: str | None) -> Path:
+    """The results root: ``given`` (``--results``), else $GRIDBENCH_RESULTS or ./results;
+    a file there is a GridbenchError with the fix."""
+    from gridbench.errors import GridbenchError
+
+    root = Path(given) if given else default_root()
+    if root.exists() and not root.is_dir():
+        raise GridbenchError(
+            "the results root is a file, not a directory",
+            where=str(root),
+            fix="give --results (or GRIDBENCH_RESULTS) a directory",
+        )
+    return root
+
+
 def write_text_atomic(path: Path, text: str) -> None:
     """Write ``text`` through a temporary file and a rename, so readers never see half."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -113,7 +113,7 @@ def _check_port(host: str, port: int) -> None:
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from gridbench.cli import _results_root
+    from gridbench.store.layout import results_root
     from gridbench.web.app import WebConfig, create_app
     from gridbench.web.security import AccessPolicy, hash_token, is_loopback
 
@@ -138,7 +138,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     policy = AccessPolicy(token_hash=hash_token(token) if token else None, allowed_hosts=hosts)
     del token
     _check_port(args.host, args.port)
-    root = _results_root(args)
+    root = results_root(args.results)
     root.mkdir(parents=True, exist_ok=True)
     app = create_app(
         WebConfig(
