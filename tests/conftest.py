@@ -8,6 +8,11 @@ from pathlib import Path
 
 import pytest
 
+# One Grid Engine cell per session for every module that uses it: a fixture imported into
+# several test modules would be a separate session fixture in each, and a second cell cannot
+# start while the first holds the cell's qmaster.
+from sge_cluster import sge_fixture  # noqa: F401
+
 BIN = Path(sys.executable).with_name("gridbench")
 
 

@@ -347,7 +347,8 @@ def running_cell() -> Iterator[SgeCell]:
 
 @pytest.fixture(scope="session", name="sge")
 def sge_fixture() -> Iterator[SgeCell]:
-    """One live cell shared by the Grid Engine tests of a session."""
+    """One live cell shared by the Grid Engine tests of a session (registered in
+    conftest.py; do not import it into test modules, which would make one per module)."""
     with running_cell() as c:
         yield c
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from sge_cluster import SgeCell, sge_fixture  # noqa: F401 (the fixture sge)
+from sge_cluster import SgeCell  # the fixture sge comes from conftest.py: one cell per session
 from test_command_runner import failures, spec, trial_info
 from test_runner import events, run_spec, stage_counts
 

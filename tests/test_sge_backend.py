@@ -20,7 +20,7 @@ from gridbench.backends.registry import create_backend
 from gridbench.backends.sge import SgeBackend
 from gridbench.errors import BackendError
 from gridbench.events.model import Precision
-from sge_cluster import SgeCell, sge_fixture  # noqa: F401 (the fixture sge)
+from sge_cluster import SgeCell  # the fixture sge comes from conftest.py: one cell per session
 
 pytestmark = pytest.mark.e2e
 SERVER = ["sge_submit", "sge_start", "sge_end"]
