@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gridbench.backends import spawn
 from gridbench.backends.base import SubmitError
 from gridbench.events.model import FAIL_SUBMIT_AUTH, FAIL_SUBMIT_ERROR, FAIL_SUBMIT_TIMEOUT
 
@@ -32,6 +33,10 @@ async def run_cli(
 ) -> CliResult:
     """Run ``argv`` (as the Unix ``user`` when given: needs root); kill it on time-out or
     cancellation (TimeoutError / OSError propagate; an unknown user is a ValueError)."""
+    if user is None and spawn.available():
+        rc, out_b, err_b = await spawn.spawn_capture(argv, env, timeout_s)
+        return CliResult(rc, out_b.decode(errors="replace"), err_b.decode(errors="replace"))
+    # changing user needs Popen's setuid in the child, which posix_spawn cannot do
     proc = await asyncio.create_subprocess_exec(
         *argv,
         stdin=asyncio.subprocess.DEVNULL,
