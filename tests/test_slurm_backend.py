@@ -18,6 +18,7 @@ from backend_run import failures, run_with, trial
 from gridbench.backends.base import JobRequest, JobState
 from gridbench.backends.registry import create_backend
 from gridbench.backends.slurm import SlurmBackend
+from gridbench.backends.slurm_parse import parse_squeue_json
 from gridbench.errors import BackendError, SpecError
 from gridbench.events.model import Precision
 from gridbench.run.experiment import ExperimentOutcome, ExperimentRunner
@@ -70,8 +71,9 @@ timeouts: {status_interval: 0.2s, drain: 30s}
     assert (wide["slurm_end"] - wide["slurm_start"] >= 300_000_000).all()
     chain = {s["name"]: s["precision_ns"] for s in info["chain"]["stages"]}
     assert chain["slurm_start"] == chain["slurm_eligible"] == Precision.MS
-    # one squeue --json per status sweep, and no per-job lookups
-    assert backend.calls["squeue --json"] == info["status_calls"]
+    # one squeue (-O, the default) per status sweep, and no per-job lookups
+    assert backend.calls["squeue -O"] == info["status_calls"]
+    assert backend.calls["squeue --json"] == 0
     assert info["status_calls"] == info["status_sweeps"]
     assert backend.calls["scontrol show job"] == 0
     assert backend.calls["sbatch"] == 12
@@ -137,8 +139,10 @@ timeouts: {status_interval: 0.2s, drain: 5s}
     }
 
 
-async def test_status_resolves_unknown_ids_in_one_call(slurm: SlurmCluster) -> None:
-    b = backend_for(slurm, controller_log=None)
+@pytest.mark.parametrize("fmt", ["text", "json"])
+async def test_status_resolves_unknown_ids_in_one_call(slurm: SlurmCluster, fmt: str) -> None:
+    b = backend_for(slurm, controller_log=None, squeue_format=fmt)
+    squeue = "squeue -O" if fmt == "text" else "squeue --json"
     await b.open()
     bid = await b.submit(JobRequest("gb-resolve", ("true",)))
     for _ in range(200):
@@ -147,9 +151,9 @@ async def test_status_resolves_unknown_ids_in_one_call(slurm: SlurmCluster) -> N
             break
         await asyncio.sleep(0.05)
     assert st[bid].state is JobState.DONE and "999998" not in st
-    assert b.calls["scontrol show job"] == b.calls["squeue --json"]  # one per sweep
+    assert b.calls["scontrol show job"] == b.calls[squeue]  # one per sweep
     await b.status([bid, "999998", "999999"])  # several unknown: still one call (all jobs)
-    assert b.calls["scontrol show job"] == b.calls["squeue --json"]
+    assert b.calls["scontrol show job"] == b.calls[squeue]
     ev = await b.server_events()
     assert [(e.stage, e.precision_ns) for e in ev] == [
         ("slurm_submit", Precision.S),
@@ -203,12 +207,47 @@ async def test_malformed_squeue_reply_is_a_clear_error(slurm: SlurmCluster, tmp_
     squeue = fake / "squeue"
     squeue.write_text('#!/bin/sh\necho \'{"jobs": [ {"job_id": 1,\'\n')
     squeue.chmod(0o755)
-    b = backend_for(slurm, bin_dir=str(fake))
+    b = backend_for(slurm, bin_dir=str(fake), squeue_format="json")
     await b.open()
     with pytest.raises(BackendError) as err:
         await b.status(["1"])
     assert err.value.where == "squeue --json"
     assert err.value.message.startswith("squeue --json did not answer JSON")
+    await b.close()
+    # the -O format: a line with too few fields names the line and the way out
+    squeue.write_text("#!/bin/sh\necho '17|RUNNING|garbage'\n")
+    b = backend_for(slurm, bin_dir=str(fake))
+    await b.open()
+    with pytest.raises(BackendError) as err:
+        await b.status(["17"])
+    assert err.value.where == "squeue -O"
+    assert "17|RUNNING|garbage" in err.value.message
+    assert err.value.fix == "set squeue_format: json"
+    await b.close()
+
+
+async def test_squeue_times_are_read_in_the_zone_they_are_printed_in(
+    slurm: SlurmCluster,
+) -> None:
+    """squeue -O prints times in its local zone: with log_timezone set it must print them
+    in that zone (TZ), or every record stamp is off by the zones' difference. squeue --json
+    (Unix seconds, no zone) is the reference."""
+    b = backend_for(slurm, controller_log=None, log_timezone="Asia/Tokyo")
+    await b.open()
+    bid = await b.submit(JobRequest("gb-tz", ("true",)))
+    for _ in range(200):
+        if (await b.status([bid]))[bid].state.terminal:
+            break
+        await asyncio.sleep(0.05)
+    got = {e.stage: e.t_ns // 1_000_000_000 for e in await b.server_events()}
+    ref = parse_squeue_json(slurm.run("squeue", "--json").encode(), "squeue --json")[bid]
+    assert got == {
+        "slurm_submit": ref.submit_s,
+        "slurm_eligible": ref.eligible_s,
+        "slurm_start": ref.start_s,
+        "slurm_end": ref.end_s,
+    }
+    assert b.calls["squeue -O"] >= 1 and b.calls["squeue --json"] == 0
     await b.close()
 
 
