@@ -16,6 +16,7 @@ from typing import Any
 
 from gridbench.backends import spawn
 from gridbench.backends.base import SubmitError
+from gridbench.errors import BackendError
 from gridbench.events.model import FAIL_SUBMIT_AUTH, FAIL_SUBMIT_ERROR, FAIL_SUBMIT_TIMEOUT
 
 
@@ -102,3 +103,24 @@ async def submit_call(call: Awaitable[CliResult], program: str, timeout_s: float
         raise SubmitError(FAIL_SUBMIT_ERROR, f"cannot run {program}: {exc}") from None
     except ValueError as exc:  # an unknown account
         raise SubmitError(FAIL_SUBMIT_AUTH, f"cannot run {program}: {exc}") from None
+
+
+async def checked_call(
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    timeout_s: float,
+    *,
+    where: str,
+    fix_reach: str,
+    fix_install: str,
+) -> CliResult:
+    """Run a status or cancel client: no answer in time, or no program to run, is the
+    backend's failure (a BackendError naming ``where`` and the fix), not a job's."""
+    try:
+        return await run_cli(argv, env, timeout_s)
+    except TimeoutError:
+        raise BackendError(
+            f"{argv[0]} gave no answer within {timeout_s:g}s", where=where, fix=fix_reach
+        ) from None
+    except OSError as exc:
+        raise BackendError(f"cannot run {argv[0]}: {exc}", where=where, fix=fix_install) from None

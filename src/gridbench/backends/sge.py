@@ -32,7 +32,7 @@ from gridbench.backends.base import (
     StageChain,
     SubmitError,
 )
-from gridbench.backends.cli_run import CliResult, run_cli, submit_call
+from gridbench.backends.cli_run import CliResult, checked_call, run_cli, submit_call
 from gridbench.backends.options import parse_options
 from gridbench.backends.sge_parse import (
     STAGE_END,
@@ -181,18 +181,15 @@ class SgeBackend:
 
     async def _checked(self, kind: str, argv: Sequence[str]) -> CliResult:
         """Run a client for status/cancel; failing to run it at all is a BackendError."""
-        try:
-            return await self._cli(kind, argv)
-        except TimeoutError:
-            raise BackendError(
-                f"{argv[0]} gave no answer within {self.options.command_timeout_s:g}s",
-                where=kind,
-                fix=FIX_REACH,
-            ) from None
-        except OSError as exc:
-            raise BackendError(
-                f"cannot run {argv[0]}: {exc}", where=kind, fix=FIX_INSTALL
-            ) from None
+        self.calls[kind] += 1
+        return await checked_call(
+            argv,
+            self._env,
+            self.options.command_timeout_s,
+            where=kind,
+            fix_reach=FIX_REACH,
+            fix_install=FIX_INSTALL,
+        )
 
     async def _qstat(self, kind: str, *extra: str) -> dict[str, QstatJob]:
         r = await self._checked(kind, ["qstat", "-xml", *extra])

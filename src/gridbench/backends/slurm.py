@@ -35,7 +35,13 @@ from gridbench.backends.base import (
     StageChain,
     SubmitError,
 )
-from gridbench.backends.cli_run import CliResult, run_cli, scrub_secrets, submit_call
+from gridbench.backends.cli_run import (
+    CliResult,
+    checked_call,
+    run_cli,
+    scrub_secrets,
+    submit_call,
+)
 from gridbench.backends.options import parse_options
 from gridbench.backends.slurm_log import LogTail
 from gridbench.backends.slurm_parse import (
@@ -224,27 +230,22 @@ class SlurmBackend:
         argv: Sequence[str],
         timeout: float | None = None,
         user: str | None = None,
-        env: Mapping[str, str] | None = None,
     ) -> CliResult:
         """Run one Slurm client (as ``user`` if given); kill it on time-out or cancellation."""
         self.calls[kind] += 1
-        timeout = timeout or self.options.command_timeout_s
-        return await run_cli(argv, self._env if env is None else env, timeout, user)
+        return await run_cli(argv, self._env, timeout or self.options.command_timeout_s, user)
 
     async def _checked(self, kind: str, argv: Sequence[str], where: str) -> CliResult:
         """Run a client for status/cancel; a failure to run at all is a BackendError."""
-        try:
-            return await self._cli(kind, argv, env=self._query_env)
-        except TimeoutError:
-            raise BackendError(
-                f"{argv[0]} gave no answer within {self.options.command_timeout_s:g}s",
-                where=where,
-                fix=FIX_REACH,
-            ) from None
-        except OSError as exc:
-            raise BackendError(
-                f"cannot run {argv[0]}: {exc}", where=where, fix=_FIX_INSTALL
-            ) from None
+        self.calls[kind] += 1
+        return await checked_call(
+            argv,
+            self._query_env,
+            self.options.command_timeout_s,
+            where=where,
+            fix_reach=FIX_REACH,
+            fix_install=_FIX_INSTALL,
+        )
 
     # ---- lifecycle ----------------------------------------------------------------------
 
