@@ -250,3 +250,36 @@ timeouts: {status_interval: 0.1s}
     info = json.loads((out.run.trial_dir("p00-t00") / "trial.json").read_text())
     assert info["status"] == "aborted"
     assert out.run.read_experiment()["status"] == "aborted"
+
+
+@pytest.mark.parametrize("duty", [0.25, 1.0])
+def test_slow_status_sweeps_are_spaced_out(tmp_path: Path, duty: float) -> None:
+    """A 0.2 s sweep with status_max_duty 0.25 is followed by >= 0.6 s of rest, not by
+    the 50 ms interval; with 1.0 the interval stands whatever the sweeps cost."""
+    out = run_spec(
+        f"""
+name: duty
+backend: {{type: noop, options: {{runtime_s: 1.5, status_delay_s: 0.2}}}}
+load: {{model: open, rate: 20/s}}
+trial: {{jobs: 4}}
+timeouts: {{status_interval: 50ms, status_max_duty: {duty}, drain: 10s}}
+""",
+        tmp_path,
+    )
+    assert out.status == "complete"
+    info = json.loads((out.run.trial_dir("p00-t00") / "trial.json").read_text())
+    assert stage_counts(events(out))["client_done"] == 4
+    if duty < 1.0:
+        assert info["status_pauses_stretched"] == info["status_sweeps"] > 0
+        assert info["status_pause_max_ns"] >= 600_000_000
+    else:
+        assert info["status_pauses_stretched"] == 0
+        assert info["status_pause_max_ns"] == 50_000_000
+        assert info["status_sweeps"] >= 4  # 1.5 s of jobs, a 0.25 s cycle
+
+
+def test_status_max_duty_must_be_a_share(tmp_path: Path) -> None:
+    from gridbench.errors import SpecError
+
+    with pytest.raises(SpecError, match="status_max_duty"):
+        load_spec_text("name: x\nbackend: {type: noop}\ntimeouts: {status_max_duty: 0}\n")

@@ -31,6 +31,7 @@ class NoopOptions(BaseModel):
     runtime_s: float = 0.0
     reject_above: int | None = None  # reject submits while this many jobs are in flight
     submit_delay_s: float = 0.0  # simulate a slow submit call
+    status_delay_s: float = 0.0  # simulate a slow status call (a big cluster's listing)
 
 
 class NoopBackend:
@@ -74,6 +75,8 @@ class NoopBackend:
 
     async def status(self, ids: Sequence[str]) -> dict[str, JobStatus]:
         self.status_calls += 1
+        if self.options.status_delay_s > 0:
+            await asyncio.sleep(self.options.status_delay_s)
         now = time.perf_counter_ns()
         out: dict[str, JobStatus] = {}
         ends = self._end

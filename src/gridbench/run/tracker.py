@@ -32,6 +32,7 @@ class StatusTracker:
         progress: TrialProgress,
         interval_s: float,
         *,
+        max_duty: float = 1.0,
         max_consecutive_errors: int = 10,
         on_server_events: Callable[[list[object]], None] | None = None,
     ) -> None:
@@ -39,6 +40,9 @@ class StatusTracker:
         self.rec = recorder
         self.progress = progress
         self.interval = interval_s
+        self.max_duty = max_duty
+        self.longest_pause = interval_s  # the longest wait between two sweeps, seconds
+        self.stretched = 0  # pauses made longer than the interval by the duty cap
         self.inflight: dict[str, str] = {}
         self.names: dict[str, str] = {}  # every backend id seen this trial -> job
         self.sweeps = 0
@@ -126,12 +130,30 @@ class StatusTracker:
                 attrs=e.attrs or None,
             )
 
+    def pause_after(self, took_s: float) -> float:
+        """The wait before the next sweep: the interval, or longer after a slow sweep, so
+        that sweeping takes at most ``max_duty`` of the time. A sweep lists every job the
+        scheduler holds: on a busy cluster polling at a fixed rate would become the load."""
+        pause = self.interval
+        if self.max_duty < 1.0:
+            pause = max(pause, took_s * (1.0 - self.max_duty) / self.max_duty)
+        if pause > self.interval:
+            self.stretched += 1
+            self.longest_pause = max(self.longest_pause, pause)
+        return pause
+
+    async def _timed_sweep(self) -> float:
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        await self.sweep()
+        return self.pause_after(loop.time() - t0)
+
     async def run_until(self, done: asyncio.Event) -> None:
-        """Sweep every interval until ``done`` is set."""
+        """Sweep every interval (or less often, see :meth:`pause_after`) until ``done``."""
         while not done.is_set():
-            await self.sweep()
+            pause = await self._timed_sweep()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(done.wait(), timeout=self.interval)
+                await asyncio.wait_for(done.wait(), timeout=pause)
 
     async def drain(self, timeout_s: float, stop: asyncio.Event | None) -> None:
         """Sweep until nothing is in flight, the drain time-out passes, or ``stop`` is set
@@ -140,12 +162,12 @@ class StatusTracker:
         deadline = loop.time() + timeout_s
         stop = stop or asyncio.Event()
         while self.inflight and loop.time() < deadline and not stop.is_set():
-            await self.sweep()
+            pause = await self._timed_sweep()
             if self.fatal:
                 return
             if self.inflight:
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), timeout=self.interval)
+                    await asyncio.wait_for(stop.wait(), timeout=pause)
         await self._server_events()
 
     async def give_up(self, *, cancel: bool) -> tuple[int, str | None]:

@@ -164,7 +164,13 @@ async def run_trial(
     _runtime_stats(backend)  # start the backend's counters afresh for this trial
     elog = EventLog(trial_dir / EVENTS_FILE)
     recs = [Recorder(elog, clock, f"agent-{k}") for k in range(load.agents)]
-    tracker = StatusTracker(backend, recs[0], progress, pspec.timeouts.status_interval)
+    tracker = StatusTracker(
+        backend,
+        recs[0],
+        progress,
+        pspec.timeouts.status_interval,
+        max_duty=pspec.timeouts.status_max_duty,
+    )
     monitor = ResourceMonitor(trial_dir / RESOURCES_FILE)
     monitor.start()
     observer.trial_started(progress)
@@ -308,6 +314,8 @@ async def run_trial(
         info["error"] = error
         info["status_calls"] = tracker.status_calls
         info["status_sweeps"] = tracker.sweeps
+        info["status_pause_max_ns"] = int(tracker.longest_pause * 1e9)
+        info["status_pauses_stretched"] = tracker.stretched
         info["events"] = elog.count
         info.update(_runtime_stats(backend))
         flusher.cancel()

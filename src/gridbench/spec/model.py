@@ -150,6 +150,13 @@ class TimeoutSpec(_Strict):
     drain: Duration = 120.0
     # one status call per interval: below 10 ms the client would poll itself to saturation
     status_interval: Annotated[Duration, Field(ge=0.01)] = 1.0
+    status_max_duty: float = Field(
+        default=0.25,
+        gt=0.0,
+        le=1.0,
+        description="the largest share of the time status sweeps may take: after a sweep "
+        "of t seconds the next waits at least t*(1-d)/d (1: always status_interval)",
+    )
     settle: Duration = Field(default=0.0, description="extra wait for server-side reports")
 
 
