@@ -283,3 +283,21 @@ def test_status_max_duty_must_be_a_share(tmp_path: Path) -> None:
 
     with pytest.raises(SpecError, match="status_max_duty"):
         load_spec_text("name: x\nbackend: {type: noop}\ntimeouts: {status_max_duty: 0}\n")
+
+
+def test_drain_sweeps_once_more_at_its_deadline(tmp_path: Path) -> None:
+    """Jobs that end during a long (stretched) pause before the drain's deadline are seen
+    by a last sweep at the deadline, not cancelled as if they had never ended."""
+    out = run_spec(
+        """
+name: last-sweep
+backend: {type: noop, options: {runtime_s: 1.2, status_delay_s: 0.5}}
+load: {model: open, rate: 40/s}
+trial: {jobs: 4}
+timeouts: {status_interval: 50ms, drain: 2s}
+""",
+        tmp_path,
+    )
+    c = stage_counts(events(out))
+    assert c["client_done"] == 4
+    assert "cancelled" not in c and "failed" not in c

@@ -10,6 +10,7 @@ import asyncio
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -172,3 +173,66 @@ def test_submit_call_maps_a_missing_program_and_a_time_out() -> None:
     with pytest.raises(SubmitError) as slow:
         asyncio.run(call(["sleep", "30"], 0.5))
     assert slow.value.kind == FAIL_SUBMIT_TIMEOUT
+
+
+def test_a_grandchild_holding_the_output_does_not_hold_the_call(tmp_path: Path) -> None:
+    """sbatch-like: prints the id, exits 0, but leaves a process holding stdout. The call
+    ends shortly after the exit with what was printed (not at the time-out)."""
+    assert spawn.available()
+    code = (
+        "import subprocess, sys; print('Submitted batch job 42', flush=True); "
+        "subprocess.Popen(['sleep', '31.5'])"
+    )
+    t0 = time.monotonic()
+    r = run([PY, "-c", code], timeout=20)
+    assert (r.rc, r.out) == (0, "Submitted batch job 42\n")
+    assert time.monotonic() - t0 < 10
+    subprocess.run(["pkill", "-f", "^sleep 31.5$"], check=False)
+
+
+def test_the_parents_descriptors_are_not_inherited(path: str) -> None:
+    r_fd, w_fd = os.pipe()
+    os.set_inheritable(w_fd, True)  # as a launcher may hand one down
+    try:
+        r = run(["ls", "/proc/self/fd"])
+    finally:
+        os.close(r_fd)
+        os.close(w_fd)
+    seen = {int(x) for x in r.out.split()}
+    assert w_fd not in seen
+    assert seen <= {0, 1, 2, 3}  # 3: ls's own listing of the directory
+
+
+def test_cancel_during_the_kill_grace_still_cancels(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A child that does not die at once (SIGKILL not delivered: a process stuck in the
+    kernel) must not swallow the caller's cancellation."""
+    assert spawn.available()
+    monkeypatch.setattr(spawn.signal, "pidfd_send_signal", lambda *a: None)
+    monkeypatch.setattr(spawn, "_KILL_GRACE_S", 30.0)
+    pidfile = tmp_path / "pid"
+    code = f"import os, time; open({str(pidfile)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
+
+    async def main() -> None:
+        task = asyncio.create_task(cli_run.run_cli([PY, "-c", code], ENV, 0.5))
+        await asyncio.sleep(1.5)  # timed out at 0.5 s, now waiting for the kill to work
+        assert not task.done()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(task, 5)
+
+    try:
+        asyncio.run(main())
+        pid = int(pidfile.read_text())
+        assert pid in spawn._orphans  # reaped by a later call once it goes
+    finally:
+        os.kill(int(pidfile.read_text()), signal.SIGKILL)
+    asyncio.run(cli_run.run_cli(["true"], ENV, 10))  # a later call reaps it
+    for _ in range(50):
+        if not spawn._orphans:
+            break
+        time.sleep(0.05)
+        asyncio.run(cli_run.run_cli(["true"], ENV, 10))
+    assert not spawn._orphans
+    assert _gone(pid)

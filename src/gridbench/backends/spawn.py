@@ -29,6 +29,11 @@ _DEFAULT_SIGNALS = tuple(
 )
 # how long a killed child may take to go away before it is left to be reaped later
 _KILL_GRACE_S = 5.0
+# how long output pipes may stay open after the program exited (a grandchild it left
+# behind holding them, say): then the call ends with what was read
+PIPE_GRACE_S = 0.5
+# children that did not go away within the kill grace: reaped at later calls
+_orphans: set[int] = set()
 
 
 @functools.cache
@@ -46,18 +51,42 @@ def available() -> bool:
     except OSError:
         return False
     finally:
-        os.waitpid(pid, 0)
+        with contextlib.suppress(ChildProcessError):  # SIGCHLD ignored: reaped already
+            os.waitpid(pid, 0)
 
 
-@functools.lru_cache(maxsize=256)
 def _resolve(program: str, path: str | None) -> str:
-    """The file ``program`` names, searched on the child's PATH as execvpe would."""
+    """The file ``program`` names, searched on the child's PATH as execvpe would (looked
+    up on every call: a client reinstalled elsewhere on PATH is found, as with Popen)."""
     if "/" in program:
         return program
     found = shutil.which(program, path=path if path is not None else os.defpath)
     if found is None:
         raise FileNotFoundError(errno.ENOENT, "No such file or directory", program)
     return found
+
+
+def _inherited_fds() -> list[int]:
+    """Descriptors above stderr that a child would inherit: posix_spawn closes nothing,
+    so they are closed in the child, as Popen's ``close_fds`` does."""
+    out = []
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd > 2:
+            with contextlib.suppress(OSError):  # the listing's own descriptor, now closed
+                if os.get_inheritable(fd):
+                    out.append(fd)
+    return out
+
+
+def _reap_orphans() -> None:
+    for pid in list(_orphans):
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            done = pid
+        if done:
+            _orphans.discard(pid)
 
 
 async def spawn_capture(
@@ -67,7 +96,10 @@ async def spawn_capture(
 
     The exit code is negative for a signal, as with Popen. On time-out (TimeoutError) or
     cancellation the child is killed first; a program that cannot be run is an OSError.
+    Output still arriving :data:`PIPE_GRACE_S` after the program exited is not waited for.
     """
+    if _orphans:
+        _reap_orphans()
     child = _start(argv, env)
     try:
         async with asyncio.timeout(timeout_s):
@@ -100,6 +132,7 @@ def _start(argv: Sequence[str], env: Mapping[str, str]) -> _Child:
                 (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
                 (os.POSIX_SPAWN_DUP2, out_w, 1),
                 (os.POSIX_SPAWN_DUP2, err_w, 2),
+                *((os.POSIX_SPAWN_CLOSE, fd) for fd in _inherited_fds()),
             ],
             setsigmask=(),
             setsigdef=_DEFAULT_SIGNALS,
@@ -123,21 +156,26 @@ class _Child:
         self.out: list[bytes] = []
         self.err: list[bytes] = []
         self._status: int | None = None
+        self._open: dict[int, list[bytes]] = {out_r: self.out, err_r: self.err}
+        self._pidfd = -1
+        self._grace: asyncio.TimerHandle | None = None
         try:
-            self._pidfd = os.pidfd_open(self.pid)
-        except BaseException:  # out of descriptors, say: do not leave the child behind
-            os.kill(self.pid, signal.SIGKILL)
-            os.waitpid(self.pid, 0)
-            os.close(out_r)
-            os.close(err_r)
+            self._pidfd = os.pidfd_open(pid)
+            self._exited: asyncio.Future[None] = self._loop.create_future()
+            self.finished: asyncio.Future[None] = self._loop.create_future()
+            for fd in (out_r, err_r):
+                os.set_blocking(fd, False)
+                self._loop.add_reader(fd, self._read, fd)
+            self._loop.add_reader(self._pidfd, self._on_exit)
+        except BaseException:  # out of descriptors, say: leave nothing behind
+            for fd in (out_r, err_r, self._pidfd):
+                if fd >= 0:
+                    self._loop.remove_reader(fd)
+                    os.close(fd)
+            os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
             raise
-        self._open = {out_r: self.out, err_r: self.err}
-        self._exited = self._loop.create_future()
-        self.finished = self._loop.create_future()
-        for fd in (out_r, err_r):
-            os.set_blocking(fd, False)
-            self._loop.add_reader(fd, self._read, fd)
-        self._loop.add_reader(self._pidfd, self._on_exit)
 
     def _read(self, fd: int) -> None:
         try:
@@ -149,20 +187,31 @@ class _Child:
         if data:
             self._open[fd].append(data)
             return
+        self._close_pipe(fd)
+        self._settle()
+
+    def _close_pipe(self, fd: int) -> None:
         self._loop.remove_reader(fd)
         os.close(fd)
         del self._open[fd]
-        self._settle()
 
     def _on_exit(self) -> None:
         self._loop.remove_reader(self._pidfd)
         if not self._exited.done():
             self._exited.set_result(None)
+        if self._open:
+            self._grace = self._loop.call_later(PIPE_GRACE_S, self._settle, True)
         self._settle()
 
-    def _settle(self) -> None:
-        # done when the program has exited and both pipes reached end-of-file
-        if not self._open and self._exited.done() and not self.finished.done():
+    def _settle(self, grace_over: bool = False) -> None:
+        # done when the program has exited and both pipes reached end-of-file (or their
+        # grace after the exit is over)
+        if self.finished.done() or not self._exited.done():
+            return
+        if grace_over:
+            for fd in list(self._open):
+                self._close_pipe(fd)
+        if not self._open:
             self.finished.set_result(None)
 
     def reap(self) -> int:
@@ -176,28 +225,30 @@ class _Child:
         return self._status
 
     async def kill(self) -> None:
-        """SIGKILL the child if it still runs, and reap it when it goes (bounded wait)."""
+        """SIGKILL the child if it still runs, and reap it when it goes (bounded wait; a
+        cancellation during the wait still propagates)."""
         if self._status is not None:
             return
         if not self._exited.done():
             with contextlib.suppress(ProcessLookupError):
                 signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
-        with contextlib.suppress(BaseException):
+        try:
             async with asyncio.timeout(_KILL_GRACE_S):
                 await asyncio.shield(self._exited)
-        if self._exited.done():
-            self.reap()
-        else:  # stuck in the kernel (a dead NFS mount, say): reap it whenever it goes
-            self._exited.add_done_callback(lambda _: self.reap())
+        except TimeoutError:
+            pass
+        finally:
+            if self._exited.done():
+                self.reap()
+            else:  # stuck in the kernel (a dead NFS mount, say): reaped by a later call
+                _orphans.add(self.pid)
+                self._status = -signal.SIGKILL
 
     def close(self) -> None:
-        """Unregister and close the pipes; the pidfd goes once the child is reaped."""
+        """Unregister and close the pipes and the pidfd."""
+        if self._grace is not None:
+            self._grace.cancel()
         for fd in list(self._open):
-            self._loop.remove_reader(fd)
-            os.close(fd)
-        self._open.clear()
-        if self._status is not None:
-            self._loop.remove_reader(self._pidfd)
-            os.close(self._pidfd)
-        else:
-            self._exited.add_done_callback(lambda _: os.close(self._pidfd))
+            self._close_pipe(fd)
+        self._loop.remove_reader(self._pidfd)
+        os.close(self._pidfd)

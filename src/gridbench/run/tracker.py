@@ -146,6 +146,8 @@ class StatusTracker:
         loop = asyncio.get_running_loop()
         t0 = loop.time()
         await self.sweep()
+        if self._consecutive:  # a failed call (a time-out, say) is not a slow listing
+            return self.interval
         return self.pause_after(loop.time() - t0)
 
     async def run_until(self, done: asyncio.Event) -> None:
@@ -161,13 +163,16 @@ class StatusTracker:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
         stop = stop or asyncio.Event()
-        while self.inflight and loop.time() < deadline and not stop.is_set():
+        while self.inflight and not stop.is_set():
             pause = await self._timed_sweep()
-            if self.fatal:
-                return
-            if self.inflight:
+            if self.fatal or loop.time() >= deadline:
+                break  # the last sweep was at (or after) the deadline: nothing is missed
+            if self.inflight:  # a stretched pause must not carry the drain past its end
+                pause = min(pause, deadline - loop.time())
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), timeout=pause)
+        if self.fatal:
+            return
         await self._server_events()
 
     async def give_up(self, *, cancel: bool) -> tuple[int, str | None]:

@@ -152,7 +152,7 @@ class TimeoutSpec(_Strict):
     status_interval: Annotated[Duration, Field(ge=0.01)] = 1.0
     status_max_duty: float = Field(
         default=0.25,
-        gt=0.0,
+        ge=0.01,
         le=1.0,
         description="the largest share of the time status sweeps may take: after a sweep "
         "of t seconds the next waits at least t*(1-d)/d (1: always status_interval)",
