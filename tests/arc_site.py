@@ -34,14 +34,26 @@ import signal
 import socket
 import ssl
 import subprocess
-import sys
-import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
+from daemons import (
+    alive,
+    free_port,
+    log_tail,
+    log_tails,
+    read_pid,
+    run_client,
+    run_logged,
+    scratch_dir,
+    serve_by_hand,
+    started,
+    stop_pids,
+    wait_until,
+)
 
 ARC_SHARE = Path("/usr/share/arc")
 WS_START = ARC_SHARE / "arc-arex-ws-start"
@@ -56,19 +68,6 @@ STOP_TIMEOUT_S = 20.0
 
 class SiteError(RuntimeError):
     """The site did not start; the message carries the tail of its logs."""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def tail(path: Path, n: int = 30) -> str:
-    """The last ``n`` lines of a log file (or a note that it is missing)."""
-    if not path.exists():
-        return f"({path} does not exist)"
-    return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
 
 
 ARC_CONF = """\
@@ -171,13 +170,10 @@ class ArcSite:
 
     def run(self, *argv: str, check: bool = True, timeout: float = 60, env: bool = True) -> str:
         """Run a command in the site's directory (with the client environment); its stdout."""
-        p = subprocess.run(
+        p = run_client(
             argv,
-            env={**os.environ, **(self.env if env else {}), "ARC_CONFIG": str(self.conf)},
-            capture_output=True,
-            text=True,
+            env={**(self.env if env else {}), "ARC_CONFIG": str(self.conf)},
             timeout=timeout,
-            check=False,
             cwd=self.root,
         )
         if check and p.returncode != 0:
@@ -226,55 +222,53 @@ class ArcSite:
 
     def _start(self, name: str, script: Path, pid_file: Path) -> None:
         log = self.root / "log" / f"{name}-start.out"
-        with log.open("ab") as out:
-            p = subprocess.run(
-                [str(script)],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                env={**os.environ, "ARC_CONFIG": str(self.conf)},
-                cwd=self.root,
-                timeout=START_TIMEOUT_S,
-                check=False,
-            )
-        if p.returncode != 0:
-            raise SiteError(f"{script.name} exited {p.returncode}\n{tail(log)}\n{self.log_tails()}")
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            with contextlib.suppress(OSError, ValueError):
-                self.pids[name] = int(pid_file.read_text().split()[0])
-                if _alive(self.pids[name]):
-                    return
-            time.sleep(0.05)
+        env = {**os.environ, "ARC_CONFIG": str(self.conf)}
+        rc = run_logged([str(script)], log, env=env, cwd=self.root, timeout=START_TIMEOUT_S)
+        if rc != 0:
+            raise SiteError(f"{script.name} exited {rc}\n{log_tail(log)}\n{self.log_tails()}")
+
+        def pid_alive() -> bool:
+            pid = read_pid(pid_file)
+            if pid is not None:
+                self.pids[name] = pid
+            return pid is not None and alive(pid)
+
+        if wait_until(pid_alive, START_TIMEOUT_S, interval=0.05):
+            return
         raise SiteError(f"{script.name} wrote no live pid in {pid_file}\n{self.log_tails()}")
 
     def _wait_tls(self) -> None:
         """The WS endpoint completes a TLS handshake (the CA verifies its certificate)."""
         ctx = ssl.create_default_context(cafile=str(self._ca_cert()))
-        deadline = time.monotonic() + START_TIMEOUT_S
         last: Exception | None = None
-        while time.monotonic() < deadline:
+
+        def handshake() -> bool:
+            nonlocal last
             self._check_alive()
             try:
                 with (
                     socket.create_connection(("127.0.0.1", self.port), timeout=2) as raw,
                     ctx.wrap_socket(raw, server_hostname=HOST),
                 ):
-                    return
+                    return True
             except OSError as exc:
                 last = exc
-            time.sleep(0.1)
+                return False
+
+        if wait_until(handshake, START_TIMEOUT_S):
+            return
         raise SiteError(f"the WS endpoint {self.url} does not answer: {last}\n{self.log_tails()}")
 
     def _wait_info(self) -> None:
         """The first infoprovider run has published the CE (arcsub needs it)."""
         info = self.control / "info.xml"
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline:
+
+        def written() -> bool:
             self._check_alive()
-            if info.exists() and info.stat().st_size > 0:
-                return
-            time.sleep(0.1)
+            return info.exists() and info.stat().st_size > 0
+
+        if wait_until(written, START_TIMEOUT_S):
+            return
         raise SiteError(f"no infoprovider output in {info}\n{self.log_tails()}")
 
     def _ca_cert(self) -> Path:
@@ -282,11 +276,11 @@ class ArcSite:
 
     def _check_alive(self) -> None:
         for name, pid in self.pids.items():
-            if not _alive(pid):
+            if not alive(pid):
                 raise SiteError(f"arched ({name}, pid {pid}) exited\n{self.log_tails()}")
 
     def log_tails(self) -> str:
-        return "\n".join(f"--- {p}\n{tail(p)}" for p in self.logs().values())
+        return log_tails(*self.logs().values())
 
     def stop(self) -> None:
         """Stop A-REX and the WS service by pid, then what their jobs left running."""
@@ -312,17 +306,10 @@ class ArcSite:
 
     def stop_daemon(self, name: str) -> None:
         pid = self.pids.pop(name, None)
-        if pid is None or not _alive(pid):
+        if pid is None or not alive(pid):
             return
         children = _descendants(pid)  # the infoprovider, LRMS scripts
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + STOP_TIMEOUT_S
-        while time.monotonic() < deadline and _alive(pid):
-            time.sleep(0.05)
-        for p in [pid, *children]:
-            if _alive(p):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(p, signal.SIGKILL)
+        stop_pids([pid], STOP_TIMEOUT_S, then_kill=children)
 
 
 def _descendants(pid: int) -> list[int]:
@@ -339,19 +326,6 @@ def _descendants(pid: int) -> list[int]:
         out += kids
         todo += kids
     return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    with contextlib.suppress(OSError):
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat.rsplit(")", 1)[1].split()[0] != "Z"
-    return True
 
 
 def have_arc() -> bool:
@@ -376,18 +350,11 @@ def running_site() -> Iterator[ArcSite]:
             "nordugrid-arc-arcctl-service nordugrid-arc-plugins-arcrest "
             "nordugrid-arc-plugins-needed nordugrid-arc-hed (scripts/system-packages)"
         )
-    tmp = Path(tempfile.mkdtemp(prefix="gb-arc-"))
-    os.chmod(tmp, 0o755)  # jobs run as nobody in session/
-    site = ArcSite(tmp)
-    try:
-        try:
-            site.start()
-        except (SiteError, subprocess.TimeoutExpired) as exc:
-            pytest.fail(str(exc), pytrace=False)
+    with (
+        scratch_dir("gb-arc-", 0o755) as tmp,  # 0o755: jobs run as nobody in session/
+        started(ArcSite(tmp), (SiteError, subprocess.TimeoutExpired)) as site,
+    ):
         yield site
-    finally:
-        site.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 @pytest.fixture(scope="session", name="arc")
@@ -398,10 +365,4 @@ def arc_fixture() -> Iterator[ArcSite]:
 
 
 if __name__ == "__main__":
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    with running_site() as s:
-        for k, v in s.env.items():
-            print(f"export {k}={v}")
-        print(f"CE: {s.url}  job list: {s.joblist}", flush=True)
-        with contextlib.suppress(KeyboardInterrupt):
-            signal.pause()
+    serve_by_hand(running_site(), lambda s: s.env, lambda s: f"CE: {s.url}  job list: {s.joblist}")

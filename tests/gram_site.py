@@ -22,18 +22,26 @@ import contextlib
 import os
 import pwd
 import shutil
-import signal
-import socket
 import subprocess
-import sys
-import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from daemons import (
+    free_port,
+    log_tail,
+    log_tails,
+    read_pid,
+    run_client,
+    run_logged,
+    scratch_dir,
+    serve_by_hand,
+    started,
+    stop_pids,
+    wait_until,
+)
 from unix_users import unix_accounts
 
 HOST = "localhost"  # the host certificate's name, and the name contacts carry
@@ -50,19 +58,6 @@ STOP_TIMEOUT_S = 10.0
 
 class SiteError(RuntimeError):
     """The site did not start; the message carries the tail of its logs."""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def tail(path: Path, n: int = 30) -> str:
-    """The last ``n`` lines of a log file (or a note that it is missing)."""
-    if not path.exists():
-        return f"({path} does not exist)"
-    return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
 
 
 @dataclass
@@ -114,24 +109,13 @@ class GramSite:
 
     def run(self, *argv: str, check: bool = True, timeout: float = 30) -> str:
         """Run a client (or openssl) against this site; return its stdout."""
-        p = subprocess.run(
-            argv,
-            env={**os.environ, **self.env},
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-            cwd=self.root,
-        )
+        p = run_client(argv, env=self.env, timeout=timeout, cwd=self.root)
         if check and p.returncode != 0:
             raise SiteError(f"{' '.join(argv)} exited {p.returncode}: {p.stderr.strip()}")
         return p.stdout
 
     def logs(self) -> str:
-        return (
-            f"--- {self.gatekeeper_log}\n{tail(self.gatekeeper_log)}\n"
-            f"--- {self.job_manager_log}\n{tail(self.job_manager_log)}"
-        )
+        return log_tails(self.gatekeeper_log, self.job_manager_log)
 
     # ---- lifecycle ----------------------------------------------------------------------
 
@@ -223,47 +207,33 @@ class GramSite:
             "PATH": "/usr/bin:/bin:/usr/sbin:/sbin",
             "GLOBUS_HOSTNAME": HOST,  # job contacts then say https://localhost:PORT/...
         }
-        with out.open("wb") as fh:
-            p = subprocess.run(
-                [
-                    GATEKEEPER, "-p", str(self.port), "-home", "/usr",
-                    "-l", str(self.gatekeeper_log),
-                    "-grid_services", str(self.root / "grid-services"),
-                    "-gridmap", str(self.root / "grid-mapfile"),
-                    "-x509_cert_dir", str(self.cert_dir),
-                    "-x509_user_cert", str(self.root / "hostcert.pem"),
-                    "-x509_user_key", str(self.root / "hostkey.pem"),
-                    "-pidfile", str(pid_file),
-                ],
-                stdout=fh,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                env=env,
-                cwd=self.root,
-                timeout=30,
-                check=False,
-            )  # fmt: skip
-        if p.returncode != 0:
-            raise SiteError(f"globus-gatekeeper exited {p.returncode}\n{tail(out)}\n{self.logs()}")
-        deadline = time.monotonic() + START_TIMEOUT_S
+        argv = [
+            GATEKEEPER, "-p", str(self.port), "-home", "/usr",
+            "-l", str(self.gatekeeper_log),
+            "-grid_services", str(self.root / "grid-services"),
+            "-gridmap", str(self.root / "grid-mapfile"),
+            "-x509_cert_dir", str(self.cert_dir),
+            "-x509_user_cert", str(self.root / "hostcert.pem"),
+            "-x509_user_key", str(self.root / "hostkey.pem"),
+            "-pidfile", str(pid_file),
+        ]  # fmt: skip
+        rc = run_logged(argv, out, env=env, cwd=self.root, timeout=30)
+        if rc != 0:
+            raise SiteError(f"globus-gatekeeper exited {rc}\n{log_tail(out)}\n{self.logs()}")
         last = ""
-        while time.monotonic() < deadline:
+
+        def authenticates() -> bool:
+            nonlocal last
             if self.gatekeeper_pid is None:
-                with contextlib.suppress(OSError, ValueError):
-                    self.gatekeeper_pid = int(pid_file.read_text().split()[0])
-            if self.gatekeeper_pid is not None:
-                p2 = subprocess.run(
-                    ["globusrun", "-a", "-r", self.contact],
-                    env={**os.environ, **self.env},
-                    capture_output=True,
-                    text=True,
-                    timeout=20,
-                    check=False,
-                )
-                last = (p2.stdout + p2.stderr).strip()
-                if p2.returncode == 0 and "successful" in last:
-                    return
-            time.sleep(0.1)
+                self.gatekeeper_pid = read_pid(pid_file)
+            if self.gatekeeper_pid is None:
+                return False
+            p = run_client(["globusrun", "-a", "-r", self.contact], env=self.env, timeout=20)
+            last = (p.stdout + p.stderr).strip()
+            return p.returncode == 0 and "successful" in last
+
+        if wait_until(authenticates, START_TIMEOUT_S):
+            return
         raise SiteError(
             f"the gatekeeper on port {self.port} does not authenticate after "
             f"{START_TIMEOUT_S:g}s (globusrun -a: {last!r})\n{self.logs()}"
@@ -287,37 +257,10 @@ class GramSite:
     def stop(self) -> None:
         """Stop the account's processes (job manager first), then the gatekeeper."""
         with contextlib.suppress(KeyError):
-            _stop_pids(self.user_pids())
+            stop_pids(self.user_pids(), STOP_TIMEOUT_S)
         if self.gatekeeper_pid is not None:
-            _stop_pids([self.gatekeeper_pid])
+            stop_pids([self.gatekeeper_pid], STOP_TIMEOUT_S)
             self.gatekeeper_pid = None
-
-
-def _stop_pids(pids: list[int]) -> None:
-    """SIGTERM, wait, then SIGKILL whatever is left (never by name)."""
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + STOP_TIMEOUT_S
-    while time.monotonic() < deadline and any(_alive(p) for p in pids):
-        time.sleep(0.05)
-    for pid in pids:
-        if _alive(pid):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    with contextlib.suppress(OSError):
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat.rsplit(")", 1)[1].split()[0] != "Z"
-    return True
 
 
 def have_gram() -> bool:
@@ -340,21 +283,14 @@ def running_site() -> Iterator[GramSite]:
             "Globus GRAM5 is not installed: scripts/system-packages (the Globus block of "
             "scripts/debian-packages.txt)"
         )
-    tmp = Path(tempfile.mkdtemp(prefix="gb-gram-"))
-    tmp.chmod(0o755)  # the job manager (the mapped user) reads gram.conf and the CA
-    try:
-        with unix_accounts(ACCOUNT) as (user,):
-            site = GramSite(tmp, user)
-            try:
-                try:
-                    site.start()
-                except (SiteError, subprocess.TimeoutExpired) as exc:
-                    pytest.fail(str(exc), pytrace=False)
-                yield site
-            finally:
-                site.stop()  # before userdel, which refuses an account with processes
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    # 0o755: the job manager (the mapped user) reads gram.conf and the CA; started() stops
+    # the site before unix_accounts' userdel, which refuses an account with processes
+    with (
+        scratch_dir("gb-gram-", 0o755) as tmp,
+        unix_accounts(ACCOUNT) as (user,),
+        started(GramSite(tmp, user), (SiteError, subprocess.TimeoutExpired)) as site,
+    ):
+        yield site
 
 
 @pytest.fixture(scope="session", name="gram")
@@ -365,10 +301,8 @@ def gram_fixture() -> Iterator[GramSite]:
 
 
 if __name__ == "__main__":
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    with running_site() as s:
-        for k, v in s.env.items():
-            print(f"export {k}={v}")
-        print(f"contact: {s.contact}\njob manager log: {s.job_manager_log}", flush=True)
-        with contextlib.suppress(KeyboardInterrupt):
-            signal.pause()
+    serve_by_hand(
+        running_site(),
+        lambda s: s.env,
+        lambda s: f"contact: {s.contact}\njob manager log: {s.job_manager_log}",
+    )

@@ -20,17 +20,28 @@ import contextlib
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
-import sys
-import tempfile
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
+from daemons import (
+    alive,
+    free_port,
+    log_tail,
+    log_tails,
+    read_pid,
+    run_client,
+    run_logged,
+    scratch_dir,
+    serve_by_hand,
+    started,
+    stop_pids,
+    wait_until,
+)
 
 SGE_ROOT = Path("/var/lib/gridengine")
 CELL = "default"
@@ -60,19 +71,6 @@ QUEUE_ATTRS = {
 
 class CellError(RuntimeError):
     """The cell did not start; the message carries the tail of its messages file."""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def tail(path: Path, n: int = 30) -> str:
-    """The last ``n`` lines of a log file (or a note that it is missing)."""
-    if not path.exists():
-        return f"({path} does not exist)"
-    return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
 
 
 def parse_conf(text: str) -> dict[str, str]:
@@ -125,15 +123,7 @@ class SgeCell:
 
     def run(self, *argv: str, check: bool = True, timeout: float = 20) -> str:
         """Run a Grid Engine client against this cell; return its stdout."""
-        p = subprocess.run(
-            argv,
-            env={**os.environ, **self.env},
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-            cwd=self.root,
-        )
+        p = run_client(argv, env=self.env, timeout=timeout, cwd=self.root)
         if check and p.returncode != 0:
             raise CellError(f"{' '.join(argv)} exited {p.returncode}: {p.stderr.strip()}")
         return p.stdout
@@ -225,25 +215,19 @@ class SgeCell:
 
     def stop_daemon(self, name: str) -> None:
         pid = self.pids.pop(name, None)
-        if pid is None or not _alive(pid):
-            return
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + STOP_TIMEOUT_S
-        while time.monotonic() < deadline and _alive(pid):
-            time.sleep(0.05)
-        if _alive(pid):
-            os.kill(pid, signal.SIGKILL)
+        if pid is not None:
+            stop_pids([pid], STOP_TIMEOUT_S)
 
     def _wait_quiet(self, timeout: float = 10.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and self.job_ids():
-            time.sleep(0.1)
+        wait_until(lambda: not self.job_ids(), timeout)
 
     def _refuse_running(self, pid_file: Path, what: str) -> None:
         """A daemon of this cell that someone else started is never touched."""
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            pid = int(pid_file.read_text().split()[0])
-            if _alive(pid) and what in Path(f"/proc/{pid}/cmdline").read_text():
+        pid = read_pid(pid_file)
+        if pid is None or not alive(pid):
+            return
+        with contextlib.suppress(OSError):
+            if what in Path(f"/proc/{pid}/cmdline").read_text():
                 raise CellError(
                     f"{what} of cell {CELL} already runs (pid {pid}); stop it first "
                     "(the tests start their own)"
@@ -252,28 +236,16 @@ class SgeCell:
     def _spawn(self, daemon: str) -> None:
         """Start a daemon; it forks into the background and writes its pid file."""
         log = self.root / f"{daemon}.stderr"
-        with log.open("ab") as out:
-            p = subprocess.run(
-                [f"/usr/sbin/{daemon}"],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                env={**os.environ, **self.env},
-                cwd=self.root,
-                timeout=30,
-                check=False,
-            )
-        if p.returncode != 0:
-            raise CellError(f"{daemon} exited {p.returncode}\n{tail(log)}")
+        env = {**os.environ, **self.env}
+        rc = run_logged([f"/usr/sbin/{daemon}"], log, env=env, cwd=self.root, timeout=30)
+        if rc != 0:
+            raise CellError(f"{daemon} exited {rc}\n{log_tail(log)}")
 
     def _wait(self, name: str, ready: Callable[[], bool], log: Path) -> None:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if ready():
-                return
-            time.sleep(0.1)
+        if wait_until(ready, START_TIMEOUT_S):
+            return
         raise CellError(
-            f"sge_{name} is not ready after {START_TIMEOUT_S:g}s\n--- {log}\n{tail(log)}\n"
+            f"sge_{name} is not ready after {START_TIMEOUT_S:g}s\n{log_tails(log)}\n"
             f"--- qstat -f\n{self.run('qstat', '-f', check=False)}"
         )
 
@@ -299,19 +271,6 @@ class SgeCell:
         return False
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    with contextlib.suppress(OSError):
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat.rsplit(")", 1)[1].split()[0] != "Z"
-    return True
-
-
 def have_sge() -> bool:
     """Whether the Debian packages are installed and the cell exists."""
     return (
@@ -331,18 +290,11 @@ def running_cell() -> Iterator[SgeCell]:
             "--no-install-recommends gridengine-master gridengine-exec gridengine-client "
             "(scripts/system-packages does both)"
         )
-    tmp = Path(tempfile.mkdtemp(prefix="gb-sge-"))
-    os.chmod(tmp, 0o755)
-    cell = SgeCell(tmp)
-    try:
-        try:
-            cell.start()
-        except (CellError, subprocess.TimeoutExpired) as exc:
-            pytest.fail(str(exc), pytrace=False)
+    with (
+        scratch_dir("gb-sge-", 0o755) as tmp,
+        started(SgeCell(tmp), (CellError, subprocess.TimeoutExpired)) as cell,
+    ):
         yield cell
-    finally:
-        cell.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 @pytest.fixture(scope="session", name="sge")
@@ -354,10 +306,4 @@ def sge_fixture() -> Iterator[SgeCell]:
 
 
 if __name__ == "__main__":
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    with running_cell() as c:
-        for k, v in c.env.items():
-            print(f"export {k}={v}")
-        print(f"accounting: {c.accounting}", flush=True)
-        with contextlib.suppress(KeyboardInterrupt):
-            signal.pause()
+    serve_by_hand(running_cell(), lambda c: c.env, lambda c: f"accounting: {c.accounting}")

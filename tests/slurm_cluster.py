@@ -18,13 +18,22 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
+from daemons import (
+    free_port,
+    log_tails,
+    run_client,
+    scratch_dir,
+    serve_by_hand,
+    spawn_logged,
+    started,
+    wait_until,
+)
 
 NODE = "gbnode"
 CPUS = 8
@@ -36,21 +45,6 @@ ACCOUNTING = ("mariadbd", "mariadb-install-db", "slurmdbd", "sacctmgr", "sacct")
 
 class ClusterError(RuntimeError):
     """A daemon did not start; the message carries the tail of its log."""
-
-
-def free_port() -> int:
-    """A TCP port on loopback that nobody listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def tail(path: Path, n: int = 30) -> str:
-    """The last ``n`` lines of a log file (or a note that it is missing)."""
-    if not path.exists():
-        return f"({path} does not exist)"
-    lines = path.read_text(errors="replace").splitlines()
-    return "\n".join(lines[-n:])
 
 
 def slurm_conf(c: SlurmCluster) -> str:
@@ -181,14 +175,7 @@ class SlurmCluster:
 
     def run(self, *argv: str, check: bool = True, timeout: float = 20) -> str:
         """Run a Slurm client command against this cluster; return its stdout."""
-        p = subprocess.run(
-            argv,
-            env={**os.environ, **self.env},
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
+        p = run_client(argv, env=self.env, timeout=timeout)
         if check and p.returncode != 0:
             raise ClusterError(f"{' '.join(argv)} exited {p.returncode}: {p.stderr.strip()}")
         return p.stdout
@@ -250,9 +237,7 @@ class SlurmCluster:
         self._terminate("slurmrestd")
 
     def _rest_listening(self) -> bool:
-        with socket.socket() as s:
-            s.settimeout(0.2)
-            return s.connect_ex(("127.0.0.1", self.rest_port)) == 0
+        return _listening(self.rest_port)
 
     def _start_accounting(self) -> None:
         """MariaDB (own datadir, socket, port), then slurmdbd, then the cluster's record."""
@@ -303,9 +288,7 @@ class SlurmCluster:
         self.run("sacctmgr", "-i", "add", "cluster", "gridbench")
 
     def _dbd_listening(self) -> bool:
-        with socket.socket() as s:
-            s.settimeout(0.2)
-            return s.connect_ex(("127.0.0.1", self.dbd_port)) == 0
+        return _listening(self.dbd_port)
 
     def start_ctld(self, *, clear: bool = False) -> None:
         """(Re)start slurmctld and wait until it answers ``scontrol ping``.
@@ -337,13 +320,11 @@ class SlurmCluster:
 
     def wait_quiet(self, timeout: float = 10.0) -> bool:
         """Wait until no job of this cluster is pending, running or completing."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            out = self.run("squeue", "-h", "-t", "PD,R,CG,S", "-o", "%i", check=False)
-            if not out.strip():
-                return True
-            time.sleep(0.1)
-        return False
+
+        def quiet() -> bool:
+            return not self.run("squeue", "-h", "-t", "PD,R,CG,S", "-o", "%i", check=False).strip()
+
+        return wait_until(quiet, timeout)
 
     def _strays(self) -> list[int]:
         """Pids of slurmstepd and job processes still running against this cluster.
@@ -367,16 +348,9 @@ class SlurmCluster:
         return found
 
     def _spawn(self, name: str, argv: list[str], extra_env: dict[str, str] | None = None) -> None:
-        out = open(self.root / "log" / f"{name}.stderr", "ab")  # noqa: SIM115 (closed by Popen)
-        with out:
-            self.procs[name] = subprocess.Popen(
-                argv,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                env={**os.environ, **self.env, **(extra_env or {})},
-                cwd=self.root,
-            )
+        env = {**os.environ, **self.env, **(extra_env or {})}
+        log = self.root / "log" / f"{name}.stderr"
+        self.procs[name] = spawn_logged(argv, log, env=env, cwd=self.root)
 
     def _terminate(self, name: str) -> None:
         p = self.procs.pop(name, None)
@@ -390,19 +364,20 @@ class SlurmCluster:
             p.wait(timeout=10)
 
     def _wait(self, name: str, ready: Callable[[], bool], log: Path) -> None:
-        deadline = time.monotonic() + START_TIMEOUT_S
         proc = self.procs[name]
-        while time.monotonic() < deadline:
+
+        def failed() -> ClusterError:
+            stderr = self.root / "log" / f"{name}.stderr"
+            state = f"exited {proc.returncode}" if proc.poll() is not None else "not ready"
+            return ClusterError(f"{name} did not start ({state})\n{log_tails(log, stderr)}")
+
+        def up() -> bool:
             if proc.poll() is not None:
-                break
-            if ready():
-                return
-            time.sleep(0.05)
-        stderr = self.root / "log" / f"{name}.stderr"
-        state = f"exited {proc.returncode}" if proc.poll() is not None else "not ready"
-        raise ClusterError(
-            f"{name} did not start ({state})\n--- {log}\n{tail(log)}\n--- {stderr}\n{tail(stderr)}"
-        )
+                raise failed()
+            return ready()
+
+        if not wait_until(up, START_TIMEOUT_S, interval=0.05):
+            raise failed()
 
     def _ctld_up(self) -> bool:
         try:
@@ -416,6 +391,13 @@ class SlurmCluster:
         except subprocess.TimeoutExpired:
             return False
         return out.strip() == "idle"
+
+
+def _listening(port: int) -> bool:
+    """Whether something accepts TCP connections on ``port`` of loopback."""
+    with socket.socket() as s:
+        s.settimeout(0.2)
+        return s.connect_ex(("127.0.0.1", port)) == 0
 
 
 def rest_options(cluster: SlurmCluster, token: Path, **options: object) -> dict[str, object]:
@@ -448,17 +430,10 @@ def running_cluster(
             "slurmctld slurmd slurm-client munge slurmdbd mariadb-server "
             "(scripts/debian-packages.txt)"
         )
-    tmp = Path(tempfile.mkdtemp(prefix=prefix))
-    cluster = SlurmCluster(tmp, min_job_age=min_job_age, accounting=accounting, rest=rest)
-    try:
-        try:
-            cluster.start()
-        except ClusterError as exc:
-            pytest.fail(str(exc), pytrace=False)
-        yield cluster
-    finally:
-        cluster.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
+    with scratch_dir(prefix) as tmp:
+        cluster = SlurmCluster(tmp, min_job_age=min_job_age, accounting=accounting, rest=rest)
+        with started(cluster, (ClusterError,)):
+            yield cluster
 
 
 @pytest.fixture(scope="session", name="slurm")
@@ -512,12 +487,14 @@ def slurm_private_fixture() -> Iterator[SlurmCluster]:
         yield c
 
 
+def _by_hand_info(c: SlurmCluster) -> str:
+    rest = f"slurmrestd: {c.rest_url}  token: {c.token()}\n" if c.rest else ""
+    return f"{rest}controller log: {c.ctld_log}"
+
+
 if __name__ == "__main__":
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    with running_cluster(accounting="--accounting" in sys.argv, rest="--rest" in sys.argv) as c:
-        print(f"export SLURM_CONF={c.conf}")
-        if c.rest:
-            print(f"slurmrestd: {c.rest_url}  token: {c.token()}")
-        print(f"controller log: {c.ctld_log}", flush=True)
-        with contextlib.suppress(KeyboardInterrupt):
-            signal.pause()
+    serve_by_hand(
+        running_cluster(accounting="--accounting" in sys.argv, rest="--rest" in sys.argv),
+        lambda c: {"SLURM_CONF": str(c.conf)},
+        _by_hand_info,
+    )
