@@ -30,20 +30,11 @@ import polars as pl
 
 from gridbench.io.analysis import matrix
 from gridbench.io.latlog import read_lat_log, summarise
+from gridbench.io.model import IOZONE_TESTS
 from gridbench.io.parse import parse_fio_text
 from gridbench.io.runner import row_of
 
-TESTS = [
-    "write",
-    "rewrite",
-    "read",
-    "reread",
-    "random_read",
-    "random_write",
-    "backward_read",
-    "record_rewrite",
-    "stride_read",
-]
+TESTS = list(IOZONE_TESTS)
 
 
 def make_lat_log(path: Path, seconds: int, iops: int, rng: np.random.Generator) -> int:

@@ -12,28 +12,14 @@ from pydantic import ValidationError
 
 from gridbench.errors import SpecError
 from gridbench.io.model import IoSpec
-from gridbench.spec.load import (
-    _plain,
-    apply_overrides,
-    parse_yaml,
-    read_spec_text,
-    validation_error,
-)
+from gridbench.spec.load import parse_with_overrides, read_spec_text, validation_error
 
 
 def load_io_spec_text(
     text: str, origin: str = "<spec>", overrides: list[str] | None = None
 ) -> tuple[IoSpec, dict[str, Any]]:
     """Parse, override and validate spec text; returns the model and the plain data."""
-    root = parse_yaml(text, origin)
-    try:
-        data = _plain(root)
-    except SpecError as exc:
-        raise SpecError(exc.message, where=origin, fix=exc.fix) from None
-    overridden: list[tuple[str, ...]] = []
-    if overrides:
-        data = apply_overrides(data, overrides)
-        overridden = [tuple(p for p in o.split("=", 1)[0].split(".") if p) for o in overrides]
+    root, data, overridden = parse_with_overrides(text, origin, overrides)
     if not isinstance(data, dict):
         raise SpecError(
             "an io spec must be a YAML mapping (name:, targets:, ...)",

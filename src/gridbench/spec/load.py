@@ -256,6 +256,16 @@ def load_spec(
 def load_spec_text(
     text: str, origin: str = "<spec>", overrides: list[str] | None = None
 ) -> tuple[ExperimentSpec, dict[str, Any]]:
+    root, data, overridden = parse_with_overrides(text, origin, overrides)
+    spec = validate_data(data, root, origin, overridden)
+    return spec, data
+
+
+def parse_with_overrides(
+    text: str, origin: str, overrides: list[str] | None
+) -> tuple[Any, Any, list[tuple[str, ...]]]:
+    """YAML text as (the parsed document with line marks, plain data with ``--set``
+    overrides applied, the overridden key paths): what every spec loader validates."""
     root = parse_yaml(text, origin)
     try:
         data = _plain(root)
@@ -267,8 +277,7 @@ def load_spec_text(
         overridden = [
             tuple(p for p in o.split("=", 1)[0].strip().split(".") if p) for o in overrides
         ]
-    spec = validate_data(data, root, origin, overridden)
-    return spec, data
+    return root, data, overridden
 
 
 def dump_yaml(data: Any) -> str:
