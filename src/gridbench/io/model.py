@@ -16,18 +16,6 @@ from gridbench.spec.units import parse_duration
 Size = Annotated[int, BeforeValidator(parse_size)]
 Duration = Annotated[float, BeforeValidator(parse_duration)]
 
-#: iozone's result columns, in its order (-i0 .. -i5); the matrix reports them in this order.
-IOZONE_TESTS: tuple[str, ...] = (
-    "write",
-    "rewrite",
-    "read",
-    "reread",
-    "random_read",
-    "random_write",
-    "backward_read",
-    "record_rewrite",
-    "stride_read",
-)
 IozoneTest = Literal[
     "write",
     "rewrite",
@@ -39,6 +27,8 @@ IozoneTest = Literal[
     "record_rewrite",
     "stride_read",
 ]
+#: iozone's result columns, in its order (-i0 .. -i5); the matrix reports them in this order.
+IOZONE_TESTS: tuple[str, ...] = get_args(IozoneTest)
 BonnieColumn = Literal["output_char", "output_block", "rewrite", "input_char", "input_block"]
 
 
