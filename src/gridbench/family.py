@@ -1,0 +1,213 @@
+"""Benchmark families: the seam every kind of benchmark plugs into.
+
+A family (job flow, storage, and whatever comes next) owns its spec model, its commands,
+how it runs into a results directory, how it analyses that directory into versioned
+metrics, its validity rules and the report sections its metrics produce. Everything
+generic (``list``, ``show``, ``analyze``, ``report``, ``compare``, ``history``,
+``cleanup``, the dashboard) finds the family of a run by the ``kind`` recorded in its
+``experiment.json`` and goes through this protocol; none of it knows a family's metrics.
+
+Families register through the ``gridbench.families`` entry point (built-ins too, in
+pyproject.toml), so a plugin package adds one without touching gridbench. See
+docs/architecture.md for a worked example.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import importlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from rich.console import Console
+
+from gridbench.errors import ResultsError
+from gridbench.sections import Report
+from gridbench.store.layout import RunDir
+
+ENTRY_POINT_GROUP = "gridbench.families"
+#: Runs written before families existed carry no ``kind``: they are job flow.
+DEFAULT_KIND = "jobflow"
+
+
+@dataclass(frozen=True, slots=True)
+class ValidityRule:
+    """A rule a family applies before it trusts a figure (shown in reports and docs)."""
+
+    name: str
+    description: str
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogueEntry:
+    """What ``gridbench list`` and the dashboard show of a run, whatever its family."""
+
+    target: str  # what was measured: a backend, storage targets, a command
+    variant: str  # how: a load model, a test set
+
+
+class Ui(Protocol):
+    """What the command line lends a family's commands, so that a family never imports
+    the layers above it (reports, web, CLI)."""
+
+    console: Console
+    err_console: Console
+
+    def results_root(self, args: argparse.Namespace) -> Path:
+        """The results root from ``--results``, $GRIDBENCH_RESULTS or ./results."""
+        ...
+
+    def analyze_and_show(self, run_path: Path, *, as_json: bool = False) -> int:
+        """Analyse a run through its family, write its reports, show the summary; return
+        the family's exit code."""
+        ...
+
+
+class Family(Protocol):
+    """A benchmark family. Implement this, register it under ``gridbench.families``."""
+
+    #: the ``kind`` recorded in experiment.json; also the entry-point name
+    name: str
+    #: one line for people ("job flow through a scheduler", "storage")
+    title: str
+    #: metrics schema written by ``analyze`` (``gridbench.<family>/N``)
+    schema: str
+    validity_rules: Sequence[ValidityRule]
+
+    def add_commands(self, sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
+        """Add the family's own commands (e.g. ``gridbench io run``) to the parser."""
+        ...
+
+    def analyze(self, run: RunDir) -> dict[str, Any]:
+        """Analyse ``run``, write its ``metrics.json`` and return the metrics."""
+        ...
+
+    def report(self, run: RunDir, metrics: Mapping[str, Any]) -> Report:
+        """The typed report of analysed metrics (pure: reads no more than the run's files)."""
+        ...
+
+    def exit_code(self, metrics: Mapping[str, Any]) -> int:
+        """0 when everything passed, 1 when a threshold or check failed, 3 when the run
+        failed, 130 when it was aborted."""
+        ...
+
+    def verdict(self, metrics: Mapping[str, Any]) -> str:
+        """One word or two for the catalogue: 'pass', 'fail', 'pass (invalid trials)'."""
+        ...
+
+    def catalogue(self, experiment: Mapping[str, Any]) -> CatalogueEntry:
+        """The list columns of a run from its experiment.json (untrusted: never raise)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class CleanupOutcome:
+    """What a cleanup did or, in a dry run, would do."""
+
+    lines: tuple[str, ...]
+    errors: tuple[str, ...] = ()
+
+
+@runtime_checkable
+class Cleanable(Protocol):
+    """A family whose runs can leave work behind (jobs, processes, files) to clean up."""
+
+    def cleanup(self, run: RunDir, *, dry_run: bool, force: bool) -> CleanupOutcome:
+        """Undo what a crashed or killed run left behind; touch only what it started."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Figure:
+    """One comparable figure of a run: its repeated measurements of one quantity."""
+
+    key: str  # stable across runs of the same spec, e.g. "nfs.write.kbps"
+    label: str
+    unit: str
+    samples: tuple[float, ...]
+    #: True when more is better, False when less is, None when neither
+    higher_is_better: bool | None = None
+
+
+@runtime_checkable
+class Comparable(Protocol):
+    """A family whose runs ``gridbench compare`` and ``history`` can put side by side
+    through the generic figure comparison."""
+
+    def figures(self, run: RunDir, metrics: Mapping[str, Any]) -> list[Figure]:
+        """Every comparable figure of an analysed run."""
+        ...
+
+
+# -- registry ------------------------------------------------------------------------------
+
+
+@functools.cache
+def _entry_points() -> dict[str, str]:
+    return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def available() -> dict[str, str]:
+    """Family names and where they come from (module:attribute)."""
+    return dict(sorted(_entry_points().items()))
+
+
+@functools.cache
+def family(name: str) -> Family:
+    """The registered family ``name``; ResultsError naming the kind and the fix."""
+    found = _entry_points()
+    target = found.get(name)
+    if target is None:
+        raise ResultsError(
+            f"unknown benchmark family {name!r}",
+            where="experiment.json: kind",
+            fix=f"install the plugin that provides it; installed: {', '.join(sorted(found))}",
+        )
+    module, _, attr = target.partition(":")
+    try:
+        obj = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ResultsError(
+            f"benchmark family {name!r} cannot be loaded: {exc}",
+            where=f"entry point {ENTRY_POINT_GROUP}:{name} = {target}",
+            fix="reinstall the package that provides it",
+        ) from None
+    fam = obj() if isinstance(obj, type) else obj
+    if getattr(fam, "name", None) != name:  # a plugin's own declaration must agree
+        raise ResultsError(
+            f"entry point {name!r} provides a family named {getattr(fam, 'name', None)!r}",
+            where=f"entry point {ENTRY_POINT_GROUP}:{name}",
+            fix="make the entry-point name and the family's name equal",
+        )
+    return fam  # type: ignore[no-any-return]
+
+
+def families() -> list[Family]:
+    """Every registered family, by name."""
+    return [family(n) for n in available()]
+
+
+def kind_of(experiment: Mapping[str, Any]) -> str:
+    """The family name recorded in an experiment.json (job flow when absent)."""
+    kind = experiment.get("kind", DEFAULT_KIND)
+    return kind if isinstance(kind, str) and kind else DEFAULT_KIND
+
+
+def family_of(run: RunDir) -> Family:
+    """The family of a results directory, by the kind recorded in it."""
+    return family(kind_of(run.read_experiment()))
+
+
+def not_applicable(fam: Family, command: str, why: str) -> ResultsError:
+    """The one-line error of a generic command that does not apply to a family."""
+    return ResultsError(
+        f"'gridbench {command}' does not apply to {fam.name} runs: {why}",
+        fix=f"see 'gridbench {fam.name} --help' for what {fam.name} runs offer"
+        if fam.name != DEFAULT_KIND
+        else None,
+    )
+

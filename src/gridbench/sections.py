@@ -1,0 +1,200 @@
+"""Typed report data: what a family's metrics say, in a form every renderer draws.
+
+A family turns its metrics into a :class:`Report`: a headline, the evaluation summary and
+an ordered list of sections (tables, charts, statements). The terminal, the HTML report,
+CSV/JSON export and the dashboard all render the same :class:`Report`, so no renderer
+knows one family's metrics and no family knows how a page is drawn.
+
+Every text here is plain (unescaped): renderers escape for their own medium.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+#: A raw table value: what CSV and JSON get. Text shown to people may differ (``Table.text``).
+Cell = str | int | float | bool | None
+Status = Literal["pass", "fail", "warn", "info"]
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One table column: its key (CSV header), its label and whether it holds numbers."""
+
+    key: str
+    label: str = ""
+    numeric: bool = False
+
+    @property
+    def title(self) -> str:
+        """The label, or the key when no label was given."""
+        return self.label or self.key
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """A table: raw rows for export, and optionally the text to show for each cell.
+
+    ``id`` is the anchor in the HTML page and, when ``export`` is set, the CSV file stem
+    (``tables/<id>.csv``). ``text`` has the shape of ``rows`` when given; renderers show
+    it instead of formatting the raw values themselves.
+    """
+
+    id: str
+    title: str
+    columns: tuple[Column, ...]
+    rows: tuple[tuple[Cell, ...], ...]
+    text: tuple[tuple[str, ...], ...] | None = None
+    note: str = ""
+    export: bool = True
+    #: rows whose status colours the row (e.g. a failed threshold); same length as rows
+    row_status: tuple[Status | None, ...] | None = None
+
+    def __post_init__(self) -> None:
+        width = len(self.columns)
+        for rows in (self.rows, self.text or ()):
+            for r in rows:
+                if len(r) != width:
+                    raise ValueError(f"table {self.id!r}: a row has {len(r)} cells, not {width}")
+        if self.text is not None and len(self.text) != len(self.rows):
+            raise ValueError(f"table {self.id!r}: text and rows differ in length")
+
+    def cell_text(self, i: int, j: int) -> str:
+        """What to show for row ``i``, column ``j``."""
+        if self.text is not None:
+            return self.text[i][j]
+        return format_cell(self.rows[i][j])
+
+    def records(self) -> list[dict[str, Cell]]:
+        """The rows as dicts keyed by column key (CSV and JSON export)."""
+        keys = [c.key for c in self.columns]
+        return [dict(zip(keys, r, strict=True)) for r in self.rows]
+
+    @classmethod
+    def from_records(
+        cls,
+        id: str,
+        title: str,
+        records: Sequence[Mapping[str, Any]],
+        columns: Sequence[Column | str] | None = None,
+        **kw: Any,
+    ) -> Table:
+        """A table from dict rows; the columns default to the keys of the first row."""
+        cols = tuple(
+            c if isinstance(c, Column) else Column(c)
+            for c in (columns if columns is not None else (list(records[0]) if records else []))
+        )
+        rows = tuple(tuple(_cell(r.get(c.key)) for c in cols) for r in records)
+        if not any(c.numeric for c in cols) and rows:
+            cols = tuple(
+                Column(c.key, c.label, numeric=all(_is_number(r[j]) for r in rows))
+                for j, c in enumerate(cols)
+            )
+        return cls(id=id, title=title, columns=cols, rows=rows, **kw)
+
+
+@dataclass(frozen=True, slots=True)
+class Chart:
+    """A chart as a plotly figure document (``{"data": [...], "layout": {...}}``)."""
+
+    id: str
+    title: str
+    figure: Mapping[str, Any]
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Statements:
+    """A titled list of sentences (model fits, notes, warnings)."""
+
+    id: str
+    title: str
+    lines: tuple[tuple[Status, str], ...]
+
+
+Section = Table | Chart | Statements
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One sentence of a headline or outcome, with its status."""
+
+    status: Status
+    text: str
+    evidence: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Headline:
+    """What a reader must see first: each finding stated once, and the overall verdict."""
+
+    title: str
+    findings: tuple[Finding, ...]
+
+    @property
+    def verdict(self) -> Status:
+        """fail if any finding failed, else warn if any warned, else pass (or info)."""
+        kinds = {f.status for f in self.findings}
+        for k in ("fail", "warn", "pass"):
+            if k in kinds:
+                return k  # type: ignore[return-value]
+        return "info"
+
+
+@dataclass(frozen=True, slots=True)
+class EvaluationSummary:
+    """IEEE 829 in four questions: what was tested, how it was configured (the spec as YAML
+    and its declared plan), what passed or failed, and what is left open."""
+
+    tested: tuple[tuple[str, str], ...]
+    spec_yaml: str
+    plan: Table | None
+    outcome: tuple[Finding, ...]
+    left_open: tuple[str, ...]
+    not_tested: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """Everything a family reports about one run, ready for any renderer."""
+
+    family: str
+    title: str
+    headline: Headline
+    summary: EvaluationSummary
+    sections: tuple[Section, ...]
+    #: extra lines for the terminal under the headline (e.g. where the files are)
+    notes: tuple[str, ...] = field(default=())
+
+    def tables(self) -> list[Table]:
+        """The table sections, in order."""
+        return [s for s in self.sections if isinstance(s, Table)]
+
+    def charts(self) -> list[Chart]:
+        """The chart sections, in order."""
+        return [s for s in self.sections if isinstance(s, Chart)]
+
+
+def _is_number(v: Cell) -> bool:
+    return v is None or (isinstance(v, int | float) and not isinstance(v, bool))
+
+
+def _cell(v: Any) -> Cell:
+    if v is None or isinstance(v, str | int | float | bool):
+        return v
+    return str(v)
+
+
+def format_cell(v: Cell) -> str:
+    """The default text of a raw value: 4 significant digits, '' for missing."""
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        if v != v or v in (float("inf"), float("-inf")):
+            return ""
+        return f"{v:.4g}" if abs(v) < 1e6 else f"{v:,.0f}"
+    return str(v)
