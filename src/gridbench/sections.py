@@ -139,7 +139,7 @@ class Headline:
         kinds = {f.status for f in self.findings}
         for k in ("fail", "warn", "pass"):
             if k in kinds:
-                return k  # type: ignore[return-value]
+                return k
         return "info"
 
 
