@@ -1,0 +1,1 @@
+"""The job-flow family: jobs through a scheduler, grid CE or cloud job service."""
