@@ -28,8 +28,28 @@ def list_runs(root: Path) -> list[dict[str, Any]]:
     return out
 
 
+def find_run(root: Path, ref: str) -> RunDir | None:
+    """A run inside ``root`` by its folder name or by the id recorded in its experiment.json
+    (a unique prefix of either); never a path outside ``root``. The one lookup behind the
+    CLI and the dashboard."""
+    if not ref or "/" in ref or "\\" in ref or ref in (".", ".."):
+        return None
+    if (root / ref / EXPERIMENT_FILE).is_file():
+        return RunDir(root / ref)
+    runs = list_runs(root)
+    exact = [r for r in runs if str(r.get("id")) == ref]
+    if len(exact) == 1:
+        return RunDir(Path(exact[0]["path"]))
+    matches = [
+        r for r in runs if str(r["id"]).startswith(ref) or Path(r["path"]).name.startswith(ref)
+    ]
+    if len(matches) == 1:
+        return RunDir(Path(matches[0]["path"]))
+    return None
+
+
 def resolve_run(ref: str, root: Path) -> RunDir:
-    """A run from a path, an id under ``root``, or ``latest``."""
+    """A run from a path, an id under ``root`` (see :func:`find_run`), or ``latest``."""
     p = Path(ref)
     if (p / EXPERIMENT_FILE).is_file():
         return RunDir(p)
@@ -37,12 +57,10 @@ def resolve_run(ref: str, root: Path) -> RunDir:
         runs = list_runs(root)
         if runs:
             return RunDir(Path(runs[0]["path"]))
-    elif (root / ref / EXPERIMENT_FILE).is_file():
-        return RunDir(root / ref)
     else:
-        matches = [r for r in list_runs(root) if str(r["id"]).startswith(ref)]
-        if len(matches) == 1:
-            return RunDir(Path(matches[0]["path"]))
+        found = find_run(root, ref)
+        if found is not None:
+            return found
     raise ResultsError(
         f"no results directory {ref!r}",
         where=str(root),
