@@ -12,6 +12,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_valida
 
 from gridbench.io.units import parse_size
 from gridbench.spec.units import parse_duration
+from gridbench.testplan import TestPlan
 
 Size = Annotated[int, BeforeValidator(parse_size)]
 Duration = Annotated[float, BeforeValidator(parse_duration)]
@@ -193,6 +194,9 @@ class IoSpec(_Strict):
     consistency: ConsistencySpec = Field(default_factory=ConsistencySpec)
     http: HttpSpec | None = None
     thresholds: list[ThresholdSpec] = Field(default_factory=list)
+    plan: TestPlan | None = Field(
+        default=None, description="the IEEE 829 test plan: items, features, approach, criteria"
+    )
     fio: str = Field(default="fio", min_length=1, description="the fio binary")
     fio_timeout: Duration | None = Field(
         default=None,

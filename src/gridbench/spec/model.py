@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from gridbench.spec.units import parse_duration, parse_rate
+from gridbench.testplan import TestPlan
 
 Duration = Annotated[float, BeforeValidator(parse_duration)]
 Rate = Annotated[float, BeforeValidator(parse_rate)]
@@ -199,6 +200,9 @@ class ExperimentSpec(_Strict):
     timeouts: TimeoutSpec = Field(default_factory=TimeoutSpec)
     collectors: list[CollectorSpec] = Field(default_factory=list)
     thresholds: list[ThresholdSpec] = Field(default_factory=list)
+    plan: TestPlan | None = Field(
+        default=None, description="the IEEE 829 test plan: items, features, approach, criteria"
+    )
     safety: SafetySpec = Field(default_factory=SafetySpec)
 
     @model_validator(mode="after")

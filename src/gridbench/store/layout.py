@@ -157,6 +157,24 @@ class RunDir:
             raise ResultsError("experiment.json is not an object", where=str(self.experiment_file))
         return data
 
+    def read_spec(self) -> tuple[str, Any]:
+        """The spec as run: its YAML text and the parsed document ('' and None when the run
+        has no spec.yaml). The file is foreign input: bad YAML is a ResultsError."""
+        if not self.spec_file.is_file():
+            return "", None
+        text = self.spec_file.read_text(encoding="utf-8", errors="replace")
+        from ruamel.yaml import YAML
+        from ruamel.yaml.error import YAMLError
+
+        try:
+            return text, YAML(typ="safe", pure=True).load(text)
+        except (YAMLError, ValueError, RecursionError) as exc:
+            raise ResultsError(
+                f"spec.yaml is not valid YAML: {str(exc).splitlines()[0]}",
+                where=str(self.spec_file),
+                fix="restore the file from the spec the run was started with",
+            ) from None
+
     def update_experiment(self, **fields: Any) -> dict[str, Any]:
         data = self.read_experiment() if self.experiment_file.exists() else {}
         data.update(fields)
