@@ -36,3 +36,12 @@ class IngestError(GridbenchError):
 
 class ResultsError(GridbenchError):
     """A results directory is missing, incomplete or unreadable."""
+
+
+#: Exit codes shared by every command of every family (docs/cli.md).
+EXIT_OK = 0  # success
+EXIT_THRESHOLD = 1  # a threshold or check failed
+EXIT_INPUT = 2  # bad input: spec, results, usage
+EXIT_BACKEND = 3  # the system under test (or its tool) failed or could not be reached
+EXIT_INVALID = 4  # the measurement is invalid (with --fail-invalid)
+EXIT_INTERRUPTED = 130

@@ -187,8 +187,9 @@ def family(name: str) -> Family:
 
 
 def families() -> list[Family]:
-    """Every registered family, by name."""
-    return [family(n) for n in available()]
+    """Every registered family: job flow first, then the others by name."""
+    names = sorted(available(), key=lambda n: (n != DEFAULT_KIND, n))
+    return [family(n) for n in names]
 
 
 def kind_of(experiment: Mapping[str, Any]) -> str:

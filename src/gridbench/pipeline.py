@@ -1,56 +1,94 @@
-"""Analysis followed by reports: the one path shared by run, analyze, report and the web."""
+"""Analysis followed by reports, for a run of any family: the one path shared by run,
+analyze, report and the web dashboard."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gridbench.family import Family, family_of
+from gridbench.sections import Report
 from gridbench.store.layout import RunDir, read_json
 
 log = logging.getLogger(__name__)
 
+#: Called with the run's path after its reports are written (e.g. the dashboard pre-builds
+#: its view); a failure there only costs that extra, never the analysis.
+AfterReport = Callable[[Path], None]
 
-def analyze_and_report(run_path: Path) -> tuple[dict[str, Any], dict[str, Path]]:
-    """Analyse a results directory, write metrics.json and every report; return both."""
-    from gridbench.analysis.experiment import analyze_run
-    from gridbench.report import load_series, write_reports
 
+@dataclass(frozen=True)
+class Analysed:
+    """One run analysed through its family, with its reports written."""
+
+    family: Family
+    metrics: dict[str, Any]
+    report: Report | None  # None only while the transition below lasts
+    paths: dict[str, Path]
+
+    @property
+    def exit_code(self) -> int:
+        """The family's exit code for these metrics."""
+        return self.family.exit_code(self.metrics)
+
+
+def analyze_and_report(run_path: Path, *, after: tuple[AfterReport, ...] = ()) -> Analysed:
+    """Analyse a results directory through the family recorded in it, write metrics.json
+    and every report, and record the verdict in experiment.json."""
     run = RunDir.open(run_path)
-    metrics = analyze_run(run.path, write=True)
-    series = load_series(run.path)
-    exp = run.read_experiment()
-    spec_summary = {"experiment": exp, "spec_yaml": _read(run.spec_file), "plan": _plan(run)}
-    paths = write_reports(run.path, metrics, series, spec_summary)
-    thresholds = metrics.get("thresholds") or []
-    verdict = "fail" if any(not t.get("passed") for t in thresholds) else "pass"
-    if not metrics.get("validity", {}).get("valid", True):
-        verdict += " (invalid trials)"
-    run.update_experiment(verdict=verdict, analysed=True)
-    _warm_dashboard(run.path)
-    return metrics, {k: Path(v) for k, v in paths.items()}
+    fam = family_of(run)
+    metrics = fam.analyze(run)
+    report, paths = _reports(fam, run, metrics)
+    run.update_experiment(verdict=fam.verdict(metrics), analysed=True)
+    for hook in after:
+        try:
+            hook(run.path)
+        except Exception as exc:  # never fail an analysis for a cache
+            log.warning("after-report step on %s failed: %s", run.path.name, exc)
+    return Analysed(fam, metrics, report, {k: Path(v) for k, v in paths.items()})
 
 
-def _warm_dashboard(run_path: Path) -> None:
-    """Pre-build the dashboard's view of the run, so its first page view is fast even for a
-    million jobs (docs/dashboard.md); the reports are written already, so a failure here
-    only costs that speed."""
-    from gridbench.web.results import warm
+def report_of(run: RunDir) -> tuple[Family, dict[str, Any], Report | None]:
+    """The report of an analysed run, without re-analysing it (``show``, the dashboard)."""
+    from gridbench.store.layout import read_json
 
+    fam = family_of(run)
+    metrics = read_json(run.metrics_file)
+    if not isinstance(metrics, dict) or metrics.get("schema") != fam.schema:
+        from gridbench.errors import ResultsError
+
+        raise ResultsError(
+            f"metrics.json is not a {fam.schema} document",
+            where=str(run.metrics_file),
+            fix=f"re-analyse it: gridbench analyze {run.path}",
+        )
     try:
-        warm(run_path, run_path.parent)
-    except Exception as exc:  # never fail an analysis for a cache
-        log.warning("dashboard view of %s not pre-built: %s", run_path.name, exc)
+        return fam, metrics, fam.report(run, metrics)
+    except ImportError:  # TRANSITION: see _reports
+        return fam, metrics, None
 
 
-def exit_code_for(metrics: dict[str, Any]) -> int:
-    """1 when any threshold failed, else 0."""
-    return 1 if any(not t.get("passed") for t in metrics.get("thresholds") or []) else 0
+def _reports(fam: Family, run: RunDir, metrics: dict[str, Any]) -> tuple[Report | None, Any]:
+    # TRANSITION (removed when the typed-sections renderers land): until then the families'
+    # old report writers are used when the new ones are not importable yet.
+    try:
+        from gridbench.report import write_reports
 
+        report = fam.report(run, metrics)
+        return report, write_reports(run.path, report)
+    except (ImportError, TypeError):
+        if fam.name == "io":
+            from gridbench.io.html import write_html
 
-def _read(p: Path) -> str:
-    return p.read_text(encoding="utf-8") if p.exists() else ""
+            return None, {"html": write_html(run.path, metrics)}
+        from gridbench.report import load_series
+        from gridbench.report import write_reports as old
 
-
-def _plan(run: RunDir) -> Any:
-    return read_json(run.plan_file) if run.plan_file.exists() else None
+        exp = run.read_experiment()
+        spec_yaml, _ = run.read_spec()
+        plan = read_json(run.plan_file) if run.plan_file.exists() else None
+        summary = {"experiment": exp, "spec_yaml": spec_yaml, "plan": plan}
+        return None, old(run.path, metrics, load_series(run.path), summary)  # type: ignore[call-arg]

@@ -1,62 +1,35 @@
 """``gridbench io``: validate, run and report storage benchmarks (docs/io.md).
 
 Exit codes as for job flow: 0 ok, 1 a threshold or consistency check failed, 2 bad input,
-3 fio/bonnie++/the target failed, 130 interrupted.
+3 fio/bonnie++/the target failed, 130 interrupted. Analysis and reports go through the
+generic path (``Ui.analyze_and_show``), as for every family.
 """
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
-from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from gridbench.errors import GridbenchError
-
-console = Console(highlight=False)
-EXIT_OK, EXIT_THRESHOLD, EXIT_BACKEND, EXIT_INTERRUPTED = 0, 1, 3, 130
+from gridbench.errors import EXIT_OK, GridbenchError
+from gridbench.family import Ui
 
 
-def _root(args: argparse.Namespace) -> Path:
-    from gridbench.store.layout import results_root
-
-    return results_root(args.results)
-
-
-def cmd_validate(args: argparse.Namespace) -> int:
+def cmd_validate(args: argparse.Namespace, ui: Ui) -> int:
     from gridbench.io.load import load_io_spec
     from gridbench.io.runner import plan_steps
 
     spec, _ = load_io_spec(args.spec, args.set)
-    console.print(
+    ui.console.print(
         f"[green]ok[/]: {args.spec} is a valid io spec ({len(spec.targets)} targets, "
         f"{spec.repetitions} repetitions, {plan_steps(spec)} steps)"
     )
     return EXIT_OK
 
 
-def _report(run_path: Path) -> int:
-    from gridbench.io.html import write_html
-    from gridbench.io.metrics import write_metrics
-    from gridbench.io.terminal import render
-    from gridbench.store.layout import RunDir
-
-    run = RunDir.open(run_path)
-    metrics = write_metrics(run)
-    render(metrics, console)
-    html = write_html(run.path, metrics)
-    console.print(f"HTML report: [cyan]{html}[/]; metrics: [cyan]{run.metrics_file}[/]")
-    if metrics.get("status") == "failed":
-        return EXIT_BACKEND
-    if metrics.get("status") == "aborted":
-        return EXIT_INTERRUPTED
-    ok = metrics["thresholds_ok"] and metrics["consistency_ok"]
-    return EXIT_OK if ok else EXIT_THRESHOLD
-
-
-def cmd_run(args: argparse.Namespace) -> int:
+def cmd_run(args: argparse.Namespace, ui: Ui) -> int:
     from gridbench.errors import BackendError
     from gridbench.io.load import load_io_spec
     from gridbench.io.runner import IoRunner, plan_steps
@@ -68,7 +41,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         MofNCompleteColumn(),
         TextColumn("{task.fields[detail]}"),
         TimeElapsedColumn(),
-        console=console,
+        console=ui.console,
     )
     with progress:
         task = progress.add_task("io", total=plan_steps(spec), detail="")
@@ -80,7 +53,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             started[0] = True
             progress.update(task, detail=msg)
 
-        runner = IoRunner(spec, data, _root(args), force=args.force, progress=step)
+        runner = IoRunner(spec, data, ui.results_root(args), force=args.force, progress=step)
         failure: GridbenchError | None = None
         try:
             runner.execute()
@@ -89,21 +62,22 @@ def cmd_run(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             if runner.run is None:
                 raise
-            console.print("[yellow]interrupted: files cleaned up, results so far kept[/]")
+            ui.console.print("[yellow]interrupted: files cleaned up, results so far kept[/]")
         progress.advance(task)
     if runner.run is None:
         raise GridbenchError("nothing was run")
-    console.print(f"results: [cyan]{runner.run.path}[/]")
-    code = _report(runner.run.path)
+    ui.console.print(f"results: [cyan]{runner.run.path}[/]")
+    code = ui.analyze_and_show(runner.run.path)
     if failure is not None:
-        console.print(f"[red]error[/]: {failure}")
+        ui.err_console.print(f"[red]error[/]: {escape(str(failure))}")
     return code
 
 
-def cmd_report(args: argparse.Namespace) -> int:
+def cmd_report(args: argparse.Namespace, ui: Ui) -> int:
+    """Same as ``gridbench report RUN``, kept under ``io`` for the io user's habit."""
     from gridbench.store.catalogue import resolve_run
 
-    return _report(resolve_run(args.run, _root(args)).path)
+    return ui.analyze_and_show(resolve_run(args.run, ui.results_root(args)).path)
 
 
 def _spec_args(p: argparse.ArgumentParser) -> None:
@@ -117,7 +91,7 @@ def _spec_args(p: argparse.ArgumentParser) -> None:
     )
 
 
-def register(sub: Any) -> None:
+def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
     """Add ``gridbench io`` and its subcommands."""
     p = sub.add_parser(
         "io", help="storage benchmarks: iozone/Bonnie matrices on fio, speedups, checks"
@@ -125,15 +99,15 @@ def register(sub: Any) -> None:
     isub = p.add_subparsers(dest="io_action", required=True, metavar="ACTION")
     q = isub.add_parser("validate", help="check an io spec and report every problem with its line")
     _spec_args(q)
-    q.set_defaults(func=cmd_validate)
+    q.set_defaults(func=lambda a, f=cmd_validate: f(a, ui))
     q = isub.add_parser("run", help="run an io spec against its targets, then report")
     _spec_args(q)
     q.add_argument(
         "--results", metavar="DIR", help="results root (default: $GRIDBENCH_RESULTS or ./results)"
     )
     q.add_argument("--force", action="store_true", help="allow targets that already hold data")
-    q.set_defaults(func=cmd_run)
+    q.set_defaults(func=lambda a, f=cmd_run: f(a, ui))
     q = isub.add_parser("report", help="re-analyse an io results directory and rewrite its reports")
     q.add_argument("run", help="results directory, run id, or 'latest'")
     q.add_argument("--results", metavar="DIR", help="results root")
-    q.set_defaults(func=cmd_report)
+    q.set_defaults(func=lambda a, f=cmd_report: f(a, ui))

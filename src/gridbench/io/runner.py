@@ -202,8 +202,6 @@ class IoRunner:
             id=run.id,
             name=spec.name,
             kind="io",
-            backend="io",
-            load_model="storage",
             status="preparing",
             created=now_iso(),
             baseline=spec.baseline,

@@ -1,0 +1,93 @@
+"""Storage as a benchmark family: iozone/Bonnie matrices on fio and bonnie++, signed
+speedups against a baseline, consistency checks, analysed into ``gridbench.io/1``."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from typing import Any
+
+from gridbench.errors import EXIT_BACKEND, EXIT_INTERRUPTED, EXIT_OK, EXIT_THRESHOLD
+from gridbench.family import CatalogueEntry, Ui, ValidityRule
+from gridbench.io.metrics import SCHEMA
+from gridbench.sections import Report
+from gridbench.store.layout import RunDir
+from gridbench.testplan import plan_of, plan_table
+
+
+class Storage:
+    """The io family (the ``kind`` of runs made by ``gridbench io run``)."""
+
+    name = "io"
+    title = "storage: iozone and Bonnie matrices, speedups against a baseline"
+    schema = SCHEMA
+
+    @property
+    def validity_rules(self) -> tuple[ValidityRule, ...]:
+        """io's rules (io/validity.py)."""
+        from gridbench.io.validity import IO_VALIDITY_RULES
+
+        return IO_VALIDITY_RULES
+
+    def add_commands(self, sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
+        """``gridbench io validate|run|report``."""
+        from gridbench.io.command import add_commands
+
+        add_commands(sub, ui)
+
+    def analyze(self, run: RunDir) -> dict[str, Any]:
+        """Read the recorded rows (untrusted), analyse them, write metrics.json."""
+        from gridbench.io.metrics import write_metrics
+
+        return write_metrics(run)
+
+    def report(self, run: RunDir, metrics: Mapping[str, Any]) -> Report:
+        """Headline, evaluation summary and every io section."""
+        from gridbench.io.report import build_report
+
+        spec_yaml, spec_data = run.read_spec()
+        plan = plan_of(spec_data)
+        return build_report(
+            metrics,
+            spec_yaml=spec_yaml,
+            plan=plan_table(plan) if plan is not None else None,
+            not_tested=tuple(plan.not_tested) if plan is not None else (),
+            experiment=run.read_experiment(),
+        )
+
+    def exit_code(self, metrics: Mapping[str, Any]) -> int:
+        """3 when the run failed, 130 when aborted, 1 when a threshold or check failed."""
+        status = metrics.get("status")
+        if status == "failed":
+            return EXIT_BACKEND
+        if status == "aborted":
+            return EXIT_INTERRUPTED
+        ok = metrics.get("thresholds_ok") is True and metrics.get("consistency_ok") is True
+        return EXIT_OK if ok else EXIT_THRESHOLD
+
+    def verdict(self, metrics: Mapping[str, Any]) -> str:
+        """pass or fail by thresholds and consistency checks; marked when a figure is not
+        to be trusted (io validity rules)."""
+        code = self.exit_code(metrics)
+        word = {EXIT_OK: "pass", EXIT_THRESHOLD: "fail"}.get(code, str(metrics.get("status")))
+        validity = metrics.get("validity")
+        if isinstance(validity, Mapping) and not validity.get("valid", True):
+            word += " (flagged figures)"
+        return word
+
+    def catalogue(self, experiment: Mapping[str, Any]) -> CatalogueEntry:
+        """The targets, and the baseline they are compared with."""
+        targets = experiment.get("targets")
+        names = (
+            [str(t.get("name")) for t in targets if isinstance(t, Mapping)]
+            if isinstance(targets, list)
+            else []
+        )
+        baseline = experiment.get("baseline")
+        return CatalogueEntry(
+            target=", ".join(names) or "storage",
+            variant=f"storage vs {baseline}" if baseline else "storage",
+        )
+
+
+FAMILY = Storage()

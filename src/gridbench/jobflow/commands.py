@@ -1,0 +1,365 @@
+"""The job-flow family's own commands: validate, plan, run, demo, check, ingest,
+reference and backends (the generic ones live in gridbench.cli)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rich.markup import escape
+from rich.table import Table
+
+from gridbench.errors import (
+    EXIT_BACKEND,
+    EXIT_INTERRUPTED,
+    EXIT_INVALID,
+    EXIT_OK,
+    GridbenchError,
+    SpecError,
+)
+from gridbench.family import Ui
+
+Command = Callable[[argparse.Namespace, Ui], int]
+
+
+def _bind(cmd: Command, ui: Ui) -> Callable[[argparse.Namespace], int]:
+    return lambda args: cmd(args, ui)
+
+
+def _load(args: argparse.Namespace, *, host: bool = True) -> tuple[Any, dict[str, Any], Any]:
+    from gridbench.run.check import check_config
+    from gridbench.spec import load_spec, make_plan
+
+    spec, data = load_spec(args.spec, args.set)
+    plan = make_plan(spec, data, str(args.spec))
+    try:
+        check_config([p.spec for p in plan.points], host=host)
+    except SpecError as exc:
+        raise SpecError(exc.message, where=f"{args.spec}: {exc.where}", fix=exc.fix) from None
+    return spec, data, plan
+
+
+def _print_plan(plan: Any, ui: Ui) -> None:
+    from gridbench.spec.units import format_rate
+
+    spec = plan.spec
+    t = Table(title=f"plan: {spec.name} ({spec.load.model} load on {spec.backend.type})")
+    t.add_column("point")
+    t.add_column("values")
+    t.add_column("peak rate", justify="right")
+    t.add_column("jobs/trial", justify="right")
+    t.add_column("s/trial", justify="right")
+    for p in plan.points:
+        t.add_row(
+            str(p.index),
+            ", ".join(f"{k}={v}" for k, v in p.values.items()) or "-",
+            format_rate(p.peak_rate_per_s) if p.peak_rate_per_s is not None else "-",
+            str(p.jobs_per_trial) if p.jobs_per_trial is not None else "closed loop",
+            f"{p.seconds_per_trial:.0f}",
+        )
+    ui.console.print(t)
+    total = plan.total_jobs
+    ui.console.print(
+        f"{len(plan.points)} points × {spec.trials} trials = {len(plan.trials)} trials; "
+        f"total jobs: {total if total is not None else 'open-ended (closed loop)'}; "
+        f"estimated duration: {plan.estimated_seconds / 60:.1f} min"
+    )
+
+
+# -- commands ------------------------------------------------------------------------------
+def cmd_validate(args: argparse.Namespace, ui: Ui) -> int:
+    spec, _, plan = _load(args, host=False)
+    ui.console.print(
+        f"[green]ok[/]: {args.spec} is a valid spec ({spec.load.model} load, "
+        f"{len(plan.points)} points × {spec.trials} trials)"
+    )
+    return EXIT_OK
+
+
+def cmd_plan(args: argparse.Namespace, ui: Ui) -> int:
+    _, _, plan = _load(args, host=False)
+    if args.json:
+        print(json.dumps(plan.to_dict(), indent=1))
+    else:
+        _print_plan(plan, ui)
+        ui.console.print("[dim]dry run: nothing was submitted[/]")
+    return EXIT_OK
+
+
+def _confirm(plan: Any, yes: bool, ui: Ui) -> None:
+    from gridbench.spec.plan import needs_confirmation
+
+    if not needs_confirmation(plan) or yes:
+        return
+    n, cap = plan.total_jobs, plan.spec.safety.confirm_above
+    if not sys.stdin.isatty():
+        raise GridbenchError(
+            f"the plan submits {n} jobs, above safety.confirm_above ({cap})",
+            where="safety.confirm_above",
+            fix="pass --yes to confirm, or reduce the plan",
+        )
+    answer = ui.console.input(f"The plan submits {n} jobs (above {cap}). Continue? [y/N] ")
+    if answer.strip().lower() not in ("y", "yes"):
+        raise GridbenchError("not confirmed; nothing was submitted")
+
+
+def _execute(plan: Any, data: dict[str, Any], root: Path, ui: Ui) -> Any:
+    from gridbench.jobflow.progress import RichObserver
+    from gridbench.run.experiment import ExperimentRunner
+
+    async def main() -> Any:
+        with RichObserver(ui.console) as obs:
+            runner = ExperimentRunner(plan, data, root, observer=obs)
+            loop = asyncio.get_running_loop()
+            hits = 0
+
+            def on_signal() -> None:
+                nonlocal hits
+                hits += 1
+                if hits == 1:
+                    obs.message(
+                        "[yellow]stopping: no new submissions; cancelling outstanding "
+                        "jobs and saving what was recorded (Ctrl-C again to force)[/]"
+                    )
+                    runner.abort()
+                else:
+                    raise KeyboardInterrupt
+
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, on_signal)
+            try:
+                return await runner.execute()
+            finally:
+                for sig in (signal.SIGINT, signal.SIGTERM):
+                    loop.remove_signal_handler(sig)
+
+    return asyncio.run(main())
+
+
+def cmd_run(args: argparse.Namespace, ui: Ui) -> int:
+    _, data, plan = _load(args)
+    _print_plan(plan, ui)
+    _confirm(plan, args.yes, ui)
+    outcome = _execute(plan, data, ui.results_root(args), ui)
+    code = _finish(outcome, args, ui)
+    return code
+
+
+def _finish(outcome: Any, args: argparse.Namespace, ui: Ui) -> int:
+    status = outcome.status
+    if status == "failed":
+        ui.err_console.print(f"[red]experiment failed[/]: {outcome.error}")
+    if not outcome.trials:
+        return EXIT_BACKEND if status == "failed" else EXIT_INTERRUPTED
+    code = ui.analyze_and_show(outcome.run.path)
+    if getattr(args, "fail_invalid", False) and code == EXIT_OK:
+        from gridbench.store.layout import read_json
+
+        if not read_json(outcome.run.metrics_file).get("validity", {}).get("valid", True):
+            code = EXIT_INVALID
+    if status == "aborted":
+        return EXIT_INTERRUPTED
+    if status == "failed":
+        return EXIT_BACKEND
+    return code
+
+
+def cmd_demo(args: argparse.Namespace, ui: Ui) -> int:
+    from gridbench.examples import demo_spec_path
+
+    args.spec = demo_spec_path()
+    sets = list(args.set or [])
+    sets.append(f"backend.options.preset={args.policy}")
+    if args.quick:
+        sets += ["trials=1", "trial.duration=6s"]
+    args.set = sets
+    ui.console.print(
+        f"[bold]gridbench demo[/]: a compressed EDGI rate ramp against the embedded reference "
+        f"grid ({args.policy} status polling)"
+    )
+    return cmd_run(args, ui)
+
+
+def cmd_check(args: argparse.Namespace, ui: Ui) -> int:
+    from gridbench.run.check import check
+    from gridbench.spec import load_spec
+
+    spec, _ = load_spec(args.spec, args.set)
+    steps = asyncio.run(check(spec, job_timeout_s=args.timeout))
+    t = Table(title=f"connectivity check: {spec.backend.type}")
+    for col in ("step", "result", "detail", "fix"):
+        t.add_column(col)
+    for s in steps:
+        t.add_row(
+            s.name, "[green]ok[/]" if s.ok else "[red]FAILED[/]", escape(s.detail), escape(s.fix)
+        )
+    ui.console.print(t)
+    return EXIT_OK if all(s.ok for s in steps) else EXIT_BACKEND
+
+
+def cmd_ingest_edgi(args: argparse.Namespace, ui: Ui) -> int:
+    from gridbench.events.ingest_run import ingest_edgi_run
+
+    out = ingest_edgi_run(args.client, args.reports, Path(args.out), overwrite=args.force)
+    for w in out.warnings[:50]:
+        ui.err_console.print(f"[yellow]warning[/]: {w}")
+    ui.console.print(
+        f"ingested {out.events} events of {out.jobs} jobs into [cyan]{args.out}[/]; "
+        f"analyse with: gridbench analyze {args.out}"
+    )
+    return EXIT_OK
+
+
+def cmd_ingest_jsonl(args: argparse.Namespace, ui: Ui) -> int:
+    from gridbench.events.ingest_run import ingest_jsonl_run
+
+    out = ingest_jsonl_run(args.file, Path(args.out), overwrite=args.force)
+    for w in out.warnings[:50]:
+        ui.err_console.print(f"[yellow]warning[/]: {w}")
+    ui.console.print(
+        f"ingested {out.events} events of {out.jobs} jobs into [cyan]{args.out}[/]; "
+        f"analyse with: gridbench analyze {args.out}"
+    )
+    return EXIT_OK
+
+
+def cmd_reference_serve(args: argparse.Namespace, ui: Ui) -> int:
+    from gridbench.reference.server import run
+
+    return int(run(args))
+
+
+def cmd_backends(args: argparse.Namespace, ui: Ui) -> int:
+    from gridbench.backends.registry import available
+
+    for name, target in sorted(available().items()):
+        ui.console.print(f"{name:12s} {target}")
+    from gridbench.backends.command_presets import listing
+
+    t = Table(title="command backend presets (backend: {type: command, options: {preset: NAME}})")
+    for col in ("preset", "tested here", "written for"):
+        t.add_column(col)
+    for p in listing():
+        t.add_row(p.name, "yes" if p.tested else "no", escape(p.written_for))
+    ui.console.print(t)
+    return EXIT_OK
+
+
+def _spec_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("spec", help="experiment spec (YAML)")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a spec field, e.g. --set trials=5 --set load.rate=2/s",
+    )
+
+
+def _results_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--results", metavar="DIR", help="results root (default: $GRIDBENCH_RESULTS or ./results)"
+    )
+
+
+def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
+    """Add job flow's commands to the top-level parser."""
+    p = sub.add_parser("validate", help="check a spec and report every problem with its line")
+    _spec_args(p)
+    p.set_defaults(func=_bind(cmd_validate, ui))
+
+    p = sub.add_parser(
+        "plan", help="dry run: points × trials, job count, duration; submits nothing"
+    )
+    _spec_args(p)
+    p.add_argument("--json", action="store_true", help="print the plan as JSON")
+    p.set_defaults(func=_bind(cmd_plan, ui))
+
+    for name, helptext in (("run", "run an experiment, analyse it and write its reports"),):
+        p = sub.add_parser(name, help=helptext)
+        _spec_args(p)
+        _results_arg(p)
+        p.add_argument(
+            "-y",
+            "--yes",
+            action="store_true",
+            help="confirm plans above safety.confirm_above without asking",
+        )
+        p.add_argument(
+            "--fail-invalid",
+            action="store_true",
+            help="exit 4 when the validity verdict says the measurement is invalid",
+        )
+        p.set_defaults(func=_bind(cmd_run, ui))
+
+    p = sub.add_parser(
+        "demo", help="run the compressed EDGI rate ramp on the embedded reference grid"
+    )
+    _results_arg(p)
+    p.add_argument(
+        "--policy",
+        choices=["sequential", "batched"],
+        default="sequential",
+        help="the CE's status-update policy (default: sequential, CREAM-like)",
+    )
+    p.add_argument("--quick", action="store_true", help="one short trial per rate")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a field of the demo spec",
+    )
+    p.add_argument("-y", "--yes", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--fail-invalid", action="store_true", help=argparse.SUPPRESS)
+    p.set_defaults(func=_bind(cmd_demo, ui))
+
+    p = sub.add_parser("check", help="check the backend answers and one tiny job runs end to end")
+    _spec_args(p)
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the job")
+    p.set_defaults(func=_bind(cmd_check, ui))
+
+    p = sub.add_parser("ingest", help="import foreign events into a results directory")
+    isub = p.add_subparsers(dest="format", required=True, metavar="FORMAT")
+    q = isub.add_parser("edgi", help="EDGI monitoring reports joined to client events")
+    q.add_argument(
+        "--client",
+        required=True,
+        metavar="CLIENT_EVENTS",
+        help="client events: an events.csv or a .jsonl file",
+    )
+    q.add_argument(
+        "--reports",
+        required=True,
+        action="append",
+        metavar="DIR_OR_URL",
+        help="report directory or listing URL, nearest component first "
+        "(repeatable; TIER=DIR_OR_URL names the tier)",
+    )
+    q.add_argument("--out", required=True, metavar="RUN_DIR")
+    q.add_argument("--force", action="store_true", help="replace an existing RUN_DIR")
+    q.set_defaults(func=_bind(cmd_ingest_edgi, ui))
+    q = isub.add_parser("jsonl", help="events in the documented JSON-lines format")
+    q.add_argument("file")
+    q.add_argument("--out", required=True, metavar="RUN_DIR")
+    q.add_argument("--force", action="store_true", help="replace an existing RUN_DIR")
+    q.set_defaults(func=_bind(cmd_ingest_jsonl, ui))
+
+    p = sub.add_parser(
+        "reference", help="the reference grid (a real HTTP CE -> bridge -> DG chain)"
+    )
+    rsub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    q = rsub.add_parser("serve", help="serve the reference grid until interrupted")
+    from gridbench.reference.server import add_arguments
+
+    add_arguments(q)
+    q.set_defaults(func=_bind(cmd_reference_serve, ui))
+
+    p = sub.add_parser("backends", help="list available backends (built-in and plugins)")
+    p.set_defaults(func=_bind(cmd_backends, ui))

@@ -1,0 +1,106 @@
+"""Job flow as a benchmark family: jobs driven through a scheduler, CE or cloud job
+service, each stage stamped, analysed into ``gridbench.metrics/1``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+from gridbench.errors import EXIT_OK, EXIT_THRESHOLD
+from gridbench.family import CatalogueEntry, CleanupOutcome, Ui, ValidityRule
+from gridbench.sections import Report
+from gridbench.store.layout import RunDir
+from gridbench.testplan import plan_of, plan_table
+
+#: The rules of analysis/validity.py, in the words the report uses.
+JOBFLOW_VALIDITY_RULES: tuple[ValidityRule, ...] = (
+    ValidityRule("complete", "the trial completed and at least one job completed"),
+    ValidityRule("late_share", "at most 5% of submissions started late (the schedule was kept)"),
+    ValidityRule("dropped_share", "at most 1% of planned jobs were never submitted"),
+    ValidityRule("client_bound", "the client's CPU stayed below 90% of its ceiling"),
+    ValidityRule("client_tools", "the client tools a backend spawned used under 50% of the cores"),
+    ValidityRule(
+        "stamp_precision",
+        "the overall latency's stamps are finer than 10% of the median overall latency",
+    ),
+)
+
+
+class JobFlow:
+    """The job-flow family (the ``kind`` of runs made by ``gridbench run``)."""
+
+    name = "jobflow"
+    title = "job flow through a scheduler, CE or cloud job service"
+    schema = "gridbench.metrics/1"
+    validity_rules = JOBFLOW_VALIDITY_RULES
+
+    def add_commands(self, sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
+        """validate, plan, run, demo, check, ingest, reference, backends."""
+        from gridbench.jobflow.commands import add_commands
+
+        add_commands(sub, ui)
+
+    def analyze(self, run: RunDir) -> dict[str, Any]:
+        """Analyse every trial; writes metrics.json and each trial's series.json."""
+        from gridbench.analysis.experiment import analyze_run
+
+        return analyze_run(run.path, write=True)
+
+    def report(self, run: RunDir, metrics: Mapping[str, Any]) -> Report:
+        """Headline, evaluation summary and every job-flow section."""
+        from gridbench.jobflow.report import build_report
+        from gridbench.report.loading import load_series  # TODO(integration): move to jobflow
+
+        spec_yaml, spec_data = run.read_spec()
+        plan = plan_of(spec_data)
+        return build_report(
+            metrics,
+            load_series(run.path),
+            spec_yaml=spec_yaml,
+            plan=plan_table(plan) if plan is not None else None,
+            not_tested=tuple(plan.not_tested) if plan is not None else (),
+            experiment=run.read_experiment(),
+        )
+
+    def exit_code(self, metrics: Mapping[str, Any]) -> int:
+        """1 when any threshold failed."""
+        failed = any(not t.get("passed") for t in metrics.get("thresholds") or [])
+        return EXIT_THRESHOLD if failed else EXIT_OK
+
+    def verdict(self, metrics: Mapping[str, Any]) -> str:
+        """pass or fail by the thresholds, marked when some trials are invalid."""
+        word = "fail" if self.exit_code(metrics) else "pass"
+        validity = metrics.get("validity")
+        if isinstance(validity, Mapping) and not validity.get("valid", True):
+            word += " (invalid trials)"
+        return word
+
+    def catalogue(self, experiment: Mapping[str, Any]) -> CatalogueEntry:
+        """The backend and the load model."""
+        return CatalogueEntry(
+            target=str(experiment.get("backend", "") or ""),
+            variant=str(experiment.get("load_model", "") or ""),
+        )
+
+    def cleanup(self, run: RunDir, *, dry_run: bool, force: bool) -> CleanupOutcome:
+        """Cancel, by id, the jobs a crashed or killed run left behind."""
+        from gridbench.run.cleanup import cleanup_run, find_outstanding
+
+        todo = find_outstanding(run)
+        n = sum(df.height for df in todo.values())
+        lines = [f"{run.path}: {n} outstanding jobs in {len(todo)} trials"]
+        report = asyncio.run(cleanup_run(run, dry_run=dry_run, force=force))
+        if dry_run:
+            lines.append("dry run: nothing was cancelled")
+            return CleanupOutcome(tuple(lines))
+        stopped = report.stopped_processes
+        lines.append(
+            f"cancelled {report.cancelled} jobs"
+            + (f"; stopped leftover processes {stopped}" if stopped else "")
+        )
+        return CleanupOutcome(tuple(lines), tuple(report.errors))
+
+
+FAMILY = JobFlow()
