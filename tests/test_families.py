@@ -112,3 +112,18 @@ def test_unknown_kind_is_one_clear_error(tmp_path: Path) -> None:
     p = gb("analyze", str(run), results=tmp_path)
     assert p.returncode == 2 and "unknown benchmark family 'quantum'" in p.stderr
     assert "Traceback" not in p.stderr
+
+
+def test_plan_block_validates_with_clear_errors(tmp_path: Path) -> None:
+    good = Path(__file__).parent.parent / "examples" / "sustain-reference.yaml"
+    p = gb("validate", str(good), results=tmp_path)
+    assert p.returncode == 0, p.stderr
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "name: p\nbackend: {type: noop}\nload: {model: open, rate: 1/s}\n"
+        "trial: {duration: 2s}\nplan:\n  items: 3\n  feature: [x]\n"
+    )
+    p = gb("validate", str(bad), results=tmp_path)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert f"{bad}:6: field 'plan.items'" in p.stderr
+    assert f"{bad}:7: field 'plan.feature'" in p.stderr
