@@ -24,6 +24,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from gridbench import __version__
+from gridbench.cliargs import add_results_arg, add_run_arg
 from gridbench.errors import (
     EXIT_BACKEND,
     EXIT_INPUT,
@@ -193,12 +194,6 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
 
 
 # -- parser --------------------------------------------------------------------------------
-def _results_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--results", metavar="DIR", help="results root (default: $GRIDBENCH_RESULTS or ./results)"
-    )
-
-
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="gridbench",
@@ -217,31 +212,30 @@ def build_parser() -> argparse.ArgumentParser:
     for fam in families():
         fam.add_commands(sub, ui)
 
-    run_help = "results directory, run id, or 'latest'"
     p = sub.add_parser("analyze", help="(re-)analyse a run of any family and rewrite its reports")
-    p.add_argument("run", help=run_help)
-    _results_arg(p)
+    add_run_arg(p)
+    add_results_arg(p)
     p.add_argument("--json", action="store_true", help="print metrics JSON (docs/metrics.md)")
     p.set_defaults(func=cmd_analyze)
 
     p = sub.add_parser("report", help="regenerate the HTML/CSV/JSON reports of a run")
-    p.add_argument("run", help=run_help)
-    _results_arg(p)
+    add_run_arg(p)
+    add_results_arg(p)
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("list", help="list the runs of every family in the results store")
-    _results_arg(p)
+    add_results_arg(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_list)
 
     p = sub.add_parser("show", help="show one run's record and summary")
-    p.add_argument("run", help=run_help)
-    _results_arg(p)
+    add_run_arg(p)
+    add_results_arg(p)
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("cleanup", help="cancel what a crashed or killed run left behind")
-    p.add_argument("run", help=run_help)
-    _results_arg(p)
+    add_run_arg(p)
+    add_results_arg(p)
     p.add_argument("--dry-run", action="store_true", help="only count what is outstanding")
     p.add_argument(
         "--force",

@@ -13,6 +13,7 @@ from typing import Any
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from gridbench.cliargs import add_results_arg, add_run_arg, add_spec_args
 from gridbench.errors import EXIT_OK, GridbenchError
 from gridbench.family import Ui
 
@@ -81,13 +82,10 @@ def cmd_report(args: argparse.Namespace, ui: Ui) -> int:
 
 
 def _spec_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("spec", help="io spec (YAML), see docs/io.md and examples/io-*.yaml")
-    p.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a spec field, e.g. --set iozone.file_size=64M",
+    add_spec_args(
+        p,
+        what="io spec (YAML), see docs/io.md and examples/io-*.yaml",
+        example="--set iozone.file_size=64M",
     )
 
 
@@ -102,12 +100,10 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
     q.set_defaults(func=lambda a, f=cmd_validate: f(a, ui))
     q = isub.add_parser("run", help="run an io spec against its targets, then report")
     _spec_args(q)
-    q.add_argument(
-        "--results", metavar="DIR", help="results root (default: $GRIDBENCH_RESULTS or ./results)"
-    )
+    add_results_arg(q)
     q.add_argument("--force", action="store_true", help="allow targets that already hold data")
     q.set_defaults(func=lambda a, f=cmd_run: f(a, ui))
     q = isub.add_parser("report", help="re-analyse an io results directory and rewrite its reports")
-    q.add_argument("run", help="results directory, run id, or 'latest'")
-    q.add_argument("--results", metavar="DIR", help="results root")
+    add_run_arg(q)
+    add_results_arg(q)
     q.set_defaults(func=lambda a, f=cmd_report: f(a, ui))

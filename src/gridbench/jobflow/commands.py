@@ -15,6 +15,7 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
+from gridbench.cliargs import add_results_arg, add_spec_args
 from gridbench.errors import (
     EXIT_BACKEND,
     EXIT_INTERRUPTED,
@@ -203,30 +204,28 @@ def cmd_check(args: argparse.Namespace, ui: Ui) -> int:
     return EXIT_OK if all(s.ok for s in steps) else EXIT_BACKEND
 
 
+def _ingested(out: Any, dest: str, ui: Ui) -> int:
+    for w in out.warnings[:50]:
+        ui.err_console.print(f"[yellow]warning[/]: {escape(str(w))}")
+    ui.console.print(
+        f"ingested {out.events} events of {out.jobs} jobs into [cyan]{escape(dest)}[/]; "
+        f"analyse with: gridbench analyze {escape(dest)}"
+    )
+    return EXIT_OK
+
+
 def cmd_ingest_edgi(args: argparse.Namespace, ui: Ui) -> int:
     from gridbench.events.ingest_run import ingest_edgi_run
 
     out = ingest_edgi_run(args.client, args.reports, Path(args.out), overwrite=args.force)
-    for w in out.warnings[:50]:
-        ui.err_console.print(f"[yellow]warning[/]: {w}")
-    ui.console.print(
-        f"ingested {out.events} events of {out.jobs} jobs into [cyan]{args.out}[/]; "
-        f"analyse with: gridbench analyze {args.out}"
-    )
-    return EXIT_OK
+    return _ingested(out, args.out, ui)
 
 
 def cmd_ingest_jsonl(args: argparse.Namespace, ui: Ui) -> int:
     from gridbench.events.ingest_run import ingest_jsonl_run
 
     out = ingest_jsonl_run(args.file, Path(args.out), overwrite=args.force)
-    for w in out.warnings[:50]:
-        ui.err_console.print(f"[yellow]warning[/]: {w}")
-    ui.console.print(
-        f"ingested {out.events} events of {out.jobs} jobs into [cyan]{args.out}[/]; "
-        f"analyse with: gridbench analyze {args.out}"
-    )
-    return EXIT_OK
+    return _ingested(out, args.out, ui)
 
 
 def cmd_reference_serve(args: argparse.Namespace, ui: Ui) -> int:
@@ -252,20 +251,7 @@ def cmd_backends(args: argparse.Namespace, ui: Ui) -> int:
 
 
 def _spec_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("spec", help="experiment spec (YAML)")
-    p.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a spec field, e.g. --set trials=5 --set load.rate=2/s",
-    )
-
-
-def _results_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--results", metavar="DIR", help="results root (default: $GRIDBENCH_RESULTS or ./results)"
-    )
+    add_spec_args(p, what="experiment spec (YAML)", example="--set trials=5 --set load.rate=2/s")
 
 
 def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
@@ -284,7 +270,7 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
     for name, helptext in (("run", "run an experiment, analyse it and write its reports"),):
         p = sub.add_parser(name, help=helptext)
         _spec_args(p)
-        _results_arg(p)
+        add_results_arg(p)
         p.add_argument(
             "-y",
             "--yes",
@@ -301,7 +287,7 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
     p = sub.add_parser(
         "demo", help="run the compressed EDGI rate ramp on the embedded reference grid"
     )
-    _results_arg(p)
+    add_results_arg(p)
     p.add_argument(
         "--policy",
         choices=["sequential", "batched"],
