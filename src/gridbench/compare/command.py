@@ -65,6 +65,8 @@ def _cell(v: Value | None, unit: str) -> str:
 
 
 WORDS = {"improved": "better", "regressed": "worse"}
+#: a significant change of a figure with no better direction is "changed" (yellow)
+COLOURS = {"improved": "green", "regressed": "red"}
 
 
 def _change(d: Diff | None) -> str:
@@ -74,7 +76,7 @@ def _change(d: Diff | None) -> str:
     p = "untested" if d.p_adjusted is None else f"p={d.p_adjusted:.2g}"
     if not d.significant:
         return f"[dim]{rel} {p}[/]"
-    colour = "green" if d.verdict == "improved" else "red"
+    colour = COLOURS.get(d.verdict, "yellow")
     return f"[bold {colour}]{rel} {p} {WORDS.get(d.verdict, d.verdict)}[/]"
 
 
@@ -95,6 +97,9 @@ def render_comparison(c: Comparison, out: Console, *, show_all: bool = False) ->
         )
     out.print(t)
     infos = {m.metric: m for m in c.metric_info}
+    # another family's figures have no key metrics: every one is shown
+    keyed = any(m.metric in KEY_METRICS for m in c.metric_info)
+    show_all = show_all or not keyed
     for p in c.points:
         rows: list[MetricComparison] = [
             m for m in p.metrics if show_all or m.metric in KEY_METRICS or m.significant
@@ -127,16 +132,18 @@ def render_comparison(c: Comparison, out: Console, *, show_all: bool = False) ->
     s = c.settings
     out.print(
         f"{len(sig)} significant difference(s) (Benjamini-Hochberg adjusted p < {s.alpha:g} and "
-        f"a change of at least {s.min_effect * 100:g}%); values: mean over trials ± 95% CI"
+        f"a change of at least {s.min_effect * 100:g}%); values: mean over "
+        + ("trials" if keyed else "samples")
+        + " ± 95% CI"
         + ("" if show_all else "; --all shows every metric")
         + ("; * = per-job samples down-sampled" if c.downsampled else "")
     )
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from gridbench.compare.loading import load_comparison
+    from gridbench.compare.dispatch import compare_runs
 
-    c = load_comparison(
+    c = compare_runs(
         _root(args),
         args.experiments,
         metrics=args.metric or None,
@@ -169,7 +176,7 @@ def render_history(h: History, out: Console) -> None:
             d = e.vs_previous.get(key)
             text = _cell(v, "")
             if d is not None and d.significant:
-                colour = "green" if d.verdict == "improved" else "red"
+                colour = COLOURS.get(d.verdict, "yellow")
                 text = f"[bold {colour}]{text} {WORDS.get(d.verdict, d.verdict)}[/]"
             cells.append(text)
         t.add_row(*cells)
@@ -179,9 +186,9 @@ def render_history(h: History, out: Console) -> None:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from gridbench.compare.history import history
+    from gridbench.compare.dispatch import history_of
 
-    h = history(_root(args), args.experiment, args.metric, settings=_settings(args))
+    h = history_of(_root(args), args.experiment, args.metric, settings=_settings(args))
     if args.json:
         print(json.dumps(h.to_dict(), indent=1, allow_nan=False))
     else:
@@ -247,8 +254,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "--metric",
         required=True,
         metavar="PATH",
-        help="a metric path, e.g. latency.overall.p99, throughput.overall.steady, "
-        "knee.capacity_per_s (docs/metrics.md)",
+        help="a job-flow metric path, e.g. latency.overall.p99, throughput.overall.steady, "
+        "knee.capacity_per_s (docs/metrics.md); for another family, a figure key",
     )
     _common(p)
     p.set_defaults(func=cmd_history)
