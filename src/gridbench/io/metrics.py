@@ -20,6 +20,7 @@ from gridbench.io.analysis import (
 from gridbench.io.bonnie import COLUMNS as BONNIE_COLUMNS
 from gridbench.io.load import load_io_spec_text
 from gridbench.io.parse import Histogram
+from gridbench.io.validity import validity
 from gridbench.store.layout import RunDir, write_json
 
 SCHEMA = "gridbench.io/1"
@@ -227,6 +228,7 @@ def build_metrics(run: RunDir) -> dict[str, Any]:
         "consistency": consistency,
         "http": http_summary(read_jsonl(run.path / "http.jsonl")),
         "thresholds": thresholds,
+        "validity": validity(rows, exp.get("targets", []), include_flush=spec.iozone.include_flush),
         "thresholds_ok": all(t["ok"] for t in thresholds),
         # a check that was not run (ok None) neither passes nor fails the run
         "consistency_ok": all(
