@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from gridbench.analysis.paths import number
+from gridbench.paths import number
 from gridbench.analysis.stats import rep
 from gridbench.analysis.timelines import JobTimes
 from gridbench.events.model import (

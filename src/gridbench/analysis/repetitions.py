@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from gridbench.analysis import text
-from gridbench.analysis.paths import PathError, number, resolve
+from gridbench.paths import PathError, number, resolve
 from gridbench.analysis.stats import rep
 
 OUTLIER_K = 3.0

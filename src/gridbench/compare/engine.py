@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from gridbench.analysis.paths import PathError, number, resolve
+from gridbench.paths import PathError, number, resolve
 from gridbench.analysis.stats import rep
 from gridbench.compare import significance as sig
 from gridbench.compare.model import (

@@ -12,6 +12,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_valida
 
 from gridbench.spec.units import parse_duration, parse_rate
 from gridbench.testplan import TestPlan
+from gridbench.thresholds import ThresholdSpec as ThresholdSpec  # one model for all families
 
 Duration = Annotated[float, BeforeValidator(parse_duration)]
 Rate = Annotated[float, BeforeValidator(parse_rate)]
@@ -166,13 +167,6 @@ class CollectorSpec(_Strict):
     reports: list[str] | Literal["auto"] = "auto"
     poll: Duration = 5.0
     max_file_bytes: int = 32 * 1024 * 1024
-
-
-class ThresholdSpec(_Strict):
-    metric: str
-    op: Literal["<", "<=", ">", ">=", "=="] = "<"
-    value: float
-    point: int | Literal["all", "any"] = "all"
 
 
 class SafetySpec(_Strict):

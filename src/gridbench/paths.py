@@ -1,4 +1,5 @@
-"""Dotted paths into metrics objects ('latency.overall.p99'), shared by outliers and thresholds."""
+"""Dotted paths into metrics documents ('latency.overall.p99'): the one path grammar of
+thresholds, outliers, comparisons and history, for every benchmark family."""
 
 from __future__ import annotations
 
