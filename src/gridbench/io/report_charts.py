@@ -1,0 +1,150 @@
+"""io's report charts as :class:`~gridbench.sections.Chart` sections (plotly figure JSON):
+throughput per test, latency CDFs, latency over time and concurrency scaling. Pure
+functions of ``metrics.json``; a chart with no data is None."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import plotly.graph_objects as go
+
+from gridbench.io.matrix import LABEL
+from gridbench.plotting import TEMPLATE, colours, figure_data, ptext
+from gridbench.sections import Chart
+
+
+def _chart(id: str, title: str, note: str, fig: Any) -> Chart:
+    return Chart(id=id, title=title, figure=figure_data(fig), note=note)
+
+
+def bars(metrics: Mapping[str, Any]) -> Chart | None:
+    """Mean kB/s per test and target, ±1 sd error bars."""
+    mat = metrics.get("matrix", [])
+    if not mat:
+        return None
+    targets = list(dict.fromkeys(m["target"] for m in mat))
+    col = colours(targets)
+    fig = go.Figure()
+    for t in targets:
+        ms = [m for m in mat if m["target"] == t]
+        fig.add_bar(
+            name=ptext(t),
+            x=[ptext(LABEL.get(m["test"], m["test"])) for m in ms],
+            y=[m["kbps"]["mean"] for m in ms],
+            error_y={"type": "data", "array": [m["kbps"]["std"] or 0 for m in ms]},
+            marker_color=col[t],
+        )
+    fig.update_layout(template=TEMPLATE, barmode="group", yaxis_title="kB/s", height=420)
+    return _chart(
+        "bars",
+        "Throughput per test",
+        "Mean kB/s per test and target; error bars: ±1 sd across repetitions.",
+        fig,
+    )
+
+
+def latency(metrics: Mapping[str, Any]) -> Chart | None:
+    """The CDF of per-I/O latency per target and test."""
+    cdfs = metrics.get("latency_cdf", [])
+    if not cdfs:
+        return None
+    col = colours(list(dict.fromkeys(c["target"] for c in cdfs)))
+    fig = go.Figure()
+    for c in cdfs:
+        fig.add_scatter(
+            x=c["ms"],
+            y=c["cdf"],
+            mode="lines",
+            line={"color": col[c["target"]]},
+            name=ptext(f"{c['target']} · {LABEL.get(c['test'], c['test'])}"),
+        )
+    fig.update_layout(
+        template=TEMPLATE,
+        xaxis_type="log",
+        xaxis_title="latency (ms, log)",
+        yaxis_title="fraction of I/Os",
+        height=460,
+    )
+    return _chart(
+        "latency",
+        "Latency distributions",
+        "CDF of per-I/O latency from fio's JSON+ histograms, merged over repetitions.",
+        fig,
+    )
+
+
+def over_time(metrics: Mapping[str, Any]) -> Chart | None:
+    """p99 latency per second of the first repetition (``latency_log: true``)."""
+    series = [x for x in metrics.get("latency_series", []) if x.get("rep") == 0]
+    if not series:
+        return None
+    col = colours(list(dict.fromkeys(x["target"] for x in series)))
+    fig = go.Figure()
+    for x in series:
+        fig.add_scatter(
+            x=x["second"],
+            y=x["p99_ms_per_s"],
+            mode="lines+markers",
+            line={"color": col[x["target"]]},
+            name=ptext(f"{x['target']} · {LABEL.get(x['test'], x['test'])} · {x['direction']}"),
+        )
+    fig.update_layout(
+        template=TEMPLATE,
+        xaxis_title="second of the test",
+        yaxis_title="p99 latency (ms)",
+        height=420,
+    )
+    return _chart(
+        "overtime",
+        "Latency over time",
+        "p99 latency per second from fio's per-I/O latency log (first repetition).",
+        fig,
+    )
+
+
+def scaling(metrics: Mapping[str, Any]) -> Chart | None:
+    """Aggregate kB/s against the number of clients, last done and first done."""
+    conc = metrics.get("concurrency", [])
+    if not conc:
+        return None
+    fig = go.Figure()
+    keys = list(dict.fromkeys((c["target"], c["test"], c["files"]) for c in conc))
+    col = colours(list(dict.fromkeys(k[0] for k in keys)))
+    for target, test, files in keys:
+        cs = sorted(
+            (c for c in conc if (c["target"], c["test"], c["files"]) == (target, test, files)),
+            key=lambda c: c["clients"],
+        )
+        x = [c["clients"] for c in cs]
+        for which, dash in (("last_done_kbps", "solid"), ("first_done_kbps", "dot")):
+            fig.add_scatter(
+                x=x,
+                y=[c[which]["mean"] for c in cs],
+                mode="lines+markers",
+                line={"color": col[target], "dash": dash},
+                name=ptext(
+                    f"{target} · {test} · {files} files · "
+                    + ("last done" if which == "last_done_kbps" else "first done (estimate)")
+                ),
+            )
+    fig.update_layout(
+        template=TEMPLATE, xaxis_title="clients", yaxis_title="aggregate kB/s", height=420
+    )
+    return _chart(
+        "scaling",
+        "Concurrency scaling",
+        "Aggregate kB/s against clients: solid 'last done' (all bytes ÷ slowest client), "
+        "dotted 'first done', an estimate: the sum of the clients' mean rates, assuming each "
+        "client's rate was steady over its run.",
+        fig,
+    )
+
+
+def charts(metrics: Mapping[str, Any]) -> list[Chart]:
+    """Every chart with data, in the report's order."""
+    return [
+        c
+        for c in (bars(metrics), latency(metrics), over_time(metrics), scaling(metrics))
+        if c is not None
+    ]
