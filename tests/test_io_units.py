@@ -7,19 +7,28 @@ import json
 import re
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from gridbench.errors import ResultsError, SpecError
-from gridbench.io.analysis import concurrency, evaluate_thresholds, matrix, speedup
+from gridbench.io.analysis import (
+    concurrency,
+    matrix,
+    speedup,
+    table_keys,
+    threshold_document,
+    threshold_scopes,
+)
 from gridbench.io.bonnie import parse_bonnie_csv
 from gridbench.io.fio import FioJob, job_file_text
 from gridbench.io.load import load_io_spec_text
 from gridbench.io.matrix import iozone_options, job_options, ordered_tests
-from gridbench.io.model import IozoneSpec
+from gridbench.io.model import IozoneSpec, LegacyThreshold
 from gridbench.io.parse import Histogram, extract_json, parse_fio, parse_fio_text
 from gridbench.io.units import format_size, parse_size
+from gridbench.thresholds import evaluate_thresholds
 
 # A line bonnie++ 2.00a printed here (bonnie++ -s 16 -r 8 -n 0 -u root -q).
 BONNIE_LINE = (
@@ -248,30 +257,39 @@ def test_concurrency_first_and_last_done() -> None:
     assert sorted(c["per_client_kbps"].values()) == [50, 100]
 
 
+def _io_thresholds(
+    entries: list[dict[str, Any]], legacy: dict[str, Any], baseline: str | None
+) -> list[dict[str, Any]]:
+    """An old-form io threshold, translated and evaluated as io/metrics.py does."""
+    targets = sorted({e["target"] for e in entries})
+    ths = LegacyThreshold.model_validate(legacy).translate(targets, baseline)
+    scopes = threshold_scopes(threshold_document(entries))
+    return [table_keys(r, targets) for r in evaluate_thresholds(ths, scopes)]
+
+
 def test_thresholds() -> None:
     entries = matrix([_row("nfs", "write", 100), _row("cand", "write", 40)], "nfs")
-    res = evaluate_thresholds(
+    res = _io_thresholds(
         entries,
-        [
-            {
-                "test": "write",
-                "target": None,
-                "min_speedup": -0.5,
-                "min_kbps": None,
-                "max_p99_ms": None,
-            }
-        ],
+        {
+            "test": "write",
+            "target": None,
+            "min_speedup": -0.5,
+            "min_kbps": None,
+            "max_p99_ms": None,
+        },
         "nfs",
     )
     assert [r["ok"] for r in res] == [False] and "speedup -0.6" in res[0]["detail"]
-    res = evaluate_thresholds(
+    res = _io_thresholds(
         entries,
-        [{"test": "write", "target": "cand", "min_kbps": 10, "min_speedup": None, "max_p99_ms": 5}],
+        {"test": "write", "target": "cand", "min_kbps": 10, "min_speedup": None, "max_p99_ms": 5},
         "nfs",
     )
     assert res[0]["ok"]
-    res = evaluate_thresholds(entries, [{"test": "read", "target": None, "min_kbps": 1}], "nfs")
-    assert not res[0]["ok"] and res[0]["detail"] == "no such result"
+    assert all(r["ok"] for r in res) and len(res) == 2  # one result per limit now
+    res = _io_thresholds(entries, {"test": "read", "target": None, "min_kbps": 1}, "nfs")
+    assert not res[0]["ok"] and res[0]["detail"].startswith("no such result")
 
 
 def test_bonnie_csv() -> None:

@@ -18,18 +18,33 @@ class PathError(KeyError):
         return self.message
 
 
+def _key(cur: Mapping[Any, Any], parts: list[str], i: int) -> str | None:
+    """The key at ``parts[i]``: the part itself, else the shortest run of parts from ``i``,
+    joined by dots, that is a key (io target names may hold dots: ``nfs.v4``)."""
+    for j in range(i + 1, len(parts) + 1):
+        key = ".".join(parts[i:j])
+        if key in cur:
+            return key
+    return None
+
+
 def resolve(obj: Any, path: str) -> Any:
     """The value at ``path`` (dot-separated keys; list items by integer index)."""
     cur = obj
+    parts = path.split(".")
     done: list[str] = []
-    for part in path.split("."):
+    while len(done) < len(parts):
+        part = parts[len(done)]
         if isinstance(cur, Mapping):
-            if part not in cur:
+            key = _key(cur, parts, len(done))
+            if key is None:
                 known = ", ".join(sorted(str(k) for k in cur)) or "none"
                 at = ".".join(done) or "the top level"
                 raise PathError(f"no '{part}' under {at} (known: {known})")
-            cur = cur[part]
-        elif isinstance(cur, list) and part.lstrip("-").isdigit():
+            cur = cur[key]
+            done.extend(key.split("."))
+            continue
+        if isinstance(cur, list) and part.lstrip("-").isdigit():
             i = int(part)
             if not -len(cur) <= i < len(cur):
                 raise PathError(f"index {i} out of range under {'.'.join(done)}")

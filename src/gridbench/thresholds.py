@@ -41,6 +41,7 @@ OPS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge,
     "==": operator.eq,
 }
+Op = Literal["<", "<=", ">", ">=", "=="]
 #: The key of the scope that reads every path no other scope claims.
 DEFAULT_SCOPE = "*"
 
@@ -51,7 +52,7 @@ class ThresholdSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     metric: str = Field(description="a dotted path into the family's metrics document")
-    op: Literal["<", "<=", ">", ">=", "=="] = "<"
+    op: Op = "<"
     value: float
     point: int | Literal["all", "any"] = Field(
         default="all",

@@ -1,5 +1,5 @@
 """Pure analysis of recorded rows: the matrix (mean ± sd, 95% CI per test and target),
-signed speedups against the baseline, concurrency scaling, and thresholds.
+signed speedups against the baseline, concurrency scaling, and what thresholds read.
 
 A *row* is one fio job's figures in one direction (see :mod:`gridbench.io.runner`): keys
 ``kind`` (iozone|concurrency), ``target``, ``test``, ``rep``, ``clients``, ``client``,
@@ -19,6 +19,7 @@ import numpy as np
 
 from gridbench.analysis.stats import rep
 from gridbench.io.parse import PERCENTILES, Histogram
+from gridbench.thresholds import Scope, single
 
 SPEEDUP_FORMULA = "speedup = (candidate − baseline) / baseline, of the mean kB/s"
 
@@ -186,51 +187,65 @@ def concurrency(rows: Sequence[Row]) -> list[dict[str, Any]]:
     return out
 
 
-def evaluate_thresholds(
+def threshold_document(
     entries: Sequence[Mapping[str, Any]],
-    thresholds: Sequence[Mapping[str, Any]],
-    baseline: str | None,
-) -> list[dict[str, Any]]:
-    """Each threshold against each matching matrix entry: pass/fail with the value seen.
-    A threshold that matches no measured entry fails (a limit must not pass unseen)."""
-    out = []
-    for th in thresholds:
-        matched = [
-            e
-            for e in entries
-            if e["test"] == th["test"]
-            and (e["target"] == th["target"] if th.get("target") else e["target"] != baseline)
-        ]
-        if not matched:
-            out.append({**th, "target": th.get("target"), "ok": False, "detail": "no such result"})
-            continue
-        for e in matched:
-            checks: list[tuple[str, float | None, float, bool]] = []
-            mean = e["kbps"]["mean"]
-            if th.get("min_kbps") is not None:
-                checks.append(
-                    ("kB/s", mean, th["min_kbps"], mean is not None and mean >= th["min_kbps"])
-                )
-            if th.get("min_speedup") is not None:
-                sp = e["speedup"]
-                checks.append(
-                    ("speedup", sp, th["min_speedup"], sp is not None and sp >= th["min_speedup"])
-                )
-            if th.get("max_p99_ms") is not None:
-                p99 = e["lat_ms"]["p99"]
-                checks.append(
-                    ("p99 ms", p99, th["max_p99_ms"], p99 is not None and p99 <= th["max_p99_ms"])
-                )
-            detail = "; ".join(
-                f"{name} {'n/a' if v is None else f'{v:.4g}'} vs limit {lim:g}"
-                for name, v, lim, _ in checks
-            )
-            out.append(
-                {
-                    "test": e["test"],
-                    "target": e["target"],
-                    "ok": all(ok for *_, ok in checks),
-                    "detail": detail or "no limit given",
-                }
-            )
-    return out
+    bonnie: Sequence[Mapping[str, Any]] = (),
+    concurrency: Sequence[Mapping[str, Any]] = (),
+) -> dict[str, Any]:
+    """The io metrics as thresholds address them: the same entries, keyed by name
+    instead of listed, so a path names one figure (see docs/io.md, "Thresholds")::
+
+        matrix.<target>.<test>.<field>             kbps.mean, speedup, lat_ms.p99, cpu_pct ...
+        bonnie.<target>.<column>.<field>           kbps.mean, speedup, cpu_pct
+        concurrency.<target>.<test>.<clients>.<field>   last_done_kbps.mean, lat_ms.p99 ...
+    """
+    doc: dict[str, Any] = {"matrix": {}, "bonnie": {}, "concurrency": {}}
+    for e in entries:
+        doc["matrix"].setdefault(str(e["target"]), {})[str(e["test"])] = e
+    for b in bonnie:
+        doc["bonnie"].setdefault(str(b["target"]), {})[str(b["column"])] = b
+    for c in concurrency:
+        # one files mode per spec, so target, test and clients name the entry
+        doc["concurrency"].setdefault(str(c["target"]), {}).setdefault(str(c["test"]), {})[
+            str(c["clients"])
+        ] = c
+    return doc
+
+
+def threshold_scopes(doc: Mapping[str, Any]) -> dict[str, Scope]:
+    """io's scopes for the shared evaluator: one document (:func:`threshold_document`);
+    a path starts with ``matrix.``, ``bonnie.`` or ``concurrency.``."""
+    return {
+        "matrix": single(doc, "iozone matrix"),
+        "bonnie": single(doc, "Bonnie"),
+        "concurrency": single(doc, "concurrency"),
+    }
+
+
+#: How the old io form named its figures in a result's ``detail`` (one per LEGACY_LIMITS path).
+_FIGURE = {"kbps.mean": "kB/s", "speedup": "speedup", "lat_ms.p99": "p99 ms"}
+
+
+def table_keys(result: Mapping[str, Any], targets: Sequence[str]) -> dict[str, Any]:
+    """A shared threshold result plus the keys io's threshold table reads (``test``,
+    ``target``, ``ok``, ``detail``), worded as the old io thresholds wrote them."""
+    metric = str(result["metric"])
+    test = target = None
+    figure = metric
+    if metric.startswith("matrix."):
+        rest = metric.removeprefix("matrix.")
+        # the longest name first: target names may hold dots and prefix each other
+        for name in sorted(targets, key=len, reverse=True):
+            if rest.startswith(name + "."):
+                target = name
+                test, _, figure = rest[len(name) + 1 :].partition(".")
+                break
+    label = _FIGURE.get(figure, figure)
+    actual, value = result["actual"], result["value"]
+    if actual is not None:
+        detail = f"{label} {actual:.4g} vs limit {value:g}"
+    elif str(result["reason"] or "").startswith("unknown metric path"):
+        detail = f"no such result: {result['reason']}"
+    else:
+        detail = f"{label} n/a vs limit {value:g}"
+    return {**result, "test": test, "target": target, "ok": result["passed"], "detail": detail}

@@ -14,14 +14,17 @@ from gridbench.io.analysis import (
     SPEEDUP_FORMULA,
     cache_effects,
     concurrency,
-    evaluate_thresholds,
     matrix,
+    table_keys,
+    threshold_document,
+    threshold_scopes,
 )
 from gridbench.io.bonnie import COLUMNS as BONNIE_COLUMNS
 from gridbench.io.load import load_io_spec_text
 from gridbench.io.parse import Histogram
 from gridbench.io.validity import validity
 from gridbench.store.layout import RunDir, write_json
+from gridbench.thresholds import evaluate_thresholds
 
 SCHEMA = "gridbench.io/1"
 #: Points of each latency CDF kept for the report (the histograms can hold thousands).
@@ -197,7 +200,11 @@ def build_metrics(run: RunDir) -> dict[str, Any]:
     _check_rows(rows, rows_path)
     baseline = spec.baseline
     mat = matrix(rows, baseline)
-    thresholds = evaluate_thresholds(mat, [t.model_dump() for t in spec.thresholds], baseline)
+    bonnie = bonnie_summary(read_jsonl(run.path / "bonnie.jsonl"), baseline)
+    conc = concurrency(rows)
+    scopes = threshold_scopes(threshold_document(mat, bonnie, conc))
+    names = [t.name for t in spec.targets]
+    thresholds = [table_keys(r, names) for r in evaluate_thresholds(spec.thresholds, scopes)]
     consistency = read_jsonl(run.path / "consistency.jsonl")
     return {
         "schema": SCHEMA,
@@ -223,13 +230,13 @@ def build_metrics(run: RunDir) -> dict[str, Any]:
         ),
         "latency_cdf": latency_cdfs(rows),
         "latency_series": latency_series(read_jsonl(run.path / "latency_series.jsonl")),
-        "concurrency": concurrency(rows),
-        "bonnie": bonnie_summary(read_jsonl(run.path / "bonnie.jsonl"), baseline),
+        "concurrency": conc,
+        "bonnie": bonnie,
         "consistency": consistency,
         "http": http_summary(read_jsonl(run.path / "http.jsonl")),
         "thresholds": thresholds,
         "validity": validity(rows, exp.get("targets", []), include_flush=spec.iozone.include_flush),
-        "thresholds_ok": all(t["ok"] for t in thresholds),
+        "thresholds_ok": all(t["passed"] for t in thresholds),
         # a check that was not run (ok None) neither passes nor fails the run
         "consistency_ok": all(
             c.get("ok", False) is True or ("ok" in c and c["ok"] is None) for c in consistency

@@ -5,14 +5,25 @@ Sizes are bytes (``128k``, ``2G`` accepted); durations are seconds (``10s`` acce
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, get_args
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, Literal, get_args
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from gridbench.io.units import parse_size
 from gridbench.spec.units import parse_duration
 from gridbench.testplan import TestPlan
+from gridbench.thresholds import Op, ThresholdSpec
 
 Size = Annotated[int, BeforeValidator(parse_size)]
 Duration = Annotated[float, BeforeValidator(parse_duration)]
@@ -158,8 +169,17 @@ class HttpSpec(_Strict):
         return self
 
 
-class ThresholdSpec(_Strict):
-    """A pass/fail limit: exit code 1 when any fails."""
+#: Paths of the old io threshold limits, below ``matrix.<target>.<test>.``; the operator.
+LEGACY_LIMITS: dict[str, tuple[str, Op]] = {
+    "min_kbps": ("kbps.mean", ">="),
+    "min_speedup": ("speedup", ">="),
+    "max_p99_ms": ("lat_ms.p99", "<="),
+}
+
+
+class LegacyThreshold(_Strict):
+    """The first io threshold form, still accepted: limits on one iozone test's figures.
+    Loading turns it into one :class:`ThresholdSpec` per limit and target."""
 
     test: IozoneTest = Field(description="an iozone matrix test; thresholds apply to the matrix")
     target: str | None = Field(default=None, description="default: every non-baseline target")
@@ -170,10 +190,53 @@ class ThresholdSpec(_Strict):
     max_p99_ms: float | None = None
 
     @model_validator(mode="after")
-    def _some_limit(self) -> ThresholdSpec:
+    def _some_limit(self) -> LegacyThreshold:
         if self.min_kbps is None and self.min_speedup is None and self.max_p99_ms is None:
             raise ValueError("a threshold needs at least one of min_kbps, min_speedup, max_p99_ms")
         return self
+
+    def translate(self, targets: Sequence[str], baseline: str | None) -> list[ThresholdSpec]:
+        """The same limits in the shared form (paths into the io metrics' matrix)."""
+        names = [self.target] if self.target else [t for t in targets if t != baseline]
+        return [
+            ThresholdSpec(metric=f"matrix.{name}.{self.test}.{path}", op=op, value=limit)
+            for name in names
+            for key, (path, op) in LEGACY_LIMITS.items()
+            if (limit := getattr(self, key)) is not None
+        ]
+
+
+_LEGACY = TypeAdapter(dict[int, LegacyThreshold])
+
+
+def _translate_legacy(items: Any, data: Mapping[str, Any]) -> Any:
+    """``thresholds`` with every old-form item replaced by its shared-form thresholds."""
+    if not isinstance(items, list):
+        return items
+    legacy = {i: t for i, t in enumerate(items) if isinstance(t, Mapping) and "test" in t}
+    if not legacy:
+        return items
+    # errors come back with the item's index, so they name thresholds.<i>.<field> and its line
+    checked = _LEGACY.validate_python(legacy)
+    targets = [t.name for t in data.get("targets") or []]
+    baseline = data.get("baseline")
+    out: list[Any] = []
+    for i, item in enumerate(items):
+        if i not in checked:
+            out.append(item)
+            continue
+        old = checked[i]
+        if targets and old.target is not None and old.target not in targets:
+            raise ValueError(f"threshold target {old.target!r} is not a target")
+        new = old.translate(targets, baseline)
+        if targets and not new:
+            # an old threshold without a target applies to every non-baseline target
+            raise ValueError(
+                f"threshold {i} has no target to apply to: the only target is the baseline "
+                "(name a target, or write the threshold as {metric: matrix.<target>...})"
+            )
+        out.extend(t.model_dump() for t in new)
+    return out
 
 
 class IoSpec(_Strict):
@@ -193,7 +256,11 @@ class IoSpec(_Strict):
     concurrency: ConcurrencySpec = Field(default_factory=ConcurrencySpec)
     consistency: ConsistencySpec = Field(default_factory=ConsistencySpec)
     http: HttpSpec | None = None
-    thresholds: list[ThresholdSpec] = Field(default_factory=list)
+    thresholds: list[ThresholdSpec] = Field(
+        default_factory=list,
+        description="limits on paths of the io metrics (docs/io.md); the old "
+        "{test, target, min_kbps, min_speedup, max_p99_ms} form is translated",
+    )
     plan: TestPlan | None = Field(
         default=None, description="the IEEE 829 test plan: items, features, approach, criteria"
     )
@@ -205,6 +272,12 @@ class IoSpec(_Strict):
     )
     keep_files: bool = False
 
+    @field_validator("thresholds", mode="before")
+    @classmethod
+    def _old_thresholds(cls, v: Any, info: ValidationInfo) -> Any:
+        # targets and baseline come first in the model, so they are validated by now
+        return _translate_legacy(v, info.data)
+
     @model_validator(mode="after")
     def _names(self) -> IoSpec:
         names = [t.name for t in self.targets]
@@ -213,9 +286,6 @@ class IoSpec(_Strict):
             raise ValueError(f"target names must be unique: {', '.join(sorted(dup))}")
         if self.baseline is not None and self.baseline not in names:
             raise ValueError(f"baseline {self.baseline!r} is not a target ({', '.join(names)})")
-        for th in self.thresholds:
-            if th.target is not None and th.target not in names:
-                raise ValueError(f"threshold target {th.target!r} is not a target")
         if self.http and self.http.compare_target and self.http.compare_target not in names:
             raise ValueError(f"http.compare_target {self.http.compare_target!r} is not a target")
         return self
