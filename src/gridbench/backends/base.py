@@ -189,3 +189,46 @@ class BulkSubmitter(Protocol):
         """Submit ``jobs`` in as few calls as the backend can; return, in order, each job's
         id or the SubmitError of the call that failed it (some calls may succeed)."""
         ...
+
+
+# ---- optional hooks ----------------------------------------------------------------------
+# The runner checks for each with ``isinstance(backend, Hook)``: a backend implements one by
+# defining the method, nothing else (runtime_checkable protocols look for the name only, so
+# the signatures are enforced by mypy, not at run time).
+
+
+@runtime_checkable
+class RuntimeStatsSource(Protocol):
+    """A backend with counters of its own per trial (the command backend's client cost)."""
+
+    def runtime_stats(self) -> dict[str, Any]:
+        """Counters since the previous call; the keys go into trial.json as they are."""
+        ...
+
+
+@runtime_checkable
+class RuntimeInfoSource(Protocol):
+    """A backend that records facts about itself in experiment.json (``backend_runtime``)."""
+
+    def runtime_info(self) -> dict[str, Any]:
+        """What ``gridbench cleanup`` or a reader needs to know about this instance."""
+        ...
+
+
+@runtime_checkable
+class OrphanStopper(Protocol):
+    """A backend whose jobs are local processes: a crashed run's are stopped by pid, since
+    the backend that started them (and its job table) died with the run."""
+
+    def stop_orphans(self, pids: Sequence[int]) -> list[int]:
+        """Stop the jobs with these process ids; return the pids actually stopped."""
+        ...
+
+
+@runtime_checkable
+class ReportPublisher(Protocol):
+    """A backend whose system publishes EDGI monitoring reports (``reports: auto``)."""
+
+    def report_sources(self) -> list[tuple[str, str]]:
+        """``(tier, url)`` of each report listing, nearest tier first."""
+        ...

@@ -21,12 +21,14 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from gridbench.backends.base import (
     Capabilities,
     JobRequest,
     JobStatus,
+    RuntimeInfoSource,
+    RuntimeStatsSource,
     Stage,
     StageChain,
     SubmitError,
@@ -504,3 +506,8 @@ def _unknown(op: OpConfig, res: CallResult) -> bool:
     if op.unknown is None:
         return False
     return bool(op.unknown.search(_decode(res.stderr) + "\n" + _decode(res.stdout)))
+
+
+if TYPE_CHECKING:  # mypy checks the optional hooks against their protocols
+    _has_runtime_info: type[RuntimeInfoSource] = CommandBackend
+    _has_runtime_stats: type[RuntimeStatsSource] = CommandBackend

@@ -13,7 +13,7 @@ import signal
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -22,6 +22,7 @@ from gridbench.backends.base import (
     JobRequest,
     JobState,
     JobStatus,
+    OrphanStopper,
     Segment,
     Stage,
     StageChain,
@@ -244,3 +245,7 @@ class LocalBackend:
 
     async def queue_length(self) -> int | None:
         return len(self._queue) + self._running
+
+
+if TYPE_CHECKING:  # mypy checks the optional hooks against their protocols
+    _stops_orphans: type[OrphanStopper] = LocalBackend

@@ -14,7 +14,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
@@ -24,6 +24,8 @@ from gridbench.backends.base import (
     JobRequest,
     JobState,
     JobStatus,
+    ReportPublisher,
+    RuntimeInfoSource,
     StageChain,
     SubmitError,
 )
@@ -273,3 +275,8 @@ def _field(r: httpx.Response, key: str) -> str:
     except (ValueError, AttributeError):
         return ""
     return str(v) if v is not None else ""
+
+
+if TYPE_CHECKING:  # mypy checks the optional hooks against their protocols
+    _publishes_reports: type[ReportPublisher] = ReferenceBackend
+    _has_runtime_info: type[RuntimeInfoSource] = ReferenceBackend

@@ -11,6 +11,7 @@ from typing import Any
 import polars as pl
 import psutil
 
+from gridbench.backends.base import OrphanStopper
 from gridbench.backends.registry import create_backend
 from gridbench.errors import GridbenchError
 from gridbench.events.clock import AnchoredClock
@@ -109,11 +110,10 @@ async def cleanup_run(run: RunDir, *, dry_run: bool = False, force: bool = False
             for tid, left in todo.items():
                 ids = left["backend_id"].to_list()
                 try:
-                    stop_orphans = getattr(backend, "stop_orphans", None)
-                    if stop_orphans is not None:
+                    if isinstance(backend, OrphanStopper):
                         # jobs of a dead client process (local backend): by their pids
                         pids = _started_pids(run, tid, left)
-                        report.stopped_processes += stop_orphans(pids)
+                        report.stopped_processes += backend.stop_orphans(pids)
                     else:
                         await backend.cancel(ids)
                 except Exception as exc:

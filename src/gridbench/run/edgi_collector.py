@@ -14,7 +14,7 @@ from pathlib import Path
 
 import polars as pl
 
-from gridbench.backends.base import Backend
+from gridbench.backends.base import Backend, ReportPublisher
 from gridbench.errors import SpecError
 from gridbench.events.edgi import ReportCollector
 from gridbench.events.log import EVENTS_FILE, EventLog
@@ -44,14 +44,13 @@ class EdgiCollector:
     @classmethod
     def from_spec(cls, spec: CollectorSpec, backend: Backend) -> EdgiCollector:
         if spec.reports == "auto":
-            get = getattr(backend, "report_sources", None)
-            if get is None:
+            if not isinstance(backend, ReportPublisher):
                 raise SpecError(
                     f"backend {backend.name!r} does not publish monitoring reports",
                     where="collectors[].reports",
                     fix="list the report URLs or directories, nearest component first",
                 )
-            sources = [f"{tier}={url}" for tier, url in get()]
+            sources = [f"{tier}={url}" for tier, url in backend.report_sources()]
         else:
             sources = list(spec.reports)
         c = cls(sources, spec.poll, spec.max_file_bytes)

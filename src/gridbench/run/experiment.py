@@ -11,7 +11,7 @@ from typing import Any
 
 import psutil
 
-from gridbench.backends.base import Backend
+from gridbench.backends.base import Backend, RuntimeInfoSource
 from gridbench.backends.registry import create_backend
 from gridbench.errors import GridbenchError
 from gridbench.events.clock import AnchoredClock
@@ -112,9 +112,8 @@ class ExperimentRunner:
                 await _close_quietly(backend)
             raise
         outcome.status, outcome.error = "complete", None
-        info = getattr(backend, "runtime_info", None)
-        if info is not None:
-            run.update_experiment(backend_runtime=info())
+        if isinstance(backend, RuntimeInfoSource):
+            run.update_experiment(backend_runtime=backend.runtime_info())
         clock = AnchoredClock()
         try:
             collectors: list[Collector] = build_collectors(spec, backend)

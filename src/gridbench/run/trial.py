@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from gridbench.backends.base import Backend, JobRequest
+from gridbench.backends.base import Backend, JobRequest, RuntimeStatsSource
 from gridbench.events.clock import AnchoredClock
 from gridbench.events.log import EVENTS_FILE, EventLog
 from gridbench.run.closed_loop import run_batch, run_probe, run_sustain
@@ -100,11 +100,10 @@ def _runtime_stats(backend: Backend) -> dict[str, Any]:
     The command backend returns ``{"client_processes": {...}}`` (calls, wall and CPU of the
     client programs it spawned); the keys go into trial.json as they are.
     """
-    fn = getattr(backend, "runtime_stats", None)
-    if fn is None:
+    if not isinstance(backend, RuntimeStatsSource):
         return {}
     try:
-        stats = fn()
+        stats = backend.runtime_stats()
     except Exception as exc:
         log.warning("backend runtime stats unavailable: %s", exc)
         return {}
