@@ -426,3 +426,29 @@ def write_fixture(
         d.mkdir(parents=True, exist_ok=True)
         (d / "series.json").write_text(json.dumps(s), encoding="utf-8")
     return metrics, series
+
+
+def spec_yaml(*, hostile: bool = False) -> str:
+    """The spec.yaml a run would record (the spec summary's essentials, as YAML)."""
+    s = spec_summary(hostile=hostile)
+    return (
+        f"description: {json.dumps(s['description'])}\n"
+        "backend: {type: reference, endpoint: 'https://ce.example.org:8443/cream'}\n"
+        "load: {model: open, rates: '20, 40, 60, 80, 100 /min', duration: 10m}\n"
+        "repetitions: 3\n"
+        "job: {command: [/bin/sleep, '60']}\n"
+    )
+
+
+def build(
+    metrics: dict[str, Any], series: dict[str, dict[str, Any]], *, hostile: bool = False
+) -> Any:
+    """The job-flow report of the fixture, with its spec and what it leaves untested."""
+    from gridbench.jobflow.report import build_report
+
+    return build_report(
+        metrics,
+        series,
+        spec_yaml=spec_yaml(hostile=hostile),
+        not_tested=spec_summary(hostile=hostile)["not_tested"],
+    )

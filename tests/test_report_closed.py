@@ -12,9 +12,12 @@ from rich.console import Console
 
 from gridbench.analysis import analyze_run
 from gridbench.backends.base import Stage, StageChain
-from gridbench.report import load_series, render_summary, write_reports
-from gridbench.report import tables as T
-from gridbench.report.html import render_html
+from gridbench.jobflow.report import build_report
+from gridbench.jobflow.report import rows as T
+from gridbench.jobflow.report.loading import load_series
+from gridbench.report import render_report
+from gridbench.report import write_reports as _write_reports
+from gridbench.report.html import render_page
 from test_analysis_closed import batch_rows, closed_run, ev, local_chain, probe_rows, sustain_rows
 from test_analysis_fixtures import frame, info, simple_chain, write_trial
 
@@ -23,8 +26,16 @@ HOSTILE_STAGE = "[red]<img src=x onerror=alert(1)>[/red]_submit"
 
 def _render(metrics: dict[str, Any]) -> str:
     console = Console(record=True, width=200, color_system=None)
-    render_summary(metrics, console)
+    render_report(build_report(metrics, {}), console)
     return console.export_text()
+
+
+def write_reports(run: Path, metrics: dict[str, Any], series: dict[str, Any]) -> dict[str, Path]:
+    return _write_reports(run, build_report(metrics, series))
+
+
+def render_html(metrics: dict[str, Any], series: dict[str, Any]) -> str:
+    return render_page(build_report(metrics, series))
 
 
 def sustain_run(tmp_path: Path) -> Path:
@@ -78,7 +89,7 @@ def test_sustain_table_rows(sustain: tuple[Path, dict[str, Any]]) -> None:
 
 def test_sustain_csv_terminal_and_html(sustain: tuple[Path, dict[str, Any]]) -> None:
     run, m = sustain
-    paths = write_reports(run, m, load_series(run), None)
+    paths = write_reports(run, m, load_series(run))
     assert {"sustain", "sustain_users"} <= set(paths)
     assert not {"batch", "probe", "probe_bursts", "growth"} & set(paths)  # empty: not written
     csv = pl.read_csv(paths["sustain"])
@@ -87,7 +98,7 @@ def test_sustain_csv_terminal_and_html(sustain: tuple[Path, dict[str, Any]]) -> 
     assert csv["exceptions"].to_list() == [2, 2, 4]
     text = _render(m)
     head = text.split("Sustain: submit and query times")[0]
-    assert "Result users=2: submit time avg" in head
+    assert "users=2: submit time avg" in head
     assert "4 done, 2 canceled, 2 failed, 4 exceptions over 2 trials" in head
     row = next(ln for ln in text.splitlines() if ln.strip().startswith("p00-t01"))
     assert row.split()[-4:] == ["2", "1", "1", "2"]
@@ -107,7 +118,7 @@ def test_batch_table_and_csv(tmp_path: Path) -> None:
     assert row["makespan_s"] == pytest.approx(2.4)
     assert row["throughput_per_s"] == pytest.approx(4 / 2.4)
     assert row["submit_rate_per_s"] == pytest.approx(8.0)
-    paths = write_reports(run, m, load_series(run), None)
+    paths = write_reports(run, m, load_series(run))
     csv = pl.read_csv(paths["batch"])
     assert csv["throughput_per_s"].to_list() == pytest.approx([4 / 2.4])
     text = _render(m)
@@ -141,14 +152,14 @@ def test_probe_line_in_seed_form_and_hostile_stage_escaped(tmp_path: Path) -> No
         (1, 2, pytest.approx(0.8), 1),
     ]
     assert [r["per_request_s"] for r in bursts] == [pytest.approx(0.5), pytest.approx(0.4)]
-    paths = write_reports(run, m, load_series(run), None)
+    paths = write_reports(run, m, load_series(run))
     csv = pl.read_csv(paths["probe"])
     assert csv["result"].to_list() == ["550±205 ms (α=0.05)"]
     assert pl.read_csv(paths["probe_bursts"])["threads"].to_list() == [2, 1]
     text = _render(m)
     assert "550±205 ms (α=0.05)" in text.split("Probe:")[0]  # in the headline
     assert f"367±379 ms of the 550 below {HOSTILE_STAGE}" in text  # rich markup shown as is
-    page = render_html(m, {}, None)
+    page = render_html(m, {})
     assert "<img src=x" not in page
     assert "&lt;img src=x onerror=alert(1)&gt;" in page
     assert "550±205 ms (α=0.05)" in page
@@ -179,10 +190,10 @@ def test_growth_statement_in_headline_html_and_csv(tmp_path: Path) -> None:
     (g,) = T.growth_rows(m)
     assert g["model"] == "quadratic" and g["form"] == "b·x²"
     assert g["b"] == pytest.approx(0.0062, rel=1e-6) and g["statement"] == sentence
-    paths = write_reports(run, m, load_series(run), None)
+    paths = write_reports(run, m, load_series(run))
     assert pl.read_csv(paths["growth"])["statement"].to_list() == [sentence]
     head = _render(m).split("Probe:")[0]
-    assert f"Growth: {sentence}" in head
+    assert f"growth: {sentence}" in head
     page = paths["html"].read_text()
     results = page.split('id="results"')[1].split("</section>")[0]
     assert sentence in results
@@ -203,4 +214,4 @@ def test_open_metrics_get_no_closed_tables(tmp_path: Path) -> None:
     for name in ("sustain", "sustain_users", "batch", "probe", "probe_bursts", "growth"):
         assert tabs[name] == []
     assert "Result" not in _render(m)
-    assert 'id="results"' not in render_html(m, {}, None)
+    assert 'id="results"' not in render_html(m, {})

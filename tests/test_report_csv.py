@@ -12,9 +12,12 @@ import pytest
 
 import report_fixtures as fx
 from gridbench.errors import ResultsError
-from gridbench.report import load_metrics, load_series, write_reports
-from gridbench.report import tables as T
+from gridbench.jobflow.report import build_report
+from gridbench.jobflow.report import rows as T
+from gridbench.jobflow.report.loading import load_metrics, load_series
+from gridbench.report import write_reports
 from gridbench.report.csv_export import export_tables, report_document, write_csv_tables
+from gridbench.sections import Table
 
 
 def _read(path: Path) -> list[dict[str, str]]:
@@ -24,7 +27,7 @@ def _read(path: Path) -> list[dict[str, str]]:
 
 def test_latency_csv_round_trips(tmp_path: Path) -> None:
     metrics, _ = fx.write_fixture(tmp_path)
-    paths = export_tables(tmp_path, metrics)
+    paths = export_tables(tmp_path, build_report(metrics, {}))
     rows = _read(paths["latency"])
     assert paths["latency"] == tmp_path / "tables" / "latency.csv"
     assert len(rows) == 30
@@ -39,7 +42,7 @@ def test_latency_csv_round_trips(tmp_path: Path) -> None:
 
 def test_csv_tables_read_back_with_polars(tmp_path: Path) -> None:
     metrics, _ = fx.write_fixture(tmp_path)
-    paths = export_tables(tmp_path, metrics)
+    paths = export_tables(tmp_path, build_report(metrics, {}))
     tp = pl.read_csv(paths["throughput"])
     row = tp.filter((pl.col("rate_per_min") == 100.0) & (pl.col("stage") == "ce_done"))
     rep = metrics["points"][4]["summary"]["throughput"]["ce_done"]
@@ -67,7 +70,7 @@ def test_csv_tables_read_back_with_polars(tmp_path: Path) -> None:
 
 def test_report_json_holds_metrics_and_tables(tmp_path: Path) -> None:
     metrics, _ = fx.write_fixture(tmp_path)
-    paths = export_tables(tmp_path, metrics)
+    paths = export_tables(tmp_path, build_report(metrics, {}))
     doc = json.loads(paths["report_json"].read_text())
     assert doc["schema"] == "gridbench.report/1"
     assert doc["metrics"] == metrics
@@ -78,7 +81,7 @@ def test_report_json_holds_metrics_and_tables(tmp_path: Path) -> None:
 def test_report_json_replaces_nan_with_null() -> None:
     m = fx.make_metrics()
     m["points"][0]["summary"]["latency"]["dg"]["std"] = float("nan")
-    doc = report_document(m, T.all_tables(m))
+    doc = report_document(build_report(m, {}))
     text = json.dumps(doc, allow_nan=False)  # raises if any NaN survived
     assert json.loads(text)["metrics"]["points"][0]["summary"]["latency"]["dg"]["std"] is None
 
@@ -88,7 +91,8 @@ def test_spreadsheet_formulas_are_defused(tmp_path: Path) -> None:
         {"kind": '=HYPERLINK("http://x")', "value": -1.5},
         {"kind": "ok", "value": 2.0},
     ]
-    paths = write_csv_tables(tmp_path, {"t": rows, "empty": []})
+    tables = [Table.from_records("t", "t", rows), Table.from_records("empty", "empty", [])]
+    paths = write_csv_tables(tmp_path, tables)
     assert set(paths) == {"t"}
     got = _read(paths["t"])
     assert got[0]["kind"] == '\'=HYPERLINK("http://x")'
@@ -101,7 +105,7 @@ def test_write_reports_writes_all_files(tmp_path: Path) -> None:
     metrics = load_metrics(tmp_path)
     series = load_series(tmp_path)
     assert len(series) == 15
-    paths = write_reports(tmp_path, metrics, series, fx.spec_summary())
+    paths = write_reports(tmp_path, fx.build(metrics, series))
     assert paths["html"] == tmp_path / "report.html"
     assert paths["report_json"] == tmp_path / "report.json"
     for name in ("latency", "throughput", "failures", "thresholds", "validity"):
@@ -125,7 +129,7 @@ def test_load_metrics_errors_name_the_file(tmp_path: Path) -> None:
 
 def test_write_reports_rejects_bad_metrics(tmp_path: Path) -> None:
     with pytest.raises(ResultsError):
-        write_reports(tmp_path, {"schema": "nope"}, {}, None)
+        write_reports(tmp_path, build_report({"schema": "nope"}, {}))
     assert not (tmp_path / "report.html").exists()
 
 
@@ -140,7 +144,7 @@ def test_minimal_metrics_still_report(tmp_path: Path) -> None:
             {"index": 1, "point": {"rate": 12.0}, "trials": []},
         ],
     }  # fmt: skip
-    paths = write_reports(tmp_path, metrics, {}, None)
+    paths = write_reports(tmp_path, build_report(metrics, {}))
     page = paths["html"].read_text()
     assert "no bottleneck: every stage kept up with the offered rate" in page
     assert "no knee could be determined" in page

@@ -12,12 +12,13 @@ from typing import Any
 import pytest
 
 import report_fixtures as fx
-from gridbench.report.html import (
-    json_for_script,
-    offline_plotlyjs,
-    render_html,
-    write_html_report,
-)
+from gridbench.jobflow.report import build_report
+from gridbench.report import write_reports
+from gridbench.report.html import json_for_script, offline_plotlyjs, render_page
+
+
+def render_html(metrics: dict[str, Any], series: dict[str, Any]) -> str:
+    return render_page(build_report(metrics, series))
 
 CHART_IDS = {
     "latency-breakdown",
@@ -43,7 +44,7 @@ def figures(page: str) -> dict[str, dict[str, Any]]:
 def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str, Any], dict[str, Any]]:
     run = tmp_path_factory.mktemp("run")
     metrics, series = fx.write_fixture(run)
-    path = write_html_report(run, metrics, series, fx.spec_summary())
+    path = write_reports(run, fx.build(metrics, series))["html"]
     assert path == run / "report.html"
     return path.read_text(encoding="utf-8"), metrics, series
 
@@ -52,7 +53,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str, Any
 def hostile(tmp_path_factory: pytest.TempPathFactory) -> str:
     run = tmp_path_factory.mktemp("hostile")
     metrics, series = fx.write_fixture(run, hostile=True)
-    return write_html_report(run, metrics, series, fx.spec_summary(hostile=True)).read_text()
+    return write_reports(run, fx.build(metrics, series, hostile=True))["html"].read_text()
 
 
 def _bars(fig: dict[str, Any]) -> list[dict[str, Any]]:
@@ -186,7 +187,9 @@ def test_headline_tables_and_ieee829_sections(report: tuple[str, Any, Any]) -> N
     assert "trial p02-t01 (1/s (60/min)) is invalid" in left_open
     assert "ARC and UNICORE endpoints" in left_open
     assert "failures.submit_timeout.share could not be evaluated" in left_open
-    assert "<td>backend.endpoint</td><td>https://ce.example.org:8443/cream</td>" in page
+    spec = page.split('<pre class="spec">')[1].split("</pre>")[0]  # the spec as YAML
+    assert "endpoint: &#x27;https://ce.example.org:8443/cream&#x27;" in spec
+    assert "repetitions: 3" in spec
     assert '<span class="badge fail">FAIL</span> latency.overall.mean &lt; 600' in page
     # Table 6 cells, seed-formatted.
     assert '<td class="n">1796.15</td>' in page and '<td class="n">4696.42</td>' in page
@@ -250,11 +253,11 @@ def test_json_for_script_escapes_closing_tags() -> None:
 
 def test_without_series_or_spec(tmp_path: Path) -> None:
     metrics = fx.make_metrics()
-    page = render_html(metrics, {}, None)
+    page = render_html(metrics, {})
     figs = figures(page)
     assert set(figs) == CHART_IDS - {"throughput-time", "queues", "latency-hist"}
     assert "No per-trial time series were passed" in page
-    assert "no spec summary was passed to the report" in page
+    assert "No spec was recorded with this run." in page
 
 
 def test_no_failures_no_thresholds(tmp_path: Path) -> None:
@@ -264,7 +267,7 @@ def test_no_failures_no_thresholds(tmp_path: Path) -> None:
         p["summary"]["failures"] = {}
         for t in p["trials"]:
             t["failures"] = {}
-    page = render_html(metrics, {}, None)
+    page = render_html(metrics, {})
     assert "failures" not in figures(page)
     assert "The spec set no thresholds." in page
 
@@ -282,3 +285,24 @@ def test_renders_in_headless_chromium(report: tuple[str, Any, Any], tmp_path: Pa
     for cid in CHART_IDS:
         start = dom.index(f'id="plot-{cid}"')
         assert "main-svg" in dom[start : start + 5000], cid
+
+
+def test_bottleneck_sentence_stated_once() -> None:
+    """The analysis ends its bottleneck sentence with the evidence: the headline states the
+    sentence once and the evidence once, and the outcome does not repeat either."""
+    metrics = fx.make_metrics()
+    evidence = metrics["bottleneck"]["evidence"]
+    sentence = "Bottleneck: ce_done (segment ce_finish), first seen at 1/s (60/min)."
+    metrics["bottleneck"]["statement"] = f"{sentence} {evidence}"
+    report = build_report(metrics, {})
+    texts = [f.text for f in report.headline.findings] + [
+        f.evidence for f in report.headline.findings
+    ]
+    assert sum(t.count(sentence) for t in texts) == 1
+    assert sum(t.count(evidence) for t in texts) == 1
+    page = render_page(report)
+    headline = page[page.index('<section id="headline"') : page.index('<section id="evaluation"')]
+    assert headline.count(sentence) == 1 and headline.count(evidence) == 1
+    assert page.count(sentence) == 1  # not again in "What passed or failed"
+    outcome = page[page.index('<ul class="outcome">') :].split("</ul>", 1)[0]
+    assert evidence not in outcome and "sustains up to" not in outcome

@@ -10,8 +10,8 @@ import pytest
 
 import report_fixtures as fx
 from gridbench.errors import ResultsError
-from gridbench.report import tables as T
-from gridbench.report.model import (
+from gridbench.jobflow.report import rows as T
+from gridbench.jobflow.report.model import (
     chain_view,
     check_metrics,
     failure_kinds,

@@ -9,20 +9,21 @@ from rich.console import Console
 
 import report_fixtures as fx
 from gridbench.errors import ResultsError
-from gridbench.report import render_summary
+from gridbench.jobflow.report import build_report
+from gridbench.report import render_report
 
 
 def _render(metrics: dict[str, Any], width: int = 140) -> str:
     console = Console(record=True, width=width, color_system=None)
-    render_summary(metrics, console)
+    render_report(build_report(metrics, {}), console)
     return console.export_text()
 
 
 def test_headline_names_bottleneck_and_knee() -> None:
     text = _render(fx.make_metrics())
     head = text.split("Latency per component")[0]
-    assert "Bottleneck: ce_done (T7 CE done) from 1/s (60/min)" in head
-    assert "Knee: sustains up to 0.667/s (40/min); breaks at 1/s (60/min) in ce_done" in head
+    assert "bottleneck: ce_done (CE finishing) from 1/s (60/min)" in head
+    assert "sustains up to 0.667/s (40/min); breaks at 1/s (60/min) in ce_done" in head
     assert "Highest sustained rate: 0.667/s (40/min); capacity 0.7/s (42/min), 95% CI " in head
     assert "0.66–0.74/s" in head
     assert "1 invalid trial(s): p02-t01" in head
@@ -73,7 +74,7 @@ def test_no_bottleneck_no_thresholds() -> None:
                  "statement": ""}  # fmt: skip
     m["thresholds"] = []
     text = _render(m)
-    assert "Bottleneck: none found" in text
+    assert "no bottleneck: every stage kept up with the offered rate" in text
     assert "sustains every tested rate up to 1.67/s (100/min)" in text
     assert "capacity not determined" in text
     assert "no thresholds set" in text

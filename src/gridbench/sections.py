@@ -17,6 +17,13 @@ from typing import Any, Literal
 #: A raw table value: what CSV and JSON get. Text shown to people may differ (``Table.text``).
 Cell = str | int | float | bool | None
 Status = Literal["pass", "fail", "warn", "info"]
+#: Where a section is drawn: everywhere, only in the full report (the HTML page and the
+#: dashboard) or only in the brief one (the terminal summary, which may show a compact form
+#: of what the full report shows at length).
+Scope = Literal["all", "full", "brief"]
+#: How a row reads: a summary of the rows above it (bold), a heading row for the rows that
+#: follow, or the first row of a new group (a rule above it).
+RowStyle = Literal["total", "group", "group-start"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,15 +58,28 @@ class Table:
     export: bool = True
     #: rows whose status colours the row (e.g. a failed threshold); same length as rows
     row_status: tuple[Status | None, ...] | None = None
+    #: how each row reads (total, group heading, start of a group); same length as rows
+    row_style: tuple[RowStyle | None, ...] | None = None
+    #: cells that state a verdict (drawn as a badge or in the status colour); rows' shape
+    cell_status: tuple[tuple[Status | None, ...], ...] | None = None
+    scope: Scope = "all"
+    #: drawn folded away (details a reader opens on demand)
+    collapsed: bool = False
 
     def __post_init__(self) -> None:
         width = len(self.columns)
-        for rows in (self.rows, self.text or ()):
+        for rows in (self.rows, self.text or (), self.cell_status or ()):
             for r in rows:
                 if len(r) != width:
                     raise ValueError(f"table {self.id!r}: a row has {len(r)} cells, not {width}")
-        if self.text is not None and len(self.text) != len(self.rows):
-            raise ValueError(f"table {self.id!r}: text and rows differ in length")
+        for name, per_row in (
+            ("text", self.text),
+            ("row_status", self.row_status),
+            ("row_style", self.row_style),
+            ("cell_status", self.cell_status),
+        ):
+            if per_row is not None and len(per_row) != len(self.rows):
+                raise ValueError(f"table {self.id!r}: {name} and rows differ in length")
 
     def cell_text(self, i: int, j: int) -> str:
         """What to show for row ``i``, column ``j``."""
@@ -112,6 +132,9 @@ class Statements:
     id: str
     title: str
     lines: tuple[tuple[Status, str], ...]
+    scope: Scope = "all"
+    #: key results a reader needs right under the headline (before the evaluation summary)
+    lead: bool = False
 
 
 Section = Table | Chart | Statements
@@ -167,6 +190,13 @@ class Report:
     sections: tuple[Section, ...]
     #: extra lines for the terminal under the headline (e.g. where the files are)
     notes: tuple[str, ...] = field(default=())
+    #: one line under the title: what kind of data this is ("gridbench.metrics/1 · ...")
+    meta: str = ""
+    #: tables written to CSV and report.json only, never drawn (the raw data at full width,
+    #: when the sections show it in another shape)
+    exports: tuple[Table, ...] = field(default=())
+    #: the analysed metrics document, carried into report.json as is
+    data: Mapping[str, Any] = field(default_factory=dict)
 
     def tables(self) -> list[Table]:
         """The table sections, in order."""
@@ -175,6 +205,17 @@ class Report:
     def charts(self) -> list[Chart]:
         """The chart sections, in order."""
         return [s for s in self.sections if isinstance(s, Chart)]
+
+    def exported(self) -> list[Table]:
+        """Every table written to CSV and report.json: the exported sections, then
+        ``exports``. ValueError when two share an id (they would share a file)."""
+        out = [t for t in self.tables() if t.export] + list(self.exports)
+        seen: set[str] = set()
+        for t in out:
+            if t.id in seen:
+                raise ValueError(f"two exported tables have the id {t.id!r}")
+            seen.add(t.id)
+        return out
 
 
 def _is_number(v: Cell) -> bool:

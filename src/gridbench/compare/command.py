@@ -12,7 +12,7 @@ from rich.table import Table
 
 from gridbench.compare.model import Comparison, Diff, History, MetricComparison, Settings, Value
 from gridbench.errors import GridbenchError
-from gridbench.report.fmt import fmt_pm
+from gridbench.fmt import fmt_pm
 
 EXIT_OK, EXIT_REGRESSION = 0, 1
 

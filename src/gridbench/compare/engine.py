@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 
-from gridbench.paths import PathError, number, resolve
 from gridbench.analysis.stats import rep
 from gridbench.compare import significance as sig
 from gridbench.compare.model import (
@@ -31,7 +30,7 @@ from gridbench.compare.model import (
     Value,
 )
 from gridbench.errors import ResultsError
-from gridbench.report.model import (
+from gridbench.jobflow.report.model import (
     as_dict,
     chain_view,
     latency_keys,
@@ -40,6 +39,7 @@ from gridbench.report.model import (
     queue_segments,
     throughput_stages,
 )
+from gridbench.paths import PathError, number, resolve
 
 FAILURE_RATE = "failures.rate"
 LATENCY_STATS = (("mean", sig.WELCH_CLUSTERED), ("p50", sig.MWU_CLUSTERED), ("p99", sig.WELCH))

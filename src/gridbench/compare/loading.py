@@ -24,8 +24,8 @@ from gridbench.compare.engine import compare, used_trials
 from gridbench.compare.model import F64, I64, Comparison, ExperimentMetrics, Settings
 from gridbench.compare.significance import capped
 from gridbench.errors import GridbenchError, ResultsError
-from gridbench.report.loading import load_metrics
-from gridbench.report.model import as_dict, as_list
+from gridbench.jobflow.report.loading import load_metrics
+from gridbench.jobflow.report.model import as_dict, as_list
 from gridbench.store.catalogue import resolve_run
 
 DEFAULT_MAX_SAMPLES = Settings().max_samples

@@ -1,44 +1,28 @@
-"""Reports of an experiment: tables, CSV/JSON exports, the terminal summary, the HTML page.
-
-Everything here reads the analysis output (metrics.json, schema gridbench.metrics/1, and
-per-trial series.json) and never the raw events.
+"""Renderers of any family's typed report (:class:`gridbench.sections.Report`): CSV and
+JSON exports, the terminal summary and the self-contained HTML page. None of them knows a
+family's metrics; the families build the report (e.g. ``gridbench.jobflow.report``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from gridbench.report.csv_export import export_tables
-from gridbench.report.html import write_html_report
-from gridbench.report.loading import load_metrics, load_series
-from gridbench.report.model import check_metrics
-from gridbench.report.terminal import render_summary
+from gridbench.report.html import render_page, write_page
+from gridbench.report.terminal import render_report
+from gridbench.sections import Report
 
 
-def write_reports(
-    run_dir: Path,
-    metrics: dict[str, Any],
-    series: Mapping[str, dict[str, Any]] | None = None,
-    spec_summary: dict[str, Any] | None = None,
-) -> dict[str, Path]:
-    """Write RUN/tables/*.csv, RUN/report.json and RUN/report.html.
+def write_reports(run_dir: Path, report: Report) -> dict[str, Path]:
+    """Write RUN/tables/<id>.csv (the exported tables), RUN/report.json and RUN/report.html.
 
-    Returns the written paths by name: one per CSV table (e.g. 'latency', 'throughput'),
-    'report_json' and 'html'. Raises ResultsError (with where/fix) when ``metrics`` is not
-    a gridbench.metrics/1 document or the directory cannot be written.
+    Returns the written paths by name: one per CSV table (its id, e.g. 'latency'),
+    'report_json' and 'html'. Raises ResultsError (with where/fix) when the directory
+    cannot be written.
     """
-    check_metrics(metrics, where=str(run_dir / "metrics.json"))
-    paths = export_tables(run_dir, metrics)
-    paths["html"] = write_html_report(run_dir, metrics, dict(series or {}), spec_summary)
+    paths = export_tables(run_dir, report)
+    paths["html"] = write_page(run_dir, report)
     return paths
 
 
-__all__ = [
-    "load_metrics",
-    "load_series",
-    "render_summary",
-    "write_html_report",
-    "write_reports",
-]
+__all__ = ["render_page", "render_report", "write_reports"]

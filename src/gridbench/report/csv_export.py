@@ -1,17 +1,21 @@
-"""Write the report tables as CSV (RUN/tables/*.csv) and RUN/report.json (metrics + tables)."""
+"""Write a report's exported tables as CSV (RUN/tables/<id>.csv) and the report as
+RUN/report.json (the metrics, every exported table, the headline and the summary)."""
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import polars as pl
+
 from gridbench.errors import ResultsError
-from gridbench.report.model import check_metrics
-from gridbench.report.tables import Row, all_tables, as_frame
+from gridbench.sections import Cell, Finding, Report, Table
 from gridbench.store.layout import write_text_atomic
+
+Row = dict[str, Cell]
 
 REPORT_SCHEMA = "gridbench.report/1"
 
@@ -43,19 +47,19 @@ def _defuse(rows: list[Row]) -> list[Row]:
     ]
 
 
-def write_csv_tables(run_dir: Path, tables: Mapping[str, list[Row]]) -> dict[str, Path]:
-    """Write each non-empty table to RUN/tables/<name>.csv; return the paths by name."""
+def write_csv_tables(run_dir: Path, tables: Sequence[Table]) -> dict[str, Path]:
+    """Write each table with rows to RUN/tables/<id>.csv; return the paths by id."""
     out_dir = run_dir / "tables"
     paths: dict[str, Path] = {}
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
-        for name, rows in tables.items():
-            if not rows:
+        for t in tables:
+            if not t.rows:
                 continue
-            path = out_dir / f"{name}.csv"
-            # Keys in first-seen order; polars writes floats in shortest round-trip form.
-            as_frame(_defuse(rows)).write_csv(path)
-            paths[name] = path
+            path = out_dir / f"{t.id}.csv"
+            # Keys in column order; polars writes floats in shortest round-trip form.
+            pl.DataFrame(_defuse(t.records()), infer_schema_length=None).write_csv(path)
+            paths[t.id] = path
     except OSError as exc:
         raise ResultsError(
             f"cannot write CSV tables: {exc.strerror or exc}",
@@ -65,19 +69,40 @@ def write_csv_tables(run_dir: Path, tables: Mapping[str, list[Row]]) -> dict[str
     return paths
 
 
-def report_document(metrics: Mapping[str, Any], tables: Mapping[str, list[Row]]) -> dict[str, Any]:
-    """The report.json document: schema, the metrics as analysed, and every table."""
-    doc = {"schema": REPORT_SCHEMA, "metrics": metrics, "tables": dict(tables)}
+def _finding(f: Finding) -> dict[str, str]:
+    return {"status": f.status, "text": f.text, "evidence": f.evidence}
+
+
+def report_document(report: Report) -> dict[str, Any]:
+    """The report.json document: schema, family, the metrics as analysed, every exported
+    table (by id), the headline and the evaluation summary."""
+    s = report.summary
+    doc = {
+        "schema": REPORT_SCHEMA,
+        "family": report.family,
+        "title": report.title,
+        "metrics": report.data,
+        "tables": {t.id: t.records() for t in report.exported()},
+        "headline": {
+            "title": report.headline.title,
+            "verdict": report.headline.verdict,
+            "findings": [_finding(f) for f in report.headline.findings],
+        },
+        "summary": {
+            "tested": [list(kv) for kv in s.tested],
+            "outcome": [_finding(f) for f in s.outcome],
+            "left_open": list(s.left_open),
+            "not_tested": list(s.not_tested),
+        },
+    }
     cleaned: dict[str, Any] = _clean(doc)
     return cleaned
 
 
-def write_report_json(
-    run_dir: Path, metrics: Mapping[str, Any], tables: Mapping[str, list[Row]]
-) -> Path:
+def write_report_json(run_dir: Path, report: Report) -> Path:
     """Write RUN/report.json and return its path."""
     path = run_dir / "report.json"
-    text = json.dumps(report_document(metrics, tables), indent=1, allow_nan=False)
+    text = json.dumps(report_document(report), indent=1, allow_nan=False)
     try:
         write_text_atomic(path, text + "\n")
     except OSError as exc:
@@ -89,13 +114,11 @@ def write_report_json(
     return path
 
 
-def export_tables(run_dir: Path, metrics: Mapping[str, Any]) -> dict[str, Path]:
-    """Build every table from ``metrics`` and write the CSVs and report.json.
+def export_tables(run_dir: Path, report: Report) -> dict[str, Path]:
+    """Write the CSVs and report.json of ``report``.
 
-    Returns the paths by table name, plus 'report_json'.
+    Returns the paths by table id, plus 'report_json'.
     """
-    check_metrics(metrics, where=str(run_dir / "metrics.json"))
-    tables = all_tables(metrics)
-    paths = write_csv_tables(run_dir, tables)
-    paths["report_json"] = write_report_json(run_dir, metrics, tables)
+    paths = write_csv_tables(run_dir, report.exported())
+    paths["report_json"] = write_report_json(run_dir, report)
     return paths

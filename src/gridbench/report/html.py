@@ -1,7 +1,9 @@
-"""The self-contained HTML report: one file, readable offline, safe with hostile text.
+"""The self-contained HTML report of any family's :class:`~gridbench.sections.Report`: one
+file, readable offline, safe with hostile text. The dashboard shows the same fragments
+(:func:`headline_html`, :func:`summary_html`, :func:`section_html` ...).
 
 plotly.js is inlined once from the installed ``plotly`` package (no CDN). Every string
-from metrics, series or the spec summary is escaped with :func:`html.escape`; figures are
+of a report is escaped with :func:`html.escape`; figures are
 embedded as JSON in ``<script type="application/json">`` blocks with '<', '>' and '&'
 written as \\u escapes, so no data can close the script element. A Content-Security-Policy
 forbids every network fetch.
@@ -11,42 +13,23 @@ from __future__ import annotations
 
 import functools
 import html
-from collections.abc import Iterable, Mapping, Sequence
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import plotly.io as pio
 import plotly.offline
 
 from gridbench import __version__
 from gridbench.errors import ResultsError
-from gridbench.report.charts import Chart, all_charts
-from gridbench.report.fmt import fmt_count_pm, fmt_pct, fmt_pm, fmt_rate, fmt_s, fmt_val
-from gridbench.report.model import check_metrics, points, rate_label
-from gridbench.report.summary import (
+from gridbench.sections import (
+    Chart,
     EvaluationSummary,
     Headline,
-    downsampled_trials,
-    evaluation_summary,
-    headline,
-)
-from gridbench.report.tables import (
-    TABLE6_STATS,
-    batch_rows,
-    failure_rows,
-    growth_rows,
-    latency_rows,
-    model_statements,
-    outlier_rows,
-    probe_burst_rows,
-    probe_rows,
-    queue_rows,
-    sustain_rows,
-    threshold_rows,
-    throughput_rows,
-    user_rows,
-    validity_rows,
+    Report,
+    Section,
+    Statements,
+    Table,
 )
 from gridbench.store.layout import write_text_atomic
 
@@ -58,26 +41,6 @@ CSP = (
     "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
     "img-src data: blob:; font-src data:"
 )
-
-#: The CSV files next to the report, linked from the tables section.
-CSV_NOTE = "Every table is also in tables/*.csv and, with the metrics, in report.json."
-
-
-class Raw(str):
-    """Already-escaped HTML (only built inside this module)."""
-
-    __slots__ = ()
-
-
-class Num(Raw):
-    """An already-formatted number: right-aligned like raw numbers."""
-
-    __slots__ = ()
-
-
-def e(value: Any) -> str:
-    """Escape any value for HTML text or attribute context."""
-    return html.escape(str(value), quote=True)
 
 
 def json_for_script(text: str) -> str:
@@ -102,534 +65,6 @@ def offline_plotlyjs() -> str:
     return js.replace("</script", "<\\/script")
 
 
-# --- small HTML builders --------------------------------------------------------------
-
-
-def _cell(v: Any, tag: str = "td") -> str:
-    numeric = isinstance(v, Num) or (
-        v is None or (isinstance(v, int | float) and not isinstance(v, bool))
-    )
-    attr = ' class="n"' if numeric and tag == "td" else ""
-    body = v if isinstance(v, Raw) else e(fmt_val(v) if not isinstance(v, str) else v)
-    return f"<{tag}{attr}>{body}</{tag}>"
-
-
-def _table(
-    headers: Sequence[str],
-    rows: Iterable[Sequence[Any]],
-    *,
-    cls: str = "",
-    caption: str = "",
-    row_classes: Sequence[str] | None = None,
-) -> str:
-    out = [f'<table class="{e(cls)}">' if cls else "<table>"]
-    if caption:
-        out.append(f"<caption>{e(caption)}</caption>")
-    out.append("<thead><tr>" + "".join(_cell(h, "th") for h in headers) + "</tr></thead><tbody>")
-    for i, r in enumerate(rows):
-        rc = row_classes[i] if row_classes and i < len(row_classes) else ""
-        out.append(
-            (f'<tr class="{e(rc)}">' if rc else "<tr>") + "".join(_cell(c) for c in r) + "</tr>"
-        )
-    out.append("</tbody></table>")
-    return "".join(out)
-
-
-def _badge(ok: bool, yes: str = "PASS", no: str = "FAIL") -> Raw:
-    return Raw(f'<span class="badge {"ok" if ok else "bad"}">{e(yes if ok else no)}</span>')
-
-
-# --- sections ----------------------------------------------------------------------------
-
-
-def _headline_html(hl: Headline) -> str:
-    verdict_ok = hl.valid and not hl.invalid_trials and not hl.thresholds_failed
-    if hl.rate_based:
-        items = [
-            f'<p class="bottleneck"><strong>{e(hl.bottleneck_statement)}</strong></p>',
-            f'<p class="knee">{e(hl.knee_statement)}</p>',
-            "<p>Highest sustained rate: "
-            f"<strong>{e(fmt_rate(hl.highest_sustained_rate))}</strong>; "
-            f"{e(hl.capacity_text())}.</p>",
-        ]
-    else:
-        items = [
-            f"<p>Load model <strong>{e(hl.load_model)}</strong> (closed loop): no offered rate, "
-            "so no knee or bottleneck ratio; see Results.</p>"
-        ]
-    if hl.rate_based and hl.bottleneck_evidence:
-        items.append(f'<p class="evidence">Evidence: {e(hl.bottleneck_evidence)}</p>')
-    if hl.invalid_trials:
-        items.append(
-            f'<p class="bad">{len(hl.invalid_trials)} invalid trial(s): '
-            f"{e(', '.join(hl.invalid_trials))}</p>"
-        )
-        if hl.validity_reasons:
-            items.append(
-                '<ul class="bad">'
-                + "".join(f"<li>{e(r)}</li>" for r in hl.validity_reasons)
-                + "</ul>"
-            )
-    if not hl.valid:
-        items.append('<p class="bad"><strong>The experiment as a whole is not valid.</strong></p>')
-    items.append(
-        f'<p class="{"ok" if not hl.thresholds_failed else "bad"}">{e(hl.thresholds_text())}</p>'
-    )
-    cls = "headline ok" if verdict_ok else "headline warn"
-    return f'<section id="headline" class="{cls}">{"".join(items)}</section>'
-
-
-def _closed_results_html(metrics: Mapping[str, Any]) -> str:
-    """The closed-model result of every point and the growth fits, under the headline."""
-    results = model_statements(metrics)
-    growth = [r["statement"] for r in growth_rows(metrics) if r["statement"]]
-    if not results and not growth:
-        return ""
-    items = [f"<li><strong>{e(label)}</strong>: {e(st)}</li>" for label, st in results]
-    items += [f'<li class="growth"><strong>growth</strong>: {e(st)}</li>' for st in growth]
-    return (
-        '<section id="results" class="headline"><h2>Results</h2>'
-        f'<ul class="results">{"".join(items)}</ul></section>'
-    )
-
-
-def _trial_cell(r: Mapping[str, Any]) -> Any:
-    if r["level"] == "point":
-        return Raw(f"<strong>{e(r['point'] or 'point')} (all trials)</strong>")
-    return str(r["trial_id"]) + ("" if r["valid"] else " (invalid)")
-
-
-def _sustain_html(metrics: Mapping[str, Any]) -> str:
-    rows = sustain_rows(metrics)
-    if not rows:
-        return ""
-    body = [
-        [
-            _trial_cell(r),
-            r["point"],
-            *(Num(e(fmt_s(r[f"submit_{k}_s"]))) for k in ("avg", "min", "max")),
-            *(Num(e(fmt_s(r[f"query_{k}_s"]))) for k in ("avg", "min", "max")),
-            *(r[c] for c in ("done", "canceled", "failed", "exceptions")),
-        ]
-        for r in rows
-    ]
-    return '<h3 id="table-sustain">Sustain: response times</h3>' + _table(
-        [
-            "trial",
-            "point",
-            "submit avg (s)",
-            "submit min (s)",
-            "submit max (s)",
-            "query avg (s)",
-            "query min (s)",
-            "query max (s)",
-            "Done",
-            "Canceled",
-            "Failed",
-            "exceptions",
-        ],
-        body,
-        caption="The MAPPER response-time table: submit_job and query_state call times, "
-        "jobs by end state and exceptions (submit errors and failed queries). Point rows "
-        "pool the jobs of the point's valid trials.",
-        row_classes=["total" if r["level"] == "point" else "" for r in rows],
-    )
-
-
-def _batch_html(metrics: Mapping[str, Any]) -> str:
-    rows = batch_rows(metrics)
-    if not rows:
-        return ""
-    body = [
-        [
-            _trial_cell(r),
-            r["point"],
-            r["submitted"],
-            r["ended"],
-            r["failed"],
-            r["end_stage"],
-            Num(e(fmt_s(r["makespan_s"]))),
-            Num(e(fmt_pm(r["throughput_per_s"], r["throughput_ci95_per_s"])))
-            if r["level"] == "point"
-            else r["throughput_per_s"],
-            r["submit_rate_per_s"],
-        ]
-        for r in rows
-    ]
-    return '<h3 id="table-batch">Batch: throughput</h3>' + _table(
-        [
-            "trial",
-            "point",
-            "submitted",
-            "ended (N)",
-            "failed",
-            "end stage",
-            "makespan (s)",
-            "throughput (jobs/s)",
-            "submit rate (jobs/s)",
-        ],
-        body,
-        caption="The MAPPER throughput benchmark: N ÷ (last end − first submit). Point rows "
-        "give the mean ± 95% CI across the valid trials.",
-        row_classes=["total" if r["level"] == "point" else "" for r in rows],
-    )
-
-
-def _probe_html(metrics: Mapping[str, Any]) -> str:
-    rows = probe_rows(metrics)
-    if not rows:
-        return ""
-    single = _table(
-        ["trial", "point", "operation", "n", "errors", "time (α=0.05)", "below the client"],
-        [
-            [
-                _trial_cell(r),
-                r["point"],
-                r["operation"],
-                r["n"],
-                r["errors"],
-                r["result"] or "–",
-                f"{r['below']} ({r['below_stage']})" if r["below"] else "–",
-            ]
-            for r in rows
-        ],
-        caption="Single operations spaced by a gap: mean ± 95% CI half-width (Student t); "
-        "below the client = from the server's submit stage to the call's return.",
-        row_classes=["total" if r["level"] == "point" else "" for r in rows],
-    )
-    bursts = probe_burst_rows(metrics)
-    burst_table = ""
-    if bursts:
-        burst_table = _table(
-            ["trial", "point", "threads", "requests", "total (s)", "per request (s)", "errors"],
-            [
-                [
-                    _trial_cell(r),
-                    r["point"],
-                    r["threads"],
-                    r["requests"],
-                    r["result"] or Num(e(fmt_s(r["total_s"]))),
-                    Num(e(fmt_s(r["per_request_s"]))),
-                    r["errors"],
-                ]
-                for r in bursts
-            ],
-            caption="Bursts: the time for all requests with k client threads, and per request.",
-        )
-    return f'<h3 id="table-probe">Probe: single-operation overhead</h3>{single}{burst_table}'
-
-
-def _growth_html(metrics: Mapping[str, Any]) -> str:
-    rows = growth_rows(metrics)
-    if not rows:
-        return ""
-    return '<h3 id="table-growth">Growth curves</h3>' + _table(
-        ["parameter", "held fixed", "quantity", "model", "a", "b", "R²", "statement"],
-        [
-            [
-                r["parameter"],
-                r["fixed"],
-                r["quantity"],
-                r["form"],
-                r["a"],
-                r["b"],
-                r["r2"],
-                r["statement"],
-            ]
-            for r in rows
-        ],
-        caption="Least-squares fits of constant, linear, x·ln x and quadratic growth, chosen "
-        "by AIC (the simplest model within 2 of the best).",
-    )
-
-
-def _summary_html(s: EvaluationSummary) -> str:
-    tested = "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in s.tested)
-    configured = _table(["setting", "value"], s.configured, cls="kv") if s.configured else ""
-    marks = {"pass": "PASS", "fail": "FAIL", "warn": "WARN", "info": "INFO"}
-    outcome = "".join(
-        f'<li><span class="badge {e(st)}">{e(marks[st])}</span> {e(text)}</li>'
-        for st, text in s.outcome
-    )
-    left = "".join(f"<li>{e(x)}</li>" for x in s.left_open)
-    return (
-        '<section id="evaluation"><h2>Evaluation summary</h2>'
-        "<h3>What was tested</h3>"
-        f"<dl>{tested}</dl>"
-        "<h3>How it was configured</h3>"
-        f"{configured}"
-        "<h3>What passed or failed</h3>"
-        f'<ul class="outcome">{outcome}</ul>'
-        "<h3>What is left open</h3>"
-        f'<ul class="open">{left}</ul></section>'
-    )
-
-
-def _figure_json(chart: Chart) -> str:
-    return json_for_script(pio.to_json(chart.figure, validate=False, pretty=False))
-
-
-def _charts_html(charts: list[Chart], notes: list[str]) -> str:
-    parts = ['<section id="charts"><h2>Charts</h2>']
-    parts.extend(f'<p class="note">{e(n)}</p>' for n in notes)
-    parts.append(
-        '<noscript><p class="note">Charts need JavaScript; the tables below '
-        "hold the same numbers.</p></noscript>"
-    )
-    for c in charts:
-        cid = e(c.id)
-        parts.append(
-            f'<figure id="chart-{cid}" class="chart"><h3>{e(c.title)}</h3>'
-            f'<div id="plot-{cid}" class="plot"></div>'
-            f"<figcaption>{e(c.caption)}</figcaption>"
-            f'<script type="application/json" id="fig-{cid}" data-plot="plot-{cid}">'
-            f"{_figure_json(c)}</script></figure>"
-        )
-    parts.append("</section>")
-    return "".join(parts)
-
-
-def _latency_html(metrics: Mapping[str, Any]) -> str:
-    rows = latency_rows(metrics)
-    if not rows:
-        return ""
-    pts = {p.get("index"): p for p in points(metrics)}
-    body: list[list[Any]] = []
-    classes: list[str] = []
-    last = object()
-    for r in rows:
-        if r["point_index"] != last:
-            last = r["point_index"]
-            body.append([Raw(f"<strong>{e(rate_label(pts[last]))}</strong>")] + [""] * 7)
-            classes.append("group")
-        body.append(
-            [
-                r["component"],
-                r["label"],
-                *(Num(e(fmt_s(r[f"{s}_s"]))) for s in TABLE6_STATS),
-                Num(e(fmt_pct(r["share_pct"]))),
-            ]
-        )
-        classes.append("total" if r["component"] == "overall" else "")
-    table6 = _table(
-        [
-            "component",
-            "from → to",
-            "avg (s)",
-            "min (s)",
-            "max (s)",
-            "std (s)",
-            "CI95 ± (s)",
-            "share",
-        ],
-        body,
-        caption="Latency per component and rate: mean of the trial means, min/max/std across "
-        "trials (the seed's Table 6), 95% CI of the mean.",
-        row_classes=classes,
-    )
-    comps = list(dict.fromkeys(r["component"] for r in rows))
-    by = {(r["point_index"], r["component"]): r for r in rows}
-    wide = _table(
-        ["offered rate", *comps],
-        [
-            [rate_label(p)]
-            + [
-                Num(e(fmt_pm(by[(p.get("index"), c)]["avg_s"], by[(p.get("index"), c)]["std_s"])))
-                if (p.get("index"), c) in by
-                else None
-                for c in comps
-            ]
-            for p in points(metrics)
-        ],
-        caption="Mean latency per component (s), mean ± std across trials.",
-    )
-    return f'<h3 id="table-latency">Latency</h3>{wide}{table6}'
-
-
-def _throughput_html(metrics: Mapping[str, Any]) -> str:
-    rows = throughput_rows(metrics)
-    if not rows:
-        return ""
-    body = [
-        [
-            rate_label({"offered_rate_per_s": r["rate_per_s"]}) if r["tr"] == "TR1" else "",
-            f"{r['tr']} {r['stage']}",
-            r["label"],
-            Num(e(fmt_pm(r["mean_per_s"], r["std_per_s"]))),
-            r["ci95_per_s"],
-            Num(e(fmt_pm(r["ratio_mean"], r["ratio_std"]))),
-            _badge(False, no="bottleneck") if r["bottleneck"] else "",
-        ]
-        for r in rows
-    ]
-    classes = ["group-start" if r["tr"] == "TR1" else "" for r in rows]
-    return '<h3 id="table-throughput">Throughput against offered rate</h3>' + _table(
-        ["offered", "stage", "label", "jobs/s (mean ± std)", "CI95 ±", "actual/expected", ""],
-        body,
-        caption="Average throughput per stage (EDGI definition), repetition statistics across "
-        "trials.",
-        row_classes=classes,
-    )
-
-
-def _failures_html(metrics: Mapping[str, Any]) -> str:
-    rows = failure_rows(metrics)
-    if not rows:
-        return ""
-    return '<h3 id="table-failures">Failures against offered rate</h3>' + _table(
-        ["offered", "kind", "per trial (mean ± std)", "min", "max", "total", "share of planned"],
-        [
-            [
-                rate_label({"offered_rate_per_s": r["rate_per_s"]}),
-                r["kind"],
-                Num(e(fmt_count_pm(r["mean"], r["std"]))),
-                r["min"],
-                r["max"],
-                r["total"],
-                Num(
-                    e(
-                        fmt_pct(
-                            None if r["share_of_planned"] is None else 100.0 * r["share_of_planned"]
-                        )
-                    )
-                ),
-            ]
-            for r in rows
-        ],
-    )
-
-
-def _users_html(metrics: Mapping[str, Any]) -> str:
-    rows = user_rows(metrics)
-    if not rows:
-        return ""
-    return '<h3 id="table-users">Per user</h3>' + _table(
-        [
-            "trial",
-            "point",
-            "user",
-            "jobs",
-            "completed",
-            "failed",
-            "failures",
-            "mean (s)",
-            "p50 (s)",
-            "p90 (s)",
-            "max (s)",
-        ],
-        [
-            [
-                r["trial_id"],
-                r["point"],
-                r["user"],
-                r["jobs"],
-                r["completed"],
-                r["failed"],
-                r["failures"],
-                *(Num(e(fmt_s(r[f"overall_{k}_s"]))) for k in ("mean", "p50", "p90", "max")),
-            ]
-            for r in rows
-        ],
-    )
-
-
-def _thresholds_html(metrics: Mapping[str, Any]) -> str:
-    rows = threshold_rows(metrics)
-    if not rows:
-        return '<h3 id="table-thresholds">Thresholds</h3><p>The spec set no thresholds.</p>'
-    return '<h3 id="table-thresholds">Thresholds</h3>' + _table(
-        ["result", "metric", "limit", "actual", "where"],
-        [
-            [
-                _badge(r["passed"]),
-                r["metric"],
-                f"{r['op']} {fmt_val(r['value'])}",
-                "not measured" if r["actual"] is None else r["actual"],
-                r["where"],
-            ]
-            for r in rows
-        ],
-    )
-
-
-def _validity_html(metrics: Mapping[str, Any]) -> str:
-    rows = validity_rows(metrics)
-    if not rows:
-        return ""
-    body = [
-        [
-            r["trial_id"],
-            rate_label({"offered_rate_per_s": r["rate_per_s"]}),
-            _badge(r["valid"], "valid", "INVALID"),
-            r["reasons"] or "–",
-            r["status"],
-            f"{fmt_val(r['completed'])} / {fmt_val(r['planned'])}",
-            Num(e(fmt_pct(None if r["late_share"] is None else 100.0 * r["late_share"]))),
-            Num(e(fmt_pct(None if r["dropped_share"] is None else 100.0 * r["dropped_share"]))),
-            r["client_cpu_max"],
-            f"{fmt_val(r['background_queue_start'])} → {fmt_val(r['background_queue_end'])}",
-            r["coarse_precision"] or "–",
-            r["bottleneck"] or "–",
-        ]
-        for r in rows
-    ]
-    return '<h3 id="table-validity">Validity per trial</h3>' + _table(
-        [
-            "trial",
-            "offered",
-            "verdict",
-            "reasons",
-            "status",
-            "completed / planned",
-            "late",
-            "dropped",
-            "client CPU max %",
-            "background queue",
-            "coarse timestamps",
-            "bottleneck",
-        ],
-        body,
-        row_classes=["invalid" if not r["valid"] else "" for r in rows],
-    )
-
-
-def _details_tables_html(metrics: Mapping[str, Any]) -> str:
-    parts = []
-    outliers = outlier_rows(metrics)
-    if outliers:
-        parts.append(
-            '<h3 id="table-outliers">Outliers</h3>'
-            + _table(
-                ["offered", "trial", "metric", "value", "kept", "reason"],
-                [
-                    [
-                        rate_label({"offered_rate_per_s": r["rate_per_s"]}),
-                        r["trial_id"],
-                        r["metric"],
-                        r["value"],
-                        _badge(r["kept"], "kept", "dropped"),
-                        r["reason"],
-                    ]
-                    for r in outliers
-                ],
-            )
-        )
-    queues = queue_rows(metrics)
-    if queues:
-        parts.append(
-            "<details><summary>Jobs waiting per segment, per trial</summary>"
-            + _table(
-                ["trial", "segment", "max", "final", "growth during submission (jobs/s)"],
-                [
-                    [r["trial_id"], r["segment"], r["max"], r["final"], r["growth_per_s"]]
-                    for r in queues
-                ],
-            )
-            + "</details>"
-        )
-    return "".join(parts)
-
-
 STYLE = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;
 max-width:1200px;padding:1em 2em;color:#222;line-height:1.4}
@@ -637,7 +72,7 @@ h1{margin-bottom:.2em}.meta{color:#666;margin-top:0}
 section{margin:1.5em 0}
 .headline{border-left:6px solid #0072B2;background:#f3f7fb;padding:.6em 1.2em}
 .headline.warn{border-left-color:#D55E00;background:#fdf4ee}
-.headline .bottleneck{font-size:1.25em}.headline .knee{font-size:1.1em}
+.headline .lead{font-size:1.25em}
 .bad{color:#b00020}.ok{color:#1b7f3b}
 table{border-collapse:collapse;margin:.6em 0 1.2em;font-size:.9em}
 th,td{border:1px solid #ddd;padding:.25em .6em;text-align:left;vertical-align:top}
@@ -655,6 +90,8 @@ figure.chart{margin:1.5em 0}.plot{min-height:420px}
 figcaption,.note{color:#555;font-size:.9em}
 dl{display:grid;grid-template-columns:max-content auto;gap:.2em 1em}dt{font-weight:bold}
 dd{margin:0}
+tr.group td{font-weight:bold}tr.warn td{background:#fdf4ee}
+pre.spec{background:#f6f6f6;padding:.6em;overflow:auto}
 """
 
 GLUE_JS = """
@@ -671,61 +108,224 @@ GLUE_JS = """
 """
 
 
-def render_html(
-    metrics: Mapping[str, Any],
-    series: Mapping[str, Mapping[str, Any]],
-    spec_summary: Mapping[str, Any] | None = None,
-    *,
-    generated: datetime | None = None,
-) -> str:
-    """The complete report page as a string."""
-    check_metrics(metrics)
-    hl = headline(metrics)
-    summ = evaluation_summary(metrics, spec_summary)
-    charts = all_charts(metrics, series)
-    ds = downsampled_trials(series)
-    notes = []
-    if ds:
-        notes.append(
-            f"Time series of {len(ds)} trial(s) were down-sampled to at most 500 points per "
-            f"line for the charts: {', '.join(ds)}. Tables use the full data."
-        )
-    if not series:
-        notes.append("No per-trial time series were passed; time-series charts are left out.")
-    when = (generated or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC")
-    meta = (
-        f"gridbench {__version__} · {metrics.get('schema')} · load model "
-        f"{metrics.get('load_model') or 'n/a'} · {len(points(metrics))} point(s) · "
-        f"generated {when}"
+#: Table badge classes by status (the page's CSS names).
+BADGE = {"pass": "ok", "fail": "bad", "warn": "warn", "info": "info"}
+#: Row classes by row status.
+ROW_STATUS = {"fail": "invalid", "warn": "warn"}
+MARKS = {"pass": "PASS", "fail": "FAIL", "warn": "WARN", "info": "INFO"}
+#: Finding and statement text classes by status.
+TEXT_CLASS = {"pass": "ok", "fail": "bad", "warn": "bad", "info": ""}
+
+
+def e(value: Any) -> str:
+    """Escape any value for HTML text or attribute context."""
+    return html.escape(str(value), quote=True)
+
+
+def _cls(name: str) -> str:
+    return f' class="{e(name)}"' if name else ""
+
+
+# --- sections ----------------------------------------------------------------------------
+
+
+def table_html(t: Table) -> str:
+    """A table under its heading (``id="table-<id>"``), its note as the caption; a table
+    without rows shows its note instead."""
+    heading = f'<h3 id="table-{e(t.id)}">{e(t.title)}</h3>'
+    if not t.rows:
+        return heading + (f"<p>{e(t.note)}</p>" if t.note else "")
+    out = ["<table>"]
+    if t.note:
+        out.append(f"<caption>{e(t.note)}</caption>")
+    out.append("<thead><tr>" + "".join(f"<th>{e(c.title)}</th>" for c in t.columns))
+    out.append("</tr></thead><tbody>")
+    for i in range(len(t.rows)):
+        classes = [
+            ROW_STATUS.get(t.row_status[i] or "", "") if t.row_status else "",
+            (t.row_style[i] or "") if t.row_style else "",
+        ]
+        cells = []
+        for j, c in enumerate(t.columns):
+            text = e(t.cell_text(i, j))
+            status = t.cell_status[i][j] if t.cell_status else None
+            if status is not None and text:
+                text = f'<span class="badge {BADGE[status]}">{text}</span>'
+            cells.append(f"<td{_cls('n' if c.numeric else '')}>{text}</td>")
+        out.append(f"<tr{_cls(' '.join(x for x in classes if x))}>{''.join(cells)}</tr>")
+    out.append("</tbody></table>")
+    if t.collapsed:
+        return f"<details><summary>{heading}</summary>{''.join(out)}</details>"
+    return heading + "".join(out)
+
+
+def figure_json(chart: Chart) -> str:
+    """The chart's figure as JSON that is inert inside a <script> element."""
+    return json_for_script(json.dumps(chart.figure, separators=(",", ":"), default=str))
+
+
+def chart_html(c: Chart) -> str:
+    """A figure: its div, caption and data block (drawn by the page's glue script)."""
+    cid = e(c.id)
+    return (
+        f'<figure id="chart-{cid}" class="chart"><h3>{e(c.title)}</h3>'
+        f'<div id="plot-{cid}" class="plot"></div>'
+        f"<figcaption>{e(c.note)}</figcaption>"
+        f'<script type="application/json" id="fig-{cid}" data-plot="plot-{cid}">'
+        f"{figure_json(c)}</script></figure>"
     )
-    tables = (
-        '<section id="tables"><h2>Tables</h2>'
-        f'<p class="note">{e(CSV_NOTE)}</p>'
-        + _sustain_html(metrics)
-        + _batch_html(metrics)
-        + _probe_html(metrics)
-        + _growth_html(metrics)
-        + _latency_html(metrics)
-        + _throughput_html(metrics)
-        + _failures_html(metrics)
-        + _users_html(metrics)
-        + _thresholds_html(metrics)
-        + _validity_html(metrics)
-        + _details_tables_html(metrics)
+
+
+def statements_html(s: Statements) -> str:
+    """Lead statements as the results box under the headline; others as notes."""
+    items = "".join(f"<li{_cls(TEXT_CLASS[st])}>{e(text)}</li>" for st, text in s.lines)
+    if s.lead:
+        return (
+            f'<section id="{e(s.id)}" class="headline"><h2>{e(s.title)}</h2>'
+            f'<ul class="results">{items}</ul></section>'
+        )
+    if not s.title:
+        return "".join(
+            f'<p class="note{" " + TEXT_CLASS[st] if TEXT_CLASS[st] else ""}">{e(text)}</p>'
+            for st, text in s.lines
+        )
+    return f'<h3 id="notes-{e(s.id)}">{e(s.title)}</h3><ul class="notes">{items}</ul>'
+
+
+def section_html(section: Section) -> str:
+    """Any section of a report."""
+    if isinstance(section, Table):
+        return table_html(section)
+    if isinstance(section, Chart):
+        return chart_html(section)
+    return statements_html(section)
+
+
+def headline_html(hl: Headline) -> str:
+    """The headline box: every finding once, the first one leading, evidence under it."""
+    items = []
+    for i, f in enumerate(hl.findings):
+        text = f"<strong>{e(f.text)}</strong>" if i == 0 else e(f.text)
+        classes = " ".join(x for x in ("lead" if i == 0 else "", TEXT_CLASS[f.status]) if x)
+        items.append(f"<p{_cls(classes)}>{text}</p>")
+        if f.evidence:
+            items.append(f'<p class="evidence">Evidence: {e(f.evidence)}</p>')
+    cls = "headline warn" if hl.verdict in ("fail", "warn") else "headline ok"
+    return f'<section id="headline" class="{cls}">{"".join(items)}</section>'
+
+
+def summary_html(s: EvaluationSummary) -> str:
+    """The evaluation summary: what was tested, how it was configured (the spec as YAML
+    and the declared plan), what passed or failed, what is left open or not tested."""
+    tested = "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in s.tested)
+    if s.spec_yaml.strip():
+        configured = f'<pre class="spec">{e(s.spec_yaml)}</pre>'
+    else:
+        configured = '<p class="note">No spec was recorded with this run.</p>'
+    if s.plan is not None and s.plan.rows:
+        configured += table_html(s.plan)
+    outcome = "".join(
+        f'<li><span class="badge {e(f.status)}">{e(MARKS[f.status])}</span> {e(f.text)}'
+        + (f" ({e(f.evidence)})" if f.evidence else "")
+        + "</li>"
+        for f in s.outcome
+    )
+    left = "".join(f"<li>{e(x)}</li>" for x in s.left_open)
+    left += "".join(f'<li class="not-tested">not tested: {e(x)}</li>' for x in s.not_tested)
+    return (
+        '<section id="evaluation"><h2>Evaluation summary</h2>'
+        "<h3>What was tested</h3>"
+        f"<dl>{tested}</dl>"
+        "<h3>How it was configured</h3>"
+        f"{configured}"
+        "<h3>What passed or failed</h3>"
+        f'<ul class="outcome">{outcome}</ul>'
+        "<h3>What is left open</h3>"
+        f'<ul class="open">{left}</ul></section>'
+    )
+
+
+# --- the page ----------------------------------------------------------------------------
+
+
+def _full(s: Section) -> bool:
+    return isinstance(s, Chart) or s.scope != "brief"
+
+
+def lead_sections(report: Report) -> list[Statements]:
+    """The statements shown right under the headline."""
+    return [s for s in report.sections if isinstance(s, Statements) and s.lead]
+
+
+def _groups(report: Report) -> tuple[list[Section], list[Section]]:
+    """(the charts part, the tables part) of the full report's sections, in order; a
+    statement goes with the section after it."""
+    body = [s for s in report.sections if _full(s) and not (isinstance(s, Statements) and s.lead)]
+    charts: list[Section] = []
+    tables: list[Section] = []
+    for i, s in enumerate(body):
+        nxt = next((x for x in body[i:] if not isinstance(x, Statements)), None)
+        (charts if isinstance(nxt, Chart) else tables).append(s)
+    return charts, tables
+
+
+def lead_html(report: Report) -> str:
+    """The lead statements (e.g. the closed models' results)."""
+    return "".join(statements_html(s) for s in lead_sections(report))
+
+
+def charts_html(report: Report) -> str:
+    """The charts section (``id="charts"``), or '' when the report has no chart."""
+    part, _ = _groups(report)
+    if not part:
+        return ""
+    return (
+        '<section id="charts"><h2>Charts</h2>'
+        + "".join(section_html(s) for s in part if isinstance(s, Statements))
+        + '<noscript><p class="note">Charts need JavaScript; the tables below '
+        "hold the same numbers.</p></noscript>"
+        + "".join(section_html(s) for s in part if not isinstance(s, Statements))
         + "</section>"
     )
+
+
+def tables_html(report: Report) -> str:
+    """Every table (and note) of the full report, without a wrapper."""
+    _, part = _groups(report)
+    return "".join(section_html(s) for s in part)
+
+
+def chart_ids(report: Report) -> list[str]:
+    """The ids of the charts the full report draws."""
+    return [c.id for c in report.charts()]
+
+
+#: The CSV files next to the report, linked from the tables section.
+CSV_NOTE = "Every table is also in tables/*.csv and, with the metrics, in report.json."
+
+
+def render_page(report: Report, *, generated: datetime | None = None) -> str:
+    """The complete, self-contained report page."""
+    when = (generated or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC")
+    meta = " · ".join(
+        x for x in (f"gridbench {__version__}", report.meta, f"generated {when}") if x
+    )
+    tables = tables_html(report)
+    if tables:
+        note = f'<p class="note">{e(CSV_NOTE)}</p>' if report.exported() else ""
+        tables = f'<section id="tables"><h2>Tables</h2>{note}{tables}</section>'
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{e(CSP)}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{e(hl.experiment)} — gridbench report</title>"
+        f"<title>{e(report.title)} — gridbench report</title>"
         f"<style>{STYLE}</style></head><body>"
-        f'<header><h1>{e(hl.experiment)}</h1><p class="meta">{e(meta)}</p></header>'
-        f"{_headline_html(hl)}"
-        f"{_closed_results_html(metrics)}"
-        f"{_summary_html(summ)}"
-        f"{_charts_html(charts, notes)}"
+        f'<header><h1>{e(report.title)}</h1><p class="meta">{e(meta)}</p></header>'
+        f"{headline_html(report.headline)}"
+        f"{lead_html(report)}"
+        f"{summary_html(report.summary)}"
+        f"{charts_html(report)}"
         f"{tables}"
         f'<footer class="note">Made by gridbench {e(__version__)}. This file is self-contained '
         "and makes no network requests.</footer>"
@@ -735,18 +335,11 @@ def render_html(
     )
 
 
-def write_html_report(
-    run_dir: Path,
-    metrics: dict[str, Any],
-    series: dict[str, dict[str, Any]],
-    spec_summary: dict[str, Any] | None,
-) -> Path:
+def write_page(run_dir: Path, report: Report) -> Path:
     """Write RUN/report.html and return its path."""
-    check_metrics(metrics, where=str(run_dir / "metrics.json"))
-    page = render_html(metrics, series, spec_summary)
     out = run_dir / "report.html"
     try:
-        write_text_atomic(out, page)
+        write_text_atomic(out, render_page(report))
     except OSError as exc:
         raise ResultsError(
             f"cannot write the HTML report: {exc.strerror or exc}",
@@ -756,4 +349,22 @@ def write_html_report(
     return out
 
 
-__all__ = ["json_for_script", "offline_plotlyjs", "render_html", "write_html_report"]
+__all__ = [
+    "CSP",
+    "GLUE_JS",
+    "STYLE",
+    "chart_html",
+    "chart_ids",
+    "charts_html",
+    "e",
+    "headline_html",
+    "json_for_script",
+    "lead_html",
+    "offline_plotlyjs",
+    "render_page",
+    "section_html",
+    "summary_html",
+    "table_html",
+    "tables_html",
+    "write_page",
+]

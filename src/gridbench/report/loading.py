@@ -1,54 +1,8 @@
-"""Read RUN/metrics.json and RUN/trials/*/series.json for the reports."""
+"""TRANSITION: ``gridbench.jobflow.family`` still imports load_series from here; it lives
+in :mod:`gridbench.jobflow.report.loading` now (remove this module once it does not)."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-from typing import Any
+from gridbench.jobflow.report.loading import load_metrics, load_series
 
-from gridbench.errors import ResultsError
-from gridbench.report.model import check_metrics
-
-
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise ResultsError(
-            "file not found", where=str(path), fix="run `gridbench analyze` on this run first"
-        ) from exc
-    except json.JSONDecodeError as exc:
-        raise ResultsError(
-            f"not valid JSON ({exc.msg})",
-            where=f"{path}:{exc.lineno}",
-            fix="re-run `gridbench analyze`; the file may have been cut short",
-        ) from exc
-    except OSError as exc:
-        raise ResultsError(f"cannot read: {exc.strerror or exc}", where=str(path)) from exc
-
-
-def load_metrics(run_dir: Path) -> dict[str, Any]:
-    """RUN/metrics.json, checked to be a gridbench.metrics/1 document."""
-    path = run_dir / "metrics.json"
-    metrics = _read_json(path)
-    check_metrics(metrics, where=str(path))
-    result: dict[str, Any] = metrics
-    return result
-
-
-def load_series(run_dir: Path) -> dict[str, dict[str, Any]]:
-    """Every trial's series.json by trial id; trials without one are left out."""
-    out: dict[str, dict[str, Any]] = {}
-    trials_dir = run_dir / "trials"
-    if not trials_dir.is_dir():
-        return out
-    for path in sorted(trials_dir.glob("*/series.json")):
-        data = _read_json(path)
-        if not isinstance(data, dict):
-            raise ResultsError(
-                "series.json is not a JSON object",
-                where=str(path),
-                fix="re-run `gridbench analyze`",
-            )
-        out[path.parent.name] = data
-    return out
+__all__ = ["load_metrics", "load_series"]

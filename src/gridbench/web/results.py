@@ -1,8 +1,9 @@
-"""The results page body, built by the HTML report's own section builders.
+"""The results page body: the run's typed report, drawn by the HTML report's renderer.
 
-The charts and tables are the report's (same functions, same escaping); this module only
-picks them, caps every time series at the report's point budget (series written by older
-or foreign tools may be larger) and caches the result per metrics.json version.
+The headline, summary, charts and tables are the report's (same sections, same renderer,
+same escaping) whatever the run's family; this module only caps every plotted line at the
+report's point budget (series written by older or foreign tools may be larger) and caches
+the result per metrics.json version.
 """
 
 from __future__ import annotations
@@ -26,11 +27,17 @@ import numpy as np
 
 from gridbench import __version__
 from gridbench.analysis.series import MAX_POINTS, minmax_downsample
-from gridbench.errors import GridbenchError
-from gridbench.report import html as rh
-from gridbench.report.charts import all_charts
-from gridbench.report.loading import load_metrics, load_series
-from gridbench.report.summary import downsampled_trials, evaluation_summary, headline
+from gridbench.errors import GridbenchError, ResultsError
+from gridbench.family import DEFAULT_KIND
+from gridbench.report.html import (
+    chart_ids,
+    charts_html,
+    headline_html,
+    lead_html,
+    summary_html,
+    tables_html,
+)
+from gridbench.sections import Chart, Report
 from gridbench.store.layout import RunDir, read_json, write_json
 
 
@@ -46,6 +53,8 @@ class ResultsView:
     chart_ids: tuple[str, ...]
     downsampling_note: str
     jobs: int
+    #: the run's family (job flow's page has the down-sampling note and the job count)
+    kind: str = DEFAULT_KIND
 
 
 def cap_series(obj: Any, max_points: int = MAX_POINTS) -> Any:
@@ -61,6 +70,42 @@ def cap_series(obj: Any, max_points: int = MAX_POINTS) -> Any:
     if isinstance(obj, list) and obj and isinstance(obj[0], Mapping):
         return [cap_series(x, max_points) for x in obj]
     return obj
+
+
+def cap_figure(figure: Mapping[str, Any], max_points: int = MAX_POINTS) -> tuple[Any, int]:
+    """A figure whose numeric lines longer than ``max_points`` are down-sampled (min/max
+    per bucket), and how many lines were."""
+    data = figure.get("data")
+    if not isinstance(data, list):
+        return figure, 0
+    traces, capped = [], 0
+    for tr in data:
+        x, y = (tr.get("x"), tr.get("y")) if isinstance(tr, Mapping) else (None, None)
+        if isinstance(x, list) and isinstance(y, list) and len(x) == len(y) > max_points:
+            try:
+                xs, ys, _ = minmax_downsample(
+                    np.asarray(x, dtype=float), np.asarray(y, dtype=float), max_points
+                )
+            except (TypeError, ValueError):  # categories, not a numeric line
+                traces.append(tr)
+                continue
+            tr = {**tr, "x": xs.tolist(), "y": ys.tolist()}
+            capped += 1
+        traces.append(tr)
+    return {**figure, "data": traces}, capped
+
+
+def cap_report(report: Report, max_points: int = MAX_POINTS) -> tuple[Report, int]:
+    """``report`` with every chart capped (:func:`cap_figure`), and how many lines were."""
+    total = 0
+    sections: list[Any] = []
+    for s in report.sections:
+        if isinstance(s, Chart):
+            fig, n = cap_figure(s.figure, max_points)
+            total += n
+            s = dataclasses.replace(s, figure=fig)
+        sections.append(s)
+    return dataclasses.replace(report, sections=tuple(sections)), total
 
 
 def _jobs(metrics: Mapping[str, Any]) -> int:
@@ -175,43 +220,34 @@ def _mac(stamp: int, view: Any) -> str:
     return hmac.new(_key(), body, hashlib.sha256).hexdigest()
 
 
+def _report(run: RunDir) -> tuple[dict[str, Any], Report]:
+    from gridbench.pipeline import report_of
+
+    _, metrics, report = report_of(run)
+    if report is None:
+        raise ResultsError("this run's family has no typed report", where=str(run.path), fix=None)
+    return metrics, report
+
+
 def _build(path: Path) -> ResultsView:
-    metrics = load_metrics(path)
-    series = {k: cap_series(v) for k, v in load_series(path).items()}
-    run = RunDir(path)
-    exp = run.read_experiment()
-    spec_yaml = run.spec_file.read_text(encoding="utf-8") if run.spec_file.exists() else ""
-    plan = read_json(run.plan_file) if run.plan_file.exists() else None
-    summ = evaluation_summary(metrics, {"experiment": exp, "spec_yaml": spec_yaml, "plan": plan})
-    charts = all_charts(metrics, series)
-    ds = downsampled_trials(series)
-    jobs = _jobs(metrics)
+    metrics, report = _report(RunDir(path))
+    report, capped = cap_report(report)
     note = (
-        f"Down-sampled on the server: the time series of {len(ds)} trial(s) "
-        f"({', '.join(ds)}) are cut to at most {MAX_POINTS} points per line, keeping each "
-        "bucket's minimum and maximum so peaks survive. Tables and downloads use the full data."
-        if ds
-        else f"No down-sampling was needed: every line has at most {MAX_POINTS} points."
-    )
-    tables = (
-        rh._sustain_html(metrics)
-        + rh._batch_html(metrics)
-        + rh._probe_html(metrics)
-        + rh._growth_html(metrics)
-        + rh._latency_html(metrics)
-        + rh._throughput_html(metrics)
-        + rh._failures_html(metrics)
-        + rh._thresholds_html(metrics)
-        + rh._validity_html(metrics)
-        + rh._details_tables_html(metrics)
+        f"Down-sampled on the server: {capped} plotted line(s) are cut to at most "
+        f"{MAX_POINTS} points, keeping each bucket's minimum and maximum so peaks survive. "
+        "Tables and downloads use the full data."
+        if capped
+        else f"No down-sampling was needed on the server: every line has at most {MAX_POINTS} "
+        "points."
     )
     return ResultsView(
-        headline=rh._headline_html(headline(metrics)),
-        closed=rh._closed_results_html(metrics),
-        summary=rh._summary_html(summ),
-        charts=rh._charts_html(charts, []),
-        tables=tables,
-        chart_ids=tuple(c.id for c in charts),
+        headline=headline_html(report.headline),
+        closed=lead_html(report),
+        summary=summary_html(report.summary),
+        charts=charts_html(report),
+        tables=tables_html(report),
+        chart_ids=tuple(chart_ids(report)),
         downsampling_note=note,
-        jobs=jobs,
+        jobs=_jobs(metrics),
+        kind=report.family,
     )

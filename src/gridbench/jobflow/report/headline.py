@@ -1,18 +1,14 @@
-"""The words of a report: the headline and the IEEE-829-flavoured evaluation summary.
-
-Pure functions from metrics (and the caller's spec summary) to plain strings, shared by
-the terminal and HTML renderers, which do their own escaping.
-"""
+"""The words of a job-flow report: the headline (each finding stated once) and the
+IEEE-829 evaluation summary, as :mod:`gridbench.sections` data."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
-from gridbench.report.fmt import fmt_number, fmt_rate
-from gridbench.report.model import (
+from gridbench.fmt import fmt_number, fmt_rate
+from gridbench.jobflow.report.model import (
     all_trials,
     as_dict,
     as_list,
@@ -22,35 +18,29 @@ from gridbench.report.model import (
     rate_label,
     throughput_stages,
 )
-from gridbench.report.tables import threshold_rows
+from gridbench.jobflow.report.rows import threshold_rows
+from gridbench.sections import EvaluationSummary, Finding, Headline, Status, Table
 
 
 @dataclass(frozen=True, slots=True)
-class Headline:
-    """What a reader must see first: the bottleneck, the knee and the verdicts."""
+class Facts:
+    """What the headline and the summary are made of, read once from the metrics."""
 
     experiment: str
-    bottleneck_stage: str | None
-    bottleneck_label: str | None
-    bottleneck_segment: str | None
-    bottleneck_from_rate: float | None
-    bottleneck_statement: str
-    bottleneck_evidence: str
-    knee_statement: str
+    load_model: str
+    rate_based: bool
+    bottleneck: str  # the sentence, without its evidence
+    evidence: str
+    knee: str
     highest_sustained_rate: float | None
     first_failing_rate: float | None
     capacity: float | None
     capacity_ci95: tuple[float, float] | None
-    limited_by: str | None
     valid: bool
     invalid_trials: tuple[str, ...]
     validity_reasons: tuple[str, ...]
     thresholds_passed: int
     thresholds_failed: int
-
-    #: closed-loop models have no offered rate, hence no knee or bottleneck ratio
-    rate_based: bool = True
-    load_model: str = "open"
 
     def capacity_text(self) -> str:
         """'capacity 0.7/s (42/min), 95% CI 0.66–0.74/s' or a note that it is unknown."""
@@ -85,14 +75,13 @@ def _knee_fallback(sustained: float | None, failing: float | None, by: str | Non
     return "no knee could be determined"
 
 
-def headline(metrics: Mapping[str, Any]) -> Headline:
-    """The headline of ``metrics``; falls back to composed sentences where the analysis
-    left its statements empty."""
+def facts(metrics: Mapping[str, Any]) -> Facts:
+    """The headline facts of ``metrics``; composed sentences where the analysis left its
+    statements empty."""
     knee, bn = as_dict(metrics.get("knee")), as_dict(metrics.get("bottleneck"))
     validity = as_dict(metrics.get("validity"))
     chain = chain_view(metrics)
     stage = bn.get("stage") if isinstance(bn.get("stage"), str) else None
-    seg = bn.get("segment") if isinstance(bn.get("segment"), str) else None
     from_rate = num(bn.get("from_rate_per_s"))
     sustained = num(knee.get("highest_sustained_rate_per_s"))
     failing = num(knee.get("first_failing_rate_per_s"))
@@ -109,24 +98,25 @@ def headline(metrics: Mapping[str, Any]) -> Headline:
         )
     else:
         fallback_bn = "no bottleneck: every stage kept up with the offered rate"
+    evidence = str(bn.get("evidence") or "")
+    sentence = str(bn.get("statement") or fallback_bn)
+    # The analysis ends its sentence with the evidence: state it once, as the evidence.
+    if evidence and sentence.endswith(evidence) and sentence != evidence:
+        sentence = sentence[: -len(evidence)].rstrip()
     ths = threshold_rows(metrics)
     passed = sum(1 for t in ths if t["passed"])
-    return Headline(
+    load_model = str(metrics.get("load_model") or "open")
+    return Facts(
         experiment=str(metrics.get("experiment") or "experiment"),
-        load_model=str(metrics.get("load_model") or "open"),
-        rate_based=str(metrics.get("load_model") or "open") == "open",
-        bottleneck_stage=stage,
-        bottleneck_label=chain.stage_label(stage) if stage else None,
-        bottleneck_segment=seg,
-        bottleneck_from_rate=from_rate,
-        bottleneck_statement=str(bn.get("statement") or fallback_bn),
-        bottleneck_evidence=str(bn.get("evidence") or ""),
-        knee_statement=str(knee.get("statement") or _knee_fallback(sustained, failing, limited)),
+        load_model=load_model,
+        rate_based=load_model == "open",
+        bottleneck=sentence,
+        evidence=evidence,
+        knee=str(knee.get("statement") or _knee_fallback(sustained, failing, limited)),
         highest_sustained_rate=sustained,
         first_failing_rate=failing,
         capacity=num(knee.get("capacity_per_s")),
         capacity_ci95=ci95,
-        limited_by=limited,
         valid=bool(validity.get("valid", True)),
         invalid_trials=tuple(str(t) for t in as_list(validity.get("invalid_trials"))),
         validity_reasons=tuple(str(r) for r in as_list(validity.get("reasons"))),
@@ -135,45 +125,44 @@ def headline(metrics: Mapping[str, Any]) -> Headline:
     )
 
 
-Status = Literal["pass", "fail", "warn", "info"]
-
-
-@dataclass(slots=True)
-class EvaluationSummary:
-    """IEEE 829 in four questions: what was tested, how it was configured, what passed or
-    failed, and what is left open (METHODS section 5)."""
-
-    tested: list[tuple[str, str]] = field(default_factory=list)
-    configured: list[tuple[str, str]] = field(default_factory=list)
-    outcome: list[tuple[Status, str]] = field(default_factory=list)
-    left_open: list[str] = field(default_factory=list)
-
-
-#: spec_summary keys that list things the reader should know are not covered.
-OPEN_KEYS = ("not_tested", "left_open", "open")
-
-
-def _flatten(prefix: str, value: Any, out: list[tuple[str, str]]) -> None:
-    if isinstance(value, Mapping):
-        for k, v in value.items():
-            _flatten(f"{prefix}.{k}" if prefix else str(k), v, out)
-    elif isinstance(value, list) and all(
-        isinstance(v, str | int | float | bool) or v is None for v in value
-    ):
-        out.append((prefix, ", ".join("null" if v is None else str(v) for v in value)))
-    elif isinstance(value, list):
-        out.append((prefix, json.dumps(value, sort_keys=True, default=str)))
+def headline(metrics: Mapping[str, Any]) -> Headline:
+    """The bottleneck (with its evidence), the knee and the capacity, then validity and
+    thresholds: each stated once. Closed loops have no offered rate, hence no knee."""
+    f = facts(metrics)
+    out: list[Finding] = []
+    if f.rate_based:
+        out.append(Finding("info", f.bottleneck, f.evidence))
+        out.append(Finding("info", f.knee))
+        if "capacity" not in f.knee:  # the analysis's knee sentence states it already
+            out.append(
+                Finding(
+                    "info",
+                    f"Highest sustained rate: {fmt_rate(f.highest_sustained_rate)}; "
+                    f"{f.capacity_text()}",
+                )
+            )
     else:
-        out.append((prefix, "null" if value is None else str(value)))
-
-
-def spec_pairs(spec_summary: Mapping[str, Any] | None) -> list[tuple[str, str]]:
-    """The spec summary flattened to ('a.b', 'value') pairs, open-item keys left out."""
-    out: list[tuple[str, str]] = []
-    for k, v in (spec_summary or {}).items():
-        if k not in OPEN_KEYS:
-            _flatten(str(k), v, out)
-    return out
+        out.append(
+            Finding(
+                "info",
+                f"Load model {f.load_model} (closed loop): no offered rate, so no knee or "
+                "bottleneck ratio; see Results.",
+            )
+        )
+    if f.invalid_trials:
+        out.append(
+            Finding(
+                "warn",
+                f"{len(f.invalid_trials)} invalid trial(s): {', '.join(f.invalid_trials)}",
+                "; ".join(f.validity_reasons),
+            )
+        )
+    if not f.valid:
+        out.append(Finding("warn", "The experiment as a whole is not valid."))
+    total = f.thresholds_passed + f.thresholds_failed
+    th_status: Status = "fail" if f.thresholds_failed else ("pass" if total else "info")
+    out.append(Finding(th_status, f.thresholds_text()))
+    return Headline(f.experiment, tuple(out))
 
 
 def downsampled_trials(series: Mapping[str, Mapping[str, Any]] | None) -> list[str]:
@@ -182,58 +171,66 @@ def downsampled_trials(series: Mapping[str, Mapping[str, Any]] | None) -> list[s
 
 
 def evaluation_summary(
-    metrics: Mapping[str, Any], spec_summary: Mapping[str, Any] | None = None
+    metrics: Mapping[str, Any],
+    *,
+    spec_yaml: str = "",
+    plan: Table | None = None,
+    not_tested: Sequence[str] = (),
+    experiment: Mapping[str, Any] | None = None,
 ) -> EvaluationSummary:
-    """Answer the four IEEE-829 questions from the metrics and the caller's spec summary."""
-    out = EvaluationSummary()
+    """Answer the four IEEE-829 questions: what was tested (from the metrics and the run's
+    experiment.json), how it was configured (the spec as YAML and its declared plan), what
+    passed or failed (thresholds and trial validity: the headline's findings are not
+    repeated) and what is left open."""
     chain = chain_view(metrics)
     pts = points(metrics)
     pairs = all_trials(metrics)
-    hl = headline(metrics)
+    f = facts(metrics)
+    exp = experiment or {}
 
-    out.tested.append(("experiment", hl.experiment))
+    tested: list[tuple[str, str]] = [("experiment", f.experiment)]
+    for key, label in (("id", "run"), ("status", "run status"), ("created", "created")):
+        if isinstance(exp.get(key), str) and exp[key]:
+            tested.append((label, exp[key]))
     if chain.stages:
-        out.tested.append(("stage chain", " → ".join(chain.stages)))
+        tested.append(("stage chain", " → ".join(chain.stages)))
     if chain.components:
-        out.tested.append(("component segments", ", ".join(chain.components)))
-    out.tested.append(("load model", str(metrics.get("load_model") or "n/a")))
-    out.tested.append(("offered rates", ", ".join(rate_label(p) for p in pts) or "none"))
+        tested.append(("component segments", ", ".join(chain.components)))
+    tested.append(("load model", str(metrics.get("load_model") or "n/a")))
+    tested.append(("offered rates", ", ".join(rate_label(p) for p in pts) or "none"))
     per_point = sorted({len(as_list(p.get("trials"))) for p in pts})
-    out.tested.append(
-        ("trials per point", ", ".join(str(n) for n in per_point) if per_point else "0")
-    )
+    tested.append(("trials per point", ", ".join(str(n) for n in per_point) or "0"))
     planned = sum(num(as_dict(t.get("jobs")).get("planned")) or 0.0 for _, t in pairs)
-    out.tested.append(("jobs planned", str(int(planned))))
+    tested.append(("jobs planned", str(int(planned))))
 
-    out.configured = spec_pairs(spec_summary)
-    if spec_summary is None:
-        out.configured.append(("spec", "no spec summary was passed to the report"))
-
-    out.outcome.append(("info", hl.knee_statement))
-    out.outcome.append(("info", hl.bottleneck_statement))
+    outcome: list[Finding] = []
     for th in threshold_rows(metrics):
         actual = "not measured" if th["actual"] is None else fmt_number(th["actual"])
         text = f"{th['metric']} {th['op']} {fmt_number(th['value'] or 0.0)}: actual {actual}"
         if th["where"]:
             text += f" ({th['where']})"
-        out.outcome.append(("pass" if th["passed"] else "fail", text))
+        outcome.append(Finding("pass" if th["passed"] else "fail", text))
     n_valid = sum(1 for _, t in pairs if t.get("valid", True))
-    out.outcome.append(
-        (
-            "pass" if n_valid == len(pairs) else "warn",
-            f"{n_valid} of {len(pairs)} trials valid",
+    outcome.append(
+        Finding(
+            "pass" if n_valid == len(pairs) else "warn", f"{n_valid} of {len(pairs)} trials valid"
         )
     )
 
-    out.left_open.extend(_open_items(metrics, hl))
-    for k in OPEN_KEYS:
-        out.left_open.extend(str(v) for v in as_list(as_dict(spec_summary or {}).get(k)))
-    if not out.left_open:
-        out.left_open.append("nothing flagged by the analysis")
-    return out
+    left_open = _open_items(metrics, f)
+    if not left_open and not not_tested:
+        left_open.append("nothing flagged by the analysis")
+    return EvaluationSummary(
+        tested=tuple(tested),
+        spec_yaml=spec_yaml,
+        plan=plan,
+        outcome=tuple(outcome),
+        left_open=tuple(left_open),
+        not_tested=tuple(not_tested),
+    )
 
 
-def _open_items(metrics: Mapping[str, Any], hl: Headline) -> list[str]:
+def _open_items(metrics: Mapping[str, Any], hl: Facts) -> list[str]:
     """Everything the analysis could not settle, as sentences."""
     items: list[str] = []
     pts = points(metrics)

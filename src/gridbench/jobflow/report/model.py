@@ -1,4 +1,4 @@
-"""Read-only views of a metrics.json dict: chain order, labels, points, failure kinds.
+"""Read-only views of a job-flow metrics.json dict: chain order, labels, points, failure kinds.
 
 Everything the report shows is read through here, so a field the analysis leaves out
 (or sets to null) degrades to an empty cell instead of a crash.
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gridbench.errors import ResultsError
-from gridbench.report.fmt import fmt_number
+from gridbench.fmt import fmt_number
 
 SCHEMA = "gridbench.metrics/1"
 
@@ -31,6 +31,8 @@ OTHER = "other"
 OVERALL = "overall"
 
 Json = dict[str, Any]
+#: One table row: flat, the same keys in every row of a table, raw values.
+Row = dict[str, Any]
 
 
 def check_metrics(metrics: Mapping[str, Any], where: str = "metrics.json") -> None:
@@ -257,3 +259,31 @@ def representative_trial(point: Mapping[str, Any], metrics: Mapping[str, Any]) -
             if scored:
                 return str(min(scored, key=lambda s: (s[0], s[1]))[2].get("trial_id"))
     return str(valid[0].get("trial_id"))
+
+
+def point_cols(p: Mapping[str, Any]) -> Row:
+    """The columns every per-point row starts with: index, label and offered rate."""
+    r = rate(p)
+    return {
+        "point_index": p.get("index"),
+        "point": point_label(p),
+        "rate_per_s": r,
+        "rate_per_min": None if r is None else r * 60.0,
+    }
+
+
+def model_of(obj: Mapping[str, Any], kind: str) -> Row:
+    """The trial's (or summary's) ``model`` object when it is of ``kind``, else {}."""
+    m = as_dict(obj.get("model"))
+    return m if m.get("kind") == kind else {}
+
+
+def stat_cols(prefix: str, st: Mapping[str, Any]) -> Row:
+    """n, mean, min, max and CI of a stats object as ``<prefix>_avg_s``-style columns."""
+    return {
+        f"n_{prefix}": num(st.get("n")),
+        f"{prefix}_avg_s": num(st.get("mean")),
+        f"{prefix}_min_s": num(st.get("min")),
+        f"{prefix}_max_s": num(st.get("max")),
+        f"{prefix}_ci95_s": num(st.get("ci95")),
+    }

@@ -1,4 +1,5 @@
-"""Number formatting shared by the terminal and HTML renderers (CSV keeps raw floats)."""
+"""Number formatting shared by the families (the text of their report sections) and the
+renderers; CSV and JSON keep the raw values."""
 
 from __future__ import annotations
 

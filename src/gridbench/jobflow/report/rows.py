@@ -1,8 +1,9 @@
 """Pure functions: metrics.json dict -> table rows (lists of dicts) in the seed's forms.
 
 Every table is a list of flat dicts with the same keys, so it goes straight to CSV, to a
-polars DataFrame (:func:`as_frame`), to an HTML table or to a rich table. Numbers stay
-unrounded floats; formatting is the renderers' job.
+polars DataFrame (:func:`as_frame`) or to a report section. Numbers stay unrounded floats;
+the section builders write their text. The closed load models' rows live in their own
+modules (sustain, batch, probe, growth) and are re-exported here.
 """
 
 from __future__ import annotations
@@ -15,9 +16,12 @@ from typing import Any, Literal
 import polars as pl
 from scipy import stats as sps
 
-from gridbench.report.model import (
+from gridbench.jobflow.report.batch import batch_rows
+from gridbench.jobflow.report.growth import growth_rows, growth_statements, model_statements
+from gridbench.jobflow.report.model import (
     OTHER,
     OVERALL,
+    Row,
     as_dict,
     as_list,
     chain_view,
@@ -25,7 +29,7 @@ from gridbench.report.model import (
     latency_components,
     latency_keys,
     num,
-    point_label,
+    point_cols,
     points,
     queue_segments,
     rate,
@@ -33,8 +37,9 @@ from gridbench.report.model import (
     throughput_stages,
     trials,
 )
+from gridbench.jobflow.report.probe import probe_burst_rows, probe_rows
+from gridbench.jobflow.report.sustain import sustain_rows, sustain_user_rows
 
-Row = dict[str, Any]
 Basis = Literal["trials", "jobs"]
 
 #: Statistics of the seed's Table 6, in its column order, plus the CI.
@@ -44,16 +49,6 @@ TABLE6_STATS: tuple[str, ...] = ("avg", "min", "max", "std", "ci95")
 def as_frame(rows: list[Row]) -> pl.DataFrame:
     """The rows as a polars DataFrame (all rows scanned for the schema)."""
     return pl.DataFrame(rows, infer_schema_length=None)
-
-
-def _point_cols(p: Mapping[str, Any]) -> Row:
-    r = rate(p)
-    return {
-        "point_index": p.get("index"),
-        "point": point_label(p),
-        "rate_per_s": r,
-        "rate_per_min": None if r is None else r * 60.0,
-    }
 
 
 def _pooled(parts: list[Mapping[str, Any]]) -> Row:
@@ -135,7 +130,7 @@ def latency_rows(metrics: Mapping[str, Any], basis: Basis = "trials") -> list[Ro
                 share = 100.0 * st["avg"] / overall
             rows.append(
                 {
-                    **_point_cols(p),
+                    **point_cols(p),
                     "component": c,
                     "label": chain.segment_label(c),
                     "role": c if c in (OTHER, OVERALL) else "component",
@@ -160,7 +155,7 @@ def latency_wide_rows(metrics: Mapping[str, Any], basis: Basis = "trials") -> li
     for p in points(metrics):
         mine = {r["component"]: r for r in long if r["point_index"] == p.get("index")}
         for stat in TABLE6_STATS:
-            row = {**_point_cols(p), "statistic": stat}
+            row = {**point_cols(p), "statistic": stat}
             for c in comps:
                 row[c] = mine[c][f"{stat}_s"] if c in mine else None
             out.append(row)
@@ -182,7 +177,7 @@ def latency_detail_rows(metrics: Mapping[str, Any]) -> list[Row]:
                     continue
                 s = as_dict(lat[k])
                 row = {
-                    **_point_cols(p),
+                    **point_cols(p),
                     "trial_id": t.get("trial_id"),
                     "valid": bool(t.get("valid", True)),
                     "segment": k,
@@ -210,7 +205,7 @@ def throughput_rows(metrics: Mapping[str, Any]) -> list[Row]:
             t, q = _rep(as_dict(tp.get(s))), _rep(as_dict(ratio.get(s)))
             rows.append(
                 {
-                    **_point_cols(p),
+                    **point_cols(p),
                     "stage": s,
                     "tr": f"TR{i}",
                     "label": chain.stage_label(s),
@@ -243,7 +238,7 @@ def throughput_trial_rows(metrics: Mapping[str, Any]) -> list[Row]:
                 d = as_dict(tp[s])
                 rows.append(
                     {
-                        **_point_cols(p),
+                        **point_cols(p),
                         "trial_id": t.get("trial_id"),
                         "valid": bool(t.get("valid", True)),
                         "stage": s,
@@ -282,7 +277,7 @@ def failure_rows(metrics: Mapping[str, Any]) -> list[Row]:
                 st = _rep({})
             rows.append(
                 {
-                    **_point_cols(p),
+                    **point_cols(p),
                     "kind": k,
                     "mean": st["avg"],
                     "std": st["std"],
@@ -308,7 +303,7 @@ def queue_rows(metrics: Mapping[str, Any]) -> list[Row]:
                 d = as_dict(qs[s])
                 rows.append(
                     {
-                        **_point_cols(p),
+                        **point_cols(p),
                         "trial_id": t.get("trial_id"),
                         "segment": s,
                         "max": num(d.get("max")),
@@ -349,7 +344,7 @@ def validity_rows(metrics: Mapping[str, Any]) -> list[Row]:
             coarse = [str(c) for c in as_list(v.get("coarse_precision"))]
             rows.append(
                 {
-                    **_point_cols(p),
+                    **point_cols(p),
                     "trial_id": t.get("trial_id"),
                     "status": t.get("status"),
                     "valid": bool(t.get("valid", v.get("valid", True))),
@@ -382,7 +377,7 @@ def outlier_rows(metrics: Mapping[str, Any]) -> list[Row]:
             d = as_dict(o)
             rows.append(
                 {
-                    **_point_cols(p),
+                    **point_cols(p),
                     "trial_id": d.get("trial_id"),
                     "metric": str(d.get("metric", "")),
                     "value": num(d.get("value")),
@@ -405,7 +400,7 @@ def point_rows(metrics: Mapping[str, Any]) -> list[Row]:
         ts = trials(p)
         rows.append(
             {
-                **_point_cols(p),
+                **point_cols(p),
                 "rate": rate_label(p),
                 "parameters": json.dumps(as_dict(p.get("point")), sort_keys=True),
                 "trials": len(ts),
@@ -424,103 +419,6 @@ def point_rows(metrics: Mapping[str, Any]) -> list[Row]:
 # --- closed load models (metrics ``model`` objects; METHODS 1.6-1.8) ---------------------
 
 
-def _model(obj: Mapping[str, Any], kind: str) -> Row:
-    """The trial's (or summary's) ``model`` object when it is of ``kind``, else {}."""
-    m = as_dict(obj.get("model"))
-    return m if m.get("kind") == kind else {}
-
-
-def _stat_cols(prefix: str, st: Mapping[str, Any]) -> Row:
-    return {
-        f"n_{prefix}": num(st.get("n")),
-        f"{prefix}_avg_s": num(st.get("mean")),
-        f"{prefix}_min_s": num(st.get("min")),
-        f"{prefix}_max_s": num(st.get("max")),
-        f"{prefix}_ci95_s": num(st.get("ci95")),
-    }
-
-
-_SUSTAIN_COUNTS = (
-    "done",
-    "canceled",
-    "failed",
-    "lost",
-    "exceptions",
-    "submit_exceptions",
-    "query_exceptions",
-)
-
-
-def sustain_rows(metrics: Mapping[str, Any]) -> list[Row]:
-    """The MAPPER response-time table: per trial (and per point, pooled over its valid
-    trials, when it has several) the avg/min/max submit and query times and the Done,
-    Canceled, Failed and exception counts."""
-    rows: list[Row] = []
-    for p in points(metrics):
-        ts = [(t, _model(t, "sustain")) for t in trials(p)]
-        ts = [(t, m) for t, m in ts if m]
-        for t, m in ts:
-            counts = as_dict(m.get("counts"))
-            rows.append(
-                {
-                    **_point_cols(p),
-                    "level": "trial",
-                    "trial_id": t.get("trial_id"),
-                    "valid": bool(t.get("valid", True)),
-                    "users": num(m.get("users")),
-                    **_stat_cols("submit", as_dict(m.get("submit"))),
-                    **_stat_cols("query", as_dict(m.get("query"))),
-                    **{c: num(counts.get(c)) for c in _SUSTAIN_COUNTS},
-                }
-            )
-        summ = _model(as_dict(p.get("summary")), "sustain")
-        if len(ts) > 1 and summ:
-            pool = as_dict(summ.get("pooled"))
-            valid = [m for t, m in ts if t.get("valid", True)]
-            rows.append(
-                {
-                    **_point_cols(p),
-                    "level": "point",
-                    "trial_id": None,
-                    "valid": bool(valid),
-                    "users": num(as_dict(summ.get("users")).get("mean")),
-                    **_stat_cols("submit", as_dict(pool.get("submit"))),
-                    **_stat_cols("query", as_dict(pool.get("query"))),
-                    **{
-                        c: sum(num(as_dict(m.get("counts")).get(c)) or 0.0 for m in valid)
-                        for c in _SUSTAIN_COUNTS
-                    },
-                }
-            )
-    return rows
-
-
-def sustain_user_rows(metrics: Mapping[str, Any]) -> list[Row]:
-    """Per trial and virtual user: submit time (mean, max), query time and job counts."""
-    rows: list[Row] = []
-    for p in points(metrics):
-        for t in trials(p):
-            for user, d in as_dict(_model(t, "sustain").get("per_user")).items():
-                u = as_dict(d)
-                rows.append(
-                    {
-                        **_point_cols(p),
-                        "trial_id": t.get("trial_id"),
-                        "user": str(user),
-                        "submitted": num(u.get("submitted")),
-                        "submit_mean_s": num(u.get("submit_mean")),
-                        "submit_max_s": num(u.get("submit_max")),
-                        "queries": num(u.get("queries")),
-                        "query_mean_s": num(u.get("query_mean")),
-                        "done": num(u.get("done")),
-                        "canceled": num(u.get("canceled")),
-                        "failed": num(u.get("failed")),
-                        "exceptions": num(u.get("exceptions")),
-                    }
-                )
-    return rows
-
-
 def user_rows(metrics: Mapping[str, Any]) -> list[Row]:
     """Per trial and user (spec ``users``): job counts, failures and overall latency."""
     rows: list[Row] = []
@@ -532,7 +430,7 @@ def user_rows(metrics: Mapping[str, Any]) -> list[Row]:
                 kinds = as_dict(u.get("failures"))
                 rows.append(
                     {
-                        **_point_cols(p),
+                        **point_cols(p),
                         "trial_id": t.get("trial_id"),
                         "user": str(user),
                         "jobs": num(u.get("jobs")),
@@ -549,212 +447,8 @@ def user_rows(metrics: Mapping[str, Any]) -> list[Row]:
     return rows
 
 
-_BATCH_COUNTS = ("submitted", "acknowledged", "ended", "completed", "failed")
-
-
-def batch_rows(metrics: Mapping[str, Any]) -> list[Row]:
-    """The MAPPER throughput table: per trial N (jobs ended), makespan (last end − first
-    submit), throughput N ÷ makespan and the submission rate; per point (several trials)
-    the mean throughput with its std and 95% CI across the valid trials."""
-    rows: list[Row] = []
-    for p in points(metrics):
-        ts = [(t, _model(t, "batch")) for t in trials(p)]
-        ts = [(t, m) for t, m in ts if m]
-        for t, m in ts:
-            rows.append(
-                {
-                    **_point_cols(p),
-                    "level": "trial",
-                    "trial_id": t.get("trial_id"),
-                    "valid": bool(t.get("valid", True)),
-                    "end_stage": str(m.get("end_stage") or ""),
-                    **{c: num(m.get(c)) for c in _BATCH_COUNTS},
-                    "makespan_s": num(m.get("makespan_s")),
-                    "throughput_per_s": num(m.get("throughput_per_s")),
-                    "throughput_std_per_s": None,
-                    "throughput_ci95_per_s": None,
-                    "submit_rate_per_s": num(m.get("submit_rate_per_s")),
-                    "submit_avg_s": num(as_dict(m.get("submit")).get("mean")),
-                }
-            )
-        summ = _model(as_dict(p.get("summary")), "batch")
-        if len(ts) > 1 and summ:
-            valid = [m for t, m in ts if t.get("valid", True)]
-            tp = as_dict(summ.get("throughput_per_s"))
-            rows.append(
-                {
-                    **_point_cols(p),
-                    "level": "point",
-                    "trial_id": None,
-                    "valid": bool(valid),
-                    "end_stage": str(valid[0].get("end_stage") or "") if valid else "",
-                    **{c: sum(num(m.get(c)) or 0.0 for m in valid) for c in _BATCH_COUNTS},
-                    "makespan_s": num(as_dict(summ.get("makespan_s")).get("mean")),
-                    "throughput_per_s": num(tp.get("mean")),
-                    "throughput_std_per_s": num(tp.get("std")),
-                    "throughput_ci95_per_s": num(tp.get("ci95")),
-                    "submit_rate_per_s": num(as_dict(summ.get("submit_rate_per_s")).get("mean")),
-                    "submit_avg_s": num(
-                        as_dict(as_dict(summ.get("pooled")).get("submit")).get("mean")
-                    ),
-                }
-            )
-    return rows
-
-
-def _probe_cols(single: Mapping[str, Any], below: Mapping[str, Any]) -> Row:
-    return {
-        "n": num(single.get("n")),
-        "errors": num(single.get("errors")),
-        "mean_s": num(single.get("mean")),
-        "std_s": num(single.get("std")),
-        "min_s": num(single.get("min")),
-        "max_s": num(single.get("max")),
-        "ci95_s": num(single.get("ci95")),
-        "result": str(single.get("statement") or ""),
-        "below_stage": str(below.get("stage") or ""),
-        "below_n": num(below.get("n")),
-        "below_mean_s": num(below.get("mean")),
-        "below_ci95_s": num(below.get("ci95")),
-        "below": str(below.get("statement") or ""),
-    }
-
-
-def probe_rows(metrics: Mapping[str, Any]) -> list[Row]:
-    """Single-operation overhead: per trial (and per point, pooled over its valid trials,
-    when it has several) n, mean and 95% CI in the seed's form '557±124 ms (α=0.05)', and
-    the part spent below the client ('234±43 ms of the 557')."""
-    rows: list[Row] = []
-    for p in points(metrics):
-        ts = [(t, _model(t, "probe")) for t in trials(p)]
-        ts = [(t, m) for t, m in ts if m]
-        for t, m in ts:
-            rows.append(
-                {
-                    **_point_cols(p),
-                    "level": "trial",
-                    "trial_id": t.get("trial_id"),
-                    "valid": bool(t.get("valid", True)),
-                    "operation": str(m.get("operation") or ""),
-                    **_probe_cols(as_dict(m.get("single")), as_dict(m.get("below"))),
-                }
-            )
-        summ = _model(as_dict(p.get("summary")), "probe")
-        if len(ts) > 1 and summ:
-            pool = as_dict(summ.get("pooled"))
-            single = dict(as_dict(pool.get("single")))
-            single["errors"] = sum(
-                num(as_dict(m.get("single")).get("errors")) or 0.0
-                for t, m in ts
-                if t.get("valid", True)
-            )
-            rows.append(
-                {
-                    **_point_cols(p),
-                    "level": "point",
-                    "trial_id": None,
-                    "valid": any(t.get("valid", True) for t, _ in ts),
-                    "operation": str(summ.get("operation") or ""),
-                    **_probe_cols(single, as_dict(pool.get("below"))),
-                }
-            )
-    return rows
-
-
-def probe_burst_rows(metrics: Mapping[str, Any]) -> list[Row]:
-    """Bursts per trial: thread count, requests, total time, time per request (total ÷
-    requests) and the mean of the individual requests; per point the mean burst time with
-    its 95% CI across trials ('47±10 s (α=0.05)')."""
-    rows: list[Row] = []
-    for p in points(metrics):
-        for t in trials(p):
-            for key, b in as_dict(_model(t, "probe").get("bursts")).items():
-                d = as_dict(b)
-                rows.append(
-                    {
-                        **_point_cols(p),
-                        "level": "trial",
-                        "trial_id": t.get("trial_id"),
-                        "valid": bool(t.get("valid", True)),
-                        "burst": str(key),
-                        "threads": num(d.get("threads")),
-                        "requests": num(d.get("requests")),
-                        "total_s": num(d.get("total_s")),
-                        "total_ci95_s": None,
-                        "per_request_s": num(d.get("per_request_s")),
-                        "request_mean_s": num(as_dict(d.get("request")).get("mean")),
-                        "errors": num(d.get("errors")),
-                        "result": "",
-                    }
-                )
-        summ = _model(as_dict(p.get("summary")), "probe")
-        if summ.get("trials", 0) and len(trials(p)) > 1:
-            for key, b in as_dict(summ.get("bursts")).items():
-                d = as_dict(b)
-                total = as_dict(d.get("total_s"))
-                rows.append(
-                    {
-                        **_point_cols(p),
-                        "level": "point",
-                        "trial_id": None,
-                        "valid": True,
-                        "burst": str(key),
-                        "threads": num(as_dict(d.get("threads")).get("mean")),
-                        "requests": num(as_dict(d.get("requests")).get("mean")),
-                        "total_s": num(total.get("mean")),
-                        "total_ci95_s": num(total.get("ci95")),
-                        "per_request_s": num(as_dict(d.get("per_request_s")).get("mean")),
-                        "request_mean_s": num(
-                            as_dict(as_dict(d.get("request")).get("mean")).get("mean")
-                        ),
-                        "errors": num(as_dict(d.get("errors")).get("mean")),
-                        "result": str(d.get("statement") or ""),
-                    }
-                )
-    return rows
-
-
-def growth_rows(metrics: Mapping[str, Any]) -> list[Row]:
-    """The growth curves fitted against each numeric swept parameter (METHODS 1.8)."""
-    rows: list[Row] = []
-    for g in as_list(metrics.get("growth")):
-        d = as_dict(g)
-        coef = as_dict(d.get("coefficients"))
-        rows.append(
-            {
-                "parameter": str(d.get("parameter") or ""),
-                "fixed": json.dumps(as_dict(d.get("fixed")), sort_keys=True),
-                "quantity": str(d.get("quantity") or ""),
-                "unit": str(d.get("unit") or ""),
-                "model": str(d.get("model") or ""),
-                "form": str(d.get("form") or ""),
-                "a": num(coef.get("a")),
-                "b": num(coef.get("b")),
-                "r2": num(d.get("r2")),
-                "n": num(d.get("n")),
-                "statement": str(d.get("statement") or ""),
-            }
-        )
-    return rows
-
-
-def model_statements(metrics: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """(point label, statement) of every point's closed-model result, for headlines."""
-    out: list[tuple[str, str]] = []
-    for p in points(metrics):
-        st = as_dict(as_dict(p.get("summary")).get("model")).get("statement")
-        if isinstance(st, str) and st:
-            out.append((rate_label(p), st))
-    return out
-
-
-def growth_statements(metrics: Mapping[str, Any]) -> list[str]:
-    """The growth-fit sentences, e.g. 'submission time grows quadratically: 0.0062·x² s'."""
-    return [r["statement"] for r in growth_rows(metrics) if r["statement"]]
-
-
 def all_tables(metrics: Mapping[str, Any]) -> dict[str, list[Row]]:
-    """Every table of the report, by file stem."""
+    """Every raw table (the CSV files and report.json), by file stem."""
     return {
         "points": point_rows(metrics),
         "latency": latency_rows(metrics, "trials"),
@@ -776,3 +470,32 @@ def all_tables(metrics: Mapping[str, Any]) -> dict[str, list[Row]]:
         "probe_bursts": probe_burst_rows(metrics),
         "growth": growth_rows(metrics),
     }
+
+
+__all__ = [
+    "TABLE6_STATS",
+    "Basis",
+    "Row",
+    "all_tables",
+    "as_frame",
+    "batch_rows",
+    "failure_rows",
+    "growth_rows",
+    "growth_statements",
+    "latency_detail_rows",
+    "latency_rows",
+    "latency_wide_rows",
+    "model_statements",
+    "outlier_rows",
+    "point_rows",
+    "probe_burst_rows",
+    "probe_rows",
+    "queue_rows",
+    "sustain_rows",
+    "sustain_user_rows",
+    "threshold_rows",
+    "throughput_rows",
+    "throughput_trial_rows",
+    "user_rows",
+    "validity_rows",
+]

@@ -1,0 +1,92 @@
+"""Building report tables from rows: each cell a raw value (what CSV and JSON would get)
+and the text people read, in the job-flow report's number formats."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from gridbench.fmt import fmt_val
+from gridbench.jobflow.report.model import Row
+from gridbench.sections import Cell, Column, RowStyle, Scope, Status, Table
+
+
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """A cell whose text is not the default formatting of its raw value, or that states a
+    verdict (``status``: drawn as a badge or in the status colour)."""
+
+    raw: Cell
+    text: str
+    status: Status | None = None
+
+
+def cell(v: Any) -> Cell:
+    """A raw table value (anything else as its str)."""
+    return v if v is None or isinstance(v, str | int | float | bool) else str(v)
+
+
+def col(label: str, numeric: bool = False) -> Column:
+    """A display column keyed by its label."""
+    return Column(label, label, numeric)
+
+
+def table(
+    id: str,
+    title: str,
+    columns: Sequence[Column],
+    rows: Iterable[Sequence[Any]],
+    *,
+    note: str = "",
+    styles: Sequence[RowStyle | None] | None = None,
+    row_status: Sequence[Status | None] | None = None,
+    scope: Scope = "all",
+    collapsed: bool = False,
+) -> Table:
+    """A display table (not exported: the raw data goes out through the export tables).
+
+    A cell is a :class:`Shown` or a raw value, shown as :func:`gridbench.fmt.fmt_val`
+    formats it ('–' when missing)."""
+    raw: list[tuple[Cell, ...]] = []
+    text: list[tuple[str, ...]] = []
+    status: list[tuple[Status | None, ...]] = []
+    for r in rows:
+        raw.append(tuple(c.raw if isinstance(c, Shown) else cell(c) for c in r))
+        text.append(tuple(c.text if isinstance(c, Shown) else _text(c) for c in r))
+        status.append(tuple(c.status if isinstance(c, Shown) else None for c in r))
+    return Table(
+        id=id,
+        title=title,
+        columns=tuple(columns),
+        rows=tuple(raw),
+        text=tuple(text),
+        note=note,
+        export=False,
+        row_status=tuple(row_status) if row_status is not None else None,
+        row_style=tuple(styles) if styles is not None else None,
+        cell_status=tuple(status) if any(any(s) for s in status) else None,
+        scope=scope,
+        collapsed=collapsed,
+    )
+
+
+def _text(v: Any) -> str:
+    return v if isinstance(v, str) else fmt_val(v)
+
+
+def export(id: str, rows: list[Row]) -> Table:
+    """A raw table for CSV and report.json (every row's keys as columns)."""
+    return Table.from_records(id, id, rows)
+
+
+def trial_cell(r: Row) -> Shown:
+    """The trial column of a closed model's table: the trial, or its point's pooled row."""
+    if r["level"] == "point":
+        return Shown(None, f"{r['point'] or 'point'} (all trials)")
+    return Shown(cell(r["trial_id"]), str(r["trial_id"]) + ("" if r["valid"] else " (invalid)"))
+
+
+def level_styles(rows: Sequence[Row]) -> list[RowStyle | None]:
+    """'total' for the pooled per-point rows."""
+    return ["total" if r["level"] == "point" else None for r in rows]

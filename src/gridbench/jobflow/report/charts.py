@@ -1,0 +1,240 @@
+"""Plotly figures of a job-flow experiment against offered rate, built from metrics.
+
+Each builder returns a :class:`gridbench.sections.Chart` (or None when its data is
+absent). Text that ends up in a figure (trace names, titles) passes through
+:func:`gridbench.plotting.ptext`, because plotly.js renders a subset of HTML in labels.
+The per-trial time series are in :mod:`gridbench.jobflow.report.timeseries`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from gridbench.jobflow.report.model import (
+    OTHER,
+    OVERALL,
+    chain_view,
+    latency_components,
+    num,
+    points,
+    rate_label,
+    throughput_stages,
+)
+from gridbench.jobflow.report.rows import failure_rows, latency_rows, throughput_rows
+from gridbench.plotting import PALETTE, TEMPLATE, colours, figure_data, ptext
+from gridbench.sections import Chart
+
+
+def chart(id: str, title: str, caption: str, fig: Any) -> Chart:
+    """The section of a plotly figure, with its anchor id, title and caption."""
+    return Chart(id=id, title=title, figure=figure_data(fig), note=caption)
+
+
+def segment_colours(metrics: Mapping[str, Any], extra: Sequence[str] = ()) -> dict[str, str]:
+    """One colour per segment for every chart: components first (the most distinct
+    colours), then the chain's other segments, then ``extra`` names (series keys the chain
+    does not declare), then 'overall'; 'other' is grey."""
+    chain = chain_view(metrics)
+    comps = chain.components
+    rest = [g.name for g in chain.segments if g.name not in comps]
+    known = {*comps, *rest, OVERALL, OTHER}
+    more = [x for x in dict.fromkeys(extra) if x not in known]
+    return colours([*comps, *rest, *more, OVERALL])
+
+
+def layout(fig: Any, title: str, **kw: Any) -> Any:
+    """The report's common figure layout: template, title, margins, legend below."""
+    fig.update_layout(
+        template=TEMPLATE,
+        title={"text": ptext(title)},
+        margin={"l": 60, "r": 20, "t": 60, "b": 50},
+        legend={"orientation": "h", "yanchor": "bottom", "y": -0.3},
+        **kw,
+    )
+    return fig
+
+
+def _rate_axis(metrics: Mapping[str, Any]) -> list[str]:
+    return [ptext(rate_label(p)) for p in points(metrics)]
+
+
+def latency_breakdown(metrics: Mapping[str, Any]) -> Chart | None:
+    """Figure 26: stacked mean latency per component (plus 'other') per rate, and the
+    overall mean with its standard deviation across trials."""
+    rows = latency_rows(metrics)
+    if not rows:
+        return None
+    comps = [c for c in latency_components(metrics) if c != OVERALL]
+    col = segment_colours(metrics)
+    x = _rate_axis(metrics)
+    pts = points(metrics)
+    by = {(r["point_index"], r["component"]): r for r in rows}
+    fig = go.Figure()
+    for c in comps:
+        ys = [by.get((p.get("index"), c), {}).get("avg_s") for p in pts]
+        fig.add_bar(name=ptext(c), x=x, y=ys, marker_color=col[c], hovertemplate="%{y:.3g} s")
+    overall = [by.get((p.get("index"), OVERALL), {}) for p in pts]
+    fig.add_scatter(
+        name="overall (mean ± std)",
+        x=x,
+        y=[o.get("avg_s") for o in overall],
+        error_y={"type": "data", "array": [o.get("std_s") for o in overall]},
+        mode="markers",
+        marker={"symbol": "diamond", "size": 10, "color": "#000000"},
+    )
+    layout(fig, "Latency breakdown per offered rate", barmode="relative")
+    fig.update_yaxes(title_text="mean latency (s)")
+    fig.update_xaxes(title_text="offered rate")
+    return chart(
+        "latency-breakdown",
+        "Latency breakdown per rate",
+        "Mean latency of each component segment, stacked; 'other' is the rest of the overall "
+        "latency (network, polling, queues outside the components). Means of trial means.",
+        fig,
+    )
+
+
+def latency_share(metrics: Mapping[str, Any]) -> Chart | None:
+    """Figure 27: each component's share (%) of the overall mean latency per rate."""
+    rows = latency_rows(metrics)
+    if not rows:
+        return None
+    comps = [c for c in latency_components(metrics) if c != OVERALL]
+    col = segment_colours(metrics)
+    x = _rate_axis(metrics)
+    by = {(r["point_index"], r["component"]): r for r in rows}
+    fig = go.Figure()
+    for c in comps:
+        ys = [by.get((p.get("index"), c), {}).get("share_pct") for p in points(metrics)]
+        fig.add_bar(name=ptext(c), x=x, y=ys, marker_color=col[c], hovertemplate="%{y:.1f}%")
+    layout(fig, "Share of each component in the overall latency", barmode="relative")
+    fig.update_yaxes(title_text="share of overall mean latency (%)")
+    fig.update_xaxes(title_text="offered rate")
+    return chart(
+        "latency-share",
+        "Latency share per component",
+        "Each component's mean as a percentage of the overall mean latency.",
+        fig,
+    )
+
+
+def throughput_vs_rate(metrics: Mapping[str, Any]) -> Chart | None:
+    """Figure 22: throughput per stage against offered rate, std error bars, y = x line."""
+    rows = throughput_rows(metrics)
+    stages = throughput_stages(metrics)
+    if not rows or not stages:
+        return None
+    col = colours(stages)
+    fig = go.Figure()
+    rates = [r for p in points(metrics) if (r := num(p.get("offered_rate_per_s"))) is not None]
+    if rates:
+        top = max(rates) * 1.05
+        fig.add_scatter(
+            name="expected (= offered)",
+            x=[0.0, top],
+            y=[0.0, top],
+            mode="lines",
+            line={"dash": "dash", "color": "#888888"},
+        )
+    for s in stages:
+        mine = [r for r in rows if r["stage"] == s and r["rate_per_s"] is not None]
+        fig.add_scatter(
+            name=ptext(f"{mine[0]['tr']} {s}" if mine else s),
+            x=[r["rate_per_s"] for r in mine],
+            y=[r["mean_per_s"] for r in mine],
+            error_y={"type": "data", "array": [r["std_per_s"] for r in mine]},
+            mode="lines+markers",
+            line={"color": col[s]},
+        )
+    layout(fig, "Throughput against offered rate")
+    fig.update_xaxes(title_text="offered rate (jobs/s)", rangemode="tozero")
+    fig.update_yaxes(title_text="throughput (jobs/s, mean ± std)", rangemode="tozero")
+    return chart(
+        "throughput",
+        "Throughput against offered rate",
+        "Average throughput of each stage (EDGI definition, warm-up trimmed), mean ± standard "
+        "deviation across trials. A stage below the dashed line does not keep up.",
+        fig,
+    )
+
+
+def expected_ratio(metrics: Mapping[str, Any]) -> Chart | None:
+    """Figure 23: actual/expected throughput per stage (TR1..TRn), one bar group per rate."""
+    rows = throughput_rows(metrics)
+    stages = throughput_stages(metrics)
+    if not rows or not stages:
+        return None
+    tr = {r["stage"]: r["tr"] for r in rows}
+    x = [ptext(f"{tr[s]} {s}") for s in stages]
+    fig = go.Figure()
+    for i, p in enumerate(points(metrics)):
+        mine = {r["stage"]: r for r in rows if r["point_index"] == p.get("index")}
+        fig.add_bar(
+            name=ptext(rate_label(p)),
+            x=x,
+            y=[mine.get(s, {}).get("ratio_mean") for s in stages],
+            error_y={"type": "data", "array": [mine.get(s, {}).get("ratio_std") for s in stages]},
+            marker_color=PALETTE[i % len(PALETTE)],
+        )
+    fig.add_hline(y=1.0, line_dash="dash", line_color="#888888", annotation_text="expected")
+    layout(fig, "Actual ÷ expected throughput per stage", barmode="group")
+    fig.update_yaxes(title_text="actual / expected", rangemode="tozero")
+    return chart(
+        "expected-ratio",
+        "Actual ÷ expected throughput per stage",
+        "Expected throughput is the offered rate. The first stage whose ratio breaks is the "
+        "bottleneck; every stage after it is limited by it.",
+        fig,
+    )
+
+
+def failures(metrics: Mapping[str, Any]) -> Chart | None:
+    """Figure 25: failures per trial by kind against rate, and the last stage's throughput."""
+    rows = failure_rows(metrics)
+    if not rows or not any(r["total"] for r in rows):
+        return None
+    kinds = list(dict.fromkeys(r["kind"] for r in rows))
+    x = _rate_axis(metrics)
+    pts = points(metrics)
+    by = {(r["point_index"], r["kind"]): r for r in rows}
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    for i, k in enumerate(kinds):
+        mine = [by.get((p.get("index"), k), {}) for p in pts]
+        fig.add_trace(
+            go.Bar(
+                name=ptext(k),
+                x=x,
+                y=[m.get("mean") for m in mine],
+                error_y={"type": "data", "array": [m.get("std") for m in mine]},
+                marker_color=PALETTE[(i + 3) % len(PALETTE)],
+            ),
+            secondary_y=False,
+        )
+    stages = throughput_stages(metrics)
+    if stages:
+        last = stages[-1]
+        tp = {r["point_index"]: r for r in throughput_rows(metrics) if r["stage"] == last}
+        fig.add_trace(
+            go.Scatter(
+                name=ptext(f"{last} throughput"),
+                x=x,
+                y=[tp.get(p.get("index"), {}).get("mean_per_s") for p in pts],
+                mode="lines+markers",
+                line={"color": "#000000"},
+            ),
+            secondary_y=True,
+        )
+        fig.update_yaxes(title_text="throughput (jobs/s)", secondary_y=True, rangemode="tozero")
+    layout(fig, "Failures against offered rate", barmode="stack")
+    fig.update_yaxes(title_text="failed jobs per trial (mean)", secondary_y=False)
+    return chart(
+        "failures",
+        "Failures against offered rate",
+        "Failed jobs per trial by kind (mean ± std across valid trials), with the last stage's "
+        "throughput on the right axis.",
+        fig,
+    )

@@ -1,0 +1,134 @@
+"""The sustain load model (MAPPER's response-time benchmark): its rows and sections."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from gridbench.fmt import fmt_s
+from gridbench.jobflow.report.build import Shown, col, level_styles, table, trial_cell
+from gridbench.jobflow.report.model import (
+    Row,
+    as_dict,
+    model_of,
+    num,
+    point_cols,
+    points,
+    stat_cols,
+    trials,
+)
+from gridbench.sections import Table
+
+_SUSTAIN_COUNTS = (
+    "done",
+    "canceled",
+    "failed",
+    "lost",
+    "exceptions",
+    "submit_exceptions",
+    "query_exceptions",
+)
+
+
+def sustain_rows(metrics: Mapping[str, Any]) -> list[Row]:
+    """The MAPPER response-time table: per trial (and per point, pooled over its valid
+    trials, when it has several) the avg/min/max submit and query times and the Done,
+    Canceled, Failed and exception counts."""
+    rows: list[Row] = []
+    for p in points(metrics):
+        ts = [(t, model_of(t, "sustain")) for t in trials(p)]
+        ts = [(t, m) for t, m in ts if m]
+        for t, m in ts:
+            counts = as_dict(m.get("counts"))
+            rows.append(
+                {
+                    **point_cols(p),
+                    "level": "trial",
+                    "trial_id": t.get("trial_id"),
+                    "valid": bool(t.get("valid", True)),
+                    "users": num(m.get("users")),
+                    **stat_cols("submit", as_dict(m.get("submit"))),
+                    **stat_cols("query", as_dict(m.get("query"))),
+                    **{c: num(counts.get(c)) for c in _SUSTAIN_COUNTS},
+                }
+            )
+        summ = model_of(as_dict(p.get("summary")), "sustain")
+        if len(ts) > 1 and summ:
+            pool = as_dict(summ.get("pooled"))
+            valid = [m for t, m in ts if t.get("valid", True)]
+            rows.append(
+                {
+                    **point_cols(p),
+                    "level": "point",
+                    "trial_id": None,
+                    "valid": bool(valid),
+                    "users": num(as_dict(summ.get("users")).get("mean")),
+                    **stat_cols("submit", as_dict(pool.get("submit"))),
+                    **stat_cols("query", as_dict(pool.get("query"))),
+                    **{
+                        c: sum(num(as_dict(m.get("counts")).get(c)) or 0.0 for m in valid)
+                        for c in _SUSTAIN_COUNTS
+                    },
+                }
+            )
+    return rows
+
+
+def sustain_user_rows(metrics: Mapping[str, Any]) -> list[Row]:
+    """Per trial and virtual user: submit time (mean, max), query time and job counts."""
+    rows: list[Row] = []
+    for p in points(metrics):
+        for t in trials(p):
+            for user, d in as_dict(model_of(t, "sustain").get("per_user")).items():
+                u = as_dict(d)
+                rows.append(
+                    {
+                        **point_cols(p),
+                        "trial_id": t.get("trial_id"),
+                        "user": str(user),
+                        "submitted": num(u.get("submitted")),
+                        "submit_mean_s": num(u.get("submit_mean")),
+                        "submit_max_s": num(u.get("submit_max")),
+                        "queries": num(u.get("queries")),
+                        "query_mean_s": num(u.get("query_mean")),
+                        "done": num(u.get("done")),
+                        "canceled": num(u.get("canceled")),
+                        "failed": num(u.get("failed")),
+                        "exceptions": num(u.get("exceptions")),
+                    }
+                )
+    return rows
+
+
+def sustain_table(metrics: Mapping[str, Any]) -> Table | None:
+    """The MAPPER response-time table: submit and query times, job and exception counts."""
+    rows = sustain_rows(metrics)
+    if not rows:
+        return None
+    times = [f"{op} {k} (s)" for op in ("submit", "query") for k in ("avg", "min", "max")]
+    return table(
+        "sustain",
+        "Sustain: submit and query times (s), job counts",
+        [
+            col("trial"),
+            col("point"),
+            *(col(t, True) for t in times),
+            *(col(c, True) for c in ("Done", "Canceled", "Failed", "exceptions")),
+        ],
+        (
+            [
+                trial_cell(r),
+                r["point"],
+                *(Shown(r[f"{op}_{k}_s"], fmt_s(r[f"{op}_{k}_s"])) for op, k in _TIMES),
+                *(r[c] for c in ("done", "canceled", "failed", "exceptions")),
+            ]
+            for r in rows
+        ),
+        note="The MAPPER response-time table: submit_job and query_state call times, jobs by "
+        "end state and exceptions (submit errors and failed queries). Point rows pool the "
+        "jobs of the point's valid trials.",
+        styles=level_styles(rows),
+    )
+
+
+_TIMES = [(op, k) for op in ("submit", "query") for k in ("avg", "min", "max")]
