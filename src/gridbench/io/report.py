@@ -150,7 +150,7 @@ def _consistency_findings(metrics: Mapping[str, Any]) -> list[Finding]:
         out.append(
             Finding(
                 "fail",
-                f"consistency checks: {len(failed)} of {len(checks)} FAILED",
+                f"consistency checks: {len(failed)} of {len(checks) - len(skipped)} run FAILED",
                 "; ".join(
                     f"{c.get('target')} {c.get('check')}: {c.get('detail', '')}" for c in failed
                 ),
