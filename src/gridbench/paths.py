@@ -18,41 +18,37 @@ class PathError(KeyError):
         return self.message
 
 
-def _key(cur: Mapping[Any, Any], parts: list[str], i: int) -> str | None:
-    """The key at ``parts[i]``: the part itself, else the shortest run of parts from ``i``,
-    joined by dots, that is a key (io target names may hold dots: ``nfs.v4``)."""
-    for j in range(i + 1, len(parts) + 1):
-        key = ".".join(parts[i:j])
-        if key in cur:
-            return key
-    return None
-
-
 def resolve(obj: Any, path: str) -> Any:
-    """The value at ``path`` (dot-separated keys; list items by integer index)."""
-    cur = obj
-    parts = path.split(".")
-    done: list[str] = []
-    while len(done) < len(parts):
-        part = parts[len(done)]
-        if isinstance(cur, Mapping):
-            key = _key(cur, parts, len(done))
-            if key is None:
-                known = ", ".join(sorted(str(k) for k in cur)) or "none"
-                at = ".".join(done) or "the top level"
-                raise PathError(f"no '{part}' under {at} (known: {known})")
-            cur = cur[key]
-            done.extend(key.split("."))
-            continue
-        if isinstance(cur, list) and part.lstrip("-").isdigit():
-            i = int(part)
-            if not -len(cur) <= i < len(cur):
-                raise PathError(f"index {i} out of range under {'.'.join(done)}")
-            cur = cur[i]
-        else:
-            raise PathError(f"'{'.'.join(done)}' is a value, it has no '{part}'")
-        done.append(part)
-    return cur
+    """The value at ``path`` (dot-separated keys; list items by integer index). A key may
+    itself hold dots (an io target named ``nfs.v4``): where several runs of parts are
+    keys, the shortest that leads to a value wins."""
+    return _resolve(obj, path.split("."), [])
+
+
+def _resolve(cur: Any, parts: list[str], done: list[str]) -> Any:
+    if not parts:
+        return cur
+    part = parts[0]
+    if isinstance(cur, Mapping):
+        runs = [j for j in range(1, len(parts) + 1) if ".".join(parts[:j]) in cur]
+        if not runs:
+            known = ", ".join(sorted(str(k) for k in cur)) or "none"
+            at = ".".join(done) or "the top level"
+            raise PathError(f"no '{part}' under {at} (known: {known})")
+        first: PathError | None = None
+        for j in runs:  # backtrack: 'nfs' and 'nfs.v4' may both be keys
+            try:
+                return _resolve(cur[".".join(parts[:j])], parts[j:], [*done, *parts[:j]])
+            except PathError as e:
+                first = first or e
+        assert first is not None
+        raise first
+    if isinstance(cur, list) and part.lstrip("-").isdigit():
+        i = int(part)
+        if not -len(cur) <= i < len(cur):
+            raise PathError(f"index {i} out of range under {'.'.join(done)}")
+        return _resolve(cur[i], parts[1:], [*done, part])
+    raise PathError(f"'{'.'.join(done)}' is a value, it has no '{part}'")
 
 
 def number(value: Any) -> float | None:
