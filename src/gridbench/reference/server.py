@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import ipaddress
 import socket
 import sys
 import tempfile
@@ -23,6 +22,7 @@ from typing import Any
 import uvicorn
 
 from gridbench.errors import BackendError, GridbenchError, SpecError
+from gridbench.net import is_loopback
 from gridbench.reference.app import create_app
 from gridbench.reference.config import GridConfig
 from gridbench.reference.presets import DEFAULT_PRESET, build_config, preset_names
@@ -30,16 +30,6 @@ from gridbench.reference.sim import Grid
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8750
-
-
-def is_loopback(host: str) -> bool:
-    """True for ``localhost`` and loopback IP addresses."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def check_host(host: str, allow_remote: bool) -> None:

@@ -113,9 +113,10 @@ def _check_port(host: str, port: int) -> None:
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from gridbench.net import is_loopback
     from gridbench.store.layout import results_root
     from gridbench.web.app import WebConfig, create_app
-    from gridbench.web.security import AccessPolicy, hash_token, is_loopback
+    from gridbench.web.security import AccessPolicy, hash_token
 
     if not 0 < args.port < 65536:
         raise GridbenchError(f"port {args.port} is out of range", where="--port", fix="1-65535")

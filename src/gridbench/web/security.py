@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 import secrets
 import time
 from collections import OrderedDict
@@ -62,16 +61,6 @@ def token_matches(presented: str | None, stored_hash: str) -> bool:
     if not presented:
         return False
     return hmac.compare_digest(hash_token(presented), stored_hash)
-
-
-def is_loopback(host: str) -> bool:
-    """True for 127.0.0.0/8, ::1 and 'localhost'."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 @dataclass
