@@ -7,7 +7,7 @@ from pathlib import Path
 from gridbench.analysis.experiment import analyze_run
 from gridbench.analysis.info import TrialInfo
 from gridbench.analysis.validity import _client_tools_share
-from gridbench.backends.base import Stage, StageChain
+from gridbench.events.chain import Stage, StageChain
 from test_runner import run_spec
 
 CHAIN = StageChain((Stage("submit", "client"), Stage("client_done", "client"))).to_dict()

@@ -20,7 +20,7 @@ from gridbench.analysis import analyze_run
 from gridbench.analysis.closed import ci_statement, pm_text, pooled
 from gridbench.analysis.growth import fit_growth, sweep_growth
 from gridbench.analysis.stats import describe
-from gridbench.backends.base import Segment, Stage, StageChain
+from gridbench.events.chain import Segment, Stage, StageChain
 from gridbench.events.log import read_events
 from gridbench.run.experiment import ExperimentOutcome, ExperimentRunner
 from gridbench.spec import load_spec_text, make_plan

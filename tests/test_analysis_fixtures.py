@@ -14,7 +14,7 @@ import numpy as np
 import polars as pl
 
 from gridbench.analysis.info import TrialInfo
-from gridbench.backends.base import Segment, Stage, StageChain
+from gridbench.events.chain import Segment, Stage, StageChain
 from gridbench.events.model import EVENT_SCHEMA
 
 T0 = 1_700_000_000_000_000_000  # an epoch in ns; tests express times in seconds after it

@@ -11,7 +11,7 @@ import test_analysis_fixtures as fx
 from gridbench.analysis.latency import latency_durations, latency_stats
 from gridbench.analysis.timelines import build_timeline, job_times, timeline_stages
 from gridbench.analysis.trial import analyze_trial
-from gridbench.backends.base import Segment
+from gridbench.events.chain import Segment
 
 CHAIN = fx.simple_chain(
     "submit",

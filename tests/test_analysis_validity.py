@@ -6,7 +6,7 @@ import numpy as np
 
 import test_analysis_fixtures as fx
 from gridbench.analysis.trial import analyze_trial
-from gridbench.backends.base import Segment, Stage, StageChain
+from gridbench.events.chain import Segment, Stage, StageChain
 
 CHAIN = fx.simple_chain("submit", "client_done")
 N = 100

@@ -8,8 +8,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from gridbench.backends.base import StageChain
 from gridbench.errors import IngestError, ResultsError
+from gridbench.events.chain import StageChain
 from gridbench.events.ingest_run import (
     edgi_chain,
     estimate_offered_rate,

@@ -11,7 +11,7 @@ import pytest
 from rich.console import Console
 
 from gridbench.analysis import analyze_run
-from gridbench.backends.base import Stage, StageChain
+from gridbench.events.chain import Stage, StageChain
 from gridbench.jobflow.report import build_report
 from gridbench.jobflow.report import rows as T
 from gridbench.jobflow.report.loading import load_series

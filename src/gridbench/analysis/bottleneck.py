@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gridbench.analysis import text
-from gridbench.backends.base import StageChain
+from gridbench.events.chain import StageChain
 
 DEFAULT_TOLERANCE = 0.1
 CORROBORATION = 0.25

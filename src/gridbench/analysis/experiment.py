@@ -30,7 +30,7 @@ from gridbench.analysis.knee import PointVerdict, knee
 from gridbench.analysis.repetitions import point_summary
 from gridbench.analysis.thresholds import evaluate_thresholds
 from gridbench.analysis.trial import TrialResult, analyze_trial
-from gridbench.backends.base import StageChain
+from gridbench.events.chain import StageChain
 from gridbench.store.layout import write_json
 
 SCHEMA = "gridbench.metrics/1"

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gridbench.backends.base import StageChain
 from gridbench.errors import ResultsError
+from gridbench.events.chain import StageChain
 
 DEFAULT_LATE_THRESHOLD_NS = 100_000_000  # 100 ms, as the spec's load.late_threshold default
 

@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 
 from gridbench.analysis.stats import Stats, describe
 from gridbench.analysis.timelines import JobTimes
-from gridbench.backends.base import Segment, StageChain
+from gridbench.events.chain import Segment, StageChain
 from gridbench.events.model import (
     STAGE_CLIENT_DONE,
     STAGE_INTENDED,

@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from gridbench.analysis.stats import ols_slope
-from gridbench.backends.base import StageChain
+from gridbench.events.chain import StageChain
 
 F64 = NDArray[np.float64]
 GROWTH_GRID = 200

@@ -35,7 +35,7 @@ from gridbench.analysis.info import TrialInfo
 from gridbench.analysis.latency import Durations
 from gridbench.analysis.stats import Stats
 from gridbench.analysis.timelines import JobTimes
-from gridbench.backends.base import StageChain
+from gridbench.events.chain import StageChain
 from gridbench.events.model import STAGE_INTENDED, STAGE_SUBMIT
 
 

@@ -7,11 +7,11 @@ time: :meth:`Backend.status` takes every job of a sweep in one call.
 from __future__ import annotations
 
 import enum
-import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
+from gridbench.events.chain import StageChain
 from gridbench.events.model import Event
 
 
@@ -28,70 +28,6 @@ class JobState(enum.Enum):
     @property
     def terminal(self) -> bool:
         return self in (JobState.DONE, JobState.FAILED, JobState.CANCELLED)
-
-
-@dataclass(frozen=True, slots=True)
-class Stage:
-    """One stage of a chain: a named event, the component that stamps it, its precision."""
-
-    name: str
-    source: str
-    label: str = ""
-    precision_ns: int = 1_000
-
-
-@dataclass(frozen=True, slots=True)
-class Segment:
-    """The time between two stages; ``component`` ones sum to the job's breakdown."""
-
-    name: str
-    start: str
-    end: str
-    component: bool = True
-
-
-@dataclass(frozen=True, slots=True)
-class StageChain:
-    """The ordered stages a backend reports, and the named segments between them."""
-
-    stages: tuple[Stage, ...]
-    segments: tuple[Segment, ...] = ()
-
-    def names(self) -> list[str]:
-        return [s.name for s in self.stages]
-
-    def all_segments(self) -> tuple[Segment, ...]:
-        """Declared segments, or every adjacent pair when none are declared."""
-        if self.segments:
-            return self.segments
-        st = self.stages
-        return tuple(
-            Segment(f"{a.name}->{b.name}", a.name, b.name) for a, b in itertools.pairwise(st)
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "stages": [
-                {
-                    "name": s.name,
-                    "source": s.source,
-                    "label": s.label,
-                    "precision_ns": s.precision_ns,
-                }
-                for s in self.stages
-            ],
-            "segments": [
-                {"name": g.name, "start": g.start, "end": g.end, "component": g.component}
-                for g in self.all_segments()
-            ],
-        }
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> StageChain:
-        return cls(
-            stages=tuple(Stage(**s) for s in d.get("stages", [])),
-            segments=tuple(Segment(**g) for g in d.get("segments", [])),
-        )
 
 
 @dataclass(frozen=True, slots=True)

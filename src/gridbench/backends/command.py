@@ -29,8 +29,6 @@ from gridbench.backends.base import (
     JobStatus,
     RuntimeInfoSource,
     RuntimeStatsSource,
-    Stage,
-    StageChain,
     SubmitError,
 )
 from gridbench.backends.command_options import CommandConfig, OpConfig, compile_options
@@ -50,6 +48,7 @@ from gridbench.backends.command_process import (
 )
 from gridbench.backends.command_template import TemplateError
 from gridbench.errors import BackendError
+from gridbench.events.chain import Stage, StageChain
 from gridbench.events.model import (
     FAIL_SUBMIT_ERROR,
     FAIL_SUBMIT_REJECTED,

@@ -23,14 +23,12 @@ from gridbench.backends.base import (
     JobState,
     JobStatus,
     OrphanStopper,
-    Segment,
-    Stage,
-    StageChain,
     SubmitError,
 )
 from gridbench.backends.cli_run import as_user, scrub_secrets
 from gridbench.backends.options import parse_options
 from gridbench.errors import BackendError
+from gridbench.events.chain import Segment, Stage, StageChain
 from gridbench.events.clock import AnchoredClock
 from gridbench.events.model import (
     FAIL_SUBMIT_AUTH,

@@ -13,16 +13,9 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
-from gridbench.backends.base import (
-    Capabilities,
-    JobRequest,
-    JobState,
-    JobStatus,
-    Stage,
-    StageChain,
-    SubmitError,
-)
+from gridbench.backends.base import Capabilities, JobRequest, JobState, JobStatus, SubmitError
 from gridbench.backends.options import parse_options
+from gridbench.events.chain import Stage, StageChain
 from gridbench.events.model import FAIL_SUBMIT_REJECTED, Event
 
 

@@ -19,16 +19,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, ClassVar
 
-from gridbench.backends.base import (
-    Capabilities,
-    JobRequest,
-    JobState,
-    JobStatus,
-    Segment,
-    Stage,
-    StageChain,
-    SubmitError,
-)
+from gridbench.backends.base import Capabilities, JobRequest, JobState, JobStatus, SubmitError
 from gridbench.backends.options import parse_options
 from gridbench.backends.psij_options import (
     PsijOptions,
@@ -38,6 +29,7 @@ from gridbench.backends.psij_options import (
     precision_s,
 )
 from gridbench.errors import BackendError
+from gridbench.events.chain import Segment, Stage, StageChain
 from gridbench.events.clock import AnchoredClock
 from gridbench.events.model import FAIL_SUBMIT_ERROR, FAIL_SUBMIT_REJECTED, Event, Precision
 

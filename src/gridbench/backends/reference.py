@@ -26,11 +26,12 @@ from gridbench.backends.base import (
     JobStatus,
     ReportPublisher,
     RuntimeInfoSource,
-    StageChain,
     SubmitError,
 )
 from gridbench.backends.options import parse_options
+from gridbench.backends.sut import exclude_pid
 from gridbench.errors import BackendError
+from gridbench.events.chain import StageChain
 from gridbench.events.ingest_run import edgi_chain
 from gridbench.events.model import (
     FAIL_SUBMIT_ERROR,
@@ -39,7 +40,6 @@ from gridbench.events.model import (
     Event,
     Precision,
 )
-from gridbench.run import resources
 
 STARTUP_TIMEOUT_S = 30.0
 
@@ -165,7 +165,7 @@ class ReferenceBackend:
                 start_new_session=True,
             )
         self._proc = proc
-        resources.exclude_pid(proc.pid)
+        exclude_pid(proc.pid)
         assert proc.stdout is not None
         try:
             line = await asyncio.wait_for(proc.stdout.readline(), STARTUP_TIMEOUT_S)

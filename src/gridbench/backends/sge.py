@@ -22,16 +22,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gridbench.backends.base import (
-    Capabilities,
-    JobRequest,
-    JobState,
-    JobStatus,
-    Segment,
-    Stage,
-    StageChain,
-    SubmitError,
-)
+from gridbench.backends.base import Capabilities, JobRequest, JobState, JobStatus, SubmitError
 from gridbench.backends.cli_run import CliResult, checked_call, run_cli, submit_call
 from gridbench.backends.options import parse_options
 from gridbench.backends.sge_parse import (
@@ -48,6 +39,7 @@ from gridbench.backends.sge_parse import (
     qsub_message,
 )
 from gridbench.errors import BackendError
+from gridbench.events.chain import Segment, Stage, StageChain
 from gridbench.events.model import (
     FAIL_SUBMIT_ERROR,
     Event,

@@ -26,15 +26,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from gridbench.backends.base import (
-    Capabilities,
-    JobRequest,
-    JobStatus,
-    Segment,
-    Stage,
-    StageChain,
-    SubmitError,
-)
+from gridbench.backends.base import Capabilities, JobRequest, JobStatus, SubmitError
 from gridbench.backends.cli_run import (
     CliResult,
     checked_call,
@@ -70,6 +62,7 @@ from gridbench.backends.slurm_rest import (
 )
 from gridbench.backends.slurm_stamps import SOURCE, StampBook
 from gridbench.errors import BackendError
+from gridbench.events.chain import Segment, Stage, StageChain
 from gridbench.events.model import FAIL_SUBMIT_AUTH, FAIL_SUBMIT_ERROR, Event, Precision
 
 log = logging.getLogger(__name__)

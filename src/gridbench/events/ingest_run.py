@@ -20,8 +20,8 @@ from typing import Any, Final
 
 import polars as pl
 
-from gridbench.backends.base import Segment, Stage, StageChain
 from gridbench.errors import IngestError, ResultsError
+from gridbench.events.chain import Segment, Stage, StageChain
 from gridbench.events.edgi import ingest_edgi
 from gridbench.events.ingest import IngestResult
 from gridbench.events.jsonl import read_jsonl

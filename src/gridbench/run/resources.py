@@ -14,15 +14,9 @@ from pathlib import Path
 
 import psutil
 
+from gridbench.backends.sut import excluded_pids
+
 RESOURCES_FILE = "resources.csv"
-
-# Child processes that are the system under test (an embedded grid), not the client.
-_EXCLUDED: set[int] = set()
-
-
-def exclude_pid(pid: int) -> None:
-    """Leave ``pid`` and its descendants out of the client's samples."""
-    _EXCLUDED.add(pid)
 
 
 class ResourceMonitor:
@@ -53,8 +47,9 @@ class ResourceMonitor:
             kids = self._me.children(recursive=True)
         except psutil.Error:
             kids = []
-        if _EXCLUDED:
-            skip = set(_EXCLUDED)
+        excluded = excluded_pids()  # child processes that are the system under test
+        if excluded:
+            skip = set(excluded)
             for k in kids:
                 if k.pid in skip:
                     with contextlib.suppress(psutil.Error):
