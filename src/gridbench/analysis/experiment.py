@@ -22,7 +22,6 @@ from gridbench.analysis.bottleneck import (
     find_bottleneck,
     segment_for_stage,
 )
-from gridbench.analysis.closed import model_summary
 from gridbench.analysis.config import AnalysisConfig, parse_warmup
 from gridbench.analysis.failures import failures_vs_rate
 from gridbench.analysis.growth import sweep_growth
@@ -31,6 +30,7 @@ from gridbench.analysis.repetitions import point_summary
 from gridbench.analysis.thresholds import evaluate_thresholds
 from gridbench.analysis.trial import TrialResult, analyze_trial
 from gridbench.events.chain import StageChain
+from gridbench.jobflow import loads as load_models
 from gridbench.store.layout import write_json
 
 SCHEMA = "gridbench.metrics/1"
@@ -116,8 +116,9 @@ def _point(
     excluded = {e["trial_id"] for e in summary["excluded"]}
     used = [o for o in objs if o.get("valid") and o.get("trial_id") not in excluded]
     kinds = [o["model"].get("kind") for o in objs if isinstance(o.get("model"), dict)]
-    if kinds:
-        summary["model"] = model_summary(used, str(kinds[0]))
+    load_model = load_models.find(str(kinds[0])) if kinds else None
+    if load_model is not None:
+        summary["model"] = load_model.summary(used)
     return {
         "index": index,
         "point": dict(trials[0].info.point),

@@ -31,6 +31,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from gridbench.analysis import text
+from gridbench.jobflow import loads as load_models
 
 F64 = NDArray[np.float64]
 DELTA_AIC = 2.0
@@ -188,15 +189,6 @@ def fit_growth(
 
 # --- experiment level ---------------------------------------------------------------------
 
-#: The main measured quantity of each load model: (path in a point summary, label, unit).
-QUANTITIES: dict[str, tuple[str, str, str]] = {
-    "open": ("latency.overall.mean", "overall latency", "s"),
-    "sustain": ("model.submit.mean", "submit time", "s"),
-    "batch": ("model.throughput_per_s", "batch throughput", "jobs/s"),
-    "probe": ("model.single.mean", "operation time", "s"),
-}
-_PROBE_LABEL = {"submit": "submission time", "status": "status-query time", "cancel": "cancel time"}
-
 
 def _is_number(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
@@ -212,15 +204,6 @@ def _point_value(p: Mapping[str, Any], path: str) -> float | None:
     return float(cur) if _is_number(cur) else None
 
 
-def _label(load_model: str, points: Sequence[Mapping[str, Any]]) -> tuple[str, str, str]:
-    path, label, unit = QUANTITIES[load_model]
-    if load_model == "probe":
-        ops = [((p.get("summary") or {}).get("model") or {}).get("operation") for p in points]
-        op = next((o for o in ops if isinstance(o, str)), None)
-        label = _PROBE_LABEL.get(op or "", label)
-    return path, label, unit
-
-
 def sweep_growth(
     points: Sequence[Mapping[str, Any]], load_model: str | None
 ) -> list[dict[str, Any]]:
@@ -231,9 +214,11 @@ def sweep_growth(
     ``{parameter, fixed, quantity, label, unit, x, y, <fit_growth fields>}``, its
     statement ending with '(x = parameter)'.
     """
-    if load_model not in QUANTITIES or len(points) < MIN_POINTS:
+    model = load_models.find(load_model)
+    quantity = model.growth_quantity(points) if model is not None else None
+    if quantity is None or len(points) < MIN_POINTS:
         return []
-    path, label, unit = _label(load_model, points)
+    path, label, unit = quantity  # the load model's main measured quantity
     params: list[str] = []
     for p in points:
         for k in p.get("point") or {}:

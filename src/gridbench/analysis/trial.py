@@ -11,7 +11,6 @@ from numpy.typing import NDArray
 
 from gridbench.analysis import series as ser
 from gridbench.analysis.bottleneck import find_bottleneck
-from gridbench.analysis.closed import adjust_validity, model_metrics
 from gridbench.analysis.config import AnalysisConfig
 from gridbench.analysis.failures import failure_counts, job_counts
 from gridbench.analysis.info import TrialInfo
@@ -40,6 +39,7 @@ from gridbench.analysis.users import job_users, user_breakdown
 from gridbench.analysis.validity import client_cpu, late_jobs, trial_validity
 from gridbench.analysis.warmup import Warmup, fraction_warmup, steady_state_warmup
 from gridbench.events.model import STAGE_INTENDED, STAGE_SUBMIT
+from gridbench.jobflow import loads as load_models
 
 F64 = NDArray[np.float64]
 
@@ -80,11 +80,11 @@ def _origin(info: TrialInfo, tl_table: pl.DataFrame, stages: tuple[str, ...]) ->
     return min(vals) if vals else 0
 
 
-def _offered(info: TrialInfo, sched: F64) -> float | None:
-    """The offered rate: trial.json's, else estimated from an open schedule."""
+def _offered(info: TrialInfo, sched: F64, rate_based: bool) -> float | None:
+    """The offered rate: trial.json's, else estimated from a rate-based schedule."""
     if info.offered_rate_per_s is not None:
         return info.offered_rate_per_s
-    if info.load_model == "open" and sched.size >= 2 and sched[-1] > sched[0]:
+    if rate_based and sched.size >= 2 and sched[-1] > sched[0]:
         return float((sched.size - 1) / (sched[-1] - sched[0]))
     return None
 
@@ -98,19 +98,21 @@ def analyze_trial(
     """Every per-trial metric of metrics.json (and series.json) from one trial's events."""
     cfg = cfg or AnalysisConfig()
     chain = info.chain
+    load_model = load_models.find(info.load_model)  # None: results of an unknown model
     names = chain.names()
     stages = timeline_stages(names)
     tl = build_timeline(events, stages)
     origin = _origin(info, tl.table, stages)
     jt = job_times(tl, origin)
-    users = job_users(events, tl.table["job"], agent_fallback=info.load_model == "sustain")
+    by_agent = load_model is not None and load_model.users_by_agent
+    users = job_users(events, tl.table["job"], agent_fallback=by_agent)
     del tl
     end = end_stage(jt, chain)
     sched = schedule_times(jt, chain)
     sched_sorted = sorted_finite(sched)
     sub_start = float(sched_sorted[0]) if sched_sorted.size else None
     sub_end = float(sched_sorted[-1]) if sched_sorted.size else None
-    offered = _offered(info, sched_sorted)
+    offered = _offered(info, sched_sorted, load_model is not None and load_model.rate_based)
     passages = _Passages(jt)
 
     durations = latency_durations(jt, chain)
@@ -161,8 +163,10 @@ def analyze_trial(
     validity = trial_validity(
         info, jt, jobs, latency, durations, cpu, end_stage=end, cfg=cfg.validity
     )
-    model = model_metrics(info.load_model, events, chain)  # closed models only
-    validity = adjust_validity(validity, model)
+    model = None  # the load model's own results (closed models)
+    if load_model is not None:
+        model = load_model.trial_metrics(events, chain)
+        validity = load_model.adjust_validity(validity, model)
     ratios = {s: throughput[s]["expected_ratio"] for s in names}
     finding = find_bottleneck(names, ratios, cfg.tolerance)
 

@@ -11,9 +11,10 @@ import pwd
 import time
 from dataclasses import dataclass
 
-from gridbench.backends.base import Backend, BulkSubmitter, JobRequest, JobState
+from gridbench.backends.base import Backend, JobRequest, JobState
 from gridbench.backends.registry import create_backend
 from gridbench.errors import GridbenchError, SpecError
+from gridbench.jobflow import loads as load_models
 from gridbench.run.collectors import build_collectors
 from gridbench.spec.model import ExperimentSpec
 
@@ -79,12 +80,7 @@ def check_config(specs: list[ExperimentSpec], *, host: bool = True) -> None:
     for spec in specs:
         backend = create_backend(spec.backend.type, spec.backend.options)
         build_collectors(spec, backend)
-        if spec.load.bulk > 1 and not isinstance(backend, BulkSubmitter):
-            raise SpecError(
-                f"the {spec.backend.type} backend cannot submit in bulk",
-                where="load.bulk",
-                fix="set load.bulk: 1, or use a backend that can (slurm: job arrays)",
-            )
+        load_models.get(spec.load.model).check_backend(spec, backend)  # e.g. bulk: arrays
         if host:
             check_users(spec)
 

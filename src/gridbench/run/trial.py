@@ -1,4 +1,9 @@
-"""One trial: submit per the load model, track, drain, collect server stamps, finalise."""
+"""One trial: submit per the load model, track, drain, collect server stamps, finalise.
+
+What is common to every load model is here: trial.json, the event log, the recorders, the
+status tracker, the resource monitor, the drain, cancelling on abort and the collectors.
+How submissions are offered is the load model's runner (:mod:`gridbench.jobflow.loads`).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,21 +20,19 @@ import numpy as np
 from gridbench.backends.base import Backend, JobRequest, RuntimeStatsSource
 from gridbench.events.clock import AnchoredClock
 from gridbench.events.log import EVENTS_FILE, EventLog
-from gridbench.run.closed_loop import run_batch, run_probe, run_sustain
+from gridbench.jobflow import loads as load_models
+from gridbench.jobflow.loads.base import RequestMaker, TrialContext
 from gridbench.run.collect import Collector
 from gridbench.run.observer import Observer, TrialProgress
-from gridbench.run.open_loop import run_open_loop
 from gridbench.run.recorder import Recorder
 from gridbench.run.resources import RESOURCES_FILE, ResourceMonitor
-from gridbench.run.schedule import intended_offsets, split_for_agents
 from gridbench.run.tracker import StatusTracker
 from gridbench.spec.model import ExperimentSpec
-from gridbench.spec.plan import PlannedPoint, PlannedTrial, submission_window
+from gridbench.spec.plan import PlannedPoint, PlannedTrial
 from gridbench.store.layout import write_json
 
 log = logging.getLogger(__name__)
 TRIAL_FILE = "trial.json"
-START_LEAD_S = 0.2  # lets every submitter reach its first sleep before the schedule starts
 
 
 @dataclass
@@ -41,7 +43,7 @@ class TrialOutcome:
     error: str | None = None
 
 
-def _request_factory(spec: ExperimentSpec, trial_id: str, n_hint: int, seed: int) -> Any:
+def _request_factory(spec: ExperimentSpec, trial_id: str, n_hint: int, seed: int) -> RequestMaker:
     job = spec.job
     command = tuple(job.command)
     rng = np.random.default_rng(seed)
@@ -131,6 +133,7 @@ async def run_trial(
     """Run one trial of ``point``; everything it learns is on disk when it returns."""
     pspec = point.spec
     load = pspec.load
+    model = load_models.get(load.model)
     tid = planned.trial_id
     trial_dir.mkdir(parents=True, exist_ok=True)
     seed = load.seed * 100_003 + planned.point_index * 1009 + planned.trial_index
@@ -159,7 +162,11 @@ async def run_trial(
         "status_interval_ns": int(pspec.timeouts.status_interval * 1e9),
         "pid": os.getpid(),
     }
-    write_json(trial_dir / TRIAL_FILE, info)
+
+    def write_info() -> None:
+        write_json(trial_dir / TRIAL_FILE, info)
+
+    write_info()
     _runtime_stats(backend)  # start the backend's counters afresh for this trial
     elog = EventLog(trial_dir / EVENTS_FILE)
     recs = [Recorder(elog, clock, f"agent-{k}") for k in range(load.agents)]
@@ -180,84 +187,21 @@ async def run_trial(
     t = pspec.timeouts
     try:
         progress.phase = "submitting"
-        if load.model == "open":
-            offsets = intended_offsets(load, pspec.trial, seed)
-            window = submission_window(load, pspec.trial)
-            info["offered_rate_per_s"] = len(offsets) / window if window > 0 else None
-            info["planned_jobs"] = progress.planned = len(offsets)
-            info["submission_window_s"] = window
-            write_json(trial_dir / TRIAL_FILE, info)
-            make = _request_factory(pspec, tid, len(offsets), seed)
-            start = time.perf_counter_ns() + int(START_LEAD_S * 1e9)
-            idx_parts = split_for_agents(np.arange(len(offsets), dtype=np.int64), load.agents)
-            async with asyncio.TaskGroup() as tg:
-                for k, part in enumerate(split_for_agents(offsets, load.agents)):
-                    tg.create_task(
-                        run_open_loop(
-                            backend,
-                            part,
-                            idx_parts[k],
-                            make,
-                            recs[k],
-                            tracker,
-                            progress,
-                            start_mono_ns=start,
-                            pool=load.pool,
-                            max_lateness_s=load.max_lateness,
-                            late_threshold_s=load.late_threshold,
-                            submit_timeout_s=t.submit,
-                            stop=stop,
-                        )
-                    )
-        elif load.model == "sustain":
-            make = _request_factory(pspec, tid, 0, seed)
-            await run_sustain(
-                backend,
-                make,
-                recs,
-                tracker,
-                progress,
+        await model.run(
+            TrialContext(
+                backend=backend,
+                spec=pspec,
                 trial_id=tid,
-                users=load.users,
-                jobs_per_user=load.jobs_per_user,
-                sleep_coef_s=load.sleep_coef,
-                duration_s=pspec.trial.duration or 0.0,
-                submit_timeout_s=t.submit,
                 seed=seed,
+                recorders=recs,
+                tracker=tracker,
+                progress=progress,
                 stop=stop,
+                requests=lambda n: _request_factory(pspec, tid, n, seed),
+                info=info,
+                write_info=write_info,
             )
-        elif load.model == "batch":
-            n = load.jobs or pspec.trial.jobs or 0
-            make = _request_factory(pspec, tid, n, seed)
-            await run_batch(
-                backend,
-                make,
-                recs,
-                tracker,
-                progress,
-                jobs=n,
-                submitters=load.submitters,
-                submit_timeout_s=t.submit,
-                stop=stop,
-                bulk=load.bulk,
-            )
-        else:
-            make = _request_factory(pspec, tid, load.count, seed)
-            await run_probe(
-                backend,
-                make,
-                recs,
-                tracker,
-                progress,
-                trial_id=tid,
-                operation=load.operation,
-                count=load.count,
-                gap_s=load.gap,
-                burst_requests=load.burst.requests if load.burst else None,
-                burst_threads=load.burst.threads if load.burst else [],
-                submit_timeout_s=t.submit,
-                stop=stop,
-            )
+        )
         info["submit_end_ns"] = clock.now_ns()
         submission_done.set()
         await tracking

@@ -15,7 +15,8 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 
 from gridbench.errors import SpecError
-from gridbench.spec.model import ExperimentSpec, LoadSpec
+from gridbench.jobflow import loads as load_models
+from gridbench.spec.model import ExperimentSpec
 
 MAX_SPEC_BYTES = 1024 * 1024
 
@@ -217,7 +218,7 @@ def sweep_path(key: str) -> list[str]:
     """Map a sweep key to its spec path: ``rate`` -> load.rate, ``job.runtime`` as is."""
     if "." in key:
         return key.split(".")
-    if key in LoadSpec.model_fields:
+    if key in load_models.field_names():  # a field of any load model
         return ["load", key]
     raise SpecError(
         f"sweep key {key!r} is not a load parameter",

@@ -6,16 +6,21 @@ per second (a bare number in the YAML means jobs per minute, the seeds' unit).
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from gridbench.spec.units import parse_duration, parse_rate
+from gridbench.jobflow import loads as load_models
+from gridbench.spec.units import Duration as Duration
+from gridbench.spec.units import Rate as Rate
+from gridbench.spec.units import parse_rate
 from gridbench.testplan import TestPlan
 from gridbench.thresholds import ThresholdSpec as ThresholdSpec  # one model for all families
 
-Duration = Annotated[float, BeforeValidator(parse_duration)]
-Rate = Annotated[float, BeforeValidator(parse_rate)]
+if TYPE_CHECKING:  # code outside a load model sees the common fields only
+    LoadSpec: TypeAlias = load_models.LoadBase
+else:  # the registered models' specs, discriminated on ``model``
+    LoadSpec = load_models.load_spec_type()
 
 
 class _Strict(BaseModel):
@@ -69,72 +74,6 @@ class UserSpec(_Strict):
         default=None, description="token or proxy of this user (slurmrestd JWT, grid CE)"
     )
     weight: float = Field(default=1.0, gt=0, le=1e6)
-
-
-class RateStep(_Strict):
-    rate: Rate
-    duration: Duration
-
-
-class RampSpec(_Strict):
-    start: Rate = Field(alias="from")
-    end: Rate = Field(alias="to")
-    duration: Duration
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-
-
-class BurstSpec(_Strict):
-    requests: int = Field(default=100, ge=1)
-    threads: list[int] = Field(default_factory=lambda: [1, 10, 20, 33])
-
-
-class LoadSpec(_Strict):
-    """How submissions are offered (METHODS 1.5-1.9)."""
-
-    model: Literal["open", "sustain", "batch", "probe"] = "open"
-    # open loop
-    arrival: Literal["uniform", "poisson"] = "uniform"
-    rate: Rate | None = None
-    schedule: list[RateStep] | None = None
-    ramp: RampSpec | None = None
-    pool: int = Field(default=64, ge=1, le=100_000, description="concurrent submitters")
-    max_lateness: Duration = Field(default=5.0, description="later than this: dropped")
-    late_threshold: Duration = Field(default=0.1, description="later than this: counted late")
-    agents: int = Field(
-        default=1, ge=1, le=256, description="submitter agents sharing the schedule"
-    )
-    # sustain (MAPPER response-time benchmark)
-    users: int = Field(default=10, ge=1)
-    jobs_per_user: int = Field(default=5, ge=1)
-    sleep_coef: Duration = 10.0
-    # batch (MAPPER throughput benchmark)
-    jobs: int | None = Field(default=None, ge=1)
-    submitters: int = Field(default=10, ge=1)
-    bulk: int = Field(
-        default=1, ge=1, le=10_000, description="jobs per submission call (job arrays; batch)"
-    )
-    # probe (single-operation overhead)
-    operation: Literal["submit", "status", "cancel"] = "submit"
-    count: int = Field(default=30, ge=1)
-    gap: Duration = 2.0
-    burst: BurstSpec | None = None
-    seed: int = 1
-
-    @model_validator(mode="after")
-    def _check_open(self) -> LoadSpec:
-        if self.bulk > 1 and self.model != "batch":
-            raise ValueError(
-                "load.bulk (jobs per submission call) needs model: batch, where jobs are not "
-                "tied to an arrival time; leave it at 1 for the other models"
-            )
-        if self.model == "open":
-            given = [x for x in (self.rate, self.schedule, self.ramp) if x is not None]
-            if len(given) != 1:
-                raise ValueError(
-                    "the open model needs exactly one of rate, schedule or ramp "
-                    "(e.g. rate: 60 for 60 jobs/min)"
-                )
-        return self
 
 
 class TrialSpec(_Strict):
@@ -201,19 +140,7 @@ class ExperimentSpec(_Strict):
 
     @model_validator(mode="after")
     def _check_size(self) -> ExperimentSpec:
-        m = self.load.model
-        open_rate = m == "open" and self.load.schedule is None and self.load.ramp is None
-        if open_rate and self.trial.duration is None and self.trial.jobs is None:
-            raise ValueError("trial needs a duration or a job count (e.g. trial: {duration: 60s})")
-        if m == "sustain" and self.trial.duration is None:
-            raise ValueError("the sustain model needs trial.duration")
-        if m == "batch" and self.load.jobs is None and self.trial.jobs is None:
-            raise ValueError("the batch model needs load.jobs (N jobs to submit)")
-        if m == "sustain" and self.users and self.load.users < len(self.users):
-            raise ValueError(
-                f"load.users is {self.load.users} but {len(self.users)} users are declared: "
-                "some would get no virtual user; raise load.users"
-            )
+        load_models.get(self.load.model).check_spec(self)  # the load model's own checks
         names = [u.name for u in self.users]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import itertools
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from gridbench.errors import SpecError
+from gridbench.jobflow import loads as load_models
 from gridbench.spec.load import set_path, sweep_path, validate_data
-from gridbench.spec.model import ExperimentSpec, LoadSpec, TrialSpec
+from gridbench.spec.model import ExperimentSpec
 
 
 @dataclass(frozen=True)
@@ -72,51 +72,12 @@ def trial_id(point: int, trial: int) -> str:
     return f"p{point:02d}-t{trial:02d}"
 
 
-def submission_window(load: LoadSpec, trial: TrialSpec) -> float:
-    """Seconds during which an open-loop trial submits."""
-    if load.schedule:
-        return sum(s.duration for s in load.schedule)
-    if load.ramp:
-        return load.ramp.duration
-    if trial.duration is not None:
-        return trial.duration
-    rate = load.rate or 0.0
-    return (trial.jobs or 0) / rate if rate > 0 else 0.0
-
-
-def _open_jobs(load: LoadSpec, trial: TrialSpec) -> int:
-    if load.schedule:
-        return sum(math.floor(s.rate * s.duration) for s in load.schedule)
-    if load.ramp:
-        return math.floor((load.ramp.start + load.ramp.end) / 2 * load.ramp.duration)
-    if trial.jobs is not None:
-        return trial.jobs
-    return math.floor((load.rate or 0.0) * (trial.duration or 0.0))
-
-
-def _peak_rate(load: LoadSpec) -> float | None:
-    if load.model != "open":
-        return None
-    if load.schedule:
-        return max(s.rate for s in load.schedule)
-    if load.ramp:
-        return max(load.ramp.start, load.ramp.end)
-    return load.rate
-
-
-def _estimate(spec: ExperimentSpec) -> tuple[int | None, float]:
-    load, trial, runtime = spec.load, spec.trial, spec.job.runtime or 0.0
-    drain = runtime + 2 * spec.timeouts.status_interval + 1.0
-    if load.model == "open":
-        return _open_jobs(load, trial), submission_window(load, trial) + drain
-    if load.model == "sustain":
-        return None, (trial.duration or 0.0) + drain
-    if load.model == "batch":
-        n = load.jobs or trial.jobs or 0
-        return n, drain + n * 0.01
-    # probe: count spaced by gap, plus bursts
-    n = load.count + (load.burst.requests * len(load.burst.threads) if load.burst else 0)
-    return n, load.count * load.gap + drain
+def _estimate(spec: ExperimentSpec) -> tuple[int | None, float, float | None]:
+    """Jobs, seconds and peak rate of one trial, as the spec's load model estimates them."""
+    # every model waits about this long after its last submission for the jobs to end
+    drain = (spec.job.runtime or 0.0) + 2 * spec.timeouts.status_interval + 1.0
+    est = load_models.get(spec.load.model).plan(spec, drain)
+    return est.jobs_per_trial, est.seconds_per_trial, est.peak_rate_per_s
 
 
 def make_plan(spec: ExperimentSpec, data: dict[str, Any], origin: str = "<spec>") -> Plan:
@@ -134,8 +95,8 @@ def make_plan(spec: ExperimentSpec, data: dict[str, Any], origin: str = "<spec>"
             pspec = validate_data(pdata, None, f"{origin} (sweep point {values})")
         except SpecError as exc:
             raise SpecError(str(exc), fix="check the sweep values against the field") from None
-        jobs, seconds = _estimate(pspec)
-        points.append(PlannedPoint(i, values, pspec, jobs, seconds, _peak_rate(pspec.load)))
+        jobs, seconds, peak = _estimate(pspec)
+        points.append(PlannedPoint(i, values, pspec, jobs, seconds, peak))
     trials = [
         PlannedTrial(trial_id(p.index, t), p.index, t) for p in points for t in range(spec.trials)
     ]

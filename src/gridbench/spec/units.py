@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Annotated
+
+from pydantic import BeforeValidator
 
 _DUR = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ns|us|ms|s|m|min|h)?\s*$")
 _DUR_UNITS = {
@@ -55,3 +58,9 @@ def format_rate(per_s: float) -> str:
     if per_s >= 1 or per_s == 0:
         return f"{per_s:g}/s"
     return f"{per_s * 60:g}/min"
+
+
+#: A spec field in seconds, written as a number or with a unit (30s, 2m, 500ms).
+Duration = Annotated[float, BeforeValidator(parse_duration)]
+#: A spec field in jobs per second, written as 2/s, 120/min or a bare number per minute.
+Rate = Annotated[float, BeforeValidator(parse_rate)]

@@ -1,0 +1,216 @@
+"""The load-model seam of job flow: what one load model (open, sustain, batch, probe) is.
+
+A load model is one module under ``gridbench/jobflow/loads/`` holding
+
+* its spec: a pydantic model of the ``load:`` block (a subclass of :class:`LoadBase`, with
+  ``model: Literal["<name>"]``); the spec's ``load`` is the union of every registered
+  model's spec, discriminated on ``model``;
+* its plan contribution (jobs per trial, seconds per trial, peak offered rate);
+* its runner: one coroutine taking a :class:`TrialContext`;
+* its analysis: the trial's ``model`` object in metrics.json and the point's
+  ``summary.model`` (closed models), plus the few per-model switches of the generic
+  analysis (offered rate, users by agent, growth quantity, validity);
+* a reference to its report sections.
+
+and one registration in :data:`gridbench.jobflow.loads.LOAD_MODELS`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from gridbench.spec.units import Duration
+
+if TYPE_CHECKING:  # runtime imports would cycle: the spec imports the registry
+    import polars as pl
+
+    from gridbench.backends.base import Backend, JobRequest
+    from gridbench.events.chain import StageChain
+    from gridbench.run.observer import TrialProgress
+    from gridbench.run.recorder import Recorder
+    from gridbench.run.tracker import StatusTracker
+    from gridbench.spec.model import ExperimentSpec
+
+
+class Strict(BaseModel):
+    """A spec block: unknown fields are errors (typos are caught), values are frozen."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LoadBase(Strict):
+    """The fields every load model has (METHODS 1.5-1.9); a model's spec adds its own."""
+
+    model: str
+    late_threshold: Duration = Field(default=0.1, description="later than this: counted late")
+    agents: int = Field(
+        default=1, ge=1, le=256, description="submitter agents sharing the schedule"
+    )
+    seed: int = 1
+
+
+L = TypeVar("L", bound=LoadBase)
+
+
+def narrow(load: LoadBase, cls: type[L]) -> L:
+    """``load`` as its model's spec class (a model's hooks only ever get their own spec)."""
+    if not isinstance(load, cls):
+        raise TypeError(f"expected a {cls.__name__}, got a {type(load).__name__}")
+    return load
+
+
+@dataclass(frozen=True)
+class PlanEstimate:
+    """What one trial of a point will do, as the plan shows it before anything runs."""
+
+    jobs_per_trial: int | None  # None: open-ended (closed loop)
+    seconds_per_trial: float
+    peak_rate_per_s: float | None  # None: no offered rate (closed loop)
+
+
+class RequestMaker(Protocol):
+    """Job ``i``'s request; ``slot`` pins a sustain virtual user to a declared user."""
+
+    def __call__(self, i: int, slot: int | None = None) -> JobRequest: ...
+
+
+@dataclass(frozen=True)
+class TrialContext:
+    """Everything a runner needs for one trial; the common parts (event log, tracker,
+    resources, collectors, safety, drain) stay with :func:`gridbench.run.trial.run_trial`."""
+
+    backend: Backend
+    spec: ExperimentSpec  # the point's spec: its load, trial, job and timeouts
+    trial_id: str
+    seed: int
+    recorders: Sequence[Recorder]  # one per agent (load.agents)
+    tracker: StatusTracker
+    progress: TrialProgress
+    stop: asyncio.Event
+    #: a request factory for about ``n`` jobs (``n`` sizes the pre-drawn failure flags)
+    requests: Callable[[int], RequestMaker]
+    info: dict[str, Any]  # trial.json as being written; a runner may add what it knows
+    write_info: Callable[[], None]
+
+    @property
+    def submit_timeout_s(self) -> float:
+        """The time-out of one submission call."""
+        return self.spec.timeouts.submit
+
+
+#: A report-section builder: metrics.json in, a section (or ``None``: nothing to show) out.
+SectionBuilder = Callable[[Mapping[str, Any]], Any]
+
+
+class LoadModel(Protocol):
+    """One load model of job flow (see the module docstring)."""
+
+    # read-only (properties) so that a class attribute of a narrower type satisfies them
+    @property
+    def name(self) -> str:
+        """The spec's ``load.model`` value, the ``load_model`` of trial.json and metrics."""
+        ...
+
+    @property
+    def spec(self) -> type[LoadBase]:
+        """The pydantic model of its ``load:`` block."""
+        ...
+
+    @property
+    def rate_based(self) -> bool:
+        """It offers a rate: knee, bottleneck ratios, an offered rate estimated from the
+        schedule."""
+        ...
+
+    @property
+    def users_by_agent(self) -> bool:
+        """A job without a ``user`` belongs to its submitting agent (users are agents)."""
+        ...
+
+    def check_spec(self, spec: ExperimentSpec) -> None:
+        """Cross-field checks of a whole spec; raise ValueError with the message to show."""
+        ...
+
+    def check_backend(self, spec: ExperimentSpec, backend: Backend) -> None:
+        """Offline checks that need the backend; raise SpecError."""
+        ...
+
+    def plan(self, spec: ExperimentSpec, drain_s: float) -> PlanEstimate:
+        """Jobs, seconds (``drain_s``: the expected drain after submitting) and peak rate."""
+        ...
+
+    async def run(self, ctx: TrialContext) -> None:
+        """Submit (and for closed models: poll, probe) until done, stopped or failed."""
+        ...
+
+    def trial_metrics(self, events: pl.DataFrame, chain: StageChain) -> dict[str, Any] | None:
+        """The trial's ``model`` object of metrics.json (``None``: none)."""
+        ...
+
+    def adjust_validity(
+        self, validity: dict[str, Any], model: Mapping[str, Any] | None
+    ) -> dict[str, Any]:
+        """The trial's validity, corrected for what does not apply to this model."""
+        ...
+
+    def summary(self, trials: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+        """The point's ``summary.model`` from the trial objects it uses."""
+        ...
+
+    def growth_quantity(self, points: Sequence[Mapping[str, Any]]) -> tuple[str, str, str] | None:
+        """(path in a point summary, label, unit) of the quantity growth fits follow."""
+        ...
+
+    def sections(self) -> Sequence[SectionBuilder]:
+        """The builders of this model's report sections."""
+        ...
+
+
+class BaseLoadModel:
+    """Defaults for the optional hooks; a load model subclasses this and overrides."""
+
+    name: str
+    spec: type[LoadBase]
+    rate_based: bool = False
+    users_by_agent: bool = False
+
+    def check_spec(self, spec: ExperimentSpec) -> None:
+        """No cross-field checks."""
+
+    def check_backend(self, spec: ExperimentSpec, backend: Backend) -> None:
+        """Any backend will do."""
+
+    def plan(self, spec: ExperimentSpec, drain_s: float) -> PlanEstimate:  # pragma: no cover
+        """Every model must say what a trial does."""
+        raise NotImplementedError
+
+    async def run(self, ctx: TrialContext) -> None:  # pragma: no cover
+        """Every model must run."""
+        raise NotImplementedError
+
+    def trial_metrics(self, events: pl.DataFrame, chain: StageChain) -> dict[str, Any] | None:
+        """No ``model`` object."""
+        return None
+
+    def adjust_validity(
+        self, validity: dict[str, Any], model: Mapping[str, Any] | None
+    ) -> dict[str, Any]:
+        """The generic validity applies as it is."""
+        return validity
+
+    def summary(self, trials: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+        """No ``summary.model``."""
+        return None
+
+    def growth_quantity(self, points: Sequence[Mapping[str, Any]]) -> tuple[str, str, str] | None:
+        """No growth fits."""
+        return None
+
+    def sections(self) -> Sequence[SectionBuilder]:
+        """No sections of its own."""
+        return ()

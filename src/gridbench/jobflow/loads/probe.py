@@ -1,0 +1,341 @@
+"""The probe load model (single-operation overhead, METHODS 1.8): ``count`` single
+operations (submit, status or cancel) spaced by ``gap``, then optional bursts of
+``requests`` operations with 1..k client threads.
+
+Results (the trial's ``model`` object, seconds): ``single`` = stats of the spaced single
+operations (submit: submit_ack − submit; status/cancel: op_end − op_start), with ``errors``
+and the seed's statement '557±124 ms (α=0.05)'. For submissions, ``below`` is the part of
+the call spent in the layers below the client: submit_ack − the server's submit stage (the
+first server-side stage named ``*_submit``, else the first server-side stage), for the
+calls in which that stage was stamped while the call was open. ``bursts`` = per burst
+(keyed by its thread count): the total time of the burst, the time per request (total ÷
+requests) and the stats of its individual requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+import polars as pl
+from pydantic import Field
+
+from gridbench.analysis import text
+from gridbench.analysis.closed import (
+    F64,
+    OP_END,
+    OP_START,
+    below_statement,
+    ci_statement,
+    job_table,
+    over_trials,
+    seconds,
+    summarize,
+)
+from gridbench.analysis.stats import describe
+from gridbench.events.model import STAGE_SUBMIT, STAGE_SUBMIT_ACK
+from gridbench.jobflow.loads.base import (
+    BaseLoadModel,
+    LoadBase,
+    PlanEstimate,
+    SectionBuilder,
+    Strict,
+    TrialContext,
+    narrow,
+)
+from gridbench.run.closed_loop import STAGE_OP_END, STAGE_OP_START, OpNames, sleep_or_stop
+from gridbench.run.open_loop import submit_one
+from gridbench.spec.units import Duration
+
+if TYPE_CHECKING:
+    from gridbench.events.chain import StageChain
+    from gridbench.spec.model import ExperimentSpec
+
+NO_JOB_COMPLETED = "no job completed"
+_LABEL = {"submit": "submission time", "status": "status-query time", "cancel": "cancel time"}
+
+
+class BurstSpec(Strict):
+    """Bursts after the single operations: ``requests`` calls with each thread count."""
+
+    requests: int = Field(default=100, ge=1)
+    threads: list[int] = Field(default_factory=lambda: [1, 10, 20, 33])
+
+
+class ProbeLoad(LoadBase):
+    """``load:`` of the probe model."""
+
+    model: Literal["probe"]
+    operation: Literal["submit", "status", "cancel"] = "submit"
+    count: int = Field(default=30, ge=1)
+    gap: Duration = 2.0
+    burst: BurstSpec | None = None
+
+
+# --- runner -------------------------------------------------------------------------------
+
+
+async def run_probe(ctx: TrialContext) -> None:
+    """N single operations spaced by a gap, then optional bursts with 1..k client threads."""
+    load = narrow(ctx.spec.load, ProbeLoad)
+    backend, tracker, progress, stop = ctx.backend, ctx.tracker, ctx.progress, ctx.stop
+    operation = load.operation
+    make_request = ctx.requests(load.count)
+    rec = ctx.recorders[0]
+    ops = OpNames(ctx.trial_id)
+    seq = 0
+
+    async def one(tag: str) -> None:
+        nonlocal seq
+        seq += 1
+        if operation == "submit":
+            req = make_request(seq - 1)
+            req = dataclasses.replace(req, attributes={**req.attributes, "probe": tag})
+            await submit_one(backend, req, rec, tracker, progress, ctx.submit_timeout_s)
+            return
+        op = ops.name("probe")
+        ids = list(tracker.inflight)[:1] or ["gridbench-probe-none"]
+        rec.stamp(op, STAGE_OP_START, None, {"op": operation, "probe": tag})
+        try:
+            if operation == "status":
+                await backend.status(ids)
+            else:
+                await backend.cancel(ids)
+            rec.stamp(op, STAGE_OP_END, None, {"op": operation, "probe": tag})
+        except Exception as exc:
+            rec.stamp(
+                op, STAGE_OP_END, None, {"op": operation, "probe": tag, "error": str(exc)[:200]}
+            )
+
+    for i in range(load.count):
+        if stop.is_set():
+            return
+        await one("single")
+        if i + 1 < load.count:
+            await sleep_or_stop(load.gap, stop, time.perf_counter() + load.gap)
+    if load.burst is None:
+        return
+    burst_requests = load.burst.requests
+    for threads in load.burst.threads:
+        if stop.is_set():
+            return
+        left = burst_requests
+        op = ops.name(f"burst{threads}")
+        rec.stamp(
+            op,
+            STAGE_OP_START,
+            None,
+            {"op": "burst", "threads": threads, "requests": burst_requests},
+        )
+
+        async def worker(tag: str) -> None:
+            nonlocal left
+            while left > 0 and not stop.is_set():
+                left -= 1
+                await one(tag)
+
+        async with asyncio.TaskGroup() as tg:
+            for _ in range(threads):
+                tg.create_task(worker(f"burst{threads}"))
+        rec.stamp(op, STAGE_OP_END, None, {"op": "burst", "threads": threads})
+
+
+# --- analysis -----------------------------------------------------------------------------
+
+
+def below_stage(chain: StageChain) -> str | None:
+    """The server's submit stage: the first server-side ``*_submit`` stage, else the first
+    server-side stage (``None`` when the chain has no server-side stage)."""
+    server = [s.name for s in chain.stages if s.source != "client"]
+    named = [s for s in server if s.endswith("_submit")]
+    return named[0] if named else (server[0] if server else None)
+
+
+def probe_operation(tbl: pl.DataFrame) -> str:
+    """The probed operation: status or cancel when such calls were timed, else submit."""
+    ops = tbl.filter(pl.col("op").is_in(["status", "cancel"]))["op"]
+    return str(ops[0]) if ops.len() else "submit"
+
+
+def _op_times(rows: pl.DataFrame, operation: str) -> tuple[F64, int]:
+    """Durations of the successful calls among ``rows`` and the number of errors."""
+    if operation == "submit":
+        ok = pl.col(STAGE_SUBMIT_ACK).is_not_null()
+        good = rows.filter(ok)
+        return seconds(good, STAGE_SUBMIT, STAGE_SUBMIT_ACK), rows.height - good.height
+    ok = pl.col(OP_END).is_not_null() & ~pl.col("op_error")
+    good = rows.filter(ok)
+    return seconds(good, OP_START, OP_END), rows.height - good.height
+
+
+def probe_metrics(tbl: pl.DataFrame, below_at: str | None) -> dict[str, Any]:
+    """The probe ``model`` object of one trial (see the module docstring)."""
+    operation = probe_operation(tbl)
+    if operation == "submit":
+        calls = tbl.filter(pl.col(STAGE_SUBMIT).is_not_null() & pl.col("probe").is_not_null())
+    else:
+        calls = tbl.filter(pl.col("op") == operation)
+    singles = calls.filter(pl.col("probe") == "single")
+    times, errors = _op_times(singles, operation)
+    single: dict[str, Any] = {**describe(times), "errors": errors}
+    single["statement"] = ci_statement(single)
+    below = None
+    if operation == "submit" and below_at is not None:
+        t = pl.col(below_at)
+        inside = singles.filter((t >= pl.col(STAGE_SUBMIT)) & (t <= pl.col(STAGE_SUBMIT_ACK)))
+        if inside.height:
+            below = {**describe(seconds(inside, below_at, STAGE_SUBMIT_ACK)), "stage": below_at}
+            below["statement"] = below_statement(below, single)
+    out = {
+        "kind": "probe",
+        "operation": operation,
+        "single": single,
+        "below": below,
+        "bursts": _bursts(tbl, calls, operation),
+    }
+    out["statement"] = probe_statement(out)
+    return out
+
+
+def _bursts(tbl: pl.DataFrame, calls: pl.DataFrame, operation: str) -> dict[str, Any]:
+    """Per burst: total time, time per request and the stats of its requests."""
+    bursts = tbl.filter(pl.col("op") == "burst").sort(OP_START)
+    out: dict[str, Any] = {}
+    for r in bursts.iter_rows(named=True):  # one row per burst, a handful per trial
+        threads = r["threads"]
+        key = str(threads)
+        k = 2
+        while key in out:
+            key, k = f"{threads}-{k}", k + 1
+        mine = calls.filter(pl.col("probe") == f"burst{threads}")
+        times, errors = _op_times(mine, operation)
+        total = (r[OP_END] - r[OP_START]) / 1e9 if r[OP_END] is not None else None
+        req = r["requests"]
+        out[key] = {
+            "threads": threads,
+            "requests": req,
+            "total_s": total,
+            "per_request_s": total / req if total is not None and req else None,
+            "request": describe(times),
+            "errors": errors,
+        }
+    return out
+
+
+def probe_statement(m: Mapping[str, Any]) -> str:
+    """'submit: 557±124 ms (α=0.05), n=30; 234±43 ms of the 557 below ce_submit; ...'."""
+    single = m.get("single") or {}
+    s = f"{m.get('operation')}: {single.get('statement') or ci_statement(single)}"
+    if single.get("n"):
+        s += f", n={single['n']}"
+    below = m.get("below")
+    if below and below.get("statement"):
+        s += f"; {below['statement']} below {below.get('stage')}"
+    parts = []
+    for b in (m.get("bursts") or {}).values():
+        if b.get("total_s") is not None:
+            each = b.get("per_request_s")
+            parts.append(
+                f"{b['requests']} requests with {b['threads']} thread(s) in "
+                f"{text.seconds(b['total_s'])}"
+                + (f" ({text.seconds(each)} per request)" if each is not None else "")
+            )
+    if parts:
+        s += "; bursts: " + ", ".join(parts)
+    return s
+
+
+def adjust_validity(validity: dict[str, Any], model: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A status or cancel probe submits no jobs: 'no job completed' does not apply to it,
+    'no call succeeded' does."""
+    if not model or model.get("kind") != "probe" or model.get("operation") == "submit":
+        return validity
+    reasons = [r for r in validity.get("reasons", []) if r != NO_JOB_COMPLETED]
+    if not (model.get("single") or {}).get("n"):
+        reasons.append(f"no single {model.get('operation')} call succeeded")
+    return {**validity, "reasons": reasons, "valid": not reasons}
+
+
+def probe_summary(trials: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The point's ``summary.model``: single (and below) times pooled over the trials, and
+    each burst's total time across them."""
+    out, models = summarize(trials, "probe", ("single", "below"))
+    if not models:
+        return out
+    pool = out["pooled"]
+    single = pool["single"]
+    single["statement"] = ci_statement(single)
+    if pool["below"]["n"]:
+        stage = next((m["below"].get("stage") for m in models if m.get("below")), None)
+        pool["below"]["stage"] = stage
+        pool["below"]["statement"] = below_statement(pool["below"], single)
+    for b in (out.get("bursts") or {}).values():
+        # the seed's burst form, '47±10 s (α=0.05)', across the trials' burst times
+        total = b.get("total_s") or {}
+        b["statement"] = ci_statement(
+            {"n": total.get("n"), "mean": total.get("mean"), "ci95": total.get("ci95")}
+        )
+    s = f"{out.get('operation', 'submit')}: {single['statement']}"
+    if single["n"]:
+        s += f", n={single['n']}{over_trials(models)}"
+    below = pool.get("below") or {}
+    if below.get("statement"):
+        s += f"; {below['statement']} below {below.get('stage')}"
+    out["statement"] = s
+    return out
+
+
+def probe_sections() -> Sequence[SectionBuilder]:
+    """The probe report sections: single operations per point, then the bursts."""
+    from gridbench.jobflow.report.probe import probe_burst_rows, probe_rows
+
+    return (probe_rows, probe_burst_rows)
+
+
+class Probe(BaseLoadModel):
+    """The probe model (see the module docstring)."""
+
+    name = "probe"
+    spec = ProbeLoad
+
+    def plan(self, spec: ExperimentSpec, drain_s: float) -> PlanEstimate:
+        """count spaced by gap, plus the bursts' requests."""
+        load = narrow(spec.load, ProbeLoad)
+        burst = load.burst
+        n = load.count + (burst.requests * len(burst.threads) if burst else 0)
+        return PlanEstimate(n, load.count * load.gap + drain_s, None)
+
+    async def run(self, ctx: TrialContext) -> None:
+        """See :func:`run_probe`."""
+        await run_probe(ctx)
+
+    def trial_metrics(self, events: pl.DataFrame, chain: StageChain) -> dict[str, Any] | None:
+        """See :func:`probe_metrics`."""
+        at = below_stage(chain)
+        return probe_metrics(job_table(events, [at] if at else []), at)
+
+    def adjust_validity(
+        self, validity: dict[str, Any], model: Mapping[str, Any] | None
+    ) -> dict[str, Any]:
+        """See :func:`adjust_validity`."""
+        return adjust_validity(validity, model)
+
+    def summary(self, trials: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+        """See :func:`probe_summary`."""
+        return probe_summary(trials)
+
+    def growth_quantity(self, points: Sequence[Mapping[str, Any]]) -> tuple[str, str, str] | None:
+        """The single operation's time, named after the probed operation."""
+        ops = [((p.get("summary") or {}).get("model") or {}).get("operation") for p in points]
+        op = next((o for o in ops if isinstance(o, str)), None)
+        return ("model.single.mean", _LABEL.get(op or "", "operation time"), "s")
+
+    def sections(self) -> Sequence[SectionBuilder]:
+        """See :func:`probe_sections`."""
+        return probe_sections()
+
+
+MODEL = Probe()
