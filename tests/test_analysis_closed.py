@@ -19,11 +19,11 @@ import pytest
 from gridbench.analysis import analyze_run
 from gridbench.analysis.closed import ci_statement, pm_text, pooled
 from gridbench.analysis.growth import fit_growth, sweep_growth
-from gridbench.analysis.stats import describe
 from gridbench.events.chain import Segment, Stage, StageChain
 from gridbench.events.log import read_events
 from gridbench.run.experiment import ExperimentOutcome, ExperimentRunner
 from gridbench.spec import load_spec_text, make_plan
+from gridbench.stats import describe
 from test_analysis_fixtures import edgi_chain, frame, info, simple_chain, write_trial
 
 T975 = {2: 4.302652729911275, 3: 3.182446305284263}  # Student t(0.975, df)

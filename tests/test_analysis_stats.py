@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from gridbench.analysis.stats import describe, ols_slope, rep, t_halfwidth
+from gridbench.stats import describe, ols_slope, rep, t_halfwidth
 
 X = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0]
 

@@ -19,7 +19,6 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
-from gridbench.analysis.stats import Stats, rep, t_halfwidth
 from gridbench.events.model import (
     STAGE_CANCELLED,
     STAGE_CLIENT_DONE,
@@ -27,6 +26,7 @@ from gridbench.events.model import (
     STAGE_SUBMIT,
     STAGE_SUBMIT_ACK,
 )
+from gridbench.stats import Stats, rep, t_halfwidth
 
 F64 = NDArray[np.float64]
 OP_START = "op_start"

@@ -13,8 +13,6 @@ from typing import Any
 
 import numpy as np
 
-from gridbench.paths import number
-from gridbench.analysis.stats import rep
 from gridbench.analysis.timelines import JobTimes
 from gridbench.events.model import (
     FAIL_DROPPED,
@@ -25,6 +23,8 @@ from gridbench.events.model import (
     STAGE_INTENDED,
     STAGE_SUBMIT,
 )
+from gridbench.paths import number
+from gridbench.stats import rep
 
 SUBMIT_FAILURES = (
     FAIL_DROPPED,

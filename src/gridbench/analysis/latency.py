@@ -17,7 +17,6 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from gridbench.analysis.stats import Stats, describe
 from gridbench.analysis.timelines import JobTimes
 from gridbench.events.chain import Segment, StageChain
 from gridbench.events.model import (
@@ -26,6 +25,7 @@ from gridbench.events.model import (
     STAGE_SUBMIT,
     STAGE_SUBMIT_ACK,
 )
+from gridbench.stats import Stats, describe
 
 Durations = dict[str, NDArray[np.float64]]
 DERIVED = ("overall", "other", "running_time", "submit_lag", "submit_call")

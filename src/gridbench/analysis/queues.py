@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from gridbench.analysis.stats import ols_slope
 from gridbench.events.chain import StageChain
+from gridbench.stats import ols_slope
 
 F64 = NDArray[np.float64]
 GROWTH_GRID = 200

@@ -18,7 +18,7 @@ import numpy as np
 
 from gridbench.analysis import text
 from gridbench.paths import PathError, number, resolve
-from gridbench.analysis.stats import rep
+from gridbench.stats import rep
 
 OUTLIER_K = 3.0
 MAD_SCALE = 1.4826

@@ -31,8 +31,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from gridbench.analysis.stats import ols_slope
 from gridbench.analysis.warmup import Warmup, trimmed_count
+from gridbench.stats import ols_slope
 
 F64 = NDArray[np.float64]
 

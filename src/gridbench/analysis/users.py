@@ -12,9 +12,9 @@ import numpy as np
 import polars as pl
 
 from gridbench.analysis.latency import Durations
-from gridbench.analysis.stats import describe
 from gridbench.analysis.timelines import JobTimes
 from gridbench.events.model import STAGE_SUBMIT
+from gridbench.stats import describe
 
 NO_USER = "(none)"
 

@@ -33,10 +33,10 @@ import polars as pl
 from gridbench.analysis import text
 from gridbench.analysis.info import TrialInfo
 from gridbench.analysis.latency import Durations
-from gridbench.analysis.stats import Stats
 from gridbench.analysis.timelines import JobTimes
 from gridbench.events.chain import StageChain
 from gridbench.events.model import STAGE_INTENDED, STAGE_SUBMIT
+from gridbench.stats import Stats
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 
-from gridbench.analysis.stats import rep
 from gridbench.compare import significance as sig
 from gridbench.compare.model import (
     F64,
@@ -40,6 +39,7 @@ from gridbench.jobflow.report.model import (
     throughput_stages,
 )
 from gridbench.paths import PathError, number, resolve
+from gridbench.stats import rep
 
 FAILURE_RATE = "failures.rate"
 LATENCY_STATS = (("mean", sig.WELCH_CLUSTERED), ("p50", sig.MWU_CLUSTERED), ("p99", sig.WELCH))

@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 
-from gridbench.analysis.stats import rep
 from gridbench.compare import significance as sig
 from gridbench.compare.engine import judge, point_key, trial_value, used_trials
 from gridbench.compare.loading import load_experiment
@@ -37,6 +36,7 @@ from gridbench.compare.model import (
 from gridbench.errors import ResultsError
 from gridbench.jobflow.report.model import as_dict, points
 from gridbench.paths import PathError, number, resolve
+from gridbench.stats import rep
 from gridbench.store.catalogue import list_runs
 
 EXPERIMENT_KEY = "experiment"

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from gridbench.analysis.stats import rep
 from gridbench.io.parse import PERCENTILES, Histogram
+from gridbench.stats import rep
 from gridbench.thresholds import Scope, single
 
 SPEEDUP_FORMULA = "speedup = (candidate − baseline) / baseline, of the mean kB/s"

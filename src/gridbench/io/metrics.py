@@ -8,7 +8,6 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from gridbench.analysis.stats import rep
 from gridbench.errors import ResultsError
 from gridbench.io.analysis import (
     SPEEDUP_FORMULA,
@@ -23,6 +22,7 @@ from gridbench.io.bonnie import COLUMNS as BONNIE_COLUMNS
 from gridbench.io.load import load_io_spec_text
 from gridbench.io.parse import Histogram
 from gridbench.io.validity import validity
+from gridbench.stats import rep
 from gridbench.store.layout import RunDir, write_json
 from gridbench.thresholds import evaluate_thresholds
 

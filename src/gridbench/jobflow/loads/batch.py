@@ -18,7 +18,6 @@ from pydantic import Field
 
 from gridbench.analysis import text
 from gridbench.analysis.closed import count, job_table, over_trials, seconds, summarize
-from gridbench.analysis.stats import describe
 from gridbench.backends.base import BulkSubmitter
 from gridbench.errors import BackendError, SpecError
 from gridbench.events.model import (
@@ -36,6 +35,7 @@ from gridbench.jobflow.loads.base import (
     narrow,
 )
 from gridbench.run.open_loop import submit_chunk, submit_one
+from gridbench.stats import describe
 
 if TYPE_CHECKING:
     from gridbench.backends.base import Backend
@@ -181,9 +181,9 @@ def batch_summary(trials: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 def batch_sections() -> Sequence[SectionBuilder]:
     """The batch report section: throughput per point."""
-    from gridbench.jobflow.report.batch import batch_rows
+    from gridbench.jobflow.report.batch import batch_table
 
-    return (batch_rows,)
+    return (batch_table,)
 
 
 class Batch(BaseLoadModel):

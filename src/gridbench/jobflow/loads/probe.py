@@ -35,7 +35,6 @@ from gridbench.analysis.closed import (
     seconds,
     summarize,
 )
-from gridbench.analysis.stats import describe
 from gridbench.events.model import STAGE_SUBMIT, STAGE_SUBMIT_ACK
 from gridbench.jobflow.loads.base import (
     BaseLoadModel,
@@ -49,6 +48,7 @@ from gridbench.jobflow.loads.base import (
 from gridbench.run.closed_loop import STAGE_OP_END, STAGE_OP_START, OpNames, sleep_or_stop
 from gridbench.run.open_loop import submit_one
 from gridbench.spec.units import Duration
+from gridbench.stats import describe
 
 if TYPE_CHECKING:
     from gridbench.events.chain import StageChain
@@ -290,9 +290,9 @@ def probe_summary(trials: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 def probe_sections() -> Sequence[SectionBuilder]:
     """The probe report sections: single operations per point, then the bursts."""
-    from gridbench.jobflow.report.probe import probe_burst_rows, probe_rows
+    from gridbench.jobflow.report.probe import probe_tables
 
-    return (probe_rows, probe_burst_rows)
+    return (probe_tables,)
 
 
 class Probe(BaseLoadModel):

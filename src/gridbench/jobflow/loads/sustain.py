@@ -34,7 +34,6 @@ from gridbench.analysis.closed import (
     summarize,
 )
 from gridbench.analysis.failures import SUBMIT_FAILURES
-from gridbench.analysis.stats import describe
 from gridbench.events.model import (
     FAIL_JOB,
     FAIL_LOST,
@@ -55,6 +54,7 @@ from gridbench.run.closed_loop import STAGE_OP_END, STAGE_OP_START, OpNames, sle
 from gridbench.run.open_loop import submit_one
 from gridbench.run.recorder import Recorder
 from gridbench.spec.units import Duration
+from gridbench.stats import describe
 
 if TYPE_CHECKING:
     from gridbench.events.chain import StageChain
@@ -260,10 +260,10 @@ def sustain_summary(trials: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def sustain_sections() -> Sequence[SectionBuilder]:
-    """The sustain report sections: per point, then per virtual user."""
-    from gridbench.jobflow.report.sustain import sustain_rows, sustain_user_rows
+    """The sustain report section: submit and query times and job counts per point."""
+    from gridbench.jobflow.report.sustain import sustain_table
 
-    return (sustain_rows, sustain_user_rows)
+    return (sustain_table,)
 
 
 class Sustain(BaseLoadModel):

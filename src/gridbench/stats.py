@@ -1,4 +1,4 @@
-"""Descriptive statistics shared by latency and repetition summaries.
+"""Descriptive statistics shared by every family (latency, repetition and comparison summaries).
 
 A *stats* object describes one sample of durations (seconds): n, mean, min, max, sample
 standard deviation (ddof=1), percentiles p50/p90/p99/p999 (linear interpolation, numpy's
