@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gridbench.backends.registry import available
+from gridbench.jobflow import loads as load_models
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ def fields() -> list[tuple[str, list[Field]]]:
             Field("job.runtime", "runtime", "text", "for simulating backends, e.g. 1s"),
         ]),
         ("Load", [
-            Field("load.model", "model", "select", "", ("open", "sustain", "batch", "probe")),
+            Field("load.model", "model", "select", "", load_models.names()),
             Field("load.arrival", "arrival", "select", "open model", ("uniform", "poisson")),
             Field("load.rate", "rate", "text", "2/s, 120/min; a bare number is per minute"),
             Field("load.pool", "submitters (pool)", "int"),

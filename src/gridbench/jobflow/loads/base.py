@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # runtime imports would cycle: the spec imports the registry
     from gridbench.run.observer import TrialProgress
     from gridbench.run.recorder import Recorder
     from gridbench.run.tracker import StatusTracker
+    from gridbench.sections import Section
     from gridbench.spec.model import ExperimentSpec
 
 
@@ -103,8 +104,8 @@ class TrialContext:
         return self.spec.timeouts.submit
 
 
-#: A report-section builder: metrics.json in, a section (or ``None``: nothing to show) out.
-SectionBuilder = Callable[[Mapping[str, Any]], Any]
+#: A report-section builder: metrics.json in, its section(s) out (``None``: nothing to show).
+SectionBuilder = Callable[[Mapping[str, Any]], "Section | Sequence[Section] | None"]
 
 
 class LoadModel(Protocol):
