@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gridbench.io.load import load_io_spec_text
-from gridbench.io.metrics import write_metrics
+from gridbench.io.metrics import analyze_and_write
 from gridbench.io.runner import IoRunner
 from io_fixtures import FioServer, fio_servers  # noqa: F401 (fixture)
 
@@ -31,7 +31,7 @@ def _run(tmp_path: Path, files: str, servers: list[str]) -> dict[str, object]:
     runner = IoRunner(spec, data, tmp_path / "results")
     run = runner.execute()
     assert list(d.iterdir()) == []  # cleaned up
-    return write_metrics(run)
+    return analyze_and_write(run)
 
 
 @pytest.mark.parametrize("files", ["same", "separate"])

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 from gridbench.io.load import load_io_spec_text
-from gridbench.io.metrics import write_metrics
+from gridbench.io.metrics import analyze_and_write
 from gridbench.io.runner import IoRunner
 from io_fixtures import DavServer, nginx_dav, small_tmpfs, tmpfs  # noqa: F401 (fixtures)
 
 
 def _run(tmp_path: Path, text: str) -> dict[str, object]:
     spec, data = load_io_spec_text(text, "io.yaml")
-    return write_metrics(IoRunner(spec, data, tmp_path / "results").execute())
+    return analyze_and_write(IoRunner(spec, data, tmp_path / "results").execute())
 
 
 def test_bonnie_profile(tmp_path: Path, tmpfs: Path) -> None:  # noqa: F811

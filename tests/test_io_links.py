@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gridbench.io.load import load_io_spec_text
-from gridbench.io.metrics import write_metrics
+from gridbench.io.metrics import analyze_and_write
 from gridbench.io.runner import IoRunner
 from io_fixtures import ShapedLinks, shaped_links
 
@@ -33,7 +33,7 @@ def test_100mbit_against_1gbit(tmp_path: Path, links: ShapedLinks) -> None:
         "cache: drop_caches\niozone: {file_size: 8M, record_size: 128k, tests: [write, read], "
         "include_flush: true}\n"
     )
-    m = write_metrics(IoRunner(spec, data, tmp_path / "results").execute())
+    m = analyze_and_write(IoRunner(spec, data, tmp_path / "results").execute())
     cell = {(e["target"], e["test"]): e for e in m["matrix"]}
     for (target, test), e in sorted(cell.items()):  # the figures, for the record (pytest -s)
         print(f"{target:5s} {test:6s} {e['kbps']['mean']:9.0f} kB/s  speedup {e['speedup']}")
@@ -63,6 +63,6 @@ def test_added_latency_with_netem(tmp_path: Path, links: ShapedLinks) -> None:
         f"  - {{name: delayed, path: {links.mounts['fast']}}}\nbaseline: slow\nrepetitions: 1\n"
         "cache: drop_caches\niozone: {file_size: 1M, record_size: 128k, tests: [random_read]}\n"
     )
-    m = write_metrics(IoRunner(spec, data, tmp_path / "results").execute())
+    m = analyze_and_write(IoRunner(spec, data, tmp_path / "results").execute())
     delayed = next(e for e in m["matrix"] if e["target"] == "delayed")
     assert delayed["lat_ms"]["p50"] >= 20.0  # every read waits for the added delay

@@ -196,7 +196,7 @@ def test_real_fio_run_of_a_small_file_is_flagged(tmp_path: Path, tmpfs: Path) ->
     are flagged (with the run time and the resolution), in metrics and in the report."""
     from gridbench.io.family import FAMILY
     from gridbench.io.load import load_io_spec_text
-    from gridbench.io.metrics import write_metrics
+    from gridbench.io.metrics import analyze_and_write
     from gridbench.io.runner import IoRunner
 
     spec, data = load_io_spec_text(
@@ -204,7 +204,7 @@ def test_real_fio_run_of_a_small_file_is_flagged(tmp_path: Path, tmpfs: Path) ->
         "iozone: {file_size: 32M, record_size: 1M, tests: [write, read, reread]}\n"
     )
     run = IoRunner(spec, data, tmp_path / "results").execute()
-    m = write_metrics(run)
+    m = analyze_and_write(run)
     v = m["validity"]
     assert v["valid"] is False
     short = {f["test"]: f for f in v["flags"] if f["rule"] == SHORT_RUNTIME}

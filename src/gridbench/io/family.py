@@ -37,9 +37,9 @@ class Storage:
 
     def analyze(self, run: RunDir) -> dict[str, Any]:
         """Read the recorded rows (untrusted), analyse them, write metrics.json."""
-        from gridbench.io.metrics import write_metrics
+        from gridbench.io.metrics import analyze_and_write
 
-        return write_metrics(run)
+        return analyze_and_write(run)
 
     def report(self, run: RunDir, metrics: Mapping[str, Any]) -> Report:
         """Headline, evaluation summary and every io section."""

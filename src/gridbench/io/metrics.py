@@ -31,8 +31,10 @@ SCHEMA = "gridbench.io/1"
 CDF_POINTS = 200
 
 
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Objects of a JSON-lines file (missing file: none); a bad line names file and line."""
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """The objects of one of the run's record files (rows.jsonl, bonnie.jsonl, ...: JSON
+    lines); a missing file holds none, a bad line is an error naming file and line.
+    (Not events.jsonl.read_jsonl: that one reads job events, skipping bad lines.)"""
     if not path.exists():
         return []
     out = []
@@ -196,16 +198,16 @@ def build_metrics(run: RunDir) -> dict[str, Any]:
         )
     spec, _ = load_io_spec_text(run.spec_file.read_text(encoding="utf-8"), str(run.spec_file))
     rows_path = run.path / "rows.jsonl"
-    rows = read_jsonl(rows_path)
+    rows = read_records(rows_path)
     _check_rows(rows, rows_path)
     baseline = spec.baseline
     mat = matrix(rows, baseline)
-    bonnie = bonnie_summary(read_jsonl(run.path / "bonnie.jsonl"), baseline)
+    bonnie = bonnie_summary(read_records(run.path / "bonnie.jsonl"), baseline)
     conc = concurrency(rows)
     scopes = threshold_scopes(threshold_document(mat, bonnie, conc))
     names = [t.name for t in spec.targets]
     thresholds = [table_keys(r, names) for r in evaluate_thresholds(spec.thresholds, scopes)]
-    consistency = read_jsonl(run.path / "consistency.jsonl")
+    consistency = read_records(run.path / "consistency.jsonl")
     return {
         "schema": SCHEMA,
         "name": spec.name,
@@ -229,11 +231,11 @@ def build_metrics(run: RunDir) -> dict[str, Any]:
             exp.get("ram_bytes") if isinstance(exp.get("ram_bytes"), int) else None,
         ),
         "latency_cdf": latency_cdfs(rows),
-        "latency_series": latency_series(read_jsonl(run.path / "latency_series.jsonl")),
+        "latency_series": latency_series(read_records(run.path / "latency_series.jsonl")),
         "concurrency": conc,
         "bonnie": bonnie,
         "consistency": consistency,
-        "http": http_summary(read_jsonl(run.path / "http.jsonl")),
+        "http": http_summary(read_records(run.path / "http.jsonl")),
         "thresholds": thresholds,
         "validity": validity(rows, exp.get("targets", []), include_flush=spec.iozone.include_flush),
         "thresholds_ok": all(t["passed"] for t in thresholds),
@@ -244,8 +246,9 @@ def build_metrics(run: RunDir) -> dict[str, Any]:
     }
 
 
-def write_metrics(run: RunDir) -> dict[str, Any]:
-    """Analyse and write RUN/metrics.json."""
+def analyze_and_write(run: RunDir) -> dict[str, Any]:
+    """Analyse one io results directory and write RUN/metrics.json (job flow's
+    ``analysis.write_metrics`` only writes a document it is given)."""
     metrics = build_metrics(run)
     write_json(run.metrics_file, metrics)
     return metrics
