@@ -245,7 +245,7 @@ def test_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_latency_log_series(tmp_path: Path) -> None:
     from gridbench.io.load import load_io_spec_text
-    from gridbench.io.metrics import write_metrics
+    from gridbench.io.metrics import analyze_and_write
     from gridbench.io.runner import IoRunner
 
     d = tmp_path / "t"
@@ -257,7 +257,7 @@ def test_latency_log_series(tmp_path: Path) -> None:
         " include_close: false}\n"
     )
     run = IoRunner(spec, data, tmp_path / "results").execute()
-    m = write_metrics(run)
+    m = analyze_and_write(run)
     # fio always times close(): asking otherwise is noted, not silently ignored
     [t] = m["targets"]
     assert any("include_close: false cannot be honoured" in n for n in t["notes"])
