@@ -156,7 +156,7 @@ def test_job_names_and_qsub_argv() -> None:
     assert _job_name("p00-t00-j000001") == "p00-t00-j000001"
     assert _job_name("1a/b:c") == "j1a_b_c"
     b = SgeBackend.from_options({"queue": "all.q", "qsub_args": ["-l", "h_rt=60"]})
-    argv = b._qsub_argv(JobRequest("gb-1", ("sleep", "1")))
+    argv = b.submit_argv(JobRequest("gb-1", ("sleep", "1")))
     with pytest.raises(SubmitError, match="as an option"):
         asyncio.run(b.submit(JobRequest("gb-3", ("-h",))))
     assert argv == [
@@ -164,7 +164,7 @@ def test_job_names_and_qsub_argv() -> None:
         "-q", "all.q", "-l", "h_rt=60", "sleep", "1",
     ]  # fmt: skip
     # execd joins the arguments for sh -c: each is quoted so the job gets its argv
-    quoted = b._qsub_argv(JobRequest("gb-2", ("sh", "-c", "exit 3", "$HOME")))
+    quoted = b.submit_argv(JobRequest("gb-2", ("sh", "-c", "exit 3", "$HOME")))
     assert quoted[-4:] == ["sh", "-c", "'exit 3'", "'$HOME'"]
 
 

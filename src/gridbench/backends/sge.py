@@ -9,21 +9,18 @@ accounting file's whole seconds (see :mod:`gridbench.backends.sge_parse`).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import os
 import shlex
-import shutil
-from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gridbench.backends.base import Capabilities, JobRequest, JobState, JobStatus, SubmitError
-from gridbench.backends.cli_run import CliResult, checked_call, run_cli, submit_call
+from gridbench.backends.base import JobRequest, JobState, JobStatus, SubmitError
+from gridbench.backends.batch_cli import BatchSchedulerBackend, short, with_bin_dir
 from gridbench.backends.options import parse_options
 from gridbench.backends.sge_parse import (
     STAGE_END,
@@ -49,7 +46,6 @@ from gridbench.events.model import (
 log = logging.getLogger(__name__)
 SOURCE = "sge_qmaster"
 AGENT = "sge"
-OUTPUT_LIMIT = 64 * 1024
 CANCEL_CHUNK = 500
 FIX_REACH = (
     "start sge_qmaster and sge_execd, and set backend.options.sge_root / sge_cell (or env "
@@ -107,29 +103,36 @@ class AccountingTail:
         return records
 
 
-class SgeBackend:
+class SgeBackend(BatchSchedulerBackend):
     """Adapter to a Grid Engine cell through its command-line clients."""
 
     name: ClassVar[str] = "sge"
+    cancel_program: ClassVar[str] = "qdel"
+    cancel_chunk: ClassVar[int] = CANCEL_CHUNK
+    cancel_gone: ClassVar[str] = "does not exist"
+    output_example: ClassVar[str] = "/shared/gridbench/$JOB_ID.out"
+    fix_reach: ClassVar[str] = FIX_REACH
+    fix_install: ClassVar[str] = FIX_INSTALL
 
     def __init__(self, options: SgeOptions | None = None) -> None:
         self.options = options or SgeOptions()
         o = self.options
-        self._env = {**os.environ, **o.env}
-        self._env["SGE_ROOT"] = o.sge_root or self._env.get("SGE_ROOT") or "/var/lib/gridengine"
-        self._env["SGE_CELL"] = o.sge_cell or self._env.get("SGE_CELL") or "default"
-        if o.bin_dir:
-            self._env["PATH"] = f"{o.bin_dir}{os.pathsep}{self._env.get('PATH', '')}"
-        cell = Path(self._env["SGE_ROOT"]) / self._env["SGE_CELL"]
+        env = with_bin_dir({**os.environ, **o.env}, o.bin_dir)
+        env["SGE_ROOT"] = o.sge_root or env.get("SGE_ROOT") or "/var/lib/gridengine"
+        env["SGE_CELL"] = o.sge_cell or env.get("SGE_CELL") or "default"
+        super().__init__(
+            env,
+            timeout_s=o.command_timeout_s,
+            max_concurrent_submits=o.max_concurrent_submits,
+            output=o.output,
+        )
+        cell = Path(env["SGE_ROOT"]) / env["SGE_CELL"]
         self.accounting = Path(o.accounting) if o.accounting else cell / "common" / "accounting"
         self._tail = AccountingTail(self.accounting)
-        self._submits = asyncio.Semaphore(o.max_concurrent_submits)
         self._watched: set[str] = set()
         self._records: dict[str, AcctRecord] = {}
         self._cancelled: set[str] = set()
         self._out: list[Event] = []
-        self.calls: Counter[str] = Counter()  # Grid Engine client calls by kind
-        self.accepted = 0  # jobs qsub returned an id for
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> SgeBackend:
@@ -155,39 +158,13 @@ class SgeBackend:
             ),
         )
 
-    def capabilities(self) -> Capabilities:
-        """Server events and queue length always; job output when ``output`` keeps it."""
-        return Capabilities(
-            fetch_output=self.options.output != "/dev/null",
-            server_events=True,
-            queue_length=True,
-            max_concurrent_submits=self.options.max_concurrent_submits,
-        )
-
     # ---- running clients ----------------------------------------------------------------
-
-    async def _cli(self, kind: str, argv: Sequence[str], user: str | None = None) -> CliResult:
-        """Run one Grid Engine client (as ``user`` if given); kill it on time-out."""
-        self.calls[kind] += 1
-        return await run_cli(argv, self._env, self.options.command_timeout_s, user)
-
-    async def _checked(self, kind: str, argv: Sequence[str]) -> CliResult:
-        """Run a client for status/cancel; failing to run it at all is a BackendError."""
-        self.calls[kind] += 1
-        return await checked_call(
-            argv,
-            self._env,
-            self.options.command_timeout_s,
-            where=kind,
-            fix_reach=FIX_REACH,
-            fix_install=FIX_INSTALL,
-        )
 
     async def _qstat(self, kind: str, *extra: str) -> dict[str, QstatJob]:
         r = await self._checked(kind, ["qstat", "-xml", *extra])
         if r.rc != 0:
             raise BackendError(
-                f"qstat failed (exit {r.rc}): {_short(r.err)}", where=kind, fix=FIX_REACH
+                f"qstat failed (exit {r.rc}): {short(r.err)}", where=kind, fix=FIX_REACH
             )
         try:
             return parse_qstat_xml(r.out)
@@ -198,9 +175,7 @@ class SgeBackend:
 
     async def open(self) -> None:
         """Check the clients, the qmaster and the accounting file's directory."""
-        for tool in ("qsub", "qstat", "qdel"):
-            if shutil.which(tool, path=self._env.get("PATH")) is None:
-                raise BackendError(f"{tool} is not found", where="sge backend", fix=FIX_INSTALL)
+        self._require(("qsub", "qstat", "qdel"))
         await self._qstat("qstat -xml (open)")
         if not self.accounting.parent.is_dir():
             raise BackendError(
@@ -215,7 +190,8 @@ class SgeBackend:
 
     # ---- jobs ---------------------------------------------------------------------------
 
-    def _qsub_argv(self, job: JobRequest) -> list[str]:
+    def submit_argv(self, job: JobRequest) -> list[str]:
+        """qsub in binary mode (no job script; qsub itself is run without a shell)."""
         o = self.options
         argv = ["qsub", "-terse", "-b", "y", "-N", _job_name(job.name), "-j", "y"]
         argv += ["-o", o.output]
@@ -225,27 +201,21 @@ class SgeBackend:
         # one so that the job gets exactly its argv (checked on Son of Grid Engine 8.1.9)
         return [*argv, *o.qsub_args, *(shlex.quote(a) for a in job.command or ("true",))]
 
-    async def submit(self, job: JobRequest) -> str:
-        """qsub in binary mode (no job script; qsub itself is run without a shell)."""
+    def check_job(self, job: JobRequest) -> None:
+        """A command starting with ``-`` would be one of qsub's options."""
         if job.command and job.command[0].startswith("-"):
             raise SubmitError(
                 FAIL_SUBMIT_ERROR, f"qsub would read the command {job.command[0]!r} as an option"
             )
-        async with self._submits:
-            r = await submit_call(
-                self._cli("qsub", self._qsub_argv(job), job.account),
-                "qsub",
-                self.options.command_timeout_s,
-            )
-        if r.rc != 0:
-            raise SubmitError(qsub_failure_kind(r.err), qsub_message(r.err))
-        try:
-            bid = parse_qsub_id(r.out)
-        except SgeParseError as exc:
-            raise SubmitError(FAIL_SUBMIT_ERROR, str(exc)) from None
-        self._watched.add(bid)
-        self.accepted += 1
-        return bid
+
+    def submit_refused(self, stderr: str) -> SubmitError:
+        return SubmitError(qsub_failure_kind(stderr), qsub_message(stderr))
+
+    def parse_submit_output(self, stdout: str) -> str:
+        return parse_qsub_id(stdout)  # an SgeParseError is a ValueError
+
+    def track(self, backend_id: str) -> None:
+        self._watched.add(backend_id)
 
     def _read_accounting(self) -> None:
         """New accounting records; those of our jobs give their server stamps."""
@@ -280,34 +250,14 @@ class SgeBackend:
         return out
 
     async def cancel(self, ids: Sequence[str]) -> None:
-        """qdel with explicit ids (chunked); jobs that already ended are not an error."""
+        """qdel with explicit ids (chunked); jobs that already ended are not an error.
+        A job deleted while pending leaves no accounting record: remembered here."""
         self._cancelled.update(ids)
-        for k in range(0, len(ids), CANCEL_CHUNK):
-            chunk = list(ids[k : k + CANCEL_CHUNK])
-            r = await self._checked("qdel", ["qdel", *chunk])
-            if r.rc != 0 and "does not exist" not in r.err:
-                raise BackendError(
-                    f"qdel failed (exit {r.rc}): {_short(r.err)}", where="qdel", fix=FIX_REACH
-                )
+        await super().cancel(ids)
 
-    async def fetch_output(self, backend_id: str) -> bytes:
-        """The first 64 KiB of the job's ``output`` file ($JOB_ID replaced by the id)."""
-        pattern = self.options.output
-        if pattern == "/dev/null":
-            raise BackendError(
-                "job output is not kept",
-                where="backend.options.output",
-                fix="set output to a file pattern such as /shared/gridbench/$JOB_ID.out",
-            )
-        path = Path(pattern.replace("$JOB_ID", backend_id))
-        try:
-            with path.open("rb") as f:
-                return f.read(OUTPUT_LIMIT)
-        except OSError as exc:
-            raise BackendError(
-                f"cannot read the output of job {backend_id}: {exc.strerror or exc}",
-                where=str(path),
-            ) from None
+    def output_path(self, backend_id: str) -> Path:
+        """The ``output`` pattern with $JOB_ID replaced by the id."""
+        return Path(self.options.output.replace("$JOB_ID", backend_id))
 
     async def server_events(self) -> list[Event]:
         """Stamps of our jobs whose accounting records appeared since the last call."""
@@ -324,7 +274,3 @@ def _job_name(name: str) -> str:
     """A valid ``-N``: Grid Engine refuses ``/ : @ \\ * ?`` and names starting with a digit."""
     clean = "".join("_" if c in "/:@\\*?\n\t\r " else c for c in name) or "gridbench"
     return clean if not clean[0].isdigit() else f"j{clean}"
-
-
-def _short(text: str) -> str:
-    return text.strip().replace("\n", "; ")[:300] or "no message"

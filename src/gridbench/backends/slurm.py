@@ -15,27 +15,19 @@ import logging
 import os
 import re
 import shlex
-import shutil
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import tzinfo
 from pathlib import Path
-from typing import Any, ClassVar, Literal
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from typing import TYPE_CHECKING, Any, ClassVar
+from zoneinfo import ZoneInfo
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-
-from gridbench.backends.base import Capabilities, JobRequest, JobStatus, SubmitError
-from gridbench.backends.cli_run import (
-    CliResult,
-    checked_call,
-    run_cli,
-    scrub_secrets,
-    submit_call,
-)
+from gridbench.backends.base import BulkSubmitter, JobRequest, JobStatus, SubmitError
+from gridbench.backends.batch_cli import BatchSchedulerBackend, short, with_bin_dir
+from gridbench.backends.cli_run import CliResult, scrub_secrets
 from gridbench.backends.options import parse_options
 from gridbench.backends.slurm_log import LogTail
+from gridbench.backends.slurm_options import SlurmOptions, minutes
 from gridbench.backends.slurm_parse import (
     SACCT_FORMAT,
     SQUEUE_FORMAT,
@@ -57,7 +49,6 @@ from gridbench.backends.slurm_parse import (
 from gridbench.backends.slurm_rest import (
     Credential,
     SlurmRest,
-    SlurmRestOptions,
     load_credential,
 )
 from gridbench.backends.slurm_stamps import SOURCE, StampBook
@@ -66,107 +57,47 @@ from gridbench.events.chain import Segment, Stage, StageChain
 from gridbench.events.model import FAIL_SUBMIT_AUTH, FAIL_SUBMIT_ERROR, Event, Precision
 
 log = logging.getLogger(__name__)
-OUTPUT_LIMIT = 64 * 1024
 CANCEL_CHUNK = 1000
 MS_LOG_FORMATS = ("iso8601_ms", "rfc5424_ms")
 FIX_REACH = (
     "start slurmctld, or point backend.options.conf (or env SLURM_CONF) at the cluster's "
     "slurm.conf; 'scontrol ping' must say UP"
 )
+FIX_INSTALL = "install the Slurm clients (Debian: slurm-client) or set backend.options.bin_dir"
 
 
-class SlurmOptions(BaseModel):
-    """``backend.options`` of the slurm backend (docs/backends.md)."""
-
-    model_config = ConfigDict(extra="forbid")
-    conf: str | None = Field(default=None, description="slurm.conf (exported as SLURM_CONF)")
-    env: dict[str, str] = Field(default_factory=dict, description="extra client environment")
-    bin_dir: str | None = Field(default=None, description="where sbatch & co. are; else PATH")
-    partition: str | None = None
-    time_limit: str | None = Field(default=None, description="sbatch --time, e.g. 5 or 0:30")
-    workdir: str | None = Field(default=None, description="sbatch --chdir")
-    output: str = Field(default="/dev/null", description="sbatch --output; %j is the job id")
-    sbatch_args: list[str] = Field(default_factory=list)
-    script: str | None = Field(
-        default=None, description="batch script to submit (job.command are its arguments)"
-    )
-    controller_log: str | None = Field(
-        default="auto", description="slurmctld log for ms stamps: a path, auto, or null"
-    )
-    log_timezone: str | None = Field(default=None, description="IANA zone of the log stamps")
-    use_sacct: bool = Field(default=False, description="resolve jobs squeue forgot via sacct")
-    resolve_chunk: int = Field(default=500, ge=1, le=10_000, description="ids per sacct call")
-    command_timeout_s: float = Field(default=30.0, gt=0)
-    max_concurrent_submits: int = Field(default=16, ge=1, le=1024)
-    submit_via: Literal["sbatch", "rest"] = Field(
-        default="sbatch", description="submission path: the sbatch client or slurmrestd"
-    )
-    status_via: Literal["squeue", "rest"] = Field(
-        default="squeue", description="status path: squeue or slurmrestd /jobs"
-    )
-    squeue_format: Literal["json", "text"] = Field(
-        default="text",
-        description="squeue -O with | separators (the default: about 16x less client CPU "
-        "per sweep than --json), or squeue --json",
-    )
-    rest: SlurmRestOptions | None = Field(default=None, description="slurmrestd endpoint")
-
-    @model_validator(mode="after")
-    def _rest_needs_endpoint(self) -> SlurmOptions:
-        uses_rest = "rest" in (self.submit_via, self.status_via)
-        if uses_rest and self.rest is None:
-            raise ValueError(
-                "submit_via/status_via 'rest' needs the endpoint: "
-                "rest: {url: http://HOST:PORT, token_env: SLURM_JWT}"
-            )
-        if self.submit_via == "rest" and self.sbatch_args:
-            raise ValueError(
-                "sbatch_args apply to sbatch only; with submit_via: rest leave them out"
-            )
-        return self
-
-    @field_validator("time_limit")
-    @classmethod
-    def _limit(cls, v: str | None) -> str | None:
-        if v is not None:
-            _minutes(v)
-        return v
-
-    @field_validator("log_timezone")
-    @classmethod
-    def _zone(cls, v: str | None) -> str | None:
-        if v is not None:
-            try:
-                ZoneInfo(v)
-            except (ZoneInfoNotFoundError, ValueError):
-                raise ValueError(f"unknown time zone {v!r} (e.g. UTC, Europe/Paris)") from None
-        return v
-
-
-class SlurmBackend:
+class SlurmBackend(BatchSchedulerBackend):
     """Adapter to a Slurm cluster through its command-line clients."""
 
     name: ClassVar[str] = "slurm"
+    cancel_program: ClassVar[str] = "scancel"
+    cancel_chunk: ClassVar[int] = CANCEL_CHUNK
+    cancel_gone: ClassVar[str] = "already completing or completed"
+    output_example: ClassVar[str] = "/shared/gridbench/%j.out"
+    fix_reach: ClassVar[str] = FIX_REACH
+    fix_install: ClassVar[str] = FIX_INSTALL
 
     def __init__(self, options: SlurmOptions | None = None) -> None:
         self.options = options or SlurmOptions()
         o = self.options
         # the environment tokens are read from; children get it without them (below)
         self._token_env = {**os.environ, **o.env}
-        self._env = scrub_secrets(self._token_env, [o.rest.token_env] if o.rest else [])
+        env = scrub_secrets(self._token_env, [o.rest.token_env] if o.rest else [])
         if o.conf:
-            self._env["SLURM_CONF"] = o.conf
-        if o.bin_dir:
-            self._env["PATH"] = f"{o.bin_dir}{os.pathsep}{self._env.get('PATH', '')}"
+            env["SLURM_CONF"] = o.conf
+        env = with_bin_dir(env, o.bin_dir)
         self._tz: tzinfo | None = ZoneInfo(o.log_timezone) if o.log_timezone else None
-        # squeue, scontrol and sacct print times in their own local zone: make it the zone
-        # they are parsed in (not for sbatch, whose environment the jobs inherit)
-        self._query_env = {**self._env, "TZ": o.log_timezone} if o.log_timezone else self._env
-        self._submits = asyncio.Semaphore(o.max_concurrent_submits)
+        super().__init__(
+            env,
+            timeout_s=o.command_timeout_s,
+            max_concurrent_submits=o.max_concurrent_submits,
+            output=o.output,
+            # squeue, scontrol and sacct print times in their own local zone: make it the
+            # zone they are parsed in (not for sbatch, whose environment the jobs inherit)
+            query_env={**env, "TZ": o.log_timezone} if o.log_timezone else env,
+        )
         self._book = StampBook()
         self._log: LogTail | None = None
-        self.calls: Counter[str] = Counter()  # Slurm client calls by kind (tests, reports)
-        self.accepted = 0  # jobs sbatch returned an id for
         self._rest = SlurmRest(o.rest) if o.rest is not None else None
         self._creds: dict[tuple[str | None, str | None, str | None], Credential] = {}
         self._script_text: str | None = None
@@ -206,40 +137,6 @@ class SlurmBackend:
             ),
         )
 
-    def capabilities(self) -> Capabilities:
-        """Server events and queue length always; job output when ``output`` keeps it."""
-        return Capabilities(
-            fetch_output=self.options.output != "/dev/null",
-            server_events=True,
-            queue_length=True,
-            max_concurrent_submits=self.options.max_concurrent_submits,
-        )
-
-    # ---- running Slurm clients ----------------------------------------------------------
-
-    async def _cli(
-        self,
-        kind: str,
-        argv: Sequence[str],
-        timeout: float | None = None,
-        user: str | None = None,
-    ) -> CliResult:
-        """Run one Slurm client (as ``user`` if given); kill it on time-out or cancellation."""
-        self.calls[kind] += 1
-        return await run_cli(argv, self._env, timeout or self.options.command_timeout_s, user)
-
-    async def _checked(self, kind: str, argv: Sequence[str], where: str) -> CliResult:
-        """Run a client for status/cancel; a failure to run at all is a BackendError."""
-        self.calls[kind] += 1
-        return await checked_call(
-            argv,
-            self._query_env,
-            self.options.command_timeout_s,
-            where=where,
-            fix_reach=FIX_REACH,
-            fix_install=_FIX_INSTALL,
-        )
-
     # ---- lifecycle ----------------------------------------------------------------------
 
     async def open(self) -> None:
@@ -254,9 +151,7 @@ class SlurmBackend:
         tools = ["squeue", "scontrol", "scancel"] + (["sacct"] if o.use_sacct else [])
         if o.submit_via == "sbatch":
             tools.append("sbatch")
-        for tool in tools:
-            if shutil.which(tool, path=self._env.get("PATH")) is None:
-                raise BackendError(f"{tool} is not found", where="slurm backend", fix=_FIX_INSTALL)
+        self._require(tools)
         ping = await self._ask("scontrol ping", ["scontrol", "ping"])
         if " is UP" not in ping.out:
             said = (ping.out + ping.err).strip().replace("\n", "; ")[:300]
@@ -321,7 +216,7 @@ class SlurmBackend:
                 f"'{' '.join(argv)}' gave no answer", where="slurm backend", fix=FIX_REACH
             ) from None
         except OSError as exc:
-            raise BackendError(f"cannot run {argv[0]}: {exc}", fix=_FIX_INSTALL) from None
+            raise BackendError(f"cannot run {argv[0]}: {exc}", fix=FIX_INSTALL) from None
 
     async def _open_log(self, conf: dict[str, str]) -> None:
         """Find the controller log and check it has millisecond stamps."""
@@ -362,7 +257,7 @@ class SlurmBackend:
 
     # ---- operations ---------------------------------------------------------------------
 
-    def _sbatch_argv(self, job: JobRequest) -> list[str]:
+    def submit_argv(self, job: JobRequest) -> list[str]:
         """The sbatch argv for one job (no shell: ``--wrap`` gets a shlex-quoted line)."""
         o = self.options
         argv = ["sbatch", "--parsable", f"--job-name={job.name}", f"--output={o.output}"]
@@ -377,32 +272,31 @@ class SlurmBackend:
             return [*argv, o.script, *job.command]
         return [*argv, f"--wrap={shlex.join(job.command)}"]
 
+    def check_job(self, job: JobRequest) -> None:
+        """A job needs a command, or the ``script`` it is the arguments of."""
+        if not job.command and not self.options.script:
+            raise SubmitError(FAIL_SUBMIT_ERROR, "job.command is empty")
+
+    def submit_refused(self, stderr: str) -> SubmitError:
+        return SubmitError(sbatch_failure_kind(stderr), sbatch_message(stderr))
+
+    def parse_submit_output(self, stdout: str) -> str:
+        return parse_sbatch_id(stdout)  # a SlurmParseError is a ValueError
+
+    def track(self, backend_id: str) -> None:
+        self._book.watch(backend_id)
+
     async def submit(self, job: JobRequest) -> str:
-        """``sbatch --parsable``; a refusal or time-out raises SubmitError with sbatch's words.
+        """``sbatch --parsable`` (or slurmrestd); a refusal or time-out raises SubmitError
+        with sbatch's words.
 
         If the runner's submit time-out cancels the call, sbatch is killed; the controller
         may still have accepted that job (it then runs untracked, under its gridbench name).
         """
-        if not job.command and not self.options.script:
-            raise SubmitError(FAIL_SUBMIT_ERROR, "job.command is empty")
         if self.options.submit_via == "rest":
+            self.check_job(job)
             return await self._submit_rest(job)
-        argv = self._sbatch_argv(job)
-        async with self._submits:
-            r = await submit_call(
-                self._cli("sbatch", argv, user=job.account),
-                "sbatch",
-                self.options.command_timeout_s,
-            )
-        if r.rc != 0:
-            raise SubmitError(sbatch_failure_kind(r.err), sbatch_message(r.err))
-        try:
-            bid = parse_sbatch_id(r.out)
-        except SlurmParseError as exc:
-            raise SubmitError(FAIL_SUBMIT_ERROR, str(exc)) from None
-        self._book.watch(bid)
-        self.accepted += 1
-        return bid
+        return await super().submit(job)
 
     async def submit_bulk(self, jobs: Sequence[JobRequest]) -> list[str | SubmitError]:
         """Submit jobs as job arrays (``--array=0-N``, or the REST job's ``array``): one
@@ -427,25 +321,13 @@ class SlurmBackend:
         """One array of ``n`` tasks running ``head``'s command as its account."""
         if n == 1:
             return [await self.submit(head)]
-        if not head.command and not self.options.script:
-            raise SubmitError(FAIL_SUBMIT_ERROR, "job.command is empty")
+        self.check_job(head)
         if self.options.submit_via == "rest":
             array = await self._submit_rest(head, n)
         else:
-            argv = self._sbatch_argv(head)
+            argv = self.submit_argv(head)
             argv.insert(1, f"--array=0-{n - 1}")
-            async with self._submits:
-                r = await submit_call(
-                    self._cli("sbatch", argv, user=head.account),
-                    "sbatch",
-                    self.options.command_timeout_s,
-                )
-            if r.rc != 0:
-                raise SubmitError(sbatch_failure_kind(r.err), sbatch_message(r.err))
-            try:
-                array = parse_sbatch_id(r.out)
-            except SlurmParseError as exc:
-                raise SubmitError(FAIL_SUBMIT_ERROR, str(exc)) from None
+            array = await self._submit_cli(argv, head.account)
         self._arrays.add(array)
         ids = [f"{array}_{i}" for i in range(n)]
         for bid in ids:
@@ -466,7 +348,7 @@ class SlurmBackend:
         if o.partition:
             desc["partition"] = o.partition
         if o.time_limit:
-            desc["time_limit"] = _minutes(o.time_limit)
+            desc["time_limit"] = minutes(o.time_limit)
         if self._script_text is not None:
             desc["argv"] = [o.script or "script", *job.command]
             return desc, self._script_text
@@ -506,10 +388,10 @@ class SlurmBackend:
             where, source = "slurmrestd GET jobs", "slurmrestd /jobs"
         elif self.options.squeue_format == "text":
             argv = ["squeue", "-h", "-t", "all", "-O", SQUEUE_FORMAT]
-            r = await self._checked("squeue -O", argv, "squeue -O")
+            r = await self._checked("squeue -O", argv)
             if r.rc != 0:
                 raise BackendError(
-                    f"squeue -O failed (exit {r.rc}): {_short(r.err)}",
+                    f"squeue -O failed (exit {r.rc}): {short(r.err)}",
                     where="squeue -O",
                     fix=FIX_REACH,
                 )
@@ -522,10 +404,10 @@ class SlurmBackend:
                     str(exc), where="squeue -O", fix="set squeue_format: json"
                 ) from None
         else:
-            r = await self._checked("squeue --json", ["squeue", "--json"], "squeue --json")
+            r = await self._checked("squeue --json", ["squeue", "--json"])
             if r.rc != 0:
                 raise BackendError(
-                    f"squeue --json failed (exit {r.rc}): {_short(r.err)}",
+                    f"squeue --json failed (exit {r.rc}): {short(r.err)}",
                     where="squeue --json",
                     fix=FIX_REACH,
                 )
@@ -573,10 +455,10 @@ class SlurmBackend:
             for k in range(0, len(ids), n):
                 chunk = ids[k : k + n]
                 argv = ["sacct", "-X", "-P", f"--format={SACCT_FORMAT}", "-j", ",".join(chunk)]
-                r = await self._checked("sacct", argv, "sacct")
+                r = await self._checked("sacct", argv)
                 if r.rc != 0:
                     raise BackendError(
-                        f"sacct failed (exit {r.rc}): {_short(r.err)}",
+                        f"sacct failed (exit {r.rc}): {short(r.err)}",
                         where="sacct",
                         fix="check slurmdbd, or set backend.options.use_sacct: false",
                     )
@@ -588,7 +470,7 @@ class SlurmBackend:
             return out
         # scontrol takes one id or none (all jobs): never a call per job
         argv = ["scontrol", "show", "job", "-o", *(ids if len(ids) == 1 else [])]
-        r = await self._checked("scontrol show job", argv, "scontrol show job")
+        r = await self._checked("scontrol show job", argv)
         if r.rc != 0:
             return out  # "Invalid job id specified": purged; the tracker keeps waiting
         try:
@@ -601,25 +483,12 @@ class SlurmBackend:
     async def cancel(self, ids: Sequence[str]) -> None:
         """``scancel`` with explicit job ids or array tasks ``A_i`` (never a user-wide
         pattern), whichever path submitted them: it needs no token that may have expired."""
-        todo = [i for i in ids if _JOB_ID.match(i)]
-        for k in range(0, len(todo), CANCEL_CHUNK):
-            chunk = todo[k : k + CANCEL_CHUNK]
-            r = await self._checked("scancel", ["scancel", *chunk], "scancel")
-            if r.rc != 0 and "already completing or completed" not in r.err:
-                raise BackendError(
-                    f"scancel failed (exit {r.rc}): {_short(r.err)}", where="scancel", fix=FIX_REACH
-                )
+        await super().cancel([i for i in ids if _JOB_ID.match(i)])
 
-    async def fetch_output(self, backend_id: str) -> bytes:
-        """The first 64 KiB of the job's ``output`` file (%j: the job id; %A and %a: an
-        array task's array id and index)."""
+    def output_path(self, backend_id: str) -> Path:
+        """The ``output`` pattern for a job (%j: the job id; %A and %a: an array task's
+        array id and index)."""
         pattern = self.options.output
-        if pattern == "/dev/null":
-            raise BackendError(
-                "job output is not kept",
-                where="backend.options.output",
-                fix="set output to a file pattern such as /shared/gridbench/%j.out",
-            )
         array, _, task = backend_id.partition("_")
         if task and "%j" in pattern:
             raise BackendError(
@@ -627,15 +496,7 @@ class SlurmBackend:
                 where="backend.options.output",
                 fix="use %A_%a (array id, task index) in the output pattern for load.bulk",
             )
-        path = Path(pattern.replace("%j", backend_id).replace("%A", array).replace("%a", task))
-        try:
-            with path.open("rb") as f:
-                return f.read(OUTPUT_LIMIT)
-        except OSError as exc:
-            raise BackendError(
-                f"cannot read the output of job {backend_id}: {exc.strerror or exc}",
-                where=str(path),
-            ) from None
+        return Path(pattern.replace("%j", backend_id).replace("%A", array).replace("%a", task))
 
     async def server_events(self) -> list[Event]:
         """New log stamps, and the whole-second stamps of jobs that ended since last time."""
@@ -645,13 +506,10 @@ class SlurmBackend:
 
     async def queue_length(self) -> int | None:
         """Jobs pending, running or completing on the whole cluster (anyone's)."""
-        r = await self._checked("squeue", ["squeue", "-h", "-o", "%i"], "squeue")
+        r = await self._checked("squeue", ["squeue", "-h", "-o", "%i"])
         if r.rc != 0:
-            raise BackendError(f"squeue failed: {_short(r.err)}", where="squeue", fix=FIX_REACH)
+            raise BackendError(f"squeue failed: {short(r.err)}", where="squeue", fix=FIX_REACH)
         return sum(1 for x in r.out.splitlines() if x.strip())
-
-
-_FIX_INSTALL = "install the Slurm clients (Debian: slurm-client) or set backend.options.bin_dir"
 
 
 _JOB_ID = re.compile(r"^\d+(?:_\d+)?$")  # a job, or an array task A_i
@@ -667,26 +525,6 @@ def _array_groups(jobs: Sequence[JobRequest], max_size: int) -> list[list[int]]:
     return [idx[i : i + max_size] for idx in by_key.values() for i in range(0, len(idx), max_size)]
 
 
-_TIME_LIMIT = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
-
-
-def _minutes(limit: str) -> int:
-    """sbatch's --time forms (M, M:S, H:M:S, D-H, D-H:M, D-H:M:S) as whole minutes, ≥ 1."""
-    m = _TIME_LIMIT.match(limit.strip())
-    if m is None:
-        raise ValueError(f"time limit {limit!r} is not M, M:S, H:M:S or D-H:M:S")
-    days, a, b, c = (int(x) if x else 0 for x in m.groups())
-    if m.group(1) is not None or m.group(4) is not None:  # D-H[:M[:S]] or H:M:S
-        h, mins, secs = a, b, c
-    else:  # M[:S]
-        h, mins, secs = 0, a, b
-    return max(days * 1440 + h * 60 + mins + (1 if secs else 0), 1)
-
-
-def _short(text: str) -> str:
-    return text.strip().replace("\n", "; ")[:300] or "no message"
-
-
 def _config(text: str) -> dict[str, str]:
     """``scontrol show config`` as a dict (``Key = Value`` lines)."""
     out = {}
@@ -695,3 +533,7 @@ def _config(text: str) -> dict[str, str]:
         if sep:
             out[key.strip()] = value.strip()
     return out
+
+
+if TYPE_CHECKING:  # mypy checks the optional hook against its protocol
+    _submits_bulk: type[BulkSubmitter] = SlurmBackend
