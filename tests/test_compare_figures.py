@@ -58,12 +58,8 @@ def test_real_difference_is_found_and_null_is_not() -> None:
 
 def test_direction_comes_from_higher_is_better() -> None:
     up_a, up_b = normal(5, 100.0), normal(6, 150.0)
-    a = run(
-        "a", fig("rate", up_a, True), fig("time", up_a, False), fig("count", up_a, None)
-    )
-    b = run(
-        "b", fig("rate", up_b, True), fig("time", up_b, False), fig("count", up_b, None)
-    )
+    a = run("a", fig("rate", up_a, True), fig("time", up_a, False), fig("count", up_a, None))
+    b = run("b", fig("rate", up_b, True), fig("time", up_b, False), fig("count", up_b, None))
     c = compare_figures([a, b])
     verdicts = {m.metric: m.diffs[0].verdict for m in c.points[0].metrics}
     assert verdicts == {"rate": "improved", "time": "regressed", "count": "changed"}

@@ -102,6 +102,32 @@ def test_results_page_after_the_run(finished: tuple[str, list, str], client: htt
     assert rid not in client.get("/", params={"q": "no-such-thing"}).text
 
 
+SUSTAIN_USERS_SPEC = """\
+name: web-sustain-users
+backend: {type: local, options: {slots: 8}}
+job: {command: ["true"]}
+users: [{name: alice}, {name: bob}]
+load: {model: sustain, users: 2, jobs_per_user: 2, sleep_coef: 0.05s}
+trial: {duration: 1.5s}
+timeouts: {status_interval: 0.1s}
+"""
+
+
+def test_results_page_shows_the_reports_sections(server: Server, client: httpx.Client) -> None:
+    """The dashboard draws the run's report: a sustain run with users shows its per-user
+    table (and every other table the HTML report has), like report.html."""
+    rid = start_run(client, SUSTAIN_USERS_SPEC)
+    events = read_events(client, rid)
+    assert events[-1][1] == {"status": "complete"}, server.tail()
+    page = client.get(f"/experiments/{rid}").text
+    assert 'id="table-users"' in page and 'id="table-sustain"' in page
+    users = page.split('id="table-users"')[1].split("</table>")[0]
+    assert "<td>alice</td>" in users and "<td>bob</td>" in users
+    report = (server.root / rid / "report.html").read_text()
+    tables = set(re.findall(r'id="table-([a-z0-9-]+)"', report))
+    assert tables and tables <= set(re.findall(r'id="table-([a-z0-9-]+)"', page))
+
+
 def test_downloads(finished: tuple[str, list, str], client: httpx.Client) -> None:
     rid, _, _ = finished
     r = client.get(f"/experiments/{rid}/download/metrics.json")
@@ -783,3 +809,35 @@ def test_view_cache_key_is_regenerated_when_short(
         assert results._key() == key  # read back, not made again
     finally:
         results._key.cache_clear()
+
+
+def test_an_ingested_run_is_found_by_its_recorded_id(server: Server, client: httpx.Client) -> None:
+    """The dashboard resolves runs as the CLI does (store.catalogue.find_run): a run
+    ingested into a folder of another name is listed by the id in its experiment.json, and
+    that id opens its page (it used to be a 404: the page looked for a folder of that name)."""
+    t0 = 1_700_000_000.0
+    lines = [
+        json.dumps({"job": f"j{i}", "stage": stage, "t_s": t0 + i * 0.5 + dt, "source": "client"})
+        for i in range(6)
+        for stage, dt in (("intended", 0.0), ("submit", 0.001), ("submit_ack", 0.01),
+                          ("client_done", 1.0 + 0.1 * i))
+    ]  # fmt: skip
+    events = server.root.parent / "ingest-events.jsonl"
+    events.write_text("\n".join(lines) + "\n")
+    out = server.root / "imported-by-hand"
+    p = subprocess.run(
+        [str(BIN), "ingest", "jsonl", str(events), "--out", str(out)],
+        env=cli_env(server.root), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stdout + p.stderr
+    rid = json.loads((out / "experiment.json").read_text())["id"]
+    assert rid != out.name
+    listing = client.get("/")
+    assert listing.status_code == 200 and f'data-id="{rid}"' in listing.text
+    assert f'href="/experiments/{rid}"' in listing.text
+    for ref in (rid, out.name):
+        r = client.get(f"/experiments/{ref}")
+        assert r.status_code == 200, (ref, r.text[-2000:])
+        assert "imported-by-hand" in r.text
+    assert client.get(f"/experiments/{rid}/download/experiment.json").status_code == 200
+    assert client.get("/history", params={"experiment": rid, "metric": "x"}).status_code == 200

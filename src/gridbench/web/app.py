@@ -38,15 +38,17 @@ from starlette.datastructures import UploadFile
 from gridbench import __version__
 from gridbench.errors import GridbenchError, SpecError
 from gridbench.report.html import json_for_script, offline_plotlyjs
-from gridbench.spec.load import MAX_SPEC_BYTES, dump_yaml, load_spec_text
+from gridbench.spec.load import load_spec_text
 from gridbench.spec.plan import Plan, make_plan, needs_confirmation
 from gridbench.spec.units import format_rate
+from gridbench.specload import MAX_SPEC_BYTES, dump_yaml
 from gridbench.store.catalogue import list_runs
-from gridbench.store.layout import EXPERIMENT_FILE, RunDir, json_safe
+from gridbench.store.layout import RunDir, json_safe
 from gridbench.web import presets as presets_mod
 from gridbench.web.manager import QueueFull, RunManager, analyse
 from gridbench.web.metrics import exposition, make_registry
 from gridbench.web.results import build_view, warm
+from gridbench.web.runs import RUN_ID, catalogued, resolve_in_root
 from gridbench.web.security import (
     AUTH_COOKIE,
     SESSION_MAX_AGE_S,
@@ -57,12 +59,14 @@ from gridbench.web.security import (
 )
 from gridbench.web.spec_form import fields as form_fields
 
-RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$")
 CSV_NAME = re.compile(r"^[a-z0-9_]{1,64}\.csv$")
 DOWNLOADS = ("metrics.json", "report.json", "spec.yaml", "plan.json", "experiment.json")
 CHECK_JOB_TIMEOUT_S = 30.0
 SSE_KEEPALIVE_S = 15.0
-SEARCH_FIELDS = ("id", "name", "backend", "status", "verdict", "description", "load_model")
+SEARCH_FIELDS = (
+    "id", "name", "kind", "target", "variant", "backend", "status", "verdict", "description",
+    "load_model",
+)  # fmt: skip
 MAX_SUBSCRIBERS = 32  # event streams per run (browser tabs, scripts)
 MAX_CHECKS = 2  # connectivity checks at once (each may submit a job)
 MAX_COMPARE = 10  # experiments on one compare page
@@ -180,11 +184,11 @@ def spec_yaml(data: dict[str, Any]) -> str:
 
 def parse_for_form(text: str) -> dict[str, Any]:
     """Spec data for the form (secrets redacted), and the validation error if any."""
-    from gridbench.spec.load import _plain, parse_yaml
+    from gridbench.specload import parse_yaml, plain_data
 
     try:
         _check_size(text)
-        data = _plain(parse_yaml(text, "spec"))
+        data = plain_data(parse_yaml(text, "spec"))
     except GridbenchError as exc:
         return {"data": None, "error": _spec_error(exc)}
     error = None
@@ -291,10 +295,7 @@ def create_app(cfg: WebConfig) -> FastAPI:
         return HTMLResponse(body, status_code=status)
 
     def run_dir(rid: str) -> RunDir | None:
-        if not RUN_ID.match(rid):
-            return None
-        p = cfg.root / rid
-        return RunDir(p) if (p / EXPERIMENT_FILE).is_file() else None
+        return resolve_in_root(cfg.root, rid)
 
     def not_found(request: Request, what: str) -> HTMLResponse:
         return page(request, "error.html", 404, title="Not found", message=what)
@@ -339,7 +340,7 @@ def create_app(cfg: WebConfig) -> FastAPI:
     # -- experiments list -------------------------------------------------------------------
     @app.get("/", response_class=HTMLResponse)
     def experiments(request: Request, q: str = "") -> HTMLResponse:
-        runs = list_runs(cfg.root)
+        runs = [catalogued(r) for r in list_runs(cfg.root)]
         for r in runs:
             m = manager.get(str(r.get("id")))
             if m is not None and not m.live.final:
@@ -353,8 +354,8 @@ def create_app(cfg: WebConfig) -> FastAPI:
         run = run_dir(rid)
         if run is None:
             return not_found(request, f"No experiment {rid!r} in the results store.")
-        exp = run.read_experiment()
-        managed = manager.get(rid)
+        exp = catalogued(run.read_experiment())
+        managed = manager.get(rid) or manager.get(run.path.name)
         live = managed.live if managed is not None else None
         view, view_error = None, None
         if run.metrics_file.exists():
@@ -426,14 +427,15 @@ def create_app(cfg: WebConfig) -> FastAPI:
     async def control(request: Request, rid: str, action: str) -> Response:
         if action not in ("stop", "abort", "analyse"):
             return PlainTextResponse("unknown action", status_code=404)
-        if run_dir(rid) is None:
+        run = run_dir(rid)
+        if run is None:
             return not_found(request, f"No experiment {rid!r} in the results store.")
         if action == "analyse":
             managed = manager.get(rid)
             if managed is not None and not managed.live.final:
                 return PlainTextResponse("the run is still going", status_code=409)
             try:
-                await asyncio.to_thread(analyse, cfg.root / rid, cfg.root)
+                await asyncio.to_thread(analyse, run.path, cfg.root)
             except GridbenchError as exc:
                 return page(request, "error.html", 422, title="Analysis failed", message=str(exc))
         else:
@@ -714,7 +716,7 @@ def create_app(cfg: WebConfig) -> FastAPI:
 
     @app.get("/compare.json")
     def compare_json(ids: Annotated[list[str] | None, Query()] = None) -> JSONResponse:
-        from gridbench.compare import load_comparison
+        from gridbench.compare.dispatch import compare_runs
         from gridbench.web.compare_view import _paths
 
         chosen = [i for i in (ids or []) if RUN_ID.match(i)]
@@ -724,7 +726,7 @@ def create_app(cfg: WebConfig) -> FastAPI:
                 status_code=422,
             )
         try:
-            data = load_comparison(cfg.root, _paths(cfg.root, chosen)).to_dict()
+            data = compare_runs(cfg.root, _paths(cfg.root, chosen)).to_dict()
         except GridbenchError as exc:
             return JSONResponse(_spec_error(exc), status_code=422)
         return JSONResponse(data)
