@@ -17,7 +17,6 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -71,12 +70,13 @@ class CliUi:
 
 def _analyze_and_show(run_path: Path, *, as_json: bool = False) -> int:
     from gridbench.pipeline import analyze_and_report
+    from gridbench.report.terminal import render_report
 
     done = analyze_and_report(run_path, after=(_warm_dashboard,))
     if as_json:
         print(json.dumps(done.metrics, indent=1, default=str))
         return done.exit_code
-    _render(done.report, done.metrics, done.family.name)
+    render_report(done.report, console)
     if "html" in done.paths:
         console.print(f"HTML report: [cyan]{done.paths['html']}[/]")
     csvs = [p for p in done.paths.values() if p.suffix == ".csv"]
@@ -86,23 +86,6 @@ def _analyze_and_show(run_path: Path, *, as_json: bool = False) -> int:
             f"[cyan]{done.paths.get('report_json', '')}[/]"
         )
     return done.exit_code
-
-
-def _render(report: Any, metrics: Any, kind: str) -> None:
-    # TRANSITION: the old terminal renderers until the typed-sections renderer lands
-    try:
-        from gridbench.report.terminal import render_report  # type: ignore[attr-defined]
-    except ImportError:
-        if kind == "io":
-            from gridbench.io.terminal import render
-
-            render(metrics, console)
-        else:
-            from gridbench.report.terminal import render_summary
-
-            render_summary(metrics, console)
-        return
-    render_report(report, console)
 
 
 # -- generic commands: any family's run -------------------------------------------------
@@ -169,9 +152,10 @@ def cmd_show(args: argparse.Namespace) -> int:
     console.print_json(data=exp)
     if run.metrics_file.exists():
         from gridbench.pipeline import report_of
+        from gridbench.report.terminal import render_report
 
-        fam, metrics, report = report_of(run)
-        _render(report, metrics, fam.name)
+        _, _, report = report_of(run)
+        render_report(report, console)
     else:
         console.print(f"[dim]not analysed yet: run 'gridbench analyze {escape(str(run.path))}'[/]")
     return EXIT_OK

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from gridbench.family import Family, family_of
+from gridbench.report import write_reports
 from gridbench.sections import Report
 from gridbench.store.layout import RunDir, read_json
 
@@ -26,7 +27,7 @@ class Analysed:
 
     family: Family
     metrics: dict[str, Any]
-    report: Report | None  # None only while the transition below lasts
+    report: Report
     paths: dict[str, Path]
 
     @property
@@ -41,7 +42,8 @@ def analyze_and_report(run_path: Path, *, after: tuple[AfterReport, ...] = ()) -
     run = RunDir.open(run_path)
     fam = family_of(run)
     metrics = fam.analyze(run)
-    report, paths = _reports(fam, run, metrics)
+    report = fam.report(run, metrics)
+    paths = write_reports(run.path, report)
     run.update_experiment(verdict=fam.verdict(metrics), analysed=True)
     for hook in after:
         try:
@@ -51,9 +53,8 @@ def analyze_and_report(run_path: Path, *, after: tuple[AfterReport, ...] = ()) -
     return Analysed(fam, metrics, report, {k: Path(v) for k, v in paths.items()})
 
 
-def report_of(run: RunDir) -> tuple[Family, dict[str, Any], Report | None]:
+def report_of(run: RunDir) -> tuple[Family, dict[str, Any], Report]:
     """The report of an analysed run, without re-analysing it (``show``, the dashboard)."""
-    from gridbench.store.layout import read_json
 
     fam = family_of(run)
     metrics = read_json(run.metrics_file)
@@ -65,30 +66,4 @@ def report_of(run: RunDir) -> tuple[Family, dict[str, Any], Report | None]:
             where=str(run.metrics_file),
             fix=f"re-analyse it: gridbench analyze {run.path}",
         )
-    try:
-        return fam, metrics, fam.report(run, metrics)
-    except ImportError:  # TRANSITION: see _reports
-        return fam, metrics, None
-
-
-def _reports(fam: Family, run: RunDir, metrics: dict[str, Any]) -> tuple[Report | None, Any]:
-    # TRANSITION (removed when the typed-sections renderers land): until then the families'
-    # old report writers are used when the new ones are not importable yet.
-    try:
-        from gridbench.report import write_reports
-
-        report = fam.report(run, metrics)
-        return report, write_reports(run.path, report)
-    except (ImportError, TypeError):
-        if fam.name == "io":
-            from gridbench.io.html import write_html
-
-            return None, {"html": write_html(run.path, metrics)}
-        from gridbench.report import load_series
-        from gridbench.report import write_reports as old
-
-        exp = run.read_experiment()
-        spec_yaml, _ = run.read_spec()
-        plan = read_json(run.plan_file) if run.plan_file.exists() else None
-        summary = {"experiment": exp, "spec_yaml": spec_yaml, "plan": plan}
-        return None, old(run.path, metrics, load_series(run.path), summary)  # type: ignore[call-arg]
+    return fam, metrics, fam.report(run, metrics)

@@ -51,7 +51,7 @@ class JobFlow:
     def report(self, run: RunDir, metrics: Mapping[str, Any]) -> Report:
         """Headline, evaluation summary and every job-flow section."""
         from gridbench.jobflow.report import build_report
-        from gridbench.report.loading import load_series  # TODO(integration): move to jobflow
+        from gridbench.jobflow.report.loading import load_series
 
         spec_yaml, spec_data = run.read_spec()
         plan = plan_of(spec_data)
