@@ -11,10 +11,14 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from gridbench.compare import default_metrics, history, load_comparison, load_experiment
+from gridbench.compare import load_comparison, load_experiment
+from gridbench.compare.dispatch import compare_runs, family_of_runs, history_of
+from gridbench.compare.dispatch import metric_choices as dispatch_metric_choices
 from gridbench.errors import GridbenchError
-from gridbench.report.charts import PALETTE, ptext
-from gridbench.store.layout import EXPERIMENT_FILE, read_json
+from gridbench.family import DEFAULT_KIND
+from gridbench.plotting import PALETTE, ptext
+from gridbench.store.layout import read_json
+from gridbench.web.runs import resolve_in_root
 
 #: Above this many jobs in total, per-job samples are read in the background.
 SAMPLES_INLINE_MAX_JOBS = 200_000
@@ -36,18 +40,16 @@ def _labels(xs: list[Any]) -> list[Any]:
 
 
 def _paths(root: Path, ids: list[str]) -> list[str]:
-    """Only runs inside the results root (never an arbitrary path from a URL)."""
+    """Only runs inside the results root (never an arbitrary path from a URL), found as the
+    CLI finds them (folder name or recorded id)."""
     out = []
-    base = root.resolve()
     for i in ids:
-        p = root / i
-        # an absolute id or '..' would escape the root: only its direct children qualify
-        inside = Path(i).name == i and i not in ("", ".", "..")
-        if not inside or not p.resolve().parent == base or not (p / EXPERIMENT_FILE).is_file():
+        run = resolve_in_root(root, i)
+        if run is None:
             raise GridbenchError(
                 f"no experiment {i!r} in the results store", where="ids", fix="pick from the list"
             )
-        out.append(str(p))
+        out.append(str(run.path))
     return out
 
 
@@ -120,6 +122,10 @@ def compare_context(root: Path, ids: list[str]) -> dict[str, Any]:
     """
     try:
         paths = _paths(root, ids)
+        fam, _ = family_of_runs(root, paths, "compare")
+        if fam.name != DEFAULT_KIND:  # another family: its figures (no per-job samples)
+            cmp = compare_runs(root, paths).to_dict()
+            return _compare_ctx(cmp, pending=False)
         with _GUARD:
             ready = all(_version(p) in _READY for p in paths)
         pending = not ready and sum(_jobs(p) for p in paths) > SAMPLES_INLINE_MAX_JOBS
@@ -131,6 +137,10 @@ def compare_context(root: Path, ids: list[str]) -> dict[str, Any]:
                 _READY.update(_version(p) for p in paths)
     except GridbenchError as exc:
         return {"error": str(exc)}
+    return _compare_ctx(cmp, pending=pending)
+
+
+def _compare_ctx(cmp: dict[str, Any], *, pending: bool) -> dict[str, Any]:
     names = {e["id"]: f"{e['name']} ({e['id']})" for e in cmp["experiments"]}
     charts = [
         {
@@ -145,17 +155,17 @@ def compare_context(root: Path, ids: list[str]) -> dict[str, Any]:
 
 
 def metric_choices(root: Path, experiment: str) -> list[str]:
+    """Job-flow metric paths, or another family's figure keys, of ``experiment``."""
     try:
-        run = load_experiment(root, _paths(root, [experiment])[0], samples=False)
+        return dispatch_metric_choices(root, _paths(root, [experiment])[0])
     except GridbenchError:
         return []
-    return [m.metric for m in default_metrics([run])]
 
 
 def history_context(root: Path, experiment: str, metric: str) -> dict[str, Any]:
     """Template context of the history page."""
     try:
-        h = history(root, _paths(root, [experiment])[0], metric).to_dict()
+        h = history_of(root, _paths(root, [experiment])[0], metric).to_dict()
     except GridbenchError as exc:
         return {"error": str(exc)}
     traces = []
