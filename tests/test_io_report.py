@@ -248,8 +248,8 @@ def test_headline_states_each_finding_once() -> None:
     r = build_report(metrics())
     texts = [f.text for f in r.headline.findings]
     assert len(texts) == len(set(texts))
-    assert "thresholds: 1 of 2 FAILED" in texts
-    assert "consistency checks: 1 of 2 run FAILED" in texts
+    assert "thresholds: FAILED (1 of 2)" in texts
+    assert "consistency checks: some FAILED (1 of 2 run)" in texts
     assert "1 consistency check(s) not run" in texts
     assert "cand against nfs: speedup -50% (Read) to +50% (Write)" in texts
     assert r.headline.verdict == "fail"
@@ -340,3 +340,27 @@ def test_sections_hold_plain_text() -> None:
 def test_empty_metrics_give_a_report_without_sections() -> None:
     r = build_report({"schema": "gridbench.io/1", "name": "e", "status": "aborted"})
     assert r.sections == () and r.headline.verdict == "fail"
+
+
+def test_html_report_escapes_hostile_text() -> None:
+    """The page drawn from io's report by the generic renderer (was io/html.py)."""
+    from gridbench.report import render_page
+
+    evil = "<script>alert(1)</script>"
+    m = {
+        "schema": "gridbench.io/1",
+        "name": evil,
+        "status": "completed",
+        "baseline": "a",
+        "speedup_formula": "f",
+        "repetitions": 1,
+        "iozone": {},
+        "thresholds_ok": True,
+        "consistency_ok": True,
+        "targets": [{"name": "a", "path": evil, "notes": [evil]}],
+        "matrix": matrix([_row("a", "write", 10, 0)], "a"),
+        "consistency": [{"target": "a", "check": evil, "ok": True, "seconds": 0.1, "detail": evil}],
+    }
+    page = render_page(build_report(m))
+    assert evil not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "cdn.plot.ly" not in page and "Content-Security-Policy" in page

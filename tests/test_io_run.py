@@ -268,9 +268,10 @@ def test_latency_log_series(tmp_path: Path) -> None:
         assert x["n"] == 64 and sum(x["ios"]) == 64  # 1 MiB / 16 KiB, every I/O logged
         assert 0 < x["p50_ms"] <= x["p99_ms"]
     assert not list((run.path / "raw").glob("*lat.1.log"))  # summarised, then removed
-    from gridbench.io.html import render_html
+    from gridbench.io.report import build_report
+    from gridbench.report import render_page
 
-    assert "Latency over time" in render_html(m)
+    assert "Latency over time" in render_page(build_report(m))
 
 
 def test_ctrl_c_cleans_up_and_keeps_results(tmp_path: Path) -> None:

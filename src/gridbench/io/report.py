@@ -134,7 +134,7 @@ def _threshold_finding(metrics: Mapping[str, Any]) -> Finding | None:
         return Finding("pass", f"thresholds: all {len(ths)} met")
     return Finding(
         "fail",
-        f"thresholds: {len(failed)} of {len(ths)} FAILED",
+        f"thresholds: FAILED ({len(failed)} of {len(ths)})",
         "; ".join(f"{test} on {target}: {detail}" for test, target, _, detail in failed),
     )
 
@@ -146,18 +146,18 @@ def _consistency_findings(metrics: Mapping[str, Any]) -> list[Finding]:
     failed = [c for c in checks if c.get("ok") is not True and c.get("ok") is not None]
     skipped = [c for c in checks if "ok" in c and c.get("ok") is None]
     out = []
+    ran = len(checks) - len(skipped)
     if failed:
         out.append(
             Finding(
                 "fail",
-                f"consistency checks: {len(failed)} of {len(checks) - len(skipped)} run FAILED",
+                f"consistency checks: some FAILED ({len(failed)} of {ran} run)",
                 "; ".join(
                     f"{c.get('target')} {c.get('check')}: {c.get('detail', '')}" for c in failed
                 ),
             )
         )
     else:
-        ran = len(checks) - len(skipped)
         out.append(Finding("pass", f"consistency checks: all {ran} run passed"))
     if skipped:
         out.append(

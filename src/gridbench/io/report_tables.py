@@ -365,6 +365,15 @@ def _pm(stats: Mapping[str, Any], digits: int) -> str:
     return s + (f" ±{stats['std']:.{digits}f}" if stats.get("std") is not None else "")
 
 
+HTTP_COLUMNS = (
+    Column("size", numeric=True),
+    Column("operation"),
+    Column("seconds", "time s (mean ±sd)", numeric=True),
+    Column("mib_s", "MiB/s (mean ±sd)", numeric=True),
+    Column("ok"),
+)
+
+
 def http_table(metrics: Mapping[str, Any]) -> Table | None:
     """Per size and operation: seconds and MiB/s (mean ±sd), and whether all went well."""
     hs = metrics.get("http", [])
@@ -373,13 +382,7 @@ def http_table(metrics: Mapping[str, Any]) -> Table | None:
     return Table(
         id="http",
         title="HTTP transfers",
-        columns=(
-            Column("size", numeric=True),
-            Column("operation"),
-            Column("seconds", "time s (mean ±sd)", numeric=True),
-            Column("mib_s", "MiB/s (mean ±sd)", numeric=True),
-            Column("ok"),
-        ),
+        columns=HTTP_COLUMNS,
         rows=tuple(
             (h["size"], h["op"], _mean(h["seconds"]), _mean(h["mib_s"]), bool(h["ok"])) for h in hs
         ),
