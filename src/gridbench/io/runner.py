@@ -9,7 +9,7 @@ Results directory (the job-flow store layout, see store/layout.py)::
     RUN/rows.jsonl           one line per fio job and direction (appended as produced)
     RUN/raw/*.fio, *.json    every fio job file and its raw JSON+ output, stderr
     RUN/bonnie.jsonl, consistency.jsonl, http.jsonl
-    RUN/metrics.json         the analysis (written by gridbench.io.report)
+    RUN/metrics.json         the analysis (written by gridbench.io.metrics)
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from gridbench.io.safety import (
     cleanup,
     make_workdir,
 )
-from gridbench.spec.load import dump_yaml
+from gridbench.specload import dump_yaml
 from gridbench.store.layout import RunDir, now_iso
 
 Progress = Callable[[str], None]
