@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass
-from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from gridbench.errors import SpecError
+from gridbench.presets import shipped_yaml, unknown_preset
 
 META_KEYS = ("description", "tested", "written_for")
 _WHERE = "backend.options.preset"
@@ -59,15 +59,13 @@ def _parse(text: str, origin: str) -> dict[str, Any]:
     return data
 
 
-def _root() -> Traversable:
-    # gridbench.backends is a namespace package: resolve through the regular parent.
-    return resources.files("gridbench") / "backends" / "presets"
+def _shipped() -> dict[str, Traversable]:
+    return shipped_yaml("backends", "presets")
 
 
 def names() -> list[str]:
     """The shipped presets."""
-    root = _root()
-    return sorted(p.name.removesuffix(".yaml") for p in root.iterdir() if p.name.endswith(".yaml"))
+    return list(_shipped())
 
 
 def load(name: str) -> dict[str, Any]:
@@ -83,15 +81,12 @@ def load(name: str) -> dict[str, Any]:
                 fix="give a shipped preset name or the path of a readable YAML file",
             ) from None
         return _parse(text, str(path))
-    shipped = names()
+    shipped = _shipped()
     if name not in shipped:
-        raise SpecError(
-            f"unknown preset {name!r}",
-            where=_WHERE,
-            fix=f"use one of: {', '.join(shipped)} (or a path to your own .yaml preset)",
+        raise unknown_preset(
+            name, shipped, where=_WHERE, other=" (or a path to your own .yaml preset)"
         )
-    res = _root() / f"{name}.yaml"
-    return _parse(res.read_text(encoding="utf-8"), name)
+    return _parse(shipped[name].read_text(encoding="utf-8"), name)
 
 
 def info(name: str) -> PresetInfo:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gridbench.errors import SpecError
+from gridbench.presets import unknown_preset
 from gridbench.reference.config import GridConfig, config_from_dict, merge, read_config_file
 
 DEFAULT_PRESET = "sequential"
@@ -37,11 +37,7 @@ def build_config(
 ) -> GridConfig:
     """A preset, then a YAML file, then ``overrides`` deep-merged over it, validated."""
     if preset not in PRESETS:
-        raise SpecError(
-            f"unknown reference grid preset {preset!r}",
-            where="preset",
-            fix=f"use one of: {', '.join(PRESETS)}",
-        )
+        raise unknown_preset(preset, PRESETS, where="preset", kind="reference grid preset")
     data: dict[str, Any] = dict(PRESETS[preset])
     source = f"preset {preset}"
     if path is not None:
