@@ -14,7 +14,6 @@ import functools
 import json
 import re
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -22,6 +21,7 @@ from urllib.parse import urlsplit
 from gridbench.backends import command_presets
 from gridbench.backends.registry import create_backend
 from gridbench.errors import SpecError
+from gridbench.presets import shipped_yaml
 from gridbench.reference.presets import PRESETS as REFERENCE_PRESETS
 from gridbench.spec.load import _plain, dump_yaml, load_spec_text, parse_yaml, set_path
 from gridbench.store.layout import write_text_atomic
@@ -172,12 +172,7 @@ def redact_text(text: str) -> str:
 
 def example_specs() -> dict[str, str]:
     """Packaged example specs by name (YAML text)."""
-    root = resources.files("gridbench") / "examples"
-    return {
-        p.name.removesuffix(".yaml"): p.read_text(encoding="utf-8")
-        for p in root.iterdir()
-        if p.name.endswith(".yaml")
-    }
+    return {name: p.read_text(encoding="utf-8") for name, p in shipped_yaml("examples").items()}
 
 
 def _strip_meta(data: dict[str, Any]) -> dict[str, Any]:
