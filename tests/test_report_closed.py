@@ -123,7 +123,8 @@ def test_batch_table_and_csv(tmp_path: Path) -> None:
     assert csv["throughput_per_s"].to_list() == pytest.approx([4 / 2.4])
     text = _render(m)
     line = next(ln for ln in text.splitlines() if ln.strip().startswith("p00-t00"))
-    assert line.split()[1:5] == ["4", "2", "2.40", "1.67"]
+    # the page's columns: submitted, ended, failed, end stage, makespan, throughput, rate
+    assert line.split()[1:8] == ["5", "4", "2", "local_end", "2.40", "1.67", "8"]
     assert "throughput 1.67/s (100/min)" in text.split("Batch:")[0]
 
 
