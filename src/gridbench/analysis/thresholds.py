@@ -32,7 +32,7 @@ number, or an unknown operator makes the threshold fail with a reason; it never 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from gridbench.paths import resolve
@@ -81,42 +81,42 @@ def _points(metrics: Mapping[str, Any], point: Any) -> list[Mapping[str, Any]] |
     return sel
 
 
+def _summary(p: Mapping[str, Any]) -> Group:
+    where = f"{_point_label(p)}, summary"
+    return Group(where, [Doc(p.get("summary", {}), where)])
+
+
+def _valid_trials(p: Mapping[str, Any]) -> Group:
+    label = _point_label(p)
+    # invalid trials are excluded from results; validity.* checks them
+    docs = [
+        Doc(t, f"{label}, trial {t.get('trial_id')}", _resolve_trial)
+        for t in p.get("trials", [])
+        if t.get("valid")
+    ]
+    return Group(label, docs, "the point has no valid trial")
+
+
 def scopes(metrics: Mapping[str, Any]) -> dict[str, Scope]:
     """Where job flow's paths are read: the experiment object, each selected point's
     summary, or each valid trial of the selected points (the worst trial speaks)."""
 
-    def summary(metric: str, point: Any) -> Selection | str:
-        sel = _points(metrics, point)
-        if isinstance(sel, str):
-            return sel
-        groups = []
-        for p in sel:
-            where = f"{_point_label(p)}, summary"
-            groups.append(Group(where, [Doc(p.get("summary", {}), where)]))
-        return Selection(metric.partition(".")[2], groups, any=point == "any")
+    def per_point(group: Callable[[Mapping[str, Any]], Group], strip_head: bool) -> Scope:
+        def scope(metric: str, point: Any) -> Selection | str:
+            sel = _points(metrics, point)
+            if isinstance(sel, str):
+                return sel
+            path = metric.partition(".")[2] if strip_head else metric
+            return Selection(path, [group(p) for p in sel], any=point == "any")
 
-    def trials(metric: str, point: Any) -> Selection | str:
-        sel = _points(metrics, point)
-        if isinstance(sel, str):
-            return sel
-        groups = []
-        for p in sel:
-            label = _point_label(p)
-            # invalid trials are excluded from results; validity.* checks them
-            docs = [
-                Doc(t, f"{label}, trial {t.get('trial_id')}", _resolve_trial)
-                for t in p.get("trials", [])
-                if t.get("valid")
-            ]
-            groups.append(Group(label, docs, "the point has no valid trial"))
-        return Selection(metric, groups, any=point == "any")
+        return scope
 
     experiment = single(metrics, "experiment")
     return {
         "experiment": single(metrics, "experiment", strip_head=True),
         **dict.fromkeys(EXPERIMENT_KEYS, experiment),
-        "summary": summary,
-        DEFAULT_SCOPE: trials,
+        "summary": per_point(_summary, strip_head=True),
+        DEFAULT_SCOPE: per_point(_valid_trials, strip_head=False),
     }
 
 
