@@ -159,3 +159,61 @@ def test_parallel_clients_are_bounded() -> None:
 
     cost = asyncio.run(main())
     assert cost["calls"] == 6 and cost["max_parallel"] == 2
+
+
+def test_client_runs_in_its_workdir_and_own_session(tmp_path: os.PathLike[str]) -> None:
+    # a workdir other than the current directory takes spawn_libc's chdir action
+    code = "import os; print(os.getcwd()); print(os.getsid(0) == os.getpid())"
+    script = os.path.join(tmp_path, "client.sh")
+    with open(script, "w") as fh:
+        fh.write("#!/bin/sh\necho relative\n")
+    os.chmod(script, 0o755)
+
+    async def main() -> tuple[bytes, bytes, bytes]:
+        here = await ProcessRunner().run("status", [PY, "-c", code], timeout_s=30)
+        r = ProcessRunner(cwd=str(tmp_path))
+        there = await r.run("status", [PY, "-c", code], timeout_s=30)
+        rel = await r.run("status", ["./client.sh"], timeout_s=30)  # found in the workdir
+        return here.stdout, there.stdout, rel.stdout
+
+    here, there, rel = asyncio.run(main())
+    assert here.decode().split() == [os.getcwd(), "True"]
+    assert there.decode().split() == [os.path.realpath(tmp_path), "True"]
+    assert rel == b"relative\n"
+
+
+def test_missing_workdir_is_a_start_error(tmp_path: os.PathLike[str]) -> None:
+    async def main() -> dict[str, Any]:
+        r = ProcessRunner(cwd=os.path.join(tmp_path, "gone"))
+        with pytest.raises(ClientStartError, match="No such file"):
+            await r.run("submit", ["/bin/true"], timeout_s=5)
+        return r.cost.to_dict()
+
+    assert asyncio.run(main())["by_op"]["submit"]["start_errors"] == 1
+
+
+def test_output_is_capped_and_large_stdin_is_fed() -> None:
+    code = (
+        "import sys\n"
+        "data = sys.stdin.buffer.read()\n"
+        "sys.stdout.write('o' * 300000); sys.stderr.write(str(len(data)) + 'e' * 300000)"
+    )
+
+    async def main() -> tuple[bytes, bytes, int]:
+        r = ProcessRunner(output_limit=1000)
+        res = await r.run("submit", [PY, "-c", code], stdin=b"x" * 1_000_000, timeout_s=30)
+        return res.stdout, res.stderr, res.exit_code
+
+    out, err, rc = asyncio.run(main())
+    assert rc == 0
+    assert out == b"o" * 1000  # the rest was read and dropped: the client did not block
+    assert err.startswith(b"1000000e") and len(err) == 1000
+
+
+def test_client_that_ignores_its_stdin_is_not_an_error() -> None:
+    async def main() -> int:
+        r = ProcessRunner()
+        res = await r.run("submit", ["/bin/true"], stdin=b"x" * 1_000_000, timeout_s=30)
+        return res.exit_code
+
+    assert asyncio.run(main()) == 0

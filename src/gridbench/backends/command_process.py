@@ -9,21 +9,22 @@ UCC finding, METHODS 1.5).
 Each client runs in its own session, so a time-out or a cancelled call kills the whole
 process group. A grandchild that keeps the output pipes open (a detached job) cannot hold
 a call open: once the client has exited, reading stops after a short grace period.
+
+The clients are spawned by :mod:`gridbench.backends.spawn`, the runner of the scheduler
+clients too (posix_spawn, a pidfd and the pipes watched by the event loop).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
-import resource
-import signal
-import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from gridbench.backends import spawn
 
 log = logging.getLogger(__name__)
 
@@ -98,15 +99,17 @@ class ClientCost:
     def op(self, name: str) -> OpCost:
         return self.by_op.setdefault(name, OpCost())
 
-    def record(self, op: str, wall_s: float, ru: resource.struct_rusage, exit_code: int) -> None:
+    def record(self, op: str, wall_s: float, ex: spawn.Exit) -> None:
+        """Count one reaped client: its wall time (spawn to exit), CPU and peak memory."""
         c = self.op(op)
         c.calls += 1
         c.wall_s += wall_s
-        c.cpu_s += ru.ru_utime + ru.ru_stime
+        c.cpu_s += _cpu_s(ex)
         c.max_wall_s = max(c.max_wall_s, wall_s)
-        if exit_code != 0:
+        if ex.code != 0:
             c.nonzero_exits += 1
-        self.max_rss_bytes = max(self.max_rss_bytes, ru.ru_maxrss * 1024)  # Linux: KiB
+        if ex.rusage is not None:
+            self.max_rss_bytes = max(self.max_rss_bytes, ex.rusage.ru_maxrss * 1024)  # KiB
 
     def to_dict(self) -> dict[str, Any]:
         """``{"calls", "wall_s", "cpu_s", "max_rss_bytes", "max_parallel", "by_op"}``."""
@@ -121,51 +124,9 @@ class ClientCost:
         }
 
 
-class _Collect(asyncio.Protocol):
-    """Keeps up to ``limit`` bytes of a pipe and notes its end."""
-
-    def __init__(self, limit: int, done: asyncio.Future[None]) -> None:
-        self.buf = bytearray()
-        self.limit = limit
-        self.done = done
-
-    def data_received(self, data: bytes) -> None:
-        room = self.limit - len(self.buf)
-        if room > 0:
-            self.buf += data[:room]
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        if not self.done.done():
-            self.done.set_result(None)
-
-
-async def _wait4(pid: int) -> tuple[int, resource.struct_rusage]:
-    """Wait for ``pid`` to exit without blocking the loop; its wait status and usage."""
-    loop = asyncio.get_running_loop()
-    try:
-        fd = os.pidfd_open(pid)
-    except (AttributeError, OSError):  # old kernel: a thread waits instead
-        _, status, ru = await asyncio.to_thread(os.wait4, pid, 0)
-        return status, ru
-    ready: asyncio.Future[None] = loop.create_future()
-
-    def _readable() -> None:
-        if not ready.done():
-            ready.set_result(None)
-
-    loop.add_reader(fd, _readable)
-    try:
-        await ready
-    finally:
-        loop.remove_reader(fd)
-        os.close(fd)
-    _, status, ru = os.wait4(pid, 0)  # it has exited: returns at once
-    return status, ru
-
-
-def _killpg(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
+def _cpu_s(ex: spawn.Exit) -> float:
+    """User + system CPU of a reaped client (and of the children it waited for)."""
+    return ex.rusage.ru_utime + ex.rusage.ru_stime if ex.rusage is not None else 0.0
 
 
 class ProcessRunner:
@@ -186,7 +147,7 @@ class ProcessRunner:
         self._window = ClientCost()
         self._sem = asyncio.Semaphore(max_processes)
         self._running = 0
-        self._reapers: set[asyncio.Task[tuple[int, resource.struct_rusage]]] = set()
+        self._exits: set[asyncio.Future[spawn.Exit]] = set()  # of clients not reaped yet
 
     def take_window(self) -> dict[str, Any]:
         """The counters since the previous call (then start a new window)."""
@@ -203,18 +164,16 @@ class ProcessRunner:
     async def _run(
         self, op: str, argv: tuple[str, ...], stdin: bytes | None, timeout_s: float
     ) -> CallResult:
-        loop = asyncio.get_running_loop()
         t0 = time.perf_counter()
         try:
-            proc = subprocess.Popen(
+            child = spawn.start(
                 argv,
-                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=self.env,
+                self.env if self.env is not None else os.environ,
+                stdin=stdin,
                 cwd=self.cwd,
-                start_new_session=True,
-                close_fds=True,
+                new_session=True,  # a time-out kills the client's whole process group
+                output_limit=self.output_limit,
+                pipe_grace_s=PIPE_GRACE_S,
             )
         except (OSError, ValueError) as exc:
             for c in (self.cost, self._window):
@@ -224,69 +183,39 @@ class ProcessRunner:
         self._running += 1
         for c in (self.cost, self._window):
             c.max_parallel = max(c.max_parallel, self._running)
-        reaper = asyncio.ensure_future(self._reap(proc, op, t0))
-        self._reapers.add(reaper)
-        reaper.add_done_callback(self._reapers.discard)
-        done_out: asyncio.Future[None] = loop.create_future()
-        done_err: asyncio.Future[None] = loop.create_future()
-        out = _Collect(self.output_limit, done_out)
-        err = _Collect(self.output_limit, done_err)
-        transports: list[asyncio.BaseTransport] = []
+        # accounted when reaped, whatever became of the call (a cancelled one too)
+        self._exits.add(child.exited)
+        child.exited.add_done_callback(lambda f: self._reaped(op, t0, f))
         try:
-            assert proc.stdout is not None and proc.stderr is not None
-            t_out, _ = await loop.connect_read_pipe(lambda: out, proc.stdout)
-            t_err, _ = await loop.connect_read_pipe(lambda: err, proc.stderr)
-            transports += [t_out, t_err]
-            if proc.stdin is not None:
-                t_in, _ = await loop.connect_write_pipe(asyncio.Protocol, proc.stdin)
-                transports.append(t_in)
-                assert isinstance(t_in, asyncio.WriteTransport)
-                t_in.write(stdin or b"")
-                t_in.close()
             try:
                 async with asyncio.timeout(timeout_s):
-                    status, ru = await asyncio.shield(reaper)
+                    ex = await asyncio.shield(child.exited)
             except TimeoutError:
-                if not reaper.done():
-                    _killpg(proc.pid)
                 for c in (self.cost, self._window):
                     c.op(op).timeouts += 1
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(asyncio.shield(reaper), timeout=5)
-                raise ClientTimeout(argv, timeout_s, bytes(out.buf), bytes(err.buf)) from None
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.gather(done_out, done_err), PIPE_GRACE_S)
+                await child.kill()
+                raise ClientTimeout(argv, timeout_s, child.stdout, child.stderr) from None
+            await child.finished  # the pipes' end, at most PIPE_GRACE_S after the exit
         except BaseException:
-            if not reaper.done():  # cancelled or failed: the reaper still accounts the call
-                _killpg(proc.pid)
+            await child.kill()  # cancelled or failed: the group goes, the call is accounted
             raise
         finally:
-            for t in transports:
-                t.close()
+            if not child.exited.done():  # stuck beyond the kill grace: never reaped here
+                self._exits.discard(child.exited)
+                self._running -= 1
+            child.close()
         return CallResult(
-            argv,
-            os.waitstatus_to_exitcode(status),
-            bytes(out.buf),
-            bytes(err.buf),
-            time.perf_counter() - t0,
-            ru.ru_utime + ru.ru_stime,
+            argv, ex.code, child.stdout, child.stderr, time.perf_counter() - t0, _cpu_s(ex)
         )
 
-    async def _reap(
-        self, proc: subprocess.Popen[bytes], op: str, t0: float
-    ) -> tuple[int, resource.struct_rusage]:
-        try:
-            status, ru = await _wait4(proc.pid)
-        finally:
-            self._running -= 1
-        code = os.waitstatus_to_exitcode(status)
-        proc.returncode = code  # reaped here: Popen must never wait for this pid again
-        wall = time.perf_counter() - t0
+    def _reaped(self, op: str, t0: float, done: asyncio.Future[spawn.Exit]) -> None:
+        self._exits.discard(done)
+        self._running -= 1
+        ex = done.result()
         for c in (self.cost, self._window):
-            c.record(op, wall, ru, code)
-        return status, ru
+            c.record(op, ex.at - t0, ex)
 
     async def close(self, timeout_s: float = 10.0) -> None:
         """Wait for every client still running to be reaped (they were already killed)."""
-        if self._reapers:
-            await asyncio.wait(list(self._reapers), timeout=timeout_s)
+        if self._exits:
+            await asyncio.wait(list(self._exits), timeout=timeout_s)
