@@ -7,7 +7,8 @@ import pytest
 from gridbench.errors import SpecError
 from gridbench.spec import load_spec_text, make_plan
 from gridbench.spec.plan import needs_confirmation
-from gridbench.spec.units import parse_duration, parse_rate
+from gridbench.spec.units import parse_rate
+from gridbench.units import parse_duration
 
 BASE = """\
 name: t

@@ -5,13 +5,8 @@ from __future__ import annotations
 import pytest
 
 from gridbench.errors import SpecError
-from gridbench.spec.load import (
-    MAX_SPEC_DEPTH,
-    _flow_depth,
-    _plain,
-    load_spec_text,
-    parse_yaml,
-)
+from gridbench.spec.load import load_spec_text
+from gridbench.specload import MAX_SPEC_DEPTH, _flow_depth, parse_yaml, plain_data
 
 
 @pytest.mark.parametrize("depth", [MAX_SPEC_DEPTH + 5, 400, 50_000])
@@ -39,12 +34,12 @@ def test_flow_depth_counts_brackets_only_when_deep() -> None:
 def test_deep_block_yaml_is_a_spec_error() -> None:
     text = "".join(f"{'  ' * i}k{i}:\n" for i in range(2000)) + "  " * 2000 + "v\n"
     with pytest.raises(SpecError, match="nested too deeply"):
-        _plain(parse_yaml(text, "deep.yaml"))
+        plain_data(parse_yaml(text, "deep.yaml"))
 
 
 def test_nesting_within_the_cap_is_kept() -> None:
     depth = MAX_SPEC_DEPTH - 2
-    data = _plain(parse_yaml("a: " + "[" * depth + "1" + "]" * depth, "ok.yaml"))
+    data = plain_data(parse_yaml("a: " + "[" * depth + "1" + "]" * depth, "ok.yaml"))
     node = data["a"]
     for _ in range(depth - 1):
         node = node[0]

@@ -91,7 +91,7 @@ def read_spec_settings(run_dir: Path) -> dict[str, Any]:
     path = run_dir / "spec.yaml"
     if not path.is_file():
         return {}
-    from gridbench.spec.load import parse_yaml, read_spec_text
+    from gridbench.specload import parse_yaml, read_spec_text
 
     try:
         root = parse_yaml(read_spec_text(path), str(path))

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from gridbench.errors import SpecError
 from gridbench.io.model import IoSpec
-from gridbench.spec.load import parse_with_overrides, read_spec_text, validation_error
+from gridbench.specload import parse_with_overrides, read_spec_text, validation_error
 
 
 def load_io_spec_text(

@@ -21,9 +21,9 @@ from pydantic import (
 )
 
 from gridbench.io.units import parse_size
-from gridbench.spec.units import parse_duration
 from gridbench.testplan import TestPlan
 from gridbench.thresholds import Op, ThresholdSpec
+from gridbench.units import parse_duration
 
 Size = Annotated[int, BeforeValidator(parse_size)]
 Duration = Annotated[float, BeforeValidator(parse_duration)]

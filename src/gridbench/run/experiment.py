@@ -19,8 +19,8 @@ from gridbench.run.collect import Collector
 from gridbench.run.collectors import build_collectors
 from gridbench.run.observer import NullObserver, Observer
 from gridbench.run.trial import TrialOutcome, run_trial
-from gridbench.spec.load import dump_yaml
 from gridbench.spec.plan import Plan
+from gridbench.specload import dump_yaml
 from gridbench.store.layout import RunDir, now_iso, write_json
 
 log = logging.getLogger(__name__)

@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from gridbench.jobflow import loads as load_models
-from gridbench.spec.units import Duration as Duration
 from gridbench.spec.units import Rate as Rate
 from gridbench.spec.units import parse_rate
 from gridbench.testplan import TestPlan
 from gridbench.thresholds import ThresholdSpec as ThresholdSpec  # one model for all families
+from gridbench.units import Duration
 
 if TYPE_CHECKING:  # code outside a load model sees the common fields only
     LoadSpec: TypeAlias = load_models.LoadBase

@@ -8,8 +8,9 @@ from typing import Any
 
 from gridbench.errors import SpecError
 from gridbench.jobflow import loads as load_models
-from gridbench.spec.load import set_path, sweep_path, validate_data
+from gridbench.spec.load import sweep_path, validate_data
 from gridbench.spec.model import ExperimentSpec
+from gridbench.specload import set_path
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""Parsing of durations ("15s", "2m", "100ms") and rates ("60", "2/s", "120/min")."""
+"""Job rates in specs ("60" per minute, "2/s", "120/min"). Durations are core:
+:mod:`gridbench.units`."""
 
 from __future__ import annotations
 
@@ -8,34 +9,8 @@ from typing import Annotated
 
 from pydantic import BeforeValidator
 
-_DUR = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ns|us|ms|s|m|min|h)?\s*$")
-_DUR_UNITS = {
-    None: 1.0,
-    "s": 1.0,
-    "ns": 1e-9,
-    "us": 1e-6,
-    "ms": 1e-3,
-    "m": 60.0,
-    "min": 60.0,
-    "h": 3600.0,
-}
 _RATE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(?:/\s*(s|sec|m|min|h|hour))?\s*$")
 _RATE_DIV = {None: 60.0, "min": 60.0, "m": 60.0, "s": 1.0, "sec": 1.0, "h": 3600.0, "hour": 3600.0}
-
-
-def parse_duration(value: object) -> float:
-    """Seconds from a number (seconds) or a string with a unit: ns, us, ms, s, m/min, h."""
-    if isinstance(value, bool):
-        raise ValueError("expected a duration such as 30s, 2m or 500ms")
-    if isinstance(value, int | float):
-        if not math.isfinite(value) or value < 0:
-            raise ValueError(f"a duration must be a finite number >= 0, got {value!r}")
-        return float(value)
-    if isinstance(value, str):
-        m = _DUR.match(value)
-        if m:
-            return float(m.group(1)) * _DUR_UNITS[m.group(2)]
-    raise ValueError(f"expected a duration such as 30s, 2m or 500ms, got {value!r}")
 
 
 def parse_rate(value: object) -> float:
@@ -60,7 +35,5 @@ def format_rate(per_s: float) -> str:
     return f"{per_s * 60:g}/min"
 
 
-#: A spec field in seconds, written as a number or with a unit (30s, 2m, 500ms).
-Duration = Annotated[float, BeforeValidator(parse_duration)]
 #: A spec field in jobs per second, written as 2/s, 120/min or a bare number per minute.
 Rate = Annotated[float, BeforeValidator(parse_rate)]

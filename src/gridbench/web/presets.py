@@ -23,7 +23,8 @@ from gridbench.backends.registry import create_backend
 from gridbench.errors import SpecError
 from gridbench.presets import shipped_yaml
 from gridbench.reference.presets import PRESETS as REFERENCE_PRESETS
-from gridbench.spec.load import _plain, dump_yaml, load_spec_text, parse_yaml, set_path
+from gridbench.spec.load import load_spec_text
+from gridbench.specload import dump_yaml, parse_yaml, plain_data, set_path
 from gridbench.store.layout import write_text_atomic
 
 PRESET_DIR = ".presets"
@@ -164,7 +165,7 @@ def redact_text(text: str) -> str:
     """YAML text as posted, or re-rendered without its secrets when it holds any (so a
     refused secret is never sent back to the browser)."""
     try:
-        data = _plain(parse_yaml(text, "spec"))
+        data = plain_data(parse_yaml(text, "spec"))
     except SpecError:
         return text
     return dump_yaml(redact(data)) if find_secrets(data) else text
@@ -253,7 +254,7 @@ def command_preset_options(name: str) -> dict[str, Any]:
 
 def parse_preset(text: str, origin: str) -> dict[str, Any]:
     """A saved preset document: ``description`` and ``backend: {type, options}``, checked."""
-    data = _plain(parse_yaml(text, origin))
+    data = plain_data(parse_yaml(text, origin))
     refuse_secrets(data, origin)  # the whole document, before anything could echo it
     if not isinstance(data, dict) or not isinstance(data.get("backend"), dict):
         raise SpecError(

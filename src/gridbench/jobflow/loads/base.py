@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gridbench.spec.units import Duration
+from gridbench.units import Duration
 
 if TYPE_CHECKING:  # runtime imports would cycle: the spec imports the registry
     import polars as pl

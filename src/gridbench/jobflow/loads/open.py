@@ -27,7 +27,8 @@ from gridbench.jobflow.loads.base import (
     narrow,
 )
 from gridbench.run.open_loop import run_open_loop
-from gridbench.spec.units import Duration, Rate
+from gridbench.spec.units import Rate
+from gridbench.units import Duration
 
 if TYPE_CHECKING:
     from gridbench.spec.model import ExperimentSpec, TrialSpec

@@ -47,8 +47,8 @@ from gridbench.jobflow.loads.base import (
 )
 from gridbench.run.closed_loop import STAGE_OP_END, STAGE_OP_START, OpNames, sleep_or_stop
 from gridbench.run.open_loop import submit_one
-from gridbench.spec.units import Duration
 from gridbench.stats import describe
+from gridbench.units import Duration
 
 if TYPE_CHECKING:
     from gridbench.events.chain import StageChain

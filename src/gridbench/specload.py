@@ -1,0 +1,251 @@
+"""Loading any family's YAML spec: parsing with line marks, ``--set key.path=value``
+overrides, and pydantic errors turned into one SpecError that names the file and line (or
+the ``--set``), the field, what was expected and the fix. Size, node-count and nesting
+caps keep hostile YAML (alias bombs, runaway brackets) a clear error.
+
+Generic core: each family validates the plain data against its own model (job flow in
+:mod:`gridbench.spec.load`, io in :mod:`gridbench.io.load`).
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import itertools
+import re
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import YAMLError
+
+from gridbench.errors import SpecError
+
+MAX_SPEC_BYTES = 1024 * 1024
+
+
+def _yaml() -> YAML:
+    y = YAML(typ="rt")
+    y.allow_duplicate_keys = False
+    return y
+
+
+def parse_yaml(text: str, origin: str) -> Any:
+    """Parse YAML text into ruamel's round-trip nodes (which remember line numbers)."""
+    if _flow_depth(text) > MAX_SPEC_DEPTH:  # ruamel's scanner slows down per open level
+        raise _too_deep(origin)
+    try:
+        return _yaml().load(io.StringIO(text))
+    except RecursionError:  # ruamel's composer recurses once per nesting level
+        raise _too_deep(origin) from None
+    except YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{origin}:{mark.line + 1}" if mark is not None else origin
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise SpecError(
+            f"not valid YAML: {problem}",
+            where=where,
+            fix="check indentation and quoting near that line",
+        ) from None
+
+
+def read_spec_text(path: str | Path) -> str:
+    p = Path(path)
+    if not p.is_file():
+        raise SpecError("spec file not found", where=str(p), fix="give the path to a YAML spec")
+    if p.stat().st_size > MAX_SPEC_BYTES:
+        raise SpecError(
+            "spec file is larger than 1 MiB", where=str(p), fix="a spec is a short file"
+        )
+    try:
+        return p.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise SpecError("spec is not UTF-8 text", where=str(p), fix="save it as UTF-8") from None
+
+
+def _line_of(root: Any, loc: tuple[int | str, ...]) -> int | None:
+    """1-based line of the deepest node of ``loc`` that exists in the YAML tree."""
+    node, line = root, None
+    for key in loc:
+        if isinstance(node, CommentedMap) and key in node:
+            line = node.lc.key(key)[0] + 1
+            node = node[key]
+        elif isinstance(node, CommentedSeq) and isinstance(key, int) and key < len(node):
+            line = node.lc.item(key)[0] + 1
+            node = node[key]
+        else:
+            break
+    if line is None and isinstance(root, CommentedMap | CommentedSeq):
+        line = root.lc.line + 1
+    return line
+
+
+_FIX_BY_TYPE = {
+    "extra_forbidden": "remove it, or check its spelling against docs/spec.md",
+    "missing": "add this field (see docs/spec.md)",
+    "literal_error": "use one of the allowed values",
+    "int_parsing": "give a whole number",
+    "float_parsing": "give a number",
+    "greater_than_equal": "give a larger value",
+    "less_than_equal": "give a smaller value",
+}
+
+
+def validation_error(
+    exc: ValidationError, root: Any, origin: str, overridden: list[tuple[str, ...]] | None = None
+) -> SpecError:
+    """Turn a pydantic error into one SpecError listing every problem with its line
+    (or the ``--set`` that supplied the value)."""
+    lines = []
+    for err in exc.errors():
+        loc = tuple(x for x in err["loc"] if not (isinstance(x, str) and "[" in x))
+        field = ".".join(str(x) for x in loc) or "(top level)"
+        line = _line_of(root, loc)
+        msg = err["msg"].removeprefix("Value error, ")
+        fix = _FIX_BY_TYPE.get(err["type"], "see docs/spec.md")
+        path = tuple(str(x) for x in loc)
+        by_set = next((o for o in overridden or [] if path[: len(o)] == o), None)
+        place = f"--set {'.'.join(by_set)}" if by_set else (f"{origin}:{line}" if line else origin)
+        lines.append(f"{place}: field '{field}': {msg} (fix: {fix})")
+    first, *rest = lines
+    return SpecError("\n".join([first, *rest]) if rest else first)
+
+
+MAX_SPEC_NODES = 100_000
+#: Deeper data is refused: every later step (validation, copies, JSON) recurses per level.
+MAX_SPEC_DEPTH = 64
+
+
+_BRACKETS = re.compile(r"[\[\]{}]")
+
+
+def _flow_depth(text: str) -> int:
+    """Deepest nesting of flow brackets; brackets in strings and comments count too
+    (an over-estimate: a spec's regexes add a level or two, never dozens)."""
+    marks = _BRACKETS.findall(text)
+    if len(marks) <= MAX_SPEC_DEPTH:
+        return len(marks)
+    return max(itertools.accumulate(1 if c in "[{" else -1 for c in marks))
+
+
+def _too_deep(origin: str | None = None) -> SpecError:
+    return SpecError(
+        f"the spec is nested too deeply (more than {MAX_SPEC_DEPTH} levels)",
+        where=origin,
+        fix="a spec is a few levels deep: check for runaway brackets or indentation",
+    )
+
+
+def plain_data(node: Any, budget: list[int] | None = None, depth: int = 0) -> Any:
+    """Plain Python data (dicts with str keys, lists, str, int, float, bool, None) from the
+    ruamel nodes :func:`parse_yaml` returns, for validation, copies and JSON.
+
+    A node budget stops alias bombs (anchors that reference each other expand
+    exponentially) and a depth cap stops nesting bombs; either raises a SpecError. The
+    ``budget`` and ``depth`` arguments are the recursion's own: callers pass only ``node``.
+    """
+    budget = budget if budget is not None else [MAX_SPEC_NODES]
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise SpecError(
+            f"the spec expands to more than {MAX_SPEC_NODES} values",
+            fix="a spec is small: check anchors and aliases (&name / *name) for loops",
+        )
+    if depth > MAX_SPEC_DEPTH:
+        raise _too_deep()
+    try:
+        if isinstance(node, dict):
+            return {str(k): plain_data(v, budget, depth + 1) for k, v in node.items()}
+        if isinstance(node, list):
+            return [plain_data(v, budget, depth + 1) for v in node]
+    except RecursionError:  # called deep inside another recursion
+        raise _too_deep() from None
+    # ruamel's round-trip scalars (ScalarFloat, ScalarInt, ...) become plain Python values
+    if isinstance(node, bool) or node is None:
+        return node
+    if isinstance(node, int):
+        return int(node)
+    if isinstance(node, float):
+        return float(node)
+    if isinstance(node, str):
+        return str(node)
+    return node
+
+
+def apply_overrides(data: Any, overrides: list[str], origin: str = "--set") -> Any:
+    """Apply ``key.path=value`` overrides (value parsed as YAML) to a plain dict."""
+    data = copy.deepcopy(data)
+    for item in overrides:
+        if "=" not in item:
+            raise SpecError(
+                f"override {item!r} has no '='", where=origin, fix="write --set key.path=value"
+            )
+        key, raw = item.split("=", 1)
+        parts = [p for p in key.strip().split(".") if p]
+        if not parts:
+            raise SpecError(f"override {item!r} has an empty key", where=origin, fix="name a field")
+        value = plain_data(parse_yaml(raw, f"{origin} {key}")) if raw.strip() else ""
+        try:
+            set_path(data, parts, value)
+        except (KeyError, IndexError, TypeError) as exc:
+            raise SpecError(
+                f"cannot set {key!r}: {exc.args[0] if exc.args else exc}",
+                where=f"--set {item}",
+                fix="name a mapping field, or a list item by index (load.schedule.0.rate)",
+            ) from None
+    return data
+
+
+def set_path(data: Any, parts: list[str], value: Any) -> None:
+    """Set ``value`` at a dotted path; numeric parts index lists; missing mappings are made."""
+    node = data
+    for i, p in enumerate(parts):
+        last = i == len(parts) - 1
+        if isinstance(node, list):
+            if not p.lstrip("-").isdigit():
+                raise TypeError(f"{'.'.join(parts[:i])} is a list: index it with a number")
+            k = int(p)
+            if not -len(node) <= k < len(node):
+                raise IndexError(f"{'.'.join(parts[:i])} has {len(node)} items, no item {k}")
+            if last:
+                node[k] = value
+            else:
+                node = node[k]
+        elif isinstance(node, dict):
+            if last:
+                node[p] = value
+            else:
+                if p not in node or node[p] is None:
+                    node[p] = {}
+                node = node[p]
+        else:
+            raise TypeError(f"{'.'.join(parts[:i])} is a single value, not a mapping")
+
+
+def parse_with_overrides(
+    text: str, origin: str, overrides: list[str] | None
+) -> tuple[Any, Any, list[tuple[str, ...]]]:
+    """YAML text as (the parsed document with line marks, plain data with ``--set``
+    overrides applied, the overridden key paths): what every spec loader validates."""
+    root = parse_yaml(text, origin)
+    try:
+        data = plain_data(root)
+    except SpecError as exc:
+        raise SpecError(exc.message, where=origin, fix=exc.fix) from None
+    overridden: list[tuple[str, ...]] = []
+    if overrides:
+        data = apply_overrides(data, overrides)
+        overridden = [
+            tuple(p for p in o.split("=", 1)[0].strip().split(".") if p) for o in overrides
+        ]
+    return root, data, overridden
+
+
+def dump_yaml(data: Any) -> str:
+    buf = io.StringIO()
+    y = YAML(typ="safe", pure=True)
+    y.default_flow_style = False
+    y.dump(data, buf)
+    return buf.getvalue()
