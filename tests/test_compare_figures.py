@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -172,3 +173,39 @@ def test_history_oldest_first_with_changes_tested() -> None:
     with pytest.raises(ResultsError, match="has no figure 'nope'") as exc:
         figure_history(runs[1], runs, "nope")
     assert "t" in (exc.value.fix or "")
+
+
+class _Plain:
+    """A family without figures (not Comparable)."""
+
+    name = "plain"
+    schema = "gridbench.plain/1"
+
+
+def _store(root: Path, kinds: dict[str, str | None]) -> None:
+    for rid, kind in kinds.items():
+        (root / rid).mkdir(parents=True)
+        exp = {"id": rid, "name": "s", **({"kind": kind} if kind else {})}
+        (root / rid / "experiment.json").write_text(json.dumps(exp))
+
+
+def test_dispatch_refuses_what_it_cannot_compare_in_one_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gridbench.compare import dispatch
+
+    real = dispatch.family
+    monkeypatch.setattr(dispatch, "family", lambda n: _Plain() if n == "plain" else real(n))
+    _store(tmp_path, {"p1": "plain", "p2": "plain", "j1": None})
+    with pytest.raises(ResultsError) as exc:
+        dispatch.compare_runs(tmp_path, ["p1", "p2"])
+    assert "'gridbench compare' does not apply to plain runs" in exc.value.message
+    with pytest.raises(ResultsError, match="does not apply to plain runs"):
+        dispatch.history_of(tmp_path, "p1", "x")
+    with pytest.raises(ResultsError) as exc:
+        dispatch.compare_runs(tmp_path, ["j1", "p1"])
+    assert "different benchmark families" in exc.value.message
+    assert "j1 is jobflow" in exc.value.message and exc.value.fix
+    assert dispatch.metric_choices(tmp_path, "p1") == []
+    with pytest.raises(ResultsError, match="no experiment 'nope'"):
+        dispatch.compare_runs(tmp_path, ["p1", "nope"])
