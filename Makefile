@@ -1,7 +1,7 @@
 .PHONY: demo test bench
 demo:  ## set up and run the demo benchmark against the embedded reference grid
 	scripts/demo
-test:  ## set up and run the full test suite (ruff, mypy, pytest)
+test:  ## set up and run the full test suite (ruff, mypy, lint-imports, pytest)
 	scripts/test
 bench: ## performance benchmarks (print figures)
 	scripts/setup
