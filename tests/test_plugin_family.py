@@ -205,3 +205,22 @@ def test_dashboard_lists_and_shows_the_plugin_run(store: dict[str, Path], server
         r = c.get("/history", params={"experiment": b, "metric": "wall_time"})
         assert r.status_code == 200 and 'id="chart-history"' in r.text, r.text[-3000:]
         assert '<option value="wall_time">' in r.text
+
+
+def test_dashboard_analyses_through_the_family(store: dict[str, Path], server: Server) -> None:
+    from web_server import csrf_of
+
+    run = store["b"]
+    (run / "metrics.json").unlink()
+    with httpx.Client(base_url=server.url, timeout=60) as c:
+        page = c.get(f"/experiments/{run.name}")
+        assert page.status_code == 200 and 'id="no-results"' in page.text
+        assert f'action="/experiments/{run.name}/analyse"' in page.text  # no trials, still
+        r = c.post(f"/experiments/{run.name}/analyse", data={"csrf": csrf_of(page.text)})
+        assert r.status_code == 303, server.tail()
+        m = json.loads((run / "metrics.json").read_text())
+        assert m["schema"] == "gridbench.timeit/1" and m["wall_s"]["n"] == REPS
+        page = c.get(f"/experiments/{run.name}")
+        assert "Wall time per repetition" in page.text
+        r = c.get("/history", params={"experiment": run.name})
+        assert r.status_code == 200 and 'value="wall_time"' in r.text

@@ -37,6 +37,7 @@ from starlette.datastructures import UploadFile
 
 from gridbench import __version__
 from gridbench.errors import GridbenchError, SpecError
+from gridbench.family import DEFAULT_KIND
 from gridbench.report.html import json_for_script, offline_plotlyjs
 from gridbench.spec.load import load_spec_text
 from gridbench.spec.plan import Plan, make_plan, needs_confirmation
@@ -383,7 +384,8 @@ def create_app(cfg: WebConfig) -> FastAPI:
             spec_yaml=run.spec_file.read_text(encoding="utf-8", errors="replace")
             if _inside(run.spec_file, run.path)
             else "",
-            has_trials=bool(run.trial_ids()),
+            # job flow analyses trials; another family's run has its own records
+            has_trials=bool(run.trial_ids()) or exp["kind"] != DEFAULT_KIND,
         )
 
     @app.get("/experiments/{rid}/events")
