@@ -10,8 +10,17 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from gridbench.compare.model import Comparison, Diff, History, MetricComparison, Settings, Value
+from gridbench.compare.model import (
+    Comparison,
+    Diff,
+    ExperimentMetrics,
+    History,
+    MetricComparison,
+    Settings,
+    Value,
+)
 from gridbench.errors import GridbenchError
+from gridbench.family import family, kind_of
 from gridbench.fmt import fmt_pm
 
 EXIT_OK, EXIT_REGRESSION = 0, 1
@@ -80,17 +89,27 @@ def _change(d: Diff | None) -> str:
     return f"[bold {colour}]{rel} {p} {WORDS.get(d.verdict, d.verdict)}[/]"
 
 
+def _kind_target(e: ExperimentMetrics) -> tuple[str, str]:
+    """The run's kind and what it measured, as its family's catalogue names it (the
+    recorded backend when no installed family knows the kind)."""
+    kind = kind_of(e.record)
+    try:
+        return kind, family(kind).catalogue(e.record).target
+    except GridbenchError:
+        return kind, e.backend or ""
+
+
 def render_comparison(c: Comparison, out: Console, *, show_all: bool = False) -> None:
     """Print the experiments and one table per point; significant changes highlighted."""
     t = Table(title="experiments (#0 is the baseline)")
-    for col in ("", "id", "name", "backend", "created", "spec hash", "valid"):
+    for col in ("", "id", "name", "kind", "target", "created", "spec hash", "valid"):
         t.add_column(col, overflow="fold")
     for i, e in enumerate(c.experiments):
         t.add_row(
             f"#{i}",
             escape(e.id),
             escape(e.name),
-            escape(e.backend or ""),
+            *(escape(x) for x in _kind_target(e)),
             escape(e.created or ""),
             escape(e.spec_hash or ""),
             "–" if e.valid is None else ("yes" if e.valid else "[red]no[/]"),

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gridbench.jobflow.report.batch import batch_table
+from gridbench.jobflow import loads
 from gridbench.jobflow.report.brief import (
     failures_brief,
     latency_brief,
@@ -28,9 +28,7 @@ from gridbench.jobflow.report.charts import (
 from gridbench.jobflow.report.growth import growth_table, results_statements
 from gridbench.jobflow.report.headline import downsampled_trials, evaluation_summary, headline
 from gridbench.jobflow.report.model import check_metrics, points
-from gridbench.jobflow.report.probe import probe_tables
 from gridbench.jobflow.report.rows import all_tables
-from gridbench.jobflow.report.sustain import sustain_table
 from gridbench.jobflow.report.tables import (
     failures_table,
     latency_tables,
@@ -85,6 +83,20 @@ def chart_notes(series: Mapping[str, Mapping[str, Any]]) -> Statements | None:
     return Statements("chart-notes", "", tuple(lines), scope="full") if lines else None
 
 
+def model_sections(metrics: Mapping[str, Any]) -> list[Section | None]:
+    """The load models' own sections, in registration order (each model's ``sections()``
+    hooks; a hook gives one section, several, or None)."""
+    made: list[Section | None] = []
+    for model in loads.LOAD_MODELS.values():
+        for build in model.sections():
+            got = build(metrics)
+            if got is None or isinstance(got, (Table, Chart, Statements)):
+                made.append(got)
+            else:
+                made.extend(got)
+    return made
+
+
 def sections(metrics: Mapping[str, Any], series: Mapping[str, Mapping[str, Any]]) -> list[Section]:
     """Every section in report order: the closed models' results, the charts, then the
     tables (each in its full and, where the terminal shows it shorter, brief form)."""
@@ -92,9 +104,7 @@ def sections(metrics: Mapping[str, Any], series: Mapping[str, Mapping[str, Any]]
         results_statements(metrics),
         chart_notes(series),
         *all_charts(metrics, series),
-        sustain_table(metrics),
-        batch_table(metrics),
-        *probe_tables(metrics),
+        *model_sections(metrics),
         growth_table(metrics),
         *latency_tables(metrics),
         latency_brief(metrics),

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gridbench.fmt import fmt_number, fmt_rate
+from gridbench.jobflow import loads
 from gridbench.jobflow.report.model import (
     all_trials,
     as_dict,
@@ -60,6 +61,12 @@ class Facts:
         return f"thresholds: {self.thresholds_passed} passed, {self.thresholds_failed} failed"
 
 
+def _rate_based(load_model: str) -> bool:
+    """The registered model offers a rate (an unknown model, e.g. foreign results: no)."""
+    model = loads.find(load_model)
+    return model is not None and model.rate_based
+
+
 def _knee_fallback(sustained: float | None, failing: float | None, by: str | None) -> str:
     if sustained is not None and failing is not None:
         return f"sustains up to {fmt_rate(sustained)}; breaks at {fmt_rate(failing)}" + (
@@ -109,7 +116,7 @@ def facts(metrics: Mapping[str, Any]) -> Facts:
     return Facts(
         experiment=str(metrics.get("experiment") or "experiment"),
         load_model=load_model,
-        rate_based=load_model == "open",
+        rate_based=_rate_based(load_model),
         bottleneck=sentence,
         evidence=evidence,
         knee=str(knee.get("statement") or _knee_fallback(sustained, failing, limited)),
