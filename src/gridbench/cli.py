@@ -120,8 +120,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         return EXIT_OK
     t = Table(title=f"experiments in {_results_root(args)}")
     for col in ("id", "name", "kind", "target", "variant", "status", "trials", "verdict"):
-        t.add_column(col)
-    t.add_column("created")
+        t.add_column(col, overflow="fold")  # ids stay whole on a narrow terminal
+    t.add_column("created", overflow="fold")
     for r in runs:
         trials = (
             f"{r.get('trials_done', '?')}/{r.get('trials_planned', '?')}"
