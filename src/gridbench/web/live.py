@@ -19,7 +19,20 @@ from typing import Any
 import numpy as np
 import psutil
 
-from gridbench.backends.base import Backend, JobRequest, JobStatus
+from gridbench.backends.base import (
+    Backend,
+    BulkSubmitter,
+    Capabilities,
+    JobRequest,
+    JobStatus,
+    OrphanStopper,
+    ReportPublisher,
+    RuntimeInfoSource,
+    RuntimeStatsSource,
+    SubmitError,
+)
+from gridbench.events.chain import StageChain
+from gridbench.events.model import Event
 from gridbench.run.observer import TrialProgress
 from gridbench.spec.plan import Plan
 
@@ -35,7 +48,10 @@ FINAL = frozenset({"complete", "aborted", "failed", "crashed"})
 class MeasuringBackend:
     """Wraps a backend to time submit calls and count job states per status sweep.
 
-    Everything else is delegated, including optional methods looked up with getattr.
+    The Backend methods are forwarded explicitly; the optional hooks (``isinstance`` against
+    the runtime-checkable protocols of :mod:`gridbench.backends.base`, which on Python 3.12+
+    ignore ``__getattr__``) only by the subclass :func:`measuring` builds for the inner
+    backend, so the wrapper has exactly the hooks the wrapped backend has.
     """
 
     def __init__(self, inner: Backend) -> None:
@@ -49,8 +65,17 @@ class MeasuringBackend:
     def name(self) -> str:
         return str(self._inner.name)
 
-    def __getattr__(self, attr: str) -> Any:
-        return getattr(self._inner, attr)
+    def stage_chain(self) -> StageChain:
+        return self._inner.stage_chain()
+
+    def capabilities(self) -> Capabilities:
+        return self._inner.capabilities()
+
+    async def open(self) -> None:
+        await self._inner.open()
+
+    async def close(self) -> None:
+        await self._inner.close()
 
     async def submit(self, job: JobRequest) -> str:
         self.submitting += 1
@@ -69,9 +94,75 @@ class MeasuringBackend:
         self.states = dict(Counter(st.state.value for st in res.values()))
         return res
 
+    async def cancel(self, ids: Sequence[str]) -> None:
+        await self._inner.cancel(ids)
+
+    async def fetch_output(self, backend_id: str) -> bytes:
+        return await self._inner.fetch_output(backend_id)
+
+    async def server_events(self) -> list[Event]:
+        return await self._inner.server_events()
+
+    async def queue_length(self) -> int | None:
+        return await self._inner.queue_length()
+
     def take_latencies(self) -> list[float]:
         out, self.submit_seconds = self.submit_seconds, []
         return out
+
+
+# One forwarding mixin per optional hook; the inner backend is checked for each protocol.
+class _Bulk(MeasuringBackend):
+    async def submit_bulk(self, jobs: Sequence[JobRequest]) -> list[str | SubmitError]:
+        assert isinstance(self._inner, BulkSubmitter)
+        return await self._inner.submit_bulk(jobs)
+
+
+class _Stats(MeasuringBackend):
+    def runtime_stats(self) -> dict[str, Any]:
+        assert isinstance(self._inner, RuntimeStatsSource)
+        return self._inner.runtime_stats()
+
+
+class _Info(MeasuringBackend):
+    def runtime_info(self) -> dict[str, Any]:
+        assert isinstance(self._inner, RuntimeInfoSource)
+        return self._inner.runtime_info()
+
+
+class _Orphans(MeasuringBackend):
+    def stop_orphans(self, pids: Sequence[int]) -> list[int]:
+        assert isinstance(self._inner, OrphanStopper)
+        return self._inner.stop_orphans(pids)
+
+
+class _Reports(MeasuringBackend):
+    def report_sources(self) -> list[tuple[str, str]]:
+        assert isinstance(self._inner, ReportPublisher)
+        return self._inner.report_sources()
+
+
+#: Each optional hook protocol and the mixin that forwards it.
+HOOKS: tuple[tuple[type, type[MeasuringBackend]], ...] = (
+    (BulkSubmitter, _Bulk),
+    (RuntimeStatsSource, _Stats),
+    (RuntimeInfoSource, _Info),
+    (OrphanStopper, _Orphans),
+    (ReportPublisher, _Reports),
+)
+_CLASSES: dict[tuple[type[MeasuringBackend], ...], type[MeasuringBackend]] = {}
+
+
+def measuring(inner: Backend) -> MeasuringBackend:
+    """``inner`` wrapped in a :class:`MeasuringBackend` with exactly its optional hooks."""
+    mixins = tuple(m for proto, m in HOOKS if isinstance(inner, proto))
+    cls = _CLASSES.get(mixins)
+    if cls is None:
+        name = "Measuring" + "".join(m.__name__.strip("_") for m in mixins)
+        cls = _CLASSES[mixins] = (
+            type(name, (*mixins, MeasuringBackend), {}) if mixins else MeasuringBackend
+        )
+    return cls(inner)
 
 
 def _trial_rows(plan: Plan) -> list[dict[str, Any]]:

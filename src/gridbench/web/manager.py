@@ -23,7 +23,7 @@ from gridbench.run.experiment import ExperimentRunner
 from gridbench.run.observer import TrialProgress
 from gridbench.spec.plan import Plan
 from gridbench.store.layout import now_iso
-from gridbench.web.live import LiveRun, MeasuringBackend
+from gridbench.web.live import LiveRun, measuring
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ class RunManager:
             )
         spec = plan.spec
         inner = create_backend(spec.backend.type, spec.backend.options)  # bad options: now
-        backend = MeasuringBackend(inner)
+        backend = measuring(inner)
         runner = ExperimentRunner(plan, data, self.root, backend=cast(Backend, backend))
         run = runner.prepare()
         live = LiveRun(run.id, spec.name, plan, backend)
