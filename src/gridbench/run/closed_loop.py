@@ -11,6 +11,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from gridbench.run.recorder import Recorder
+
+T = TypeVar("T")
 
 STAGE_OP_START = "op_start"
 STAGE_OP_END = "op_end"
@@ -34,3 +41,22 @@ async def sleep_or_stop(seconds: float, stop: asyncio.Event, deadline: float) ->
     seconds = min(seconds, max(0.0, deadline - time.perf_counter()))
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(stop.wait(), timeout=seconds)
+
+
+async def timed_op(
+    rec: Recorder,
+    op: str,
+    start: dict[str, Any],
+    end: dict[str, Any],
+    call: Awaitable[T],
+) -> T | None:
+    """Await ``call`` between an ``op_start`` (attrs ``start``) and an ``op_end`` stamp
+    (attrs ``end``, plus the ``error`` cut to 200 characters when it raised: ``None``)."""
+    rec.stamp(op, STAGE_OP_START, None, start)
+    try:
+        result = await call
+    except Exception as exc:  # a failed call is a recorded exception, not a crash
+        rec.stamp(op, STAGE_OP_END, None, {**end, "error": str(exc)[:200]})
+        return None
+    rec.stamp(op, STAGE_OP_END, None, end)
+    return result

@@ -18,12 +18,14 @@ and one registration in :data:`gridbench.jobflow.loads.LOAD_MODELS`.
 from __future__ import annotations
 
 import asyncio
+import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from gridbench.run.open_loop import submit_one
 from gridbench.units import Duration
 
 if TYPE_CHECKING:  # runtime imports would cycle: the spec imports the registry
@@ -103,6 +105,12 @@ class TrialContext:
         """The time-out of one submission call."""
         return self.spec.timeouts.submit
 
+    async def submit(self, req: JobRequest, rec: Recorder) -> str | None:
+        """Submit one job, stamped by ``rec``; the backend's id, ``None`` if it failed."""
+        return await submit_one(
+            self.backend, req, rec, self.tracker, self.progress, self.submit_timeout_s
+        )
+
 
 #: A report-section builder: metrics.json in, its section(s) out (``None``: nothing to show).
 SectionBuilder = Callable[[Mapping[str, Any]], "Section | Sequence[Section] | None"]
@@ -173,12 +181,18 @@ class LoadModel(Protocol):
 
 
 class BaseLoadModel:
-    """Defaults for the optional hooks; a load model subclasses this and overrides."""
+    """Defaults for the optional hooks; a load model subclasses this and overrides (a hook
+    that only hands over to a module function is ``hook = staticmethod(function)``)."""
 
     name: str
     spec: type[LoadBase]
     rate_based: bool = False
     users_by_agent: bool = False
+    #: (path in a point summary, label, unit) of what growth fits follow; None: no fits
+    growth: tuple[str, str, str] | None = None
+    #: its report sections as 'module:builder', imported when asked (the job-flow report
+    #: modules import this package, so a load model cannot import them when it loads)
+    section_refs: tuple[str, ...] = ()
 
     def check_spec(self, spec: ExperimentSpec) -> None:
         """No cross-field checks."""
@@ -209,9 +223,15 @@ class BaseLoadModel:
         return None
 
     def growth_quantity(self, points: Sequence[Mapping[str, Any]]) -> tuple[str, str, str] | None:
-        """No growth fits."""
-        return None
+        """:attr:`growth`, whatever the points."""
+        return self.growth
 
     def sections(self) -> Sequence[SectionBuilder]:
-        """No sections of its own."""
-        return ()
+        """The builders named by :attr:`section_refs`."""
+        return tuple(_builder(ref) for ref in self.section_refs)
+
+
+def _builder(ref: str) -> SectionBuilder:
+    module, _, attr = ref.partition(":")
+    builder: SectionBuilder = getattr(importlib.import_module(module), attr)
+    return builder

@@ -26,15 +26,8 @@ from gridbench.events.model import (
     STAGE_SUBMIT,
     STAGE_SUBMIT_ACK,
 )
-from gridbench.jobflow.loads.base import (
-    BaseLoadModel,
-    LoadBase,
-    PlanEstimate,
-    SectionBuilder,
-    TrialContext,
-    narrow,
-)
-from gridbench.run.open_loop import submit_chunk, submit_one
+from gridbench.jobflow.loads.base import BaseLoadModel, LoadBase, PlanEstimate, TrialContext, narrow
+from gridbench.run.open_loop import submit_chunk
 from gridbench.stats import describe
 
 if TYPE_CHECKING:
@@ -92,9 +85,7 @@ async def run_batch(ctx: TrialContext) -> None:
                     bulk_backend, reqs, rec, ctx.tracker, ctx.progress, ctx.submit_timeout_s
                 )
             else:
-                await submit_one(
-                    backend, make_request(i), rec, ctx.tracker, ctx.progress, ctx.submit_timeout_s
-                )
+                await ctx.submit(make_request(i), rec)
 
     async with asyncio.TaskGroup() as tg:
         for k in range(load.submitters):
@@ -179,18 +170,15 @@ def batch_summary(trials: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def batch_sections() -> Sequence[SectionBuilder]:
-    """The batch report section: throughput per point."""
-    from gridbench.jobflow.report.batch import batch_table
-
-    return (batch_table,)
-
-
 class Batch(BaseLoadModel):
     """The batch model (see the module docstring)."""
 
     name = "batch"
     spec = BatchLoad
+    growth = ("model.throughput_per_s", "batch throughput", "jobs/s")
+    section_refs = ("gridbench.jobflow.report.batch:batch_table",)  # throughput per point
+    run = staticmethod(run_batch)
+    summary = staticmethod(batch_summary)
 
     def check_spec(self, spec: ExperimentSpec) -> None:
         """N must be given."""
@@ -211,26 +199,10 @@ class Batch(BaseLoadModel):
         n = batch_jobs(spec)
         return PlanEstimate(n, drain_s + n * 0.01, None)
 
-    async def run(self, ctx: TrialContext) -> None:
-        """See :func:`run_batch`."""
-        await run_batch(ctx)
-
     def trial_metrics(self, events: pl.DataFrame, chain: StageChain) -> dict[str, Any] | None:
         """See :func:`batch_metrics`."""
         end = server_end_stage(chain)
         return batch_metrics(job_table(events, [end] if end else []), end)
-
-    def summary(self, trials: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
-        """See :func:`batch_summary`."""
-        return batch_summary(trials)
-
-    def growth_quantity(self, points: Sequence[Mapping[str, Any]]) -> tuple[str, str, str] | None:
-        """The throughput."""
-        return ("model.throughput_per_s", "batch throughput", "jobs/s")
-
-    def sections(self) -> Sequence[SectionBuilder]:
-        """See :func:`batch_sections`."""
-        return batch_sections()
 
 
 MODEL = Batch()

@@ -10,8 +10,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -21,7 +20,6 @@ from gridbench.jobflow.loads.base import (
     BaseLoadModel,
     LoadBase,
     PlanEstimate,
-    SectionBuilder,
     Strict,
     TrialContext,
     narrow,
@@ -220,18 +218,16 @@ async def run_open(ctx: TrialContext) -> None:
             )
 
 
-def open_sections() -> Sequence[SectionBuilder]:
-    """The open model's results are the generic job-flow sections (latency, throughput,
-    queues, knee, bottleneck): it adds none of its own."""
-    return ()
-
-
 class Open(BaseLoadModel):
     """The open model (see the module docstring)."""
 
     name = "open"
     spec = OpenLoad
     rate_based = True
+    growth = ("latency.overall.mean", "overall latency", "s")
+    # no sections of its own: its results are the generic job-flow sections (latency,
+    # throughput, queues, knee, bottleneck)
+    run = staticmethod(run_open)
 
     def check_spec(self, spec: ExperimentSpec) -> None:
         """A plain rate needs a window or a job count; steps and ramps carry their own."""
@@ -248,18 +244,6 @@ class Open(BaseLoadModel):
             submission_window(load, spec.trial) + drain_s,
             peak_rate(load),
         )
-
-    async def run(self, ctx: TrialContext) -> None:
-        """See :func:`run_open`."""
-        await run_open(ctx)
-
-    def growth_quantity(self, points: Sequence[Mapping[str, Any]]) -> tuple[str, str, str] | None:
-        """The overall latency."""
-        return ("latency.overall.mean", "overall latency", "s")
-
-    def sections(self) -> Sequence[SectionBuilder]:
-        """See :func:`open_sections`."""
-        return open_sections()
 
 
 MODEL = Open()

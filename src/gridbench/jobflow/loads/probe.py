@@ -40,13 +40,11 @@ from gridbench.jobflow.loads.base import (
     BaseLoadModel,
     LoadBase,
     PlanEstimate,
-    SectionBuilder,
     Strict,
     TrialContext,
     narrow,
 )
-from gridbench.run.closed_loop import STAGE_OP_END, STAGE_OP_START, OpNames, sleep_or_stop
-from gridbench.run.open_loop import submit_one
+from gridbench.run.closed_loop import STAGE_OP_END, STAGE_OP_START, OpNames, sleep_or_stop, timed_op
 from gridbench.stats import describe
 from gridbench.units import Duration
 
@@ -81,7 +79,7 @@ class ProbeLoad(LoadBase):
 async def run_probe(ctx: TrialContext) -> None:
     """N single operations spaced by a gap, then optional bursts with 1..k client threads."""
     load = narrow(ctx.spec.load, ProbeLoad)
-    backend, tracker, progress, stop = ctx.backend, ctx.tracker, ctx.progress, ctx.stop
+    backend, tracker, stop = ctx.backend, ctx.tracker, ctx.stop
     operation = load.operation
     make_request = ctx.requests(load.count)
     rec = ctx.recorders[0]
@@ -94,21 +92,12 @@ async def run_probe(ctx: TrialContext) -> None:
         if operation == "submit":
             req = make_request(seq - 1)
             req = dataclasses.replace(req, attributes={**req.attributes, "probe": tag})
-            await submit_one(backend, req, rec, tracker, progress, ctx.submit_timeout_s)
+            await ctx.submit(req, rec)
             return
-        op = ops.name("probe")
         ids = list(tracker.inflight)[:1] or ["gridbench-probe-none"]
-        rec.stamp(op, STAGE_OP_START, None, {"op": operation, "probe": tag})
-        try:
-            if operation == "status":
-                await backend.status(ids)
-            else:
-                await backend.cancel(ids)
-            rec.stamp(op, STAGE_OP_END, None, {"op": operation, "probe": tag})
-        except Exception as exc:
-            rec.stamp(
-                op, STAGE_OP_END, None, {"op": operation, "probe": tag, "error": str(exc)[:200]}
-            )
+        call = backend.status(ids) if operation == "status" else backend.cancel(ids)
+        attrs = {"op": operation, "probe": tag}
+        await timed_op(rec, ops.name("probe"), attrs, attrs, call)
 
     for i in range(load.count):
         if stop.is_set():
@@ -288,18 +277,16 @@ def probe_summary(trials: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def probe_sections() -> Sequence[SectionBuilder]:
-    """The probe report sections: single operations per point, then the bursts."""
-    from gridbench.jobflow.report.probe import probe_tables
-
-    return (probe_tables,)
-
-
 class Probe(BaseLoadModel):
     """The probe model (see the module docstring)."""
 
     name = "probe"
     spec = ProbeLoad
+    # single operations per point, then the bursts
+    section_refs = ("gridbench.jobflow.report.probe:probe_tables",)
+    run = staticmethod(run_probe)
+    summary = staticmethod(probe_summary)
+    adjust_validity = staticmethod(adjust_validity)
 
     def plan(self, spec: ExperimentSpec, drain_s: float) -> PlanEstimate:
         """count spaced by gap, plus the bursts' requests."""
@@ -308,34 +295,16 @@ class Probe(BaseLoadModel):
         n = load.count + (burst.requests * len(burst.threads) if burst else 0)
         return PlanEstimate(n, load.count * load.gap + drain_s, None)
 
-    async def run(self, ctx: TrialContext) -> None:
-        """See :func:`run_probe`."""
-        await run_probe(ctx)
-
     def trial_metrics(self, events: pl.DataFrame, chain: StageChain) -> dict[str, Any] | None:
         """See :func:`probe_metrics`."""
         at = below_stage(chain)
         return probe_metrics(job_table(events, [at] if at else []), at)
-
-    def adjust_validity(
-        self, validity: dict[str, Any], model: Mapping[str, Any] | None
-    ) -> dict[str, Any]:
-        """See :func:`adjust_validity`."""
-        return adjust_validity(validity, model)
-
-    def summary(self, trials: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
-        """See :func:`probe_summary`."""
-        return probe_summary(trials)
 
     def growth_quantity(self, points: Sequence[Mapping[str, Any]]) -> tuple[str, str, str] | None:
         """The single operation's time, named after the probed operation."""
         ops = [((p.get("summary") or {}).get("model") or {}).get("operation") for p in points]
         op = next((o for o in ops if isinstance(o, str)), None)
         return ("model.single.mean", _LABEL.get(op or "", "operation time"), "s")
-
-    def sections(self) -> Sequence[SectionBuilder]:
-        """See :func:`probe_sections`."""
-        return probe_sections()
 
 
 MODEL = Probe()

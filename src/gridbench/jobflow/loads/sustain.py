@@ -42,16 +42,8 @@ from gridbench.events.model import (
     STAGE_SUBMIT,
     STAGE_SUBMIT_ACK,
 )
-from gridbench.jobflow.loads.base import (
-    BaseLoadModel,
-    LoadBase,
-    PlanEstimate,
-    SectionBuilder,
-    TrialContext,
-    narrow,
-)
-from gridbench.run.closed_loop import STAGE_OP_END, STAGE_OP_START, OpNames, sleep_or_stop
-from gridbench.run.open_loop import submit_one
+from gridbench.jobflow.loads.base import BaseLoadModel, LoadBase, PlanEstimate, TrialContext, narrow
+from gridbench.run.closed_loop import OpNames, sleep_or_stop, timed_op
 from gridbench.run.recorder import Recorder
 from gridbench.stats import describe
 from gridbench.units import Duration
@@ -76,7 +68,7 @@ class SustainLoad(LoadBase):
 async def run_sustain(ctx: TrialContext) -> None:
     """k users each keep ``jobs_per_user`` jobs in the system until the duration ends."""
     load = narrow(ctx.spec.load, SustainLoad)
-    backend, tracker, progress, stop = ctx.backend, ctx.tracker, ctx.progress, ctx.stop
+    backend, tracker, stop = ctx.backend, ctx.tracker, ctx.stop
     make_request = ctx.requests(0)
     recs = ctx.recorders
     ops = OpNames(ctx.trial_id)
@@ -101,20 +93,18 @@ async def run_sustain(ctx: TrialContext) -> None:
                 req = make_request(counter - 1, u)
                 if req.user is None:  # no declared users: each virtual user is its agent
                     req = dataclasses.replace(req, user=agent)
-                bid = await submit_one(backend, req, rec, tracker, progress, ctx.submit_timeout_s)
+                bid = await ctx.submit(req, rec)
                 if bid is not None:
                     mine.add(bid)
             await sleep_or_stop(rng.uniform(0, load.sleep_coef), stop, deadline)
             if not mine:
                 continue
-            op = ops.name(agent)
-            rec.stamp(op, STAGE_OP_START, None, {"op": "query", "user": agent, "jobs": len(mine)})
-            try:
-                states = await backend.status(sorted(mine))
-            except Exception as exc:
-                rec.stamp(op, STAGE_OP_END, None, {"op": "query", "error": str(exc)[:200]})
+            start = {"op": "query", "user": agent, "jobs": len(mine)}
+            states = await timed_op(
+                rec, ops.name(agent), start, {"op": "query"}, backend.status(sorted(mine))
+            )
+            if states is None:
                 continue
-            rec.stamp(op, STAGE_OP_END, None, {"op": "query"})
             await tracker.observe(states)  # this user's poll is how the client sees ends
             mine = {b for b in mine if b in tracker.inflight}
 
@@ -259,19 +249,17 @@ def sustain_summary(trials: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def sustain_sections() -> Sequence[SectionBuilder]:
-    """The sustain report section: submit and query times and job counts per point."""
-    from gridbench.jobflow.report.sustain import sustain_table
-
-    return (sustain_table,)
-
-
 class Sustain(BaseLoadModel):
     """The sustain model (see the module docstring)."""
 
     name = "sustain"
     spec = SustainLoad
     users_by_agent = True  # each virtual user submits as its own agent
+    growth = ("model.submit.mean", "submit time", "s")
+    # submit and query times and job counts per point
+    section_refs = ("gridbench.jobflow.report.sustain:sustain_table",)
+    run = staticmethod(run_sustain)
+    summary = staticmethod(sustain_summary)
 
     def check_spec(self, spec: ExperimentSpec) -> None:
         """A duration, and a virtual user for every declared user."""
@@ -288,25 +276,9 @@ class Sustain(BaseLoadModel):
         """Open-ended: as many jobs as the users get through in the duration."""
         return PlanEstimate(None, (spec.trial.duration or 0.0) + drain_s, None)
 
-    async def run(self, ctx: TrialContext) -> None:
-        """See :func:`run_sustain`."""
-        await run_sustain(ctx)
-
     def trial_metrics(self, events: pl.DataFrame, chain: StageChain) -> dict[str, Any] | None:
         """See :func:`sustain_metrics`."""
         return sustain_metrics(job_table(events))
-
-    def summary(self, trials: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
-        """See :func:`sustain_summary`."""
-        return sustain_summary(trials)
-
-    def growth_quantity(self, points: Sequence[Mapping[str, Any]]) -> tuple[str, str, str] | None:
-        """The submit time."""
-        return ("model.submit.mean", "submit time", "s")
-
-    def sections(self) -> Sequence[SectionBuilder]:
-        """See :func:`sustain_sections`."""
-        return sustain_sections()
 
 
 MODEL = Sustain()
