@@ -4,7 +4,7 @@ functions of ``metrics.json``; a chart with no data is None."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import plotly.graph_objects as go
@@ -44,33 +44,45 @@ def bars(metrics: Mapping[str, Any]) -> Chart | None:
     )
 
 
+def _lines(
+    rows: list[Any],
+    x: str,
+    y: str,
+    name: Callable[[Mapping[str, Any]], str],
+    mode: str,
+    layout: Mapping[str, Any],
+) -> Any:
+    """One line per row (``row[x]`` against ``row[y]``), coloured by its target."""
+    col = colours(list(dict.fromkeys(r["target"] for r in rows)))
+    fig = go.Figure()
+    for r in rows:
+        fig.add_scatter(
+            x=r[x], y=r[y], mode=mode, line={"color": col[r["target"]]}, name=ptext(name(r))
+        )
+    fig.update_layout(template=TEMPLATE, **layout)
+    return fig
+
+
+def _test(r: Mapping[str, Any]) -> str:
+    return f"{r['target']} · {LABEL.get(r['test'], r['test'])}"
+
+
 def latency(metrics: Mapping[str, Any]) -> Chart | None:
     """The CDF of per-I/O latency per target and test."""
     cdfs = metrics.get("latency_cdf", [])
     if not cdfs:
         return None
-    col = colours(list(dict.fromkeys(c["target"] for c in cdfs)))
-    fig = go.Figure()
-    for c in cdfs:
-        fig.add_scatter(
-            x=c["ms"],
-            y=c["cdf"],
-            mode="lines",
-            line={"color": col[c["target"]]},
-            name=ptext(f"{c['target']} · {LABEL.get(c['test'], c['test'])}"),
-        )
-    fig.update_layout(
-        template=TEMPLATE,
-        xaxis_type="log",
-        xaxis_title="latency (ms, log)",
-        yaxis_title="fraction of I/Os",
-        height=460,
-    )
+    layout = {
+        "xaxis_type": "log",
+        "xaxis_title": "latency (ms, log)",
+        "yaxis_title": "fraction of I/Os",
+        "height": 460,
+    }
     return _chart(
         "latency",
         "Latency distributions",
         "CDF of per-I/O latency from fio's JSON+ histograms, merged over repetitions.",
-        fig,
+        _lines(cdfs, "ms", "cdf", _test, "lines", layout),
     )
 
 
@@ -79,27 +91,19 @@ def over_time(metrics: Mapping[str, Any]) -> Chart | None:
     series = [x for x in metrics.get("latency_series", []) if x.get("rep") == 0]
     if not series:
         return None
-    col = colours(list(dict.fromkeys(x["target"] for x in series)))
-    fig = go.Figure()
-    for x in series:
-        fig.add_scatter(
-            x=x["second"],
-            y=x["p99_ms_per_s"],
-            mode="lines+markers",
-            line={"color": col[x["target"]]},
-            name=ptext(f"{x['target']} · {LABEL.get(x['test'], x['test'])} · {x['direction']}"),
-        )
-    fig.update_layout(
-        template=TEMPLATE,
-        xaxis_title="second of the test",
-        yaxis_title="p99 latency (ms)",
-        height=420,
-    )
+    layout = {"xaxis_title": "second of the test", "yaxis_title": "p99 latency (ms)", "height": 420}
     return _chart(
         "overtime",
         "Latency over time",
         "p99 latency per second from fio's per-I/O latency log (first repetition).",
-        fig,
+        _lines(
+            series,
+            "second",
+            "p99_ms_per_s",
+            lambda x: f"{_test(x)} · {x['direction']}",
+            "lines+markers",
+            layout,
+        ),
     )
 
 

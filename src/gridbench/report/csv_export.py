@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,19 @@ from gridbench.store.layout import write_text_atomic
 Row = dict[str, Cell]
 
 REPORT_SCHEMA = "gridbench.report/1"
+#: What to do when a report file cannot be written.
+WRITABLE = "check that the results directory is writable"
+
+
+@contextmanager
+def writing(what: str, where: Path, fix: str = WRITABLE) -> Iterator[None]:
+    """Turn an OSError while writing ``what`` into a ResultsError naming it, with the fix."""
+    try:
+        yield
+    except OSError as exc:
+        raise ResultsError(
+            f"cannot write {what}: {exc.strerror or exc}", where=str(where), fix=fix
+        ) from exc
 
 
 def _clean(value: Any) -> Any:
@@ -51,7 +65,7 @@ def write_csv_tables(run_dir: Path, tables: Sequence[Table]) -> dict[str, Path]:
     """Write each table with rows to RUN/tables/<id>.csv; return the paths by id."""
     out_dir = run_dir / "tables"
     paths: dict[str, Path] = {}
-    try:
+    with writing("CSV tables", out_dir):
         out_dir.mkdir(parents=True, exist_ok=True)
         for t in tables:
             if not t.rows:
@@ -60,12 +74,6 @@ def write_csv_tables(run_dir: Path, tables: Sequence[Table]) -> dict[str, Path]:
             # Keys in column order; polars writes floats in shortest round-trip form.
             pl.DataFrame(_defuse(t.records()), infer_schema_length=None).write_csv(path)
             paths[t.id] = path
-    except OSError as exc:
-        raise ResultsError(
-            f"cannot write CSV tables: {exc.strerror or exc}",
-            where=str(out_dir),
-            fix="check that the results directory is writable",
-        ) from exc
     return paths
 
 
@@ -103,14 +111,8 @@ def write_report_json(run_dir: Path, report: Report) -> Path:
     """Write RUN/report.json and return its path."""
     path = run_dir / "report.json"
     text = json.dumps(report_document(report), indent=1, allow_nan=False)
-    try:
+    with writing("report.json", path):
         write_text_atomic(path, text + "\n")
-    except OSError as exc:
-        raise ResultsError(
-            f"cannot write report.json: {exc.strerror or exc}",
-            where=str(path),
-            fix="check that the results directory is writable",
-        ) from exc
     return path
 
 

@@ -21,7 +21,7 @@ from typing import Any
 import plotly.offline
 
 from gridbench import __version__
-from gridbench.errors import ResultsError
+from gridbench.report.csv_export import writing
 from gridbench.sections import (
     Chart,
     EvaluationSummary,
@@ -338,14 +338,8 @@ def render_page(report: Report, *, generated: datetime | None = None) -> str:
 def write_page(run_dir: Path, report: Report) -> Path:
     """Write RUN/report.html and return its path."""
     out = run_dir / "report.html"
-    try:
+    with writing("the HTML report", out, "check that the results directory exists and is writable"):
         write_text_atomic(out, render_page(report))
-    except OSError as exc:
-        raise ResultsError(
-            f"cannot write the HTML report: {exc.strerror or exc}",
-            where=str(out),
-            fix="check that the results directory exists and is writable",
-        ) from exc
     return out
 
 
