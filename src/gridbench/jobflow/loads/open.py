@@ -16,19 +16,13 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import ConfigDict, Field, model_validator
 
-from gridbench.jobflow.loads.base import (
-    BaseLoadModel,
-    LoadBase,
-    PlanEstimate,
-    Strict,
-    TrialContext,
-    narrow,
-)
+from gridbench.jobflow.loads.base import BaseLoadModel, LoadBase, PlanEstimate, Strict, narrow
 from gridbench.run.open_loop import run_open_loop
 from gridbench.spec.units import Rate
 from gridbench.units import Duration
 
 if TYPE_CHECKING:
+    from gridbench.jobflow.loads.base import TrialContext
     from gridbench.spec.model import ExperimentSpec, TrialSpec
 
 NS = 1_000_000_000
