@@ -12,6 +12,7 @@ from typing import Any
 
 from gridbench.errors import ResultsError
 from gridbench.fmt import fmt_number
+from gridbench.jobflow.metrics_schema import validate_metrics
 
 SCHEMA = "gridbench.metrics/1"
 
@@ -54,6 +55,7 @@ def check_metrics(metrics: Mapping[str, Any], where: str = "metrics.json") -> No
             where=f"{where}: points",
             fix="re-run `gridbench analyze`; the analysis may have been interrupted",
         )
+    validate_metrics(metrics, where)
 
 
 def as_dict(value: Any) -> Json:
