@@ -43,7 +43,10 @@ class Storage:
 
     def report(self, run: RunDir, metrics: Mapping[str, Any]) -> Report:
         """Headline, evaluation summary and every io section."""
+        from gridbench.io.metrics_schema import validate_metrics
         from gridbench.io.report import build_report
+
+        validate_metrics(metrics, str(run.metrics_file))
 
         spec_yaml, spec_data = run.read_spec()
         plan = plan_of(spec_data)

@@ -50,8 +50,11 @@ class JobFlow:
 
     def report(self, run: RunDir, metrics: Mapping[str, Any]) -> Report:
         """Headline, evaluation summary and every job-flow section."""
+        from gridbench.jobflow.metrics_schema import validate_metrics
         from gridbench.jobflow.report import build_report
         from gridbench.jobflow.report.loading import load_series
+
+        validate_metrics(metrics, str(run.metrics_file))
 
         spec_yaml, spec_data = run.read_spec()
         plan = plan_of(spec_data)

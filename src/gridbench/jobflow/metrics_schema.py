@@ -44,8 +44,9 @@ def _count(v: Any) -> int | None:
         raise PydanticCustomError("int_type", "Input should be a valid integer")
     if isinstance(v, numbers.Integral):
         return int(v)
-    if float(v).is_integer():
-        return int(v)
+    f = float(v)
+    if f.is_integer():
+        return int(f)
     raise PydanticCustomError("int_type", "Input should be a valid integer")
 
 
