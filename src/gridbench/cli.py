@@ -15,7 +15,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from rich.console import Console
@@ -196,37 +196,32 @@ def build_parser() -> argparse.ArgumentParser:
     for fam in families():
         fam.add_commands(sub, ui)
 
-    p = sub.add_parser("analyze", help="(re-)analyse a run of any family and rewrite its reports")
-    add_run_arg(p)
-    add_results_arg(p)
-    p.add_argument("--json", action="store_true", help="print metrics JSON (docs/metrics.md)")
-    p.set_defaults(func=cmd_analyze)
-
-    p = sub.add_parser("report", help="regenerate the HTML/CSV/JSON reports of a run")
-    add_run_arg(p)
-    add_results_arg(p)
-    p.set_defaults(func=cmd_report)
-
-    p = sub.add_parser("list", help="list the runs of every family in the results store")
-    add_results_arg(p)
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_list)
-
-    p = sub.add_parser("show", help="show one run's record and summary")
-    add_run_arg(p)
-    add_results_arg(p)
-    p.set_defaults(func=cmd_show)
-
-    p = sub.add_parser("cleanup", help="cancel what a crashed or killed run left behind")
-    add_run_arg(p)
-    add_results_arg(p)
+    # the generic commands on the results store: (name, help, takes a run, handler)
+    generic: tuple[tuple[str, str, bool, Callable[[argparse.Namespace], int]], ...] = (
+        ("analyze", "(re-)analyse a run of any family and rewrite its reports", True, cmd_analyze),
+        ("report", "regenerate the HTML/CSV/JSON reports of a run", True, cmd_report),
+        ("list", "list the runs of every family in the results store", False, cmd_list),
+        ("show", "show one run's record and summary", True, cmd_show),
+        ("cleanup", "cancel what a crashed or killed run left behind", True, cmd_cleanup),
+    )
+    parsers: dict[str, argparse.ArgumentParser] = {}
+    for name, help_text, takes_run, handler in generic:
+        p = parsers[name] = sub.add_parser(name, help=help_text)
+        if takes_run:
+            add_run_arg(p)
+        add_results_arg(p)
+        p.set_defaults(func=handler)
+    parsers["analyze"].add_argument(
+        "--json", action="store_true", help="print metrics JSON (docs/metrics.md)"
+    )
+    parsers["list"].add_argument("--json", action="store_true")
+    p = parsers["cleanup"]
     p.add_argument("--dry-run", action="store_true", help="only count what is outstanding")
     p.add_argument(
         "--force",
         action="store_true",
         help="clean up even though the run's process still seems alive",
     )
-    p.set_defaults(func=cmd_cleanup)
 
     for module_name in COMMAND_MODULES:
         importlib.import_module(module_name).register(sub)

@@ -14,9 +14,9 @@ import io
 import itertools
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
@@ -111,6 +111,37 @@ def validation_error(
         lines.append(f"{place}: field '{field}': {msg} (fix: {fix})")
     first, *rest = lines
     return SpecError("\n".join([first, *rest]) if rest else first)
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def validate_spec(
+    model: type[M],
+    data: Any,
+    root: Any,
+    origin: str,
+    overridden: list[tuple[str, ...]] | None = None,
+    *,
+    what: str = "a spec",
+    keys: str = "name:, ...",
+    template: str = "examples/",
+    docs: str = "docs/spec.md",
+) -> M:
+    """Plain spec data as a family's ``model``: a mapping (else "``what`` must be a YAML
+    mapping (``keys``)", fix: see ``template``), validated, every problem in one SpecError
+    whose fixes point at ``docs``."""
+    if not isinstance(data, dict):
+        raise SpecError(
+            f"{what} must be a YAML mapping ({keys})",
+            where=origin,
+            fix=f"see {template} for a template",
+        )
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        err = validation_error(exc, root, origin, overridden)
+        raise SpecError(err.message.replace("docs/spec.md", docs)) from None
 
 
 MAX_SPEC_NODES = 100_000

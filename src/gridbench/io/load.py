@@ -8,11 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
-from gridbench.errors import SpecError
 from gridbench.io.model import IoSpec
-from gridbench.specload import parse_with_overrides, read_spec_text, validation_error
+from gridbench.specload import parse_with_overrides, read_spec_text, validate_spec
 
 
 def load_io_spec_text(
@@ -20,17 +17,17 @@ def load_io_spec_text(
 ) -> tuple[IoSpec, dict[str, Any]]:
     """Parse, override and validate spec text; returns the model and the plain data."""
     root, data, overridden = parse_with_overrides(text, origin, overrides)
-    if not isinstance(data, dict):
-        raise SpecError(
-            "an io spec must be a YAML mapping (name:, targets:, ...)",
-            where=origin,
-            fix="see examples/io-local-quick.yaml for a template",
-        )
-    try:
-        spec = IoSpec.model_validate(data)
-    except ValidationError as exc:
-        err = validation_error(exc, root, origin, overridden)
-        raise SpecError(err.message.replace("docs/spec.md", "docs/io.md")) from None
+    spec = validate_spec(
+        IoSpec,
+        data,
+        root,
+        origin,
+        overridden,
+        what="an io spec",
+        keys="name:, targets:, ...",
+        template="examples/io-local-quick.yaml",
+        docs="docs/io.md",
+    )
     return spec, data
 
 

@@ -8,12 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from gridbench.errors import SpecError
 from gridbench.jobflow import loads as load_models
 from gridbench.spec.model import ExperimentSpec
-from gridbench.specload import parse_with_overrides, read_spec_text, validation_error
+from gridbench.specload import parse_with_overrides, read_spec_text, validate_spec
 
 
 def sweep_path(key: str) -> list[str]:
@@ -32,16 +30,9 @@ def sweep_path(key: str) -> list[str]:
 def validate_data(
     data: Any, root: Any, origin: str, overridden: list[tuple[str, ...]] | None = None
 ) -> ExperimentSpec:
-    if not isinstance(data, dict):
-        raise SpecError(
-            "a spec must be a YAML mapping (name:, backend:, load:, ...)",
-            where=origin,
-            fix="see examples/ for a template",
-        )
-    try:
-        spec = ExperimentSpec.model_validate(data)
-    except ValidationError as exc:
-        raise validation_error(exc, root, origin, overridden or []) from None
+    spec = validate_spec(
+        ExperimentSpec, data, root, origin, overridden, keys="name:, backend:, load:, ..."
+    )
     for key in spec.sweep:
         sweep_path(key)
     return spec
