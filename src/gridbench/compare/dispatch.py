@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from gridbench.compare.engine import GIVE_IDS, at_least_two, given_once
 from gridbench.compare.figures import FigureRun, compare_figures, figure_history
 from gridbench.compare.model import Comparison, ExperimentMetrics, History, Settings
 from gridbench.errors import GridbenchError, ResultsError
@@ -84,27 +85,14 @@ def compare_runs(
 ) -> Comparison:
     """Compare two or more runs of one family (the first is the baseline): job flow by its
     engine, any other comparable family by its figures."""
-    if len(refs) < 2:
-        raise ResultsError(
-            f"a comparison needs at least two experiments, got {len(refs)}",
-            where="experiment ids",
-            fix="give two or more ids from 'gridbench list'; the first is the baseline",
-        )
+    at_least_two(refs, GIVE_IDS)
     fam, runs = family_of_runs(root, refs, "compare")
     if fam.name == DEFAULT_KIND:
         from gridbench.compare.loading import load_comparison
 
         return load_comparison(root, refs, metrics=metrics, samples=samples, settings=settings)
     comparable = _comparable(fam, "compare")
-    seen: dict[str, str] = {}
-    for ref, run in zip(refs, runs, strict=True):
-        if run.path.name in seen:
-            raise ResultsError(
-                f"experiment {run.path.name} is given twice ({seen[run.path.name]!r} and {ref!r})",
-                where="experiment ids",
-                fix="give each experiment once",
-            )
-        seen[run.path.name] = ref
+    given_once(refs, [r.path.name for r in runs])
     loaded = [load_figure_run(comparable, r) for r in runs]
     return compare_figures(loaded, metrics=metrics, settings=settings)
 

@@ -139,12 +139,7 @@ def _select(infos: list[MetricInfo], patterns: Sequence[str] | None) -> list[Met
 
 
 def _check_compatible(runs: Sequence[ExperimentMetrics]) -> None:
-    if len(runs) < 2:
-        raise ResultsError(
-            f"a comparison needs at least two experiments, got {len(runs)}",
-            where="experiment ids",
-            fix="give two or more experiments; the first is the baseline",
-        )
+    at_least_two(runs, "give two or more experiments; the first is the baseline")
     base = runs[0]
     for r in runs[1:]:
         if r.load_model != base.load_model:
@@ -155,6 +150,79 @@ def _check_compatible(runs: Sequence[ExperimentMetrics]) -> None:
                 fix="compare experiments of the same load model (open with open, closed "
                 "with closed)",
             )
+
+
+def at_least_two(runs: Sequence[Any], fix: str) -> None:
+    """ResultsError unless there are two runs or more to compare."""
+    if len(runs) < 2:
+        raise ResultsError(
+            f"a comparison needs at least two experiments, got {len(runs)}",
+            where="experiment ids",
+            fix=fix,
+        )
+
+
+#: The fix for too few experiments given by id.
+GIVE_IDS = "give two or more ids from 'gridbench list'; the first is the baseline"
+
+
+def given_once(refs: Sequence[str], ids: Sequence[str]) -> None:
+    """ResultsError when two of ``refs`` name the same experiment (``ids``, in order)."""
+    seen: dict[str, str] = {}
+    for ref, rid in zip(refs, ids, strict=True):
+        if rid in seen:
+            raise ResultsError(
+                f"experiment {rid} is given twice ({seen[rid]!r} and {ref!r})",
+                where="experiment ids",
+                fix="give each experiment once",
+            )
+        seen[rid] = ref
+
+
+def shared_keys(
+    ids: Sequence[str], by_run: Sequence[Mapping[str, Any]], what: str, fix: str
+) -> tuple[list[str], dict[str, tuple[str, ...]]]:
+    """The baseline's keys (points, figures) that another run has too, and per run the
+    keys left out. ResultsError naming ``what`` when the baseline shares none."""
+    keys = [k for k in by_run[0] if any(k in other for other in by_run[1:])]
+    if not keys:
+        raise ResultsError(
+            f"incompatible experiments: no {what} of the baseline {ids[0]} is measured by "
+            "the others",
+            where=", ".join(ids),
+            fix=fix,
+        )
+    unmatched = {
+        i: tuple(k for k in per if k not in keys)
+        for i, per in zip(ids, by_run, strict=True)
+        if any(k not in keys for k in per)
+    }
+    return keys, unmatched
+
+
+def welch_diff(
+    experiment: str,
+    baseline: str,
+    res: sig.TestResult,
+    p_adjusted: float | None,
+    effect: tuple[float | None, float | None],
+    judged: tuple[bool, str],
+    untested: str,
+) -> Diff:
+    """The Diff of a Welch test (``res``; None: not tested, ``untested`` says why)."""
+    return Diff(
+        experiment=experiment,
+        baseline=baseline,
+        test=sig.WELCH if res else None,
+        statistic=res[0] if res else None,
+        p_value=res[1] if res else None,
+        p_adjusted=p_adjusted,
+        significant=judged[0],
+        difference=effect[0],
+        ratio=effect[1],
+        verdict=judged[1],
+        note=None if res else untested,
+    )
 
 
 Jobs = tuple[F64, I64] | None  # per-job samples and their trial labels
@@ -256,19 +324,12 @@ def compare(
     base = runs[0]
     infos = _select(default_metrics(runs), metrics)
     by_run = [{point_key(p): p for p in points(r.metrics)} for r in runs]
-    keys = [k for k in by_run[0] if any(k in other for other in by_run[1:])]
-    if not keys:
-        raise ResultsError(
-            f"incompatible experiments: no sweep point of the baseline {base.id} "
-            "is measured by the others",
-            where=", ".join(r.id for r in runs),
-            fix="compare runs of the same spec, or specs with the same swept values",
-        )
-    unmatched = {
-        r.id: tuple(k for k in per if k not in keys)
-        for r, per in zip(runs, by_run, strict=True)
-        if any(k not in keys for k in per)
-    }
+    keys, unmatched = shared_keys(
+        [r.id for r in runs],
+        by_run,
+        "sweep point",
+        "compare runs of the same spec, or specs with the same swept values",
+    )
     pending: list[_Pending] = []
     table: list[list[list[Value]]] = []
     for pi, key in enumerate(keys):

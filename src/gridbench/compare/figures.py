@@ -26,7 +26,7 @@ import numpy as np
 from scipy import stats
 
 from gridbench.compare import significance as sig
-from gridbench.compare.engine import judge
+from gridbench.compare.engine import GIVE_IDS, at_least_two, judge, shared_keys, welch_diff
 from gridbench.compare.model import (
     F64,
     Comparison,
@@ -172,27 +172,15 @@ def compare_figures(
     or no figure in common.
     """
     s = settings or Settings()
-    if len(runs) < 2:
-        raise ResultsError(
-            f"a comparison needs at least two experiments, got {len(runs)}",
-            where="experiment ids",
-            fix="give two or more ids from 'gridbench list'; the first is the baseline",
-        )
+    at_least_two(runs, GIVE_IDS)
     base = runs[0]
     by_run = [r.by_key() for r in runs]
-    keys = [k for k in by_run[0] if any(k in other for other in by_run[1:])]
-    if not keys:
-        raise ResultsError(
-            f"incompatible experiments: no figure of the baseline {base.id} is measured by "
-            "the others",
-            where=", ".join(r.id for r in runs),
-            fix="compare runs of the same spec (or specs measuring the same figures)",
-        )
-    unmatched = {
-        r.id: tuple(k for k in per if k not in keys)
-        for r, per in zip(runs, by_run, strict=True)
-        if any(k not in keys for k in per)
-    }
+    keys, unmatched = shared_keys(
+        [r.id for r in runs],
+        by_run,
+        "figure",
+        "compare runs of the same spec (or specs measuring the same figures)",
+    )
     keys = _select(keys, metrics)
     notes: list[str] = [p for r in runs for p in r.problems]
     infos: list[MetricInfo] = []
@@ -226,20 +214,10 @@ def compare_figures(
     diffs: dict[int, list[Diff]] = {}
     for x, pa in zip(pending, p_adj, strict=True):
         padj = None if np.isnan(pa) else float(pa)
-        significant, verdict = verdict_of(padj, x.difference, x.ratio, by_run[0][keys[x.figure]], s)
+        judged = verdict_of(padj, x.difference, x.ratio, by_run[0][keys[x.figure]], s)
         diffs.setdefault(x.figure, []).append(
-            Diff(
-                experiment=x.experiment,
-                baseline=base.id,
-                test=sig.WELCH if x.res else None,
-                statistic=x.res[0] if x.res else None,
-                p_value=x.res[1] if x.res else None,
-                p_adjusted=padj,
-                significant=significant,
-                difference=x.difference,
-                ratio=x.ratio,
-                verdict=verdict,
-                note=None if x.res else NOT_TESTED,
+            welch_diff(
+                x.experiment, base.id, x.res, padj, (x.difference, x.ratio), judged, NOT_TESTED
             )
         )
     point = PointComparison(
@@ -317,19 +295,9 @@ def figure_history(
     vs: dict[int, Diff] = {}
     for (i, prev, res, diff, ratio), pa in zip(tests, p_adj, strict=True):
         padj = None if np.isnan(pa) else float(pa)
-        significant, verdict = verdict_of(padj, diff, ratio, ref, s)
-        vs[i] = Diff(
-            experiment=ordered[i].id,
-            baseline=ordered[prev].id,
-            test=sig.WELCH if res else None,
-            statistic=res[0] if res else None,
-            p_value=res[1] if res else None,
-            p_adjusted=padj,
-            significant=significant,
-            difference=diff,
-            ratio=ratio,
-            verdict=verdict,
-            note=None if res else NOT_TESTED,
+        judged = verdict_of(padj, diff, ratio, ref, s)
+        vs[i] = welch_diff(
+            ordered[i].id, ordered[prev].id, res, padj, (diff, ratio), judged, NOT_TESTED
         )
     gone = dict(skipped or {})
     entries: list[HistoryEntry] = []

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from gridbench.compare import significance as sig
-from gridbench.compare.engine import judge, point_key, trial_value, used_trials
+from gridbench.compare.engine import judge, point_key, trial_value, used_trials, welch_diff
 from gridbench.compare.loading import load_experiment
 from gridbench.compare.model import (
     F64,
@@ -150,19 +150,14 @@ def build_history(
     vs: dict[int, dict[str, Diff]] = {}
     for (i, key, res, diff, ratio), pa in zip(tests, p_adj, strict=True):
         padj = None if np.isnan(pa) else float(pa)
-        significant, verdict = judge(padj, diff, ratio, better, s)
-        vs.setdefault(i, {})[key] = Diff(
-            experiment=ordered[i].id,
-            baseline=ordered[i - 1].id,
-            test=sig.WELCH if res else None,
-            statistic=res[0] if res else None,
-            p_value=res[1] if res else None,
-            p_adjusted=padj,
-            significant=significant,
-            difference=diff,
-            ratio=ratio,
-            verdict=verdict,
-            note=None if res else "not tested (fewer than 2 trials, or not a per-trial metric)",
+        vs.setdefault(i, {})[key] = welch_diff(
+            ordered[i].id,
+            ordered[i - 1].id,
+            res,
+            padj,
+            (diff, ratio),
+            judge(padj, diff, ratio, better, s),
+            "not tested (fewer than 2 trials, or not a per-trial metric)",
         )
     entries = tuple(
         HistoryEntry(

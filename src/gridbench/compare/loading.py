@@ -20,7 +20,7 @@ import numpy as np
 from gridbench.analysis import load
 from gridbench.analysis.latency import latency_durations
 from gridbench.analysis.timelines import build_timeline, job_times, timeline_stages
-from gridbench.compare.engine import compare, used_trials
+from gridbench.compare.engine import GIVE_IDS, at_least_two, compare, given_once, used_trials
 from gridbench.compare.model import F64, I64, Comparison, ExperimentMetrics, Settings
 from gridbench.compare.significance import capped
 from gridbench.errors import GridbenchError, ResultsError
@@ -165,20 +165,7 @@ def load_comparison(
     """
     s = settings or Settings()
     ids = [str(i) for i in experiment_ids]
-    if len(ids) < 2:
-        raise ResultsError(
-            f"a comparison needs at least two experiments, got {len(ids)}",
-            where="experiment ids",
-            fix="give two or more ids from 'gridbench list'; the first is the baseline",
-        )
+    at_least_two(ids, GIVE_IDS)
     runs = [load_experiment(root, i, samples=samples, max_samples=s.max_samples) for i in ids]
-    seen: dict[str, str] = {}
-    for ref, run in zip(ids, runs, strict=True):
-        if run.id in seen:
-            raise ResultsError(
-                f"experiment {run.id} is given twice ({seen[run.id]!r} and {ref!r})",
-                where="experiment ids",
-                fix="give each experiment once",
-            )
-        seen[run.id] = ref
+    given_once(ids, [r.id for r in runs])
     return compare(runs, metrics=metrics, settings=s)

@@ -11,10 +11,11 @@ from gridbench.jobflow.report.model import (
     Row,
     as_dict,
     model_of,
+    model_trials,
     num,
-    point_cols,
+    point_head,
     points,
-    trials,
+    trial_head,
 )
 from gridbench.sections import Table
 
@@ -27,15 +28,11 @@ def batch_rows(metrics: Mapping[str, Any]) -> list[Row]:
     the mean throughput with its std and 95% CI across the valid trials."""
     rows: list[Row] = []
     for p in points(metrics):
-        ts = [(t, model_of(t, "batch")) for t in trials(p)]
-        ts = [(t, m) for t, m in ts if m]
+        ts = model_trials(p, "batch")
         for t, m in ts:
             rows.append(
                 {
-                    **point_cols(p),
-                    "level": "trial",
-                    "trial_id": t.get("trial_id"),
-                    "valid": bool(t.get("valid", True)),
+                    **trial_head(p, t),
                     "end_stage": str(m.get("end_stage") or ""),
                     **{c: num(m.get(c)) for c in _BATCH_COUNTS},
                     "makespan_s": num(m.get("makespan_s")),
@@ -52,10 +49,7 @@ def batch_rows(metrics: Mapping[str, Any]) -> list[Row]:
             tp = as_dict(summ.get("throughput_per_s"))
             rows.append(
                 {
-                    **point_cols(p),
-                    "level": "point",
-                    "trial_id": None,
-                    "valid": bool(valid),
+                    **point_head(p, bool(valid)),
                     "end_stage": str(valid[0].get("end_stage") or "") if valid else "",
                     **{c: sum(num(m.get(c)) or 0.0 for m in valid) for c in _BATCH_COUNTS},
                     "makespan_s": num(as_dict(summ.get("makespan_s")).get("mean")),

@@ -280,6 +280,27 @@ def model_of(obj: Mapping[str, Any], kind: str) -> Row:
     return m if m.get("kind") == kind else {}
 
 
+def model_trials(p: Mapping[str, Any], kind: str) -> list[tuple[Json, Row]]:
+    """The point's trials that have a ``kind`` model object, each with that object."""
+    ts = [(t, model_of(t, kind)) for t in trials(p)]
+    return [(t, m) for t, m in ts if m]
+
+
+def trial_head(p: Mapping[str, Any], t: Mapping[str, Any]) -> Row:
+    """The columns a closed model's trial row starts with (level 'trial')."""
+    return {
+        **point_cols(p),
+        "level": "trial",
+        "trial_id": t.get("trial_id"),
+        "valid": bool(t.get("valid", True)),
+    }
+
+
+def point_head(p: Mapping[str, Any], valid: bool) -> Row:
+    """The columns a closed model's point row starts with (level 'point')."""
+    return {**point_cols(p), "level": "point", "trial_id": None, "valid": valid}
+
+
 def stat_cols(prefix: str, st: Mapping[str, Any]) -> Row:
     """n, mean, min, max and CI of a stats object as ``<prefix>_avg_s``-style columns."""
     return {

@@ -11,9 +11,11 @@ from gridbench.jobflow.report.model import (
     Row,
     as_dict,
     model_of,
+    model_trials,
     num,
-    point_cols,
+    point_head,
     points,
+    trial_head,
     trials,
 )
 from gridbench.sections import Table
@@ -43,15 +45,11 @@ def probe_rows(metrics: Mapping[str, Any]) -> list[Row]:
     the part spent below the client ('234±43 ms of the 557')."""
     rows: list[Row] = []
     for p in points(metrics):
-        ts = [(t, model_of(t, "probe")) for t in trials(p)]
-        ts = [(t, m) for t, m in ts if m]
+        ts = model_trials(p, "probe")
         for t, m in ts:
             rows.append(
                 {
-                    **point_cols(p),
-                    "level": "trial",
-                    "trial_id": t.get("trial_id"),
-                    "valid": bool(t.get("valid", True)),
+                    **trial_head(p, t),
                     "operation": str(m.get("operation") or ""),
                     **_probe_cols(as_dict(m.get("single")), as_dict(m.get("below"))),
                 }
@@ -67,10 +65,7 @@ def probe_rows(metrics: Mapping[str, Any]) -> list[Row]:
             )
             rows.append(
                 {
-                    **point_cols(p),
-                    "level": "point",
-                    "trial_id": None,
-                    "valid": any(t.get("valid", True) for t, _ in ts),
+                    **point_head(p, any(t.get("valid", True) for t, _ in ts)),
                     "operation": str(summ.get("operation") or ""),
                     **_probe_cols(single, as_dict(pool.get("below"))),
                 }
@@ -89,10 +84,7 @@ def probe_burst_rows(metrics: Mapping[str, Any]) -> list[Row]:
                 d = as_dict(b)
                 rows.append(
                     {
-                        **point_cols(p),
-                        "level": "trial",
-                        "trial_id": t.get("trial_id"),
-                        "valid": bool(t.get("valid", True)),
+                        **trial_head(p, t),
                         "burst": str(key),
                         "threads": num(d.get("threads")),
                         "requests": num(d.get("requests")),
@@ -111,10 +103,7 @@ def probe_burst_rows(metrics: Mapping[str, Any]) -> list[Row]:
                 total = as_dict(d.get("total_s"))
                 rows.append(
                     {
-                        **point_cols(p),
-                        "level": "point",
-                        "trial_id": None,
-                        "valid": True,
+                        **point_head(p, True),
                         "burst": str(key),
                         "threads": num(as_dict(d.get("threads")).get("mean")),
                         "requests": num(as_dict(d.get("requests")).get("mean")),

@@ -11,10 +11,13 @@ from gridbench.jobflow.report.model import (
     Row,
     as_dict,
     model_of,
+    model_trials,
     num,
     point_cols,
+    point_head,
     points,
     stat_cols,
+    trial_head,
     trials,
 )
 from gridbench.sections import Table
@@ -36,16 +39,12 @@ def sustain_rows(metrics: Mapping[str, Any]) -> list[Row]:
     Canceled, Failed and exception counts."""
     rows: list[Row] = []
     for p in points(metrics):
-        ts = [(t, model_of(t, "sustain")) for t in trials(p)]
-        ts = [(t, m) for t, m in ts if m]
+        ts = model_trials(p, "sustain")
         for t, m in ts:
             counts = as_dict(m.get("counts"))
             rows.append(
                 {
-                    **point_cols(p),
-                    "level": "trial",
-                    "trial_id": t.get("trial_id"),
-                    "valid": bool(t.get("valid", True)),
+                    **trial_head(p, t),
                     "users": num(m.get("users")),
                     **stat_cols("submit", as_dict(m.get("submit"))),
                     **stat_cols("query", as_dict(m.get("query"))),
@@ -58,10 +57,7 @@ def sustain_rows(metrics: Mapping[str, Any]) -> list[Row]:
             valid = [m for t, m in ts if t.get("valid", True)]
             rows.append(
                 {
-                    **point_cols(p),
-                    "level": "point",
-                    "trial_id": None,
-                    "valid": bool(valid),
+                    **point_head(p, bool(valid)),
                     "users": num(as_dict(summ.get("users")).get("mean")),
                     **stat_cols("submit", as_dict(pool.get("submit"))),
                     **stat_cols("query", as_dict(pool.get("query"))),
