@@ -246,6 +246,14 @@ async def read_json_body(request: Request) -> Any:
     return body
 
 
+async def json_or_422(request: Request) -> tuple[Any, JSONResponse | None]:
+    """The request's JSON body, or the 422 response naming what is wrong with it."""
+    try:
+        return await read_json_body(request), None
+    except BadJSON as exc:
+        return None, JSONResponse({"error": str(exc)}, status_code=422)
+
+
 def _inside(path: Path, base: Path) -> bool:
     """``path`` is a regular file within ``base``, reached without symlinks (the store is
     foreign data: a planted link must not serve the server's other files)."""
@@ -589,20 +597,18 @@ def create_app(cfg: WebConfig) -> FastAPI:
     @app.post("/api/spec/parse")
     async def api_parse(request: Request) -> JSONResponse:
         """YAML text to spec data (for the form), with the validation error if any."""
-        try:
-            body = await read_json_body(request)
-        except BadJSON as exc:
-            return JSONResponse({"error": str(exc)}, status_code=422)
+        body, bad = await json_or_422(request)
+        if bad is not None:
+            return bad
         text = str(body.get("yaml", "")) if isinstance(body, dict) else ""
         return JSONResponse(await asyncio.to_thread(parse_for_form, text))
 
     @app.post("/api/spec/dump")
     async def api_dump(request: Request) -> JSONResponse:
         """Spec data (from the form) to YAML text."""
-        try:
-            body = await read_json_body(request)
-        except BadJSON as exc:
-            return JSONResponse({"error": str(exc)}, status_code=422)
+        body, bad = await json_or_422(request)
+        if bad is not None:
+            return bad
         data = body.get("data") if isinstance(body, dict) else None
         if not isinstance(data, dict):
             return JSONResponse({"error": "data must be an object"}, status_code=422)
