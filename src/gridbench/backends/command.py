@@ -227,13 +227,7 @@ class CommandBackend:
         return found
 
     async def cancel(self, ids: Sequence[str]) -> None:
-        op = self.cfg.ops.get("cancel")
-        if op is None:
-            raise BackendError(
-                "this configuration has no cancel template",
-                where=self._where("cancel"),
-                fix="add backend.options.cancel (an argv list with {ids} or {id})",
-            )
+        op = self._required_op("cancel", "an argv list with {ids} or {id}")
         if not ids:
             return
         if op.mode == "batch":
@@ -266,13 +260,7 @@ class CommandBackend:
             )
 
     async def fetch_output(self, backend_id: str) -> bytes:
-        op = self.cfg.ops.get("output")
-        if op is None:
-            raise BackendError(
-                "this configuration has no output template",
-                where=self._where("output"),
-                fix="add backend.options.output (argv and/or read)",
-            )
+        op = self._required_op("output", "argv and/or read")
         extra = self._job_values(backend_id)
         data = b""
         if op.argv is not None:
@@ -336,6 +324,17 @@ class CommandBackend:
         }
 
     # -- helpers -----------------------------------------------------------------------------
+    def _required_op(self, name: str, form: str) -> OpConfig:
+        """The ``name`` template; an optional one the configuration lacks is an error."""
+        op = self.cfg.ops.get(name)
+        if op is None:
+            raise BackendError(
+                f"this configuration has no {name} template",
+                where=self._where(name),
+                fix=f"add backend.options.{name} ({form})",
+            )
+        return op
+
     def _where(self, op: str | None = None) -> str:
         p = self.cfg.preset
         base = f"backend command (preset {p.name})" if p else "backend command"

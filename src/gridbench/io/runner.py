@@ -307,19 +307,32 @@ class IoRunner:
             results = self._fio(label, [FioJob(test, opts)], spec.file_size)
             if spec.latency_log:
                 self._latency_series(s, rep, test, Path(f"{log_prefix}_lat.1.log"))
-            for r in results:
-                _append(
-                    self.run.path / "rows.jsonl",
-                    row_of(
-                        r,
-                        kind="iozone",
-                        target=s.prepared.name,
-                        test=test,
-                        rep=rep,
-                        clients=1,
-                        files="one",
-                    ),
-                )
+            self._rows(results, "iozone", s, test, rep, clients=1, files="one")
+
+    def _rows(
+        self,
+        results: list[JobResult],
+        kind: str,
+        s: TargetState,
+        test: str,
+        rep: int,
+        *,
+        clients: int,
+        files: str,
+    ) -> None:
+        """Append one line per result to RUN/rows.jsonl."""
+        assert self.run is not None
+        for r in results:
+            row = row_of(
+                r,
+                kind=kind,
+                target=s.prepared.name,
+                test=test,
+                rep=rep,
+                clients=clients,
+                files=files,
+            )
+            _append(self.run.path / "rows.jsonl", row)
 
     def _latency_series(self, s: TargetState, rep: int, test: str, log: Path) -> None:
         from gridbench.io.latlog import read_lat_log, summarise
@@ -359,19 +372,7 @@ class IoRunner:
                     del opts["filename"]
                     opts["filename_format"] = "gridbench-conc.$jobnum.dat"
                 results = self._concurrent_fio(s, test, n, opts, rep)
-                for r in results:
-                    _append(
-                        self.run.path / "rows.jsonl",
-                        row_of(
-                            r,
-                            kind="concurrency",
-                            target=s.prepared.name,
-                            test=test,
-                            rep=rep,
-                            clients=n,
-                            files=c.files,
-                        ),
-                    )
+                self._rows(results, "concurrency", s, test, rep, clients=n, files=c.files)
 
     def _concurrent_fio(
         self, s: TargetState, test: str, n: int, opts: dict[str, str | int | bool], rep: int

@@ -119,21 +119,16 @@ class Grid:
         self._transfer = make_sampler(config.bridge.transfer, self._rng)
         self._runtime = make_sampler(config.workers.runtime, self._rng)
         rc = config.reports
-        self.ce_reports = rp.ReportWriter(
-            "ce",
-            reports_dir,
-            rotate_s=rc.rotate_s,
-            publication_delay_s=rc.publication_delay_s,
-            dt_precision=rc.dt_precision,
-            clock=clock,
-        )
-        self.bridge_reports = rp.ReportWriter(
-            "bridge",
-            reports_dir,
-            rotate_s=rc.rotate_s,
-            publication_delay_s=rc.publication_delay_s,
-            dt_precision=rc.dt_precision,
-            clock=clock,
+        self.ce_reports, self.bridge_reports = (
+            rp.ReportWriter(
+                kind,
+                reports_dir,
+                rotate_s=rc.rotate_s,
+                publication_delay_s=rc.publication_delay_s,
+                dt_precision=rc.dt_precision,
+                clock=clock,
+            )
+            for kind in ("ce", "bridge")
         )
         self._log_running = rc.log_running
         # A random instance tag keeps ids unique across restarts sharing a reports dir.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Callable
 
@@ -119,16 +120,7 @@ class StatusTracker:
             job = self.names.get(e.job)
             if job is None:
                 continue
-            log_.append(
-                job,
-                e.stage,
-                e.t_ns,
-                source=e.source,
-                precision_ns=e.precision_ns,
-                agent=e.agent,
-                clock_offset_ns=e.clock_offset_ns,
-                attrs=e.attrs or None,
-            )
+            log_.add(dataclasses.replace(e, job=job))  # the backend's id -> our job name
 
     def pause_after(self, took_s: float) -> float:
         """The wait before the next sweep: the interval, or longer after a slow sweep, so

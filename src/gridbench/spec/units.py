@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Annotated
 
 from pydantic import BeforeValidator
+
+from gridbench.units import parse_with_unit
 
 _RATE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(?:/\s*(s|sec|m|min|h|hour))?\s*$")
 _RATE_DIV = {None: 60.0, "min": 60.0, "m": 60.0, "s": 1.0, "sec": 1.0, "h": 3600.0, "hour": 3600.0}
@@ -15,17 +16,13 @@ _RATE_DIV = {None: 60.0, "min": 60.0, "m": 60.0, "s": 1.0, "sec": 1.0, "h": 3600
 
 def parse_rate(value: object) -> float:
     """Jobs/s from a bare number (jobs per MINUTE, as the seeds) or 'N/s', 'N/min', 'N/h'."""
-    if isinstance(value, bool):
-        raise ValueError("expected a rate such as 60 (per minute), 2/s or 120/min")
-    if isinstance(value, int | float):
-        if not math.isfinite(value) or value < 0:
-            raise ValueError(f"a rate must be a finite number >= 0, got {value!r}")
-        return float(value) / 60.0
-    if isinstance(value, str):
-        m = _RATE.match(value)
-        if m:
-            return float(m.group(1)) / _RATE_DIV[m.group(2)]
-    raise ValueError(f"expected a rate such as 60 (per minute), 2/s or 120/min, got {value!r}")
+    return parse_with_unit(
+        value,
+        _RATE,
+        lambda x, unit: x / _RATE_DIV[unit],
+        "a rate",
+        "60 (per minute), 2/s or 120/min",
+    )
 
 
 def format_rate(per_s: float) -> str:
