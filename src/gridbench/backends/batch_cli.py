@@ -19,7 +19,7 @@ from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
 from gridbench.backends.base import Capabilities, JobRequest, SubmitError
 from gridbench.backends.cli_run import CliResult, checked_call, run_cli, submit_call
@@ -28,6 +28,25 @@ from gridbench.events.model import FAIL_SUBMIT_ERROR
 
 OUTPUT_LIMIT = 64 * 1024  # bytes of a job's output file fetch_output returns
 NO_OUTPUT = "/dev/null"  # the ``output`` option's value when job output is not kept
+
+
+class ClientOptions(Protocol):
+    """The options every CLI scheduler backend has (its pydantic options model)."""
+
+    @property
+    def command_timeout_s(self) -> float:
+        """The time-out of one client call."""
+        ...
+
+    @property
+    def max_concurrent_submits(self) -> int:
+        """Submit clients at once."""
+        ...
+
+    @property
+    def output(self) -> str:
+        """Where a job's output goes (:data:`NO_OUTPUT`: nowhere)."""
+        ...
 
 
 class BatchSchedulerBackend(ABC):
@@ -55,22 +74,20 @@ class BatchSchedulerBackend(ABC):
     def __init__(
         self,
         env: dict[str, str],
+        options: ClientOptions,
         *,
-        timeout_s: float,
-        max_concurrent_submits: int,
-        output: str,
         query_env: dict[str, str] | None = None,
     ) -> None:
         """``env`` is the submit clients' environment (jobs may inherit it); status and
         cancel clients get ``query_env`` when given (a time zone to parse in, say)."""
         self._env = env
         self._query_env = env if query_env is None else query_env
-        self._timeout_s = timeout_s
-        self._max_submits = max_concurrent_submits
-        self._output = output
+        self._timeout_s = options.command_timeout_s
+        self._max_submits = options.max_concurrent_submits
+        self._output = options.output
         # submit clients at once: each is a process on the submit host and an RPC to the
         # scheduler, and a burst of hundreds would measure the host, not the scheduler
-        self._submits = asyncio.Semaphore(max_concurrent_submits)
+        self._submits = asyncio.Semaphore(self._max_submits)
         self.calls: Counter[str] = Counter()  # client calls by kind (tests, reports)
         self.accepted = 0  # jobs the submit client returned an id for
 

@@ -120,12 +120,7 @@ class SgeBackend(BatchSchedulerBackend):
         env = with_bin_dir({**os.environ, **o.env}, o.bin_dir)
         env["SGE_ROOT"] = o.sge_root or env.get("SGE_ROOT") or "/var/lib/gridengine"
         env["SGE_CELL"] = o.sge_cell or env.get("SGE_CELL") or "default"
-        super().__init__(
-            env,
-            timeout_s=o.command_timeout_s,
-            max_concurrent_submits=o.max_concurrent_submits,
-            output=o.output,
-        )
+        super().__init__(env, o)
         cell = Path(env["SGE_ROOT"]) / env["SGE_CELL"]
         self.accounting = Path(o.accounting) if o.accounting else cell / "common" / "accounting"
         self._tail = AccountingTail(self.accounting)

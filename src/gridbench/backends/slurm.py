@@ -89,9 +89,7 @@ class SlurmBackend(BatchSchedulerBackend):
         self._tz: tzinfo | None = ZoneInfo(o.log_timezone) if o.log_timezone else None
         super().__init__(
             env,
-            timeout_s=o.command_timeout_s,
-            max_concurrent_submits=o.max_concurrent_submits,
-            output=o.output,
+            o,
             # squeue, scontrol and sacct print times in their own local zone: make it the
             # zone they are parsed in (not for sbatch, whose environment the jobs inherit)
             query_env={**env, "TZ": o.log_timezone} if o.log_timezone else env,
