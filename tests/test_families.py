@@ -12,6 +12,7 @@ import pytest
 
 from conftest import BIN, cli_env
 from gridbench.family import CatalogueEntry, available, family, kind_of
+from gridbench.store.catalogue import find_run, list_runs
 
 SPEC = """\
 name: fam-io
@@ -112,6 +113,22 @@ def test_unknown_kind_is_one_clear_error(tmp_path: Path) -> None:
     p = gb("analyze", str(run), results=tmp_path)
     assert p.returncode == 2 and "unknown benchmark family 'quantum'" in p.stderr
     assert "Traceback" not in p.stderr
+
+
+def test_a_symlinked_run_folder_is_neither_listed_nor_found(tmp_path: Path) -> None:
+    root, outside = tmp_path / "results", tmp_path / "elsewhere"
+    for run in (root / "real-run", outside / "planted-run"):
+        run.mkdir(parents=True)
+        (run / "experiment.json").write_text(json.dumps({"id": run.name, "kind": "io"}))
+    (root / "planted-run").symlink_to(outside / "planted-run", target_is_directory=True)
+    assert [r["id"] for r in list_runs(root)] == ["real-run"]
+    assert find_run(root, "planted-run") is None  # neither by folder name
+    assert find_run(root, "planted") is None  # nor by a prefix
+    found = find_run(root, "real-run")
+    assert found is not None and found.path == root / "real-run"
+    # the CLI still takes an explicit path the user gives
+    p = gb("show", str(outside / "planted-run"), results=root)
+    assert "Traceback" not in p.stderr and "planted-run" in p.stdout + p.stderr
 
 
 def test_plan_block_validates_with_clear_errors(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 from gridbench.errors import ResultsError
 from gridbench.events.chain import StageChain
+from gridbench.jobflow.loads.base import DEFAULT_MODEL
 
 DEFAULT_LATE_THRESHOLD_NS = 100_000_000  # 100 ms, as the spec's load.late_threshold default
 
@@ -29,7 +30,7 @@ class TrialInfo:
     point_index: int = 0
     trial_index: int = 0
     point: Mapping[str, Any] = field(default_factory=dict)
-    load_model: str = "open"
+    load_model: str = DEFAULT_MODEL
     offered_rate_per_s: float | None = None
     planned_jobs: int | None = None
     started_ns: int | None = None
@@ -62,7 +63,7 @@ class TrialInfo:
                 point_index=int(d.get("point_index", 0)),
                 trial_index=int(d.get("trial_index", 0)),
                 point=dict(d.get("point") or {}),
-                load_model=str(d.get("load_model", "open")),
+                load_model=str(d.get("load_model", DEFAULT_MODEL)),
                 offered_rate_per_s=_opt_float(d.get("offered_rate_per_s")),
                 planned_jobs=_opt_int(d.get("planned_jobs")),
                 started_ns=_opt_int(d.get("started_ns")),

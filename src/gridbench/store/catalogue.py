@@ -10,12 +10,14 @@ from gridbench.store.layout import EXPERIMENT_FILE, RunDir
 
 
 def list_runs(root: Path) -> list[dict[str, Any]]:
-    """Catalogue entries (experiment.json plus ``path``) of every run under ``root``."""
+    """Catalogue entries (experiment.json plus ``path``) of every run under ``root``. A run
+    folder that is a symbolic link is not one: it would list (and serve) files from
+    outside the root."""
     if not root.is_dir():
         return []
     out = []
     for p in root.iterdir():
-        if not (p / EXPERIMENT_FILE).is_file():
+        if not _is_run(p):
             continue
         try:
             entry = RunDir(p).read_experiment()
@@ -28,13 +30,18 @@ def list_runs(root: Path) -> list[dict[str, Any]]:
     return out
 
 
+def _is_run(p: Path) -> bool:
+    """A run folder of the root: a real directory (no link) holding experiment.json."""
+    return not p.is_symlink() and (p / EXPERIMENT_FILE).is_file()
+
+
 def find_run(root: Path, ref: str) -> RunDir | None:
     """A run inside ``root`` by its folder name or by the id recorded in its experiment.json
     (a unique prefix of either); never a path outside ``root``. The one lookup behind the
     CLI and the dashboard."""
     if not ref or "/" in ref or "\\" in ref or ref in (".", ".."):
         return None
-    if (root / ref / EXPERIMENT_FILE).is_file():
+    if _is_run(root / ref):
         return RunDir(root / ref)
     runs = list_runs(root)
     exact = [r for r in runs if str(r.get("id")) == ref]

@@ -22,6 +22,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 from gridbench.jobflow.loads import batch, probe, sustain
 from gridbench.jobflow.loads import open as open_
 from gridbench.jobflow.loads.base import (
+    DEFAULT_MODEL,
     BaseLoadModel,
     LoadBase,
     LoadModel,
@@ -48,8 +49,6 @@ __all__ = [
 LOAD_MODELS: dict[str, LoadModel] = {
     m.name: m for m in (open_.MODEL, sustain.MODEL, batch.MODEL, probe.MODEL)
 }
-#: The model of a ``load:`` block that names none.
-DEFAULT_MODEL = "open"
 
 
 def names() -> tuple[str, ...]:

@@ -40,6 +40,11 @@ if TYPE_CHECKING:  # runtime imports would cycle: the spec imports the registry
     from gridbench.spec.model import ExperimentSpec
 
 
+#: The model of a ``load:`` block that names none (here, not in the registry, so that
+#: analysis can read it without importing every model: the models import analysis).
+DEFAULT_MODEL = "open"
+
+
 class Strict(BaseModel):
     """A spec block: unknown fields are errors (typos are caught), values are frozen."""
 
