@@ -6,11 +6,12 @@ goes to "What is left open".
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gridbench.sections import Column, Table
+from gridbench.store.layout import RunDir
 
 
 class TestPlan(BaseModel):
@@ -60,4 +61,26 @@ def plan_table(plan: TestPlan) -> Table:
         columns=(Column("part"), Column("declared")),
         rows=tuple(rows),
         export=False,
+    )
+
+
+class ReportInputs(TypedDict):
+    """What every family's report takes from a run besides its metrics."""
+
+    spec_yaml: str
+    plan: Table | None
+    not_tested: tuple[str, ...]
+    experiment: dict[str, Any]
+
+
+def report_inputs(run: RunDir) -> ReportInputs:
+    """The spec as run (YAML), its declared test plan as a table, what the plan leaves
+    untested, and experiment.json: the "how it was configured" of any family's report."""
+    spec_yaml, spec_data = run.read_spec()
+    plan = plan_of(spec_data)
+    return ReportInputs(
+        spec_yaml=spec_yaml,
+        plan=plan_table(plan) if plan is not None else None,
+        not_tested=tuple(plan.not_tested) if plan is not None else (),
+        experiment=run.read_experiment(),
     )

@@ -12,7 +12,7 @@ from gridbench.family import CatalogueEntry, Ui, ValidityRule
 from gridbench.io.metrics import SCHEMA
 from gridbench.sections import Report
 from gridbench.store.layout import RunDir
-from gridbench.testplan import plan_of, plan_table
+from gridbench.testplan import report_inputs
 
 
 class Storage:
@@ -48,15 +48,7 @@ class Storage:
 
         validate_metrics(metrics, str(run.metrics_file))
 
-        spec_yaml, spec_data = run.read_spec()
-        plan = plan_of(spec_data)
-        return build_report(
-            metrics,
-            spec_yaml=spec_yaml,
-            plan=plan_table(plan) if plan is not None else None,
-            not_tested=tuple(plan.not_tested) if plan is not None else (),
-            experiment=run.read_experiment(),
-        )
+        return build_report(metrics, **report_inputs(run))
 
     def exit_code(self, metrics: Mapping[str, Any]) -> int:
         """3 when the run failed, 130 when aborted, 1 when a threshold or check failed."""

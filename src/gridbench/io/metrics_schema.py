@@ -7,83 +7,22 @@ file and the first bad field (``matrix.3.kbps.mean: Input should be a valid numb
 
 Every model allows extra fields and most fields may be absent or ``null``; what is there
 must have its type. Numbers are checked by hand (never a bool or a numeric string). The
-scalar checks repeat job flow's (``gridbench.jobflow.metrics_schema``): the two families
-never import each other.
+scalar types and the error come from the core (``gridbench.schema``).
 """
 
 from __future__ import annotations
 
-import numbers
-from collections.abc import Mapping
-from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-import numpy as np
-from pydantic import BaseModel, ConfigDict, PlainValidator, ValidationError
-from pydantic_core import PydanticCustomError
-
-from gridbench.errors import ResultsError
+from gridbench.schema import Count, Flag, Num, OpenModel, Text, validate_document
 
 SCHEMA = "gridbench.io/1"
-
-
-def _number(v: Any) -> float | None:
-    if v is None:
-        return None
-    if isinstance(v, bool | np.bool_) or not isinstance(v, numbers.Real):
-        raise PydanticCustomError("number_type", "Input should be a valid number")
-    return float(v)
-
-
-def _count(v: Any) -> int | None:
-    if v is None:
-        return None
-    if isinstance(v, bool | np.bool_) or not isinstance(v, numbers.Real):
-        raise PydanticCustomError("int_type", "Input should be a valid integer")
-    if isinstance(v, numbers.Integral):
-        return int(v)
-    f = float(v)
-    if f.is_integer():
-        return int(f)
-    raise PydanticCustomError("int_type", "Input should be a valid integer")
-
-
-def _flag(v: Any) -> bool | None:
-    if v is None:
-        return None
-    if not isinstance(v, bool | np.bool_):
-        raise PydanticCustomError("bool_type", "Input should be true or false")
-    return bool(v)
-
-
-def _text(v: Any) -> str | None:
-    if v is None:
-        return None
-    if not isinstance(v, str):
-        raise PydanticCustomError("string_type", "Input should be a valid string")
-    return str(v)
-
-
-#: A number or null (never a bool or a numeric string).
-Num = Annotated[float | None, PlainValidator(_number)]
-#: An integer (an integral float is accepted) or null.
-Count = Annotated[int | None, PlainValidator(_count)]
-#: true, false or null.
-Flag = Annotated[bool | None, PlainValidator(_flag)]
-#: A string or null.
-Text = Annotated[str | None, PlainValidator(_text)]
-
-
-class _Open(BaseModel):
-    """Extra fields allowed; what is declared is checked where present."""
-
-    model_config = ConfigDict(extra="allow", frozen=True)
 
 
 # --- the figures -------------------------------------------------------------------------
 
 
-class Rep(_Open):
+class Rep(OpenModel):
     """One figure across repetitions (``gridbench.stats.rep``)."""
 
     n: Count = None
@@ -94,7 +33,7 @@ class Rep(_Open):
     ci95: Num = None
 
 
-class Entry(_Open):
+class Entry(OpenModel):
     """One (test, target) of the iozone matrix."""
 
     test: Text = None
@@ -107,21 +46,21 @@ class Entry(_Open):
     cpu_pct: Num = None
 
 
-class CacheEffect(_Open):
+class CacheEffect(OpenModel):
     target: Text = None
     reread_over_read: Num = None
     cached: Flag = None
     statement: Text = None
 
 
-class Cdf(_Open):
+class Cdf(OpenModel):
     target: Text = None
     test: Text = None
     ms: list[Num] = []
     cdf: list[Num] = []
 
 
-class LatencySeries(_Open):
+class LatencySeries(OpenModel):
     target: Text = None
     test: Text = None
     direction: Text = None
@@ -134,7 +73,7 @@ class LatencySeries(_Open):
     p99_ms_per_s: list[Num] = []
 
 
-class Concurrency(_Open):
+class Concurrency(OpenModel):
     target: Text = None
     test: Text = None
     clients: Count = None
@@ -146,7 +85,7 @@ class Concurrency(_Open):
     lat_ms: dict[str, Num] = {}
 
 
-class Bonnie(_Open):
+class Bonnie(OpenModel):
     target: Text = None
     column: Text = None
     kbps: Rep | None = None
@@ -156,7 +95,7 @@ class Bonnie(_Open):
     note: Text = None
 
 
-class Check(_Open):
+class Check(OpenModel):
     """One consistency check (``ok`` null: not run)."""
 
     check: Text = None
@@ -165,7 +104,7 @@ class Check(_Open):
     detail: Text = None
 
 
-class Http(_Open):
+class Http(OpenModel):
     size: Count = None
     op: Text = None
     seconds: Rep | None = None
@@ -173,7 +112,7 @@ class Http(_Open):
     ok: Flag = None
 
 
-class Threshold(_Open):
+class Threshold(OpenModel):
     """One threshold's result (``value`` and ``point`` are echoed from the spec as given,
     so they are not checked)."""
 
@@ -189,7 +128,7 @@ class Threshold(_Open):
     detail: Text = None
 
 
-class Runtime(_Open):
+class Runtime(OpenModel):
     target: Text = None
     test: Text = None
     kind: Text = None
@@ -208,12 +147,12 @@ class Flagged(Runtime):
     limit: Num = None
 
 
-class Rule(_Open):
+class Rule(OpenModel):
     name: Text = None
     description: Text = None
 
 
-class Validity(_Open):
+class Validity(OpenModel):
     valid: Flag = None
     flags: list[Flagged] = []
     rules: list[Rule] = []
@@ -221,21 +160,21 @@ class Validity(_Open):
     runtimes: list[Runtime] = []
 
 
-class Iozone(_Open):
+class Iozone(OpenModel):
     file_size: Num = None
     record_size: Num = None
     include_close: Flag = None
     include_flush: Flag = None
 
 
-class Target(_Open):
+class Target(OpenModel):
     name: Text = None
     path: Text = None
     cache_requested: Text = None
     cache_used: Text = None
 
 
-class IoMetrics(_Open):
+class IoMetrics(OpenModel):
     """The top level of ``gridbench.io/1``."""
 
     name: Text = None
@@ -260,50 +199,7 @@ class IoMetrics(_Open):
     consistency_ok: Flag = None
 
 
-def _field_path(loc: tuple[int | str, ...]) -> str:
-    return ".".join(str(p) for p in loc) or "(top level)"
-
-
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _fix(where: str) -> str:
-    p = Path(where)
-    run = str(p.parent) if p.name == "metrics.json" and str(p.parent) != "." else "RUN"
-    return f"re-run 'gridbench analyze {run}' (the file may be half written or from elsewhere)"
-
-
-def schema_error(exc: ValidationError, where: str) -> ResultsError:
-    """One ResultsError for the first error pydantic found (and how many more there are)."""
-    errors = exc.errors(include_url=False)
-    first = errors[0]
-    msg = str(first["msg"])
-    if first["type"] != "missing":
-        msg += f", got {_shown(first.get('input'))}"
-    if len(errors) > 1:
-        msg += f" (and {len(errors) - 1} more bad field{'s' if len(errors) > 2 else ''})"
-    return ResultsError(msg, where=f"{where}: {_field_path(tuple(first['loc']))}", fix=_fix(where))
-
-
 def validate_metrics(data: Any, where: str = "metrics.json") -> dict[str, Any]:
-    """``data`` if it is a ``gridbench.io/1`` document of the expected structure,
-    else ResultsError naming ``where`` and the first bad field path."""
-    if not isinstance(data, Mapping):
-        raise ResultsError(
-            f"metrics is not a JSON object, got {type(data).__name__}",
-            where=where,
-            fix=_fix(where),
-        )
-    if data.get("schema") != SCHEMA:
-        raise ResultsError(
-            f"unsupported metrics schema {_shown(data.get('schema'))} (expected {SCHEMA!r})",
-            where=f"{where}: schema",
-            fix=_fix(where),
-        )
-    try:
-        IoMetrics.model_validate(data)
-    except ValidationError as exc:
-        raise schema_error(exc, where) from None
-    return data if isinstance(data, dict) else dict(data)
+    """``data`` if it is a ``gridbench.io/1`` document of the expected structure, else
+    ResultsError naming ``where`` and the first bad field path."""
+    return validate_document(data, IoMetrics, SCHEMA, where)

@@ -12,7 +12,7 @@ from gridbench.errors import EXIT_OK, EXIT_THRESHOLD
 from gridbench.family import CatalogueEntry, CleanupOutcome, Ui, ValidityRule
 from gridbench.sections import Report
 from gridbench.store.layout import RunDir
-from gridbench.testplan import plan_of, plan_table
+from gridbench.testplan import report_inputs
 
 #: The rules of analysis/validity.py, in the words the report uses.
 JOBFLOW_VALIDITY_RULES: tuple[ValidityRule, ...] = (
@@ -56,16 +56,7 @@ class JobFlow:
 
         validate_metrics(metrics, str(run.metrics_file))
 
-        spec_yaml, spec_data = run.read_spec()
-        plan = plan_of(spec_data)
-        return build_report(
-            metrics,
-            load_series(run.path),
-            spec_yaml=spec_yaml,
-            plan=plan_table(plan) if plan is not None else None,
-            not_tested=tuple(plan.not_tested) if plan is not None else (),
-            experiment=run.read_experiment(),
-        )
+        return build_report(metrics, load_series(run.path), **report_inputs(run))
 
     def exit_code(self, metrics: Mapping[str, Any]) -> int:
         """1 when any threshold failed."""

@@ -15,91 +15,31 @@ too: the report also runs on the analysis' own objects), never a bool or a strin
 
 from __future__ import annotations
 
-import numbers
-from collections.abc import Mapping
-from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-import numpy as np
-from pydantic import BaseModel, ConfigDict, PlainValidator, ValidationError
-from pydantic_core import PydanticCustomError
-
-from gridbench.errors import ResultsError
+from gridbench.schema import Count, Flag, Num, OpenModel, Text, validate_document
 
 SCHEMA = "gridbench.metrics/1"
-
-
-def _number(v: Any) -> float | None:
-    if v is None:
-        return None
-    if isinstance(v, bool | np.bool_) or not isinstance(v, numbers.Real):
-        raise PydanticCustomError("number_type", "Input should be a valid number")
-    return float(v)
-
-
-def _count(v: Any) -> int | None:
-    if v is None:
-        return None
-    if isinstance(v, bool | np.bool_) or not isinstance(v, numbers.Real):
-        raise PydanticCustomError("int_type", "Input should be a valid integer")
-    if isinstance(v, numbers.Integral):
-        return int(v)
-    f = float(v)
-    if f.is_integer():
-        return int(f)
-    raise PydanticCustomError("int_type", "Input should be a valid integer")
-
-
-def _flag(v: Any) -> bool | None:
-    if v is None:
-        return None
-    if not isinstance(v, bool | np.bool_):
-        raise PydanticCustomError("bool_type", "Input should be true or false")
-    return bool(v)
-
-
-def _text(v: Any) -> str | None:
-    if v is None:
-        return None
-    if not isinstance(v, str):
-        raise PydanticCustomError("string_type", "Input should be a valid string")
-    return str(v)
-
-
-#: A number or null (never a bool or a numeric string).
-Num = Annotated[float | None, PlainValidator(_number)]
-#: An integer (an integral float is accepted) or null.
-Count = Annotated[int | None, PlainValidator(_count)]
-#: true, false or null.
-Flag = Annotated[bool | None, PlainValidator(_flag)]
-#: A string or null.
-Text = Annotated[str | None, PlainValidator(_text)]
-
-
-class _Open(BaseModel):
-    """Extra fields allowed; what is declared is checked where present."""
-
-    model_config = ConfigDict(extra="allow", frozen=True)
 
 
 # --- the chain ---------------------------------------------------------------------------
 
 
-class Stage(_Open):
+class Stage(OpenModel):
     name: Text = None
     source: Text = None
     label: Text = None
     precision_ns: Count = None
 
 
-class Segment(_Open):
+class Segment(OpenModel):
     name: Text = None
     start: Text = None
     end: Text = None
     component: Flag = None
 
 
-class Chain(_Open):
+class Chain(OpenModel):
     stages: list[Stage] = []
     segments: list[Segment] = []
 
@@ -107,7 +47,7 @@ class Chain(_Open):
 # --- one trial ---------------------------------------------------------------------------
 
 
-class Stats(_Open):
+class Stats(OpenModel):
     """Descriptive statistics of one latency (docs/metrics.md, "Latency")."""
 
     n: Count = None
@@ -122,7 +62,7 @@ class Stats(_Open):
     ci95: Num = None
 
 
-class StageThroughput(_Open):
+class StageThroughput(OpenModel):
     average: Num = None
     steady: Num = None
     expected_ratio: Num = None
@@ -130,20 +70,20 @@ class StageThroughput(_Open):
     count: Count = None
 
 
-class Queue(_Open):
+class Queue(OpenModel):
     final: Num = None
     max: Num = None
     growth_per_s: Num = None
 
 
-class Warmup(_Open):
+class Warmup(OpenModel):
     method: Text = None
     fraction: Num = None
     trimmed_jobs: Count = None
     note: Text = None
 
 
-class TrialValidity(_Open):
+class TrialValidity(OpenModel):
     valid: Flag = None
     reasons: list[Text] = []
     warnings: list[Text] = []
@@ -154,7 +94,7 @@ class TrialValidity(_Open):
     client_cpu_mean: Num = None
 
 
-class Trial(_Open):
+class Trial(OpenModel):
     trial_id: Text = None
     trial_index: Count = None
     valid: Flag = None
@@ -177,7 +117,7 @@ class Trial(_Open):
 # --- one point ---------------------------------------------------------------------------
 
 
-class Rep(_Open):
+class Rep(OpenModel):
     """One metric across the repetitions of a point."""
 
     n: Count = None
@@ -188,12 +128,12 @@ class Rep(_Open):
     ci95: Num = None
 
 
-class RepQueue(_Open):
+class RepQueue(OpenModel):
     growth_per_s: Rep | None = None
     max: Rep | None = None
 
 
-class Outlier(_Open):
+class Outlier(OpenModel):
     trial_id: Text = None
     metric: Text = None
     value: Num = None
@@ -201,12 +141,12 @@ class Outlier(_Open):
     kept: Flag = None
 
 
-class Excluded(_Open):
+class Excluded(OpenModel):
     trial_id: Text = None
     reason: Text = None
 
 
-class Summary(_Open):
+class Summary(OpenModel):
     throughput: dict[str, Rep] = {}
     throughput_edgi: dict[str, Rep] = {}
     expected_ratio: dict[str, Rep] = {}
@@ -223,7 +163,7 @@ class Summary(_Open):
     model: dict[str, Any] | None = None
 
 
-class Point(_Open):
+class Point(OpenModel):
     index: Count = None
     point: dict[str, Any] = {}
     offered_rate_per_s: Num = None
@@ -236,7 +176,7 @@ class Point(_Open):
 # --- the experiment ----------------------------------------------------------------------
 
 
-class Knee(_Open):
+class Knee(OpenModel):
     capacity_per_s: Num = None
     capacity_ci95: list[Num] | None = None
     first_failing_rate_per_s: Num = None
@@ -245,7 +185,7 @@ class Knee(_Open):
     statement: Text = None
 
 
-class Bottleneck(_Open):
+class Bottleneck(OpenModel):
     stage: Text = None
     segment: Text = None
     from_rate_per_s: Num = None
@@ -253,20 +193,20 @@ class Bottleneck(_Open):
     statement: Text = None
 
 
-class FailuresAtRate(_Open):
+class FailuresAtRate(OpenModel):
     index: Count = None
     offered_rate_per_s: Num = None
     failed_share: Rep | None = None
     by_kind: dict[str, Rep] = {}
 
 
-class Validity(_Open):
+class Validity(OpenModel):
     valid: Flag = None
     invalid_trials: list[Text] = []
     reasons: list[Text] = []
 
 
-class Threshold(_Open):
+class Threshold(OpenModel):
     """One threshold's result (``value`` and ``point`` are echoed from the spec as given,
     so they are not checked)."""
 
@@ -278,7 +218,7 @@ class Threshold(_Open):
     reason: Text = None
 
 
-class JobflowMetrics(_Open):
+class JobflowMetrics(OpenModel):
     """The top level of ``gridbench.metrics/1``."""
 
     experiment: Text = None
@@ -294,50 +234,7 @@ class JobflowMetrics(_Open):
     thresholds: list[Threshold] = []
 
 
-def _field_path(loc: tuple[int | str, ...]) -> str:
-    return ".".join(str(p) for p in loc) or "(top level)"
-
-
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _fix(where: str) -> str:
-    p = Path(where)
-    run = str(p.parent) if p.name == "metrics.json" and str(p.parent) != "." else "RUN"
-    return f"re-run 'gridbench analyze {run}' (the file may be half written or from elsewhere)"
-
-
-def schema_error(exc: ValidationError, where: str) -> ResultsError:
-    """One ResultsError for the first error pydantic found (and how many more there are)."""
-    errors = exc.errors(include_url=False)
-    first = errors[0]
-    msg = str(first["msg"])
-    if first["type"] != "missing":
-        msg += f", got {_shown(first.get('input'))}"
-    if len(errors) > 1:
-        msg += f" (and {len(errors) - 1} more bad field{'s' if len(errors) > 2 else ''})"
-    return ResultsError(msg, where=f"{where}: {_field_path(tuple(first['loc']))}", fix=_fix(where))
-
-
 def validate_metrics(data: Any, where: str = "metrics.json") -> dict[str, Any]:
-    """``data`` if it is a ``gridbench.metrics/1`` document of the expected structure,
-    else ResultsError naming ``where`` and the first bad field path."""
-    if not isinstance(data, Mapping):
-        raise ResultsError(
-            f"metrics is not a JSON object, got {type(data).__name__}",
-            where=where,
-            fix=_fix(where),
-        )
-    if data.get("schema") != SCHEMA:
-        raise ResultsError(
-            f"unsupported metrics schema {_shown(data.get('schema'))} (expected {SCHEMA!r})",
-            where=f"{where}: schema",
-            fix=_fix(where),
-        )
-    try:
-        JobflowMetrics.model_validate(data)
-    except ValidationError as exc:
-        raise schema_error(exc, where) from None
-    return data if isinstance(data, dict) else dict(data)
+    """``data`` if it is a ``gridbench.metrics/1`` document of the expected structure, else
+    ResultsError naming ``where`` and the first bad field path."""
+    return validate_document(data, JobflowMetrics, SCHEMA, where)

@@ -74,21 +74,27 @@ def write_json(path: Path, data: Any, *, indent: int | None = 1) -> Path:
     return path
 
 
-def read_json(path: Path) -> Any:
-    """A JSON file, or ResultsError naming the file, the line and the fix."""
+def read_json(
+    path: Path,
+    *,
+    missing_fix: str = "is this a gridbench results directory?",
+    bad_fix: str = "the file may be truncated; re-run the trial or repair it",
+) -> Any:
+    """A JSON file, or ResultsError naming the file, the line and the fix (``missing_fix``
+    when it is absent, ``bad_fix`` when it is not JSON)."""
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ResultsError(
-            "file not found", where=str(path), fix="is this a gridbench results directory?"
-        ) from None
+        raise ResultsError("file not found", where=str(path), fix=missing_fix) from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         line = getattr(exc, "lineno", None)
         raise ResultsError(
             f"not valid JSON: {exc}",
             where=f"{path}:{line}" if line else str(path),
-            fix="the file may be truncated; re-run the trial or repair it",
+            fix=bad_fix,
         ) from None
+    except OSError as exc:
+        raise ResultsError(f"cannot read: {exc.strerror or exc}", where=str(path)) from None
 
 
 def slug(name: str) -> str:

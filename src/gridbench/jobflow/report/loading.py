@@ -2,29 +2,20 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from gridbench.errors import ResultsError
 from gridbench.jobflow.report.model import check_metrics
+from gridbench.store.layout import read_json
 
 
 def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise ResultsError(
-            "file not found", where=str(path), fix="run `gridbench analyze` on this run first"
-        ) from exc
-    except json.JSONDecodeError as exc:
-        raise ResultsError(
-            f"not valid JSON ({exc.msg})",
-            where=f"{path}:{exc.lineno}",
-            fix="re-run `gridbench analyze`; the file may have been cut short",
-        ) from exc
-    except OSError as exc:
-        raise ResultsError(f"cannot read: {exc.strerror or exc}", where=str(path)) from exc
+    return read_json(
+        path,
+        missing_fix="run `gridbench analyze` on this run first",
+        bad_fix="re-run `gridbench analyze`; the file may have been cut short",
+    )
 
 
 def load_metrics(run_dir: Path) -> dict[str, Any]:

@@ -1,0 +1,126 @@
+"""Checked structure for a family's ``metrics.json``: the scalar types every family's
+schema models use, and one way to turn a validation failure into a clear error.
+
+metrics.json is foreign input (a shared store, a run copied in, a file half written by a
+crash). A family describes its document with pydantic models built on :class:`OpenModel`
+(extra fields allowed, declared ones typed where present) and these scalars, which never
+take a bool or a numeric string for a number; :func:`validate_document` raises one
+:class:`~gridbench.errors.ResultsError` naming the file, the first bad field and the fix.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, PlainValidator, ValidationError
+from pydantic_core import PydanticCustomError
+
+from gridbench.errors import ResultsError
+
+
+def _number(v: Any) -> float | None:
+    if v is None:
+        return None
+    if isinstance(v, bool | np.bool_) or not isinstance(v, numbers.Real):
+        raise PydanticCustomError("number_type", "Input should be a valid number")
+    return float(v)
+
+
+def _count(v: Any) -> int | None:
+    if v is None:
+        return None
+    if isinstance(v, bool | np.bool_) or not isinstance(v, numbers.Real):
+        raise PydanticCustomError("int_type", "Input should be a valid integer")
+    if isinstance(v, numbers.Integral):
+        return int(v)
+    f = float(v)
+    if f.is_integer():
+        return int(f)
+    raise PydanticCustomError("int_type", "Input should be a valid integer")
+
+
+def _flag(v: Any) -> bool | None:
+    if v is None:
+        return None
+    if not isinstance(v, bool | np.bool_):
+        raise PydanticCustomError("bool_type", "Input should be true or false")
+    return bool(v)
+
+
+def _text(v: Any) -> str | None:
+    if v is None:
+        return None
+    if not isinstance(v, str):
+        raise PydanticCustomError("string_type", "Input should be a valid string")
+    return str(v)
+
+
+#: A number or null (never a bool or a numeric string).
+Num = Annotated[float | None, PlainValidator(_number)]
+#: An integer (an integral float is accepted) or null.
+Count = Annotated[int | None, PlainValidator(_count)]
+#: true, false or null.
+Flag = Annotated[bool | None, PlainValidator(_flag)]
+#: A string or null.
+Text = Annotated[str | None, PlainValidator(_text)]
+
+
+class OpenModel(BaseModel):
+    """Extra fields allowed; what is declared is checked where present."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+def _field_path(loc: tuple[int | str, ...]) -> str:
+    return ".".join(str(p) for p in loc) or "(top level)"
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _fix(where: str) -> str:
+    p = Path(where)
+    run = str(p.parent) if p.name == "metrics.json" and str(p.parent) != "." else "RUN"
+    return f"re-run 'gridbench analyze {run}' (the file may be half written or from elsewhere)"
+
+
+def schema_error(exc: ValidationError, where: str) -> ResultsError:
+    """One ResultsError for the first error pydantic found (and how many more there are)."""
+    errors = exc.errors(include_url=False)
+    first = errors[0]
+    msg = str(first["msg"])
+    if first["type"] != "missing":
+        msg += f", got {_shown(first.get('input'))}"
+    if len(errors) > 1:
+        msg += f" (and {len(errors) - 1} more bad field{'s' if len(errors) > 2 else ''})"
+    return ResultsError(msg, where=f"{where}: {_field_path(tuple(first['loc']))}", fix=_fix(where))
+
+
+def validate_document(
+    data: Any, model: type[BaseModel], schema: str, where: str = "metrics.json"
+) -> dict[str, Any]:
+    """``data`` if it is a ``schema`` document that ``model`` accepts, else one
+    ResultsError naming ``where`` and the first bad field path."""
+    if not isinstance(data, Mapping):
+        raise ResultsError(
+            f"metrics is not a JSON object, got {type(data).__name__}",
+            where=where,
+            fix=_fix(where),
+        )
+    if data.get("schema") != schema:
+        raise ResultsError(
+            f"unsupported metrics schema {_shown(data.get('schema'))} (expected {schema!r})",
+            where=f"{where}: schema",
+            fix=_fix(where),
+        )
+    try:
+        model.model_validate(data)
+    except ValidationError as exc:
+        raise schema_error(exc, where) from None
+    return data if isinstance(data, dict) else dict(data)
