@@ -3,7 +3,7 @@ and the text people read, in the job-flow report's number formats."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,6 +71,55 @@ def table(
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Spec:
+    """One column of a table built from rows: its label, whether it holds numbers, and
+    its cell — the row's value under a key (shown through ``fmt`` when given, else as
+    :func:`table` shows a raw value) or a function of the row (a raw value or a
+    :class:`Shown`)."""
+
+    label: str
+    value: str | Callable[[Row], Any]
+    numeric: bool = False
+    fmt: Callable[[Any], str] | None = None
+
+    def cell(self, r: Row) -> Any:
+        """This column's cell of row ``r``."""
+        if not isinstance(self.value, str):
+            return self.value(r)
+        v = r[self.value]
+        return v if self.fmt is None else Shown(v, self.fmt(v))
+
+
+def spec_table(
+    id: str,
+    title: str,
+    rows: Sequence[Row],
+    spec: Sequence[Spec],
+    *,
+    style: Callable[[Row], RowStyle | None] | None = None,
+    status: Callable[[Row], Status | None] | None = None,
+    note: str = "",
+    scope: Scope = "all",
+    collapsed: bool = False,
+) -> Table | None:
+    """A display table of ``rows``, one column per :class:`Spec`; None when there are no
+    rows. ``style`` and ``status`` give each row's style and status."""
+    if not rows:
+        return None
+    return table(
+        id,
+        title,
+        [col(s.label, s.numeric) for s in spec],
+        ([s.cell(r) for s in spec] for r in rows),
+        note=note,
+        styles=[style(r) for r in rows] if style is not None else None,
+        row_status=[status(r) for r in rows] if status is not None else None,
+        scope=scope,
+        collapsed=collapsed,
+    )
+
+
 def _text(v: Any) -> str:
     return v if isinstance(v, str) else fmt_val(v)
 
@@ -87,6 +136,11 @@ def trial_cell(r: Row) -> Shown:
     return Shown(cell(r["trial_id"]), str(r["trial_id"]) + ("" if r["valid"] else " (invalid)"))
 
 
+def level_style(r: Row) -> RowStyle | None:
+    """'total' for a pooled per-point row."""
+    return "total" if r["level"] == "point" else None
+
+
 def level_styles(rows: Sequence[Row]) -> list[RowStyle | None]:
     """'total' for the pooled per-point rows."""
-    return ["total" if r["level"] == "point" else None for r in rows]
+    return [level_style(r) for r in rows]

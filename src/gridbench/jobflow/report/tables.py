@@ -4,11 +4,11 @@ forms; the terminal's compact forms are in :mod:`gridbench.jobflow.report.brief`
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from gridbench.fmt import fmt_count_pm, fmt_pct, fmt_pm, fmt_s, fmt_val
-from gridbench.jobflow.report.build import Shown, col, table
+from gridbench.jobflow.report.build import Shown, Spec, col, spec_table, table
 from gridbench.jobflow.report.model import Row, points, rate_label
 from gridbench.jobflow.report.rows import (
     TABLE6_STATS,
@@ -89,221 +89,173 @@ def latency_tables(metrics: Mapping[str, Any]) -> list[Table]:
     return [wide, table6]
 
 
-def throughput_table(metrics: Mapping[str, Any]) -> Table | None:
-    """Throughput per stage against offered rate, the bottleneck marked."""
-    rows = throughput_rows(metrics)
-    if not rows:
-        return None
-    return table(
-        "throughput",
-        "Throughput against offered rate",
-        [
-            col("offered"),
-            col("stage"),
-            col("label"),
-            col("jobs/s (mean ± std)", True),
-            col("CI95 ±", True),
-            col("actual/expected", True),
-            col(""),
-        ],
-        (
-            [
-                _offered(r) if r["tr"] == "TR1" else "",
-                f"{r['tr']} {r['stage']}",
-                r["label"],
-                Shown(r["mean_per_s"], fmt_pm(r["mean_per_s"], r["std_per_s"])),
-                r["ci95_per_s"],
-                Shown(r["ratio_mean"], fmt_pm(r["ratio_mean"], r["ratio_std"])),
-                Shown(True, "bottleneck", "fail") if r["bottleneck"] else Shown(False, ""),
-            ]
-            for r in rows
-        ),
-        note="Average throughput per stage (EDGI definition), repetition statistics across trials.",
-        styles=["group-start" if r["tr"] == "TR1" else None for r in rows],
-        scope="full",
-    )
+def _pm(mean: str, std: str) -> Callable[[Row], Shown]:
+    """A cell: the mean under ``mean``, shown as mean ± the value under ``std``."""
+    return lambda r: Shown(r[mean], fmt_pm(r[mean], r[std]))
 
 
-def failures_table(metrics: Mapping[str, Any]) -> Table | None:
-    """Failures per kind against offered rate."""
-    rows = failure_rows(metrics)
-    if not rows:
-        return None
-    return table(
-        "failures",
-        "Failures against offered rate",
-        [
-            col("offered"),
-            col("kind"),
-            col("per trial (mean ± std)", True),
-            col("min", True),
-            col("max", True),
-            col("total", True),
-            col("share of planned", True),
-        ],
-        (
-            [
-                _offered(r),
-                r["kind"],
-                Shown(r["mean"], fmt_count_pm(r["mean"], r["std"])),
-                r["min"],
-                r["max"],
-                r["total"],
-                Shown(r["share_of_planned"], _share(r["share_of_planned"])),
-            ]
-            for r in rows
-        ),
-        scope="full",
-    )
+def _flag(key: str, yes: str, no: str) -> Callable[[Row], Shown]:
+    """A verdict cell: the boolean under ``key``, shown as ``yes`` (pass) or ``no`` (fail)."""
+    return lambda r: Shown(r[key], yes if r[key] else no, _verdict(r[key]))
 
 
-def users_table(metrics: Mapping[str, Any]) -> Table | None:
-    """Per trial and user (spec ``users``): jobs, failures and overall latency."""
-    rows = user_rows(metrics)
-    if not rows:
-        return None
-    stats = ("mean", "p50", "p90", "max")
-    return table(
-        "users",
-        "Per user: jobs and overall latency (s)",
-        [
-            col("trial"),
-            col("point"),
-            col("user"),
-            *(col(c, True) for c in ("jobs", "completed", "failed")),
-            col("failures"),
-            *(col(f"{s} (s)", True) for s in stats),
-        ],
-        (
-            [
-                *(r[c] for c in ("trial_id", "point", "user", "jobs", "completed", "failed")),
-                r["failures"],
-                *(Shown(r[f"overall_{s}_s"], fmt_s(r[f"overall_{s}_s"])) for s in stats),
-            ]
-            for r in rows
-        ),
-    )
-
-
-def thresholds_table(metrics: Mapping[str, Any]) -> Table:
-    """The spec's thresholds with PASS/FAIL (a note in the page when it set none)."""
-    rows = threshold_rows(metrics)
-    if not rows:
-        return table(
-            "thresholds", "Thresholds", [], [], note="The spec set no thresholds.", scope="full"
-        )
-    return table(
-        "thresholds",
-        "Thresholds",
-        [col("result"), col("metric"), col("limit"), col("actual", True), col("where")],
-        (
-            [
-                Shown(r["passed"], "PASS" if r["passed"] else "FAIL", _verdict(r["passed"])),
-                r["metric"],
-                f"{r['op']} {fmt_val(r['value'])}",
-                Shown(None, "not measured") if r["actual"] is None else r["actual"],
-                r["where"],
-            ]
-            for r in rows
-        ),
-    )
+def _or_dash(key: str) -> Callable[[Row], Any]:
+    return lambda r: r[key] or "–"
 
 
 def _verdict(ok: bool) -> Status:
     return "pass" if ok else "fail"
 
 
-def validity_table(metrics: Mapping[str, Any]) -> Table | None:
-    """One row per trial: the verdict, its reasons and the evidence behind it."""
-    rows = validity_rows(metrics)
-    if not rows:
-        return None
-    return table(
-        "validity",
-        "Validity per trial",
-        [
-            col("trial"),
-            col("offered"),
-            col("verdict"),
-            col("reasons"),
-            col("status"),
-            col("completed / planned"),
-            col("late", True),
-            col("dropped", True),
-            col("client CPU max %", True),
-            col("background queue"),
-            col("coarse timestamps"),
-            col("bottleneck"),
-        ],
-        (
-            [
-                r["trial_id"],
-                _offered(r),
-                Shown(r["valid"], "valid" if r["valid"] else "INVALID", _verdict(r["valid"])),
-                r["reasons"] or "–",
-                r["status"],
-                f"{fmt_val(r['completed'])} / {fmt_val(r['planned'])}",
-                Shown(r["late_share"], _share(r["late_share"])),
-                Shown(r["dropped_share"], _share(r["dropped_share"])),
-                r["client_cpu_max"],
-                f"{fmt_val(r['background_queue_start'])} → {fmt_val(r['background_queue_end'])}",
-                r["coarse_precision"] or "–",
-                r["bottleneck"] or "–",
-            ]
-            for r in rows
-        ),
-        row_status=[None if r["valid"] else "fail" for r in rows],
+_OFFERED = Spec("offered", _offered)
+_TRIAL = Spec("trial", "trial_id")
+
+_THROUGHPUT = (
+    Spec("offered", lambda r: _offered(r) if r["tr"] == "TR1" else ""),
+    Spec("stage", lambda r: f"{r['tr']} {r['stage']}"),
+    Spec("label", "label"),
+    Spec("jobs/s (mean ± std)", _pm("mean_per_s", "std_per_s"), True),
+    Spec("CI95 ±", "ci95_per_s", True),
+    Spec("actual/expected", _pm("ratio_mean", "ratio_std"), True),
+    Spec(
+        "",
+        lambda r: Shown(True, "bottleneck", "fail") if r["bottleneck"] else Shown(False, ""),
+    ),
+)
+
+
+def throughput_table(metrics: Mapping[str, Any]) -> Table | None:
+    """Throughput per stage against offered rate, the bottleneck marked."""
+    return spec_table(
+        "throughput",
+        "Throughput against offered rate",
+        throughput_rows(metrics),
+        _THROUGHPUT,
+        note="Average throughput per stage (EDGI definition), repetition statistics across trials.",
+        style=lambda r: "group-start" if r["tr"] == "TR1" else None,
         scope="full",
     )
+
+
+_FAILURES = (
+    _OFFERED,
+    Spec("kind", "kind"),
+    Spec(
+        "per trial (mean ± std)",
+        lambda r: Shown(r["mean"], fmt_count_pm(r["mean"], r["std"])),
+        True,
+    ),
+    Spec("min", "min", True),
+    Spec("max", "max", True),
+    Spec("total", "total", True),
+    Spec("share of planned", "share_of_planned", True, _share),
+)
+
+
+def failures_table(metrics: Mapping[str, Any]) -> Table | None:
+    """Failures per kind against offered rate."""
+    return spec_table(
+        "failures", "Failures against offered rate", failure_rows(metrics), _FAILURES, scope="full"
+    )
+
+
+_USERS = (
+    _TRIAL,
+    Spec("point", "point"),
+    Spec("user", "user"),
+    *(Spec(c, c, True) for c in ("jobs", "completed", "failed")),
+    Spec("failures", "failures"),
+    *(Spec(f"{s} (s)", f"overall_{s}_s", True, fmt_s) for s in ("mean", "p50", "p90", "max")),
+)
+
+
+def users_table(metrics: Mapping[str, Any]) -> Table | None:
+    """Per trial and user (spec ``users``): jobs, failures and overall latency."""
+    return spec_table("users", "Per user: jobs and overall latency (s)", user_rows(metrics), _USERS)
+
+
+_THRESHOLDS = (
+    Spec("result", _flag("passed", "PASS", "FAIL")),
+    Spec("metric", "metric"),
+    Spec("limit", lambda r: f"{r['op']} {fmt_val(r['value'])}"),
+    Spec(
+        "actual",
+        lambda r: Shown(None, "not measured") if r["actual"] is None else r["actual"],
+        True,
+    ),
+    Spec("where", "where"),
+)
+
+
+def thresholds_table(metrics: Mapping[str, Any]) -> Table:
+    """The spec's thresholds with PASS/FAIL (a note in the page when it set none)."""
+    return spec_table("thresholds", "Thresholds", threshold_rows(metrics), _THRESHOLDS) or table(
+        "thresholds", "Thresholds", [], [], note="The spec set no thresholds.", scope="full"
+    )
+
+
+_VALIDITY = (
+    _TRIAL,
+    _OFFERED,
+    Spec("verdict", _flag("valid", "valid", "INVALID")),
+    Spec("reasons", _or_dash("reasons")),
+    Spec("status", "status"),
+    Spec("completed / planned", lambda r: f"{fmt_val(r['completed'])} / {fmt_val(r['planned'])}"),
+    Spec("late", "late_share", True, _share),
+    Spec("dropped", "dropped_share", True, _share),
+    Spec("client CPU max %", "client_cpu_max", True),
+    Spec(
+        "background queue",
+        lambda r: f"{fmt_val(r['background_queue_start'])} → {fmt_val(r['background_queue_end'])}",
+    ),
+    Spec("coarse timestamps", _or_dash("coarse_precision")),
+    Spec("bottleneck", _or_dash("bottleneck")),
+)
+
+
+def validity_table(metrics: Mapping[str, Any]) -> Table | None:
+    """One row per trial: the verdict, its reasons and the evidence behind it."""
+    return spec_table(
+        "validity",
+        "Validity per trial",
+        validity_rows(metrics),
+        _VALIDITY,
+        status=lambda r: None if r["valid"] else "fail",
+        scope="full",
+    )
+
+
+_OUTLIERS = (
+    _OFFERED,
+    _TRIAL,
+    Spec("metric", "metric"),
+    Spec("value", "value", True),
+    Spec("kept", _flag("kept", "kept", "dropped")),
+    Spec("reason", "reason"),
+)
 
 
 def outliers_table(metrics: Mapping[str, Any]) -> Table | None:
     """Outlying trials per point, kept or dropped, and why."""
-    rows = outlier_rows(metrics)
-    if not rows:
-        return None
-    return table(
-        "outliers",
-        "Outliers",
-        [
-            col("offered"),
-            col("trial"),
-            col("metric"),
-            col("value", True),
-            col("kept"),
-            col("reason"),
-        ],
-        (
-            [
-                _offered(r),
-                r["trial_id"],
-                r["metric"],
-                r["value"],
-                Shown(r["kept"], "kept" if r["kept"] else "dropped", _verdict(r["kept"])),
-                r["reason"],
-            ]
-            for r in rows
-        ),
-        scope="full",
-    )
+    return spec_table("outliers", "Outliers", outlier_rows(metrics), _OUTLIERS, scope="full")
+
+
+_QUEUES = (
+    _TRIAL,
+    Spec("segment", "segment"),
+    Spec("max", "max", True),
+    Spec("final", "final", True),
+    Spec("growth during submission (jobs/s)", "growth_per_s", True),
+)
 
 
 def queues_table(metrics: Mapping[str, Any]) -> Table | None:
     """Jobs waiting per segment and trial (folded away: a detail)."""
-    rows = queue_rows(metrics)
-    if not rows:
-        return None
-    return table(
+    return spec_table(
         "queues",
         "Jobs waiting per segment, per trial",
-        [
-            col("trial"),
-            col("segment"),
-            col("max", True),
-            col("final", True),
-            col("growth during submission (jobs/s)", True),
-        ],
-        ([r["trial_id"], r["segment"], r["max"], r["final"], r["growth_per_s"]] for r in rows),
+        queue_rows(metrics),
+        _QUEUES,
         scope="full",
         collapsed=True,
     )
