@@ -27,6 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from gridbench import thresholds as _thresholds
 from gridbench.errors import (
     EXIT_BACKEND,
     EXIT_INTERRUPTED,
@@ -52,11 +53,6 @@ SCHEMA = "gridbench.timeit/1"
 TIMINGS_FILE = "timings.jsonl"
 FIGURE_KEY = "wall_time"
 STATS = ("mean", "sd", "min", "max", "p50")
-
-try:  # the shared threshold model, when this gridbench has it
-    from gridbench import thresholds as _thresholds
-except ImportError:  # pragma: no cover - older gridbench: thresholds are skipped
-    _thresholds = None  # type: ignore[assignment]
 
 
 class TimeitSpec(BaseModel):
@@ -95,16 +91,15 @@ def load_spec(path: Path) -> tuple[TimeitSpec, str]:
             where=f"{path}: {loc}",
             fix="a timeit spec has name, command (a list), repetitions and optional thresholds",
         ) from None
-    if _thresholds is not None:
-        for i, t in enumerate(spec.thresholds):
-            try:
-                _thresholds.ThresholdSpec.model_validate(t)
-            except ValidationError as exc:
-                raise SpecError(
-                    exc.errors()[0]["msg"],
-                    where=f"{path}: thresholds.{i}",
-                    fix='e.g. {metric: wall_s.p50, op: "<", value: 1}',
-                ) from None
+    for i, t in enumerate(spec.thresholds):
+        try:
+            _thresholds.ThresholdSpec.model_validate(t)
+        except ValidationError as exc:
+            raise SpecError(
+                exc.errors()[0]["msg"],
+                where=f"{path}: thresholds.{i}",
+                fix='e.g. {metric: wall_s.p50, op: "<", value: 1}',
+            ) from None
     return spec, text
 
 
@@ -230,11 +225,10 @@ def analyze(run: RunDir) -> dict[str, Any]:
         "bad_lines": bad,
         "validity": {"valid": not reasons, "reasons": reasons},
         "thresholds": [],
-        "thresholds_skipped": _thresholds is None,
     }
     _, spec = run.read_spec()
     wanted = spec.get("thresholds") if isinstance(spec, Mapping) else None
-    if _thresholds is not None and isinstance(wanted, list) and wanted:
+    if isinstance(wanted, list) and wanted:
         scopes = {_thresholds.DEFAULT_SCOPE: _thresholds.single(metrics, "run")}
         metrics["thresholds"] = _thresholds.evaluate_thresholds(wanted, scopes)
     write_json(run.metrics_file, metrics)
