@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gridbench.fmt import fmt_pm, fmt_s
-from gridbench.jobflow.report.build import Shown, col, level_styles, table, trial_cell
+from gridbench.jobflow.report.build import Shown, Spec, level_style, spec_table, trial_cell
 from gridbench.jobflow.report.model import (
     Row,
     as_dict,
@@ -65,45 +65,35 @@ def batch_rows(metrics: Mapping[str, Any]) -> list[Row]:
     return rows
 
 
+_BATCH = (
+    Spec("trial", trial_cell),
+    Spec("point", "point"),
+    Spec("submitted", "submitted", True),
+    Spec("ended (N)", "ended", True),
+    Spec("failed", "failed", True),
+    Spec("end stage", "end_stage"),
+    Spec("makespan (s)", "makespan_s", True, fmt_s),
+    Spec(
+        "throughput (jobs/s)",
+        lambda r: (
+            Shown(r["throughput_per_s"], fmt_pm(r["throughput_per_s"], r["throughput_ci95_per_s"]))
+            if r["level"] == "point"
+            else r["throughput_per_s"]
+        ),
+        True,
+    ),
+    Spec("submit rate (jobs/s)", "submit_rate_per_s", True),
+)
+
+
 def batch_table(metrics: Mapping[str, Any]) -> Table | None:
     """The MAPPER throughput table: N, makespan and N ÷ makespan."""
-    rows = batch_rows(metrics)
-    if not rows:
-        return None
-    return table(
+    return spec_table(
         "batch",
         "Batch: throughput = jobs ended ÷ (last end − first submit)",
-        [
-            col("trial"),
-            col("point"),
-            col("submitted", True),
-            col("ended (N)", True),
-            col("failed", True),
-            col("end stage"),
-            col("makespan (s)", True),
-            col("throughput (jobs/s)", True),
-            col("submit rate (jobs/s)", True),
-        ],
-        (
-            [
-                trial_cell(r),
-                r["point"],
-                r["submitted"],
-                r["ended"],
-                r["failed"],
-                r["end_stage"],
-                Shown(r["makespan_s"], fmt_s(r["makespan_s"])),
-                Shown(
-                    r["throughput_per_s"],
-                    fmt_pm(r["throughput_per_s"], r["throughput_ci95_per_s"]),
-                )
-                if r["level"] == "point"
-                else r["throughput_per_s"],
-                r["submit_rate_per_s"],
-            ]
-            for r in rows
-        ),
+        batch_rows(metrics),
+        _BATCH,
         note="The MAPPER throughput benchmark: N ÷ (last end − first submit). Point rows give "
         "the mean ± 95% CI across the valid trials.",
-        styles=level_styles(rows),
+        style=level_style,
     )

@@ -140,7 +140,3 @@ def level_style(r: Row) -> RowStyle | None:
     """'total' for a pooled per-point row."""
     return "total" if r["level"] == "point" else None
 
-
-def level_styles(rows: Sequence[Row]) -> list[RowStyle | None]:
-    """'total' for the pooled per-point rows."""
-    return [level_style(r) for r in rows]

@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from gridbench.jobflow.report.build import col, table
+from gridbench.jobflow.report.build import Spec, spec_table
 from gridbench.jobflow.report.model import (
     Row,
     as_dict,
@@ -58,28 +58,25 @@ def growth_statements(metrics: Mapping[str, Any]) -> list[str]:
     return [r["statement"] for r in growth_rows(metrics) if r["statement"]]
 
 
+_GROWTH = (
+    Spec("parameter", "parameter"),
+    Spec("held fixed", "fixed"),
+    Spec("quantity", "quantity"),
+    Spec("model", "form"),
+    Spec("a", "a", True),
+    Spec("b", "b", True),
+    Spec("R²", "r2", True),
+    Spec("statement", "statement"),
+)
+
+
 def growth_table(metrics: Mapping[str, Any]) -> Table | None:
     """The fitted growth curves (the page; the terminal has their sentences)."""
-    rows = growth_rows(metrics)
-    if not rows:
-        return None
-    return table(
+    return spec_table(
         "growth",
         "Growth curves",
-        [
-            col("parameter"),
-            col("held fixed"),
-            col("quantity"),
-            col("model"),
-            col("a", True),
-            col("b", True),
-            col("R²", True),
-            col("statement"),
-        ],
-        (
-            [r[k] for k in ("parameter", "fixed", "quantity", "form", "a", "b", "r2", "statement")]
-            for r in rows
-        ),
+        growth_rows(metrics),
+        _GROWTH,
         note="Least-squares fits of constant, linear, x·ln x and quadratic growth, chosen by "
         "AIC (the simplest model within 2 of the best).",
         scope="full",

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gridbench.fmt import fmt_s
-from gridbench.jobflow.report.build import Shown, col, level_styles, table, trial_cell
+from gridbench.jobflow.report.build import Shown, Spec, level_style, spec_table, trial_cell
 from gridbench.jobflow.report.model import (
     Row,
     as_dict,
@@ -120,70 +120,46 @@ def probe_burst_rows(metrics: Mapping[str, Any]) -> list[Row]:
     return rows
 
 
+_PROBE = (
+    Spec("trial", trial_cell),
+    Spec("point", "point"),
+    Spec("operation", "operation"),
+    Spec("n", "n", True),
+    Spec("errors", "errors", True),
+    Spec("time (α=0.05)", lambda r: r["result"] or "–"),
+    Spec("below the client", lambda r: f"{r['below']} ({r['below_stage']})" if r["below"] else "–"),
+)
+
+_BURSTS = (
+    Spec("trial", trial_cell),
+    Spec("point", "point"),
+    Spec("threads", "threads", True),
+    Spec("requests", "requests", True),
+    Spec("total (s)", lambda r: Shown(r["total_s"], r["result"] or fmt_s(r["total_s"])), True),
+    Spec("per request (s)", "per_request_s", True, fmt_s),
+    Spec("errors", "errors", True),
+)
+
+
 def probe_tables(metrics: Mapping[str, Any]) -> list[Table]:
     """Single operations in the seed's form ('557±124 ms (α=0.05)'), then the bursts."""
-    rows = probe_rows(metrics)
-    if not rows:
+    probe = spec_table(
+        "probe",
+        "Probe: single-operation overhead",
+        probe_rows(metrics),
+        _PROBE,
+        note="Single operations spaced by a gap: mean ± 95% CI half-width (Student t); "
+        "below the client = from the server's submit stage to the call's return.",
+        style=level_style,
+    )
+    if probe is None:
         return []
-    out = [
-        table(
-            "probe",
-            "Probe: single-operation overhead",
-            [
-                col("trial"),
-                col("point"),
-                col("operation"),
-                col("n", True),
-                col("errors", True),
-                col("time (α=0.05)"),
-                col("below the client"),
-            ],
-            (
-                [
-                    trial_cell(r),
-                    r["point"],
-                    r["operation"],
-                    r["n"],
-                    r["errors"],
-                    r["result"] or "–",
-                    f"{r['below']} ({r['below_stage']})" if r["below"] else "–",
-                ]
-                for r in rows
-            ),
-            note="Single operations spaced by a gap: mean ± 95% CI half-width (Student t); "
-            "below the client = from the server's submit stage to the call's return.",
-            styles=level_styles(rows),
-        )
-    ]
-    bursts = probe_burst_rows(metrics)
-    if bursts:
-        out.append(
-            table(
-                "probe-bursts",
-                "Probe: bursts",
-                [
-                    col("trial"),
-                    col("point"),
-                    col("threads", True),
-                    col("requests", True),
-                    col("total (s)", True),
-                    col("per request (s)", True),
-                    col("errors", True),
-                ],
-                (
-                    [
-                        trial_cell(r),
-                        r["point"],
-                        r["threads"],
-                        r["requests"],
-                        Shown(r["total_s"], r["result"] or fmt_s(r["total_s"])),
-                        Shown(r["per_request_s"], fmt_s(r["per_request_s"])),
-                        r["errors"],
-                    ]
-                    for r in bursts
-                ),
-                note="Bursts: the time for all requests with k client threads, and per request.",
-                styles=level_styles(bursts),
-            )
-        )
-    return out
+    bursts = spec_table(
+        "probe-bursts",
+        "Probe: bursts",
+        probe_burst_rows(metrics),
+        _BURSTS,
+        note="Bursts: the time for all requests with k client threads, and per request.",
+        style=level_style,
+    )
+    return [probe] if bursts is None else [probe, bursts]

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gridbench.fmt import fmt_s
-from gridbench.jobflow.report.build import Shown, col, level_styles, table, trial_cell
+from gridbench.jobflow.report.build import Spec, level_style, spec_table, trial_cell
 from gridbench.jobflow.report.model import (
     Row,
     as_dict,
@@ -98,33 +98,23 @@ def sustain_user_rows(metrics: Mapping[str, Any]) -> list[Row]:
 
 def sustain_table(metrics: Mapping[str, Any]) -> Table | None:
     """The MAPPER response-time table: submit and query times, job and exception counts."""
-    rows = sustain_rows(metrics)
-    if not rows:
-        return None
-    times = [f"{op} {k} (s)" for op in ("submit", "query") for k in ("avg", "min", "max")]
-    return table(
+    return spec_table(
         "sustain",
         "Sustain: submit and query times (s), job counts",
-        [
-            col("trial"),
-            col("point"),
-            *(col(t, True) for t in times),
-            *(col(c, True) for c in ("Done", "Canceled", "Failed", "exceptions")),
-        ],
-        (
-            [
-                trial_cell(r),
-                r["point"],
-                *(Shown(r[f"{op}_{k}_s"], fmt_s(r[f"{op}_{k}_s"])) for op, k in _TIMES),
-                *(r[c] for c in ("done", "canceled", "failed", "exceptions")),
-            ]
-            for r in rows
-        ),
+        sustain_rows(metrics),
+        _SUSTAIN,
         note="The MAPPER response-time table: submit_job and query_state call times, jobs by "
         "end state and exceptions (submit errors and failed queries). Point rows pool the "
         "jobs of the point's valid trials.",
-        styles=level_styles(rows),
+        style=level_style,
     )
 
 
 _TIMES = [(op, k) for op in ("submit", "query") for k in ("avg", "min", "max")]
+
+_SUSTAIN = (
+    Spec("trial", trial_cell),
+    Spec("point", "point"),
+    *(Spec(f"{op} {k} (s)", f"{op}_{k}_s", True, fmt_s) for op, k in _TIMES),
+    *(Spec(label, label.lower(), True) for label in ("Done", "Canceled", "Failed", "exceptions")),
+)
