@@ -17,6 +17,7 @@ from plotly.subplots import make_subplots
 from gridbench.jobflow.report.model import (
     OTHER,
     OVERALL,
+    Row,
     chain_view,
     latency_components,
     num,
@@ -62,17 +63,34 @@ def _rate_axis(metrics: Mapping[str, Any]) -> list[str]:
     return [ptext(rate_label(p)) for p in points(metrics)]
 
 
-def latency_breakdown(metrics: Mapping[str, Any]) -> Chart | None:
-    """Figure 26: stacked mean latency per component (plus 'other') per rate, and the
-    overall mean with its standard deviation across trials."""
+def _latency_by_rate(
+    metrics: Mapping[str, Any],
+) -> tuple[dict[tuple[Any, str], Row], list[str], dict[str, str], list[str]] | None:
+    """The latency rows by (point index, component), the components but 'overall', the
+    segment colours and the rate axis; None without latency rows."""
     rows = latency_rows(metrics)
     if not rows:
         return None
     comps = [c for c in latency_components(metrics) if c != OVERALL]
-    col = segment_colours(metrics)
-    x = _rate_axis(metrics)
-    pts = points(metrics)
     by = {(r["point_index"], r["component"]): r for r in rows}
+    return by, comps, segment_colours(metrics), _rate_axis(metrics)
+
+
+def _throughput_by_stage(metrics: Mapping[str, Any]) -> tuple[list[Row], list[str]] | None:
+    """The throughput rows and the stages; None when either is missing."""
+    rows = throughput_rows(metrics)
+    stages = throughput_stages(metrics)
+    return (rows, stages) if rows and stages else None
+
+
+def latency_breakdown(metrics: Mapping[str, Any]) -> Chart | None:
+    """Figure 26: stacked mean latency per component (plus 'other') per rate, and the
+    overall mean with its standard deviation across trials."""
+    lat = _latency_by_rate(metrics)
+    if lat is None:
+        return None
+    by, comps, col, x = lat
+    pts = points(metrics)
     fig = go.Figure()
     for c in comps:
         ys = [by.get((p.get("index"), c), {}).get("avg_s") for p in pts]
@@ -100,13 +118,10 @@ def latency_breakdown(metrics: Mapping[str, Any]) -> Chart | None:
 
 def latency_share(metrics: Mapping[str, Any]) -> Chart | None:
     """Figure 27: each component's share (%) of the overall mean latency per rate."""
-    rows = latency_rows(metrics)
-    if not rows:
+    lat = _latency_by_rate(metrics)
+    if lat is None:
         return None
-    comps = [c for c in latency_components(metrics) if c != OVERALL]
-    col = segment_colours(metrics)
-    x = _rate_axis(metrics)
-    by = {(r["point_index"], r["component"]): r for r in rows}
+    by, comps, col, x = lat
     fig = go.Figure()
     for c in comps:
         ys = [by.get((p.get("index"), c), {}).get("share_pct") for p in points(metrics)]
@@ -124,10 +139,10 @@ def latency_share(metrics: Mapping[str, Any]) -> Chart | None:
 
 def throughput_vs_rate(metrics: Mapping[str, Any]) -> Chart | None:
     """Figure 22: throughput per stage against offered rate, std error bars, y = x line."""
-    rows = throughput_rows(metrics)
-    stages = throughput_stages(metrics)
-    if not rows or not stages:
+    tp = _throughput_by_stage(metrics)
+    if tp is None:
         return None
+    rows, stages = tp
     col = colours(stages)
     fig = go.Figure()
     rates = [r for p in points(metrics) if (r := num(p.get("offered_rate_per_s"))) is not None]
@@ -164,10 +179,10 @@ def throughput_vs_rate(metrics: Mapping[str, Any]) -> Chart | None:
 
 def expected_ratio(metrics: Mapping[str, Any]) -> Chart | None:
     """Figure 23: actual/expected throughput per stage (TR1..TRn), one bar group per rate."""
-    rows = throughput_rows(metrics)
-    stages = throughput_stages(metrics)
-    if not rows or not stages:
+    tp = _throughput_by_stage(metrics)
+    if tp is None:
         return None
+    rows, stages = tp
     tr = {r["stage"]: r["tr"] for r in rows}
     x = [ptext(f"{tr[s]} {s}") for s in stages]
     fig = go.Figure()
