@@ -75,6 +75,32 @@ class OpenModel(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
 
 
+# --- shapes every family's metrics share ----------------------------------------------------
+
+
+class Rep(OpenModel):
+    """One figure across repetitions or trials (``gridbench.stats.rep``)."""
+
+    n: Count = None
+    mean: Num = None
+    std: Num = None
+    min: Num = None
+    max: Num = None
+    ci95: Num = None
+
+
+class ThresholdResult(OpenModel):
+    """One threshold's result (``gridbench.thresholds``; ``value`` and ``point`` are echoed
+    from the spec as given, so they are not checked)."""
+
+    metric: Text = None
+    op: Text = None
+    passed: Flag = None
+    actual: Num = None
+    where: Text = None
+    reason: Text = None
+
+
 def _field_path(loc: tuple[int | str, ...]) -> str:
     return ".".join(str(p) for p in loc) or "(top level)"
 

@@ -14,23 +14,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from gridbench.schema import Count, Flag, Num, OpenModel, Text, validate_document
+from gridbench.schema import (
+    Count,
+    Flag,
+    Num,
+    OpenModel,
+    Rep,
+    Text,
+    ThresholdResult,
+    validate_document,
+)
 
 SCHEMA = "gridbench.io/1"
 
 
 # --- the figures -------------------------------------------------------------------------
-
-
-class Rep(OpenModel):
-    """One figure across repetitions (``gridbench.stats.rep``)."""
-
-    n: Count = None
-    mean: Num = None
-    std: Num = None
-    min: Num = None
-    max: Num = None
-    ci95: Num = None
 
 
 class Entry(OpenModel):
@@ -112,16 +110,9 @@ class Http(OpenModel):
     ok: Flag = None
 
 
-class Threshold(OpenModel):
-    """One threshold's result (``value`` and ``point`` are echoed from the spec as given,
-    so they are not checked)."""
+class Threshold(ThresholdResult):
+    """One threshold's result, with io's own fields for its tables."""
 
-    metric: Text = None
-    op: Text = None
-    passed: Flag = None
-    actual: Num = None
-    where: Text = None
-    reason: Text = None
     target: Text = None
     test: Text = None
     ok: Flag = None

@@ -17,7 +17,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from gridbench.schema import Count, Flag, Num, OpenModel, Text, validate_document
+from gridbench.schema import (
+    Count,
+    Flag,
+    Num,
+    OpenModel,
+    Rep,
+    Text,
+    ThresholdResult,
+    validate_document,
+)
 
 SCHEMA = "gridbench.metrics/1"
 
@@ -117,17 +126,6 @@ class Trial(OpenModel):
 # --- one point ---------------------------------------------------------------------------
 
 
-class Rep(OpenModel):
-    """One metric across the repetitions of a point."""
-
-    n: Count = None
-    mean: Num = None
-    std: Num = None
-    min: Num = None
-    max: Num = None
-    ci95: Num = None
-
-
 class RepQueue(OpenModel):
     growth_per_s: Rep | None = None
     max: Rep | None = None
@@ -206,18 +204,6 @@ class Validity(OpenModel):
     reasons: list[Text] = []
 
 
-class Threshold(OpenModel):
-    """One threshold's result (``value`` and ``point`` are echoed from the spec as given,
-    so they are not checked)."""
-
-    metric: Text = None
-    op: Text = None
-    passed: Flag = None
-    actual: Num = None
-    where: Text = None
-    reason: Text = None
-
-
 class JobflowMetrics(OpenModel):
     """The top level of ``gridbench.metrics/1``."""
 
@@ -231,7 +217,7 @@ class JobflowMetrics(OpenModel):
     failures_vs_rate: list[FailuresAtRate] = []
     growth: list[dict[str, Any]] = []
     validity: Validity | None = None
-    thresholds: list[Threshold] = []
+    thresholds: list[ThresholdResult] = []
 
 
 def validate_metrics(data: Any, where: str = "metrics.json") -> dict[str, Any]:

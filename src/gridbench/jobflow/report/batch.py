@@ -6,7 +6,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from gridbench.fmt import fmt_pm, fmt_s
-from gridbench.jobflow.report.build import Shown, Spec, level_style, spec_table, trial_cell
+from gridbench.jobflow.report.build import (
+    Shown,
+    Spec,
+    TableDef,
+    level_style,
+    trial_cell,
+)
 from gridbench.jobflow.report.model import (
     Row,
     as_dict,
@@ -17,7 +23,6 @@ from gridbench.jobflow.report.model import (
     points,
     trial_head,
 )
-from gridbench.sections import Table
 
 _BATCH_COUNTS = ("submitted", "acknowledged", "ended", "completed", "failed")
 
@@ -86,14 +91,13 @@ _BATCH = (
 )
 
 
-def batch_table(metrics: Mapping[str, Any]) -> Table | None:
-    """The MAPPER throughput table: N, makespan and N ÷ makespan."""
-    return spec_table(
-        "batch",
-        "Batch: throughput = jobs ended ÷ (last end − first submit)",
-        batch_rows(metrics),
-        _BATCH,
-        note="The MAPPER throughput benchmark: N ÷ (last end − first submit). Point rows give "
-        "the mean ± 95% CI across the valid trials.",
-        style=level_style,
-    )
+#: The MAPPER throughput table: N, makespan and N ÷ makespan.
+batch_table = TableDef(
+    "batch",
+    "Batch: throughput = jobs ended ÷ (last end − first submit)",
+    batch_rows,
+    _BATCH,
+    note="The MAPPER throughput benchmark: N ÷ (last end − first submit). Point rows give "
+    "the mean ± 95% CI across the valid trials.",
+    style=level_style,
+)

@@ -3,7 +3,7 @@ and the text people read, in the job-flow report's number formats."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -120,6 +120,35 @@ def spec_table(
     )
 
 
+@dataclass(frozen=True)
+class TableDef:
+    """A table of the report as data: its id, title, where its rows come from and its
+    columns; calling it with the metrics builds the :class:`Table` (None without rows)."""
+
+    id: str
+    title: str
+    rows: Callable[[Mapping[str, Any]], Sequence[Row]]
+    spec: Sequence[Spec]
+    note: str = ""
+    style: Callable[[Row], RowStyle | None] | None = None
+    status: Callable[[Row], Status | None] | None = None
+    scope: Scope = "all"
+    collapsed: bool = False
+
+    def __call__(self, metrics: Mapping[str, Any]) -> Table | None:
+        return spec_table(
+            self.id,
+            self.title,
+            self.rows(metrics),
+            self.spec,
+            style=self.style,
+            status=self.status,
+            note=self.note,
+            scope=self.scope,
+            collapsed=self.collapsed,
+        )
+
+
 def _text(v: Any) -> str:
     return v if isinstance(v, str) else fmt_val(v)
 
@@ -139,4 +168,3 @@ def trial_cell(r: Row) -> Shown:
 def level_style(r: Row) -> RowStyle | None:
     """'total' for a pooled per-point row."""
     return "total" if r["level"] == "point" else None
-

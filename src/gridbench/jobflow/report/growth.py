@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from gridbench.jobflow.report.build import Spec, spec_table
+from gridbench.jobflow.report.build import Spec, TableDef
 from gridbench.jobflow.report.model import (
     Row,
     as_dict,
@@ -16,7 +16,7 @@ from gridbench.jobflow.report.model import (
     points,
     rate_label,
 )
-from gridbench.sections import Statements, Status, Table
+from gridbench.sections import Statements, Status
 
 
 def growth_rows(metrics: Mapping[str, Any]) -> list[Row]:
@@ -70,17 +70,16 @@ _GROWTH = (
 )
 
 
-def growth_table(metrics: Mapping[str, Any]) -> Table | None:
-    """The fitted growth curves (the page; the terminal has their sentences)."""
-    return spec_table(
-        "growth",
-        "Growth curves",
-        growth_rows(metrics),
-        _GROWTH,
-        note="Least-squares fits of constant, linear, x·ln x and quadratic growth, chosen by "
-        "AIC (the simplest model within 2 of the best).",
-        scope="full",
-    )
+#: The fitted growth curves (the page; the terminal has their sentences).
+growth_table = TableDef(
+    "growth",
+    "Growth curves",
+    growth_rows,
+    _GROWTH,
+    note="Least-squares fits of constant, linear, x·ln x and quadratic growth, chosen by "
+    "AIC (the simplest model within 2 of the best).",
+    scope="full",
+)
 
 
 def results_statements(metrics: Mapping[str, Any]) -> Statements | None:

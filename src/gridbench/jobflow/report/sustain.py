@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gridbench.fmt import fmt_s
-from gridbench.jobflow.report.build import Spec, level_style, spec_table, trial_cell
+from gridbench.jobflow.report.build import Spec, TableDef, level_style, trial_cell
 from gridbench.jobflow.report.model import (
     Row,
     as_dict,
@@ -20,7 +20,6 @@ from gridbench.jobflow.report.model import (
     trial_head,
     trials,
 )
-from gridbench.sections import Table
 
 _SUSTAIN_COUNTS = (
     "done",
@@ -96,20 +95,6 @@ def sustain_user_rows(metrics: Mapping[str, Any]) -> list[Row]:
     return rows
 
 
-def sustain_table(metrics: Mapping[str, Any]) -> Table | None:
-    """The MAPPER response-time table: submit and query times, job and exception counts."""
-    return spec_table(
-        "sustain",
-        "Sustain: submit and query times (s), job counts",
-        sustain_rows(metrics),
-        _SUSTAIN,
-        note="The MAPPER response-time table: submit_job and query_state call times, jobs by "
-        "end state and exceptions (submit errors and failed queries). Point rows pool the "
-        "jobs of the point's valid trials.",
-        style=level_style,
-    )
-
-
 _TIMES = [(op, k) for op in ("submit", "query") for k in ("avg", "min", "max")]
 
 _SUSTAIN = (
@@ -117,4 +102,17 @@ _SUSTAIN = (
     Spec("point", "point"),
     *(Spec(f"{op} {k} (s)", f"{op}_{k}_s", True, fmt_s) for op, k in _TIMES),
     *(Spec(label, label.lower(), True) for label in ("Done", "Canceled", "Failed", "exceptions")),
+)
+
+
+#: The MAPPER response-time table: submit and query times, job and exception counts.
+sustain_table = TableDef(
+    "sustain",
+    "Sustain: submit and query times (s), job counts",
+    sustain_rows,
+    _SUSTAIN,
+    note="The MAPPER response-time table: submit_job and query_state call times, jobs by "
+    "end state and exceptions (submit errors and failed queries). Point rows pool the "
+    "jobs of the point's valid trials.",
+    style=level_style,
 )

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from gridbench.fmt import fmt_count_pm, fmt_pct, fmt_pm, fmt_s, fmt_val
-from gridbench.jobflow.report.build import Shown, Spec, col, spec_table, table
+from gridbench.jobflow.report.build import Shown, Spec, TableDef, col, spec_table, table
 from gridbench.jobflow.report.model import Row, points, rate_label
 from gridbench.jobflow.report.rows import (
     TABLE6_STATS,
@@ -124,17 +124,16 @@ _THROUGHPUT = (
 )
 
 
-def throughput_table(metrics: Mapping[str, Any]) -> Table | None:
-    """Throughput per stage against offered rate, the bottleneck marked."""
-    return spec_table(
-        "throughput",
-        "Throughput against offered rate",
-        throughput_rows(metrics),
-        _THROUGHPUT,
-        note="Average throughput per stage (EDGI definition), repetition statistics across trials.",
-        style=lambda r: "group-start" if r["tr"] == "TR1" else None,
-        scope="full",
-    )
+#: Throughput per stage against offered rate, the bottleneck marked.
+throughput_table = TableDef(
+    "throughput",
+    "Throughput against offered rate",
+    throughput_rows,
+    _THROUGHPUT,
+    note="Average throughput per stage (EDGI definition), repetition statistics across trials.",
+    style=lambda r: "group-start" if r["tr"] == "TR1" else None,
+    scope="full",
+)
 
 
 _FAILURES = (
@@ -152,11 +151,10 @@ _FAILURES = (
 )
 
 
-def failures_table(metrics: Mapping[str, Any]) -> Table | None:
-    """Failures per kind against offered rate."""
-    return spec_table(
-        "failures", "Failures against offered rate", failure_rows(metrics), _FAILURES, scope="full"
-    )
+#: Failures per kind against offered rate.
+failures_table = TableDef(
+    "failures", "Failures against offered rate", failure_rows, _FAILURES, scope="full"
+)
 
 
 _USERS = (
@@ -169,9 +167,8 @@ _USERS = (
 )
 
 
-def users_table(metrics: Mapping[str, Any]) -> Table | None:
-    """Per trial and user (spec ``users``): jobs, failures and overall latency."""
-    return spec_table("users", "Per user: jobs and overall latency (s)", user_rows(metrics), _USERS)
+#: Per trial and user (spec ``users``): jobs, failures and overall latency.
+users_table = TableDef("users", "Per user: jobs and overall latency (s)", user_rows, _USERS)
 
 
 _THRESHOLDS = (
@@ -213,16 +210,15 @@ _VALIDITY = (
 )
 
 
-def validity_table(metrics: Mapping[str, Any]) -> Table | None:
-    """One row per trial: the verdict, its reasons and the evidence behind it."""
-    return spec_table(
-        "validity",
-        "Validity per trial",
-        validity_rows(metrics),
-        _VALIDITY,
-        status=lambda r: None if r["valid"] else "fail",
-        scope="full",
-    )
+#: One row per trial: the verdict, its reasons and the evidence behind it.
+validity_table = TableDef(
+    "validity",
+    "Validity per trial",
+    validity_rows,
+    _VALIDITY,
+    status=lambda r: None if r["valid"] else "fail",
+    scope="full",
+)
 
 
 _OUTLIERS = (
@@ -235,9 +231,8 @@ _OUTLIERS = (
 )
 
 
-def outliers_table(metrics: Mapping[str, Any]) -> Table | None:
-    """Outlying trials per point, kept or dropped, and why."""
-    return spec_table("outliers", "Outliers", outlier_rows(metrics), _OUTLIERS, scope="full")
+#: Outlying trials per point, kept or dropped, and why.
+outliers_table = TableDef("outliers", "Outliers", outlier_rows, _OUTLIERS, scope="full")
 
 
 _QUEUES = (
@@ -249,13 +244,12 @@ _QUEUES = (
 )
 
 
-def queues_table(metrics: Mapping[str, Any]) -> Table | None:
-    """Jobs waiting per segment and trial (folded away: a detail)."""
-    return spec_table(
-        "queues",
-        "Jobs waiting per segment, per trial",
-        queue_rows(metrics),
-        _QUEUES,
-        scope="full",
-        collapsed=True,
-    )
+#: Jobs waiting per segment and trial (folded away: a detail).
+queues_table = TableDef(
+    "queues",
+    "Jobs waiting per segment, per trial",
+    queue_rows,
+    _QUEUES,
+    scope="full",
+    collapsed=True,
+)
