@@ -9,7 +9,7 @@ The per-trial time series are in :mod:`gridbench.jobflow.report.timeseries`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -59,6 +59,26 @@ def layout(fig: Any, title: str, **kw: Any) -> Any:
     return fig
 
 
+def finish(
+    fig: Any,
+    id: str,
+    title: str,
+    caption: str,
+    *,
+    heading: str,
+    axes: Sequence[tuple[Literal["x", "y"], str]] = (),
+    tozero: bool = False,
+    **kw: Any,
+) -> Chart:
+    """Lay ``fig`` out under ``heading`` (:func:`layout`, with ``kw``), title its axes in
+    the order given (each from zero when ``tozero``) and make its section (:func:`chart`)."""
+    layout(fig, heading, **kw)
+    extra = {"rangemode": "tozero"} if tozero else {}
+    for axis, text in axes:
+        (fig.update_xaxes if axis == "x" else fig.update_yaxes)(title_text=text, **extra)
+    return chart(id, title, caption, fig)
+
+
 def _rate_axis(metrics: Mapping[str, Any]) -> list[str]:
     return [ptext(rate_label(p)) for p in points(metrics)]
 
@@ -83,19 +103,30 @@ def _throughput_by_stage(metrics: Mapping[str, Any]) -> tuple[list[Row], list[st
     return (rows, stages) if rows and stages else None
 
 
+def _component_bars(
+    fig: Any,
+    metrics: Mapping[str, Any],
+    lat: tuple[dict[tuple[Any, str], Row], list[str], dict[str, str], list[str]],
+    key: str,
+    hover: str,
+) -> None:
+    """One bar trace per component (not 'overall'): its latency row's ``key`` per rate."""
+    by, comps, col, x = lat
+    for c in comps:
+        ys = [by.get((p.get("index"), c), {}).get(key) for p in points(metrics)]
+        fig.add_bar(name=ptext(c), x=x, y=ys, marker_color=col[c], hovertemplate=hover)
+
+
 def latency_breakdown(metrics: Mapping[str, Any]) -> Chart | None:
     """Figure 26: stacked mean latency per component (plus 'other') per rate, and the
     overall mean with its standard deviation across trials."""
     lat = _latency_by_rate(metrics)
     if lat is None:
         return None
-    by, comps, col, x = lat
-    pts = points(metrics)
+    by, _, _, x = lat
     fig = go.Figure()
-    for c in comps:
-        ys = [by.get((p.get("index"), c), {}).get("avg_s") for p in pts]
-        fig.add_bar(name=ptext(c), x=x, y=ys, marker_color=col[c], hovertemplate="%{y:.3g} s")
-    overall = [by.get((p.get("index"), OVERALL), {}) for p in pts]
+    _component_bars(fig, metrics, lat, "avg_s", "%{y:.3g} s")
+    overall = [by.get((p.get("index"), OVERALL), {}) for p in points(metrics)]
     fig.add_scatter(
         name="overall (mean ± std)",
         x=x,
@@ -104,15 +135,15 @@ def latency_breakdown(metrics: Mapping[str, Any]) -> Chart | None:
         mode="markers",
         marker={"symbol": "diamond", "size": 10, "color": "#000000"},
     )
-    layout(fig, "Latency breakdown per offered rate", barmode="relative")
-    fig.update_yaxes(title_text="mean latency (s)")
-    fig.update_xaxes(title_text="offered rate")
-    return chart(
+    return finish(
+        fig,
         "latency-breakdown",
         "Latency breakdown per rate",
         "Mean latency of each component segment, stacked; 'other' is the rest of the overall "
         "latency (network, polling, queues outside the components). Means of trial means.",
-        fig,
+        heading="Latency breakdown per offered rate",
+        axes=[("y", "mean latency (s)"), ("x", "offered rate")],
+        barmode="relative",
     )
 
 
@@ -121,19 +152,16 @@ def latency_share(metrics: Mapping[str, Any]) -> Chart | None:
     lat = _latency_by_rate(metrics)
     if lat is None:
         return None
-    by, comps, col, x = lat
     fig = go.Figure()
-    for c in comps:
-        ys = [by.get((p.get("index"), c), {}).get("share_pct") for p in points(metrics)]
-        fig.add_bar(name=ptext(c), x=x, y=ys, marker_color=col[c], hovertemplate="%{y:.1f}%")
-    layout(fig, "Share of each component in the overall latency", barmode="relative")
-    fig.update_yaxes(title_text="share of overall mean latency (%)")
-    fig.update_xaxes(title_text="offered rate")
-    return chart(
+    _component_bars(fig, metrics, lat, "share_pct", "%{y:.1f}%")
+    return finish(
+        fig,
         "latency-share",
         "Latency share per component",
         "Each component's mean as a percentage of the overall mean latency.",
-        fig,
+        heading="Share of each component in the overall latency",
+        axes=[("y", "share of overall mean latency (%)"), ("x", "offered rate")],
+        barmode="relative",
     )
 
 
@@ -165,15 +193,15 @@ def throughput_vs_rate(metrics: Mapping[str, Any]) -> Chart | None:
             mode="lines+markers",
             line={"color": col[s]},
         )
-    layout(fig, "Throughput against offered rate")
-    fig.update_xaxes(title_text="offered rate (jobs/s)", rangemode="tozero")
-    fig.update_yaxes(title_text="throughput (jobs/s, mean ± std)", rangemode="tozero")
-    return chart(
+    return finish(
+        fig,
         "throughput",
         "Throughput against offered rate",
         "Average throughput of each stage (EDGI definition, warm-up trimmed), mean ± standard "
         "deviation across trials. A stage below the dashed line does not keep up.",
-        fig,
+        heading="Throughput against offered rate",
+        axes=[("x", "offered rate (jobs/s)"), ("y", "throughput (jobs/s, mean ± std)")],
+        tozero=True,
     )
 
 
@@ -196,14 +224,16 @@ def expected_ratio(metrics: Mapping[str, Any]) -> Chart | None:
             marker_color=PALETTE[i % len(PALETTE)],
         )
     fig.add_hline(y=1.0, line_dash="dash", line_color="#888888", annotation_text="expected")
-    layout(fig, "Actual ÷ expected throughput per stage", barmode="group")
-    fig.update_yaxes(title_text="actual / expected", rangemode="tozero")
-    return chart(
+    return finish(
+        fig,
         "expected-ratio",
         "Actual ÷ expected throughput per stage",
         "Expected throughput is the offered rate. The first stage whose ratio breaks is the "
         "bottleneck; every stage after it is limited by it.",
-        fig,
+        heading="Actual ÷ expected throughput per stage",
+        axes=[("y", "actual / expected")],
+        tozero=True,
+        barmode="group",
     )
 
 
