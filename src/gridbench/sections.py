@@ -10,7 +10,7 @@ Every text here is plain (unescaped): renderers escape for their own medium.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -216,6 +216,57 @@ class Report:
                 raise ValueError(f"two exported tables have the id {t.id!r}")
             seen.add(t.id)
         return out
+
+
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """A cell whose text is not the default text of its raw value, or that states a
+    verdict (``status``: drawn as a badge or in the status colour)."""
+
+    raw: Cell
+    text: str
+    status: Status | None = None
+
+
+def shown_table(
+    id: str,
+    title: str,
+    columns: Sequence[Column],
+    rows: Iterable[Sequence[Any]],
+    *,
+    default: Callable[[Any], str] | None = None,
+    export: bool = True,
+    note: str = "",
+    row_status: Sequence[Status | None] | None = None,
+    row_style: Sequence[RowStyle | None] | None = None,
+    scope: Scope = "all",
+    collapsed: bool = False,
+) -> Table:
+    """A table from rows of cells, each a :class:`Shown` or a raw value (shown as
+    ``default`` gives it, :func:`format_cell` without one): the raw rows, their text and
+    the cells' statuses (None when no cell states one) in one pass."""
+    show = format_cell if default is None else default
+    raw: list[tuple[Cell, ...]] = []
+    text: list[tuple[str, ...]] = []
+    status: list[tuple[Status | None, ...]] = []
+    for r in rows:
+        raw.append(tuple(c.raw if isinstance(c, Shown) else _cell(c) for c in r))
+        text.append(tuple(c.text if isinstance(c, Shown) else show(c) for c in r))
+        status.append(tuple(c.status if isinstance(c, Shown) else None for c in r))
+    return Table(
+        id=id,
+        title=title,
+        columns=tuple(columns),
+        rows=tuple(raw),
+        text=tuple(text),
+        note=note,
+        export=export,
+        row_status=tuple(row_status) if row_status is not None else None,
+        row_style=tuple(row_style) if row_style is not None else None,
+        cell_status=tuple(status) if any(any(s) for s in status) else None,
+        scope=scope,
+        collapsed=collapsed,
+    )
 
 
 def _is_number(v: Cell) -> bool:

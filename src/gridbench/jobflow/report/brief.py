@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gridbench.fmt import fmt_count_pm, fmt_pct, fmt_pm, fmt_s
-from gridbench.jobflow.report.build import Shown, col, table
+from gridbench.jobflow.report.build import col, table
 from gridbench.jobflow.report.model import points, rate_label, throughput_stages
 from gridbench.jobflow.report.rows import (
     TABLE6_STATS,
@@ -17,7 +17,7 @@ from gridbench.jobflow.report.rows import (
     throughput_rows,
     validity_rows,
 )
-from gridbench.sections import Column, RowStyle, Statements, Status, Table
+from gridbench.sections import Column, RowStyle, Shown, Statements, Status, Table
 
 
 def latency_brief(metrics: Mapping[str, Any]) -> Table | None:

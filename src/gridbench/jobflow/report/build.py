@@ -1,5 +1,6 @@
 """Building report tables from rows: each cell a raw value (what CSV and JSON would get)
-and the text people read, in the job-flow report's number formats."""
+and the text people read, in the job-flow report's number formats (on
+:func:`gridbench.sections.shown_table`)."""
 
 from __future__ import annotations
 
@@ -9,17 +10,16 @@ from typing import Any
 
 from gridbench.fmt import fmt_val
 from gridbench.jobflow.report.model import Row
-from gridbench.sections import Cell, Column, RowStyle, Scope, Status, Table
-
-
-@dataclass(frozen=True, slots=True)
-class Shown:
-    """A cell whose text is not the default formatting of its raw value, or that states a
-    verdict (``status``: drawn as a badge or in the status colour)."""
-
-    raw: Cell
-    text: str
-    status: Status | None = None
+from gridbench.sections import (
+    Cell,
+    Column,
+    RowStyle,
+    Scope,
+    Shown,
+    Status,
+    Table,
+    shown_table,
+)
 
 
 def cell(v: Any) -> Cell:
@@ -48,24 +48,16 @@ def table(
 
     A cell is a :class:`Shown` or a raw value, shown as :func:`gridbench.fmt.fmt_val`
     formats it ('–' when missing)."""
-    raw: list[tuple[Cell, ...]] = []
-    text: list[tuple[str, ...]] = []
-    status: list[tuple[Status | None, ...]] = []
-    for r in rows:
-        raw.append(tuple(c.raw if isinstance(c, Shown) else cell(c) for c in r))
-        text.append(tuple(c.text if isinstance(c, Shown) else _text(c) for c in r))
-        status.append(tuple(c.status if isinstance(c, Shown) else None for c in r))
-    return Table(
-        id=id,
-        title=title,
-        columns=tuple(columns),
-        rows=tuple(raw),
-        text=tuple(text),
-        note=note,
+    return shown_table(
+        id,
+        title,
+        columns,
+        rows,
+        default=_text,
         export=False,
-        row_status=tuple(row_status) if row_status is not None else None,
-        row_style=tuple(styles) if styles is not None else None,
-        cell_status=tuple(status) if any(any(s) for s in status) else None,
+        note=note,
+        row_status=row_status,
+        row_style=styles,
         scope=scope,
         collapsed=collapsed,
     )

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gridbench.fmt import fmt_s
-from gridbench.jobflow.report.build import Shown, Spec, level_style, spec_table, trial_cell
+from gridbench.jobflow.report.build import Spec, level_style, spec_table, trial_cell
 from gridbench.jobflow.report.model import (
     Row,
     as_dict,
@@ -18,7 +18,7 @@ from gridbench.jobflow.report.model import (
     trial_head,
     trials,
 )
-from gridbench.sections import Table
+from gridbench.sections import Shown, Table
 
 
 def _probe_cols(single: Mapping[str, Any], below: Mapping[str, Any]) -> Row:

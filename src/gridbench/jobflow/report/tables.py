@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from gridbench.fmt import fmt_count_pm, fmt_pct, fmt_pm, fmt_s, fmt_val
-from gridbench.jobflow.report.build import Shown, Spec, TableDef, col, spec_table, table
+from gridbench.jobflow.report.build import Spec, TableDef, col, spec_table, table
 from gridbench.jobflow.report.model import Row, points, rate_label
 from gridbench.jobflow.report.rows import (
     TABLE6_STATS,
@@ -21,7 +21,7 @@ from gridbench.jobflow.report.rows import (
     user_rows,
     validity_rows,
 )
-from gridbench.sections import RowStyle, Status, Table
+from gridbench.sections import RowStyle, Shown, Status, Table
 
 
 def _offered(r: Row) -> str:
