@@ -269,6 +269,37 @@ def shown_table(
     )
 
 
+#: One column of a table built from records: the column, and its cell of a record (a raw
+#: value or a :class:`Shown`).
+Field = tuple[Column, Callable[[Any], Any]]
+
+
+def record_table(
+    id: str,
+    title: str,
+    records: Sequence[Any],
+    fields: Sequence[Field],
+    *,
+    style: Callable[[Any], RowStyle | None] | None = None,
+    status: Callable[[Any], Status | None] | None = None,
+    **kw: Any,
+) -> Table | None:
+    """A table of ``records``, one column per :data:`Field` (declared once, as data);
+    None when there are no records. ``style`` and ``status`` give each record's row style
+    and status; ``kw`` go to :func:`shown_table`."""
+    if not records:
+        return None
+    return shown_table(
+        id,
+        title,
+        [c for c, _ in fields],
+        ([f(r) for _, f in fields] for r in records),
+        row_style=[style(r) for r in records] if style is not None else None,
+        row_status=[status(r) for r in records] if status is not None else None,
+        **kw,
+    )
+
+
 def _is_number(v: Cell) -> bool:
     return v is None or (isinstance(v, int | float) and not isinstance(v, bool))
 

@@ -8,14 +8,24 @@ tables are in :mod:`gridbench.io.report_checks`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from gridbench.io.bonnie import COLUMNS as BONNIE_COLUMNS
 from gridbench.io.bonnie import LABEL as BONNIE_LABEL
 from gridbench.io.matrix import LABEL
 from gridbench.io.units import format_size
-from gridbench.sections import Cell, Column, RowStyle, Status, Table
+from gridbench.sections import (
+    Cell,
+    Column,
+    Field,
+    RowStyle,
+    Shown,
+    Status,
+    Table,
+    record_table,
+    shown_table,
+)
 
 MISSING = "-"
 
@@ -68,6 +78,17 @@ def _mean(stats: Any) -> float | None:
 def num(x: Any) -> float | None:
     """A number as a float; None for anything else (booleans too)."""
     return float(x) if isinstance(x, int | float) and not isinstance(x, bool) else None
+
+
+def as_str(key: str, default: Any = None) -> Callable[[Mapping[str, Any]], Shown]:
+    """A field's cell: the record's value under ``key`` (``default`` when missing), shown
+    as its str."""
+    return lambda r: Shown(r.get(key, default), str(r.get(key, default)))
+
+
+def fixed(x: float | None, spec: str) -> Shown:
+    """A number shown in ``spec`` (a format spec); MISSING when there is none."""
+    return Shown(x, MISSING if x is None else format(x, spec))
 
 
 # -- the iozone matrix ---------------------------------------------------------------------
@@ -193,27 +214,27 @@ def matrix_by_test(metrics: Mapping[str, Any]) -> Table | None:
             Column(f"{base} kB/s", f"{base} kB/s (baseline)", numeric=True),
             Column(f"{base} p99 ms", f"{base} p50/p99 ms", numeric=True),
         ]
-    rows: list[tuple[Cell, ...]] = []
-    text: list[tuple[str, ...]] = []
+    rows: list[list[Shown]] = []
     for t in tests:
-        raw: list[Cell] = [t]
-        shown = [LABEL.get(t, t)]
+        row = [Shown(t, LABEL.get(t, t))]
         for c in [*cands, *([base] if base else [])]:
             m = cell.get((str(c), t))
-            raw += [_mean(m["kbps"]) if m else None, num((m or {}).get("lat_ms", {}).get("p99"))]
-            shown += [fmt_kbps(m["kbps"], ci=True) if m else MISSING, _lat(m)]
+            row += [
+                Shown(
+                    _mean(m["kbps"]) if m else None,
+                    fmt_kbps(m["kbps"], ci=True) if m else MISSING,
+                ),
+                Shown(num((m or {}).get("lat_ms", {}).get("p99")), _lat(m)),
+            ]
             if base and c != base and c in cands:
                 sp = num(m.get("speedup")) if m else None
-                raw.append(sp)
-                shown.append(fmt_speedup(sp))
-        rows.append(tuple(raw))
-        text.append(tuple(shown))
-    return Table(
-        id="matrix-by-test",
-        title="iozone matrix: kB/s mean ±sd [95% CI], latency p50 / p99 ms",
-        columns=tuple(cols),
-        rows=tuple(rows),
-        text=tuple(text),
+                row.append(Shown(sp, fmt_speedup(sp)))
+        rows.append(row)
+    return shown_table(
+        "matrix-by-test",
+        "iozone matrix: kB/s mean ±sd [95% CI], latency p50 / p99 ms",
+        cols,
+        rows,
         note=str(metrics.get("speedup_formula")) if base else "",
         export=False,
         scope="brief",
@@ -262,99 +283,82 @@ def bonnie_table(metrics: Mapping[str, Any]) -> Table | None:
         ]
     base = metrics.get("baseline")
     targets = list(dict.fromkeys(t for t, _ in entries))
-    rows: list[tuple[Cell, ...]] = []
-    text: list[tuple[str, ...]] = []
+    rows: list[list[Cell | Shown]] = []
     style: list[RowStyle | None] = []
     for target in targets:
-        label = target + (" (baseline)" if target == base else "")
-        raw: list[Cell] = [label]
-        shown = [label]
+        row: list[Cell | Shown] = [target + (" (baseline)" if target == base else "")]
         for c in cols:
             b = entries.get((target, c))
             kb = _mean(b["kbps"]) if b else None
-            raw += [kb, num(b["cpu_pct"]) if b else None]
-            shown += [
-                fmt_kbps(b["kbps"])
-                if b and kb is not None
-                else ("+++++" if b and b["note"] else "-"),
-                "-" if not b or b["cpu_pct"] is None else f"{b['cpu_pct']:.0f}",
+            row += [
+                Shown(
+                    kb,
+                    fmt_kbps(b["kbps"])
+                    if b and kb is not None
+                    else ("+++++" if b and b["note"] else "-"),
+                ),
+                Shown(
+                    num(b["cpu_pct"]) if b else None,
+                    "-" if not b or b["cpu_pct"] is None else f"{b['cpu_pct']:.0f}",
+                ),
             ]
-        rows.append(tuple(raw))
-        text.append(tuple(shown))
+        rows.append(row)
         style.append(None)
         if target != base and base in targets:
             sp = [
                 num(entries[(target, c)]["speedup"]) if (target, c) in entries else None
                 for c in cols
             ]
-            rows.append(("speedup", *[x for s in sp for x in (s, None)]))
-            text.append(("speedup", *[x for s in sp for x in (fmt_speedup(s), "--")]))
+            rows.append(
+                ["speedup", *[x for s in sp for x in (Shown(s, fmt_speedup(s)), Shown(None, "--"))]]
+            )
             style.append("total")
-    return Table(
-        id="bonnie",
-        title="Bonnie (kB/s, %CPU)",
-        columns=tuple(columns),
-        rows=tuple(rows),
-        text=tuple(text),
+    return shown_table(
+        "bonnie",
+        "Bonnie (kB/s, %CPU)",
+        columns,
+        rows,
         note="+++++: bonnie++ could not time a phase under 500 ms.",
-        row_style=tuple(style),
+        row_style=style,
     )
 
 
-CONCURRENCY_COLUMNS = (
-    Column("target"),
-    Column("test"),
-    Column("clients", numeric=True),
-    Column("files"),
-    Column("last_done_kbps", "last done kB/s", numeric=True),
-    Column("first_done_kbps", "first done kB/s (estimate: Σ client rates)", numeric=True),
-    Column("finish_spread_s", "finish spread s", numeric=True),
-    Column("per_client_kbps", "per client kB/s"),
-    Column("p99_ms", "p99 ms", numeric=True),
+def _per_client(c: Mapping[str, Any]) -> Shown:
+    per = ", ".join(f"{k}: {v:.0f}" for k, v in c["per_client_kbps"].items() if v is not None)
+    return Shown(per, per or MISSING)
+
+
+def _kbps(key: str) -> Callable[[Mapping[str, Any]], Shown]:
+    return lambda r: Shown(_mean(r[key]), fmt_kbps(r[key]))
+
+
+CONCURRENCY: tuple[Field, ...] = (
+    (Column("target"), as_str("target")),
+    (Column("test"), lambda c: Shown(c["test"], LABEL.get(c["test"], c["test"]))),
+    (Column("clients", numeric=True), as_str("clients")),
+    (Column("files"), as_str("files")),
+    (Column("last_done_kbps", "last done kB/s", numeric=True), _kbps("last_done_kbps")),
+    (
+        Column("first_done_kbps", "first done kB/s (estimate: Σ client rates)", numeric=True),
+        _kbps("first_done_kbps"),
+    ),
+    (
+        Column("finish_spread_s", "finish spread s", numeric=True),
+        lambda c: fixed(num(c["finish_spread_s"]), ".3f"),
+    ),
+    (Column("per_client_kbps", "per client kB/s"), _per_client),
+    (
+        Column("p99_ms", "p99 ms", numeric=True),
+        lambda c: Shown(p99 := num(c["lat_ms"].get("p99")), fmt_ms(p99)),
+    ),
 )
+CONCURRENCY_COLUMNS = tuple(c for c, _ in CONCURRENCY)
 
 
 def concurrency_table(metrics: Mapping[str, Any]) -> Table | None:
     """Per (target, test, clients, files): the aggregates, the spread, each client."""
-    rows: list[tuple[Cell, ...]] = []
-    text: list[tuple[str, ...]] = []
-    for c in metrics.get("concurrency", []):
-        per = ", ".join(f"{k}: {v:.0f}" for k, v in c["per_client_kbps"].items() if v is not None)
-        spread, p99 = num(c["finish_spread_s"]), num(c["lat_ms"].get("p99"))
-        rows.append(
-            (
-                c["target"],
-                c["test"],
-                c["clients"],
-                c["files"],
-                _mean(c["last_done_kbps"]),
-                _mean(c["first_done_kbps"]),
-                spread,
-                per,
-                p99,
-            )
-        )
-        text.append(
-            (
-                str(c["target"]),
-                LABEL.get(c["test"], c["test"]),
-                str(c["clients"]),
-                str(c["files"]),
-                fmt_kbps(c["last_done_kbps"]),
-                fmt_kbps(c["first_done_kbps"]),
-                MISSING if spread is None else f"{spread:.3f}",
-                per or MISSING,
-                fmt_ms(p99),
-            )
-        )
-    if not rows:
-        return None
-    return Table(
-        id="concurrency",
-        title="Concurrent clients",
-        columns=CONCURRENCY_COLUMNS,
-        rows=tuple(rows),
-        text=tuple(text),
+    return record_table(
+        "concurrency", "Concurrent clients", metrics.get("concurrency", []), CONCURRENCY
     )
 
 
@@ -365,36 +369,28 @@ def _pm(stats: Mapping[str, Any], digits: int) -> str:
     return s + (f" ±{stats['std']:.{digits}f}" if stats.get("std") is not None else "")
 
 
-HTTP_COLUMNS = (
-    Column("size", numeric=True),
-    Column("operation"),
-    Column("seconds", "time s (mean ±sd)", numeric=True),
-    Column("mib_s", "MiB/s (mean ±sd)", numeric=True),
-    Column("ok"),
+HTTP: tuple[Field, ...] = (
+    (Column("size", numeric=True), lambda h: Shown(h["size"], format_size(h["size"]))),
+    (Column("operation"), lambda h: Shown(h["op"], str(h["op"]))),
+    (
+        Column("seconds", "time s (mean ±sd)", numeric=True),
+        lambda h: Shown(_mean(h["seconds"]), _pm(h["seconds"], 3)),
+    ),
+    (
+        Column("mib_s", "MiB/s (mean ±sd)", numeric=True),
+        lambda h: Shown(_mean(h["mib_s"]), _pm(h["mib_s"], 1)),
+    ),
+    (Column("ok"), lambda h: Shown(bool(h["ok"]), "yes" if h["ok"] else "NO")),
 )
+HTTP_COLUMNS = tuple(c for c, _ in HTTP)
 
 
 def http_table(metrics: Mapping[str, Any]) -> Table | None:
     """Per size and operation: seconds and MiB/s (mean ±sd), and whether all went well."""
-    hs = metrics.get("http", [])
-    if not hs:
-        return None
-    return Table(
-        id="http",
-        title="HTTP transfers",
-        columns=HTTP_COLUMNS,
-        rows=tuple(
-            (h["size"], h["op"], _mean(h["seconds"]), _mean(h["mib_s"]), bool(h["ok"])) for h in hs
-        ),
-        text=tuple(
-            (
-                format_size(h["size"]),
-                str(h["op"]),
-                _pm(h["seconds"], 3),
-                _pm(h["mib_s"], 1),
-                "yes" if h["ok"] else "NO",
-            )
-            for h in hs
-        ),
-        row_status=tuple(None if h["ok"] else "fail" for h in hs),
+    return record_table(
+        "http",
+        "HTTP transfers",
+        metrics.get("http", []),
+        HTTP,
+        status=lambda h: None if h["ok"] else "fail",
     )

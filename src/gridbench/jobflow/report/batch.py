@@ -7,7 +7,6 @@ from typing import Any
 
 from gridbench.fmt import fmt_pm, fmt_s
 from gridbench.jobflow.report.build import (
-    Shown,
     Spec,
     TableDef,
     level_style,
@@ -23,6 +22,7 @@ from gridbench.jobflow.report.model import (
     points,
     trial_head,
 )
+from gridbench.sections import Shown
 
 _BATCH_COUNTS = ("submitted", "acknowledged", "ended", "completed", "failed")
 

@@ -18,6 +18,7 @@ from gridbench.sections import (
     Shown,
     Status,
     Table,
+    record_table,
     shown_table,
 )
 
@@ -97,16 +98,16 @@ def spec_table(
 ) -> Table | None:
     """A display table of ``rows``, one column per :class:`Spec`; None when there are no
     rows. ``style`` and ``status`` give each row's style and status."""
-    if not rows:
-        return None
-    return table(
+    return record_table(
         id,
         title,
-        [col(s.label, s.numeric) for s in spec],
-        ([s.cell(r) for s in spec] for r in rows),
+        rows,
+        [(col(s.label, s.numeric), s.cell) for s in spec],
+        style=style,
+        status=status,
+        default=_text,
+        export=False,
         note=note,
-        styles=[style(r) for r in rows] if style is not None else None,
-        row_status=[status(r) for r in rows] if status is not None else None,
         scope=scope,
         collapsed=collapsed,
     )
