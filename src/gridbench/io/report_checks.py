@@ -6,56 +6,36 @@ None. The figure tables are in :mod:`gridbench.io.report_tables`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from gridbench.io.matrix import LABEL
-from gridbench.io.report_tables import MISSING, num, status_of, verdict
-from gridbench.sections import Cell, Column, Table
+from gridbench.io.report_tables import MISSING, as_str, fixed, num, status_of, verdict
+from gridbench.sections import Column, Field, Shown, Table, record_table
+
+
+def _verdict(ok: object) -> Shown:
+    """A check's verdict: PASS, FAIL or NOT RUN, its status; raw the bool (None not run)."""
+    return Shown(ok if isinstance(ok, bool) else None, verdict(ok), status_of(ok))
+
+
+CONSISTENCY: tuple[Field, ...] = (
+    (Column("target"), lambda c: str(c.get("target"))),
+    (Column("check"), lambda c: str(c.get("check"))),
+    (Column("ok", "result"), lambda c: _verdict(c.get("ok"))),
+    (Column("seconds", numeric=True), lambda c: fixed(num(c.get("seconds")), ".3f")),
+    (Column("detail"), lambda c: str(c.get("detail", ""))),
+)
 
 
 def consistency_table(metrics: Mapping[str, Any]) -> Table | None:
     """Each consistency or functional check: PASS, FAIL or NOT RUN, its time, its detail."""
-    checks = [c for c in metrics.get("consistency", []) if isinstance(c, Mapping)]
-    if not checks:
-        return None
-    rows: list[tuple[Cell, ...]] = []
-    text: list[tuple[str, ...]] = []
-    for c in checks:
-        secs = num(c.get("seconds"))
-        ok = c.get("ok")
-        rows.append(
-            (
-                str(c.get("target")),
-                str(c.get("check")),
-                ok if isinstance(ok, bool) else None,
-                secs,
-                str(c.get("detail", "")),
-            )
-        )
-        text.append(
-            (
-                str(c.get("target")),
-                str(c.get("check")),
-                verdict(ok),
-                MISSING if secs is None else f"{secs:.3f}",
-                str(c.get("detail", "")),
-            )
-        )
-    return Table(
-        id="consistency",
-        title="Consistency and functional checks",
-        columns=(
-            Column("target"),
-            Column("check"),
-            Column("ok", "result"),
-            Column("seconds", numeric=True),
-            Column("detail"),
-        ),
-        rows=tuple(rows),
-        text=tuple(text),
-        row_status=tuple(status_of(c.get("ok")) for c in checks),
-        cell_status=tuple((None, None, status_of(c.get("ok")), None, None) for c in checks),
+    return record_table(
+        "consistency",
+        "Consistency and functional checks",
+        [c for c in metrics.get("consistency", []) if isinstance(c, Mapping)],
+        CONSISTENCY,
+        status=lambda c: status_of(c.get("ok")),
     )
 
 
@@ -84,17 +64,17 @@ def threshold_entries(metrics: Mapping[str, Any]) -> list[tuple[str, str, bool, 
 
 def threshold_table(metrics: Mapping[str, Any]) -> Table | None:
     """Each threshold against each matrix entry it applies to: PASS or FAIL, the value."""
-    ths = threshold_entries(metrics)
-    if not ths:
-        return None
-    return Table(
-        id="thresholds",
-        title="Thresholds",
-        columns=(Column("test"), Column("target"), Column("ok", "result"), Column("detail")),
-        rows=tuple((test, target, ok, detail) for test, target, ok, detail in ths),
-        text=tuple((test, target, verdict(ok), detail) for test, target, ok, detail in ths),
-        row_status=tuple(status_of(ok) for *_, ok, _ in ths),
-        cell_status=tuple((None, None, status_of(ok), None) for *_, ok, _ in ths),
+    return record_table(
+        "thresholds",
+        "Thresholds",
+        threshold_entries(metrics),
+        [
+            (Column("test"), lambda t: t[0]),
+            (Column("target"), lambda t: t[1]),
+            (Column("ok", "result"), lambda t: _verdict(t[2])),
+            (Column("detail"), lambda t: t[3]),
+        ],
+        status=lambda t: status_of(t[2]),
     )
 
 
@@ -150,57 +130,63 @@ def _what(f: Mapping[str, Any]) -> str:
     return test
 
 
+def _resolution(f: Mapping[str, Any]) -> Shown:
+    res = num(f.get("resolution"))
+    return Shown(
+        res,
+        MISSING if res is None else (f"{res:.1%}" if f.get("rule") == "short_runtime" else MISSING),
+    )
+
+
+VALIDITY: tuple[Field, ...] = (
+    (Column("rule"), as_str("rule")),
+    (Column("target"), as_str("target")),
+    (Column("test"), lambda f: Shown(f.get("test"), _what(f))),
+    (
+        Column("clients", numeric=True),
+        lambda f: Shown(f.get("clients"), str(f.get("clients", MISSING))),
+    ),
+    (
+        Column("runtime_ms", "shortest run time ms", numeric=True),
+        lambda f: fixed(num(f.get("runtime_ms")), "g"),
+    ),
+    (Column("resolution", "resolution (1 ms / run time)", numeric=True), _resolution),
+    (Column("detail"), lambda f: Shown(f.get("detail"), str(f.get("detail", "")))),
+)
+
+
 def validity_table(metrics: Mapping[str, Any]) -> Table | None:
     """Every validity flag: the rule, the figure it concerns, the run time and the
     resolution (short_runtime), and why."""
-    flags = _flags(metrics)
-    if not flags:
-        return None
-    rows: list[tuple[Cell, ...]] = []
-    text: list[tuple[str, ...]] = []
-    for f in flags:
-        ms, res = num(f.get("runtime_ms")), num(f.get("resolution"))
-        rows.append(
-            (
-                f.get("rule"),
-                f.get("target"),
-                f.get("test"),
-                f.get("clients"),
-                ms,
-                res,
-                f.get("detail"),
-            )
-        )
-        text.append(
-            (
-                str(f.get("rule")),
-                str(f.get("target")),
-                _what(f),
-                str(f.get("clients", MISSING)),
-                MISSING if ms is None else f"{ms:g}",
-                MISSING
-                if res is None
-                else (f"{res:.1%}" if f.get("rule") == "short_runtime" else MISSING),
-                str(f.get("detail", "")),
-            )
-        )
-    return Table(
-        id="validity",
-        title="Validity flags",
-        columns=(
-            Column("rule"),
-            Column("target"),
-            Column("test"),
-            Column("clients", numeric=True),
-            Column("runtime_ms", "shortest run time ms", numeric=True),
-            Column("resolution", "resolution (1 ms / run time)", numeric=True),
-            Column("detail"),
-        ),
-        rows=tuple(rows),
-        text=tuple(text),
+    return record_table(
+        "validity",
+        "Validity flags",
+        _flags(metrics),
+        VALIDITY,
         note="docs/io.md, 'Validity rules': why a flagged figure is not a storage figure.",
-        row_status=tuple("warn" for _ in flags),
+        status=lambda _: "warn",
     )
+
+
+RUNTIMES: tuple[Field, ...] = (
+    (Column("kind"), as_str("kind")),
+    (Column("target"), as_str("target")),
+    (
+        Column("test"),
+        lambda g: Shown(g.get("test"), LABEL.get(str(g.get("test")), str(g.get("test")))),
+    ),
+    (Column("clients", numeric=True), as_str("clients")),
+    (Column("direction"), as_str("direction")),
+    (
+        Column("runtime_ms", "shortest ms", numeric=True),
+        lambda g: fixed(num(g.get("runtime_ms")), "g"),
+    ),
+    (
+        Column("runtime_ms_max", "longest ms", numeric=True),
+        lambda g: fixed(num(g.get("runtime_ms_max")), "g"),
+    ),
+    (Column("resolution", numeric=True), lambda g: fixed(num(g.get("resolution")), ".2%")),
+)
 
 
 def runtime_table(metrics: Mapping[str, Any]) -> Table | None:
@@ -208,59 +194,21 @@ def runtime_table(metrics: Mapping[str, Any]) -> Table | None:
     (the evidence of the short_runtime rule), folded away in the full report."""
     v = metrics.get("validity")
     groups = v.get("runtimes") if isinstance(v, Mapping) else None
-    if not isinstance(groups, list) or not groups:
+    if not isinstance(groups, list):
         return None
-    gs: Sequence[Mapping[str, Any]] = [g for g in groups if isinstance(g, Mapping)]
     limit = num(v.get("max_resolution")) if isinstance(v, Mapping) else None
-    return Table(
-        id="runtimes",
-        title="fio run times and resolution",
-        columns=(
-            Column("kind"),
-            Column("target"),
-            Column("test"),
-            Column("clients", numeric=True),
-            Column("direction"),
-            Column("runtime_ms", "shortest ms", numeric=True),
-            Column("runtime_ms_max", "longest ms", numeric=True),
-            Column("resolution", numeric=True),
-        ),
-        rows=tuple(
-            (
-                g.get("kind"),
-                g.get("target"),
-                g.get("test"),
-                g.get("clients"),
-                g.get("direction"),
-                num(g.get("runtime_ms")),
-                num(g.get("runtime_ms_max")),
-                num(g.get("resolution")),
-            )
-            for g in gs
-        ),
-        text=tuple(
-            (
-                str(g.get("kind")),
-                str(g.get("target")),
-                LABEL.get(str(g.get("test")), str(g.get("test"))),
-                str(g.get("clients")),
-                str(g.get("direction")),
-                f"{g.get('runtime_ms'):g}" if num(g.get("runtime_ms")) is not None else MISSING,
-                f"{g.get('runtime_ms_max'):g}"
-                if num(g.get("runtime_ms_max")) is not None
-                else MISSING,
-                MISSING if num(g.get("resolution")) is None else f"{g['resolution']:.2%}",
-            )
-            for g in gs
-        ),
+    return record_table(
+        "runtimes",
+        "fio run times and resolution",
+        [g for g in groups if isinstance(g, Mapping)],
+        RUNTIMES,
         note="fio times a job in whole ms: a figure is good to 1 ms / run time"
         + (f"; above {limit:.0%} it is flagged" if limit is not None else ""),
-        row_status=tuple(
+        status=lambda g: (
             "warn"
             if limit is not None
             and (num(g.get("resolution")) is None or (g.get("resolution") or 0) > limit)
             else None
-            for g in gs
         ),
         scope="full",
         collapsed=True,
