@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict, Unpack
 
 #: A raw table value: what CSV and JSON get. Text shown to people may differ (``Table.text``).
 Cell = str | int | float | bool | None
@@ -228,6 +228,17 @@ class Shown:
     status: Status | None = None
 
 
+class TableOptions(TypedDict, total=False):
+    """What a built table may set beyond its cells (the fields of :class:`Table`)."""
+
+    note: str
+    export: bool
+    row_status: tuple[Status | None, ...] | None
+    row_style: tuple[RowStyle | None, ...] | None
+    scope: Scope
+    collapsed: bool
+
+
 def shown_table(
     id: str,
     title: str,
@@ -235,12 +246,7 @@ def shown_table(
     rows: Iterable[Sequence[Any]],
     *,
     default: Callable[[Any], str] | None = None,
-    export: bool = True,
-    note: str = "",
-    row_status: Sequence[Status | None] | None = None,
-    row_style: Sequence[RowStyle | None] | None = None,
-    scope: Scope = "all",
-    collapsed: bool = False,
+    **kw: Unpack[TableOptions],
 ) -> Table:
     """A table from rows of cells, each a :class:`Shown` or a raw value (shown as
     ``default`` gives it, :func:`format_cell` without one): the raw rows, their text and
@@ -259,13 +265,8 @@ def shown_table(
         columns=tuple(columns),
         rows=tuple(raw),
         text=tuple(text),
-        note=note,
-        export=export,
-        row_status=tuple(row_status) if row_status is not None else None,
-        row_style=tuple(row_style) if row_style is not None else None,
         cell_status=tuple(status) if any(any(s) for s in status) else None,
-        scope=scope,
-        collapsed=collapsed,
+        **kw,
     )
 
 
@@ -282,22 +283,20 @@ def record_table(
     *,
     style: Callable[[Any], RowStyle | None] | None = None,
     status: Callable[[Any], Status | None] | None = None,
-    **kw: Any,
+    default: Callable[[Any], str] | None = None,
+    **kw: Unpack[TableOptions],
 ) -> Table | None:
     """A table of ``records``, one column per :data:`Field` (declared once, as data);
     None when there are no records. ``style`` and ``status`` give each record's row style
-    and status; ``kw`` go to :func:`shown_table`."""
+    and status."""
     if not records:
         return None
-    return shown_table(
-        id,
-        title,
-        [c for c, _ in fields],
-        ([f(r) for _, f in fields] for r in records),
-        row_style=[style(r) for r in records] if style is not None else None,
-        row_status=[status(r) for r in records] if status is not None else None,
-        **kw,
-    )
+    if style is not None:
+        kw["row_style"] = tuple(style(r) for r in records)
+    if status is not None:
+        kw["row_status"] = tuple(status(r) for r in records)
+    cells = ([f(r) for _, f in fields] for r in records)
+    return shown_table(id, title, [c for c, _ in fields], cells, default=default, **kw)
 
 
 def _is_number(v: Cell) -> bool:

@@ -319,7 +319,7 @@ def bonnie_table(metrics: Mapping[str, Any]) -> Table | None:
         columns,
         rows,
         note="+++++: bonnie++ could not time a phase under 500 ms.",
-        row_style=style,
+        row_style=tuple(style),
     )
 
 

@@ -50,7 +50,7 @@ def latency_brief(metrics: Mapping[str, Any]) -> Table | None:
         "Latency per component (s) — mean of trial means; min/max/std across trials",
         [col("Rate"), col("Component"), *(col(s, True) for s in stats)],
         body,
-        styles=styles,
+        row_style=tuple(styles),
         scope="brief",
     )
 
@@ -80,12 +80,13 @@ def throughput_brief(metrics: Mapping[str, Any]) -> Table | None:
             text = f"{fmt_pm(r['mean_per_s'], r['std_per_s'])}{pct}"
             cells.append(Shown(r["mean_per_s"], text, status))
         body.append(cells)
+    styles: list[RowStyle | None] = [None if i == 0 else "group-start" for i in range(len(body))]
     return table(
         "throughput-brief",
         "Throughput (jobs/s, mean ± std across trials; actual/expected in %)",
         [col("Stage"), *(Column(f"p{p.get('index')}", _two_lines(p), True) for p in pts)],
         body,
-        styles=[None] + ["group-start"] * (len(body) - 1),
+        row_style=tuple(styles),
         scope="brief",
     )
 

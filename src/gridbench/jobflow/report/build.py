@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 
 from gridbench.fmt import fmt_val
 from gridbench.jobflow.report.model import Row
@@ -18,6 +18,7 @@ from gridbench.sections import (
     Shown,
     Status,
     Table,
+    TableOptions,
     record_table,
     shown_table,
 )
@@ -38,30 +39,14 @@ def table(
     title: str,
     columns: Sequence[Column],
     rows: Iterable[Sequence[Any]],
-    *,
-    note: str = "",
-    styles: Sequence[RowStyle | None] | None = None,
-    row_status: Sequence[Status | None] | None = None,
-    scope: Scope = "all",
-    collapsed: bool = False,
+    **kw: Unpack[TableOptions],
 ) -> Table:
     """A display table (not exported: the raw data goes out through the export tables).
 
     A cell is a :class:`Shown` or a raw value, shown as :func:`gridbench.fmt.fmt_val`
     formats it ('–' when missing)."""
-    return shown_table(
-        id,
-        title,
-        columns,
-        rows,
-        default=_text,
-        export=False,
-        note=note,
-        row_status=row_status,
-        row_style=styles,
-        scope=scope,
-        collapsed=collapsed,
-    )
+    kw.setdefault("export", False)
+    return shown_table(id, title, columns, rows, default=_text, **kw)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,25 +77,13 @@ def spec_table(
     *,
     style: Callable[[Row], RowStyle | None] | None = None,
     status: Callable[[Row], Status | None] | None = None,
-    note: str = "",
-    scope: Scope = "all",
-    collapsed: bool = False,
+    **kw: Unpack[TableOptions],
 ) -> Table | None:
     """A display table of ``rows``, one column per :class:`Spec`; None when there are no
     rows. ``style`` and ``status`` give each row's style and status."""
-    return record_table(
-        id,
-        title,
-        rows,
-        [(col(s.label, s.numeric), s.cell) for s in spec],
-        style=style,
-        status=status,
-        default=_text,
-        export=False,
-        note=note,
-        scope=scope,
-        collapsed=collapsed,
-    )
+    cols = [(col(s.label, s.numeric), s.cell) for s in spec]
+    kw.setdefault("export", False)
+    return record_table(id, title, rows, cols, style=style, status=status, default=_text, **kw)
 
 
 @dataclass(frozen=True)

@@ -83,7 +83,7 @@ def latency_tables(metrics: Mapping[str, Any]) -> list[Table]:
         ([Shown(None, "") if c is None else c for c in b] for b in body),
         note="Latency per component and rate: mean of the trial means, min/max/std across "
         "trials (the seed's Table 6), 95% CI of the mean.",
-        styles=styles,
+        row_style=tuple(styles),
         scope="full",
     )
     return [wide, table6]
