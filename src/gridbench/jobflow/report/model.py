@@ -6,7 +6,7 @@ Everything the report shows is read through here, so a field the analysis leaves
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -261,6 +261,22 @@ def representative_trial(point: Mapping[str, Any], metrics: Mapping[str, Any]) -
             if scored:
                 return str(min(scored, key=lambda s: (s[0], s[1]))[2].get("trial_id"))
     return str(valid[0].get("trial_id"))
+
+
+def trial_entries(
+    metrics: Mapping[str, Any], field: Callable[[Json], Any]
+) -> Iterator[tuple[Json, Json, str, Json]]:
+    """Every entry of a per-trial mapping (``field`` of a trial), over each trial of each
+    point: (point, trial, the entry's key as text, the entry)."""
+    for p in points(metrics):
+        for t in trials(p):
+            for key, entry in as_dict(field(t)).items():
+                yield p, t, str(key), as_dict(entry)
+
+
+def nums(d: Mapping[str, Any], keys: Mapping[str, str]) -> Row:
+    """``{column: num(d[key])}`` for each column and key of ``keys``, in their order."""
+    return {col: num(d.get(key)) for col, key in keys.items()}
 
 
 def point_cols(p: Mapping[str, Any]) -> Row:

@@ -13,12 +13,13 @@ from gridbench.jobflow.report.model import (
     model_of,
     model_trials,
     num,
+    nums,
     point_cols,
     point_head,
     points,
     stat_cols,
+    trial_entries,
     trial_head,
-    trials,
 )
 
 _SUSTAIN_COUNTS = (
@@ -69,30 +70,27 @@ def sustain_rows(metrics: Mapping[str, Any]) -> list[Row]:
     return rows
 
 
+_USER_NUMS = {
+    "submitted": "submitted",
+    "submit_mean_s": "submit_mean",
+    "submit_max_s": "submit_max",
+    "queries": "queries",
+    "query_mean_s": "query_mean",
+    "done": "done",
+    "canceled": "canceled",
+    "failed": "failed",
+    "exceptions": "exceptions",
+}
+
+
 def sustain_user_rows(metrics: Mapping[str, Any]) -> list[Row]:
     """Per trial and virtual user: submit time (mean, max), query time and job counts."""
-    rows: list[Row] = []
-    for p in points(metrics):
-        for t in trials(p):
-            for user, d in as_dict(model_of(t, "sustain").get("per_user")).items():
-                u = as_dict(d)
-                rows.append(
-                    {
-                        **point_cols(p),
-                        "trial_id": t.get("trial_id"),
-                        "user": str(user),
-                        "submitted": num(u.get("submitted")),
-                        "submit_mean_s": num(u.get("submit_mean")),
-                        "submit_max_s": num(u.get("submit_max")),
-                        "queries": num(u.get("queries")),
-                        "query_mean_s": num(u.get("query_mean")),
-                        "done": num(u.get("done")),
-                        "canceled": num(u.get("canceled")),
-                        "failed": num(u.get("failed")),
-                        "exceptions": num(u.get("exceptions")),
-                    }
-                )
-    return rows
+    return [
+        {**point_cols(p), "trial_id": t.get("trial_id"), "user": user, **nums(u, _USER_NUMS)}
+        for p, t, user, u in trial_entries(
+            metrics, lambda t: model_of(t, "sustain").get("per_user")
+        )
+    ]
 
 
 _TIMES = [(op, k) for op in ("submit", "query") for k in ("avg", "min", "max")]

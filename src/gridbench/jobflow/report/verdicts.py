@@ -12,9 +12,11 @@ from gridbench.jobflow.report.model import (
     as_dict,
     as_list,
     num,
+    nums,
     point_cols,
     points,
     rate_label,
+    trial_entries,
     trials,
 )
 
@@ -124,29 +126,23 @@ def point_rows(metrics: Mapping[str, Any]) -> list[Row]:
 # --- closed load models (metrics ``model`` objects; METHODS 1.6-1.8) ---------------------
 
 
+_OVERALL = {f"overall_{k}_s": k for k in ("mean", "p50", "p90", "max")}
+
+
 def user_rows(metrics: Mapping[str, Any]) -> list[Row]:
     """Per trial and user (spec ``users``): job counts, failures and overall latency."""
     rows: list[Row] = []
-    for p in points(metrics):
-        for t in trials(p):
-            for user, d in as_dict(t.get("by_user")).items():
-                u = as_dict(d)
-                overall = as_dict(u.get("overall"))
-                kinds = as_dict(u.get("failures"))
-                rows.append(
-                    {
-                        **point_cols(p),
-                        "trial_id": t.get("trial_id"),
-                        "user": str(user),
-                        "jobs": num(u.get("jobs")),
-                        "completed": num(u.get("completed")),
-                        "failed": num(u.get("failed")),
-                        "failures": ", ".join(f"{k}: {v}" for k, v in sorted(kinds.items())),
-                        "overall_mean_s": num(overall.get("mean")),
-                        "overall_p50_s": num(overall.get("p50")),
-                        "overall_p90_s": num(overall.get("p90")),
-                        "overall_max_s": num(overall.get("max")),
-                        "submit_call_mean_s": num(as_dict(u.get("submit_call")).get("mean")),
-                    }
-                )
+    for p, t, user, u in trial_entries(metrics, lambda t: t.get("by_user")):
+        kinds = as_dict(u.get("failures"))
+        rows.append(
+            {
+                **point_cols(p),
+                "trial_id": t.get("trial_id"),
+                "user": user,
+                **nums(u, {"jobs": "jobs", "completed": "completed", "failed": "failed"}),
+                "failures": ", ".join(f"{k}: {v}" for k, v in sorted(kinds.items())),
+                **nums(as_dict(u.get("overall")), _OVERALL),
+                "submit_call_mean_s": num(as_dict(u.get("submit_call")).get("mean")),
+            }
+        )
     return rows
