@@ -194,14 +194,19 @@ def _ordered(seen: Sequence[str], order: Sequence[str]) -> list[str]:
     return known + sorted(uniq - set(order))
 
 
-def throughput_stages(metrics: Mapping[str, Any]) -> list[str]:
-    """Stages with throughput numbers, in chain order."""
+def _keys_seen(metrics: Mapping[str, Any], field: str) -> list[str]:
+    """The keys of ``field`` in each point's summary and each of its trials, as seen."""
     seen: list[str] = []
     for p in points(metrics):
-        seen.extend(as_dict(as_dict(p.get("summary")).get("throughput")).keys())
+        seen.extend(as_dict(as_dict(p.get("summary")).get(field)).keys())
         for t in trials(p):
-            seen.extend(as_dict(t.get("throughput")).keys())
-    return _ordered(seen, chain_view(metrics).stages)
+            seen.extend(as_dict(t.get(field)).keys())
+    return seen
+
+
+def throughput_stages(metrics: Mapping[str, Any]) -> list[str]:
+    """Stages with throughput numbers, in chain order."""
+    return _ordered(_keys_seen(metrics, "throughput"), chain_view(metrics).stages)
 
 
 def latency_components(metrics: Mapping[str, Any]) -> list[str]:
@@ -229,12 +234,7 @@ def queue_segments(metrics: Mapping[str, Any]) -> list[str]:
 
 def failure_kinds(metrics: Mapping[str, Any]) -> list[str]:
     """Every failure kind seen in any trial or summary, in FAILURE_ORDER."""
-    seen: list[str] = []
-    for p in points(metrics):
-        seen.extend(as_dict(as_dict(p.get("summary")).get("failures")).keys())
-        for t in trials(p):
-            seen.extend(as_dict(t.get("failures")).keys())
-    return _ordered(seen, FAILURE_ORDER)
+    return _ordered(_keys_seen(metrics, "failures"), FAILURE_ORDER)
 
 
 def representative_trial(point: Mapping[str, Any], metrics: Mapping[str, Any]) -> str | None:
@@ -264,14 +264,18 @@ def representative_trial(point: Mapping[str, Any], metrics: Mapping[str, Any]) -
 
 
 def trial_entries(
-    metrics: Mapping[str, Any], field: Callable[[Json], Any]
+    metrics: Mapping[str, Any],
+    field: Callable[[Json], Any],
+    order: Sequence[str] | None = None,
 ) -> Iterator[tuple[Json, Json, str, Json]]:
     """Every entry of a per-trial mapping (``field`` of a trial), over each trial of each
-    point: (point, trial, the entry's key as text, the entry)."""
+    point: (point, trial, the entry's key as text, the entry). With ``order``, only the
+    keys it names, in its order."""
     for p in points(metrics):
         for t in trials(p):
-            for key, entry in as_dict(field(t)).items():
-                yield p, t, str(key), as_dict(entry)
+            m = as_dict(field(t))
+            for key in m if order is None else [k for k in order if k in m]:
+                yield p, t, str(key), as_dict(m[key])
 
 
 def nums(d: Mapping[str, Any], keys: Mapping[str, str]) -> Row:

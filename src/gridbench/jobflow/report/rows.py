@@ -27,11 +27,13 @@ from gridbench.jobflow.report.model import (
     latency_components,
     latency_keys,
     num,
+    nums,
     point_cols,
     points,
     queue_segments,
     rate,
     throughput_stages,
+    trial_entries,
     trials,
 )
 from gridbench.jobflow.report.probe import probe_burst_rows, probe_rows
@@ -229,31 +231,28 @@ def throughput_rows(metrics: Mapping[str, Any]) -> list[Row]:
     return rows
 
 
+_TRIAL_THROUGHPUT = {
+    "average_per_s": "average",
+    "steady_per_s": "steady",
+    "expected_ratio": "expected_ratio",
+    "edgi_ratio": "edgi_ratio",
+    "count": "count",
+}
+
+
 def throughput_trial_rows(metrics: Mapping[str, Any]) -> list[Row]:
     """Every trial's throughput per stage (EDGI average, steady slope and both ratios)."""
-    stages = throughput_stages(metrics)
-    rows: list[Row] = []
-    for p in points(metrics):
-        for t in trials(p):
-            tp = as_dict(t.get("throughput"))
-            for s in stages:
-                if s not in tp:
-                    continue
-                d = as_dict(tp[s])
-                rows.append(
-                    {
-                        **point_cols(p),
-                        "trial_id": t.get("trial_id"),
-                        "valid": bool(t.get("valid", True)),
-                        "stage": s,
-                        "average_per_s": num(d.get("average")),
-                        "steady_per_s": num(d.get("steady")),
-                        "expected_ratio": num(d.get("expected_ratio")),
-                        "edgi_ratio": num(d.get("edgi_ratio")),
-                        "count": num(d.get("count")),
-                    }
-                )
-    return rows
+    entries = trial_entries(metrics, lambda t: t.get("throughput"), throughput_stages(metrics))
+    return [
+        {
+            **point_cols(p),
+            "trial_id": t.get("trial_id"),
+            "valid": bool(t.get("valid", True)),
+            "stage": s,
+            **nums(d, _TRIAL_THROUGHPUT),
+        }
+        for p, t, s, d in entries
+    ]
 
 
 def failure_rows(metrics: Mapping[str, Any]) -> list[Row]:
@@ -296,26 +295,16 @@ def failure_rows(metrics: Mapping[str, Any]) -> list[Row]:
 
 def queue_rows(metrics: Mapping[str, Any]) -> list[Row]:
     """Jobs waiting in each segment per trial: maximum, final and growth during submission."""
-    segs = queue_segments(metrics)
-    rows: list[Row] = []
-    for p in points(metrics):
-        for t in trials(p):
-            qs = as_dict(t.get("queues"))
-            for s in segs:
-                if s not in qs:
-                    continue
-                d = as_dict(qs[s])
-                rows.append(
-                    {
-                        **point_cols(p),
-                        "trial_id": t.get("trial_id"),
-                        "segment": s,
-                        "max": num(d.get("max")),
-                        "final": num(d.get("final")),
-                        "growth_per_s": num(d.get("growth_per_s")),
-                    }
-                )
-    return rows
+    entries = trial_entries(metrics, lambda t: t.get("queues"), queue_segments(metrics))
+    return [
+        {
+            **point_cols(p),
+            "trial_id": t.get("trial_id"),
+            "segment": s,
+            **nums(d, {k: k for k in ("max", "final", "growth_per_s")}),
+        }
+        for p, t, s, d in entries
+    ]
 
 
 def all_tables(metrics: Mapping[str, Any]) -> dict[str, list[Row]]:
