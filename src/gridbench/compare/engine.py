@@ -459,9 +459,13 @@ def _notes(runs: Sequence[ExperimentMetrics], s: Settings) -> list[str]:
             "no per-job samples for " + ", ".join(no_samples) + ": latency means and medians "
             "were tested across trials (Welch), which has little power with few trials"
         )
-    hashes = {r.spec_hash for r in runs}
-    names = {r.name for r in runs}
-    if len(names) > 1 or len(hashes) > 1:
+    return notes + spec_notes(runs)
+
+
+def spec_notes(runs: Sequence[ExperimentMetrics]) -> list[str]:
+    """The notes every comparison shares: runs from different specs, invalid runs."""
+    notes: list[str] = []
+    if len({r.name for r in runs}) > 1 or len({r.spec_hash for r in runs}) > 1:
         notes.append(
             "the experiments were run from different specs: differences may come "
             "from the spec, not the system"

@@ -26,7 +26,14 @@ import numpy as np
 from scipy import stats
 
 from gridbench.compare import significance as sig
-from gridbench.compare.engine import GIVE_IDS, at_least_two, judge, shared_keys, welch_diff
+from gridbench.compare.engine import (
+    GIVE_IDS,
+    at_least_two,
+    judge,
+    shared_keys,
+    spec_notes,
+    welch_diff,
+)
 from gridbench.compare.model import (
     F64,
     Comparison,
@@ -236,22 +243,8 @@ def compare_figures(
         points=(point,),
         settings=s,
         unmatched=unmatched,
-        notes=tuple(notes + _spec_notes(runs)),
+        notes=tuple(notes + spec_notes([r.experiment for r in runs])),
     )
-
-
-def _spec_notes(runs: Sequence[FigureRun]) -> list[str]:
-    exps = [r.experiment for r in runs]
-    notes: list[str] = []
-    if len({e.name for e in exps}) > 1 or len({e.spec_hash for e in exps}) > 1:
-        notes.append(
-            "the experiments were run from different specs: differences may come from the "
-            "spec, not the system"
-        )
-    invalid = [e.id for e in exps if e.valid is False]
-    if invalid:
-        notes.append("invalid measurements (see their validity verdict): " + ", ".join(invalid))
-    return notes
 
 
 def figure_history(

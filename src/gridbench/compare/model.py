@@ -22,6 +22,11 @@ F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]
 
 
+def _text(v: Any) -> str | None:
+    """``v`` as text; None when it is missing or empty."""
+    return str(v) if v else None
+
+
 @dataclass(frozen=True)
 class ExperimentMetrics:
     """One analysed experiment as a comparison sees it.
@@ -49,23 +54,19 @@ class ExperimentMetrics:
 
     @property
     def spec_hash(self) -> str | None:
-        v = self.record.get("spec_hash")
-        return str(v) if v else None
+        return _text(self.record.get("spec_hash"))
 
     @property
     def created(self) -> str | None:
-        v = self.record.get("created")
-        return str(v) if v else None
+        return _text(self.record.get("created"))
 
     @property
     def backend(self) -> str | None:
-        v = self.record.get("backend")
-        return str(v) if v else None
+        return _text(self.record.get("backend"))
 
     @property
     def load_model(self) -> str | None:
-        v = self.metrics.get("load_model") or self.record.get("load_model")
-        return str(v) if v else None
+        return _text(self.metrics.get("load_model") or self.record.get("load_model"))
 
     @property
     def valid(self) -> bool | None:
