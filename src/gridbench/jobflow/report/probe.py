@@ -13,6 +13,7 @@ from gridbench.jobflow.report.model import (
     model_of,
     model_trials,
     num,
+    nums,
     point_head,
     points,
     trial_head,
@@ -23,18 +24,11 @@ from gridbench.sections import Shown, Table
 
 def _probe_cols(single: Mapping[str, Any], below: Mapping[str, Any]) -> Row:
     return {
-        "n": num(single.get("n")),
-        "errors": num(single.get("errors")),
-        "mean_s": num(single.get("mean")),
-        "std_s": num(single.get("std")),
-        "min_s": num(single.get("min")),
-        "max_s": num(single.get("max")),
-        "ci95_s": num(single.get("ci95")),
+        **nums(single, {"n": "n", "errors": "errors"}),
+        **nums(single, {f"{k}_s": k for k in ("mean", "std", "min", "max", "ci95")}),
         "result": str(single.get("statement") or ""),
         "below_stage": str(below.get("stage") or ""),
-        "below_n": num(below.get("n")),
-        "below_mean_s": num(below.get("mean")),
-        "below_ci95_s": num(below.get("ci95")),
+        **nums(below, {"below_n": "n", "below_mean_s": "mean", "below_ci95_s": "ci95"}),
         "below": str(below.get("statement") or ""),
     }
 

@@ -20,6 +20,9 @@ from gridbench.jobflow.report.model import (
     trials,
 )
 
+_JOB_COUNTS = ("planned", "submitted", "completed", "failed", "dropped", "late")
+_VALIDITY_FIGURES = ("late_share", "dropped_share", "client_cpu_max", "client_cpu_mean")
+
 
 def threshold_rows(metrics: Mapping[str, Any]) -> list[Row]:
     """The spec's thresholds with the measured value and pass/fail."""
@@ -56,16 +59,8 @@ def validity_rows(metrics: Mapping[str, Any]) -> list[Row]:
                     "status": t.get("status"),
                     "valid": bool(t.get("valid", v.get("valid", True))),
                     "reasons": "; ".join(reasons),
-                    "planned": num(jobs.get("planned")),
-                    "submitted": num(jobs.get("submitted")),
-                    "completed": num(jobs.get("completed")),
-                    "failed": num(jobs.get("failed")),
-                    "dropped": num(jobs.get("dropped")),
-                    "late": num(jobs.get("late")),
-                    "late_share": num(v.get("late_share")),
-                    "dropped_share": num(v.get("dropped_share")),
-                    "client_cpu_max": num(v.get("client_cpu_max")),
-                    "client_cpu_mean": num(v.get("client_cpu_mean")),
+                    **nums(jobs, {k: k for k in _JOB_COUNTS}),
+                    **nums(v, {k: k for k in _VALIDITY_FIGURES}),
                     "client_bound": bool(v.get("client_bound", False)),
                     "coarse_precision": "; ".join(coarse),
                     "background_queue_start": num(bq.get("start")),
