@@ -314,10 +314,9 @@ def test_charts_are_plain_json_with_safe_labels() -> None:
     assert "Latency over time" in [c.title for c in charts]
 
 
-def test_sections_hold_plain_text() -> None:
-    """Renderers escape for their medium: the sections keep hostile text as it is."""
-    evil = "<script>alert(1)</script>"
-    m = {
+def _hostile(evil: str) -> dict[str, Any]:
+    """io metrics with ``evil`` in every free-text field a report shows."""
+    return {
         "schema": "gridbench.io/1",
         "name": evil,
         "status": "completed",
@@ -331,6 +330,12 @@ def test_sections_hold_plain_text() -> None:
         "matrix": matrix([_row("a", "write", 10, 0)], "a"),
         "consistency": [{"target": "a", "check": evil, "ok": True, "seconds": 0.1, "detail": evil}],
     }
+
+
+def test_sections_hold_plain_text() -> None:
+    """Renderers escape for their medium: the sections keep hostile text as it is."""
+    evil = "<script>alert(1)</script>"
+    m = _hostile(evil)
     r = build_report(m)
     assert r.title.startswith(evil)
     assert _texts(_section(r, "consistency"))[0][1] == evil
@@ -347,20 +352,7 @@ def test_html_report_escapes_hostile_text() -> None:
     from gridbench.report import render_page
 
     evil = "<script>alert(1)</script>"
-    m = {
-        "schema": "gridbench.io/1",
-        "name": evil,
-        "status": "completed",
-        "baseline": "a",
-        "speedup_formula": "f",
-        "repetitions": 1,
-        "iozone": {},
-        "thresholds_ok": True,
-        "consistency_ok": True,
-        "targets": [{"name": "a", "path": evil, "notes": [evil]}],
-        "matrix": matrix([_row("a", "write", 10, 0)], "a"),
-        "consistency": [{"target": "a", "check": evil, "ok": True, "seconds": 0.1, "detail": evil}],
-    }
+    m = _hostile(evil)
     page = render_page(build_report(m))
     assert evil not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "cdn.plot.ly" not in page and "Content-Security-Policy" in page
