@@ -18,9 +18,10 @@ import pytest
 
 from gridbench.analysis import analyze_run
 from gridbench.analysis.closed import ci_statement, pm_text, pooled
-from gridbench.analysis.growth import fit_growth, sweep_growth
+from gridbench.analysis.growth import sweep_growth
 from gridbench.events.chain import Segment, Stage, StageChain
 from gridbench.events.log import read_events
+from gridbench.growth import fit_growth
 from gridbench.run.experiment import ExperimentOutcome, ExperimentRunner
 from gridbench.spec import load_spec_text, make_plan
 from gridbench.stats import describe
