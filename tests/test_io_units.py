@@ -27,8 +27,8 @@ from gridbench.io.load import load_io_spec_text
 from gridbench.io.matrix import iozone_options, job_options, ordered_tests
 from gridbench.io.model import IozoneSpec, LegacyThreshold
 from gridbench.io.parse import Histogram, extract_json, parse_fio, parse_fio_text
-from gridbench.io.units import format_size, parse_size
 from gridbench.thresholds import evaluate_thresholds
+from gridbench.units import format_size, parse_size
 
 # A line bonnie++ 2.00a printed here (bonnie++ -s 16 -r 8 -n 0 -u root -q).
 BONNIE_LINE = (

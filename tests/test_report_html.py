@@ -20,6 +20,7 @@ from gridbench.report.html import json_for_script, offline_plotlyjs, render_page
 def render_html(metrics: dict[str, Any], series: dict[str, Any]) -> str:
     return render_page(build_report(metrics, series))
 
+
 CHART_IDS = {
     "latency-breakdown",
     "latency-share",

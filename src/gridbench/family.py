@@ -211,4 +211,3 @@ def not_applicable(fam: Family, command: str, why: str) -> ResultsError:
         if fam.name != DEFAULT_KIND
         else None,
     )
-

@@ -20,13 +20,9 @@ from pydantic import (
     model_validator,
 )
 
-from gridbench.io.units import parse_size
 from gridbench.testplan import TestPlan
 from gridbench.thresholds import Op, ThresholdSpec
-from gridbench.units import parse_duration
-
-Size = Annotated[int, BeforeValidator(parse_size)]
-Duration = Annotated[float, BeforeValidator(parse_duration)]
+from gridbench.units import Duration, Size, parse_size
 
 IozoneTest = Literal[
     "write",

@@ -33,7 +33,6 @@ from gridbench.io.report_tables import (
     targets_of,
     tests_of,
 )
-from gridbench.io.units import format_size
 from gridbench.io.validity import CACHED_WRITE, MIN_RUNTIME_S, SHORT_RUNTIME
 from gridbench.sections import (
     EvaluationSummary,
@@ -45,6 +44,7 @@ from gridbench.sections import (
     Status,
     Table,
 )
+from gridbench.units import format_size
 
 __all__ = ["build_report"]
 

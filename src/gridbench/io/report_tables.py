@@ -14,7 +14,6 @@ from typing import Any
 from gridbench.io.bonnie import COLUMNS as BONNIE_COLUMNS
 from gridbench.io.bonnie import LABEL as BONNIE_LABEL
 from gridbench.io.matrix import LABEL
-from gridbench.io.units import format_size
 from gridbench.sections import (
     Cell,
     Column,
@@ -26,6 +25,7 @@ from gridbench.sections import (
     record_table,
     shown_table,
 )
+from gridbench.units import format_size
 
 MISSING = "-"
 

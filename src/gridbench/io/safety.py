@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gridbench.errors import GridbenchError
-from gridbench.io.units import format_size
+from gridbench.units import format_size
 
 #: Entries a fresh file system holds that do not count as "data".
 IGNORED_ENTRIES = frozenset({"lost+found"})
