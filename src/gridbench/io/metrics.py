@@ -3,7 +3,6 @@ line is checked), analyse them, and decide the verdict."""
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -24,36 +23,12 @@ from gridbench.io.parse import Histogram
 from gridbench.io.validity import validity
 from gridbench.stats import rep
 from gridbench.store.layout import RunDir, write_json
+from gridbench.store.records import read_records
 from gridbench.thresholds import evaluate_thresholds
 
 SCHEMA = "gridbench.io/1"
 #: Points of each latency CDF kept for the report (the histograms can hold thousands).
 CDF_POINTS = 200
-
-
-def read_records(path: Path) -> list[dict[str, Any]]:
-    """The objects of one of the run's record files (rows.jsonl, bonnie.jsonl, ...: JSON
-    lines); a missing file holds none, a bad line is an error naming file and line.
-    (Not events.jsonl.read_jsonl: that one reads job events, skipping bad lines.)"""
-    if not path.exists():
-        return []
-    out = []
-    with path.open(encoding="utf-8", errors="replace") as fh:
-        for i, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ResultsError(
-                    f"not valid JSON: {exc.msg}",
-                    where=f"{path}:{i}",
-                    fix="a crash may have cut the line: delete it, re-run 'gridbench io report'",
-                ) from None
-            if not isinstance(obj, dict):
-                raise ResultsError("a line is not a JSON object", where=f"{path}:{i}")
-            out.append(obj)
-    return out
 
 
 def _check_rows(rows: list[dict[str, Any]], path: Path) -> None:

@@ -14,7 +14,6 @@ Results directory (the job-flow store layout, see store/layout.py)::
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 from collections.abc import Callable
@@ -38,6 +37,7 @@ from gridbench.io.safety import (
 )
 from gridbench.specload import dump_yaml
 from gridbench.store.layout import RunDir, now_iso
+from gridbench.store.records import append_record
 
 Progress = Callable[[str], None]
 
@@ -95,14 +95,6 @@ def plan_steps(spec: IoSpec) -> int:
     if spec.http is not None:
         n += 1
     return n
-
-
-def _append(path: Path, obj: Any) -> None:
-    """Append one JSON line and flush it to disk (results survive a crash)."""
-    with path.open("a", encoding="utf-8") as fh:
-        fh.write(json.dumps(obj, default=str) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
 
 
 def row_of(r: JobResult, **keys: Any) -> dict[str, Any]:
@@ -332,7 +324,7 @@ class IoRunner:
                 clients=clients,
                 files=files,
             )
-            _append(self.run.path / "rows.jsonl", row)
+            append_record(self.run.path / "rows.jsonl", row)
 
     def _latency_series(self, s: TargetState, rep: int, test: str, log: Path) -> None:
         from gridbench.io.latlog import read_lat_log, summarise
@@ -342,7 +334,7 @@ class IoRunner:
             s.notes.append(f"fio wrote no latency log for {test}")
             return
         summary = summarise(read_lat_log(log))
-        _append(
+        append_record(
             self.run.path / "latency_series.jsonl",
             {"target": s.prepared.name, "test": test, "rep": rep, **summary},
         )
@@ -418,7 +410,9 @@ class IoRunner:
             figures = bon.parse_bonnie_csv(text, where=shlex.join(argv))
         except ResultsError as exc:  # bonnie++ failing, as for fio: exit 3 with a report
             raise BackendError(exc.message, where=exc.where, fix=exc.fix) from None
-        _append(self.run.path / "bonnie.jsonl", {"target": s.prepared.name, "rep": rep, **figures})
+        append_record(
+            self.run.path / "bonnie.jsonl", {"target": s.prepared.name, "rep": rep, **figures}
+        )
 
     @staticmethod
     def _clear(s: TargetState) -> None:
@@ -450,7 +444,9 @@ class IoRunner:
                 for s in self.targets:
                     self.progress(f"{s.prepared.name}: consistency checks")
                     for res in run_checks(self.spec.consistency, s.prepared, s.peer):
-                        _append(run.path / "consistency.jsonl", {"target": s.prepared.name, **res})
+                        append_record(
+                            run.path / "consistency.jsonl", {"target": s.prepared.name, **res}
+                        )
             if self.spec.http is not None:
                 from gridbench.io.http import run_http
 
@@ -464,7 +460,7 @@ class IoRunner:
                     None,
                 )
                 for res in run_http(self.spec.http, run.id, compare):
-                    _append(run.path / "http.jsonl", res)
+                    append_record(run.path / "http.jsonl", res)
         except KeyboardInterrupt:
             status, error = "aborted", "interrupted"
             raise
