@@ -150,6 +150,9 @@ class EchoSpec(_Strict):
         description="client processes for the scaling series (the seed went up to 320)",
     )
     client_calls: int = Field(default=200, ge=1, description="calls per client when scaling")
+    scale_repetitions: int = Field(
+        default=3, ge=1, le=100, description="repetitions of each client count when scaling"
+    )
 
     @model_validator(mode="after")
     def _tls_on_grpc(self) -> EchoSpec:

@@ -1,0 +1,482 @@
+"""The four patterns and the floor, as record generators over one environment.
+
+Each function yields the records of one step (see :mod:`gridbench.messaging.records`);
+the runner appends each as it comes, so a killed run keeps every finished test. A peer
+failure is a failed record with the error, never an exception out of the step: the
+step restarts the peer and goes on with the next size, series or repetition.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, cast
+
+from gridbench.messaging.environments import NetEnvironment
+from gridbench.messaging.model import NetSpec
+from gridbench.messaging.plan import floor_sizes, scaling_config
+from gridbench.messaging.processes import ProcessBook
+from gridbench.messaging.transports.base import Address, PeerError, TlsFiles
+from gridbench.messaging.transports.peer_process import PeerProcess, start_peer
+
+#: Seconds a peer process may take to print READY (a Python interpreter starting).
+READY_TIMEOUT = 30.0
+
+
+@dataclass
+class Context:
+    """What every pattern needs: the spec, the environment and the run's book."""
+
+    spec: NetSpec
+    env: NetEnvironment
+    work: Path
+    book: ProcessBook
+    record: Callable[[dict[str, Any]], None]
+    note: Callable[..., None]
+    tls_files: TlsFiles | None = None
+
+    @property
+    def timeout(self) -> float:
+        return self.spec.test_timeout
+
+    def tls(self) -> TlsFiles:
+        """The run's throw-away CA and server certificate for this environment's peer
+        host, made once."""
+        from gridbench.messaging.transports.tls import make_tls
+
+        if self.tls_files is None:
+            d = self.work / "tls"
+            d.mkdir(parents=True, exist_ok=True)
+            self.tls_files = make_tls(d, self.env.peer_host)
+        return self.tls_files
+
+
+def _fail(base: dict[str, Any], exc: BaseException) -> dict[str, Any]:
+    return {**base, "ok": False, "error": str(exc)[:2000] or type(exc).__name__}
+
+
+# -- servers -------------------------------------------------------------------------------
+
+
+@contextmanager
+def _server(
+    ctx: Context, kind: Literal["tcp", "zmq", "grpc"], *, tls: bool = False, inproc: bool = False
+) -> Iterator[str]:
+    """A server for ``kind`` where the environment puts it; yields the client's target."""
+    from gridbench.messaging.transports import registry
+
+    files = ctx.tls() if tls else None
+    if ctx.env.in_process or inproc:
+        server = registry.serve_in_process(kind, inproc=inproc and kind == "zmq", tls=files)
+        try:
+            yield server.target
+        finally:
+            server.close()
+        return
+    peer = _start(ctx, registry.peer_argv(kind, ctx.env.peer_host, tls=files), f"{kind}-peer")
+    try:
+        # the certificate names peer_host; a relay listens on loopback, which the
+        # certificate of the relay environment (peer_host 127.0.0.1) names as well
+        yield str(ctx.env.route(Address(ctx.env.peer_host, peer.port)))
+    finally:
+        peer.close()
+
+
+def _start(ctx: Context, argv: list[str], role: str) -> PeerProcess:
+    log = ctx.work / f"{role}-{os.urandom(3).hex()}.log"
+    return start_peer(ctx.env.spawn, argv, role, log, READY_TIMEOUT)
+
+
+# -- floor ---------------------------------------------------------------------------------
+
+
+def floor(ctx: Context, floor_env: NetEnvironment, tool: str) -> Iterator[dict[str, Any]]:
+    """The native tools in this environment (for ``process``: on loopback)."""
+    from gridbench.messaging import floor as native
+
+    spec, env_name = ctx.spec, ctx.env.name
+    if tool == "sockperf":
+        for rec in native.sockperf_floor(
+            floor_env, floor_sizes(spec), spec.floor.duration, ctx.work, timeout=ctx.timeout
+        ):
+            yield {**rec, "env": env_name}
+        return
+    for streams in (1, spec.floor.iperf3_streams):
+        for reverse in (False, True):
+            base = {
+                "pattern": "floor",
+                "tool": "iperf3",
+                "env": env_name,
+                "streams": streams,
+                "direction": "down" if reverse else "up",
+            }
+            try:
+                rec = native.iperf3_floor(
+                    floor_env,
+                    streams,
+                    spec.floor.duration,
+                    ctx.work,
+                    reverse=reverse,
+                    timeout=ctx.timeout + spec.floor.duration,
+                )
+            except Exception as exc:  # a floor that cannot be measured is a record, not a stop
+                yield _fail(base, exc)
+                continue
+            yield {**rec, "env": env_name}
+
+
+# -- ping-pong -----------------------------------------------------------------------------
+
+
+def pingpong(ctx: Context, transport: str) -> Iterator[dict[str, Any]]:
+    """T tests of M round trips at every size; a failure restarts the peer and moves on
+    to the next size."""
+    spec = ctx.spec.pingpong
+    if transport == "muscle3":
+        yield from _muscle(ctx)
+        return
+    from gridbench.messaging.transports import registry
+
+    kind = cast(Literal["tcp", "zmq"], transport)
+    sizes = list(spec.sizes.values())
+    i = 0
+    while i < len(sizes):
+        with ExitStack() as stack:
+            try:
+                target = stack.enter_context(_server(ctx, kind))
+                client = registry.connect_pingpong(kind, target)
+                stack.callback(client.close)
+            except (PeerError, OSError) as exc:
+                for size in sizes[i:]:
+                    yield _fail(_pp_base(ctx, transport, size, 0), exc)
+                return
+            while i < len(sizes):
+                size = sizes[i]
+                i += 1
+                failed = False
+                try:
+                    if spec.warmup:
+                        client.round_trips(size, spec.warmup, ctx.timeout)
+                except (PeerError, OSError) as exc:
+                    yield _fail(_pp_base(ctx, transport, size, 0), exc)
+                    break
+                for test in range(spec.tests):
+                    base = _pp_base(ctx, transport, size, test)
+                    try:
+                        rtts = client.round_trips(size, spec.round_trips, ctx.timeout)
+                    except (PeerError, OSError) as exc:
+                        yield _fail(base, exc)
+                        failed = True
+                        break
+                    yield {**base, "ok": True, "error": None, "rtt_ns": rtts}
+                if failed:
+                    break  # a fresh peer and connection for the next size
+
+
+def _pp_base(ctx: Context, transport: str, size: int, test: int) -> dict[str, Any]:
+    return {
+        "pattern": "pingpong",
+        "transport": transport,
+        "env": ctx.env.name,
+        "size_bytes": size,
+        "test": test,
+    }
+
+
+def _muscle(ctx: Context) -> Iterator[dict[str, Any]]:
+    from gridbench.messaging.transports.muscle import muscle_pingpong
+
+    spec = ctx.spec.pingpong
+    work = ctx.work / "muscle3"
+    work.mkdir(exist_ok=True)
+    yield from muscle_pingpong(
+        spec.sizes.values(), spec.tests, spec.round_trips, work, ctx.timeout, ctx.book.register
+    )
+
+
+# -- echo, scaling and burst ---------------------------------------------------------------
+
+
+def echo(ctx: Context, transport: str, config: str) -> Iterator[dict[str, Any]]:
+    """Series of sequential calls, each length repeated."""
+    from gridbench.messaging.transports import registry
+
+    spec = ctx.spec.echo
+    kind = cast(Literal["grpc", "zmq"], transport)
+    env = "process" if config == "inprocess" else ctx.env.name
+    payload = os.urandom(spec.payload)
+    todo = [(calls, rep) for calls in spec.calls for rep in range(spec.repetitions)]
+    while todo:
+        with ExitStack() as stack:
+            tls = config == "tls"
+            try:
+                target = stack.enter_context(
+                    _server(ctx, kind, tls=tls, inproc=config == "inprocess")
+                )
+                client = registry.connect_echo(kind, target, tls=ctx.tls() if tls else None)
+                stack.callback(client.close)
+            except (PeerError, OSError) as exc:
+                for calls, rep in todo:
+                    yield _fail(_echo_base(transport, env, config, calls, rep), exc)
+                return
+            while todo:
+                calls, rep = todo.pop(0)
+                base = _echo_base(transport, env, config, calls, rep)
+                try:
+                    lat = client.calls(payload, calls, ctx.timeout)
+                except (PeerError, OSError) as exc:
+                    yield _fail(base, exc)
+                    break
+                yield {**base, "ok": True, "error": None, "lat_ns": lat}
+
+
+def _echo_base(transport: str, env: str, config: str, calls: int, rep: int) -> dict[str, Any]:
+    return {
+        "pattern": "echo",
+        "transport": transport,
+        "env": env,
+        "config": config,
+        "calls": calls,
+        "rep": rep,
+    }
+
+
+def echo_scale(ctx: Context, transport: str) -> Iterator[dict[str, Any]]:
+    """k client processes at once against one service, for every k in ``echo.clients``."""
+    from gridbench.messaging.transports import registry
+
+    spec = ctx.spec.echo
+    kind = cast(Literal["grpc", "zmq"], transport)
+    config = scaling_config(ctx.spec)
+    if kind != "grpc" and config == "tls":
+        config = "network"
+    tls = config == "tls"
+    with _server(ctx, kind, tls=tls) as target:
+        for k in spec.clients:
+            for rep in range(spec.scale_repetitions):
+                base = {
+                    "pattern": "echo_scale",
+                    "transport": transport,
+                    "env": ctx.env.name,
+                    "config": config,
+                    "clients": k,
+                    "rep": rep,
+                }
+                argv = registry.echo_client_argv(
+                    kind,
+                    target,
+                    tls=ctx.tls() if tls else None,
+                    calls=spec.client_calls,
+                    payload=spec.payload,
+                    timeout=ctx.timeout,
+                )
+                try:
+                    per_client = _clients(ctx, argv, k)
+                except (PeerError, OSError) as exc:
+                    yield _fail(base, exc)
+                    continue
+                lat = [x for c in per_client for x in c]
+                means = [sum(c) // len(c) for c in per_client if c]
+                yield {**base, "ok": True, "error": None, "lat_ns": lat, "client_mean_ns": means}
+
+
+def _clients(ctx: Context, argv: list[str], k: int) -> list[list[int]]:
+    """Start k client processes, release them together once all are READY, and collect
+    each one's latencies."""
+    from gridbench.messaging.transports.peer_process import read_ready
+
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        for i in range(k):
+            log = ctx.work / f"echo-client-{i}.log"
+            with log.open("wb") as err:
+                p = subprocess.Popen(  # clients run on this side, as the seed's did
+                    argv,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=err,
+                    start_new_session=True,
+                )
+            ctx.book.register(p, "echo-client")
+            procs.append(p)
+        for p in procs:
+            read_ready(p, READY_TIMEOUT)
+        for p in procs:
+            assert p.stdin is not None
+            p.stdin.write(b"go\n")
+            p.stdin.flush()
+        out: list[list[int]] = []
+        for p in procs:
+            try:
+                stdout, _ = p.communicate(timeout=ctx.timeout + READY_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                raise PeerError(f"an echo client did not finish within {ctx.timeout:g} s") from None
+            line = stdout.decode("utf-8", "replace").strip().splitlines()
+            try:
+                doc = json.loads(line[-1]) if line else {}
+            except json.JSONDecodeError:
+                doc = {}
+            if not isinstance(doc, dict) or not isinstance(doc.get("lat_ns"), list):
+                raise PeerError(
+                    str(doc.get("error") if isinstance(doc, dict) else "")
+                    or f"an echo client exited {p.returncode} without results"
+                )
+            out.append([int(x) for x in doc["lat_ns"]])
+        return out
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+            with suppress(subprocess.TimeoutExpired):
+                p.wait(5)
+
+
+def burst(ctx: Context, transport: str) -> Iterator[dict[str, Any]]:
+    """One client fires N asynchronous calls at once, repeated."""
+    from gridbench.messaging.transports import registry
+
+    spec = ctx.spec.burst
+    kind = cast(Literal["grpc", "zmq"], transport)
+    payload = os.urandom(spec.payload)
+    with ExitStack() as stack:
+        try:
+            target = stack.enter_context(_server(ctx, kind))
+            client = registry.connect_echo(kind, target)
+            stack.callback(client.close)
+        except (PeerError, OSError) as exc:
+            for rep in range(spec.repetitions):
+                yield _fail(_burst_base(ctx, transport, spec.calls, rep), exc)
+            return
+        for rep in range(spec.repetitions):
+            base = _burst_base(ctx, transport, spec.calls, rep)
+            try:
+                t = client.burst(payload, spec.calls, ctx.timeout)
+            except (PeerError, OSError) as exc:
+                yield _fail(base, exc)
+                continue
+            yield {
+                **base,
+                "ok": True,
+                "error": None,
+                "enqueue_ns": t.enqueue_ns,
+                "first_ns": t.first_ns,
+                "arrival_ns": t.arrival_ns,
+            }
+
+
+def _burst_base(ctx: Context, transport: str, calls: int, rep: int) -> dict[str, Any]:
+    return {
+        "pattern": "burst",
+        "transport": transport,
+        "env": ctx.env.name,
+        "calls": calls,
+        "rep": rep,
+    }
+
+
+# -- transfer ------------------------------------------------------------------------------
+
+
+def transfer(ctx: Context, tool: str) -> Iterator[dict[str, Any]]:
+    """Move the payload ``repetitions`` times up, then down."""
+    spec = ctx.spec.transfer
+    streams = spec.streams if tool == "tcp_streams" else 1
+    todo = [(d, rep) for d in ("up", "down") for rep in range(spec.repetitions)]
+
+    def base(direction: str, rep: int) -> dict[str, Any]:
+        return {
+            "pattern": "transfer",
+            "tool": tool,
+            "env": ctx.env.name,
+            "direction": direction,
+            "bytes": spec.size,
+            "streams": streams,
+            "rep": rep,
+        }
+
+    with ExitStack() as stack:
+        try:
+            run_one = stack.enter_context(_transfer_endpoint(ctx, tool, streams))
+        except (PeerError, OSError) as exc:
+            for d, rep in todo:
+                yield _fail(base(d, rep), exc)
+            return
+        for d, rep in todo:
+            direction = cast(Literal["up", "down"], d)
+            try:
+                elapsed = run_one(direction)
+            except (PeerError, OSError) as exc:
+                yield _fail(base(d, rep), exc)
+                continue
+            yield {**base(d, rep), "ok": True, "error": None, "elapsed_ns": elapsed}
+
+
+@contextmanager
+def _transfer_endpoint(
+    ctx: Context, tool: str, streams: int
+) -> Iterator[Callable[[Literal["up", "down"]], int]]:
+    """A function moving the payload once in a direction, with its peer started."""
+    from gridbench.messaging.transports import transfer as tx
+
+    spec = ctx.spec.transfer
+    if tool == "scp":
+        from gridbench.messaging.transports.sshd import start_sshd
+
+        payload = ctx.work / "payload.bin"
+        if not payload.exists() or payload.stat().st_size != spec.size:
+            tx.make_payload(payload, spec.size)
+        if spec.scp is not None:
+            server: Any = spec.scp
+        else:
+            server = start_sshd(ctx.env.spawn, ctx.env.peer_host, ctx.work / "sshd", READY_TIMEOUT)
+        try:
+            routed = _Routed(server, ctx.env.route(Address(server.host, server.port)))
+            yield lambda d: tx.scp_transfer(routed, payload, spec.size, d, timeout=ctx.timeout)
+        finally:
+            if spec.scp is None:
+                server.close()
+        return
+    kind = cast(Literal["tcp_streams", "zmq"], tool)
+    peer = _start(
+        ctx, tx.transfer_peer_argv(kind, ctx.env.peer_host, streams=streams), f"{tool}-peer"
+    )
+    try:
+        target = ctx.env.route(Address(ctx.env.peer_host, peer.port))
+        yield lambda d: tx.run_transfer(
+            kind, target, spec.size, d, streams=streams, timeout=ctx.timeout
+        )
+    finally:
+        peer.close()
+
+
+@dataclass(frozen=True)
+class _Routed:
+    """An ssh server as the client reaches it (through the relay, if there is one)."""
+
+    server: Any
+    address: Address
+
+    @property
+    def host(self) -> str:
+        return self.address.host
+
+    @property
+    def port(self) -> int:
+        return self.address.port
+
+    @property
+    def user(self) -> str:
+        return str(self.server.user)
+
+    @property
+    def identity(self) -> Any:
+        return self.server.identity
+
+    @property
+    def directory(self) -> str:
+        return str(self.server.directory)
