@@ -291,3 +291,25 @@ def test_bad_specs_are_refused_with_the_place_and_the_fix(tmp_path: Path) -> Non
         check_memory(spec, available=100 * 1024**2)
     p = gridbench(results, "net", "plan", str(tmp_path / "missing.yaml"))
     assert p.returncode == 2 and "not found" in p.stderr
+
+
+def test_compare_and_history_work_on_net_runs(tmp_path: Path) -> None:
+    spec = tmp_path / "tiny.yaml"
+    spec.write_text(
+        "name: tiny\nenvironments: [host]\n"
+        "pingpong: {transports: [tcp], sizes: {list: [1k, 4k]}, tests: 5, round_trips: 5}\n"
+        "echo: {enabled: false}\nburst: {enabled: false}\ntransfer: {enabled: false}\n"
+        "floor: {sockperf: false, iperf3: false}\n",
+        encoding="utf-8",
+    )
+    results = tmp_path / "results"
+    for _ in range(2):
+        assert gridbench(results, "net", "run", str(spec)).returncode == 0
+    ids = sorted(p.name for p in results.iterdir() if p.is_dir())
+    c = gridbench(results, "compare", *ids, "--json")
+    assert c.returncode == 0, c.stderr
+    doc = json.loads(c.stdout)
+    text = json.dumps(doc)
+    assert "tcp" in text and "1024" in text, text[:2000]
+    h = gridbench(results, "history", ids[0], "--metric", "*", "--json")
+    assert "Traceback" not in h.stderr
