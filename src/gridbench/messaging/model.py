@@ -6,6 +6,7 @@ Pydantic models with forbid-extra, so a typo is an error that names the field an
 
 from __future__ import annotations
 
+import builtins
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -98,7 +99,8 @@ class SizesSpec(_Strict):
 
     min: Size = Field(default=0, description="0 is a zero-byte message, then 1, 2, 4 ...")
     max: Size = Field(default=64 * MIB, le=1024 * MIB)
-    list: Annotated[list[Size], Field(max_length=64)] | None = Field(
+    # the key is 'list' in YAML; builtins.list because the field shadows the name here
+    list: Annotated[builtins.list[Size], Field(max_length=64)] | None = Field(
         default=None, description="explicit sizes in bytes; overrides min and max"
     )
 
