@@ -25,7 +25,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -169,7 +169,7 @@ def muscle_pingpong(
     *,
     warmup: int = 1,
     mirror_args: Sequence[str] | None = None,
-) -> Iterator[dict[str, Any]]:
+) -> Generator[dict[str, Any], None, None]:
     """Run the driver/mirror pair under ``muscle_manager --start-all`` and yield one
     ``pingpong`` record per test (size by size, T tests each, M round trips per test) as
     the driver writes it.

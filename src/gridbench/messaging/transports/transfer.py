@@ -262,8 +262,12 @@ class ScpLike(Protocol):
 
 
 def scp_argv(server: ScpLike, source: str, dest: str) -> list[str]:
-    """scp in batch mode, trusting the (throw-away) host key without recording it."""
-    argv = ["scp", "-q", "-B", "-o", "StrictHostKeyChecking=no", "-o"]
+    """scp in batch mode, trusting the (throw-away) host key without recording it.
+
+    Not ``-q``: it silences ssh too, leaving only "Connection closed" for a refused
+    connection; with stderr a pipe scp shows no progress meter anyway, and LogLevel=ERROR
+    drops the "permanently added" warning while keeping the reason of a failure."""
+    argv = ["scp", "-B", "-o", "StrictHostKeyChecking=no", "-o"]
     argv += ["UserKnownHostsFile=/dev/null", "-o", "BatchMode=yes", "-o", "LogLevel=ERROR"]
     argv += ["-P", str(server.port)]
     if server.identity is not None:
@@ -297,7 +301,9 @@ def scp_transfer(
         argv = scp_argv(server, remote, str(local))
     start = time.perf_counter_ns()
     try:
-        proc = subprocess.run(argv, capture_output=True, timeout=timeout, check=False)
+        proc = subprocess.run(
+            argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout, check=False
+        )
     except subprocess.TimeoutExpired:
         raise PeerError(f"scp: {direction} to {remote} took longer than {timeout:g} s") from None
     except OSError as exc:
