@@ -203,3 +203,9 @@ def test_scp_bad_targets(tmp_path: Path, sshd: SshServer) -> None:
         scp_transfer(sshd, payload, 4096, "down", timeout=30.0)  # nothing uploaded yet
     with pytest.raises(PeerError, match="has 4096 bytes, not 5000"):
         scp_transfer(sshd, payload, 5000, "up", timeout=30.0)
+
+
+def test_sshd_that_cannot_listen_says_why(tmp_path: Path) -> None:
+    # an address no interface has (nothing is sent: the bind fails locally)
+    with pytest.raises(PeerError, match=r"cannot listen on 10\.249\.99\.1"):
+        start_sshd(spawn, "10.249.99.1", tmp_path / "sshd", 20.0)

@@ -174,7 +174,11 @@ def main(argv: list[str] | None = None) -> int:
                 pass
         stop.set()
 
-    proc, port = _start(args.dir, args.bind, time.monotonic() + args.timeout)
+    try:
+        proc, port = _start(args.dir, args.bind, time.monotonic() + args.timeout)
+    except OSError as exc:
+        print(f"sshd: cannot listen on {args.bind}: {exc}", file=sys.stderr)
+        return 1
     threading.Thread(target=_stdin, daemon=True).start()
     print(f"READY {port}", flush=True)
     try:
