@@ -197,6 +197,12 @@ def _zmq(target: Address, size: int, direction: Direction, timeout: float) -> in
         block = os.urandom(CHUNK)
         op = b"U" if direction == "up" else b"D"
         try:
+            # ZeroMQ connects in the background: an empty upload first, so the clock
+            # starts on a connection that exists, as it does for the TCP streams
+            sock.send(REQUEST.pack(b"U", 0))
+            wait(sock)
+            if sock.recv() != ACK.pack(0):
+                raise PeerError(f"{where}: the peer does not speak the transfer protocol")
             start = time.perf_counter_ns()
             sock.send(REQUEST.pack(op, size))
             if direction == "up":
