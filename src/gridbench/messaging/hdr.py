@@ -73,7 +73,8 @@ def describe_ms(values_ns: Sequence[int] | np.ndarray[Any, Any]) -> dict[str, fl
     """``{mean, sd, sd_pct, min, max, p50, p90, p99, p999}`` in ms of ns samples: exact
     mean, sample sd (ddof 1; None under 2 samples), sd as a percentage of the mean, exact
     extremes, HDR percentiles (None where the sample cannot carry them)."""
-    a = np.asarray(values_ns, dtype=np.float64) / 1e6
+    # in ns, then scaled: equal integer samples give an sd of exactly 0
+    a = np.asarray(values_ns, dtype=np.float64)
     out: dict[str, float | None] = {
         "mean": None,
         "sd": None,
@@ -83,10 +84,10 @@ def describe_ms(values_ns: Sequence[int] | np.ndarray[Any, Any]) -> dict[str, fl
     }
     if a.size:
         mean = float(a.mean())
-        out.update(mean=mean, min=float(a.min()), max=float(a.max()))
+        out.update(mean=mean / 1e6, min=float(a.min()) / 1e6, max=float(a.max()) / 1e6)
         if a.size >= 2:
             sd = float(a.std(ddof=1))
-            out["sd"] = sd
+            out["sd"] = sd / 1e6
             out["sd_pct"] = sd / mean * 100.0 if mean > 0 else None
     out.update(percentiles_ms(values_ns))
     return out

@@ -1,0 +1,324 @@
+"""net's report as typed sections (:mod:`gridbench.sections`): the headline (the run's
+status, thresholds, every overhead above the network's floor named, the growth fits,
+failures and flagged figures, each stated once), the evaluation summary and every net
+table and chart. The generic renderers (terminal, HTML, CSV/JSON, dashboard) draw it.
+
+One public entry, :func:`build_report`; the tables are in
+:mod:`gridbench.messaging.report_tables` and :mod:`gridbench.messaging.report_checks`,
+the charts in :mod:`gridbench.messaging.report_charts`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from gridbench.messaging.overheads import env_phrase, size_text
+from gridbench.messaging.report_charts import charts
+from gridbench.messaging.report_checks import check_tables, overhead_table
+from gridbench.messaging.report_tables import figure_tables, fmt4
+from gridbench.messaging.validity import FEW_SAMPLES, NET_VALIDITY_RULES
+from gridbench.sections import (
+    EvaluationSummary,
+    Finding,
+    Headline,
+    Report,
+    Section,
+    Statements,
+    Status,
+    Table,
+)
+
+__all__ = ["build_report"]
+
+#: Overheads named one by one in the headline; the rest are counted (all are in a table).
+HEADLINE_OVERHEADS = 5
+_PATTERNS = ("pingpong", "echo", "echo_scaling", "burst", "transfer")
+
+
+def build_report(
+    metrics: Mapping[str, Any],
+    *,
+    spec_yaml: str = "",
+    plan: Table | None = None,
+    not_tested: Sequence[str] = (),
+    experiment: Mapping[str, Any] | None = None,
+) -> Report:
+    """The report of a net run's checked ``metrics.json`` (``gridbench.net/1``).
+
+    ``spec_yaml`` and ``plan`` go to "how it was configured", ``not_tested`` to what is
+    left open, ``experiment`` (experiment.json) adds when the run started and ended."""
+    name = str(metrics.get("name") or "net")
+    exp = experiment or {}
+    sections: list[Section | None] = [
+        _fit_statements(metrics),
+        overhead_table(metrics),
+        *figure_tables(metrics),
+        *check_tables(metrics),
+        _notes_section(metrics),
+        *charts(metrics),
+    ]
+    return Report(
+        family="net",
+        title=f"{name} — gridbench net report",
+        headline=Headline(title=f"{name}: messaging benchmark", findings=tuple(_findings(metrics))),
+        summary=EvaluationSummary(
+            tested=tuple(_tested(metrics, exp)),
+            spec_yaml=spec_yaml,
+            plan=plan,
+            outcome=tuple(_outcome(metrics)),
+            left_open=tuple(_left_open(metrics)),
+            not_tested=tuple(not_tested),
+        ),
+        sections=tuple(s for s in sections if s is not None),
+        notes=(str(metrics.get("formulas") or ""), str(metrics.get("precision") or "")),
+        meta=f"{metrics.get('schema')} · floor factor {fmt4(metrics.get('floor_factor'))}×",
+        data=metrics,
+    )
+
+
+def _list(metrics: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
+    v = metrics.get(key)
+    return [x for x in v if isinstance(x, Mapping)] if isinstance(v, list) else []
+
+
+def _flags(metrics: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    v = metrics.get("validity")
+    return _list(v, "flags") if isinstance(v, Mapping) else []
+
+
+# -- the headline --------------------------------------------------------------------------
+
+
+def _status_finding(metrics: Mapping[str, Any]) -> Finding | None:
+    status = metrics.get("status")
+    if status == "done":
+        return None
+    error = f": {metrics.get('error')}" if metrics.get("error") else ""
+    if status == "running":
+        return Finding(
+            "warn", f"the run has not finished (status running){error}: figures are partial"
+        )
+    return Finding("fail", f"run {status}{error}")
+
+
+def _threshold_finding(metrics: Mapping[str, Any]) -> Finding | None:
+    ths = _list(metrics, "thresholds")
+    if not ths:
+        return None
+    failed = [t for t in ths if t.get("passed") is not True]
+    if not failed:
+        return Finding("pass", f"thresholds: all {len(ths)} met")
+    return Finding(
+        "fail",
+        f"thresholds: FAILED ({len(failed)} of {len(ths)})",
+        "; ".join(
+            f"{t.get('metric')} {t.get('op')} {t.get('value')}: "
+            + (str(t.get("reason")) if t.get("reason") else f"{fmt4(t.get('actual'))}")
+            for t in failed
+        ),
+    )
+
+
+def _overhead_findings(metrics: Mapping[str, Any]) -> list[Finding]:
+    found = _list(metrics, "overheads")
+    factor = fmt4(metrics.get("floor_factor"))
+    out = [Finding("warn", f"overhead: {o.get('statement')}") for o in found[:HEADLINE_OVERHEADS]]
+    if len(found) > HEADLINE_OVERHEADS:
+        rest = found[HEADLINE_OVERHEADS:]
+        out.append(
+            Finding(
+                "warn",
+                f"{len(rest)} more figure(s) above {factor}× the floor (table Overheads)",
+                "; ".join(str(o.get("statement")) for o in rest),
+            )
+        )
+    has_floor = any(f.get("sockperf") or f.get("iperf3") for f in _list(metrics, "floor"))
+    if not found and has_floor:
+        out.append(Finding("pass", f"no figure more than {factor}× the network's floor"))
+    return out
+
+
+def _fit_lines(metrics: Mapping[str, Any]) -> list[str]:
+    out = []
+    for s in _list(metrics, "echo_scaling"):
+        fit = s.get("fit")
+        if isinstance(fit, Mapping) and fit.get("statement"):
+            who = f"{s.get('transport')} echo ({s.get('config')}) {env_phrase(str(s.get('env')))}"
+            out.append(f"{who}: {fit['statement']} (n = clients)")
+    return out
+
+
+def _validity_findings(metrics: Mapping[str, Any]) -> list[Finding]:
+    by: dict[str, list[Mapping[str, Any]]] = {}
+    for f in _flags(metrics):
+        by.setdefault(str(f.get("rule")), []).append(f)
+    words = {
+        "failed_tests": "with failed tests or repetitions",
+        "no_floor": "floor measurement(s) failed: ratios missing there",
+        "incomplete_burst": "burst(s) missing responses",
+        "below_floor": "figure(s) better than the network's floor: the comparison is void",
+    }
+    out = []
+    for rule, flags in by.items():
+        where = "; ".join(
+            f"{f.get('name')} {env_phrase(str(f.get('env')))}, {f.get('at')}: {f.get('detail')}"
+            for f in flags
+        )
+        text = (
+            f"{len(flags)} {'figure(s) ' if rule == 'failed_tests' else ''}{words.get(rule, rule)}"
+        )
+        out.append(Finding("warn", text, where))
+    return out
+
+
+def _findings(metrics: Mapping[str, Any]) -> list[Finding]:
+    found = [
+        _status_finding(metrics),
+        _threshold_finding(metrics),
+        *_overhead_findings(metrics),
+        *(Finding("info", line) for line in _fit_lines(metrics)),
+        *_validity_findings(metrics),
+    ]
+    out = [f for f in found if f is not None]
+    if not any(_list(metrics, p) for p in _PATTERNS):
+        out.append(Finding("warn", "no messaging figure was recorded"))
+    if not any(f.status != "info" for f in out):
+        out.insert(0, Finding("pass", "run completed; no thresholds were declared"))
+    return out
+
+
+# -- the evaluation summary ----------------------------------------------------------------
+
+
+def _names(metrics: Mapping[str, Any], pattern: str, key: str) -> str:
+    return ", ".join(dict.fromkeys(str(s.get(key)) for s in _list(metrics, pattern)))
+
+
+def _tested(metrics: Mapping[str, Any], exp: Mapping[str, Any]) -> list[tuple[str, str]]:
+    out = [("experiment", str(metrics.get("name")))]
+    envs = [str(e) for e in metrics.get("environments") or []]
+    out.append(("environments", ", ".join(envs) or "not recorded"))
+    pp = _list(metrics, "pingpong")
+    if pp:
+        sizes = sorted({int(r["size_bytes"]) for s in pp for r in s["rows"]})
+        tests = exp.get("pingpong_tests")
+        trips = exp.get("pingpong_round_trips")
+        out.append(
+            (
+                "ping-pong",
+                f"{_names(metrics, 'pingpong', 'transport')}; sizes {size_text(sizes[0])} to "
+                f"{size_text(sizes[-1])} ({len(sizes)}); {tests} tests × {trips} round trips",
+            )
+        )
+    if _list(metrics, "echo"):
+        configs = _names(metrics, "echo", "config")
+        out.append(
+            (
+                "echo",
+                f"{_names(metrics, 'echo', 'transport')} ({configs}); payload "
+                f"{size_text(int(metrics.get('echo_payload') or 0))}",
+            )
+        )
+    if _list(metrics, "echo_scaling"):
+        clients = sorted(
+            {int(p["clients"]) for s in _list(metrics, "echo_scaling") for p in s["points"]}
+        )
+        out.append(("client scaling", ", ".join(map(str, clients)) + " clients"))
+    if _list(metrics, "burst"):
+        out.append(
+            (
+                "burst",
+                "; ".join(
+                    f"{b['transport']}: {b.get('calls')} calls" for b in _list(metrics, "burst")
+                ),
+            )
+        )
+    if _list(metrics, "transfer"):
+        out.append(("transfers", _names(metrics, "transfer", "tool")))
+    tools = sorted({t for f in _list(metrics, "floor") for t in ("sockperf", "iperf3") if f.get(t)})
+    out.append(
+        (
+            "floor",
+            f"{', '.join(tools) or 'none measured'}; overhead above "
+            f"{fmt4(metrics.get('floor_factor'))}× the floor",
+        )
+    )
+    if exp.get("created"):
+        out.append(("run", f"{exp.get('created')} – {exp.get('finished') or 'not finished'}"))
+    return out
+
+
+def _outcome(metrics: Mapping[str, Any]) -> list[Finding]:
+    out = [_status_finding(metrics) or Finding("pass", "run completed")]
+    for t in _list(metrics, "thresholds"):
+        ok = t.get("passed") is True
+        detail = f"{t.get('metric')} {t.get('op')} {t.get('value')}: actual {fmt4(t.get('actual'))}"
+        if t.get("reason"):
+            detail += f" ({t.get('reason')})"
+        out.append(Finding("pass" if ok else "fail", detail))
+    n = len(_list(metrics, "overheads"))
+    out.append(Finding("warn" if n else "pass", f"{n} figure(s) above the floor factor"))
+    flags = _flags(metrics)
+    out.append(
+        Finding(
+            "warn" if flags else "pass",
+            f"{len(flags)} figure(s) flagged" if flags else "no figure flagged",
+        )
+    )
+    return out
+
+
+def _left_open(metrics: Mapping[str, Any]) -> list[str]:
+    out = []
+    for f in _flags(metrics):
+        if f.get("rule") == "no_floor":
+            out.append(
+                f"the floor {env_phrase(str(f.get('env')))} at {f.get('at')}: {f.get('detail')}"
+            )
+    floor_envs = {
+        str(f.get("env")) for f in _list(metrics, "floor") if f.get("sockperf") or f.get("iperf3")
+    }
+    used = {str(s.get("env")) for p in ("pingpong", "echo", "transfer") for s in _list(metrics, p)}
+    for env in sorted(used - floor_envs):
+        out.append(f"no floor was measured {env_phrase(env)}: its figures have no ratio")
+    v = metrics.get("validity")
+    withheld = _list(v, "withheld") if isinstance(v, Mapping) else []
+    if withheld:
+        counts = Counter(p for w in withheld for p in w.get("percentiles") or [])
+        out.append(
+            f"percentiles withheld for want of samples ({FEW_SAMPLES}): "
+            + ", ".join(f"{p} in {n} place(s)" for p, n in counts.items())
+            + " — raise pingpong.tests × round_trips or echo repetitions"
+        )
+    if metrics.get("status") != "done":
+        out.append(f"the run {metrics.get('status')}: later steps were not measured")
+    return out
+
+
+# -- statements ----------------------------------------------------------------------------
+
+
+def _fit_statements(metrics: Mapping[str, Any]) -> Statements | None:
+    lines = _fit_lines(metrics)
+    if not lines:
+        return None
+    status: Status = "info"
+    return Statements(
+        id="growth",
+        title="Latency against concurrent clients (growth fit: constant, linear, n·ln n, "
+        "quadratic by AIC)",
+        lines=tuple((status, line) for line in lines),
+        lead=True,
+    )
+
+
+def _notes_section(metrics: Mapping[str, Any]) -> Statements | None:
+    notes = [str(n) for n in metrics.get("notes") or []]
+    rules = [f"{r.name}: {r.description}" for r in NET_VALIDITY_RULES]
+    lines: list[tuple[Status, str]] = [("info", n) for n in notes]
+    lines += [("info", r) for r in rules]
+    return Statements(
+        id="notes", title="Notes and validity rules", lines=tuple(lines), scope="full"
+    )
