@@ -195,7 +195,13 @@ def _muscle(ctx: Context) -> Iterator[dict[str, Any]]:
     work = ctx.work / "muscle3"
     work.mkdir(exist_ok=True)
     yield from muscle_pingpong(
-        spec.sizes.values(), spec.tests, spec.round_trips, work, ctx.timeout, ctx.book.register
+        spec.sizes.values(),
+        spec.tests,
+        spec.round_trips,
+        work,
+        ctx.timeout,
+        ctx.book.register,
+        warmup=spec.warmup,
     )
 
 
