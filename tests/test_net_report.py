@@ -212,3 +212,34 @@ def test_sections_are_typed(built: tuple[RunDir, dict[str, Any], Report]) -> Non
     _, _, report = built
     assert all(isinstance(s, Table | Chart | Statements) for s in report.sections)
     report.exported()  # no two exported tables share an id
+
+
+def test_a_sparse_valid_metrics_document_renders(tmp_path: Path) -> None:
+    """Only the keys the schema requires: every optional part absent or null."""
+    metrics: dict[str, Any] = {
+        "schema": "gridbench.net/1",
+        "pingpong": [{"transport": "t", "env": "e", "rows": [{"size_bytes": 1, "rtt_ms": {}}]}],
+        "echo": [{"transport": "g", "env": "e", "config": "c", "rows": [{"calls": 1}]}],
+        "echo_scaling": [
+            {"transport": "g", "env": "e", "config": "c", "points": [{"clients": 1}], "fit": {}}
+        ],
+        "burst": [{"transport": "t", "env": "e", "timeline": {"t_ms": [1.0], "completed": [1]}}],
+        "transfer": [{"tool": "x", "env": "e", "direction": "up", "streams": 1}],
+        "floor": [
+            {
+                "env": "e",
+                "sockperf": [{"size_bytes": 1, "rtt_ms": {}}],
+                "iperf3": [{"streams": 1, "direction": "up"}],
+                "failed": [{}],
+            }
+        ],
+        "overheads": [{}],
+        "validity": {"flags": [{}], "withheld": [{}]},
+        "thresholds": [{}],
+    }
+    run = make_run(tmp_path, [])
+    report = FAMILY.report(run, metrics)
+    render_page(report)
+    _terminal(report)
+    write_reports(run.path, report)
+    assert FAMILY.figures(run, metrics) == []

@@ -31,6 +31,7 @@ from gridbench.messaging import summaries as sm
 from gridbench.messaging.floors import floor_summary
 from gridbench.messaging.hdr import PRECISION_NOTE
 from gridbench.messaging.intake import read_net_records
+from gridbench.messaging.metrics_schema import validate_metrics
 from gridbench.messaging.overheads import env_phrase, overheads, size_text
 from gridbench.messaging.records import RECORDS_FILE
 from gridbench.messaging.validity import validity
@@ -206,6 +207,7 @@ def figures(metrics: Mapping[str, Any]) -> list[Figure]:
     ``echo_scaling.<t>.<env>.<config>.<clients>.mean_ms`` (per-repetition means),
     ``burst.<t>.<env>.first_ms`` and ``.enqueue_ms`` (per repetition), and
     ``transfer.<tool>.<env>.<direction>.<streams>.mb_s`` (per-repetition MB/s)."""
+    validate_metrics(metrics)  # foreign input: compare and history do not check it first
     out: list[Figure | None] = []
     for s in metrics.get("pingpong", []):
         t, env = s["transport"], s["env"]
@@ -236,7 +238,7 @@ def figures(metrics: Mapping[str, Any]) -> list[Figure]:
     for b in metrics.get("burst", []):
         t, env = b["transport"], b["env"]
         for what, text in (("first_ms", "first response"), ("enqueue_ms", "enqueue all")):
-            label = f"{t} burst of {b['calls']} {env_phrase(env)}: {text}"
+            label = f"{t} burst of {b.get('calls')} {env_phrase(env)}: {text}"
             out.append(
                 _fig(f"burst.{t}.{env}.{what}", label, "ms", b.get(f"rep_{what}") or [], False)
             )

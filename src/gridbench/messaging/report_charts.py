@@ -144,7 +144,7 @@ def scaling_chart(metrics: Mapping[str, Any]) -> Chart | None:
         fit = s.get("fit")
         name = f"{s['transport']} · {s['config']} · {s['env']}"
         if isinstance(fit, Mapping) and fit.get("statement"):
-            name += f" ({fit['model']})"
+            name += f" ({fit.get('model')})"
         fig.add_scatter(
             x=[p["clients"] for p in pts],
             y=[p["mean_ms"] for p in pts],
@@ -175,7 +175,7 @@ def burst_chart(metrics: Mapping[str, Any]) -> Chart | None:
             y=b["timeline"]["completed"],
             mode="lines",
             line={"shape": "hv"},
-            name=ptext(f"{b['transport']} · {b['env']} · {b['calls']} calls"),
+            name=ptext(f"{b['transport']} · {b['env']} · {b.get('calls')} calls"),
         )
     fig.update_layout(
         template=TEMPLATE,

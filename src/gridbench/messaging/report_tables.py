@@ -1,9 +1,10 @@
-"""net's report tables as typed :class:`~gridbench.sections.Table` sections: per ping-pong
+"""net's figure tables as typed :class:`~gridbench.sections.Table` sections: per ping-pong
 series the seed's layout (``Size (kiB) | Total (ms) | Avg (ms) | StdDev (ms) | StdDev (%)
 | Speed (MB/s)``) with one-way time, percentiles and the floor beside it; echo series,
-client scaling, bursts, transfers, the floor itself, the overheads, validity flags and
-thresholds. Raw values go to CSV/JSON, text to people. Pure functions of a checked
-``gridbench.net/1`` document; a table with nothing to show is None.
+client scaling, bursts and transfers; and the formatters the tables share. Raw values go
+to CSV/JSON, text to people. Pure functions of a checked ``gridbench.net/1`` document; a
+table with nothing to show is None. The verdict and caveat tables (overheads, the floor,
+thresholds, validity) are in :mod:`gridbench.messaging.report_checks`.
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ def _rtt(key: str) -> Any:
 PINGPONG: tuple[Field, ...] = (
     (
         Column("size_kib", "Size (kiB)", numeric=True),
-        lambda r: Shown(num(r["size_kib"]), f"{r['size_kib']:.4g}"),
+        lambda r: Shown(r["size_bytes"] / 1024, f"{r['size_bytes'] / 1024:.4g}"),
     ),
     (Column("total_ms", "Total (ms)", numeric=True), lambda r: cell(r.get("total_ms"))),
     (Column("avg_ms", "Avg (ms)", numeric=True), _rtt("mean")),
