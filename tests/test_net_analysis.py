@@ -297,7 +297,7 @@ def test_overhead_flag_above_factor(analysed: dict[str, Any]) -> None:
         "tcp between two processes on the host: RTT 1.17 ms at 1 KiB is 3.0× the network's "
         "0.39 ms (sockperf)"
     )
-    assert analysed["overhead_count"] == len(analysed["overheads"])
+    assert analysed["overheads_count"] == len(analysed["overheads"])
 
 
 @pytest.mark.parametrize(("floor_ms", "flagged"), [(0.5, True), (0.586, False), (0.8, False)])
@@ -310,6 +310,17 @@ def test_overhead_fires_above_factor_not_at_or_below(
     r = m["pingpong"][0]["rows"][0]
     assert r["overhead"] is flagged
     assert len(m["overheads"]) == int(flagged)
+
+
+def test_the_seed_wan_story_is_found(tmp_path: Path) -> None:
+    """METHODS 3.1: ping 38 ms against an RTT of 115 ms, an overhead of about 3x."""
+    recs = [sockperf("relay", 1024, 38.0)]
+    recs += [ping("muscle3", "relay", 1024, t, [115.0] * 4) for t in range(3)]
+    m = build_metrics(make_run(tmp_path, recs, environments=["relay"]))
+    assert [o["statement"] for o in m["overheads"]] == [
+        "muscle3 over the relay: RTT 115 ms at 1 KiB is 3.0× the network's 38 ms (sockperf)"
+    ]
+    assert m["overheads"][0]["ratio"] == pytest.approx(115 / 38)
 
 
 def test_small_size_takes_next_sockperf_size(tmp_path: Path) -> None:
@@ -473,7 +484,7 @@ def test_thresholds_on_keyed_paths(tmp_path: Path) -> None:
         "name: x\nthresholds:\n"
         "  - {metric: pingpong.tcp.host.1024.rtt_ms.mean, op: '<', value: 1.0}\n"
         "  - {metric: pingpong.tcp.host.1024.speed_mb_s, op: '>', value: 1.0}\n"
-        "  - {metric: overhead_count, op: '==', value: 1}\n"
+        "  - {metric: overheads_count, op: '==', value: 1}\n"
         "  - {metric: pingpong.tcp.nowhere.1024.rtt_ms.mean, value: 1}\n"
     )
     m = build_metrics(make_run(tmp_path, sample_records(), spec=spec))

@@ -77,10 +77,10 @@ def test_headline_names_overheads_fits_and_failures(
     _, _, report = built
     texts = [f.text for f in report.headline.findings]
     assert (
-        "overhead: tcp between two processes on the host: RTT 1.17 ms at 1 KiB is 3.0× the "
-        "network's 0.39 ms (sockperf)"
+        "overhead above the network: tcp between two processes on the host: RTT 1.17 ms at "
+        "1 KiB is 3.0× the network's 0.39 ms (sockperf)"
     ) in texts
-    assert any(t.startswith("overhead: scp between two processes") for t in texts)
+    assert any(t.startswith("overhead above the network: scp between two processes") for t in texts)
     assert any("mean latency grows quadratically" in t for t in texts)
     assert "1 figure(s) with failed tests or repetitions" in texts
     assert any("floor measurement(s) failed" in t for t in texts)

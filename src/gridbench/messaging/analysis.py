@@ -16,7 +16,7 @@ names one figure whatever else the run measured::
     transfer.<tool>.<env>.<direction>.<streams>.<field>    mb_s.mean, floor.ratio ...
     floor.<env>.sockperf.<size_bytes>.rtt_ms.mean · floor.<env>.iperf3.<streams>.<direction>.mb_s
 
-Any other path reads the metrics document itself (``overhead_count``, ``validity.valid``).
+Any other path reads the metrics document itself (``overheads_count``, ``validity.valid``).
 """
 
 from __future__ import annotations
@@ -132,7 +132,7 @@ def build_metrics(run: RunDir) -> dict[str, Any]:
         **pats,
         "floor": floor,
         "overheads": found,
-        "overhead_count": len(found),
+        "overheads_count": len(found),
         "validity": validity(pats, floor, factor),
         "notes": _notes(exp, records),
     }

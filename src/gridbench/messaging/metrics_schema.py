@@ -298,7 +298,7 @@ class NetMetrics(OpenModel):
     transfer: list[Transfer] = []
     floor: list[Floor] = []
     overheads: list[Overhead] = []
-    overhead_count: Count = None
+    overheads_count: Count = None
     validity: Validity | None = None
     thresholds: list[ThresholdResult] = []
     thresholds_ok: Flag = None

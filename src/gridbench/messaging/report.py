@@ -124,7 +124,10 @@ def _threshold_finding(metrics: Mapping[str, Any]) -> Finding | None:
 def _overhead_findings(metrics: Mapping[str, Any]) -> list[Finding]:
     found = _list(metrics, "overheads")
     factor = fmt4(metrics.get("floor_factor"))
-    out = [Finding("warn", f"overhead: {o.get('statement')}") for o in found[:HEADLINE_OVERHEADS]]
+    out = [
+        Finding("warn", f"overhead above the network: {o.get('statement')}")
+        for o in found[:HEADLINE_OVERHEADS]
+    ]
     if len(found) > HEADLINE_OVERHEADS:
         rest = found[HEADLINE_OVERHEADS:]
         out.append(
