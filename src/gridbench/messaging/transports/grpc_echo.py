@@ -10,9 +10,8 @@ A burst goes through ``grpc.aio`` (:func:`aio_burst`) on its own channel, connec
 warmed by one call before the clock starts: bench/bench_net.py compares it with
 ``.future()`` calls on the synchronous channel (:meth:`GrpcEchoClient.burst_futures`),
 which took 3-4 times as long to hand 1200 calls to gRPC (medians 236 vs 66 ms on a
-loaded 2-core host). Its ``enqueue`` ends when the event
-loop has started the last call (one pass after the calls were created), not merely when
-the call objects exist.
+loaded 2-core host). Its ``enqueue`` ends when the event loop has started the last call
+(one pass after the calls were created), not merely when the call objects exist.
 """
 
 from __future__ import annotations
