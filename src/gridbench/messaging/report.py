@@ -304,16 +304,28 @@ def _left_open(metrics: Mapping[str, Any]) -> list[str]:
 
 
 def _fit_statements(metrics: Mapping[str, Any]) -> Statements | None:
-    lines = _fit_lines(metrics)
+    """Each growth fit with how well it fits (the headline states the curve)."""
+    lines: list[tuple[Status, str]] = []
+    for s in _list(metrics, "echo_scaling"):
+        fit = s.get("fit")
+        if not isinstance(fit, Mapping) or not fit.get("statement"):
+            continue
+        who = f"{s.get('transport')} echo ({s.get('config')}) {env_phrase(str(s.get('env')))}"
+        lines.append(
+            (
+                "info",
+                f"{who}: {fit.get('form')} ({fit.get('model')}) over {fit.get('n')} client "
+                f"counts, R² {fmt4(fit.get('r2'))}",
+            )
+        )
     if not lines:
         return None
-    status: Status = "info"
     return Statements(
         id="growth",
-        title="Latency against concurrent clients (growth fit: constant, linear, n·ln n, "
-        "quadratic by AIC)",
-        lines=tuple((status, line) for line in lines),
-        lead=True,
+        title="Growth fits: mean latency against clients (constant, linear, n·ln n or "
+        "quadratic, chosen by AIC)",
+        lines=tuple(lines),
+        scope="full",
     )
 
 

@@ -7,6 +7,7 @@ label from the data goes through :func:`gridbench.plotting.ptext`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,6 +20,10 @@ from gridbench.sections import Chart
 def _list(metrics: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
     v = metrics.get(key)
     return [x for x in v if isinstance(x, Mapping)] if isinstance(v, list) else []
+
+
+#: The floor's line per environment: black, a dash pattern each.
+_DASHES = ("dash", "dot", "dashdot", "longdash", "longdashdot")
 
 
 def _chart(id: str, title: str, note: str, fig: Any) -> Chart:
@@ -62,6 +67,7 @@ def rtt_chart(metrics: Mapping[str, Any]) -> Chart | None:
     for f in _list(metrics, "floor"):
         if str(f.get("env")) not in envs:
             continue
+        dash = _DASHES[envs.index(str(f.get("env"))) % len(_DASHES)]
         pts = [p for p in f.get("sockperf", []) if p["size_bytes"] > 0 and _mean(p["rtt_ms"])]
         if pts:
             fig.add_scatter(
@@ -69,7 +75,7 @@ def rtt_chart(metrics: Mapping[str, Any]) -> Chart | None:
                 y=[p["rtt_ms"]["mean"] for p in pts],
                 mode="lines",
                 name=ptext(f"floor (sockperf) · {f['env']}"),
-                line={"dash": "dash", "color": "#000000"},
+                line={"dash": dash, "color": "#000000"},
             )
     fig.update_layout(
         template=TEMPLATE,
@@ -106,17 +112,18 @@ def speed_chart(metrics: Mapping[str, Any]) -> Chart | None:
             name=ptext(name),
             line={"color": col[name]},
         )
-    envs = {str(s["env"]) for s in series}
+    envs = list(dict.fromkeys(str(s["env"]) for s in series))
     for f in _list(metrics, "floor"):
         one = [i["mb_s"] for i in f.get("iperf3", []) if i["streams"] == 1 and i.get("mb_s")]
         if one and str(f.get("env")) in envs:
+            dash = _DASHES[envs.index(str(f.get("env"))) % len(_DASHES)]
             level = sum(one) / len(one)
             fig.add_scatter(
                 x=list(span),
                 y=[level, level],
                 mode="lines",
                 name=ptext(f"floor (iperf3 -P 1) · {f['env']}"),
-                line={"dash": "dash", "color": "#000000"},
+                line={"dash": dash, "color": "#000000"},
             )
     fig.update_layout(
         template=TEMPLATE,
@@ -133,32 +140,69 @@ def speed_chart(metrics: Mapping[str, Any]) -> Chart | None:
     )
 
 
+def fit_curve(fit: Any, lo: float, hi: float, points: int = 50) -> tuple[list[float], list[float]]:
+    """The fitted growth curve ``a + b·f(x)`` over [lo, hi] (nothing for an unknown model)."""
+    if not isinstance(fit, Mapping) or fit.get("model") not in _SHAPE or hi <= lo:
+        return [], []
+    coef = fit.get("coefficients") or {}
+    a, b = float(coef.get("a") or 0.0), float(coef.get("b") or 0.0)
+    xs = [lo + (hi - lo) * i / (points - 1) for i in range(points)]
+    return xs, [a + b * _shape(str(fit["model"]), x) for x in xs]
+
+
+def _shape(model: str, x: float) -> float:
+    if model == "linear":
+        return x
+    if model == "nlogn":
+        return x * math.log(x) if x > 0 else 0.0
+    if model == "quadratic":
+        return x * x
+    return 0.0  # constant
+
+
+_SHAPE = ("constant", "linear", "nlogn", "quadratic")
+
+
 def scaling_chart(metrics: Mapping[str, Any]) -> Chart | None:
     """Mean per-call latency against concurrent clients, ±1 sd, with the fitted curve."""
     series = _list(metrics, "echo_scaling")
     if not series:
         return None
+    names = [f"{s['transport']} · {s['config']} · {s['env']}" for s in series]
+    col = colours(names)
     fig = go.Figure()
-    for s in series:
+    for s, name in zip(series, names, strict=True):
         pts = [p for p in s["points"] if p.get("mean_ms") is not None]
-        fit = s.get("fit")
-        name = f"{s['transport']} · {s['config']} · {s['env']}"
-        if isinstance(fit, Mapping) and fit.get("statement"):
-            name += f" ({fit.get('model')})"
         fig.add_scatter(
             x=[p["clients"] for p in pts],
             y=[p["mean_ms"] for p in pts],
             error_y={"type": "data", "array": [p.get("sd_ms") or 0 for p in pts]},
-            mode="lines+markers",
+            mode="markers",
+            marker={"color": col[name]},
             name=ptext(name),
         )
+        fit = s.get("fit")
+        xs, ys = (
+            fit_curve(fit, min(p["clients"] for p in pts), max(p["clients"] for p in pts))
+            if pts
+            else ([], [])
+        )
+        if xs and isinstance(fit, Mapping):
+            fig.add_scatter(
+                x=xs,
+                y=ys,
+                mode="lines",
+                line={"color": col[name], "dash": "dot"},
+                name=ptext(f"{name}: fit {fit.get('model')}"),
+            )
     fig.update_layout(
         template=TEMPLATE, xaxis_title="concurrent clients", yaxis_title="ms per call", height=420
     )
     return _chart(
         "echo-scaling",
         "Echo latency against concurrent clients",
-        "Mean latency per call over every call of every client; error bars ±1 sd.",
+        "Mean latency per call over every call of every client; error bars ±1 sd; dotted: "
+        "the growth curve fitted to the means (constant, linear, n·ln n or quadratic by AIC).",
         fig,
     )
 
