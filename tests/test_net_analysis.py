@@ -218,13 +218,17 @@ def sample_records() -> list[dict[str, Any]]:
 
 
 def series(metrics: dict[str, Any], pattern: str, **match: Any) -> dict[str, Any]:
-    found = [s for s in metrics[pattern] if all(s.get(k) == v for k, v in match.items())]
+    found: list[dict[str, Any]] = [
+        s for s in metrics[pattern] if all(s.get(k) == v for k, v in match.items())
+    ]
     assert len(found) == 1, (pattern, match, metrics[pattern])
     return found[0]
 
 
 def row(s: dict[str, Any], **match: Any) -> dict[str, Any]:
-    rows = [r for r in s["rows"] if all(r.get(k) == v for k, v in match.items())]
+    rows: list[dict[str, Any]] = [
+        r for r in s["rows"] if all(r.get(k) == v for k, v in match.items())
+    ]
     assert len(rows) == 1
     return rows[0]
 
