@@ -214,6 +214,8 @@ def sample_records() -> list[dict[str, Any]]:
             "transport": "muscle3",
         }
     )
+    recs.append({"pattern": "note", "text": "an environment fact", "env": "host"})
+    recs.append({"pattern": "note", "text": "a note with no environment"})
     return recs
 
 
@@ -515,8 +517,9 @@ def test_figures_have_stable_keys_and_samples(analysed: dict[str, Any]) -> None:
 
 def test_notes_and_metrics_file(analysed: dict[str, Any], tmp_path: Path) -> None:
     assert analysed["notes"] == [
-        "an environment fact",
+        "an environment fact",  # in experiment.json and as a record: once
         "muscle3 between two processes on the host: muscle3 skipped",
+        "a note with no environment",
     ]
     assert analysed["schema"] == "gridbench.net/1" and analysed["kind"] == "net"
     assert analysed["status"] == "done" and analysed["thresholds_ok"] is True

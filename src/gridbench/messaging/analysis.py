@@ -82,13 +82,18 @@ def _spec_parts(run: RunDir) -> tuple[int, list[Any]]:
 
 
 def _notes(exp: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> list[str]:
+    """experiment.json's notes, then those only the records hold (a killed run writes its
+    notes to experiment.json only at the end), each once."""
     notes = [str(n) for n in exp.get("notes") or [] if isinstance(n, str | int | float)]
     for r in records:
-        if r["pattern"] == "note":
-            about = r.get("transport") or r.get("tool")
-            notes.append(
-                f"{about} {env_phrase(str(r['env']))}: {r['text']}" if about else str(r["text"])
-            )
+        if r["pattern"] != "note" or r["text"] in notes:
+            continue
+        about = " ".join(
+            str(x)
+            for x in (r.get("transport") or r.get("tool"), r.get("env") and env_phrase(r["env"]))
+            if x
+        )
+        notes.append(f"{about}: {r['text']}" if about else str(r["text"]))
     return list(dict.fromkeys(notes))
 
 

@@ -5,7 +5,8 @@ file, the line and the fix. As io does, a malformed line is an error, not skippe
 can cut the last line, and the fix says to delete it.
 
 A record's identifying fields (transport, size, repetition ...) are always required; its
-measured fields are required when ``ok`` is true and checked when present.
+measured fields are required when ``ok`` is true and checked when present. A ``note``
+needs only its ``text``.
 """
 
 from __future__ import annotations
@@ -111,6 +112,8 @@ FIELDS: Final[dict[str, tuple[dict[str, Check], dict[str, Check]]]] = {
 }
 #: checked wherever present (a failed floor may lack its size, a note names its subject)
 OPTIONAL: Final[dict[str, Check]] = {
+    "env": _text,
+    "ok": _flag,
     "error": _opt_text,
     "transport": _text,
     "tool": _text,
@@ -144,7 +147,8 @@ def check_record(obj: Mapping[str, Any], where: str) -> None:
             f"unknown record pattern {json.dumps(pattern)[:40]} (known: {', '.join(FIELDS)})",
         )
     ident, measured = FIELDS[str(pattern)]
-    required = {**COMMON, **ident}
+    # a note is a sentence for the report: its environment and status are optional
+    required = {**ident} if pattern == "note" else {**COMMON, **ident}
     if obj.get("ok") is True:
         required.update(measured)
         if pattern == "floor":
