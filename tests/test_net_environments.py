@@ -18,7 +18,7 @@ import pytest
 
 from gridbench.errors import GridbenchError
 from gridbench.messaging.cleanup import cleanup_run
-from gridbench.messaging.environments import NetEnvironment, open_environment
+from gridbench.messaging.environments import LanEnv, NetEnvironment, open_environment
 from gridbench.messaging.model import NetSpec
 from gridbench.messaging.processes import PROCESSES_FILE, RESOURCES_FILE, ProcessBook
 from gridbench.messaging.transports.base import Address
@@ -122,7 +122,8 @@ def test_lan_goes_through_the_namespace(tmp_path: Path) -> None:
     payload = os.urandom(300_000)
     with open_environment("lan", spec(lan={"subnet": "10.246.1"}), tmp_path / "w", book) as env:
         assert env.peer_host == env.floor_host == "10.246.1.2"
-        ns = getattr(env, "ns")
+        assert isinstance(env, LanEnv)
+        ns = env.ns
         assert ns in netns_names()
         inside = subprocess.run(
             ["ip", "netns", "exec", ns, "ip", "-o", "-4", "addr"], capture_output=True, text=True
@@ -142,7 +143,8 @@ def test_lan_tbf_limits_the_rate(tmp_path: Path) -> None:
     size = 2_000_000
     s = spec(lan={"subnet": "10.246.2", "rate": "10mbit"})
     with open_environment("lan", s, tmp_path / "w", ProcessBook(tmp_path)) as env:
-        ns = getattr(env, "ns")
+        assert isinstance(env, LanEnv)
+        ns = env.ns
         qd = subprocess.run(
             ["tc", "qdisc", "show", "dev", f"{ns}h"], capture_output=True, text=True
         )
@@ -158,9 +160,9 @@ def test_lan_tbf_limits_the_rate(tmp_path: Path) -> None:
 
 def test_lan_delay_is_refused_without_netem(tmp_path: Path) -> None:
     s = spec(lan={"subnet": "10.246.3", "delay": 0.01})
-    with pytest.raises(GridbenchError) as info:
-        with open_environment("lan", s, tmp_path / "w", ProcessBook(tmp_path)):
-            pytest.fail("a lan with a delay opened on a kernel without netem")
+    book = ProcessBook(tmp_path)
+    with pytest.raises(GridbenchError) as info, open_environment("lan", s, tmp_path / "w", book):
+        pytest.fail("a lan with a delay opened on a kernel without netem")
     assert "netem" in str(info.value) and "remove lan.delay" in str(info.value)
     # nothing is left behind
     names = [json.loads(x)["name"] for x in (tmp_path / RESOURCES_FILE).read_text().splitlines()]
@@ -170,9 +172,12 @@ def test_lan_delay_is_refused_without_netem(tmp_path: Path) -> None:
 
 def test_lan_needs_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
-    with pytest.raises(GridbenchError, match="needs root") as info:
-        with open_environment("lan", spec(), tmp_path, ProcessBook(tmp_path)):
-            pass
+    book = ProcessBook(tmp_path)
+    with (
+        pytest.raises(GridbenchError, match="needs root") as info,
+        open_environment("lan", spec(), tmp_path, book),
+    ):
+        pass
     assert info.value.fix and "root" in info.value.fix
 
 
@@ -193,9 +198,12 @@ def test_relay_missing_socat_is_a_clear_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(GridbenchError, match="socat is not installed") as info:
-        with open_environment("relay", spec(), tmp_path / "w", ProcessBook(tmp_path)):
-            pass
+    book = ProcessBook(tmp_path)
+    with (
+        pytest.raises(GridbenchError, match="socat is not installed") as info,
+        open_environment("relay", spec(), tmp_path / "w", book),
+    ):
+        pass
     assert info.value.fix and "apt-get install socat" in info.value.fix
 
 
