@@ -106,9 +106,16 @@ async def serve(listen: tuple[str, int], target: tuple[str, int], delay: float) 
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    server = await asyncio.start_server(
-        lambda r, w: _connection(r, w, target, delay), listen[0], listen[1]
-    )
+    # the connection tasks are held here: Python 3.11's start_server keeps only a weak
+    # reference to a coroutine callback's task, and the collector may destroy it mid-stream
+    tasks: set[asyncio.Task[None]] = set()
+
+    def accepted(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        task = loop.create_task(_connection(r, w, target, delay))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+
+    server = await asyncio.start_server(accepted, listen[0], listen[1])
     port = server.sockets[0].getsockname()[1]
     print(f"READY {port}", flush=True)
     threading.Thread(target=_watch_stdin, args=(loop, stop), daemon=True).start()
