@@ -364,7 +364,32 @@ def test_missing_floor_leaves_no_ratio_and_is_flagged(analysed: dict[str, Any]) 
     lan = next(f for f in analysed["floor"] if f["env"] == "lan")
     assert lan["failed"][0]["error"] == "sockperf: cannot bind"
     flags = [f for f in analysed["validity"]["flags"] if f["rule"] == "no_floor"]
-    assert [(f["env"], f["name"], f["at"]) for f in flags] == [("lan", "sockperf", "size 1 KiB")]
+    assert [(f["env"], f["name"], f["at"]) for f in flags] == [("lan", "sockperf", "1 figure(s)")]
+    assert flags[0]["detail"] == (
+        "no ratio for tcp at 1 KiB: sockperf could not be measured (sockperf: cannot bind)"
+    )
+
+
+def test_sockperf_range_refusals_cost_no_ratio_and_are_not_flagged(tmp_path: Path) -> None:
+    refused = {
+        "pattern": "floor",
+        "tool": "sockperf",
+        "env": "host",
+        "ok": False,
+        "error": "sockperf sends messages of 14 to 65507 bytes only",
+        "rtt_ns": None,
+        "samples": 0,
+    }
+    recs = [{**refused, "size_bytes": 0}, {**refused, "size_bytes": 1 << 17}]
+    recs += [sockperf("host", 64, 0.055), iperf3("host", 1, "up", 2000.0)]
+    recs += [ping("tcp", "host", 0, 0, [0.027] * 4), ping("tcp", "host", 1 << 17, 0, [0.07] * 4)]
+    m = build_metrics(make_run(tmp_path, recs))
+    rows = m["pingpong"][0]["rows"]
+    assert [r["floor"]["tool"] for r in rows] == ["sockperf", "iperf3"]
+    # 0 B against sockperf's 64 B is a bound, not a floor: ratio 0.49 is not flagged
+    assert rows[0]["floor"]["ratio"] == pytest.approx(0.027 / 0.055)
+    assert m["validity"]["flags"] == [] and m["validity"]["valid"] is True
+    assert len(m["floor"][0]["failed"]) == 2
 
 
 def test_echo_series_and_floor(analysed: dict[str, Any]) -> None:
@@ -426,7 +451,7 @@ def test_quadratic_growth_over_clients(analysed: dict[str, Any]) -> None:
     assert s["points"][0]["reps"] == 2 and s["points"][0]["client_sd_ms"] == pytest.approx(0.0)
     assert s["fit"]["model"] == "quadratic"
     assert "mean latency grows quadratically" in s["fit"]["statement"]
-    assert "n²" in s["fit"]["statement"]
+    assert "0.5 + 0.01·x² ms" in s["fit"]["statement"]
 
 
 def test_burst_summary_and_timeline(analysed: dict[str, Any]) -> None:

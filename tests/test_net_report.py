@@ -83,7 +83,7 @@ def test_headline_names_overheads_fits_and_failures(
     assert any(t.startswith("overhead above the network: scp between two processes") for t in texts)
     assert any("mean latency grows quadratically" in t for t in texts)
     assert "1 figure(s) with failed tests or repetitions" in texts
-    assert any("floor measurement(s) failed" in t for t in texts)
+    assert "1 environment(s) with figures left without a floor (it could not be measured)" in texts
     assert report.headline.verdict == "warn"
     growth = next(s for s in report.sections if isinstance(s, Statements) and s.id == "growth")
     assert growth.lines[0][1].endswith("a + b·x² (quadratic) over 5 client counts, R² 1")
@@ -108,7 +108,7 @@ def test_summary_and_sections(built: tuple[RunDir, dict[str, Any], Report]) -> N
     assert [d["name"] for d in dashed] == ["floor (sockperf) · host"]
     scaling, curve = charts["echo-scaling"].figure["data"]
     assert scaling["x"] == [1, 2, 4, 8, 16] and "error_y" in scaling
-    # the fitted curve, 0.5 + 0.01·n², from 1 to 16 clients
+    # the fitted curve, 0.5 + 0.01·x², from 1 to 16 clients
     assert curve["line"]["dash"] == "dot" and curve["x"][0] == 1 and curve["x"][-1] == 16
     assert curve["y"][0] == pytest.approx(0.51) and curve["y"][-1] == pytest.approx(3.06)
     assert len(charts["burst-timeline"].figure["data"][0]["x"]) <= 500

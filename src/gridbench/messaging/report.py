@@ -149,7 +149,7 @@ def _fit_lines(metrics: Mapping[str, Any]) -> list[str]:
         fit = s.get("fit")
         if isinstance(fit, Mapping) and fit.get("statement"):
             who = f"{s.get('transport')} echo ({s.get('config')}) {env_phrase(str(s.get('env')))}"
-            out.append(f"{who}: {fit['statement']} (n = clients)")
+            out.append(f"{who}: {fit['statement']} (x = clients)")
     return out
 
 
@@ -159,7 +159,7 @@ def _validity_findings(metrics: Mapping[str, Any]) -> list[Finding]:
         by.setdefault(str(f.get("rule")), []).append(f)
     words = {
         "failed_tests": "with failed tests or repetitions",
-        "no_floor": "floor measurement(s) failed: ratios missing there",
+        "no_floor": "environment(s) with figures left without a floor (it could not be measured)",
         "incomplete_burst": "burst(s) missing responses",
         "below_floor": "figure(s) better than the network's floor: the comparison is void",
     }
@@ -277,9 +277,7 @@ def _left_open(metrics: Mapping[str, Any]) -> list[str]:
     out = []
     for f in _flags(metrics):
         if f.get("rule") == "no_floor":
-            out.append(
-                f"the floor {env_phrase(str(f.get('env')))} at {f.get('at')}: {f.get('detail')}"
-            )
+            out.append(f"figures {env_phrase(str(f.get('env')))}: {f.get('detail')}")
     floor_envs = {
         str(f.get("env")) for f in _list(metrics, "floor") if f.get("sockperf") or f.get("iperf3")
     }

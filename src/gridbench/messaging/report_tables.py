@@ -10,7 +10,7 @@ thresholds, validity) are in :mod:`gridbench.messaging.report_checks`.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gridbench.messaging.overheads import env_phrase, size_text
@@ -128,48 +128,76 @@ PINGPONG: tuple[Field, ...] = (
 )
 
 
+#: The terminal's compact form: the seed's six columns and the ratio to the floor.
+BRIEF_KEYS = ("size_kib", "total_ms", "avg_ms", "sd_ms", "sd_pct", "speed_mb_s", "ratio")
+PINGPONG_NOTE = (
+    "Per size, the T·M round trips pooled: Total = their sum, Avg = Total / (T·M), StdDev "
+    "over the round trips, Speed = 2·s / Avg (MB/s = 10^6 B/s), one-way ≈ Avg / 2; "
+    "percentiles from an HDR histogram (3 significant digits), withheld (–) under 100 (p99) "
+    "or 1000 (p99.9) samples. Ratio: Avg / floor RTT, or floor speed / Speed."
+)
+
+
 def pingpong_tables(metrics: Mapping[str, Any]) -> list[Table]:
-    """One table per (transport, environment), one row per size, in the seed's layout."""
+    """Per (transport, environment), one row per size: the full table in the seed's
+    layout with one-way time, percentiles and the floor (the HTML page, CSV), and its
+    compact form for the terminal (the seed's columns and the ratio)."""
     out = []
+    brief = tuple(f for f in PINGPONG if f[0].key in BRIEF_KEYS)
     for i, s in enumerate(_list(metrics, "pingpong")):
         rows = [r for r in s.get("rows", []) if isinstance(r, Mapping)]
-        t = record_table(
-            table_id("pingpong", i, s["transport"], s["env"]),
-            f"Ping-pong: {s['transport']} {env_phrase(str(s['env']))}",
-            rows,
-            PINGPONG,
-            status=lambda r: row_status(r.get("failed_tests"), r.get("overhead")),
-            note=(
-                "Per size, the T·M round trips pooled: Total = their sum, Avg = Total / (T·M), "
-                "StdDev over the round trips, Speed = 2·s / Avg (MB/s = 10^6 B/s), one-way "
-                "≈ Avg / 2; percentiles from an HDR histogram (3 significant digits), withheld "
-                "(–) under 100 (p99) or 1000 (p99.9) samples. Ratio: Avg / floor RTT, or floor "
-                "speed / Speed."
-            ),
-        )
-        if t is not None:
-            out.append(t)
+        title = f"Ping-pong: {s['transport']} {env_phrase(str(s['env']))}"
+        for fields, scope, tid in (
+            (PINGPONG, "full", table_id("pingpong", i, s["transport"], s["env"])),
+            (brief, "brief", table_id("pingpong-brief", i, s["transport"], s["env"])),
+        ):
+            t = record_table(
+                tid,
+                title,
+                rows,
+                fields,
+                status=lambda r: row_status(r.get("failed_tests"), r.get("overhead")),
+                note=PINGPONG_NOTE,
+                scope="full" if scope == "full" else "brief",
+                export=scope == "full",
+            )
+            if t is not None:
+                out.append(t)
     return out
 
 
 # -- echo, scaling, burst -----------------------------------------------------------------
 
 
+def _label(*parts: Any) -> str:
+    return " · ".join(str(p) for p in parts)
+
+
+def with_errors(fields: tuple[Field, ...], records: Sequence[Mapping[str, Any]]) -> list[Field]:
+    """``fields`` and, when any record has errors, an Errors column."""
+    if any(r.get("errors") for r in records):
+        return [*fields, (Column("errors", "Errors"), _errors)]
+    return list(fields)
+
+
 def _series_floor(s: Mapping[str, Any]) -> str:
+    who = _label(s.get("transport"), s.get("config"), s.get("env"))
     fl = s.get("floor")
     if not isinstance(fl, Mapping):
-        return "no floor (in process)" if s.get("config") == "inprocess" else "no floor measured"
+        why = "in process, no network" if s.get("config") == "inprocess" else "none measured"
+        return f"{who}: no floor ({why})"
     return (
-        f"{fmt4(fl.get('value'))} ms (sockperf at {size_text(int(fl.get('size_bytes') or 0))} "
-        f"for a {size_text(int(fl.get('payload_bytes') or 0))} payload), ratio "
-        f"{fmt4(fl.get('ratio'))}×"
+        f"{who}: {fmt4(fl.get('value'))} ms, sockperf at "
+        f"{size_text(int(fl.get('size_bytes') or 0))} for a "
+        f"{size_text(int(fl.get('payload_bytes') or 0))} payload"
     )
 
 
 ECHO: tuple[Field, ...] = (
-    (Column("transport"), lambda r: str(r["_s"]["transport"])),
-    (Column("env"), lambda r: str(r["_s"]["env"])),
-    (Column("config"), lambda r: str(r["_s"]["config"])),
+    (
+        Column("series", "Series"),
+        lambda r: _label(r["_s"]["transport"], r["_s"]["config"], r["_s"]["env"]),
+    ),
     (Column("calls", "Calls", numeric=True), lambda r: r["calls"]),
     (Column("reps", "Reps", numeric=True), lambda r: r.get("reps")),
     (Column("mean_ms", "Avg (ms)", numeric=True), lambda r: cell(r.get("mean_ms"))),
@@ -177,36 +205,37 @@ ECHO: tuple[Field, ...] = (
     (Column("p50_ms", "p50 (ms)", numeric=True), lambda r: cell(r.get("p50_ms"))),
     (Column("p99_ms", "p99 (ms)", numeric=True), lambda r: cell(r.get("p99_ms"))),
     (Column("total_ms", "Series (ms)", numeric=True), lambda r: _spread(r.get("total_ms"))),
-    (Column("floor", "Floor (series)"), lambda r: _series_floor(r["_s"])),
-    (Column("errors", "Errors"), _errors),
+    (
+        Column("ratio", "Ratio", numeric=True),
+        lambda r: ratio_cell((r["_s"].get("floor") or {}).get("ratio"), r["_s"].get("overhead")),
+    ),
 )
 
 
 def echo_table(metrics: Mapping[str, Any]) -> Table | None:
-    """Every echo series: per series length the per-call latency and the series' time."""
-    rows = [
-        {**r, "_s": s}
-        for s in _list(metrics, "echo")
-        for r in s.get("rows", [])
-        if isinstance(r, Mapping)
-    ]
+    """Every echo series: per series length the per-call latency and the series' time;
+    the series' ratio to its floor (the floors in the note)."""
+    series = _list(metrics, "echo")
+    rows = [{**r, "_s": s} for s in series for r in s.get("rows", []) if isinstance(r, Mapping)]
     return record_table(
         "echo",
         "Echo service: series of calls",
         rows,
-        ECHO,
+        with_errors(ECHO, rows),
         status=lambda r: row_status(r.get("failed_reps"), r["_s"].get("overhead")),
         note=(
             "Avg and StdDev over every call of every repetition; Series: the series' time "
-            "(sum of its calls), mean ± sd across repetitions."
+            "(sum of its calls), mean ± sd across repetitions; Ratio: the series' mean per "
+            "call against its floor. Floors: " + "; ".join(_series_floor(s) for s in series)
         ),
     )
 
 
 SCALING: tuple[Field, ...] = (
-    (Column("transport"), lambda r: str(r["_s"]["transport"])),
-    (Column("env"), lambda r: str(r["_s"]["env"])),
-    (Column("config"), lambda r: str(r["_s"]["config"])),
+    (
+        Column("series", "Series"),
+        lambda r: _label(r["_s"]["transport"], r["_s"]["config"], r["_s"]["env"]),
+    ),
     (Column("clients", "Clients", numeric=True), lambda r: r["clients"]),
     (Column("reps", "Reps", numeric=True), lambda r: r.get("reps")),
     (Column("mean_ms", "Avg (ms)", numeric=True), lambda r: cell(r.get("mean_ms"))),
@@ -217,7 +246,6 @@ SCALING: tuple[Field, ...] = (
         Column("client_sd_ms", "Client spread (ms)", numeric=True),
         lambda r: cell(r.get("client_sd_ms")),
     ),
-    (Column("errors", "Errors"), _errors),
 )
 
 
@@ -233,53 +261,45 @@ def scaling_table(metrics: Mapping[str, Any]) -> Table | None:
         "echo-scaling",
         "Echo service: concurrent clients",
         rows,
-        SCALING,
+        with_errors(SCALING, rows),
         status=lambda r: row_status(r.get("failed_reps")),
         note="Client spread: the sd of the clients' own mean latencies (how evenly served).",
     )
 
 
+def _gap(key: str) -> Any:
+    return lambda b: cell((b.get("gap_ms") or {}).get(key))
+
+
 BURST: tuple[Field, ...] = (
-    (Column("transport"), lambda b: str(b["transport"])),
-    (Column("env"), lambda b: str(b["env"])),
+    (Column("series", "Burst"), lambda b: _label(b["transport"], b["env"])),
     (Column("calls", "Calls", numeric=True), lambda b: b.get("calls")),
     (Column("reps", "Reps", numeric=True), lambda b: b.get("reps")),
-    (
-        Column("enqueue_ms", "Enqueue all (ms)", numeric=True),
-        lambda b: _spread(b.get("enqueue_ms")),
-    ),
-    (Column("first_ms", "First response (ms)", numeric=True), lambda b: _spread(b.get("first_ms"))),
-    (Column("total_ms", "Last response (ms)", numeric=True), lambda b: _spread(b.get("total_ms"))),
-    (
-        Column("gap_p50_ms", "Gap p50 (ms)", numeric=True),
-        lambda b: cell((b.get("gap_ms") or {}).get("p50")),
-    ),
-    (
-        Column("gap_p99_ms", "Gap p99 (ms)", numeric=True),
-        lambda b: cell((b.get("gap_ms") or {}).get("p99")),
-    ),
-    (
-        Column("gap_max_ms", "Gap max (ms)", numeric=True),
-        lambda b: cell((b.get("gap_ms") or {}).get("max")),
-    ),
-    (Column("errors", "Errors"), _errors),
+    (Column("enqueue_ms", "Enqueue (ms)", numeric=True), lambda b: _spread(b.get("enqueue_ms"))),
+    (Column("first_ms", "First (ms)", numeric=True), lambda b: _spread(b.get("first_ms"))),
+    (Column("total_ms", "Last (ms)", numeric=True), lambda b: _spread(b.get("total_ms"))),
+    (Column("gap_p50_ms", "Gap p50 (ms)", numeric=True), _gap("p50")),
+    (Column("gap_p99_ms", "Gap p99 (ms)", numeric=True), _gap("p99")),
+    (Column("gap_max_ms", "Gap max (ms)", numeric=True), _gap("max")),
 )
 
 
 def burst_table(metrics: Mapping[str, Any]) -> Table | None:
     """Each burst: enqueue time, first response, gaps between later responses."""
+    bursts = _list(metrics, "burst")
     return record_table(
         "burst",
         "Bursts of asynchronous calls",
-        _list(metrics, "burst"),
-        BURST,
+        bursts,
+        with_errors(BURST, bursts),
         status=lambda b: row_status(b.get("failed_reps")),
-        note="Times from the first send, mean ± sd across repetitions; gaps between "
-        "successive responses, pooled.",
+        note="From the first send: until every call was enqueued, until the first and the "
+        "last response (mean ± sd across repetitions); gaps between successive responses, "
+        "pooled.",
     )
 
 
-# -- transfers ------------------------------------------------------
+# -- transfers ----------------------------------------------------------------------------
 
 
 def _mb(n: Any) -> str:
@@ -293,41 +313,37 @@ def _tfloor(t: Mapping[str, Any]) -> Shown:
     if not isinstance(fl, Mapping):
         return Shown(None, MISSING)
     return Shown(
-        num(fl.get("value_mb_s")), f"{fmt4(fl.get('value_mb_s'))} (iperf3 -P {fl.get('streams')})"
+        num(fl.get("value_mb_s")), f"{fmt4(fl.get('value_mb_s'))} (-P {fl.get('streams')})"
     )
 
 
 TRANSFER: tuple[Field, ...] = (
-    (Column("tool"), lambda t: str(t["tool"])),
-    (Column("env"), lambda t: str(t["env"])),
-    (Column("direction", "Direction"), lambda t: str(t["direction"])),
+    (Column("series", "Transfer"), lambda t: _label(t["tool"], t["env"], t["direction"])),
     (Column("streams", "Streams", numeric=True), lambda t: t["streams"]),
-    (
-        Column("bytes", "Payload"),
-        lambda t: Shown(t.get("bytes"), _mb(t.get("bytes"))),
-    ),
+    (Column("bytes", "Payload"), lambda t: Shown(t.get("bytes"), _mb(t.get("bytes")))),
     (Column("reps", "Reps", numeric=True), lambda t: t.get("reps")),
     (Column("mb_s", "MB/s", numeric=True), lambda t: _spread(t.get("mb_s"))),
     (Column("min_mb_s", "Min", numeric=True), lambda t: cell((t.get("mb_s") or {}).get("min"))),
     (Column("max_mb_s", "Max", numeric=True), lambda t: cell((t.get("mb_s") or {}).get("max"))),
-    (Column("floor_mb_s", "Floor (MB/s)", numeric=True), _tfloor),
+    (Column("floor_mb_s", "iperf3 (MB/s)", numeric=True), _tfloor),
     (
         Column("ratio", "Ratio", numeric=True),
         lambda t: ratio_cell((t.get("floor") or {}).get("ratio"), t.get("overhead")),
     ),
-    (Column("errors", "Errors"), _errors),
 )
 
 
 def transfer_table(metrics: Mapping[str, Any]) -> Table | None:
     """Each transfer tool per direction: MB/s against iperf3 with the same streams."""
+    transfers = _list(metrics, "transfer")
     return record_table(
         "transfer",
         "Transfers",
-        _list(metrics, "transfer"),
-        TRANSFER,
+        transfers,
+        with_errors(TRANSFER, transfers),
         status=lambda t: row_status(t.get("failed_reps"), t.get("overhead")),
-        note="MB/s = 10^6 bytes/s, mean ± sd across repetitions; ratio = floor / MB/s.",
+        note="MB/s = 10^6 bytes/s, mean ± sd across repetitions; the floor is iperf3 in the "
+        "same direction with the same number of streams; ratio = floor / MB/s.",
     )
 
 

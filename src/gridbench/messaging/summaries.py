@@ -197,7 +197,6 @@ def echo_scaling(records: Sequence[Record]) -> list[dict[str, Any]]:
             [p["mean_ms"] for p in good],
             quantity="mean latency",
             unit="ms",
-            var="n",
         )
         if fit is not None:
             fit = {k: v for k, v in fit.items() if k != "candidates"}

@@ -9,8 +9,9 @@ shows it in the headline and a table.
   some tests or repetitions failed: its figures rest on fewer measurements than planned,
   and the survivors may be the lucky ones. The errors are kept with the flag.
 - **no_floor**: a native floor measurement (sockperf at a size, iperf3 at a stream count
-  and direction) failed in an environment: the figures there lack their ratio (or fall
-  back to another floor figure), so an overhead there can go unseen.
+  and direction) failed in an environment and figures there are left without a ratio, so
+  an overhead there can go unseen. A refusal that costs no ratio (sockperf's 14–65507
+  byte range, where its next size up or iperf3 stands in) is not flagged.
 - **incomplete_burst**: a burst repetition got fewer responses than calls it fired: its
   timeline and gaps describe the calls that came back, not the burst.
 - **below_floor**: a figure more than ``floor_factor`` times *better* than the native
@@ -33,6 +34,7 @@ from typing import Any
 from gridbench.family import ValidityRule
 from gridbench.messaging.hdr import withheld as withheld_of
 from gridbench.messaging.overheads import size_text
+from gridbench.messaging.summaries import NETWORK_CONFIGS
 
 FAILED_TESTS = "failed_tests"
 NO_FLOOR = "no_floor"
@@ -48,8 +50,8 @@ NET_VALIDITY_RULES: tuple[ValidityRule, ...] = (
     ),
     ValidityRule(
         NO_FLOOR,
-        "a native floor (sockperf, iperf3) that could not be measured in an environment is "
-        "flagged: the figures there have no ratio to the network, so overhead can go unseen.",
+        "a native floor (sockperf, iperf3) that could not be measured in an environment, "
+        "leaving figures there without a ratio, is flagged: overhead there can go unseen.",
     ),
     ValidityRule(
         INCOMPLETE_BURST,
@@ -130,27 +132,63 @@ def failed_flags(
     return out
 
 
-def no_floor_flags(floor: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """A flag per failed floor measurement in each environment."""
+def _unfloored(
+    env: str,
+    pingpong: Sequence[Mapping[str, Any]],
+    echo: Sequence[Mapping[str, Any]],
+    transfer: Sequence[Mapping[str, Any]],
+) -> list[str]:
+    """The figures in ``env`` that have no floor to be set against."""
+    out = [
+        f"{s['transport']} at {size_text(int(r['size_bytes']))}"
+        for s in pingpong
+        if s["env"] == env
+        for r in s["rows"]
+        if r["floor"] is None and r["round_trips"]
+    ]
+    out += [
+        f"{s['transport']} echo ({s['config']})"
+        for s in echo
+        if s["env"] == env and s["config"] in NETWORK_CONFIGS and s["floor"] is None
+    ]
+    out += [
+        f"{t['tool']} {t['direction']} ×{t['streams']}"
+        for t in transfer
+        if t["env"] == env and t["floor"] is None and t["reps"]
+    ]
+    return out
+
+
+def no_floor_flags(
+    floor: Sequence[Mapping[str, Any]],
+    pingpong: Sequence[Mapping[str, Any]],
+    echo: Sequence[Mapping[str, Any]],
+    transfer: Sequence[Mapping[str, Any]],
+) -> list[dict[str, Any]]:
+    """A flag per environment where a floor measurement failed and figures are left
+    without a ratio. A refusal that costs no ratio (sockperf's size range, where the next
+    size up or iperf3 stands in) is not flagged; the floor table still shows it."""
     out = []
     for f in floor:
-        for x in f.get("failed", []):
-            if x.get("size_bytes") is not None:
-                at = f"size {size_text(int(x['size_bytes']))}"
-            elif x.get("streams") is not None:
-                at = f"-P {x['streams']} {x.get('direction') or ''}".strip()
-            else:
-                at = "every figure"
-            out.append(
-                {
-                    "rule": NO_FLOOR,
-                    "pattern": "floor",
-                    "name": str(x.get("tool")),
-                    "env": str(f.get("env")),
-                    "at": at,
-                    "detail": f"{x.get('tool')} could not be measured: {str(x.get('error'))[:300]}",
-                }
-            )
+        fails = [x for x in f.get("failed", []) if isinstance(x, Mapping)]
+        missing = _unfloored(str(f.get("env")), pingpong, echo, transfer) if fails else []
+        if not missing:
+            continue
+        tools = ", ".join(sorted({str(x.get("tool")) for x in fails}))
+        errors = "; ".join(dict.fromkeys(str(x.get("error")) for x in fails))[:300]
+        shown = ", ".join(missing[:6]) + (
+            f" and {len(missing) - 6} more" if len(missing) > 6 else ""
+        )
+        out.append(
+            {
+                "rule": NO_FLOOR,
+                "pattern": "floor",
+                "name": tools,
+                "env": str(f.get("env")),
+                "at": f"{len(missing)} figure(s)",
+                "detail": f"no ratio for {shown}: {tools} could not be measured ({errors})",
+            }
+        )
     return out
 
 
@@ -188,25 +226,44 @@ def _below(
     }
 
 
+def _same_size(floor: Any, size: Any) -> Any:
+    """The floor's ratio when it was measured at ``size`` (or is iperf3's), else None."""
+    if not isinstance(floor, Mapping):
+        return None
+    at = floor.get("size_bytes")
+    return floor.get("ratio") if at is None or at == size else None
+
+
 def below_floor_flags(
     pingpong: Sequence[Mapping[str, Any]],
     echo: Sequence[Mapping[str, Any]],
     transfer: Sequence[Mapping[str, Any]],
     factor: float,
 ) -> list[dict[str, Any]]:
-    """A flag per figure whose ratio to its floor is below 1 / ``factor``."""
+    """A flag per figure whose ratio to its floor is below 1 / ``factor``. A floor taken
+    at a larger message than the figure's (sockperf's next size up) is not a floor of
+    that figure, only a bound on its overhead, so it is not judged here."""
     found = [
         _below(
             "pingpong",
             s,
             f"size {size_text(int(r['size_bytes']))}",
-            (r["floor"] or {}).get("ratio"),
+            _same_size(r["floor"], r["size_bytes"]),
             factor,
         )
         for s in pingpong
         for r in s["rows"]
     ]
-    found += [_below("echo", s, "all calls", (s["floor"] or {}).get("ratio"), factor) for s in echo]
+    found += [
+        _below(
+            "echo",
+            s,
+            "all calls",
+            _same_size(s["floor"], (s["floor"] or {}).get("payload_bytes")),
+            factor,
+        )
+        for s in echo
+    ]
     found += [
         _below(
             "transfer",
@@ -260,7 +317,7 @@ def validity(
     bu, tr = summaries["burst"], summaries["transfer"]
     flags = (
         failed_flags(pp, ec, sc, bu, tr)
-        + no_floor_flags(floor)
+        + no_floor_flags(floor, pp, ec, tr)
         + burst_flags(bu)
         + below_floor_flags(pp, ec, tr, factor)
     )
