@@ -119,6 +119,11 @@ def test_terminal_and_html_render(built: tuple[RunDir, dict[str, Any], Report]) 
     out = _terminal(report)
     for col in SEED_COLUMNS:
         assert col in out
+    narrow = Console(record=True, width=80, color_system=None)
+    render_report(report, narrow)
+    lines = narrow.export_text().splitlines()
+    # the seed's header on one line of a standard terminal, not wrapped
+    assert any(all(col in line for col in SEED_COLUMNS) for line in lines)
     assert "3.0× the network's 0.39 ms" in out
     page = render_page(report)
     for col in SEED_COLUMNS:
