@@ -202,7 +202,12 @@ def _runner_alive(run: RunDir) -> int | None:
             return None
     except psutil.Error:
         return None
-    # a process started after the run's files were written cannot be its runner
+    recorded = exp.get("create_time")
+    if isinstance(recorded, int | float) and not isinstance(recorded, bool):
+        # the runner records its own start time: a pid reused since then is not it
+        return pid if abs(started - recorded) <= TIME_TOLERANCE else None
+    # an older run without it: a process started after the run's files were written
+    # cannot be its runner
     made = run.experiment_file.stat().st_ctime if run.experiment_file.exists() else None
     if made is not None and started > made + 1.0:
         return None

@@ -25,6 +25,8 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from gridbench.errors import GridbenchError
 from gridbench.messaging import patterns
 from gridbench.messaging.environments import NetEnvironment, open_environment
@@ -123,6 +125,7 @@ class NetRunner:
             pingpong_round_trips=spec.pingpong.round_trips,
             steps=len(steps(spec)),
             pid=os.getpid(),
+            create_time=psutil.Process().create_time(),  # cleanup knows the pid is still ours
             python=sys.version.split()[0],
             notes=[],
         )
