@@ -18,6 +18,7 @@ import psutil
 import pytest
 
 from conftest import BIN, cli_env
+from gridbench.errors import SpecError
 from gridbench.messaging.load import load_net_spec_text
 from gridbench.messaging.plan import check_memory
 from gridbench.messaging.runner import NetRunner
@@ -111,8 +112,11 @@ def test_quick_run_measures_every_pattern(quick_run: tuple[Path, RunDir, Any]) -
     host_1k = next(r for r in series[("tcp", "host")]["rows"] if r["size_bytes"] == 1024)
     assert host_1k["floor"] is not None and host_1k["floor"]["ratio"] > 0
     echo = {(s["transport"], s["env"], s["config"]) for s in m["echo"]}
-    assert {("grpc", "process", "inprocess"), ("grpc", "host", "network"),
-            ("grpc", "host", "tls")} <= echo
+    assert {
+        ("grpc", "process", "inprocess"),
+        ("grpc", "host", "network"),
+        ("grpc", "host", "tls"),
+    } <= echo
     scaling = next(s for s in m["echo_scaling"] if s["env"] == "host")
     assert [p["clients"] for p in scaling["points"]] == [1, 2, 3]
     burst = next(b for b in m["burst"] if b["env"] == "host")
@@ -191,8 +195,11 @@ def test_a_peer_killed_mid_test_fails_that_test_and_the_run_goes_on(tmp_path: Pa
         records = run.path / "records.jsonl"
         while time.monotonic() < deadline:
             recs = read_records(records) if records.exists() else []
-            peers = [r for r in read_records(run.path / "processes.jsonl")
-                     if "peer" in r["role"]] if (run.path / "processes.jsonl").exists() else []
+            peers = (
+                [r for r in read_records(run.path / "processes.jsonl") if "peer" in r["role"]]
+                if (run.path / "processes.jsonl").exists()
+                else []
+            )
             if peers and any(r.get("pattern") == "pingpong" for r in recs):
                 os.kill(int(peers[0]["pid"]), signal.SIGKILL)
                 killed.append(int(peers[0]["pid"]))
@@ -229,8 +236,11 @@ def test_kill_9_then_cleanup_removes_namespaces_and_peers(tmp_path: Path) -> Non
     )
     results = tmp_path / "results"
     proc = subprocess.Popen(
-        [str(BIN), "net", "run", str(spec)], env=cli_env(results),
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+        [str(BIN), "net", "run", str(spec)],
+        env=cli_env(results),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
     )
     try:
         deadline = time.monotonic() + 60
@@ -294,8 +304,9 @@ def test_bad_specs_are_refused_with_the_place_and_the_fix(tmp_path: Path) -> Non
     assert p.returncode == 2 and "transfer.size" in p.stderr and "memory" in p.stderr, p.stderr
     assert not results.exists() or not any(results.iterdir())  # refused before the run
     spec, _ = load_net_spec_text("name: x\npingpong: {sizes: {max: 64M}}\n")
-    with pytest.raises(Exception, match="pingpong.sizes.max"):
+    with pytest.raises(SpecError, match=r"the run needs about") as err:
         check_memory(spec, available=100 * 1024**2)
+    assert err.value.where == "pingpong.sizes.max"
     p = gridbench(results, "net", "plan", str(tmp_path / "missing.yaml"))
     assert p.returncode == 2 and "not found" in p.stderr
 
