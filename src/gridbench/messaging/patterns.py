@@ -1,4 +1,6 @@
-"""The four patterns and the floor, as record generators over one environment.
+"""Ping-pong, echo, burst and the floor, as record generators over one environment (the
+client-scaling series is in :mod:`~gridbench.messaging.scaling`, transfers in
+:mod:`~gridbench.messaging.transfers`), and what they share: the context and the servers.
 
 Each function yields the records of one step (see :mod:`gridbench.messaging.records`);
 the runner appends each as it comes, so a killed run keeps every finished test. A peer
@@ -8,18 +10,16 @@ step restarts the peer and goes on with the next size, series or repetition.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager, suppress
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, cast
 
 from gridbench.messaging.environments import NetEnvironment
 from gridbench.messaging.model import NetSpec
-from gridbench.messaging.plan import floor_sizes, scaling_config
+from gridbench.messaging.plan import floor_sizes
 from gridbench.messaging.processes import ProcessBook
 from gridbench.messaging.transports.base import Address, PeerError, TlsFiles
 from gridbench.messaging.transports.peer_process import PeerProcess, start_peer
@@ -56,7 +56,7 @@ class Context:
         return self.tls_files
 
 
-def _fail(base: dict[str, Any], exc: BaseException) -> dict[str, Any]:
+def fail_record(base: dict[str, Any], exc: BaseException) -> dict[str, Any]:
     return {**base, "ok": False, "error": str(exc)[:2000] or type(exc).__name__}
 
 
@@ -64,7 +64,7 @@ def _fail(base: dict[str, Any], exc: BaseException) -> dict[str, Any]:
 
 
 @contextmanager
-def _server(
+def serve_for(
     ctx: Context, kind: Literal["tcp", "zmq", "grpc"], *, tls: bool = False, inproc: bool = False
 ) -> Iterator[str]:
     """A server for ``kind`` where the environment puts it; yields the client's target."""
@@ -78,7 +78,9 @@ def _server(
         finally:
             server.close()
         return
-    peer = _start(ctx, registry.peer_argv(kind, ctx.env.peer_host, tls=files), f"{kind}-peer")
+    peer = start_peer_in(
+        ctx, registry.peer_argv(kind, ctx.env.peer_host, tls=files), f"{kind}-peer"
+    )
     try:
         # the certificate names peer_host; a relay listens on loopback, which the
         # certificate of the relay environment (peer_host 127.0.0.1) names as well
@@ -87,7 +89,7 @@ def _server(
         peer.close()
 
 
-def _start(ctx: Context, argv: list[str], role: str) -> PeerProcess:
+def start_peer_in(ctx: Context, argv: list[str], role: str) -> PeerProcess:
     log = ctx.work / f"{role}-{os.urandom(3).hex()}.log"
     return start_peer(ctx.env.spawn, argv, role, log, READY_TIMEOUT)
 
@@ -125,7 +127,7 @@ def floor(ctx: Context, floor_env: NetEnvironment, tool: str) -> Iterator[dict[s
                     timeout=ctx.timeout + spec.floor.duration,
                 )
             except Exception as exc:  # a floor that cannot be measured is a record, not a stop
-                yield _fail(base, exc)
+                yield fail_record(base, exc)
                 continue
             yield {**rec, "env": env_name}
 
@@ -148,12 +150,12 @@ def pingpong(ctx: Context, transport: str) -> Iterator[dict[str, Any]]:
     while i < len(sizes):
         with ExitStack() as stack:
             try:
-                target = stack.enter_context(_server(ctx, kind))
+                target = stack.enter_context(serve_for(ctx, kind))
                 client = registry.connect_pingpong(kind, target)
                 stack.callback(client.close)
             except (PeerError, OSError) as exc:
                 for size in sizes[i:]:
-                    yield _fail(_pp_base(ctx, transport, size, 0), exc)
+                    yield fail_record(_pp_base(ctx, transport, size, 0), exc)
                 return
             while i < len(sizes):
                 size = sizes[i]
@@ -163,14 +165,14 @@ def pingpong(ctx: Context, transport: str) -> Iterator[dict[str, Any]]:
                     if spec.warmup:
                         client.round_trips(size, spec.warmup, ctx.timeout)
                 except (PeerError, OSError) as exc:
-                    yield _fail(_pp_base(ctx, transport, size, 0), exc)
+                    yield fail_record(_pp_base(ctx, transport, size, 0), exc)
                     break
                 for test in range(spec.tests):
                     base = _pp_base(ctx, transport, size, test)
                     try:
                         rtts = client.round_trips(size, spec.round_trips, ctx.timeout)
                     except (PeerError, OSError) as exc:
-                        yield _fail(base, exc)
+                        yield fail_record(base, exc)
                         failed = True
                         break
                     yield {**base, "ok": True, "error": None, "rtt_ns": rtts}
@@ -222,13 +224,13 @@ def echo(ctx: Context, transport: str, config: str) -> Iterator[dict[str, Any]]:
             tls = config == "tls"
             try:
                 target = stack.enter_context(
-                    _server(ctx, kind, tls=tls, inproc=config == "inprocess")
+                    serve_for(ctx, kind, tls=tls, inproc=config == "inprocess")
                 )
                 client = registry.connect_echo(kind, target, tls=ctx.tls() if tls else None)
                 stack.callback(client.close)
             except (PeerError, OSError) as exc:
                 for calls, rep in todo:
-                    yield _fail(_echo_base(transport, env, config, calls, rep), exc)
+                    yield fail_record(_echo_base(transport, env, config, calls, rep), exc)
                 return
             while todo:
                 calls, rep = todo.pop(0)
@@ -236,7 +238,7 @@ def echo(ctx: Context, transport: str, config: str) -> Iterator[dict[str, Any]]:
                 try:
                     lat = client.calls(payload, calls, ctx.timeout)
                 except (PeerError, OSError) as exc:
-                    yield _fail(base, exc)
+                    yield fail_record(base, exc)
                     break
                 yield {**base, "ok": True, "error": None, "lat_ns": lat}
 
@@ -252,96 +254,6 @@ def _echo_base(transport: str, env: str, config: str, calls: int, rep: int) -> d
     }
 
 
-def echo_scale(ctx: Context, transport: str) -> Iterator[dict[str, Any]]:
-    """k client processes at once against one service, for every k in ``echo.clients``."""
-    from gridbench.messaging.transports import registry
-
-    spec = ctx.spec.echo
-    kind = cast(Literal["grpc", "zmq"], transport)
-    config = scaling_config(ctx.spec)
-    if kind != "grpc" and config == "tls":
-        config = "network"
-    tls = config == "tls"
-    with _server(ctx, kind, tls=tls) as target:
-        for k in spec.clients:
-            for rep in range(spec.scale_repetitions):
-                base = {
-                    "pattern": "echo_scale",
-                    "transport": transport,
-                    "env": ctx.env.name,
-                    "config": config,
-                    "clients": k,
-                    "rep": rep,
-                }
-                argv = registry.echo_client_argv(
-                    kind,
-                    target,
-                    tls=ctx.tls() if tls else None,
-                    calls=spec.client_calls,
-                    payload=spec.payload,
-                    timeout=ctx.timeout,
-                )
-                try:
-                    per_client = _clients(ctx, argv, k)
-                except (PeerError, OSError) as exc:
-                    yield _fail(base, exc)
-                    continue
-                lat = [x for c in per_client for x in c]
-                means = [sum(c) // len(c) for c in per_client if c]
-                yield {**base, "ok": True, "error": None, "lat_ns": lat, "client_mean_ns": means}
-
-
-def _clients(ctx: Context, argv: list[str], k: int) -> list[list[int]]:
-    """Start k client processes, release them together once all are READY, and collect
-    each one's latencies."""
-    from gridbench.messaging.transports.peer_process import read_ready
-
-    procs: list[subprocess.Popen[bytes]] = []
-    try:
-        for i in range(k):
-            log = ctx.work / f"echo-client-{i}.log"
-            with log.open("wb") as err:
-                p = subprocess.Popen(  # clients run on this side, as the seed's did
-                    argv,
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    stderr=err,
-                    start_new_session=True,
-                )
-            ctx.book.register(p, "echo-client")
-            procs.append(p)
-        for p in procs:
-            read_ready(p, READY_TIMEOUT)
-        for p in procs:
-            assert p.stdin is not None
-            p.stdin.write(b"go\n")
-            p.stdin.flush()
-        out: list[list[int]] = []
-        for p in procs:
-            try:
-                stdout, _ = p.communicate(timeout=ctx.timeout + READY_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                raise PeerError(f"an echo client did not finish within {ctx.timeout:g} s") from None
-            line = stdout.decode("utf-8", "replace").strip().splitlines()
-            try:
-                doc = json.loads(line[-1]) if line else {}
-            except json.JSONDecodeError:
-                doc = {}
-            if not isinstance(doc, dict) or not isinstance(doc.get("lat_ns"), list):
-                raise PeerError(
-                    str(doc.get("error") if isinstance(doc, dict) else "")
-                    or f"an echo client exited {p.returncode} without results"
-                )
-            out.append([int(x) for x in doc["lat_ns"]])
-        return out
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-            with suppress(subprocess.TimeoutExpired):
-                p.wait(5)
-
-
 def burst(ctx: Context, transport: str) -> Iterator[dict[str, Any]]:
     """One client fires N asynchronous calls at once, repeated."""
     from gridbench.messaging.transports import registry
@@ -351,19 +263,19 @@ def burst(ctx: Context, transport: str) -> Iterator[dict[str, Any]]:
     payload = os.urandom(spec.payload)
     with ExitStack() as stack:
         try:
-            target = stack.enter_context(_server(ctx, kind))
+            target = stack.enter_context(serve_for(ctx, kind))
             client = registry.connect_echo(kind, target)
             stack.callback(client.close)
         except (PeerError, OSError) as exc:
             for rep in range(spec.repetitions):
-                yield _fail(_burst_base(ctx, transport, spec.calls, rep), exc)
+                yield fail_record(_burst_base(ctx, transport, spec.calls, rep), exc)
             return
         for rep in range(spec.repetitions):
             base = _burst_base(ctx, transport, spec.calls, rep)
             try:
                 t = client.burst(payload, spec.calls, ctx.timeout)
             except (PeerError, OSError) as exc:
-                yield _fail(base, exc)
+                yield fail_record(base, exc)
                 continue
             yield {
                 **base,
@@ -383,106 +295,3 @@ def _burst_base(ctx: Context, transport: str, calls: int, rep: int) -> dict[str,
         "calls": calls,
         "rep": rep,
     }
-
-
-# -- transfer ------------------------------------------------------------------------------
-
-
-def transfer(ctx: Context, tool: str) -> Iterator[dict[str, Any]]:
-    """Move the payload ``repetitions`` times up, then down."""
-    spec = ctx.spec.transfer
-    streams = spec.streams if tool == "tcp_streams" else 1
-    todo = [(d, rep) for d in ("up", "down") for rep in range(spec.repetitions)]
-
-    def base(direction: str, rep: int) -> dict[str, Any]:
-        return {
-            "pattern": "transfer",
-            "tool": tool,
-            "env": ctx.env.name,
-            "direction": direction,
-            "bytes": spec.size,
-            "streams": streams,
-            "rep": rep,
-        }
-
-    with ExitStack() as stack:
-        try:
-            run_one = stack.enter_context(_transfer_endpoint(ctx, tool, streams))
-        except (PeerError, OSError) as exc:
-            for d, rep in todo:
-                yield _fail(base(d, rep), exc)
-            return
-        for d, rep in todo:
-            direction = cast(Literal["up", "down"], d)
-            try:
-                elapsed = run_one(direction)
-            except (PeerError, OSError) as exc:
-                yield _fail(base(d, rep), exc)
-                continue
-            yield {**base(d, rep), "ok": True, "error": None, "elapsed_ns": elapsed}
-
-
-@contextmanager
-def _transfer_endpoint(
-    ctx: Context, tool: str, streams: int
-) -> Iterator[Callable[[Literal["up", "down"]], int]]:
-    """A function moving the payload once in a direction, with its peer started."""
-    from gridbench.messaging.transports import transfer as tx
-
-    spec = ctx.spec.transfer
-    if tool == "scp":
-        from gridbench.messaging.transports.sshd import start_sshd
-
-        payload = ctx.work / "payload.bin"
-        if not payload.exists() or payload.stat().st_size != spec.size:
-            tx.make_payload(payload, spec.size)
-        if spec.scp is not None:
-            server: Any = spec.scp
-        else:
-            server = start_sshd(ctx.env.spawn, ctx.env.peer_host, ctx.work / "sshd", READY_TIMEOUT)
-        try:
-            routed = _Routed(server, ctx.env.route(Address(server.host, server.port)))
-            yield lambda d: tx.scp_transfer(routed, payload, spec.size, d, timeout=ctx.timeout)
-        finally:
-            if spec.scp is None:
-                server.close()
-        return
-    kind = cast(Literal["tcp_streams", "zmq"], tool)
-    peer = _start(
-        ctx, tx.transfer_peer_argv(kind, ctx.env.peer_host, streams=streams), f"{tool}-peer"
-    )
-    try:
-        target = ctx.env.route(Address(ctx.env.peer_host, peer.port))
-        yield lambda d: tx.run_transfer(
-            kind, target, spec.size, d, streams=streams, timeout=ctx.timeout
-        )
-    finally:
-        peer.close()
-
-
-@dataclass(frozen=True)
-class _Routed:
-    """An ssh server as the client reaches it (through the relay, if there is one)."""
-
-    server: Any
-    address: Address
-
-    @property
-    def host(self) -> str:
-        return self.address.host
-
-    @property
-    def port(self) -> int:
-        return self.address.port
-
-    @property
-    def user(self) -> str:
-        return str(self.server.user)
-
-    @property
-    def identity(self) -> Any:
-        return self.server.identity
-
-    @property
-    def directory(self) -> str:
-        return str(self.server.directory)

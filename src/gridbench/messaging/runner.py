@@ -28,7 +28,7 @@ from typing import Any
 import psutil
 
 from gridbench.errors import GridbenchError
-from gridbench.messaging import patterns
+from gridbench.messaging import patterns, scaling, transfers
 from gridbench.messaging.environments import NetEnvironment, open_environment
 from gridbench.messaging.model import Environment, NetSpec
 from gridbench.messaging.plan import check_memory, steps
@@ -206,8 +206,8 @@ class NetRunner:
         elif pattern == "echo":
             yield from patterns.echo(ctx, what, config)
         elif pattern == "echo_scale":
-            yield from patterns.echo_scale(ctx, what)
+            yield from scaling.echo_scale(ctx, what)
         elif pattern == "burst":
             yield from patterns.burst(ctx, what)
         elif pattern == "transfer":
-            yield from patterns.transfer(ctx, what)
+            yield from transfers.transfer(ctx, what)
