@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +14,9 @@ from gridbench.store.layout import EXPERIMENT_FILE, RunDir
 def list_runs(root: Path) -> list[dict[str, Any]]:
     """Catalogue entries (experiment.json plus ``path``) of every run under ``root``. A run
     folder that is a symbolic link is not one: it would list (and serve) files from
-    outside the root."""
+    outside the root. A run whose experiment.json cannot be trusted is listed with
+    ``status`` "unreadable: <reason>" (and the reason alone in ``error``), so that one bad
+    run never hides the rest of the store."""
     if not root.is_dir():
         return []
     out = []
@@ -22,12 +26,23 @@ def list_runs(root: Path) -> list[dict[str, Any]]:
         try:
             entry = RunDir(p).read_experiment()
         except ResultsError as exc:
-            entry = {"name": p.name, "status": "unreadable", "error": exc.message}
+            entry = unreadable_entry(p, exc)
         entry["path"] = str(p)
         entry.setdefault("id", p.name)
         out.append(entry)
     out.sort(key=lambda e: str(e.get("created", "")), reverse=True)
     return out
+
+
+def unreadable_entry(p: Path, exc: ResultsError) -> dict[str, Any]:
+    """The catalogue row of a run whose experiment.json is damaged or hostile: its folder
+    name, and the reason as its status."""
+    return {
+        "id": p.name,
+        "name": p.name,
+        "status": f"unreadable: {exc.message}",
+        "error": exc.message,
+    }
 
 
 def _is_run(p: Path) -> bool:
@@ -61,9 +76,9 @@ def resolve_run(ref: str, root: Path) -> RunDir:
     if (p / EXPERIMENT_FILE).is_file():
         return RunDir(p)
     if ref == "latest":
-        runs = list_runs(root)
-        if runs:
-            return RunDir(Path(runs[0]["path"]))
+        newest = latest_run(root)
+        if newest is not None:
+            return newest
     else:
         found = find_run(root, ref)
         if found is not None:
@@ -73,3 +88,30 @@ def resolve_run(ref: str, root: Path) -> RunDir:
         where=str(root),
         fix="give a path, an id from 'gridbench list', or 'latest'",
     )
+
+
+_STAMP = re.compile(r"^(\d{8}T\d{6}Z)")
+
+
+def _arrived(p: Path) -> float:
+    """When a run folder came to be, by what a file cannot claim: the time stamp gridbench
+    put in its name (``RunDir.create``), never later than the folder's status change time,
+    which the kernel sets (a planted folder cannot date itself into the future)."""
+    ctime = p.stat().st_ctime
+    m = _STAMP.match(p.name)
+    if m is None:
+        return ctime
+    try:
+        stamped = datetime.strptime(m.group(1), "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
+    except ValueError:  # digits that are no date (month 13)
+        return ctime
+    return min(stamped.timestamp(), ctime)
+
+
+def latest_run(root: Path) -> RunDir | None:
+    """The newest run folder of ``root``, by :func:`_arrived`; not by the ``created``
+    field of its experiment.json, which whoever wrote the file chose."""
+    if not root.is_dir():
+        return None
+    runs = [p for p in root.iterdir() if _is_run(p)]
+    return RunDir(max(runs, key=_arrived)) if runs else None
