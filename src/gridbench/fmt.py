@@ -1,10 +1,15 @@
 """Number formatting shared by the families (the text of their report sections) and the
-renderers; CSV and JSON keep the raw values."""
+renderers; CSV and JSON keep the raw values. Also the one way text from data reaches a
+terminal: control characters made visible, Rich markup escaped."""
 
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
+
+from rich.markup import escape
+from rich.text import Text
 
 
 def fmt_number(x: float) -> str:
@@ -65,3 +70,34 @@ def fmt_count_pm(mean: float | None, std: float | None) -> str:
         return "–"
     text = fmt_number(mean)
     return text if std is None else f"{text} ± {fmt_number(std)}"
+
+
+# -- text from data, on a terminal ---------------------------------------------------------
+#: Characters a terminal acts on rather than shows: C0 controls but tab and newline, DEL,
+#: C1 controls, and the Unicode bidi/line controls that reorder or break what is shown.
+_CONTROL = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+)
+
+
+def _shown(m: re.Match[str]) -> str:
+    code = ord(m.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def visible(text: object) -> str:
+    """``text`` with every control character written out (ESC as ``\\x1b``, a bidi
+    override as ``\\u202e``), so a string from data cannot clear the screen, set the
+    title or reorder a line; tab and newline stay."""
+    return _CONTROL.sub(_shown, str(text))
+
+
+def safe_markup(text: object) -> str:
+    """``text`` made :func:`visible` and escaped for Rich markup: the one way a string
+    from data goes into a markup string ('[link=...]' in a name stays text)."""
+    return escape(visible(text))
+
+
+def safe_text(text: object, style: str = "") -> Text:
+    """A Rich ``Text`` of :func:`visible` ``text`` (never parsed as markup)."""
+    return Text(visible(text), style=style)

@@ -10,12 +10,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from gridbench.cliargs import add_results_arg, add_run_arg, add_spec_args
 from gridbench.errors import EXIT_OK, GridbenchError
 from gridbench.family import Ui
+from gridbench.fmt import safe_markup
 
 
 def cmd_validate(args: argparse.Namespace, ui: Ui) -> int:
@@ -24,7 +24,7 @@ def cmd_validate(args: argparse.Namespace, ui: Ui) -> int:
 
     spec, _ = load_io_spec(args.spec, args.set)
     ui.console.print(
-        f"[green]ok[/]: {args.spec} is a valid io spec ({len(spec.targets)} targets, "
+        f"[green]ok[/]: {safe_markup(args.spec)} is a valid io spec ({len(spec.targets)} targets, "
         f"{spec.repetitions} repetitions, {plan_steps(spec)} steps)"
     )
     return EXIT_OK
@@ -52,7 +52,7 @@ def cmd_run(args: argparse.Namespace, ui: Ui) -> int:
             if started[0]:
                 progress.advance(task)
             started[0] = True
-            progress.update(task, detail=msg)
+            progress.update(task, detail=safe_markup(msg))
 
         runner = IoRunner(spec, data, ui.results_root(args), force=args.force, progress=step)
         failure: GridbenchError | None = None
@@ -67,10 +67,10 @@ def cmd_run(args: argparse.Namespace, ui: Ui) -> int:
         progress.advance(task)
     if runner.run is None:
         raise GridbenchError("nothing was run")
-    ui.console.print(f"results: [cyan]{runner.run.path}[/]")
+    ui.console.print(f"results: [cyan]{safe_markup(runner.run.path)}[/]")
     code = ui.analyze_and_show(runner.run.path)
     if failure is not None:
-        ui.err_console.print(f"[red]error[/]: {escape(str(failure))}")
+        ui.err_console.print(f"[red]error[/]: {safe_markup(failure)}")
     return code
 
 

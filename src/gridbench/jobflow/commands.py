@@ -12,7 +12,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rich.markup import escape
 from rich.table import Table
 
 from gridbench.cliargs import add_results_arg, add_spec_args
@@ -25,6 +24,7 @@ from gridbench.errors import (
     SpecError,
 )
 from gridbench.family import Ui
+from gridbench.fmt import safe_markup
 
 Command = Callable[[argparse.Namespace, Ui], int]
 
@@ -50,7 +50,10 @@ def _print_plan(plan: Any, ui: Ui) -> None:
     from gridbench.spec.units import format_rate
 
     spec = plan.spec
-    t = Table(title=f"plan: {spec.name} ({spec.load.model} load on {spec.backend.type})")
+    t = Table(
+        title=f"plan: {safe_markup(spec.name)} ({spec.load.model} load on "
+        f"{safe_markup(spec.backend.type)})"
+    )
     t.add_column("point")
     t.add_column("values")
     t.add_column("peak rate", justify="right")
@@ -59,7 +62,7 @@ def _print_plan(plan: Any, ui: Ui) -> None:
     for p in plan.points:
         t.add_row(
             str(p.index),
-            ", ".join(f"{k}={v}" for k, v in p.values.items()) or "-",
+            safe_markup(", ".join(f"{k}={v}" for k, v in p.values.items()) or "-"),
             format_rate(p.peak_rate_per_s) if p.peak_rate_per_s is not None else "-",
             str(p.jobs_per_trial) if p.jobs_per_trial is not None else "closed loop",
             f"{p.seconds_per_trial:.0f}",
@@ -77,7 +80,7 @@ def _print_plan(plan: Any, ui: Ui) -> None:
 def cmd_validate(args: argparse.Namespace, ui: Ui) -> int:
     spec, _, plan = _load(args, host=False)
     ui.console.print(
-        f"[green]ok[/]: {args.spec} is a valid spec ({spec.load.model} load, "
+        f"[green]ok[/]: {safe_markup(args.spec)} is a valid spec ({spec.load.model} load, "
         f"{len(plan.points)} points × {spec.trials} trials)"
     )
     return EXIT_OK
@@ -155,7 +158,7 @@ def cmd_run(args: argparse.Namespace, ui: Ui) -> int:
 def _finish(outcome: Any, args: argparse.Namespace, ui: Ui) -> int:
     status = outcome.status
     if status == "failed":
-        ui.err_console.print(f"[red]experiment failed[/]: {outcome.error}")
+        ui.err_console.print(f"[red]experiment failed[/]: {safe_markup(outcome.error)}")
     if not outcome.trials:
         return EXIT_BACKEND if status == "failed" else EXIT_INTERRUPTED
     code = ui.analyze_and_show(outcome.run.path)
@@ -193,12 +196,15 @@ def cmd_check(args: argparse.Namespace, ui: Ui) -> int:
 
     spec, _ = load_spec(args.spec, args.set)
     steps = asyncio.run(check(spec, job_timeout_s=args.timeout))
-    t = Table(title=f"connectivity check: {spec.backend.type}")
+    t = Table(title=f"connectivity check: {safe_markup(spec.backend.type)}")
     for col in ("step", "result", "detail", "fix"):
         t.add_column(col)
     for s in steps:
         t.add_row(
-            s.name, "[green]ok[/]" if s.ok else "[red]FAILED[/]", escape(s.detail), escape(s.fix)
+            safe_markup(s.name),
+            "[green]ok[/]" if s.ok else "[red]FAILED[/]",
+            safe_markup(s.detail),
+            safe_markup(s.fix),
         )
     ui.console.print(t)
     return EXIT_OK if all(s.ok for s in steps) else EXIT_BACKEND
@@ -206,10 +212,10 @@ def cmd_check(args: argparse.Namespace, ui: Ui) -> int:
 
 def _ingested(out: Any, dest: str, ui: Ui) -> int:
     for w in out.warnings[:50]:
-        ui.err_console.print(f"[yellow]warning[/]: {escape(str(w))}")
+        ui.err_console.print(f"[yellow]warning[/]: {safe_markup(w)}")
     ui.console.print(
-        f"ingested {out.events} events of {out.jobs} jobs into [cyan]{escape(dest)}[/]; "
-        f"analyse with: gridbench analyze {escape(dest)}"
+        f"ingested {out.events} events of {out.jobs} jobs into [cyan]{safe_markup(dest)}[/]; "
+        f"analyse with: gridbench analyze {safe_markup(dest)}"
     )
     return EXIT_OK
 
@@ -245,7 +251,7 @@ def cmd_backends(args: argparse.Namespace, ui: Ui) -> int:
     for col in ("preset", "tested here", "written for"):
         t.add_column(col)
     for p in listing():
-        t.add_row(p.name, "yes" if p.tested else "no", escape(p.written_for))
+        t.add_row(p.name, "yes" if p.tested else "no", safe_markup(p.written_for))
     ui.console.print(t)
     return EXIT_OK
 

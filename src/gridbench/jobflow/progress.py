@@ -12,6 +12,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
+from gridbench.fmt import safe_markup
 from gridbench.run.observer import TrialProgress
 
 
@@ -41,7 +42,7 @@ class RichObserver:
         self.progress.stop()
 
     def experiment_started(self, run_dir: str, total_trials: int) -> None:
-        self.console.print(f"results: [cyan]{run_dir}[/]")
+        self.console.print(f"results: [cyan]{safe_markup(run_dir)}[/]")
         self._exp = self.progress.add_task("experiment", total=total_trials, detail="")
 
     def trial_started(self, p: TrialProgress) -> None:
@@ -66,7 +67,9 @@ class RichObserver:
         if self._exp is not None:
             self.progress.advance(self._exp)
         if p.phase not in ("complete",):
-            self.console.print(f"[yellow]trial {p.trial_id}: {p.phase}[/]")
+            self.console.print(
+                f"[yellow]trial {safe_markup(p.trial_id)}: {safe_markup(p.phase)}[/]"
+            )
 
     def message(self, text: str) -> None:
         self.console.print(text)

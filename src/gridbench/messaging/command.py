@@ -11,13 +11,13 @@ import argparse
 import json
 from typing import Any
 
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from gridbench.cliargs import add_results_arg, add_run_arg, add_spec_args
 from gridbench.errors import EXIT_OK, GridbenchError
 from gridbench.family import Ui
+from gridbench.fmt import safe_markup
 
 
 def cmd_validate(args: argparse.Namespace, ui: Ui) -> int:
@@ -26,7 +26,7 @@ def cmd_validate(args: argparse.Namespace, ui: Ui) -> int:
 
     spec, _ = load_net_spec(args.spec, args.set)
     ui.console.print(
-        f"[green]ok[/]: {escape(str(args.spec))} is a valid net spec "
+        f"[green]ok[/]: {safe_markup(args.spec)} is a valid net spec "
         f"({len(spec.environments)} environments, {len(steps(spec))} steps)"
     )
     return EXIT_OK
@@ -57,11 +57,13 @@ def cmd_plan(args: argparse.Namespace, ui: Ui) -> int:
         }
         print(json.dumps(doc, indent=1))
         return EXIT_OK
-    table = Table(title=f"net plan: {escape(spec.name)}")
+    table = Table(title=f"net plan: {safe_markup(spec.name)}")
     for col in ("environment", "pattern", "transport/tool", "configuration", "measurements"):
         table.add_column(col, justify="right" if col == "measurements" else "left")
     for s in plan:
-        table.add_row(s.env, s.pattern, s.what, escape(s.config), str(s.measurements))
+        table.add_row(
+            *(safe_markup(x) for x in (s.env, s.pattern, s.what, s.config, s.measurements))
+        )
     ui.console.print(table)
     ui.console.print(f"{len(plan)} steps; memory held at once about {format_size(need)} ({where})")
     ui.console.print("[dim]dry run: nothing was started[/]")
@@ -92,7 +94,7 @@ def cmd_run(args: argparse.Namespace, ui: Ui) -> int:
             if started[0]:
                 progress.advance(task)
             started[0] = True
-            progress.update(task, detail=escape(msg))
+            progress.update(task, detail=safe_markup(msg))
 
         runner.progress = step
         try:
@@ -108,10 +110,10 @@ def cmd_run(args: argparse.Namespace, ui: Ui) -> int:
         progress.advance(task)
     if runner.run is None:
         raise GridbenchError("nothing was run")
-    ui.console.print(f"results: [cyan]{escape(str(runner.run.path))}[/]")
+    ui.console.print(f"results: [cyan]{safe_markup(runner.run.path)}[/]")
     code = ui.analyze_and_show(runner.run.path)
     if failure is not None:
-        ui.err_console.print(f"[red]error[/]: {escape(str(failure))}")
+        ui.err_console.print(f"[red]error[/]: {safe_markup(failure)}")
     return code
 
 

@@ -2,7 +2,9 @@
 
 The brief report: the headline, the lead statements, then every section whose scope is
 not ``full`` (charts are never drawn here). Every string goes into a ``rich.text.Text``
-rather than a markup string, so '[red]' in a job's output stays text.
+rather than a markup string, so '[red]' in a job's output stays text, and its control
+characters are made visible (:func:`gridbench.fmt.visible`), so an escape sequence in a
+name cannot clear the screen or set the title.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from rich.panel import Panel
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from gridbench.fmt import safe_text, visible
 from gridbench.sections import Headline, Report, Statements, Status, Table
 
 #: The colour of each status (None: the default).
@@ -29,26 +32,26 @@ def headline_panel(hl: Headline) -> Panel:
         if i:
             lines.append("\n")
         style = STYLE[f.status]
-        lines.append(f.text, style=f"bold {style}".strip() if i == 0 else style)
+        lines.append(visible(f.text), style=f"bold {style}".strip() if i == 0 else style)
         if f.evidence:
             lines.append("\nEvidence: ", style="bold")
-            lines.append(f.evidence)
-    return Panel(lines, title=Text(hl.title, style="bold"), title_align="left")
+            lines.append(visible(f.evidence))
+    return Panel(lines, title=safe_text(hl.title, "bold"), title_align="left")
 
 
 def table(t: Table) -> RichTable:
     """A report table as a rich table (its title above; notes are the page's)."""
-    out = RichTable(title=Text(t.title), box=box.SIMPLE_HEAVY)
+    out = RichTable(title=safe_text(t.title), box=box.SIMPLE_HEAVY)
     for c in t.columns:
-        out.add_column(Text(c.title), justify="right" if c.numeric else "left")
+        out.add_column(safe_text(c.title), justify="right" if c.numeric else "left")
     n = len(t.rows)
     for i in range(n):
         style = t.row_style[i] if t.row_style else None
         status = t.row_status[i] if t.row_status else None
         nxt = t.row_style[i + 1] if t.row_style and i + 1 < n else None
         cells = [
-            Text(
-                t.cell_text(i, j), style=_cell_style(t.cell_status[i][j] if t.cell_status else None)
+            safe_text(
+                t.cell_text(i, j), _cell_style(t.cell_status[i][j] if t.cell_status else None)
             )
             for j in range(len(t.columns))
         ]
@@ -70,10 +73,10 @@ def statements(s: Statements) -> Panel:
     for i, (st, line) in enumerate(s.lines):
         if i:
             body.append("\n")
-        body.append(MARK[st] + line, style=STYLE[st])
+        body.append(MARK[st] + visible(line), style=STYLE[st])
     kinds = {st for st, _ in s.lines}
     border = "red" if "fail" in kinds else ("yellow" if "warn" in kinds else "")
-    return Panel(body, title=Text(s.title) if s.title else None, title_align="left",
+    return Panel(body, title=safe_text(s.title) if s.title else None, title_align="left",
                  border_style=border or "none")  # fmt: skip
 
 
@@ -85,7 +88,7 @@ def render_report(report: Report, console: Console) -> None:
             parts.append(statements(s))
         elif isinstance(s, Table) and s.scope != "full" and s.rows:
             parts.append(table(s))
-    parts.extend(Text(n) for n in report.notes)
+    parts.extend(safe_text(n) for n in report.notes)
     console.print(Group(*parts))
 
 
