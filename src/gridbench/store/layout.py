@@ -16,8 +16,9 @@ from typing import Any
 import numpy as np
 
 from gridbench.errors import ResultsError
+from gridbench.store.safe_open import CAPS, parse_json, read_store_text, refuse_links
+from gridbench.store.safe_open import EXPERIMENT_FILE as EXPERIMENT_FILE  # re-exported
 
-EXPERIMENT_FILE = "experiment.json"
 DEFAULT_ROOT_ENV = "GRIDBENCH_RESULTS"
 
 
@@ -41,8 +42,10 @@ def results_root(given: str | None) -> Path:
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` through a temporary file and a rename, so readers never see half."""
+    """Write ``text`` through a temporary file and a rename, so readers never see half;
+    never through a link (the file or its folder)."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    refuse_links(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -79,22 +82,38 @@ def read_json(
     *,
     missing_fix: str = "is this a gridbench results directory?",
     bad_fix: str = "the file may be truncated; re-run the trial or repair it",
+    kind: str = "json",
 ) -> Any:
-    """A JSON file, or ResultsError naming the file, the line and the fix (``missing_fix``
-    when it is absent, ``bad_fix`` when it is not JSON)."""
+    """A JSON file of the store, or ResultsError naming the file, the line and the fix
+    (``missing_fix`` when it is absent, ``bad_fix`` when it is not JSON). Read through
+    :mod:`gridbench.store.safe_open`: no link followed inside the run, at most
+    ``CAPS[kind]`` bytes, strict UTF-8, hostile JSON refused."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        text = read_store_text(path, cap=CAPS[kind])
     except FileNotFoundError:
         raise ResultsError("file not found", where=str(path), fix=missing_fix) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        line = getattr(exc, "lineno", None)
-        raise ResultsError(
-            f"not valid JSON: {exc}",
-            where=f"{path}:{line}" if line else str(path),
-            fix=bad_fix,
-        ) from None
-    except OSError as exc:
-        raise ResultsError(f"cannot read: {exc.strerror or exc}", where=str(path)) from None
+    return parse_json(text, path, fix=bad_fix)
+
+
+#: Fields of experiment.json that generic code (list, compare, the dashboard) reads, by
+#: the types they may hold (None is allowed too: a field not known yet).
+_TEXT_FIELDS = ("id", "name", "kind", "status", "created", "verdict", "backend", "load_model")
+_INT_FIELDS = ("trials_planned", "trials_done", "pid")
+
+
+def check_experiment(data: Any, path: Path) -> None:
+    """Raise ResultsError when experiment.json is not an object or a catalogue field has
+    the wrong type (``created`` a number, ``pid`` a string ...)."""
+    fix = "the file was damaged or not written by gridbench: restore it or remove the run"
+    if not isinstance(data, dict):
+        raise ResultsError("experiment.json is not a JSON object", where=str(path), fix=fix)
+    for key in _TEXT_FIELDS:
+        if data.get(key) is not None and not isinstance(data[key], str):
+            raise ResultsError(f"'{key}' is not a string", where=f"{path}: {key}", fix=fix)
+    for key in _INT_FIELDS:
+        value = data.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise ResultsError(f"'{key}' is not an integer", where=f"{path}: {key}", fix=fix)
 
 
 def slug(name: str) -> str:
@@ -155,20 +174,25 @@ class RunDir:
 
     def trial_ids(self) -> list[str]:
         d = self.path / "trials"
-        return sorted(p.name for p in d.iterdir() if p.is_dir()) if d.is_dir() else []
+        if d.is_symlink() or not d.is_dir():
+            return []
+        # a linked trial folder would be read from outside the run
+        return sorted(p.name for p in d.iterdir() if p.is_dir() and not p.is_symlink())
 
     def read_experiment(self) -> dict[str, Any]:
-        data = read_json(self.experiment_file)
-        if not isinstance(data, dict):
-            raise ResultsError("experiment.json is not an object", where=str(self.experiment_file))
-        return data
+        """experiment.json, checked: an object whose catalogue fields have their types."""
+        data = read_json(self.experiment_file, kind="experiment")
+        check_experiment(data, self.experiment_file)
+        result: dict[str, Any] = data
+        return result
 
     def read_spec(self) -> tuple[str, Any]:
         """The spec as run: its YAML text and the parsed document ('' and None when the run
         has no spec.yaml). The file is foreign input: bad YAML is a ResultsError."""
-        if not self.spec_file.is_file():
+        try:
+            text = read_store_text(self.spec_file, cap=CAPS["spec"], base=self.path)
+        except FileNotFoundError:
             return "", None
-        text = self.spec_file.read_text(encoding="utf-8", errors="replace")
         from ruamel.yaml import YAML
         from ruamel.yaml.error import YAMLError
 
@@ -182,7 +206,7 @@ class RunDir:
             ) from None
 
     def update_experiment(self, **fields: Any) -> dict[str, Any]:
-        data = self.read_experiment() if self.experiment_file.exists() else {}
+        data = self.read_experiment() if os.path.lexists(self.experiment_file) else {}
         data.update(fields)
         write_json(self.experiment_file, data)
         return data
