@@ -77,7 +77,7 @@ def test_headline_names_overheads_fits_and_failures(
     _, _, report = built
     texts = [f.text for f in report.headline.findings]
     assert (
-        "overhead above the network: tcp between two processes on the host: RTT 1.17 ms at "
+        "overhead above the network: tcp between two processes on the host: median RTT 1.17 ms at "
         "1 KiB is 3.0× the network's 0.39 ms (sockperf)"
     ) in texts
     assert any(t.startswith("overhead above the network: scp between two processes") for t in texts)

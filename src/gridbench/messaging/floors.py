@@ -2,13 +2,15 @@
 throughput per stream count and direction), measured in the same run, and how a figure is
 set against it.
 
-- A ping-pong size is compared with sockperf's mean RTT at the same size in the same
+- A ping-pong size is compared with sockperf's median RTT at the same size in the same
   environment (or the next size up sockperf measured: it refuses the smallest messages):
-  ``ratio = our RTT / floor RTT``. A size above every sockperf size, from 64 KiB (where
-  bandwidth, not latency, bounds a ping-pong), is compared with iperf3's single-stream
-  speed (mean of both directions): ``ratio = floor speed / our speed``.
-- An echo series is compared with sockperf's mean RTT at the smallest measured size at or
-  above its payload (the size used is stated).
+  ``ratio = our median RTT / floor median RTT``. Medians, because both sides are sampled
+  on a shared machine: a few preempted round trips move a mean, not a median. A size
+  above every sockperf size, from 64 KiB (where bandwidth, not latency, bounds a
+  ping-pong), is compared with iperf3's single-stream speed (mean of both directions):
+  ``ratio = floor speed / our speed``.
+- An echo series (its median call latency) is compared with sockperf's median RTT at the
+  smallest measured size at or above its payload (the size used is stated).
 - A transfer is compared with iperf3 in the same direction: single-stream tools with
   ``-P 1``, multi-stream ones with ``-P N`` for their N (else the nearest multi-stream
   figure, stated): ``ratio = floor MB/s / our MB/s``.
@@ -103,15 +105,15 @@ def _env(floor: Sequence[Mapping[str, Any]], env: str) -> Mapping[str, Any]:
 def sockperf_rtt(
     floor: Sequence[Mapping[str, Any]], env: str, size: int, *, at_least: bool = False
 ) -> tuple[int, float] | None:
-    """(size, mean RTT ms) of sockperf in ``env`` at ``size``, or with ``at_least`` at the
-    smallest measured size >= ``size``; None when there is none."""
-    rows = [s for s in _env(floor, env).get("sockperf", []) if s["rtt_ms"].get("mean")]
+    """(size, median RTT ms) of sockperf in ``env`` at ``size``, or with ``at_least`` at
+    the smallest measured size >= ``size``; None when there is none."""
+    rows = [s for s in _env(floor, env).get("sockperf", []) if s["rtt_ms"].get("p50")]
     exact = [s for s in rows if s["size_bytes"] == size]
     if not exact and at_least:
         exact = sorted((s for s in rows if s["size_bytes"] >= size), key=lambda s: s["size_bytes"])
     if not exact:
         return None
-    return int(exact[0]["size_bytes"]), float(exact[0]["rtt_ms"]["mean"])
+    return int(exact[0]["size_bytes"]), float(exact[0]["rtt_ms"]["p50"])
 
 
 def iperf3_speed(

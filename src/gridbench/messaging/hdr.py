@@ -70,13 +70,15 @@ def withheld(n: int) -> list[str]:
 
 
 def describe_ms(values_ns: Sequence[int] | np.ndarray[Any, Any]) -> dict[str, float | None]:
-    """``{mean, sd, sd_pct, min, max, p50, p90, p99, p999}`` in ms of ns samples: exact
-    mean, sample sd (ddof 1; None under 2 samples), sd as a percentage of the mean, exact
-    extremes, HDR percentiles (None where the sample cannot carry them)."""
+    """``{mean, median, sd, sd_pct, min, max, p50, p90, p99, p999}`` in ms of ns samples:
+    exact mean and median (the median is what floor ratios use: no histogram rounding at
+    the factor's boundary), sample sd (ddof 1; None under 2 samples), sd as a percentage
+    of the mean, exact extremes, HDR percentiles (None where the sample cannot carry them)."""
     # in ns, then scaled: equal integer samples give an sd of exactly 0
     a = np.asarray(values_ns, dtype=np.float64)
     out: dict[str, float | None] = {
         "mean": None,
+        "median": None,
         "sd": None,
         "sd_pct": None,
         "min": None,
@@ -84,7 +86,12 @@ def describe_ms(values_ns: Sequence[int] | np.ndarray[Any, Any]) -> dict[str, fl
     }
     if a.size:
         mean = float(a.mean())
-        out.update(mean=mean / 1e6, min=float(a.min()) / 1e6, max=float(a.max()) / 1e6)
+        out.update(
+            mean=mean / 1e6,
+            median=float(np.median(a)) / 1e6,
+            min=float(a.min()) / 1e6,
+            max=float(a.max()) / 1e6,
+        )
         if a.size >= 2:
             sd = float(a.std(ddof=1))
             out["sd"] = sd / 1e6

@@ -57,6 +57,7 @@ class Spread(OpenModel):
 
 class Rtt(Spread):
     sd_pct: Num = None
+    median: Num = None
     p50: Num = None
     p90: Num = None
     p99: Num = None
@@ -120,6 +121,7 @@ class EchoFloor(OpenModel):
 class EchoSeries(Series):
     config: KeyText
     mean_ms: Num = None
+    p50_ms: Num = None
     rows: list[EchoRow]
     floor: EchoFloor | None = None
     overhead: Flag = None

@@ -42,14 +42,14 @@ def _pingpong(s: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, Any]:
     who = f"{s['transport']} {env_phrase(str(s['env']))}"
     size = size_text(int(row["size_bytes"]))
     if fl["figure"] == "rtt_ms":
-        value = row["rtt_ms"]["mean"]
+        value = row["rtt_ms"]["median"]
         at = fl.get("size_bytes")
         tool = "sockperf" if at in (None, row["size_bytes"]) else f"sockperf at {size_text(at)}"
         text = (
-            f"{who}: RTT {_num(value)} ms at {size} is {fl['ratio']:.1f}× the network's "
+            f"{who}: median RTT {_num(value)} ms at {size} is {fl['ratio']:.1f}× the network's "
             f"{_num(fl['value'])} ms ({tool})"
         )
-        figure = "rtt_ms"
+        figure = "rtt_ms.median"
     else:
         value = row["speed_mb_s"]
         text = (
@@ -75,7 +75,7 @@ def _echo(s: Mapping[str, Any]) -> dict[str, Any]:
     fl = s["floor"]
     text = (
         f"{s['transport']} echo ({s['config']}) {env_phrase(str(s['env']))}: "
-        f"{_num(s['mean_ms'])} ms per call is {fl['ratio']:.1f}× the network's "
+        f"median {_num(s['p50_ms'])} ms per call is {fl['ratio']:.1f}× the network's "
         f"{_num(fl['value'])} ms (sockperf at {size_text(int(fl['size_bytes']))})"
     )
     return {
@@ -84,8 +84,8 @@ def _echo(s: Mapping[str, Any]) -> dict[str, Any]:
         "env": s["env"],
         "config": s["config"],
         "size_bytes": fl["payload_bytes"],
-        "figure": "mean_ms",
-        "value": s["mean_ms"],
+        "figure": "p50_ms",
+        "value": s["p50_ms"],
         "floor": fl["value"],
         "tool": "sockperf",
         "ratio": fl["ratio"],

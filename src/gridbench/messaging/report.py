@@ -121,20 +121,44 @@ def _threshold_finding(metrics: Mapping[str, Any]) -> Finding | None:
     )
 
 
+def _series_of(o: Mapping[str, Any]) -> tuple[str, ...]:
+    """The series an overhead or flag belongs to: one headline line per series."""
+    return tuple(
+        str(o.get(k) or "")
+        for k in ("pattern", "transport", "tool", "name", "config", "direction", "env")
+    )
+
+
+def _grouped(items: list[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
+    groups: dict[tuple[str, ...], list[Mapping[str, Any]]] = {}
+    for o in items:
+        groups.setdefault(_series_of(o), []).append(o)
+    return list(groups.values())
+
+
+def _overhead_line(group: list[Mapping[str, Any]]) -> str:
+    worst = max(group, key=lambda o: float(o.get("ratio") or 0.0))
+    if len(group) == 1:
+        return str(worst.get("statement"))
+    return f"{len(group)} figures of one series, the worst: {worst.get('statement')}"
+
+
 def _overhead_findings(metrics: Mapping[str, Any]) -> list[Finding]:
     found = _list(metrics, "overheads")
     factor = fmt4(metrics.get("floor_factor"))
+    # one line per series (a transport in an environment), worst series first
+    groups = sorted(_grouped(found), key=lambda g: -max(float(o.get("ratio") or 0.0) for o in g))
     out = [
-        Finding("warn", f"overhead above the network: {o.get('statement')}")
-        for o in found[:HEADLINE_OVERHEADS]
+        Finding("warn", f"overhead above the network: {_overhead_line(g)}")
+        for g in groups[:HEADLINE_OVERHEADS]
     ]
-    if len(found) > HEADLINE_OVERHEADS:
-        rest = found[HEADLINE_OVERHEADS:]
+    if len(groups) > HEADLINE_OVERHEADS:
+        rest = groups[HEADLINE_OVERHEADS:]
         out.append(
             Finding(
                 "warn",
-                f"{len(rest)} more figure(s) above {factor}× the floor (table Overheads)",
-                "; ".join(str(o.get("statement")) for o in rest),
+                f"{len(rest)} more series with figures above {factor}× the floor (table Overheads)",
+                "; ".join(_overhead_line(g) for g in rest),
             )
         )
     has_floor = any(f.get("sockperf") or f.get("iperf3") for f in _list(metrics, "floor"))
@@ -166,8 +190,14 @@ def _validity_findings(metrics: Mapping[str, Any]) -> list[Finding]:
     out = []
     for rule, flags in by.items():
         where = "; ".join(
-            f"{f.get('name')} {env_phrase(str(f.get('env')))}, {f.get('at')}: {f.get('detail')}"
-            for f in flags
+            f"{g[0].get('name')} {env_phrase(str(g[0].get('env')))}, "
+            + (
+                f"{g[0].get('at')}: {g[0].get('detail')}"
+                if len(g) == 1
+                else f"{len(g)} figures ({', '.join(str(f.get('at')) for f in g)}): "
+                f"{g[0].get('detail')}"
+            )
+            for g in _grouped(flags)
         )
         text = (
             f"{len(flags)} {'figure(s) ' if rule == 'failed_tests' else ''}{words.get(rule, rule)}"

@@ -68,7 +68,7 @@ def pingpong(
             rtts = _ns(srs, "rtt_ns")
             stats = describe_ms(rtts)
             speed = speed_mb_s(size[0], stats["mean"])
-            fl = pingpong_floor(floor, env, size[0], stats["mean"], speed)
+            fl = pingpong_floor(floor, env, size[0], stats["median"], speed)
             ok = [r for r in srs if r.get("ok") and r["rtt_ns"]]
             rows.append(
                 {
@@ -96,7 +96,7 @@ def _echo_floor(
     env: str,
     config: str,
     payload: int,
-    mean_ms: float | None,
+    median_ms: float | None,
     factor: float,
 ) -> tuple[dict[str, Any] | None, bool]:
     if config not in NETWORK_CONFIGS:
@@ -104,7 +104,7 @@ def _echo_floor(
     sp = sockperf_rtt(floor, env, payload, at_least=True)
     if sp is None:
         return None, False
-    ratio = mean_ms / sp[1] if mean_ms is not None and sp[1] > 0 else None
+    ratio = median_ms / sp[1] if median_ms is not None and sp[1] > 0 else None
     return (
         {
             "tool": "sockperf",
@@ -148,13 +148,15 @@ def echo(
             )
         all_lat = _ns(rs, "lat_ns")
         mean = float(np.mean(all_lat)) / 1e6 if all_lat else None
-        fl, over = _echo_floor(floor, env, config, payload, mean, factor)
+        median = float(np.median(all_lat)) / 1e6 if all_lat else None
+        fl, over = _echo_floor(floor, env, config, payload, median, factor)
         out.append(
             {
                 "transport": transport,
                 "env": env,
                 "config": config,
                 "mean_ms": mean,
+                "p50_ms": median,
                 "rows": rows,
                 "floor": fl,
                 "overhead": over,
