@@ -267,11 +267,11 @@ def test_kill_9_then_cleanup_removes_namespaces_and_peers(tmp_path: Path) -> Non
     dry = gridbench(results, "cleanup", run.id, "--dry-run")
     assert dry.returncode == 0 and names[0] in dry.stdout, dry.stdout + dry.stderr
     assert pids_alive(run) and names[0] in _netns()  # a dry run touches nothing
-    done = gridbench(results, "cleanup", run.id)
+    done = gridbench(results, "cleanup", run.id, "--yes")
     assert done.returncode == 0, done.stdout + done.stderr
     assert pids_alive(run) == []
     assert not set(names) & set(_netns())
-    again = gridbench(results, "cleanup", run.id)
+    again = gridbench(results, "cleanup", run.id, "--yes")
     assert again.returncode == 0, again.stdout + again.stderr
     # the killed run is still analysable and says it did not finish
     a = gridbench(results, "analyze", run.id, "--json")
@@ -331,3 +331,36 @@ def test_compare_and_history_work_on_net_runs(tmp_path: Path) -> None:
     assert "tcp" in text and "1024" in text, text[:2000]
     h = gridbench(results, "history", ids[0], "--metric", "*", "--json")
     assert "Traceback" not in h.stderr
+
+
+def test_lan_run_through_a_shaped_veth_pair(tmp_path: Path) -> None:
+    """Every pattern across two network namespaces shaped to 100 Mbit/s: peers, sshd and
+    the native servers run inside the namespace, the clients outside."""
+    spec, data = load_net_spec_text(
+        "name: lan\nenvironments: [lan]\nlan: {rate: 100mbit, subnet: 10.248.9}\n"
+        "pingpong: {transports: [tcp, zmq], sizes: {list: [1k, 64k]}, tests: 2, round_trips: 3}\n"
+        "echo: {transports: [grpc], configs: [network, tls], calls: [10], repetitions: 1,"
+        " clients: [1, 2], client_calls: 5, scale_repetitions: 1}\n"
+        "burst: {transport: zmq, calls: 100, repetitions: 1}\n"
+        "transfer: {tools: [tcp_streams, scp], size: 2M, repetitions: 1, streams: 2}\n"
+        "floor: {duration: 1s, iperf3_streams: 2}\n"
+    )
+    from gridbench.messaging.analysis import analyze_and_write
+
+    run = NetRunner(spec, data, tmp_path / "results").execute()
+    m = analyze_and_write(run)
+    assert m["status"] == "done"
+    for s in m["pingpong"]:
+        assert s["env"] == "lan" and all(r["failed_tests"] == 0 for r in s["rows"]), s
+    assert {(s["config"], s["env"]) for s in m["echo"]} == {("network", "lan"), ("tls", "lan")}
+    limit = 100e6 / 8 / 1e6 * 1.2  # MB/s: the tbf rate, with head room for its burst
+    iperf = [i for f in m["floor"] for i in f["iperf3"]]
+    assert iperf and all(i["mb_s"] < limit for i in iperf), iperf
+    assert {t["tool"] for t in m["transfer"]} == {"tcp_streams", "scp"}
+    # tbf lets its 256 KiB bucket through at once: a 2 MiB move can beat the rate by that
+    burst_limit = limit * (2 * 1024**2) / (2 * 1024**2 - 256 * 1024)
+    for t in m["transfer"]:
+        assert 0 < t["mb_s"]["mean"] < burst_limit, t
+    names = [r["name"] for r in read_records(run.path / "resources.jsonl") if r["kind"] == "netns"]
+    assert names and not set(names) & set(_netns())  # torn down at the end
+    assert pids_alive(run) == []
