@@ -89,7 +89,11 @@ def test_kill_9_then_analyze_and_cleanup(tmp_path: Path) -> None:
         assert trial["jobs"]["submitted"] >= len(ids)
 
         c = subprocess.run(
-            [str(BIN), "cleanup", str(run)], env=env, capture_output=True, text=True, timeout=120
+            [str(BIN), "cleanup", str(run), "--yes"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         assert c.returncode == 0, c.stderr
         assert f"cancelled {len(ids)} jobs" in c.stdout
@@ -143,7 +147,7 @@ def test_kill_9_local_jobs_are_stopped_by_cleanup(tmp_path: Path) -> None:
     assert all(psutil.pid_exists(p) for p in pids), "jobs run in their own session"
     run = events.parent.parent.parent
     try:
-        c = subprocess.run([str(BIN), "cleanup", str(run)], env=env, capture_output=True,
+        c = subprocess.run([str(BIN), "cleanup", str(run), "--yes"], env=env, capture_output=True,
                            text=True, timeout=60)  # fmt: skip
         assert c.returncode == 0, c.stderr
 
@@ -168,7 +172,7 @@ def test_cleanup_refuses_a_live_run(tmp_path: Path) -> None:
     try:
         exp_file = _wait_for(lambda: next(results.glob("*/experiment.json"), None), 30, "run")
         _wait_for(lambda: json.loads(exp_file.read_text()).get("runner"), 30, "runner record")
-        c = subprocess.run([str(BIN), "cleanup", str(exp_file.parent)], env=env,
+        c = subprocess.run([str(BIN), "cleanup", str(exp_file.parent), "--yes"], env=env,
                            capture_output=True, text=True, timeout=60)  # fmt: skip
         assert c.returncode == 2 and "still in progress" in c.stderr and "--force" in c.stderr
     finally:

@@ -32,7 +32,7 @@ from gridbench.errors import (
     BackendError,
     GridbenchError,
 )
-from gridbench.family import Cleanable, families, kind_of, not_applicable
+from gridbench.family import Cleanable, CleanupOutcome, families, kind_of, not_applicable
 
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -162,6 +162,12 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_cleanup(args: argparse.Namespace) -> int:
+    """Show what cleanup would run and signal (the family's dry run), ask, then do it.
+
+    Nothing in a run folder is trusted (docs/concepts.md): the plan is shown first and
+    acted on only when confirmed at the terminal or with ``--yes``; with no terminal and
+    no ``--yes``, nothing is done.
+    """
     from gridbench.family import family_of
     from gridbench.store.catalogue import resolve_run
 
@@ -169,12 +175,36 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
     fam = family_of(run)
     if not isinstance(fam, Cleanable):
         raise not_applicable(fam, "cleanup", "its runs leave nothing behind to cancel")
-    outcome = fam.cleanup(run, dry_run=args.dry_run, force=args.force)
+    plan = fam.cleanup(run, dry_run=True, force=args.force)
+    _print_outcome(plan)
+    if args.dry_run:
+        return EXIT_BACKEND if plan.errors else EXIT_OK
+    if not args.yes and not _confirmed(run.path):
+        console.print("not confirmed: nothing was done")
+        return EXIT_OK
+    outcome = fam.cleanup(run, dry_run=False, force=args.force)
+    _print_outcome(outcome)
+    return EXIT_BACKEND if outcome.errors else EXIT_OK
+
+
+def _print_outcome(outcome: CleanupOutcome) -> None:
     for line in outcome.lines:
         console.print(escape(line))
     for e in outcome.errors:
         err_console.print(f"[red]{escape(e)}[/]")
-    return EXIT_BACKEND if outcome.errors else EXIT_OK
+
+
+def _confirmed(run_path: Path) -> bool:
+    """The answer at the terminal to "clean up as above?"; no terminal is an error."""
+    if not sys.stdin.isatty():
+        raise GridbenchError(
+            "cleanup needs confirmation: it runs and signals what the plan above lists",
+            where=str(run_path),
+            fix="read the plan above ('gridbench cleanup RUN --dry-run' shows it) and pass "
+            "--yes to act on it, or run the command at a terminal to be asked",
+        )
+    answer = console.input("Run and signal what is listed above? [y/N] ")
+    return answer.strip().lower() in ("y", "yes")
 
 
 # -- parser --------------------------------------------------------------------------------
@@ -216,7 +246,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parsers["list"].add_argument("--json", action="store_true")
     p = parsers["cleanup"]
-    p.add_argument("--dry-run", action="store_true", help="only count what is outstanding")
+    p.add_argument(
+        "--dry-run", action="store_true", help="only show what would be run and signalled"
+    )
+    p.add_argument(
+        "-y", "--yes", action="store_true", help="act on the plan without asking for confirmation"
+    )
     p.add_argument(
         "--force",
         action="store_true",

@@ -13,6 +13,7 @@ trial go to trial.json as ``client_processes`` through :meth:`CommandBackend.run
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import shlex
@@ -322,6 +323,18 @@ class CommandBackend:
                 "client_processes_at_open": self.client_cost(),
             }
         }
+
+    # -- cleanup -----------------------------------------------------------------------------
+    def without_init(self) -> CommandBackend:
+        """This configuration without its ``init`` template: ``gridbench cleanup`` cancels
+        jobs and never runs a credential or setup command."""
+        ops = {k: v for k, v in self.cfg.ops.items() if k != "init"}
+        return CommandBackend(dataclasses.replace(self.cfg, ops=ops))
+
+    def cancel_template(self) -> list[str] | None:
+        """The ``cancel`` argv template as written (runtime_info records the same)."""
+        op = self.cfg.ops.get("cancel")
+        return list(op.argv.raw) if op is not None and op.argv is not None else None
 
     # -- helpers -----------------------------------------------------------------------------
     def _required_op(self, name: str, form: str) -> OpConfig:

@@ -27,6 +27,7 @@ from gridbench.backends.base import (
 )
 from gridbench.backends.cli_run import as_user, scrub_secrets
 from gridbench.backends.options import parse_options
+from gridbench.backends.spawn import start_time
 from gridbench.errors import BackendError
 from gridbench.events.chain import Segment, Stage, StageChain
 from gridbench.events.clock import AnchoredClock
@@ -161,7 +162,10 @@ class LocalBackend:
                 self._stamp(bid, "local_end", {"status": "failed"})
                 return
             job.proc, job.state = proc, JobState.RUNNING
-            self._stamp(bid, "local_start", {"pid": proc.pid})
+            started: dict[str, Any] = {"pid": proc.pid}
+            self._stamp(bid, "local_start", started)  # stamped before the lookup below
+            # cleanup after a crash signals the pid only while its start time is this one
+            started["create_time"] = start_time(proc.pid)
             assert proc.stdout is not None
             chunks: list[bytes] = []
             kept = 0
@@ -217,8 +221,9 @@ class LocalBackend:
     def stop_orphans(pids: Sequence[int]) -> list[int]:
         """Stop the process groups of a crashed run's jobs; return the pids stopped.
 
-        Jobs run in their own session (pid == session id), which is checked first, so a
-        reused pid of an unrelated process is left alone.
+        The caller passes only pids whose recorded start time matches (``gridbench cleanup``
+        checks it); jobs also run in their own session (pid == session id), which is
+        checked again here.
         """
         stopped = []
         for pid in pids:

@@ -29,6 +29,7 @@ from gridbench.backends.base import (
     SubmitError,
 )
 from gridbench.backends.options import parse_options
+from gridbench.backends.spawn import start_time
 from gridbench.backends.sut import exclude_pid
 from gridbench.errors import BackendError
 from gridbench.events.chain import StageChain
@@ -94,6 +95,8 @@ class ReferenceBackend:
         return {
             "options": {"url": self.url},
             "pid": self._proc.pid,
+            # cleanup signals the pid only if its start time is still this one
+            "create_time": start_time(self._proc.pid),
             "cmdline_marker": "gridbench.reference",
         }
 

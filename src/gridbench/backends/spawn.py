@@ -30,6 +30,8 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import psutil
+
 from gridbench.backends import spawn_libc
 
 _READ_CHUNK = 1 << 16
@@ -54,6 +56,17 @@ class Exit:
     code: int
     rusage: resource.struct_rusage | None
     at: float
+
+
+def start_time(pid: int) -> float | None:
+    """The kernel's start time of process ``pid`` (psutil's ``create_time``), recorded next
+    to every pid gridbench writes down: ``gridbench cleanup`` signals a pid only while its
+    start time is still this one (a pid alone may have been recycled, or planted). None
+    when the process is already gone."""
+    try:
+        return float(psutil.Process(pid).create_time())
+    except psutil.Error:
+        return None
 
 
 @functools.cache

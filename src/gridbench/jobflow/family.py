@@ -79,16 +79,18 @@ class JobFlow:
         )
 
     def cleanup(self, run: RunDir, *, dry_run: bool, force: bool) -> CleanupOutcome:
-        """Cancel, by id, the jobs a crashed or killed run left behind."""
+        """Cancel, by id, the jobs a crashed or killed run left behind; stop only the
+        processes whose start time gridbench recorded (``gridbench.run.cleanup``)."""
         from gridbench.run.cleanup import cleanup_run, find_outstanding
 
         todo = find_outstanding(run)
         n = sum(df.height for df in todo.values())
         lines = [f"{run.path}: {n} outstanding jobs in {len(todo)} trials"]
         report = asyncio.run(cleanup_run(run, dry_run=dry_run, force=force))
+        lines += report.plan
         if dry_run:
             lines.append("dry run: nothing was cancelled")
-            return CleanupOutcome(tuple(lines))
+            return CleanupOutcome(tuple(lines), tuple(report.errors))
         stopped = report.stopped_processes
         lines.append(
             f"cancelled {report.cancelled} jobs"
