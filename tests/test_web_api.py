@@ -560,7 +560,7 @@ def test_bad_json_and_deep_nesting_are_422(server: Server, client: httpx.Client)
     assert r.status_code == 200 and r.json()["yaml"] == "name: ok\n"
     deep_yaml = "name: x\njob: " + "[" * 5000 + "]" * 5000 + "\n"
     r = client.post("/api/spec/parse", json={"yaml": deep_yaml}, headers={"x-csrf-token": csrf})
-    assert r.status_code == 200 and "nested too deeply" in r.json()["error"]["message"]
+    assert r.status_code == 422 and "nested too deeply" in r.json()["error"]["message"]
     r = client.post("/new", data={"csrf": csrf, "yaml": deep_yaml, "action": "plan"})
     assert r.status_code == 422 and "nested too deeply" in r.text
     r = client.post("/presets/edit", data={"csrf": csrf, "name": "deep", "text": deep_yaml})

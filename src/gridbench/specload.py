@@ -13,12 +13,14 @@ import copy
 import io
 import itertools
 import re
+import sys
+from datetime import date
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 from ruamel.yaml import YAML
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.comments import CommentedMap, CommentedSeq, TaggedScalar
 from ruamel.yaml.error import YAMLError
 
 from gridbench.errors import SpecError
@@ -40,6 +42,14 @@ def parse_yaml(text: str, origin: str) -> Any:
         return _yaml().load(io.StringIO(text))
     except RecursionError:  # ruamel's composer recurses once per nesting level
         raise _too_deep(origin) from None
+    except ValueError as exc:  # int() past sys.get_int_max_str_digits(), in the constructor
+        if "digits" not in str(exc):
+            raise
+        raise SpecError(
+            f"a number has more than {sys.get_int_max_str_digits()} digits",
+            where=origin,
+            fix="a spec's numbers are short: check for a pasted blob",
+        ) from None
     except YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{origin}:{mark.line + 1}" if mark is not None else origin
@@ -186,6 +196,7 @@ def plain_data(node: Any, budget: list[int] | None = None, depth: int = 0) -> An
         )
     if depth > MAX_SPEC_DEPTH:
         raise _too_deep()
+    _refuse_tag(node)
     try:
         if isinstance(node, dict):
             return {str(k): plain_data(v, budget, depth + 1) for k, v in node.items()}
@@ -202,7 +213,32 @@ def plain_data(node: Any, budget: list[int] | None = None, depth: int = 0) -> An
         return float(node)
     if isinstance(node, str):
         return str(node)
-    return node
+    if isinstance(node, TaggedScalar):  # only !!str is left: _refuse_tag let it through
+        return str(node.value)
+    if isinstance(node, date):  # an unquoted 2026-01-01: the text, as the user wrote it
+        return node.isoformat()
+    raise SpecError(
+        f"a value of YAML type {type(node).__name__} is not supported",
+        fix="a spec holds mappings, lists, strings, numbers, booleans and null "
+        "(drop tags like !!binary and !!set)",
+    )
+
+
+#: The one explicit tag a scalar may carry (``!!str 5``): it keeps 5 a string.
+_STR_TAG = "tag:yaml.org,2002:str"
+
+
+def _refuse_tag(node: Any) -> None:
+    """SpecError for a node with an explicit tag other than ``!!str`` (``!foo``,
+    ``!!python/object:...``): gridbench builds no objects from a spec."""
+    tag = getattr(getattr(node, "tag", None), "value", None)
+    if tag is None or (tag == _STR_TAG and isinstance(node, TaggedScalar)):
+        return
+    shown = tag.replace("tag:yaml.org,2002:", "!!")
+    raise SpecError(
+        f"the YAML tag {shown[:80]!r} is not supported",
+        fix="remove the tag: a spec holds plain mappings, lists, strings and numbers",
+    )
 
 
 def apply_overrides(data: Any, overrides: list[str], origin: str = "--set") -> Any:

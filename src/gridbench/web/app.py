@@ -55,6 +55,7 @@ from gridbench.web.security import (
     SESSION_MAX_AGE_S,
     AccessPolicy,
     BodyLimit,
+    HeadAsGet,
     csrf_token,
     make_middleware,
 )
@@ -289,7 +290,8 @@ def create_app(cfg: WebConfig) -> FastAPI:
     )
     app.state.manager = manager
     app.middleware("http")(make_middleware(cfg.policy))
-    app.add_middleware(BodyLimit)  # outermost: caps bodies before anything reads them
+    app.add_middleware(BodyLimit)  # caps bodies before anything reads them
+    app.add_middleware(HeadAsGet)  # outermost: HEAD is GET without the body
     app.mount("/static", StaticFiles(packages=[("gridbench.web", "static")]), name="static")
     plotly_body, plotly_etag = _plotly_bytes()
 
@@ -327,9 +329,12 @@ def create_app(cfg: WebConfig) -> FastAPI:
         form = await request.form()
         token = form.get("token")
         client = request.client.host if request.client else ""
-        # guessing is slowed down: each failure from an address doubles the next wait
-        await asyncio.sleep(cfg.policy.login_delay(client))
-        sid = cfg.policy.login(token if isinstance(token, str) else "", client)
+        with cfg.policy.attempt(client) as allowed:
+            if not allowed:  # parallel guesses would otherwise share one wait
+                return busy_login(request, client)
+            # guessing is slowed down: each failure from an address doubles the next wait
+            await asyncio.sleep(cfg.policy.login_delay(client))
+            sid = cfg.policy.login(token if isinstance(token, str) else "", client)
         if sid is None:
             return page(request, "login.html", 401, error="That token is not valid.")
         resp = RedirectResponse("/", status_code=303)
@@ -337,6 +342,13 @@ def create_app(cfg: WebConfig) -> FastAPI:
             AUTH_COOKIE, sid, httponly=True, samesite="strict", path="/",
             max_age=SESSION_MAX_AGE_S, secure=request.url.scheme == "https",
         )  # fmt: skip
+        return resp
+
+    def busy_login(request: Request, client: str) -> HTMLResponse:
+        wait = max(1, round(cfg.policy.login_delay(client)))
+        error = f"A login from this address is being checked; try again in {wait} s."
+        resp = page(request, "login.html", 429, error=error)
+        resp.headers["retry-after"] = str(wait)
         return resp
 
     @app.post("/logout")
@@ -596,12 +608,14 @@ def create_app(cfg: WebConfig) -> FastAPI:
 
     @app.post("/api/spec/parse")
     async def api_parse(request: Request) -> JSONResponse:
-        """YAML text to spec data (for the form), with the validation error if any."""
+        """YAML text to spec data (for the form), with the validation error if any: 422
+        when the YAML itself cannot be read (no data), 200 when it reads but is invalid."""
         body, bad = await json_or_422(request)
         if bad is not None:
             return bad
         text = str(body.get("yaml", "")) if isinstance(body, dict) else ""
-        return JSONResponse(await asyncio.to_thread(parse_for_form, text))
+        parsed = await asyncio.to_thread(parse_for_form, text)
+        return JSONResponse(parsed, status_code=422 if parsed["data"] is None else 200)
 
     @app.post("/api/spec/dump")
     async def api_dump(request: Request) -> JSONResponse:

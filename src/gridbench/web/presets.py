@@ -4,7 +4,9 @@ A saved preset is a backend section (``type`` and ``options``) with a descriptio
 as ``<results root>/.presets/<name>.yaml``. Secrets are never stored: option keys that
 name a password, token, key or credential with a literal value are refused, and so are
 values that are secrets whatever their key (private-key blocks, URLs with a password,
-``-u user:pass`` or ``--password=...`` in argv lists), because presets and specs must
+``Authorization: Bearer ...``, tokens of a known shape such as JWTs, ``-u user:pass``,
+``--password=...``, ``NAME_TOKEN=...``, ``sshpass -p ...`` or mysql's ``-pPASSWORD`` in
+argv lists and command strings), because presets and specs must
 reference an SSH agent, a key file or an environment variable instead.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,6 +44,19 @@ _NOT_SECRET_KEYS = frozenset({"id_key"})
 _REFERENCE_OK = re.compile(r"(_env|_file|_path|_var)$", re.I)
 _PEM = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----")
 _USER_PASS_FLAGS = frozenset({"-u", "--user", "--proxy-user", "-U"})
+#: A credential in an HTTP header: ``Authorization: Bearer X``, or a value that is one.
+_AUTH_HEADER = re.compile(r"(?:^|authorization\s*:\s*)(?:bearer|basic|token)\s+([^\s'\"]+)", re.I)
+#: Tokens recognisable by their shape, whatever key holds them (JWT, GitHub, GitLab,
+#: Slack, AWS access key ids).
+_TOKEN_SHAPE = re.compile(
+    r"\beyJ[\w-]{8,}\.[\w-]{8,}\.[\w-]+|\bgh[pousr]_[A-Za-z0-9]{20,}|\bglpat-[\w-]{20,}"
+    r"|\bxox[abprs]-[\w-]{10,}|\bAKIA[0-9A-Z]{16}\b"
+)
+#: Programs whose ``-p`` takes a password: sshpass as ``-p PW`` or ``-pPW``; mysql and
+#: mariadb clients only as ``-pPW`` (their ``-p X`` prompts, and X is the database).
+_SSHPASS = frozenset({"sshpass"})
+_MYSQL_PREFIXES = ("mysql", "mariadb")
+_ASSIGN = re.compile(r"^-{0,2}([A-Za-z_][\w.-]*)=(.*)$", re.S)
 
 
 @dataclass(frozen=True)
@@ -78,8 +94,14 @@ def _is_reference(value: str) -> bool:
 
 
 def _secret_value(value: str) -> bool:
-    """A private key block, or a URL with a password in it."""
-    if _PEM.search(value):
+    """A private key block, a URL with a password in it, an Authorization header or a
+    token of a known shape, or a command line that holds a credential."""
+    if _PEM.search(value) or _TOKEN_SHAPE.search(value):
+        return True
+    header = _AUTH_HEADER.search(value)
+    if header and not _is_reference(header.group(1)):
+        return True
+    if _argv_secrets(_words(value)):
         return True
     for word in value.split():
         if "://" in word and "@" in word:
@@ -92,17 +114,52 @@ def _secret_value(value: str) -> bool:
     return False
 
 
+def _words(value: str) -> list[str]:
+    """The words of a command string, as a shell would split them (roughly, when the
+    quotes do not balance)."""
+    if " " not in value:
+        return []
+    try:
+        return shlex.split(value)
+    except ValueError:
+        return value.split()
+
+
+def _program(item: str) -> str:
+    return item.rsplit("/", 1)[-1].lower()
+
+
+def _password_flag(items: list[Any], i: int) -> int | None:
+    """The index of the password given by ``-p`` at ``items[i]`` (sshpass, mysql), if any."""
+    item = items[i]
+    if not isinstance(item, str) or not item.startswith("-p") or item.startswith("--"):
+        return None
+    before = {_program(x) for x in items[:i] if isinstance(x, str)}
+    if item != "-p":  # -pPASSWORD
+        mysql = any(p.startswith(_MYSQL_PREFIXES) for p in before)
+        return i if (mysql or before & _SSHPASS) and not _is_reference(item[2:]) else None
+    nxt = items[i + 1] if i + 1 < len(items) else None
+    if before & _SSHPASS and isinstance(nxt, str) and not _is_reference(nxt):
+        return i + 1
+    return None
+
+
 def _argv_secrets(items: list[Any]) -> list[int]:
     """Indexes of argv items that hold a secret: ``-u user:pass``, ``--password=x``,
-    ``--password x`` (and the like for token/secret)."""
+    ``--password x`` (and the like for token/secret), ``NAME_TOKEN=x`` (as ``env``
+    takes it), ``sshpass -p x`` and mysql's ``-px``."""
     found = []
     for i, item in enumerate(items):
         if not isinstance(item, str):
             continue
-        flag, eq, value = item.partition("=")
-        if eq and flag.startswith("-") and _secret_key(flag.lstrip("-")):
-            if not _is_reference(value):
+        assign = _ASSIGN.match(item)
+        if assign and _secret_key(assign.group(1)):
+            if not _is_reference(assign.group(2)):
                 found.append(i)
+            continue
+        password = _password_flag(items, i)
+        if password is not None:
+            found.append(password)
             continue
         nxt = items[i + 1] if i + 1 < len(items) else None
         if not isinstance(nxt, str) or _is_reference(nxt):

@@ -10,12 +10,13 @@ rebinding of a loopback-only server.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -31,6 +32,9 @@ MAX_BODY_BYTES = 2 * 1024 * 1024
 SESSION_MAX_AGE_S = 12 * 3600
 MAX_SESSIONS = 64  # the oldest session is logged out beyond this
 #: After n failed logins from one address, the next answer waits min(2**(n-1) / 4, 8) s.
+#: One attempt per address is checked at a time: another that arrives meanwhile is
+#: answered 429 at once, so parallel guesses cannot share one wait. A session cookie is
+#: never slowed or refused, and a correct token gets in after at most the current wait.
 LOGIN_DELAY_MAX_S = 8.0
 LOGIN_FAILURES_KEPT = 1024
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -73,6 +77,21 @@ class AccessPolicy:
     sessions: OrderedDict[str, float] = field(default_factory=OrderedDict)
     #: failed logins per client address: (count, time of the last one)
     failures: OrderedDict[str, tuple[int, float]] = field(default_factory=OrderedDict)
+    #: addresses with a login attempt being checked now
+    checking: set[str] = field(default_factory=set)
+
+    @contextlib.contextmanager
+    def attempt(self, client: str) -> Iterator[bool]:
+        """Whether this login attempt from ``client`` may be checked now: False while
+        another from the same address is (waiting out its delay or being checked)."""
+        if client in self.checking:
+            yield False
+            return
+        self.checking.add(client)
+        try:
+            yield True
+        finally:
+            self.checking.discard(client)
 
     def login(self, presented: str, client: str = "") -> str | None:
         """A new session id when ``presented`` is the token (only its hash is kept)."""
@@ -214,8 +233,29 @@ def _secure(response: Response) -> Response:
     return response
 
 
-class BodyTooLarge(Exception):
-    """A request body went past MAX_BODY_BYTES while it was being read."""
+class HeadAsGet:
+    """ASGI middleware answering HEAD as GET without the body (FastAPI's routes declare
+    GET only, so HEAD would be 405): the status and headers are the GET's."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("method") != "HEAD":
+            await self.app(scope, receive, send)
+            return
+        done = False
+
+        async def headers_only(message: Message) -> None:
+            nonlocal done
+            if done:
+                return  # a streaming GET goes on; a HEAD answer ended at its headers
+            if message["type"] == "http.response.body":
+                done = True
+                message = {"type": "http.response.body", "body": b"", "more_body": False}
+            await send(message)
+
+        await self.app({**scope, "method": "GET"}, receive, headers_only)
 
 
 class BodyLimit:
@@ -248,25 +288,37 @@ class BodyLimit:
                     await too_big(scope, receive, send)
                     return
         seen = 0
-        started = False
+        started = cut_off = False
 
         async def counted() -> Message:
-            nonlocal seen
+            # Past the cap the 413 is sent here, whoever is reading (a middleware, a form
+            # parser, an endpoint), and the reader sees a client that went away: an
+            # exception raised here would reach the client as a 500 (wrapped in task groups).
+            nonlocal seen, started, cut_off
+            if cut_off:
+                return {"type": "http.disconnect"}
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > self.max_bytes:
-                    raise BodyTooLarge
+                    cut_off = True
+                    if not started:
+                        started = True
+                        await too_big(scope, receive, send)
+                    return {"type": "http.disconnect"}
             return message
 
         async def watched(message: Message) -> None:
             nonlocal started
+            if cut_off:
+                return  # the 413 was the answer
             if message["type"] == "http.response.start":
                 started = True
             await send(message)
 
         try:
             await self.app(scope, counted, watched)
-        except BodyTooLarge:
-            if not started:
-                await too_big(scope, receive, send)
+        except Exception:
+            if not cut_off:
+                raise
+            # the reader failed on the body we cut off (ClientDisconnect): answered already
