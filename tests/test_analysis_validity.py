@@ -110,7 +110,9 @@ def test_negative_durations_and_status() -> None:
     t["client_done"] = t["client_done"].copy()
     t["client_done"][:3] = t["submit"][:3] - 1.0
     m = _validity(t)
-    assert any("3 job(s) reached client_done before submit" in w for w in m["validity"]["warnings"])
+    # backwards stamps are impossible data: the trial is invalid, the jobs counted
+    assert not m["valid"] and m["validity"]["backwards_jobs"] == 3
+    assert any("3 job(s) reached client_done before submit" in r for r in m["validity"]["reasons"])
     aborted = _validity(_times(), status="aborted")
     assert not aborted["valid"]
     assert "the trial did not complete (status aborted)" in aborted["validity"]["reasons"]

@@ -10,6 +10,12 @@
 - ``submit_call`` = submit_ack - submit (the duration of the submit call).
 
 When the chain has no ``client_done`` stamps the last chain stage ends the job.
+
+A job whose stamps go backwards (a stage stamped before the one it follows, by more than
+the two stamps' precision) has no latency: time between its stages is unknown, so it is
+left out of every duration here (NaN), and validity counts and flags it
+(:func:`backwards_jobs`; docs/metrics.md, Validity). No statistic or share is computed
+from an impossible, negative segment.
 """
 
 from __future__ import annotations
@@ -52,8 +58,19 @@ def segment_durations(jt: JobTimes, seg: Segment) -> NDArray[np.float64]:
     return jt.get(seg.end) - jt.get(seg.start)
 
 
+def backwards_jobs(jt: JobTimes, chain: StageChain) -> NDArray[np.bool_]:
+    """Per job: does any segment end before it starts, by more than its stamps' precision?"""
+    bad = np.zeros(jt.n_jobs, dtype=bool)
+    for seg in chain.all_segments():
+        prec = max(jt.precision_s.get(seg.start, 0.0), jt.precision_s.get(seg.end, 0.0))
+        with np.errstate(invalid="ignore"):
+            bad |= segment_durations(jt, seg) < -prec
+    return bad
+
+
 def latency_durations(jt: JobTimes, chain: StageChain) -> Durations:
-    """Per-job durations (NaN = not applicable) for every segment and derived latency."""
+    """Per-job durations (NaN = not applicable) for every segment and derived latency;
+    a job whose stamps go backwards has none (:func:`backwards_jobs`)."""
     out: Durations = {}
     segments = chain.all_segments()
     for seg in segments:
@@ -71,6 +88,9 @@ def latency_durations(jt: JobTimes, chain: StageChain) -> Durations:
     out["running_time"] = np.where(ok, end - first, np.nan)
     out["submit_lag"] = jt.get(STAGE_SUBMIT) - jt.get(STAGE_INTENDED)
     out["submit_call"] = jt.get(STAGE_SUBMIT_ACK) - jt.get(STAGE_SUBMIT)
+    bad = backwards_jobs(jt, chain)
+    if bad.any():
+        out = {name: np.where(bad, np.nan, d) for name, d in out.items()}
     return out
 
 

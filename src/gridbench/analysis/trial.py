@@ -160,9 +160,7 @@ def analyze_trial(
     lo_ns = origin + int(sub_start * 1e9) if sub_start is not None else None
     hi_ns = origin + int(sub_end * 1e9) if sub_end is not None else None
     cpu = client_cpu(resources, lo_ns, hi_ns)
-    validity = trial_validity(
-        info, jt, jobs, latency, durations, cpu, end_stage=end, cfg=cfg.validity
-    )
+    validity = trial_validity(info, jt, jobs, latency, cpu, end_stage=end, cfg=cfg.validity)
     model = None  # the load model's own results (closed models)
     if load_model is not None:
         model = load_model.trial_metrics(events, chain)

@@ -14,11 +14,14 @@ A trial is **invalid** (excluded from summaries, listed with its reasons) when:
   backend spawned (trial.json ``client_processes.cpu_s``) reached 50% of all cores over the
   whole trial (the UNICORE UCC finding; 25% gives a warning);
 - the overall latency's stamps are too coarse: the coarser precision of its two stages
-  exceeds 10% of the median overall latency.
+  exceeds 10% of the median overall latency;
+- stamps go backwards: a job reached a stage before the one it follows, by more than the
+  stamps' precision (a negative segment: the clocks of the sources disagree, or the data
+  is wrong). Such jobs are counted (``backwards_jobs``) and left out of every latency
+  statistic and share (:func:`gridbench.analysis.latency.backwards_jobs`).
 
 **Warnings** (the trial stays valid): a segment whose stamps are coarse by the same rule,
-negative segment durations beyond the stamps' precision (clocks disagree), client CPU not
-recorded.
+client CPU not recorded.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ import polars as pl
 
 from gridbench.analysis import text
 from gridbench.analysis.info import TrialInfo
-from gridbench.analysis.latency import Durations
+from gridbench.analysis.latency import backwards_jobs, segment_durations
 from gridbench.analysis.timelines import JobTimes
 from gridbench.events.chain import StageChain
 from gridbench.events.model import STAGE_INTENDED, STAGE_SUBMIT
@@ -112,19 +115,19 @@ def _coarse(
     return out
 
 
-def _negative(chain: StageChain, jt: JobTimes, durations: Durations) -> list[str]:
+def _negative(chain: StageChain, jt: JobTimes) -> list[str]:
+    """One reason per segment that some job's stamps cross backwards."""
     out = []
     for g in chain.all_segments():
-        d = durations.get(g.name)
-        if d is None:
-            continue
+        d = segment_durations(jt, g)
         prec = max(jt.precision_s.get(g.start, 0.0), jt.precision_s.get(g.end, 0.0))
         with np.errstate(invalid="ignore"):
             n = int(np.count_nonzero(d < -prec))
         if n:
             out.append(
                 f"{n} job(s) reached {g.end} before {g.start} by more than the stamps' "
-                f"precision (negative {g.name}): the clocks of their sources disagree"
+                f"precision (negative {g.name}): the clocks of their sources disagree or the "
+                "stamps are wrong; these jobs are left out of the latencies"
             )
     return out
 
@@ -142,7 +145,6 @@ def trial_validity(
     jt: JobTimes,
     jobs: Mapping[str, int],
     latency: Mapping[str, Stats],
-    durations: Durations,
     cpu: ClientCpu | None,
     *,
     end_stage: str,
@@ -207,7 +209,7 @@ def trial_validity(
             f"{text.pct(cfg.coarse_factor)} of its median {text.seconds(med)}"
         )
         (reasons if name == "overall" else warnings).append(msg)
-    warnings.extend(_negative(info.chain, jt, durations))
+    reasons.extend(_negative(info.chain, jt))
     return {
         "valid": not reasons,
         "reasons": reasons,
@@ -220,6 +222,7 @@ def trial_validity(
         "client_cpu_rule": rule,
         "client_tools_cpu_share": tools_share,
         "coarse_precision": [name for name, _, _ in coarse],
+        "backwards_jobs": int(np.count_nonzero(backwards_jobs(jt, info.chain))),
     }
 
 

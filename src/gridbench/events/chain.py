@@ -9,7 +9,14 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
+
+from gridbench.errors import GridbenchError
+
+#: The most stages a chain may have. Real chains have 2-12 (EDGI's T1..T8 is 8); the
+#: analysis costs stages x jobs in time and memory, so a chain read from foreign input
+#: (an ingested file, a trial.json) is bounded before any work is done.
+MAX_STAGES: Final = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +45,17 @@ class StageChain:
 
     stages: tuple[Stage, ...]
     segments: tuple[Segment, ...] = ()
+
+    def __post_init__(self) -> None:
+        if len(self.stages) > MAX_STAGES or len(self.segments) > 4 * MAX_STAGES:
+            raise GridbenchError(
+                f"the stage chain has {len(self.stages)} stages and {len(self.segments)} "
+                f"segments; at most {MAX_STAGES} stages (and {4 * MAX_STAGES} segments) are "
+                "analysed",
+                where="stage chain",
+                fix="a job passes a handful of stages: check that the 'stage' field names "
+                "stages (submit, ce_entry, ...), not per-job values such as ids or times",
+            )
 
     def names(self) -> list[str]:
         return [s.name for s in self.stages]
