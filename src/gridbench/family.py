@@ -25,7 +25,13 @@ from typing import Any, Protocol, runtime_checkable
 
 from rich.console import Console
 
-from gridbench.errors import ResultsError
+from gridbench.errors import (
+    EXIT_BACKEND,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_THRESHOLD,
+    ResultsError,
+)
 from gridbench.sections import Report
 from gridbench.store.layout import RunDir
 
@@ -211,3 +217,24 @@ def not_applicable(fam: Family, command: str, why: str) -> ResultsError:
         if fam.name != DEFAULT_KIND
         else None,
     )
+
+
+def status_exit_code(metrics: Mapping[str, Any], *, passed: bool) -> int:
+    """The exit code of a run that records a ``status``: 3 when it failed, 130 when it was
+    aborted, else 0 when ``passed`` (its thresholds and checks) and 1 when not."""
+    status = metrics.get("status")
+    if status == "failed":
+        return EXIT_BACKEND
+    if status == "aborted":
+        return EXIT_INTERRUPTED
+    return EXIT_OK if passed else EXIT_THRESHOLD
+
+
+def status_verdict(metrics: Mapping[str, Any], code: int, *, flagged: str) -> str:
+    """pass or fail by ``code`` (else the run's status), with ``flagged`` appended when the
+    metrics' validity says some figure is not to be trusted."""
+    word = {EXIT_OK: "pass", EXIT_THRESHOLD: "fail"}.get(code, str(metrics.get("status")))
+    validity = metrics.get("validity")
+    if isinstance(validity, Mapping) and not validity.get("valid", True):
+        word += f" ({flagged})"
+    return word

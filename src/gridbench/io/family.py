@@ -7,8 +7,13 @@ import argparse
 from collections.abc import Mapping
 from typing import Any
 
-from gridbench.errors import EXIT_BACKEND, EXIT_INTERRUPTED, EXIT_OK, EXIT_THRESHOLD
-from gridbench.family import CatalogueEntry, Ui, ValidityRule
+from gridbench.family import (
+    CatalogueEntry,
+    Ui,
+    ValidityRule,
+    status_exit_code,
+    status_verdict,
+)
 from gridbench.io.metrics import SCHEMA
 from gridbench.sections import Report
 from gridbench.store.layout import RunDir
@@ -52,23 +57,13 @@ class Storage:
 
     def exit_code(self, metrics: Mapping[str, Any]) -> int:
         """3 when the run failed, 130 when aborted, 1 when a threshold or check failed."""
-        status = metrics.get("status")
-        if status == "failed":
-            return EXIT_BACKEND
-        if status == "aborted":
-            return EXIT_INTERRUPTED
         ok = metrics.get("thresholds_ok") is True and metrics.get("consistency_ok") is True
-        return EXIT_OK if ok else EXIT_THRESHOLD
+        return status_exit_code(metrics, passed=ok)
 
     def verdict(self, metrics: Mapping[str, Any]) -> str:
         """pass or fail by thresholds and consistency checks; marked when a figure is not
         to be trusted (io validity rules)."""
-        code = self.exit_code(metrics)
-        word = {EXIT_OK: "pass", EXIT_THRESHOLD: "fail"}.get(code, str(metrics.get("status")))
-        validity = metrics.get("validity")
-        if isinstance(validity, Mapping) and not validity.get("valid", True):
-            word += " (flagged figures)"
-        return word
+        return status_verdict(metrics, self.exit_code(metrics), flagged="flagged figures")
 
     def catalogue(self, experiment: Mapping[str, Any]) -> CatalogueEntry:
         """The targets, and the baseline they are compared with."""

@@ -8,8 +8,15 @@ import argparse
 from collections.abc import Mapping
 from typing import Any
 
-from gridbench.errors import EXIT_BACKEND, EXIT_INTERRUPTED, EXIT_OK, EXIT_THRESHOLD
-from gridbench.family import CatalogueEntry, CleanupOutcome, Figure, Ui, ValidityRule
+from gridbench.family import (
+    CatalogueEntry,
+    CleanupOutcome,
+    Figure,
+    Ui,
+    ValidityRule,
+    status_exit_code,
+    status_verdict,
+)
 from gridbench.sections import Report
 from gridbench.store.layout import RunDir
 from gridbench.testplan import report_inputs
@@ -53,24 +60,15 @@ class Messaging:
 
     def exit_code(self, metrics: Mapping[str, Any]) -> int:
         """3 when the run failed, 130 when aborted, 1 when a threshold failed."""
-        status = metrics.get("status")
-        if status == "failed":
-            return EXIT_BACKEND
-        if status == "aborted":
-            return EXIT_INTERRUPTED
-        return EXIT_OK if metrics.get("thresholds_ok") is not False else EXIT_THRESHOLD
+        return status_exit_code(metrics, passed=metrics.get("thresholds_ok") is not False)
 
     def verdict(self, metrics: Mapping[str, Any]) -> str:
         """pass or fail by thresholds; marked when overhead above the network was found or
         a figure is not to be trusted."""
-        code = self.exit_code(metrics)
-        word = {EXIT_OK: "pass", EXIT_THRESHOLD: "fail"}.get(code, str(metrics.get("status")))
+        word = status_verdict(metrics, self.exit_code(metrics), flagged="flagged figures")
         overheads = metrics.get("overheads")
         if isinstance(overheads, list) and overheads:
             word += f" ({len(overheads)} above the floor)"
-        validity = metrics.get("validity")
-        if isinstance(validity, Mapping) and not validity.get("valid", True):
-            word += " (flagged figures)"
         return word
 
     def catalogue(self, experiment: Mapping[str, Any]) -> CatalogueEntry:
