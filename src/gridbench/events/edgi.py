@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import zoneinfo
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -40,7 +41,13 @@ from defusedxml.common import (
 )
 from defusedxml.ElementTree import DefusedXMLParser
 
-from gridbench.events.ingest import WARNINGS_PER_FILE, IngestResult, WarningSink
+from gridbench.events.ingest import (
+    SHOWN_CHARS,
+    WARNINGS_PER_FILE,
+    IngestResult,
+    WarningSink,
+    clip,
+)
 from gridbench.events.model import EVENT_SCHEMA, STAGE_SUBMIT_ACK
 from gridbench.events.sources import (
     Fetched,
@@ -287,7 +294,9 @@ def _to_ns(df: pl.DataFrame) -> pl.DataFrame:
     for tz, part in df.partition_by("tz", as_dict=True).items():
         name = str(tz[0] or "")
         base = pl.col("_base")
-        if name.lower() not in _UTC_NAMES:
+        if tz[0] is None:  # a zone that cannot be applied: no time (the record is skipped)
+            base = pl.lit(None, pl.Datetime("ns"))
+        elif name.lower() not in _UTC_NAMES:
             base = base.dt.replace_time_zone(name, ambiguous="earliest", non_existent="null")
         out.append(
             part.with_columns(
@@ -302,6 +311,13 @@ def _blank(c: str) -> pl.Expr:
     return pl.col(c).is_null() | (pl.col(c) == "")
 
 
+def _shown(c: str) -> pl.Expr:
+    """Column ``c`` as a warning shows it: cut to SHOWN_CHARS, marked with "…"."""
+    v = pl.col(c)
+    cut = v.str.slice(0, SHOWN_CHARS) + pl.lit("…")
+    return pl.when(v.str.len_chars() > SHOWN_CHARS).then(cut).otherwise(v)
+
+
 def _bad_reason() -> pl.Expr:
     blank = _blank
     return (
@@ -310,11 +326,18 @@ def _bad_reason() -> pl.Expr:
         .when(blank("event"))
         .then(pl.lit("record without <event>"))
         .when(~pl.col("event").is_in(list(EDGI_EVENTS)))
-        .then(pl.format("unknown event '{}'", pl.col("event")))
+        .then(pl.format("unknown event '{}'", _shown("event")))
+        .when(pl.col("tz").is_null())
+        .then(pl.lit("the report's timezone is unknown"))
         .when(blank("dt"))
         .then(pl.lit("record without <dt>"))
         .when(pl.col("t_ns").is_null())
-        .then(pl.format("bad dt '{}' (expected 'YYYY-MM-DD HH:MM:SS[.mmm]')", pl.col("dt")))
+        .then(
+            pl.format(
+                "bad dt '{}' (expected 'YYYY-MM-DD HH:MM:SS[.mmm]')",
+                _shown("dt"),
+            )
+        )
         .when((pl.col("event") == "job_status") & blank("status"))
         .then(pl.lit("job_status record without <status>"))
         .otherwise(None)
@@ -707,7 +730,7 @@ class ReportCollector:
         return new.with_columns(
             file=pl.lit(name),
             tier=pl.lit(f.tier),
-            tz=pl.lit(_checked_tz(parsed.timezone, name, sink)),
+            tz=pl.lit(_checked_tz(parsed.timezone, name, sink), pl.String),
             report_ms=pl.lit(parsed.timestamp_ms, pl.Int64),
         )
 
@@ -770,15 +793,33 @@ class ReportCollector:
         )
 
 
-def _checked_tz(tz: str, name: str, sink: WarningSink) -> str:
+def _checked_tz(tz: str, name: str, sink: WarningSink) -> str | None:
+    """The report's zone as polars names it, or None (its records are then skipped) for a
+    zone it cannot apply: unknown, or a file-system alias such as ``posixrules``,
+    ``localtime`` or ``right/UTC``."""
     if tz.lower() in _UTC_NAMES:
         return "UTC"
+    if not _usable_zone(tz):
+        sink.add(
+            f"{name}: unknown report timezone {clip(repr(tz), 80)}; its records are skipped "
+            "(give the report an IANA zone such as Europe/Paris, or GMT)",
+            file=name,
+        )
+        return None
+    return tz
+
+
+@functools.lru_cache(maxsize=64)
+def _usable_zone(tz: str) -> bool:
+    """Can both zoneinfo and polars apply ``tz``? (polars knows fewer names)."""
+    if len(tz) > 64:
+        return False
     try:
         zoneinfo.ZoneInfo(tz)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        sink.add(f"{name}: unknown report timezone {tz!r}; read as GMT", file=name)
-        return "UTC"
-    return tz
+        pl.Series([0], dtype=pl.Datetime("ns")).dt.replace_time_zone(tz)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError, pl.exceptions.PolarsError):
+        return False
+    return True
 
 
 def ingest_edgi(

@@ -12,6 +12,14 @@ from gridbench.events.model import EVENT_SCHEMA
 
 #: detailed warnings kept per file and kind before they are summarised as a count
 WARNINGS_PER_FILE = 20
+#: characters of a value from the input shown in a warning or error (a record may hold
+#: megabytes in one field; echoing it whole would flood the terminal and ingest.json)
+SHOWN_CHARS = 200
+
+
+def clip(text: str, limit: int = SHOWN_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, marked with "…" when cut."""
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 @dataclass(slots=True)
@@ -41,10 +49,10 @@ class WarningSink:
         n = self._counts.get(key, 0) + 1
         self._counts[key] = n
         if n <= self.cap:
-            self.items.append(message)
+            self.items.append(clip(message, 4 * SHOWN_CHARS))
 
     def extend(self, messages: Iterable[str]) -> None:
-        self.items.extend(messages)
+        self.items.extend(clip(m, 4 * SHOWN_CHARS) for m in messages)
 
     def finish(self) -> list[str]:
         """The kept warnings followed by one summary line per capped (file, kind)."""

@@ -4,6 +4,9 @@ The run has one trial, ``trials/ingested/``, whose ``events.csv`` holds client a
 events and whose ``trial.json`` is derived from the data: the offered rate is estimated
 from the intended (else submit) stamps, the stage chain is the EDGI chain of the tiers
 found (or the one given).
+
+Ingesting over an existing run (``--force``) removes its analysis outputs (metrics.json,
+report.json, report.html, tables/, the dashboard's cache): they describe the old events.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,7 +27,7 @@ import polars as pl
 from gridbench.errors import IngestError, ResultsError
 from gridbench.events.chain import Segment, Stage, StageChain
 from gridbench.events.edgi import ingest_edgi
-from gridbench.events.ingest import IngestResult
+from gridbench.events.ingest import SHOWN_CHARS, IngestResult, clip
 from gridbench.events.jsonl import read_jsonl
 from gridbench.events.log import EVENTS_FILE, concat_events, read_events
 from gridbench.events.model import (
@@ -185,8 +189,28 @@ def check_out_dir(out_dir: str | os.PathLike[str], overwrite: bool = False) -> N
         )
 
 
+#: What analysing a run writes next to its events (pipeline, reports, the dashboard's
+#: cache). Ingesting again over a run (``--force``) removes them: results of the old events
+#: must never be shown as if they were of the new ones; ``gridbench analyze`` writes them anew.
+ANALYSIS_OUTPUTS: Final = ("metrics.json", "report.json", "report.html", ".web-view.json")
+ANALYSIS_DIRS: Final = ("tables",)
+
+
+def _remove_stale(out_dir: Path) -> None:
+    """Remove the analysis outputs of a run ingested before (links are removed, never
+    followed)."""
+    for name in (*ANALYSIS_OUTPUTS, *ANALYSIS_DIRS):
+        path = out_dir / name
+        if path.is_symlink() or path.is_file():
+            path.unlink()
+        elif path.is_dir():
+            shutil.rmtree(path)
+
+
 def _prepare(out_dir: Path, overwrite: bool) -> Path:
     check_out_dir(out_dir, overwrite)
+    if overwrite and out_dir.is_dir():
+        _remove_stale(out_dir)
     trial = out_dir / "trials" / TRIAL_ID
     trial.mkdir(parents=True, exist_ok=True)
     return trial
@@ -275,7 +299,7 @@ def build_run_from_ingest(
             "inputs": dict(inputs),
             "events": events.height,
             "jobs": events.get_column("job").n_unique(),
-            "warnings": list(warnings),
+            "warnings": [clip(w, 4 * SHOWN_CHARS) for w in warnings],
             "stats": dict(stats or {}),
         },
     )

@@ -31,7 +31,7 @@ from typing import Any, Final
 import polars as pl
 
 from gridbench.errors import IngestError
-from gridbench.events.ingest import IngestResult, WarningSink
+from gridbench.events.ingest import IngestResult, WarningSink, clip
 from gridbench.events.model import EVENT_COLUMNS, EVENT_SCHEMA
 
 DEFAULT_MAX_BYTES: Final = 1 << 30  # 1 GiB per file
@@ -58,7 +58,7 @@ def rfc3339_to_ns(text: str) -> tuple[int, int]:
     m = _RFC3339.match(text)
     if not m:
         raise ValueError(
-            f"'{text}' is not an RFC 3339 time with a zone (e.g. 2024-06-10T06:13:20Z)"
+            f"'{clip(text)}' is not an RFC 3339 time with a zone (e.g. 2024-06-10T06:13:20Z)"
         )
     y, mo, d, h, mi, s, frac, zone = m.groups()
     if zone in ("Z", "z"):
@@ -67,10 +67,16 @@ def rfc3339_to_ns(text: str) -> tuple[int, int]:
         sign = 1 if zone[0] == "+" else -1
         tz = timezone(sign * timedelta(hours=int(zone[1:3]), minutes=int(zone[4:6])))
     dt = datetime(int(y), int(mo), int(d), int(h), int(mi), int(s), tzinfo=tz)
-    secs = calendar.timegm(dt.astimezone(UTC).timetuple())
+    try:
+        secs = calendar.timegm(dt.astimezone(UTC).timetuple())
+    except OverflowError:  # year 1 or 9999 moved past the calendar by its zone
+        raise ValueError(f"'{text}' is out of range once its zone is applied") from None
     frac_ns = int(frac.ljust(9, "0")) if frac else 0
     resolution = 10 ** (9 - len(frac)) if frac else 1_000_000_000
-    return secs * 1_000_000_000 + frac_ns, resolution
+    t_ns = secs * 1_000_000_000 + frac_ns
+    if not _INT64[0] <= t_ns <= _INT64[1]:
+        raise ValueError(f"'{text}' is out of range (nanoseconds since 1970 fit in 64 bits)")
+    return t_ns, resolution
 
 
 def _int(obj: dict[str, Any], key: str, default: int | None = None) -> int:
