@@ -74,6 +74,16 @@ MAX_CHECKS = 2  # connectivity checks at once (each may submit a job)
 MAX_COMPARE = 10  # experiments on one compare page
 MAX_JSON_DEPTH = 32  # nesting of posted JSON (a spec is a few levels deep)
 
+
+def _body_doc(media_type: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    """The OpenAPI ``requestBody`` of a handler that reads its body itself (the schema
+    documents it, and the schemathesis test fuzzes it)."""
+    schema = {"type": "object", "properties": properties, "required": required}
+    return {"requestBody": {"required": True, "content": {media_type: {"schema": schema}}}}
+
+
+_STRING = {"type": "string"}
+
 log = logging.getLogger(__name__)
 
 NEW_SPEC = """\
@@ -324,7 +334,12 @@ def create_app(cfg: WebConfig) -> FastAPI:
     def login_form(request: Request) -> HTMLResponse:
         return page(request, "login.html", error=None)
 
-    @app.post("/login")
+    @app.post(
+        "/login",
+        openapi_extra=_body_doc(
+            "application/x-www-form-urlencoded", {"token": _STRING, "csrf": _STRING}, ["token"]
+        ),
+    )
     async def login(request: Request) -> Response:
         form = await request.form()
         token = form.get("token")
@@ -606,7 +621,9 @@ def create_app(cfg: WebConfig) -> FastAPI:
             return RedirectResponse(f"/experiments/{managed.live.run_id}", status_code=303)
         return await asyncio.to_thread(new_page, request, text, **ctx)
 
-    @app.post("/api/spec/parse")
+    @app.post(
+        "/api/spec/parse", openapi_extra=_body_doc("application/json", {"yaml": _STRING}, ["yaml"])
+    )
     async def api_parse(request: Request) -> JSONResponse:
         """YAML text to spec data (for the form), with the validation error if any: 422
         when the YAML itself cannot be read (no data), 200 when it reads but is invalid."""
@@ -617,7 +634,10 @@ def create_app(cfg: WebConfig) -> FastAPI:
         parsed = await asyncio.to_thread(parse_for_form, text)
         return JSONResponse(parsed, status_code=422 if parsed["data"] is None else 200)
 
-    @app.post("/api/spec/dump")
+    @app.post(
+        "/api/spec/dump",
+        openapi_extra=_body_doc("application/json", {"data": {"type": "object"}}, ["data"]),
+    )
     async def api_dump(request: Request) -> JSONResponse:
         """Spec data (from the form) to YAML text."""
         body, bad = await json_or_422(request)
