@@ -4,6 +4,7 @@ oversized bodies are 4xx (never 500), and the secret finder's wider net."""
 from __future__ import annotations
 
 import socket
+import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -103,14 +104,17 @@ def test_parallel_login_guesses_are_checked_one_at_a_time(tmp_path: Path) -> Non
         csrf = csrf_of(user.get("/login").text)
         assert user.post("/login", data={"csrf": csrf, "token": TOKEN}).status_code == 303
 
-        def guess(_: int) -> int:
+        def guess(ready: threading.Barrier | None) -> int:
             with httpx.Client(base_url=s.url, timeout=60) as c:
                 csrf = csrf_of(c.get("/login").text)
+                if ready is not None:
+                    ready.wait(timeout=60)  # all 16 guesses leave together
                 return c.post("/login", data={"csrf": csrf, "token": "wrong"}).status_code
 
-        assert [guess(i) for i in range(5)] == [401] * 5  # the next one waits 4 s
+        assert [guess(None) for _ in range(5)] == [401] * 5  # the next one waits 4 s
+        ready = threading.Barrier(16)
         with ThreadPoolExecutor(16) as pool:
-            codes = list(pool.map(guess, range(16)))
+            codes = list(pool.map(guess, [ready] * 16))
         # one guess was checked; the others were refused at once rather than all waiting
         # out the same delay together
         assert sorted(codes) == [401] + [429] * 15, codes
