@@ -7,6 +7,7 @@ would plant them; cleanup runs as a subprocess (the real CLI).
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import time
@@ -180,3 +181,22 @@ def test_a_recorded_cancel_template_runs_and_init_still_does_not(tmp_path: Path)
     assert p.returncode == 0, p.stdout + p.stderr
     assert (tmp_path / "CANCEL-77").exists()
     assert not (tmp_path / "INIT").exists()
+
+
+def test_at_a_terminal_cleanup_asks_and_a_no_does_nothing(
+    tmp_path: Path, bystander: psutil.Process
+) -> None:
+    started = {"pid": bystander.pid, "create_time": bystander.create_time()}
+    run = _crashed_run(tmp_path / "r", LOCAL_SPEC, {"local-1-1": started}, {})
+    main, tty = os.openpty()  # stdin is a terminal: cleanup asks
+    try:
+        os.write(main, b"n\n")
+        p = subprocess.run([str(BIN), "cleanup", str(run)], env=cli_env(tmp_path / "r"),
+                           stdin=tty, capture_output=True, text=True, timeout=60)  # fmt: skip
+    finally:
+        os.close(main)
+        os.close(tty)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "Run and signal what is listed above? [y/N]" in p.stdout
+    assert "not confirmed: nothing was done" in p.stdout
+    assert _alive(bystander)

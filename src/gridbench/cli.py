@@ -203,7 +203,7 @@ def _confirmed(run_path: Path) -> bool:
             fix="read the plan above ('gridbench cleanup RUN --dry-run' shows it) and pass "
             "--yes to act on it, or run the command at a terminal to be asked",
         )
-    answer = console.input("Run and signal what is listed above? [y/N] ")
+    answer = console.input(escape("Run and signal what is listed above? [y/N] "))
     return answer.strip().lower() in ("y", "yes")
 
 
