@@ -8,7 +8,6 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
 from tests.conftest import BIN, cli_env
 
 from test_ingest_helpers import T0_NS, record, write_report
@@ -43,25 +42,31 @@ def _ingest_json(run: Path) -> dict[str, Any]:
     return data
 
 
-@pytest.mark.parametrize("zone", ["posixrules", "localtime", "right/UTC", "Mars/Olympus"])
+ZONES = ("posixrules", "localtime", "right/UTC", "Mars/Olympus")
+
+
 def test_a_report_zone_polars_cannot_apply_skips_its_records_not_the_ingest(
-    tmp_path: Path, zone: str
+    tmp_path: Path,
 ) -> None:
     reports = tmp_path / "ce"
-    write_report(reports / "a.xml", [record("job_entry", "ce1", "2024-06-10 12:00:02")],
-                 timezone=zone)  # fmt: skip
-    write_report(reports / "b.xml", [record("job_entry", "ce2", "2024-06-10 12:00:03")])
+    for i, zone in enumerate(ZONES):  # one report per zone, each with one record
+        write_report(reports / f"r{i}.xml", [record("job_entry", f"ce{i}",
+                     "2024-06-10 12:00:02")], timezone=zone)  # fmt: skip
+    write_report(reports / "ok.xml", [record("job_entry", "ce9", "2024-06-10 12:00:03")])
+    ids = [f"ce{i}" for i in range(len(ZONES))] + ["ce9"]
     out = tmp_path / "run"
-    p = _gb(tmp_path, "ingest", "edgi", "--client", str(_client(tmp_path, ["ce1", "ce2"])),
+    p = _gb(tmp_path, "ingest", "edgi", "--client", str(_client(tmp_path, ids)),
             "--reports", f"ce={reports}", "--out", str(out))  # fmt: skip
     assert p.returncode == 0, p.stdout + p.stderr
     info = _ingest_json(out)
-    assert info["stats"]["bad_records"] == 1
-    assert any(f"unknown report timezone {zone!r}" in w for w in info["warnings"])
-    assert any("a.xml:2: the report's timezone is unknown; record skipped" in w
-               for w in info["warnings"])  # fmt: skip
+    assert info["stats"]["bad_records"] == len(ZONES)
+    for i, zone in enumerate(ZONES):
+        assert any(f"unknown report timezone {zone!r}" in w for w in info["warnings"]), zone
+        assert any(f"r{i}.xml:2: the report's timezone is unknown; record skipped" in w
+                   for w in info["warnings"])  # fmt: skip
     events = (out / "trials" / "ingested" / "events.csv").read_text()
-    assert "j1,ce_entry" in events and "j0,ce_entry" not in events  # b.xml's record kept
+    assert f"j{len(ZONES)},ce_entry" in events  # the GMT report's record is kept
+    assert all(f"j{i},ce_entry" not in events for i in range(len(ZONES)))
 
 
 def test_a_time_that_overflows_in_its_zone_skips_that_line(tmp_path: Path) -> None:
