@@ -74,7 +74,13 @@ def test_run_and_report_print_a_hostile_name_literally(tmp_path: Path) -> None:
     spec = tmp_path / "hostile.yaml"
     spec.write_text(SPEC)
     env = cli_env(tmp_path / "results")
-    for args in (["run", str(spec)], ["plan", str(spec)], ["report", "latest"]):
+    for args in (
+        ["run", str(spec)],
+        ["plan", str(spec)],
+        ["report", "latest"],
+        ["list"],
+        ["show", "latest"],
+    ):
         p = subprocess.run([str(BIN), *args], env=env, capture_output=True, text=True, timeout=120)
         assert "Traceback" not in p.stdout + p.stderr
         assert p.returncode == 0, (args, p.stderr)

@@ -19,7 +19,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from gridbench import __version__
@@ -33,6 +32,7 @@ from gridbench.errors import (
     GridbenchError,
 )
 from gridbench.family import Cleanable, CleanupOutcome, families, kind_of, not_applicable
+from gridbench.fmt import safe_markup
 
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -78,12 +78,12 @@ def _analyze_and_show(run_path: Path, *, as_json: bool = False) -> int:
         return done.exit_code
     render_report(done.report, console)
     if "html" in done.paths:
-        console.print(f"HTML report: [cyan]{done.paths['html']}[/]")
+        console.print(f"HTML report: [cyan]{safe_markup(done.paths['html'])}[/]")
     csvs = [p for p in done.paths.values() if p.suffix == ".csv"]
     if csvs:
         console.print(
-            f"tables (CSV): [cyan]{csvs[0].parent}[/]; JSON: "
-            f"[cyan]{done.paths.get('report_json', '')}[/]"
+            f"tables (CSV): [cyan]{safe_markup(csvs[0].parent)}[/]; JSON: "
+            f"[cyan]{safe_markup(done.paths.get('report_json', ''))}[/]"
         )
     return done.exit_code
 
@@ -139,7 +139,7 @@ def cmd_list(args: argparse.Namespace) -> int:
             r.get("verdict", ""),
             r.get("created", ""),
         )
-        t.add_row(*(escape(str(v)) for v in cells))
+        t.add_row(*(safe_markup(v) for v in cells))
     console.print(t)
     return EXIT_OK
 
@@ -149,7 +149,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     run = resolve_run(args.run, _results_root(args))
     exp = run.read_experiment()
-    console.print_json(data=exp)
+    console.print_json(data=exp, ensure_ascii=True)  # bidi controls as \\u escapes, not obeyed
     if run.metrics_file.exists():
         from gridbench.pipeline import report_of
         from gridbench.report.terminal import render_report
@@ -157,7 +157,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         _, _, report = report_of(run)
         render_report(report, console)
     else:
-        console.print(f"[dim]not analysed yet: run 'gridbench analyze {escape(str(run.path))}'[/]")
+        console.print(f"[dim]not analysed yet: run 'gridbench analyze {safe_markup(run.path)}'[/]")
     return EXIT_OK
 
 
@@ -189,9 +189,9 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
 
 def _print_outcome(outcome: CleanupOutcome) -> None:
     for line in outcome.lines:
-        console.print(escape(line))
+        console.print(safe_markup(line))
     for e in outcome.errors:
-        err_console.print(f"[red]{escape(e)}[/]")
+        err_console.print(f"[red]{safe_markup(e)}[/]")
 
 
 def _confirmed(run_path: Path) -> bool:
@@ -203,7 +203,7 @@ def _confirmed(run_path: Path) -> bool:
             fix="read the plan above ('gridbench cleanup RUN --dry-run' shows it) and pass "
             "--yes to act on it, or run the command at a terminal to be asked",
         )
-    answer = console.input(escape("Run and signal what is listed above? [y/N] "))
+    answer = console.input(safe_markup("Run and signal what is listed above? [y/N] "))
     return answer.strip().lower() in ("y", "yes")
 
 
@@ -283,10 +283,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except BackendError as exc:
-        err_console.print(f"[red]error[/]: {escape(str(exc))}")
+        err_console.print(f"[red]error[/]: {safe_markup(exc)}")
         return EXIT_BACKEND
     except GridbenchError as exc:
-        err_console.print(f"[red]error[/]: {escape(str(exc))}")
+        err_console.print(f"[red]error[/]: {safe_markup(exc)}")
         return EXIT_INPUT
     except KeyboardInterrupt:
         err_console.print("[yellow]interrupted[/]")
@@ -298,7 +298,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.verbose:
             raise
         err_console.print(
-            f"[red]internal error[/]: {escape(f'{type(exc).__name__}: {exc}')}\n"
+            f"[red]internal error[/]: {safe_markup(f'{type(exc).__name__}: {exc}')}\n"
             "  fix: re-run with -v for the traceback and report it; recorded results are kept "
             "and can be re-analysed with 'gridbench analyze'"
         )

@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from gridbench.compare.model import (
@@ -21,7 +20,7 @@ from gridbench.compare.model import (
 )
 from gridbench.errors import GridbenchError
 from gridbench.family import family, kind_of
-from gridbench.fmt import fmt_pm
+from gridbench.fmt import fmt_pm, safe_markup
 
 EXIT_OK, EXIT_REGRESSION = 0, 1
 
@@ -107,11 +106,11 @@ def render_comparison(c: Comparison, out: Console, *, show_all: bool = False) ->
     for i, e in enumerate(c.experiments):
         t.add_row(
             f"#{i}",
-            escape(e.id),
-            escape(e.name),
-            *(escape(x) for x in _kind_target(e)),
-            escape(e.created or ""),
-            escape(e.spec_hash or ""),
+            safe_markup(e.id),
+            safe_markup(e.name),
+            *(safe_markup(x) for x in _kind_target(e)),
+            safe_markup(e.created or ""),
+            safe_markup(e.spec_hash or ""),
             "–" if e.valid is None else ("yes" if e.valid else "[red]no[/]"),
         )
     out.print(t)
@@ -125,7 +124,7 @@ def render_comparison(c: Comparison, out: Console, *, show_all: bool = False) ->
         ]
         if not rows:
             continue
-        pt = Table(title=f"point {escape(p.key)}")
+        pt = Table(title=f"point {safe_markup(p.key)}")
         pt.add_column("metric", no_wrap=True)
         pt.add_column("#0", justify="right", overflow="fold")
         for i in range(1, len(c.experiments)):
@@ -136,7 +135,7 @@ def render_comparison(c: Comparison, out: Console, *, show_all: bool = False) ->
             vals = {v.experiment: v for v in m.values}
             diffs = {d.experiment: d for d in m.diffs}
             cells = [
-                f"{escape(m.metric)} [dim]({escape(info.unit)})[/]",
+                f"{safe_markup(m.metric)} [dim]({safe_markup(info.unit)})[/]",
                 _cell(vals.get(c.baseline), info.unit),
             ]
             for e in c.experiments[1:]:
@@ -144,9 +143,11 @@ def render_comparison(c: Comparison, out: Console, *, show_all: bool = False) ->
             pt.add_row(*cells)
         out.print(pt)
     for k, keys in c.unmatched.items():
-        out.print(f"[yellow]not compared[/]: {escape(k)} points {escape(', '.join(keys))}")
+        out.print(
+            f"[yellow]not compared[/]: {safe_markup(k)} points {safe_markup(', '.join(keys))}"
+        )
     for n in c.notes:
-        out.print(f"[dim]note: {escape(n)}[/]")
+        out.print(f"[dim]note: {safe_markup(n)}[/]")
     sig = c.significant()
     s = c.settings
     out.print(
@@ -179,15 +180,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def render_history(h: History, out: Console) -> None:
     """One row per run (oldest first), one column per point; significant changes highlighted."""
-    t = Table(title=f"{escape(h.metric)} across runs of '{escape(h.name)}' ({h.better} is better)")
+    what = f"{safe_markup(h.metric)} across runs of '{safe_markup(h.name)}'"
+    t = Table(title=f"{what} ({h.better} is better)")
     for col in ("experiment", "created", "same config"):
         t.add_column(col)
     for key in h.points:
-        t.add_column(escape(key), justify="right")
+        t.add_column(safe_markup(key), justify="right")
     for e in h.entries:
         cells = [
-            escape(e.experiment) + (" [bold](ref)[/]" if e.experiment == h.reference else ""),
-            escape(e.created or ""),
+            safe_markup(e.experiment) + (" [bold](ref)[/]" if e.experiment == h.reference else ""),
+            safe_markup(e.created or ""),
             "yes" if e.same_config else "[yellow]no[/]",
         ]
         for key in h.points:
@@ -201,7 +203,7 @@ def render_history(h: History, out: Console) -> None:
         t.add_row(*cells)
     out.print(t)
     for k, why in h.skipped.items():
-        out.print(f"[yellow]skipped[/] {escape(k)}: {escape(why)}")
+        out.print(f"[yellow]skipped[/] {safe_markup(k)}: {safe_markup(why)}")
 
 
 def cmd_history(args: argparse.Namespace) -> int:
