@@ -108,7 +108,10 @@ def _confirm(plan: Any, yes: bool, ui: Ui) -> None:
             where="safety.confirm_above",
             fix="pass --yes to confirm, or reduce the plan",
         )
-    answer = ui.console.input(f"The plan submits {n} jobs (above {cap}). Continue? [y/N] ")
+    # escaped: Rich would read "[y/N]" as markup and swallow it
+    answer = ui.console.input(
+        safe_markup(f"The plan submits {n} jobs (above {cap}). Continue? [y/N] ")
+    )
     if answer.strip().lower() not in ("y", "yes"):
         raise GridbenchError("not confirmed; nothing was submitted")
 
