@@ -15,6 +15,7 @@ import polars as pl
 from gridbench.errors import ResultsError
 from gridbench.sections import Cell, Finding, Report, Table
 from gridbench.store.layout import write_text_atomic
+from gridbench.store.safe_open import refuse_links
 
 Row = dict[str, Cell]
 
@@ -62,17 +63,20 @@ def _defuse(rows: list[Row]) -> list[Row]:
 
 
 def write_csv_tables(run_dir: Path, tables: Sequence[Table]) -> dict[str, Path]:
-    """Write each table with rows to RUN/tables/<id>.csv; return the paths by id."""
+    """Write each table with rows to RUN/tables/<id>.csv; return the paths by id. A
+    ``tables`` link (or a link in it) is refused: it would be written through."""
     out_dir = run_dir / "tables"
     paths: dict[str, Path] = {}
     with writing("CSV tables", out_dir):
+        refuse_links(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
         for t in tables:
             if not t.rows:
                 continue
             path = out_dir / f"{t.id}.csv"
             # Keys in column order; polars writes floats in shortest round-trip form.
-            pl.DataFrame(_defuse(t.records()), infer_schema_length=None).write_csv(path)
+            text = pl.DataFrame(_defuse(t.records()), infer_schema_length=None).write_csv()
+            write_text_atomic(path, text)
             paths[t.id] = path
     return paths
 
