@@ -364,3 +364,11 @@ def test_lan_run_through_a_shaped_veth_pair(tmp_path: Path) -> None:
     names = [r["name"] for r in read_records(run.path / "resources.jsonl") if r["kind"] == "netns"]
     assert names and not set(names) & set(_netns())  # torn down at the end
     assert pids_alive(run) == []
+
+
+@pytest.mark.parametrize("path", sorted(Path(__file__).parent.parent.glob("examples/net-*.yaml")))
+def test_examples_validate_and_plan(path: Path, tmp_path: Path) -> None:
+    p = gridbench(tmp_path / "results", "net", "validate", str(path))
+    assert p.returncode == 0, p.stderr
+    plan = gridbench(tmp_path / "results", "net", "plan", str(path), "--json")
+    assert plan.returncode == 0 and json.loads(plan.stdout)["steps"], plan.stderr
