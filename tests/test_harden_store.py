@@ -20,6 +20,7 @@ from test_net_analysis import make_run, ping, sockperf
 from web_server import Server, serve
 
 SECRET = "root:x:0:0:planted-secret-outside-the-run\n"
+MINE = "description: mine\nbackend: {type: command, options: {preset: slurm}}\n"
 
 #: Hostile experiment.json contents by name, and the reason each is listed with.
 HOSTILE: dict[str, tuple[bytes, str]] = {
@@ -256,3 +257,22 @@ def test_dashboard_compare_and_history_survive_bad_runs(
     assert good in r.text  # the rest of the store is offered
     r = get(server, "/history", experiment=good)
     assert "20200101T000000Z-nan" in r.text
+
+
+def test_a_linked_saved_preset_is_neither_listed_nor_read(tmp_path: Path) -> None:
+    from gridbench.web.presets import read_saved_preset, saved_dir, saved_presets
+
+    root = tmp_path / "results"
+    presets = saved_dir(root)
+    presets.mkdir(parents=True)
+    outside = tmp_path / "passwd.yaml"
+    outside.write_text(MINE.replace("mine", "planted"))
+    (presets / "mine.yaml").write_text(MINE)
+    (presets / "planted.yaml").symlink_to(outside)
+    assert [p.key for p in saved_presets(root)] == ["saved:mine"]
+    from gridbench.errors import ResultsError
+
+    with pytest.raises(ResultsError, match="symbolic link"):
+        read_saved_preset(root, "planted")
+    assert read_saved_preset(root, "mine") == MINE
+    assert read_saved_preset(root, "../passwd") is None

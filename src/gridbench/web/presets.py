@@ -23,12 +23,13 @@ from urllib.parse import urlsplit
 
 from gridbench.backends import command_presets
 from gridbench.backends.registry import create_backend
-from gridbench.errors import SpecError
+from gridbench.errors import GridbenchError, SpecError
 from gridbench.presets import shipped_yaml
 from gridbench.reference.presets import PRESETS as REFERENCE_PRESETS
 from gridbench.spec.load import load_spec_text
 from gridbench.specload import dump_yaml, parse_yaml, plain_data, set_path
 from gridbench.store.layout import write_text_atomic
+from gridbench.store.safe_open import CAPS, read_store_text
 
 PRESET_DIR = ".presets"
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -251,14 +252,30 @@ def check_name(name: str) -> str:
     return name
 
 
+def read_saved_preset(root: Path, name: str) -> str | None:
+    """The text of the saved preset ``name`` (None when there is none), read as the store's
+    foreign input: never through a link, bounded, strict UTF-8 (else a ResultsError)."""
+    d = saved_dir(root)
+    if not NAME_RE.match(name) or d.is_symlink():
+        return None
+    try:
+        return read_store_text(d / f"{name}.yaml", cap=CAPS["preset"], base=d)
+    except FileNotFoundError:
+        return None
+
+
 def saved_presets(root: Path) -> list[Preset]:
+    """The presets saved in the store; a linked, oversized or malformed one is left out."""
     d = saved_dir(root)
     out = []
     if d.is_dir():
         for p in sorted(d.glob("*.yaml")):
             try:
-                data = parse_preset(p.read_text(encoding="utf-8"), str(p))
-            except (SpecError, OSError, UnicodeDecodeError):
+                text = read_saved_preset(root, p.stem)
+                if text is None:
+                    continue
+                data = parse_preset(text, str(p))
+            except (GridbenchError, OSError):
                 continue
             out.append(
                 Preset(

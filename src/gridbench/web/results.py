@@ -164,7 +164,8 @@ def _cached(run_dir: str, stamp: int, cache_root: str) -> ResultsView:
             pass  # rebuilt below
     view_obj = _build(path)
     if cache is not None:
-        with contextlib.suppress(OSError):  # a read-only store still serves, only slower
+        # a read-only store (or a planted link, refused) still serves, only slower
+        with contextlib.suppress(OSError, GridbenchError):
             plain = dataclasses.asdict(view_obj)
             write_json(
                 cache, {"stamp": stamp, "mac": _mac(stamp, plain), "view": plain}, indent=None
