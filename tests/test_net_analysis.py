@@ -575,12 +575,23 @@ def _error(run: RunDir) -> ResultsError:
     return exc.value
 
 
+def test_a_linked_records_file_is_not_read(tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere.jsonl"
+    outside.write_text(json.dumps(ping("tcp", "host", 0, 0, [0.1])) + "\n")
+    run = make_run(tmp_path / "store", [])
+    records = run.path / "records.jsonl"
+    records.unlink(missing_ok=True)
+    records.symlink_to(outside)
+    err = _error(run)
+    assert "link" in err.message and str(records) in (err.where or ""), err
+
+
 def test_malformed_line_names_file_and_line(tmp_path: Path) -> None:
     good = json.dumps(ping("tcp", "host", 0, 0, [0.1]))
     run = make_run(tmp_path, f'{good}\n\n{good}\n{{"pattern": "pingp')
     err = _error(run)
     assert err.where == f"{run.path / 'records.jsonl'}:4"
-    assert "not valid JSON" in err.message and "delete or repair that line" in (err.fix or "")
+    assert "not valid JSON" in err.message and "delete it" in (err.fix or "")
 
 
 @pytest.mark.parametrize(

@@ -230,10 +230,13 @@ def status_exit_code(metrics: Mapping[str, Any], *, passed: bool) -> int:
     return EXIT_OK if passed else EXIT_THRESHOLD
 
 
-def status_verdict(metrics: Mapping[str, Any], code: int, *, flagged: str) -> str:
-    """pass or fail by ``code`` (else the run's status), with ``flagged`` appended when the
-    metrics' validity says some figure is not to be trusted."""
+def status_verdict(metrics: Mapping[str, Any], code: int, *, flagged: str, also: str = "") -> str:
+    """pass or fail by ``code`` (else the run's status), then ``also`` (a family's own
+    remark) in parentheses, then ``flagged`` when the metrics' validity says some figure
+    is not to be trusted."""
     word = {EXIT_OK: "pass", EXIT_THRESHOLD: "fail"}.get(code, str(metrics.get("status")))
+    if also:
+        word += f" ({also})"
     validity = metrics.get("validity")
     if isinstance(validity, Mapping) and not validity.get("valid", True):
         word += f" ({flagged})"

@@ -65,11 +65,14 @@ class Messaging:
     def verdict(self, metrics: Mapping[str, Any]) -> str:
         """pass or fail by thresholds; marked when overhead above the network was found or
         a figure is not to be trusted."""
-        word = status_verdict(metrics, self.exit_code(metrics), flagged="flagged figures")
         overheads = metrics.get("overheads")
-        if isinstance(overheads, list) and overheads:
-            word += f" ({len(overheads)} above the floor)"
-        return word
+        above = f"{len(overheads)} above the floor" if isinstance(overheads, list) else ""
+        return status_verdict(
+            metrics,
+            self.exit_code(metrics),
+            flagged="flagged figures",
+            also=above if overheads else "",
+        )
 
     def catalogue(self, experiment: Mapping[str, Any]) -> CatalogueEntry:
         """The environments, and the patterns run in them."""

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from gridbench.errors import ResultsError
+from gridbench.store.records import read_records
+from gridbench.store.safe_open import CAPS, read_store_text
 
 FIX: Final = (
     "the file was edited, cut by a crash or written by another tool: delete or repair that "
@@ -168,26 +170,21 @@ def check_record(obj: Mapping[str, Any], where: str) -> None:
 
 def read_net_records(path: Path) -> list[dict[str, Any]]:
     """Every record of ``path`` (none when it is missing), each checked; ResultsError
-    naming ``path:line`` for the first bad one."""
-    if not path.exists():
-        return []
-    out: list[dict[str, Any]] = []
-    try:
-        fh = path.open(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise ResultsError(f"cannot read: {exc.strerror or exc}", where=str(path)) from None
-    with fh:
-        for i, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{i}"
-            try:
-                obj = json.loads(line)
-            except (json.JSONDecodeError, RecursionError, ValueError) as exc:
-                msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)[:200]
-                raise _fail(where, f"not valid JSON: {msg}") from None
-            if not isinstance(obj, dict):
-                raise _fail(where, "a line is not a JSON object")
-            check_record(obj, where)
-            out.append(obj)
-    return out
+    naming ``path:line`` for the first bad one. Read by the store's one reader of record
+    files (no link followed, bounded, strict UTF-8, hostile JSON refused)."""
+    records = read_records(path)
+    for i, obj in enumerate(records):
+        try:
+            check_record(obj, f"{path}:{i + 1}")
+        except ResultsError:
+            # the reader skips blank lines: name the line a person opens
+            check_record(obj, f"{path}:{_line_of(path, i)}")
+            raise
+    return records
+
+
+def _line_of(path: Path, index: int) -> int:
+    """The file line of the ``index``-th non-blank line."""
+    text = read_store_text(path, cap=CAPS["records"])
+    numbers = [i for i, line in enumerate(text.splitlines(), 1) if line.strip()]
+    return numbers[index] if index < len(numbers) else index + 1
