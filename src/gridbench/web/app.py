@@ -22,7 +22,6 @@ from typing import Annotated, Any
 
 from fastapi import FastAPI, Query, Request
 from fastapi.responses import (
-    FileResponse,
     HTMLResponse,
     JSONResponse,
     PlainTextResponse,
@@ -36,7 +35,7 @@ from markupsafe import Markup
 from starlette.datastructures import UploadFile
 
 from gridbench import __version__
-from gridbench.errors import GridbenchError, SpecError
+from gridbench.errors import GridbenchError, ResultsError, SpecError
 from gridbench.family import DEFAULT_KIND
 from gridbench.report.html import json_for_script, offline_plotlyjs
 from gridbench.spec.load import load_spec_text
@@ -45,6 +44,7 @@ from gridbench.spec.units import format_rate
 from gridbench.specload import MAX_SPEC_BYTES, dump_yaml
 from gridbench.store.catalogue import list_runs
 from gridbench.store.layout import RunDir, json_safe
+from gridbench.store.safe_open import CAPS, read_store_bytes
 from gridbench.web import presets as presets_mod
 from gridbench.web.manager import QueueFull, RunManager, analyse
 from gridbench.web.metrics import exposition, make_registry
@@ -265,15 +265,13 @@ async def json_or_422(request: Request) -> tuple[Any, JSONResponse | None]:
         return None, JSONResponse({"error": str(exc)}, status_code=422)
 
 
-def _inside(path: Path, base: Path) -> bool:
-    """``path`` is a regular file within ``base``, reached without symlinks (the store is
-    foreign data: a planted link must not serve the server's other files)."""
+def _spec_text(run: RunDir) -> str:
+    """The run's spec.yaml for "How it was configured", read as foreign input (no link,
+    bounded); an unreadable one says why instead."""
     try:
-        if path.is_symlink() or not path.is_file():
-            return False
-        return path.resolve().is_relative_to(base.resolve())
-    except OSError:
-        return False
+        return run.read_spec()[0]
+    except GridbenchError as exc:
+        return f"# unreadable: {exc}"
 
 
 def create_app(cfg: WebConfig) -> FastAPI:
@@ -399,7 +397,8 @@ def create_app(cfg: WebConfig) -> FastAPI:
                 view = build_view(run.path, cfg.root)
             except GridbenchError as exc:
                 view_error = str(exc)
-        tables = sorted(p.name for p in (run.path / "tables").glob("*.csv"))
+        tables_dir = run.path / "tables"  # a planted link is not a run's tables
+        tables = [] if tables_dir.is_symlink() else sorted(p.name for p in tables_dir.glob("*.csv"))
         downloads = [d for d in DOWNLOADS if (run.path / d).is_file()]
         active = live is not None and not live.final
         if live is not None:
@@ -416,9 +415,7 @@ def create_app(cfg: WebConfig) -> FastAPI:
             view_error=view_error,
             tables=tables,
             downloads=downloads,
-            spec_yaml=run.spec_file.read_text(encoding="utf-8", errors="replace")
-            if _inside(run.spec_file, run.path)
-            else "",
+            spec_yaml=_spec_text(run),
             # job flow analyses trials; another family's run has its own records
             has_trials=bool(run.trial_ids()) or exp["kind"] != DEFAULT_KIND,
         )
@@ -496,14 +493,20 @@ def create_app(cfg: WebConfig) -> FastAPI:
             return not_found(request, "No such download.")
         if not path.exists() and not path.is_symlink():
             return not_found(request, f"{name} does not exist (analyse the run first?).")
-        if not _inside(path, run.path):
+        try:  # read as the store's foreign input: no link anywhere below the run, bounded
+            body = read_store_bytes(path, cap=CAPS["json"], base=run.path)
+        except (ResultsError, OSError):
             return not_found(request, f"{name} is not a regular file of this run.")
         media = {
             ".json": "application/json",
             ".csv": "text/csv; charset=utf-8",
             ".yaml": "text/plain; charset=utf-8",
         }[path.suffix]
-        return FileResponse(path, media_type=media, filename=f"{rid}-{name}")
+        return Response(
+            body,
+            media_type=media,
+            headers={"Content-Disposition": f'attachment; filename="{rid}-{name}"'},
+        )
 
     # -- new experiment ---------------------------------------------------------------------
     def new_page(request: Request, yaml_text: str, status: int = 200, **extra: Any) -> HTMLResponse:
@@ -678,9 +681,10 @@ def create_app(cfg: WebConfig) -> FastAPI:
             )
             name = name or f"my-{copy}"
         elif name:
-            path = presets_mod.saved_dir(cfg.root) / f"{name}.yaml"
-            if presets_mod.NAME_RE.match(name) and path.is_file():
-                text = path.read_text(encoding="utf-8")
+            try:
+                text = presets_mod.read_saved_preset(cfg.root, name) or text
+            except ResultsError as exc:
+                return page(request, "error.html", 422, title="Unreadable preset", message=str(exc))
         return preset_page(request, name, text)
 
     def preset_page(
