@@ -9,11 +9,12 @@ import pytest
 from gridbench.examples import demo_spec_path
 from gridbench.spec import load_spec, make_plan
 
-# job-flow specs; the storage specs (io-*.yaml) are checked by tests/test_io_examples.py
+# job-flow specs; the storage specs (io-*.yaml) are checked by tests/test_io_examples.py,
+# the messaging specs (net-*.yaml) by tests/test_net_run.py
 EXAMPLES = sorted(
     p
     for p in (Path(__file__).parent.parent / "examples").glob("*.yaml")
-    if not p.name.startswith("io-")
+    if not p.name.startswith(("io-", "net-"))
 )
 
 
