@@ -17,8 +17,8 @@ from typing import Any
 
 import psutil
 import pytest
-from tests.conftest import BIN, cli_env
 
+from conftest import BIN, cli_env
 from gridbench.events.log import EVENTS_FILE, EventLog
 
 

@@ -8,8 +8,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import BIN, cli_env
-
+from conftest import BIN, cli_env
 from test_ingest_helpers import T0_NS, record, write_report
 
 BIG = "x" * (5 * 1024 * 1024)

@@ -276,3 +276,25 @@ def test_a_linked_saved_preset_is_neither_listed_nor_read(tmp_path: Path) -> Non
         read_saved_preset(root, "planted")
     assert read_saved_preset(root, "mine") == MINE
     assert read_saved_preset(root, "../passwd") is None
+
+
+def test_a_linked_event_log_is_not_read(tmp_path: Path) -> None:
+    """Job flow's event logs are read by polars from the open file itself: a trial's
+    events.csv planted as a link to another file is refused, not analysed."""
+    root = tmp_path / "results"
+    spec = tmp_path / "noop.yaml"
+    spec.write_text(
+        "name: linked-events\nbackend: {type: noop}\n"
+        "load: {model: batch, jobs: 5, submitters: 1}\ntrials: 1\n",
+        encoding="utf-8",
+    )
+    assert gb("run", str(spec), results=root).returncode == 0
+    run = next(p for p in root.iterdir() if p.is_dir())
+    events = next(run.glob("trials/*/events.csv"))
+    outside = tmp_path / "outside.csv"
+    outside.write_bytes(events.read_bytes())
+    events.unlink()
+    events.symlink_to(outside)
+    p = gb("analyze", str(run), results=root)
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert "link" in p.stderr and "events.csv" in p.stderr, p.stderr

@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import BIN, cli_env
+from conftest import BIN, cli_env
 
 T0 = 1_718_000_000_000_000_000
 S = 1_000_000_000

@@ -311,7 +311,7 @@ def read_client_events(path: str | os.PathLike[str]) -> IngestResult:
     p = Path(path)
     if p.suffix.lower() in (".jsonl", ".ndjson", ".json"):
         return read_jsonl(p)
-    return IngestResult(events=read_events(p))
+    return IngestResult(events=read_events(p, store=False))  # the user's own file
 
 
 def ingest_edgi_run(

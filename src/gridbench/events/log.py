@@ -20,6 +20,7 @@ import polars as pl
 
 from gridbench.errors import ResultsError
 from gridbench.events.model import EVENT_COLUMNS, EVENT_SCHEMA, Event
+from gridbench.store.safe_open import opened_store_file
 
 EVENTS_FILE = "events.csv"
 _dumps = json.JSONEncoder(separators=(",", ":"), default=str).encode
@@ -134,32 +135,44 @@ def empty_events() -> pl.DataFrame:
 
 
 def read_events(
-    path: str | os.PathLike[str], *, columns: Sequence[str] | None = None
+    path: str | os.PathLike[str],
+    *,
+    columns: Sequence[str] | None = None,
+    store: bool = True,
 ) -> pl.DataFrame:
     """Read one event log into a DataFrame with :data:`EVENT_SCHEMA`.
 
     Tolerates a torn final line and a missing file body (header only). ``columns`` reads
-    only those (memory: the job and stage strings dominate a large log).
+    only those (memory: the job and stage strings dominate a large log). A log in the
+    results store (``store``) is opened without following a link (the store is foreign
+    input); a user's own file given to ``ingest`` may be a link.
     """
     p = Path(path)
-    if not p.exists():
+    try:
+        if store:
+            with opened_store_file(p) as (source, size):
+                return _read_csv(source, size, p, columns)
+        return _read_csv(str(p), p.stat().st_size, p, columns)
+    except FileNotFoundError:
         raise ResultsError(
             "event log not found", where=str(p), fix="check the results directory path"
-        )
-    size = p.stat().st_size
+        ) from None
+
+
+def _read_csv(source: str, size: int, p: Path, columns: Sequence[str] | None) -> pl.DataFrame:
     if size == 0:
         return empty_events().select(columns) if columns is not None else empty_events()
-    with open(p, "rb") as fh:
+    with open(source, "rb") as fh:
         fh.seek(max(0, size - 1))
         complete = fh.read(1) == b"\n"
-    source: Any = p
+    data: Any = source
     if not complete:
-        data = p.read_bytes()
-        data = data[: data.rfind(b"\n") + 1]
-        source = io.BytesIO(data)
+        with open(source, "rb") as fh:
+            raw = fh.read()
+        data = io.BytesIO(raw[: raw.rfind(b"\n") + 1])
     try:
-        df = pl.read_csv(
-            source,
+        return pl.read_csv(
+            data,
             schema=EVENT_SCHEMA,
             has_header=True,
             columns=list(columns) if columns is not None else None,
@@ -170,7 +183,6 @@ def read_events(
             where=str(p),
             fix="the file may be corrupted; re-run the trial or repair the named line",
         ) from exc
-    return df
 
 
 def concat_events(frames: Iterable[pl.DataFrame]) -> pl.DataFrame:
