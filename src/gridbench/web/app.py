@@ -388,7 +388,13 @@ def create_app(cfg: WebConfig) -> FastAPI:
         run = run_dir(rid)
         if run is None:
             return not_found(request, f"No experiment {rid!r} in the results store.")
-        exp = catalogued(run.read_experiment())
+        try:
+            exp = catalogued(run.read_experiment())
+        except GridbenchError as exc:  # the store is foreign input: say why, keep serving
+            return page(
+                request, "error.html", 422, title="Unreadable experiment",
+                message=f"unreadable: {exc}",
+            )  # fmt: skip
         managed = manager.get(rid) or manager.get(run.path.name)
         live = managed.live if managed is not None else None
         view, view_error = None, None
