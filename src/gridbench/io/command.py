@@ -10,11 +10,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
 from gridbench.cliargs import add_results_arg, add_run_arg, add_spec_args
 from gridbench.errors import EXIT_OK, GridbenchError
-from gridbench.family import Ui
+from gridbench.family import Ui, show_run, step_progress
 from gridbench.fmt import safe_markup
 
 
@@ -36,26 +34,9 @@ def cmd_run(args: argparse.Namespace, ui: Ui) -> int:
     from gridbench.io.runner import IoRunner, plan_steps
 
     spec, data = load_io_spec(args.spec, args.set)
-    progress = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[detail]}"),
-        TimeElapsedColumn(),
-        console=ui.console,
-    )
-    with progress:
-        task = progress.add_task("io", total=plan_steps(spec), detail="")
-        started = [False]
-
-        def step(msg: str) -> None:
-            if started[0]:
-                progress.advance(task)
-            started[0] = True
-            progress.update(task, detail=safe_markup(msg))
-
+    failure: GridbenchError | None = None
+    with step_progress(ui, "io", plan_steps(spec)) as step:
         runner = IoRunner(spec, data, ui.results_root(args), force=args.force, progress=step)
-        failure: GridbenchError | None = None
         try:
             runner.execute()
         except BackendError as exc:
@@ -64,14 +45,7 @@ def cmd_run(args: argparse.Namespace, ui: Ui) -> int:
             if runner.run is None:
                 raise
             ui.console.print("[yellow]interrupted: files cleaned up, results so far kept[/]")
-        progress.advance(task)
-    if runner.run is None:
-        raise GridbenchError("nothing was run")
-    ui.console.print(f"results: [cyan]{safe_markup(runner.run.path)}[/]")
-    code = ui.analyze_and_show(runner.run.path)
-    if failure is not None:
-        ui.err_console.print(f"[red]error[/]: {safe_markup(failure)}")
-    return code
+    return show_run(ui, runner.run, failure)
 
 
 def cmd_report(args: argparse.Namespace, ui: Ui) -> int:

@@ -11,12 +11,11 @@ import argparse
 import json
 from typing import Any
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from gridbench.cliargs import add_results_arg, add_run_arg, add_spec_args
 from gridbench.errors import EXIT_OK, GridbenchError
-from gridbench.family import Ui
+from gridbench.family import Ui, show_run, step_progress
 from gridbench.fmt import safe_markup
 
 
@@ -76,26 +75,9 @@ def cmd_run(args: argparse.Namespace, ui: Ui) -> int:
     from gridbench.messaging.runner import NetRunner
 
     spec, data = load_net_spec(args.spec, args.set)
-    progress = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[detail]}"),
-        TimeElapsedColumn(),
-        console=ui.console,
-    )
     runner = NetRunner(spec, data, ui.results_root(args))
     failure: GridbenchError | None = None
-    with progress:
-        task = progress.add_task("net", total=len(steps(spec)), detail="")
-        started = [False]
-
-        def step(msg: str) -> None:
-            if started[0]:
-                progress.advance(task)
-            started[0] = True
-            progress.update(task, detail=safe_markup(msg))
-
+    with step_progress(ui, "net", len(steps(spec))) as step:
         runner.progress = step
         try:
             runner.execute()
@@ -107,14 +89,7 @@ def cmd_run(args: argparse.Namespace, ui: Ui) -> int:
             if runner.run is None:
                 raise
             ui.console.print("[yellow]interrupted: peers stopped, results so far kept[/]")
-        progress.advance(task)
-    if runner.run is None:
-        raise GridbenchError("nothing was run")
-    ui.console.print(f"results: [cyan]{safe_markup(runner.run.path)}[/]")
-    code = ui.analyze_and_show(runner.run.path)
-    if failure is not None:
-        ui.err_console.print(f"[red]error[/]: {safe_markup(failure)}")
-    return code
+    return show_run(ui, runner.run, failure)
 
 
 def cmd_report(args: argparse.Namespace, ui: Ui) -> int:
