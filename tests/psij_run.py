@@ -22,7 +22,7 @@ def psij_backend(**options: object) -> PsijBackend:
 def assert_chain_ordered(ev: pl.DataFrame, jobs: int) -> pl.DataFrame:
     """Every job has every stage of the chain, once, in order; returns the wide table."""
     counts = dict(ev.filter(pl.col("stage").is_in(CHAIN)).group_by("stage").len().iter_rows())
-    assert counts == dict.fromkeys(CHAIN, jobs)
+    assert counts == dict.fromkeys(CHAIN, jobs), f"stage counts {counts}, expected {jobs} each"
     wide = ev.pivot(on="stage", index="job", values="t_ns", aggregate_function="first")
     assert wide.height == jobs
     for a, b in itertools.pairwise(CHAIN):

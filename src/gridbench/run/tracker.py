@@ -16,11 +16,14 @@ from gridbench.events.model import (
     STAGE_CANCELLED,
     STAGE_CLIENT_DONE,
     STAGE_FAILED,
+    Event,
 )
 from gridbench.run.observer import TrialProgress
 from gridbench.run.recorder import Recorder
 
 log = logging.getLogger(__name__)
+
+UNMATCHED_CAP = 100_000  # server stamps kept while their backend id is unknown
 
 
 class StatusTracker:
@@ -52,6 +55,10 @@ class StatusTracker:
         self._consecutive = 0
         self._max_errors = max_consecutive_errors
         self.fatal: BackendError | None = None
+        # A backend's stamp can arrive before its submit call has returned the id (PSI/J
+        # calls back from its own thread): such stamps wait here for the id, never dropped.
+        self._unmatched: list[Event] = []
+        self.unmatched_dropped = 0  # waited past UNMATCHED_CAP: told in trial.json
 
     def add(self, backend_id: str, job: str) -> None:
         self.inflight[backend_id] = job
@@ -116,11 +123,23 @@ class StatusTracker:
             log.warning("server events failed: %s", exc)
             return
         log_ = self.rec.log
-        for e in events:
+        waiting: list[Event] = []
+        for e in [*self._unmatched, *events]:
             job = self.names.get(e.job)
             if job is None:
+                waiting.append(e)
                 continue
             log_.add(dataclasses.replace(e, job=job))  # the backend's id -> our job name
+        over = len(waiting) - UNMATCHED_CAP
+        if over > 0:  # ids that never become ours (another user's jobs): keep memory bounded
+            self.unmatched_dropped += over
+            waiting = waiting[over:]
+        self._unmatched = waiting
+
+    @property
+    def unmatched(self) -> int:
+        """Server stamps still waiting for a backend id this trial submitted."""
+        return len(self._unmatched)
 
     def pause_after(self, took_s: float) -> float:
         """The wait before the next sweep: the interval, or longer after a slow sweep, so

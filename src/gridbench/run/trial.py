@@ -259,6 +259,9 @@ async def run_trial(
         info["status_sweeps"] = tracker.sweeps
         info["status_pause_max_ns"] = int(tracker.longest_pause * 1e9)
         info["status_pauses_stretched"] = tracker.stretched
+        # server stamps for ids this trial never acknowledged (e.g. a submit abandoned at
+        # its time-out): not ours to attribute, but counted rather than silently lost
+        info["server_stamps_unmatched"] = tracker.unmatched + tracker.unmatched_dropped
         info["events"] = elog.count
         info.update(_runtime_stats(backend))
         flusher.cancel()

@@ -1,0 +1,67 @@
+"""Server stamps that arrive before their submit call returns are kept, not dropped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gridbench.backends.base import Capabilities, JobState, JobStatus
+from gridbench.events.clock import AnchoredClock
+from gridbench.events.log import EventLog, read_events
+from gridbench.events.model import Event
+from gridbench.run.observer import TrialProgress
+from gridbench.run.recorder import Recorder
+from gridbench.run.tracker import UNMATCHED_CAP, StatusTracker
+
+
+class EarlyStamps:
+    """A backend whose stamps are handed out before the runner knows the job's id (as
+    PSI/J's callback thread can do)."""
+
+    name = "early"
+
+    def __init__(self) -> None:
+        self.pending: list[Event] = []
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities(server_events=True)
+
+    async def server_events(self) -> list[Event]:
+        out, self.pending = self.pending, []
+        return out
+
+    async def status(self, ids: list[str]) -> dict[str, JobStatus]:
+        return {i: JobStatus(JobState.DONE) for i in ids}
+
+
+def _tracker(tmp_path: Path, backend: EarlyStamps) -> tuple[StatusTracker, EventLog]:
+    elog = EventLog(tmp_path / "events.csv")
+    rec = Recorder(elog, AnchoredClock())
+    progress = TrialProgress("t1", planned=1)
+    return StatusTracker(backend, rec, progress, 0.1), elog  # type: ignore[arg-type]
+
+
+async def test_a_stamp_before_the_ack_is_kept(tmp_path: Path) -> None:
+    b = EarlyStamps()
+    tracker, elog = _tracker(tmp_path, b)
+    b.pending.append(Event("native-7", "x_queued", 1_000, "x", 1_000))
+    await tracker.sweep()  # the id is not known yet
+    assert tracker.unmatched == 1
+    tracker.add("native-7", "gb-job-1")
+    b.pending.append(Event("native-7", "x_end", 2_000, "x", 1_000))
+    await tracker.sweep()
+    elog.close()
+    ev = read_events(tmp_path / "events.csv")
+    assert ev.filter(ev["source"] == "x").select("job", "stage").rows() == [
+        ("gb-job-1", "x_queued"),
+        ("gb-job-1", "x_end"),
+    ]
+    assert tracker.unmatched == 0 and tracker.unmatched_dropped == 0
+
+
+async def test_stamps_for_foreign_ids_stay_bounded(tmp_path: Path) -> None:
+    b = EarlyStamps()
+    tracker, elog = _tracker(tmp_path, b)
+    b.pending.extend(Event(f"other-{k}", "x_queued", k, "x", 1) for k in range(UNMATCHED_CAP + 5))
+    await tracker.sweep()
+    elog.close()
+    assert tracker.unmatched == UNMATCHED_CAP and tracker.unmatched_dropped == 5
