@@ -67,6 +67,12 @@ class CliUi:
         """Analyse through the run's family, write the reports, show the summary."""
         return _analyze_and_show(run_path, as_json=as_json)
 
+    def serve(self, args: argparse.Namespace) -> int:
+        """The dashboard (``gridbench serve``) with ``args``' options."""
+        from gridbench.web.command import cmd_serve
+
+        return cmd_serve(args)
+
 
 def _analyze_and_show(run_path: Path, *, as_json: bool = False) -> int:
     from gridbench.pipeline import analyze_and_report

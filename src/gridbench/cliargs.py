@@ -29,3 +29,44 @@ def add_spec_args(p: argparse.ArgumentParser, *, what: str, example: str) -> Non
 def add_run_arg(p: argparse.ArgumentParser) -> None:
     """A run: a results directory, an id from ``gridbench list``, or ``latest``."""
     p.add_argument("run", help=RUN_HELP)
+
+
+DEFAULT_PORT = 8765
+
+
+def add_serve_args(p: argparse.ArgumentParser) -> None:
+    """The web server's options (``gridbench serve``, ``gridbench study serve``)."""
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"default {DEFAULT_PORT}")
+    p.add_argument(
+        "--results", metavar="DIR", help="results root (default: $GRIDBENCH_RESULTS or ./results)"
+    )
+    p.add_argument(
+        "--token-env",
+        metavar="VAR",
+        help="environment variable holding the access token (required off loopback)",
+    )
+    p.add_argument(
+        "--token-file", metavar="FILE", help="file holding the access token (first line)"
+    )
+    p.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="extra Host header name to accept (e.g. the machine's DNS name)",
+    )
+    p.add_argument(
+        "--max-running",
+        type=int,
+        default=4,
+        metavar="N",
+        help="experiments running at once; more queue (default 4)",
+    )
+    p.add_argument(
+        "--max-queued",
+        type=int,
+        default=16,
+        metavar="N",
+        help="experiments waiting for a slot; more are refused (default 16)",
+    )

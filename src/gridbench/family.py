@@ -74,6 +74,11 @@ class Ui(Protocol):
         the family's exit code."""
         ...
 
+    def serve(self, args: argparse.Namespace) -> int:
+        """Run the web server with the options of ``cliargs.add_serve_args`` (a family
+        whose runs are delivered in the browser, as a study is)."""
+        ...
+
 
 class Family(Protocol):
     """A benchmark family. Implement this, register it under ``gridbench.families``."""

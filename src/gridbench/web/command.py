@@ -11,9 +11,9 @@ import argparse
 import os
 from pathlib import Path
 
+from gridbench.cliargs import add_serve_args
 from gridbench.errors import GridbenchError
 
-DEFAULT_PORT = 8765
 MIN_TOKEN_CHARS = 16
 #: Connections (and tasks) uvicorn serves at once; more get 503 instead of exhausting it.
 LIMIT_CONCURRENCY = 200
@@ -24,40 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "serve",
         help="web dashboard: configure, run and watch experiments live, read and compare results",
     )
-    p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
-    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"default {DEFAULT_PORT}")
-    p.add_argument(
-        "--results", metavar="DIR", help="results root (default: $GRIDBENCH_RESULTS or ./results)"
-    )
-    p.add_argument(
-        "--token-env",
-        metavar="VAR",
-        help="environment variable holding the access token (required off loopback)",
-    )
-    p.add_argument(
-        "--token-file", metavar="FILE", help="file holding the access token (first line)"
-    )
-    p.add_argument(
-        "--allow-host",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="extra Host header name to accept (e.g. the machine's DNS name)",
-    )
-    p.add_argument(
-        "--max-running",
-        type=int,
-        default=4,
-        metavar="N",
-        help="experiments running at once; more queue (default 4)",
-    )
-    p.add_argument(
-        "--max-queued",
-        type=int,
-        default=16,
-        metavar="N",
-        help="experiments waiting for a slot; more are refused (default 16)",
-    )
+    add_serve_args(p)
     p.set_defaults(func=cmd_serve)
 
 
