@@ -1,0 +1,429 @@
+"""The delivery engine: one study run's sessions, links and observations, driven by the
+browser pages (gridbench.web) and written to the append-only log.
+
+The log on disk is the truth. Every record is appended (and fsynced) *before* the
+in-memory state changes, so an answer the server acknowledged is on disk; the in-memory
+copy is rebuilt from the log when the engine is created, so a restarted server resumes
+every session at the exact step. The records stay in memory (grouped per participant), so
+a page view or a post never re-reads the log.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from gridbench.errors import GridbenchError, ResultsError
+from gridbench.store.safe_open import CAPS, read_store_text
+from gridbench.study import records as log
+from gridbench.study.design import session_order
+from gridbench.study.links import link_hash, new_secret
+from gridbench.study.model import Question, StudySpec
+from gridbench.study.records import (
+    BackgroundAnswers,
+    Finished,
+    FreeText,
+    LikertAnswer,
+    LinkIssued,
+    LinkRevoked,
+    Observation,
+    Record,
+    Source,
+    StepDone,
+    SusAnswer,
+    TaskStarted,
+    TaskStopped,
+    now_ns,
+)
+from gridbench.study.steps import SessionView, Step, replay
+
+#: Longest text answer kept (the log's FreeText limit).
+MAX_TEXT = 20_000
+MAX_NOTE = 5000
+_RELOAD = "reload the page: it shows the step the session is at"
+
+
+class StepConflict(GridbenchError):
+    """A post for a step that is not the current one (a replay, a second tab, a double
+    click): nothing is written; the web answers by showing the current step."""
+
+
+class AnswerError(GridbenchError):
+    """A form field is missing or out of range: ``where`` is the field name, ``fix`` says
+    what to do. Nothing is written."""
+
+
+@dataclass(frozen=True)
+class ParticipantProgress:
+    """One participant's line on the admin/observer overview."""
+
+    participant: str
+    link_active: bool
+    started: bool
+    index: int
+    total: int
+    step: Step | None
+    finished: bool
+    observations: dict[tuple[str, str], Observation]  # (tool, task) -> latest
+
+
+def _field(form: Mapping[str, str], name: str) -> str:
+    """A form field as text ('' when absent; a non-text value, e.g. an upload, is refused)."""
+    value = form.get(name, "")
+    if not isinstance(value, str):
+        raise AnswerError(f"{name} is not a text field", where=name, fix="send it as text")
+    return value
+
+
+def _scale(form: Mapping[str, str], name: str, label: str) -> int:
+    """A 1..5 answer; AnswerError naming the field when missing, not a number or out of range."""
+    raw = _field(form, name).strip()
+    fix = f"choose one of 1 to 5 for {label}"
+    if not raw:
+        raise AnswerError(f"{label} is not answered", where=name, fix=fix)
+    if not (raw.isascii() and raw.isdigit()):
+        raise AnswerError(f"{label} is {raw[:20]!r}, not a number", where=name, fix=fix)
+    value = int(raw)
+    if not 1 <= value <= 5:
+        raise AnswerError(f"{label} is {value}, outside 1 to 5", where=name, fix=fix)
+    return value
+
+
+def _text(form: Mapping[str, str], name: str, limit: int = MAX_TEXT) -> str:
+    value = _field(form, name)
+    if len(value) > limit:
+        raise AnswerError(
+            f"the answer is {len(value)} characters long; at most {limit} are kept",
+            where=name,
+            fix="shorten the answer",
+        )
+    return value
+
+
+def _background(q: Question, form: Mapping[str, str]) -> str | float | None:
+    """One background answer, checked against its question."""
+    raw = _text(form, q.id).strip()
+    if not raw:
+        if q.required:
+            raise AnswerError("this question must be answered", where=q.id, fix="answer it")
+        return None
+    if q.kind == "number":
+        try:
+            value = float(raw)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value):
+            raise AnswerError(f"{raw[:20]!r} is not a number", where=q.id, fix="give a number")
+        return value
+    if q.kind == "choice" and raw not in q.choices:
+        raise AnswerError(
+            f"{raw[:40]!r} is not one of the choices",
+            where=q.id,
+            fix=f"choose one of: {', '.join(q.choices)}",
+        )
+    return raw
+
+
+class StudyDelivery:
+    """One study run's delivery state. Thread-safe (a lock around read-check-append); the log
+    on disk is the truth: the in-memory copy is rebuilt from it when the object is created,
+    so a server restart resumes."""
+
+    def __init__(self, run_path: Path, spec: StudySpec) -> None:
+        self.run_path = run_path
+        self.spec = spec
+        self._lock = threading.Lock()
+        self._records: list[Record] = []
+        self._by_participant: dict[str, list[Record]] = {}
+        self._link_of: dict[str, str] = {}  # participant -> active link hash
+        self._links: dict[str, str] = {}  # active link hash -> participant
+        self._finished: set[str] = set()
+        self._observations: dict[str, dict[tuple[str, str], Observation]] = {}
+        for r in log.read_log(run_path):
+            self._apply(r)
+
+    @classmethod
+    def open(cls, run_path: Path) -> StudyDelivery:
+        """The engine of a study run folder: its spec.yaml and its log."""
+        from gridbench.study.load import load_study_spec_text
+
+        path = run_path / "spec.yaml"
+        try:
+            text = read_store_text(path, cap=CAPS["spec"], base=run_path)
+        except FileNotFoundError:
+            raise ResultsError(
+                "the study run has no spec.yaml",
+                where=str(run_path),
+                fix="give a run made by 'gridbench study serve', or restore its spec.yaml",
+            ) from None
+        spec, _ = load_study_spec_text(text, str(path))
+        return cls(run_path, spec)
+
+    # -- state -------------------------------------------------------------------------
+
+    def _apply(self, r: Record) -> None:
+        """Fold one record (already on disk) into the in-memory state."""
+        self._records.append(r)
+        participant = getattr(r, "participant", None)
+        if participant is None:
+            return
+        self._by_participant.setdefault(participant, []).append(r)
+        if isinstance(r, LinkIssued):
+            old = self._link_of.pop(participant, None)
+            if old is not None:
+                self._links.pop(old, None)
+            self._link_of[participant] = r.link_hash
+            self._links[r.link_hash] = participant
+        elif isinstance(r, LinkRevoked):
+            old = self._link_of.pop(participant, None)
+            if old is not None:
+                self._links.pop(old, None)
+        elif isinstance(r, Finished):
+            self._finished.add(participant)
+        elif isinstance(r, Observation):
+            self._observations.setdefault(participant, {})[(r.tool, r.task)] = r
+
+    def _append(self, r: Record) -> None:
+        """Write the record (fsynced), then change the in-memory state."""
+        try:
+            log.append(self.run_path, r)
+        except OSError as exc:
+            raise ResultsError(
+                f"the answer could not be saved: {exc.strerror or exc}",
+                where=str(log.log_path(self.run_path)),
+                fix="free disk space or fix the folder's permissions, then submit again",
+            ) from None
+        self._apply(r)
+
+    def _known(self, participant: str) -> None:
+        if participant not in self.spec.participants:
+            raise GridbenchError(
+                f"{participant[:60]!r} is not one of the study's participants",
+                where="participant",
+                fix="add the pseudonym to participants: in the study spec",
+            )
+
+    def _session(self, participant: str) -> SessionView | None:
+        return replay(self.spec, self._by_participant.get(participant, ()), participant)
+
+    def _view_locked(self, participant: str) -> SessionView:
+        """The session (started now on the first visit); the caller holds the lock."""
+        self._known(participant)
+        view = self._session(participant)
+        if view is None:
+            self._append(session_order(self.spec, participant))
+            view = self._session(participant)
+            assert view is not None
+        if view.finished and participant not in self._finished:
+            # also repairs a crash between the last answer and its Finished record
+            self._append(Finished(t_ns=now_ns(), participant=participant))
+        return view
+
+    @property
+    def records(self) -> tuple[Record, ...]:
+        """Every record of the log, in order (a snapshot)."""
+        with self._lock:
+            return tuple(self._records)
+
+    def session(self, participant: str) -> SessionView | None:
+        """The participant's session without starting it (None before the first visit)."""
+        with self._lock:
+            return self._session(participant)
+
+    # -- links -------------------------------------------------------------------------
+
+    def issue_link(self, participant: str, source: Source = "admin") -> str:
+        """A new personal link for a declared participant (revoking any previous one).
+        Returns the secret: shown once, never stored (the log keeps its hash)."""
+        secret = new_secret()
+        with self._lock:
+            self._known(participant)
+            record = LinkIssued(
+                t_ns=now_ns(), source=source, participant=participant, link_hash=link_hash(secret)
+            )
+            self._append(record)
+        return secret
+
+    def revoke_link(self, participant: str) -> None:
+        """Make the participant's link stop working (nothing to do when none is active)."""
+        with self._lock:
+            self._known(participant)
+            if participant in self._link_of:
+                self._append(LinkRevoked(t_ns=now_ns(), source="admin", participant=participant))
+
+    def participant_for(self, secret: str) -> str | None:
+        """Whose link this is; None for a forged, replaced or revoked secret."""
+        if not isinstance(secret, str) or not 0 < len(secret) <= 200:
+            return None
+        digest = link_hash(secret)
+        with self._lock:
+            return self._links.get(digest)
+
+    # -- the participant's session -----------------------------------------------------
+
+    def view(self, participant: str) -> SessionView:
+        """Where the participant is; the first call starts the session (records its order)."""
+        with self._lock:
+            return self._view_locked(participant)
+
+    def act(
+        self, participant: str, step_id: str, action: str, form: Mapping[str, str]
+    ) -> SessionView:
+        """Apply one post to the current step and return the session after it.
+
+        StepConflict when ``step_id`` is not the current step or the action does not fit it
+        (nothing written); AnswerError naming the field when an answer is missing or out of
+        range (nothing written)."""
+        with self._lock:
+            view = self._view_locked(participant)
+            if step_id != view.step.id:
+                raise StepConflict(
+                    f"the post is for step {step_id[:80]!r}, "
+                    f"but the session is at {view.step.id!r}",
+                    where=f"participant {participant}",
+                    fix=_RELOAD,
+                )
+            for record in self._answer(view, action, form):
+                self._append(record)
+            return self._view_locked(participant)
+
+    def _answer(self, view: SessionView, action: str, form: Mapping[str, str]) -> list[Record]:
+        """The records one post writes, all checked before any is written."""
+        step, p, t = view.step, view.participant, now_ns()
+        expected = {
+            "purpose": "next",
+            "background": "submit",
+            "likert": "submit",
+            "sus": "submit",
+            "free_text": "submit",
+        }.get(step.kind)
+        if step.kind == "task":
+            assert step.tool is not None and step.task is not None
+            if action == "start" and view.task_started_ns is None:
+                return [TaskStarted(t_ns=t, participant=p, tool=step.tool, task=step.task)]
+            if action == "stop" and view.task_started_ns is not None:
+                elapsed = max(0, t - view.task_started_ns)
+                return [
+                    TaskStopped(
+                        t_ns=t, participant=p, tool=step.tool, task=step.task, elapsed_ns=elapsed
+                    )
+                ]
+            state = "started" if view.task_started_ns is not None else "not started"
+            raise StepConflict(
+                f"{action[:20]!r} does not apply: the task {step.task!r} is {state}",
+                where=f"participant {p}",
+                fix=_RELOAD,
+            )
+        if expected is None or action != expected:
+            raise StepConflict(
+                f"{action[:20]!r} does not apply to the step {step.id!r}",
+                where=f"participant {p}",
+                fix=_RELOAD,
+            )
+        q = self.spec.questionnaires
+        if step.kind == "purpose":
+            return [StepDone(t_ns=t, participant=p, step=step.id)]
+        if step.kind == "background":
+            answers = {question.id: _background(question, form) for question in q.background}
+            return [BackgroundAnswers(t_ns=t, participant=p, answers=answers)]
+        if step.kind == "likert":
+            assert step.tool is not None and step.task is not None
+            difficulty = _scale(form, "difficulty", "difficulty")
+            satisfaction = _scale(form, "satisfaction", "satisfaction")
+            return [
+                LikertAnswer(
+                    t_ns=t,
+                    participant=p,
+                    tool=step.tool,
+                    task=step.task,
+                    difficulty=difficulty,
+                    satisfaction=satisfaction,
+                )
+            ]
+        if step.kind == "sus":
+            assert step.tool is not None
+            items = [_scale(form, f"sus{i}", f"SUS item {i}") for i in range(1, 11)]
+            return [SusAnswer(t_ns=t, participant=p, tool=step.tool, items=items)]
+        # free_text: the last questions; the session is finished with it
+        texts = {question.id: _text(form, question.id) for question in q.free_text}
+        return [FreeText(t_ns=t, participant=p, answers=texts), Finished(t_ns=t, participant=p)]
+
+    # -- the observer ------------------------------------------------------------------
+
+    def observe(
+        self,
+        participant: str,
+        tool: str,
+        task: str,
+        success: bool,
+        failure: int | None,
+        note: str,
+    ) -> None:
+        """Record (or correct: the latest counts) the observer's verdict on one task."""
+        if participant not in self.spec.participants:
+            raise AnswerError(
+                f"{participant[:60]!r} is not a participant",
+                where="participant",
+                fix="choose a participant of the study",
+            )
+        tools = {t.id: t for t in self.spec.tools}
+        if tool not in tools:
+            raise AnswerError(
+                f"{tool[:60]!r} is not a tool of the study",
+                where="tool",
+                fix=f"choose one of: {', '.join(tools)}",
+            )
+        tasks = [k.id for k in tools[tool].tasks]
+        if task not in tasks:
+            raise AnswerError(
+                f"{task[:60]!r} is not a task of {tool}",
+                where="task",
+                fix=f"choose one of: {', '.join(tasks)}",
+            )
+        if failure is not None and (isinstance(failure, bool) or not 1 <= failure <= 5):
+            raise AnswerError(
+                f"the failure scale is {failure!r}, outside 1 to 5",
+                where="failure",
+                fix="choose 1 (success) to 5 (failed), or leave it empty",
+            )
+        if len(note) > MAX_NOTE:
+            raise AnswerError(
+                f"the note is {len(note)} characters long; at most {MAX_NOTE} are kept",
+                where="note",
+                fix="shorten the note",
+            )
+        record = Observation(
+            t_ns=now_ns(),
+            source="observer",
+            participant=participant,
+            tool=tool,
+            task=task,
+            success=bool(success),
+            failure=failure,
+            note=note,
+        )
+        with self._lock:
+            self._append(record)
+
+    def overview(self) -> list[ParticipantProgress]:
+        """Every declared participant's progress, link and observations, in spec order."""
+        out = []
+        with self._lock:
+            for p in self.spec.participants:
+                view = self._session(p)
+                out.append(
+                    ParticipantProgress(
+                        participant=p,
+                        link_active=p in self._link_of,
+                        started=view is not None,
+                        index=view.index if view else 0,
+                        total=view.total if view else 0,
+                        step=view.step if view else None,
+                        finished=view.finished if view else False,
+                        observations=dict(self._observations.get(p, {})),
+                    )
+                )
+        return out
