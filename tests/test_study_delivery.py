@@ -394,6 +394,7 @@ def test_the_observer_records_and_corrects_verdicts(run: Path) -> None:
         (("nobody", "ahe", "submit", True, None, ""), "participant"),
         (("p00", "gui", "submit", True, None, ""), "tool"),
         (("p00", "ahe", "install", True, None, ""), "task"),
+        (("p00", "ahe", "submit", "false", None, ""), "success"),
         (("p00", "ahe", "submit", False, 6, ""), "failure"),
         (("p00", "ahe", "submit", False, 0, ""), "failure"),
         (("p00", "ahe", "submit", False, 3, "n" * 5001), "note"),

@@ -383,6 +383,13 @@ class StudyDelivery:
                 where="task",
                 fix=f"choose one of: {', '.join(tasks)}",
             )
+        if not isinstance(success, bool):
+            # a form's "false" is a true string: the page must send a real yes/no
+            raise AnswerError(
+                f"success is {success!r}, not yes or no",
+                where="success",
+                fix="choose success or failure",
+            )
         if failure is not None and (isinstance(failure, bool) or not 1 <= failure <= 5):
             raise AnswerError(
                 f"the failure scale is {failure!r}, outside 1 to 5",
@@ -401,7 +408,7 @@ class StudyDelivery:
             participant=participant,
             tool=tool,
             task=task,
-            success=bool(success),
+            success=success,
             failure=failure,
             note=note,
         )
