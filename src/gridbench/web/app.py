@@ -60,6 +60,7 @@ from gridbench.web.security import (
     make_middleware,
 )
 from gridbench.web.spec_form import fields as form_fields
+from gridbench.web.study_pages import mount_study
 
 CSV_NAME = re.compile(r"^[a-z0-9_]{1,64}\.csv$")
 DOWNLOADS = ("metrics.json", "report.json", "spec.yaml", "plan.json", "experiment.json")
@@ -318,6 +319,9 @@ def create_app(cfg: WebConfig) -> FastAPI:
 
     def not_found(request: Request, what: str) -> HTMLResponse:
         return page(request, "error.html", 404, title="Not found", message=what)
+
+    # the study's participant, admin and observer pages (web/study_pages.py)
+    mount_study(app, cfg.root, page)
 
     # -- assets ------------------------------------------------------------------------
     @app.get("/vendor/plotly.min.js")

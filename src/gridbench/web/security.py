@@ -200,7 +200,9 @@ def make_middleware(policy: AccessPolicy) -> Callable[[Request, Endpoint], Await
         if policy.allowed_hosts and host not in policy.allowed_hosts:
             return _secure(PlainTextResponse("unexpected Host header", status_code=400))
         path = request.url.path
-        public = path.startswith("/static/") or path == "/login"
+        # a participant's study link (/p/<run>/<secret>) is its own credential: the
+        # route checks the secret, and CSRF below still applies to its posts
+        public = path.startswith(("/static/", "/p/")) or path == "/login"
         if not public and not policy.authorised(request):
             if request.method == "GET" and "text/html" in request.headers.get("accept", ""):
                 return _secure(RedirectResponse("/login", status_code=303))
