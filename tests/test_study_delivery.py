@@ -390,7 +390,7 @@ def test_the_observer_records_and_corrects_verdicts(run: Path) -> None:
     }
     assert latest["p01"] == {}
     size = log_path(run).stat().st_size
-    for args, where in [
+    bad: list[tuple[tuple[Any, ...], str]] = [
         (("nobody", "ahe", "submit", True, None, ""), "participant"),
         (("p00", "gui", "submit", True, None, ""), "tool"),
         (("p00", "ahe", "install", True, None, ""), "task"),
@@ -398,7 +398,8 @@ def test_the_observer_records_and_corrects_verdicts(run: Path) -> None:
         (("p00", "ahe", "submit", False, 6, ""), "failure"),
         (("p00", "ahe", "submit", False, 0, ""), "failure"),
         (("p00", "ahe", "submit", False, 3, "n" * 5001), "note"),
-    ]:
+    ]
+    for args, where in bad:
         with pytest.raises(AnswerError) as info:
             d.observe(*args)
         assert info.value.where == where
