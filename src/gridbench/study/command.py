@@ -1,0 +1,440 @@
+"""``gridbench study``: validate, plan, serve, import and report usability studies
+(docs/study.md).
+
+Exit codes as for every family: 0 ok, 2 bad input (the spec, a CSV), 3 a failure of the
+machine (a disk that refuses a write), 130 interrupted. Analysis and reports go through
+the generic path (``Ui.analyze_and_show``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from gridbench.cliargs import add_results_arg, add_run_arg, add_serve_args, add_spec_args
+from gridbench.errors import EXIT_OK, GridbenchError, ResultsError, SpecError
+from gridbench.family import Ui
+from gridbench.fmt import safe_markup
+from gridbench.study.model import StudySpec
+
+_EPILOG_VALIDATE = """examples:
+  gridbench study validate examples/study-ahe.yaml
+  gridbench study validate my-study.yaml --set analysis.alpha=0.01"""
+_EPILOG_PLAN = """examples:
+  gridbench study plan examples/study-ahe.yaml
+  gridbench study plan examples/study-ahe.yaml --json"""
+_EPILOG_IMPORT = """The CSV's generic layout (docs/study.md): one row per participant and tool;
+columns participant, tool, sus1..sus10, and per task any of <task>_time_s, <task>_success,
+<task>_difficulty, <task>_satisfaction, <task>_failure. The spec's import: block maps a
+survey tool's own headers onto these names. Every problem is listed with its row and
+column, and nothing is imported until there are none.
+
+examples:
+  gridbench study import examples/study-ahe.yaml --responses examples/study-responses.csv
+  gridbench study import examples/study-import.yaml --responses examples/study-export.csv \\
+      --survey examples/study-install.csv --out results/xtreemos-2009"""
+_EPILOG_SERVE = """Each participant gets a personal link, printed here once and never stored (the
+log keeps only its hash): hand each person their own. The admin and observer pages need
+the dashboard's token when served off loopback; participant links do not.
+
+examples:
+  gridbench study serve examples/study-ahe.yaml
+  gridbench study serve --run latest                 # reopen: issued links keep working
+  gridbench study serve --run latest --new-links     # new links, the old ones revoked
+  GB_TOKEN=... gridbench study serve my-study.yaml --host 0.0.0.0 --token-env GB_TOKEN"""
+
+
+def cmd_validate(args: argparse.Namespace, ui: Ui) -> int:
+    from gridbench.study.importer import check_mapping
+    from gridbench.study.load import load_study_spec
+
+    spec, _ = load_study_spec(args.spec, args.set)
+    check_mapping(spec)
+    tasks = sum(len(t.tasks) for t in spec.tools)
+    ui.console.print(
+        f"[green]ok[/]: {safe_markup(args.spec)} is a valid study spec "
+        f"({len(spec.tools)} tools, {tasks} timed tasks per participant, "
+        f"{len(spec.participants)} participants, {len(spec.comparisons)} comparisons)"
+    )
+    for tool in spec.tools:
+        ui.console.print(
+            f"  tool {safe_markup(tool.id)}: {safe_markup(tool.title)}; tasks "
+            + ", ".join(safe_markup(t.id) for t in tool.tasks)
+        )
+    for c in spec.comparisons:
+        side = {"a": f"{c.a} better", "b": f"{c.b} better", "either": "two-sided"}[c.better]
+        ui.console.print(
+            f"  compare {safe_markup(c.a)} vs {safe_markup(c.b)} ({safe_markup(side)}): "
+            + ", ".join(c.metrics)
+        )
+    q = spec.questionnaires
+    parts = [
+        n
+        for n, on in (("SUS", q.sus), ("Likert", q.likert), ("failure scale", q.failure_scale))
+        if on
+    ]
+    parts += [f"{len(q.background)} background questions", f"{len(q.free_text)} free-text"]
+    ui.console.print("  questionnaires: " + ", ".join(parts))
+    if not spec.participants:
+        ui.console.print(
+            "  [yellow]no participants declared[/]: fine for an import; "
+            "'study serve' needs participants: to issue links"
+        )
+    return EXIT_OK
+
+
+def plan_document(spec: StudySpec) -> dict[str, Any]:
+    """The counterbalanced design as data: the square and each participant's orders."""
+    from gridbench.study.design import balanced_latin_square, session_order
+
+    tools = [t.id for t in spec.tools]
+    square = (
+        balanced_latin_square(len(tools)) if spec.order.latin_square else [list(range(len(tools)))]
+    )
+    people = []
+    for who in spec.participants:
+        order = session_order(spec, who)
+        people.append(
+            {
+                "participant": who,
+                "square_row": order.square_row,
+                "tools": order.tool_order,
+                "tasks": order.task_order,
+            }
+        )
+    return {
+        "name": spec.name,
+        "tools": tools,
+        "latin_square": spec.order.latin_square,
+        "shuffle_tasks": spec.order.shuffle_tasks,
+        "seed": spec.order.seed,
+        "square": [[tools[i] for i in row] for row in square],
+        "participants": people,
+    }
+
+
+def cmd_plan(args: argparse.Namespace, ui: Ui) -> int:
+    from gridbench.study.load import load_study_spec
+    from gridbench.testplan import plan_table
+
+    spec, _ = load_study_spec(args.spec, args.set)
+    doc = plan_document(spec)
+    if args.json:
+        print(json.dumps(doc, indent=1))
+        return EXIT_OK
+    if spec.plan is not None:
+        declared = plan_table(spec.plan)
+        t = Table(title=f"test plan: {safe_markup(spec.name)}")
+        for column in declared.columns:
+            t.add_column(column.title)
+        for row in declared.rows:
+            t.add_row(*(safe_markup(str(x)) for x in row))
+        ui.console.print(t)
+    square = doc["square"]
+    what = "balanced Latin square (Williams)" if spec.order.latin_square else "fixed order"
+    t = Table(title=f"tool order: {what}, {len(square)} rows")
+    t.add_column("row", justify="right")
+    for i in range(len(doc["tools"])):
+        t.add_column(f"{i + 1}.")
+    for i, row in enumerate(square):
+        t.add_row(str(i), *(safe_markup(x) for x in row))
+    ui.console.print(t)
+    if not doc["participants"]:
+        ui.console.print(
+            "no participants declared: each gets the next row in the order of participants:"
+        )
+        return EXIT_OK
+    shuffled = spec.order.shuffle_tasks
+    t = Table(title="participants")
+    for col in ("participant", "row", "tool order", *(("task order",) if shuffled else ())):
+        t.add_column(col, justify="right" if col == "row" else "left")
+    for p in doc["participants"]:
+        cells = [safe_markup(p["participant"]), str(p["square_row"])]
+        cells.append(safe_markup(" -> ".join(p["tools"])))
+        if shuffled:
+            tasks = "; ".join(f"{tool}: {', '.join(p['tasks'][tool])}" for tool in p["tools"])
+            cells.append(safe_markup(tasks))
+        t.add_row(*cells)
+    ui.console.print(t)
+    rows = len(square)
+    n = len(doc["participants"])
+    if n % rows:
+        ui.console.print(
+            f"[yellow]{n} participants over {rows} rows[/]: the square is balanced only with "
+            f"a multiple of {rows} participants"
+        )
+    ui.console.print(
+        f"tasks shuffled within each tool (seed {spec.order.seed}, recorded per session)"
+        if shuffled
+        else "tasks in the order the spec declares them (order.shuffle_tasks: false)"
+    )
+    return EXIT_OK
+
+
+def cmd_import(args: argparse.Namespace, ui: Ui) -> int:
+    from gridbench.study.importer import import_responses
+    from gridbench.study.load import load_study_spec
+    from gridbench.study.records import append
+    from gridbench.study.runs import create_study_run, discard_run, mark_complete
+
+    spec, data = load_study_spec(args.spec, args.set)
+    responses = Path(args.responses)
+    survey = Path(args.survey) if args.survey else None
+    # everything is read and checked before the run folder exists: a bad CSV leaves none
+    result = import_responses(
+        spec, responses, survey_csv=survey, accept_low_sus=args.accept_low_sus
+    )
+    if not result.records:
+        raise GridbenchError(
+            "the CSV holds no answers",
+            where=str(responses),
+            fix="give the export with its data rows (docs/study.md, generic layout)",
+        )
+    for w in result.warnings[:50]:
+        ui.err_console.print(f"[yellow]warning[/]: {safe_markup(w)}")
+    if len(result.warnings) > 50:
+        ui.err_console.print(f"[yellow]warning[/]: ... and {len(result.warnings) - 50} more")
+    run = create_study_run(
+        ui.results_root(args),
+        spec,
+        data,
+        delivery="import",
+        out=Path(args.out) if args.out else None,
+        participants=None if spec.participants else len(result.participants),
+    )
+    try:
+        for record in result.records:
+            append(run.path, record)
+        mark_complete(
+            run,
+            imported={
+                "responses": responses.name,
+                "survey": survey.name if survey else None,
+                "rows": result.rows,
+                "records": len(result.records),
+                "warnings": list(result.warnings[:200]),
+            },
+        )
+    except (OSError, GridbenchError) as exc:
+        discard_run(run)  # half an import is worse than none: nothing is left behind
+        raise ResultsError(
+            f"the imported records could not be written: {exc}",
+            where=str(run.path),
+            fix="free disk space or fix the folder's permissions, then import again",
+        ) from None
+    ui.console.print(
+        f"imported {len(result.records)} records ({len(result.participants)} participants, "
+        f"{result.rows} rows) into [cyan]{safe_markup(run.path)}[/]"
+    )
+    return ui.analyze_and_show(run.path)
+
+
+def _url_host(host: str) -> str:
+    if host in ("0.0.0.0", "::", ""):
+        host = socket.gethostname()  # a wildcard is no address to give participants
+    return f"[{host}]" if ":" in host else host
+
+
+def _check_serve(args: argparse.Namespace) -> None:
+    """What would make the server refuse to start, checked before a run is created."""
+    from gridbench.net import is_loopback
+
+    if not is_loopback(args.host) and not (args.token_env or args.token_file):
+        raise GridbenchError(
+            f"refusing to serve on {args.host} without an access token",
+            where="--host",
+            fix="keep the default 127.0.0.1 (use an SSH tunnel), or give --token-env VAR "
+            "or --token-file FILE",
+        )
+    try:
+        family, _, _, _, addr = socket.getaddrinfo(args.host, args.port, type=socket.SOCK_STREAM)[0]
+        with socket.socket(family, socket.SOCK_STREAM) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind(addr)
+    except (OSError, OverflowError) as exc:
+        raise GridbenchError(
+            f"cannot listen on {args.host}:{args.port}: {getattr(exc, 'strerror', None) or exc}",
+            where="--host/--port",
+            fix="choose another --port, or stop the server already using it",
+        ) from None
+
+
+def cmd_serve(args: argparse.Namespace, ui: Ui) -> int:
+    from gridbench.store.catalogue import resolve_run
+    from gridbench.study.delivery import StudyDelivery
+    from gridbench.study.load import load_study_spec
+    from gridbench.study.runs import create_study_run
+
+    if (args.spec is None) == (args.run is None):
+        raise GridbenchError(
+            "give a study spec or --run RUN (not both)",
+            where="gridbench study serve",
+            fix="gridbench study serve SPEC   or   gridbench study serve --run latest",
+        )
+    _check_serve(args)
+    root = ui.results_root(args)
+    if args.spec is not None:
+        spec, data = load_study_spec(args.spec, args.set)
+        if not spec.participants:
+            raise SpecError(
+                "a study delivered in the browser needs its participants declared",
+                where=f"{args.spec}: participants",
+                fix="list the participants' pseudonyms, e.g. participants: [P01, P02, P03]",
+            )
+        run = create_study_run(root, spec, data, delivery="browser")
+        delivery = StudyDelivery(run.path, spec)
+        fresh = True
+    else:
+        run = resolve_run(args.run, root)
+        experiment = run.read_experiment()
+        if experiment.get("kind") != "study" or experiment.get("delivery") != "browser":
+            raise ResultsError(
+                "not a study delivered in the browser",
+                where=str(run.path),
+                fix="give a run made by 'gridbench study serve SPEC' (see 'gridbench list')",
+            )
+        root = run.path.parent  # the server must serve the folder the run is in
+        args.results = str(root)
+        delivery = StudyDelivery.open(run.path)
+        fresh = args.new_links
+    base = f"http://{_url_host(args.host)}:{args.port}"
+    ui.console.print(f"study [bold]{safe_markup(delivery.spec.name)}[/]: run {safe_markup(run.id)}")
+    if fresh:
+        ui.console.print(
+            "personal links (shown once, never stored: give each participant their own; "
+            "'--run ... --new-links' replaces them all):"
+        )
+        for who in delivery.spec.participants:
+            secret = delivery.issue_link(who)
+            ui.console.print(f"  {who}  {base}/p/{run.id}/{secret}", markup=False, soft_wrap=True)
+    else:
+        ui.console.print(
+            "the links issued before keep working ('--new-links' issues new ones and revokes them)"
+        )
+    ui.console.print(f"admin page:    {base}/studies/{run.id}", markup=False, soft_wrap=True)
+    ui.console.print(
+        f"observer page: {base}/studies/{run.id}/observer", markup=False, soft_wrap=True
+    )
+    ui.console.file.flush()
+    return ui.serve(args)
+
+
+def cmd_report(args: argparse.Namespace, ui: Ui) -> int:
+    """Same as ``gridbench report RUN``, kept under ``study`` for the habit."""
+    from gridbench.store.catalogue import resolve_run
+
+    return ui.analyze_and_show(resolve_run(args.run, ui.results_root(args)).path, as_json=args.json)
+
+
+def _spec_args(p: argparse.ArgumentParser) -> None:
+    add_spec_args(
+        p,
+        what="study spec (YAML), see docs/study.md and examples/study-*.yaml",
+        example="--set analysis.alpha=0.01",
+    )
+
+
+def _parser(
+    nsub: argparse._SubParsersAction[Any], name: str, text: str, epilog: str
+) -> argparse.ArgumentParser:
+    p: argparse.ArgumentParser = nsub.add_parser(
+        name,
+        help=text,
+        description=text[0].upper() + text[1:] + ".",
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    return p
+
+
+def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
+    """Add ``gridbench study`` and its subcommands."""
+    p = sub.add_parser(
+        "study",
+        help="usability studies: deliver in the browser or import a survey export; paired tests",
+        description="Usability studies as the seeds ran them: timed tasks with Start/Stop, SUS "
+        "after each tool, Likert difficulty and satisfaction, an observer's verdicts, a "
+        "counterbalanced order; delivered in the browser with personal links and an "
+        "append-only log, or imported from a survey tool's CSV; analysed with paired "
+        "t-tests, effect sizes and a power analysis. See docs/study.md.",
+    )
+    nsub = p.add_subparsers(dest="study_action", required=True, metavar="ACTION")
+
+    q = _parser(
+        nsub,
+        "validate",
+        "check a study spec and report every problem with its line",
+        _EPILOG_VALIDATE,
+    )
+    _spec_args(q)
+    q.set_defaults(func=lambda a, f=cmd_validate: f(a, ui))
+
+    q = _parser(
+        nsub,
+        "plan",
+        "show the test plan and the counterbalanced order each participant gets",
+        _EPILOG_PLAN,
+    )
+    _spec_args(q)
+    q.add_argument("--json", action="store_true", help="print the design as JSON")
+    q.set_defaults(func=lambda a, f=cmd_plan: f(a, ui))
+
+    q = _parser(
+        nsub,
+        "import",
+        "import a survey tool's CSV export into a study run, then analyse it",
+        _EPILOG_IMPORT,
+    )
+    _spec_args(q)
+    q.add_argument(
+        "--responses", required=True, metavar="CSV", help="the responses (generic layout or mapped)"
+    )
+    q.add_argument(
+        "--survey",
+        metavar="CSV",
+        help="install/configuration survey answers (spec: install_survey)",
+    )
+    q.add_argument(
+        "--out",
+        metavar="RUN_DIR",
+        help="the run folder to create (absent or empty), as 'gridbench ingest --out'; "
+        "default: a new folder under the results root named after the study",
+    )
+    q.add_argument(
+        "--accept-low-sus",
+        action="store_true",
+        help="keep SUS rows that look answered on a flipped scale (a participant who truly "
+        "rated the tool 25 or less); each is listed as a warning",
+    )
+    add_results_arg(q)
+    q.set_defaults(func=lambda a, f=cmd_import: f(a, ui))
+
+    q = _parser(
+        nsub,
+        "serve",
+        "deliver a study in the browser: personal links, observer page, the dashboard",
+        _EPILOG_SERVE,
+    )
+    q.add_argument("spec", nargs="?", help="study spec (YAML): creates a new study run")
+    q.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="override a spec field"
+    )
+    q.add_argument("--run", metavar="RUN", help="reopen a study run (directory, id or 'latest')")
+    q.add_argument(
+        "--new-links",
+        action="store_true",
+        help="with --run: issue every participant a new link (the old ones stop working)",
+    )
+    add_serve_args(q)
+    q.set_defaults(func=lambda a, f=cmd_serve: f(a, ui))
+
+    q = _parser(nsub, "report", "re-analyse a study run and rewrite its reports", "")
+    add_run_arg(q)
+    add_results_arg(q)
+    q.add_argument("--json", action="store_true", help="print the metrics as JSON")
+    q.set_defaults(func=lambda a, f=cmd_report: f(a, ui))

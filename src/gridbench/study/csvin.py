@@ -1,0 +1,156 @@
+"""Reading a foreign CSV export for ``gridbench study import``: bounded, strict UTF-8 (a
+BOM is fine), headers renamed onto the generic layout, and every problem collected with
+its CSV row (the header is row 1) and column, to be reported together."""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gridbench.errors import GridbenchError
+
+#: A survey export of a few hundred participants is kilobytes; this is a generous bound.
+MAX_CSV_BYTES = 16 * 1024 * 1024
+#: Problems listed in the message; the rest are counted.
+SHOWN_PROBLEMS = 20
+
+
+class ImportProblems(GridbenchError):
+    """A CSV with problems: ``problems`` holds every (row, column, problem)."""
+
+    def __init__(self, path: str, problems: list[tuple[int, str, str]]) -> None:
+        lines = [f"row {r}, column {c}: {p}" for r, c, p in problems[:SHOWN_PROBLEMS]]
+        if len(problems) > SHOWN_PROBLEMS:
+            lines.append(f"... and {len(problems) - SHOWN_PROBLEMS} more")
+        n = len(problems)
+        super().__init__(
+            f"{n} problem{'s' if n != 1 else ''} in the CSV; nothing was imported:\n    "
+            + "\n    ".join(lines),
+            where=path,
+            fix="correct those cells (or the spec's import: mapping, docs/study.md) and "
+            "import again",
+        )
+        self.problems = problems
+
+
+@dataclass
+class Problems:
+    """Problems found so far in one file."""
+
+    path: str
+    found: list[tuple[int, str, str]] = field(default_factory=list)
+
+    def add(self, row: int, column: str, problem: str) -> None:
+        """One problem at CSV ``row`` (header = 1) and ``column`` (as the file names it)."""
+        self.found.append((row, column, problem))
+
+    def raise_if_any(self) -> None:
+        """Raise :class:`ImportProblems` listing every problem, rows in order."""
+        if self.found:
+            raise ImportProblems(self.path, sorted(self.found, key=lambda p: p[0]))
+
+
+@dataclass(frozen=True)
+class CsvTable:
+    """A CSV's data rows keyed by generic column names."""
+
+    columns: tuple[str, ...]  # generic names, in file order
+    headers: Mapping[str, str]  # generic name -> the header in the file
+    rows: tuple[tuple[int, dict[str, str]], ...]  # (CSV row number, generic name -> cell)
+    renamed: Mapping[str, str]  # generic name -> export header, as the spec maps them
+
+    def label(self, col: str) -> str:
+        """How to name generic column ``col`` in a message: the file's header, with the
+        generic name beside it when the spec renamed it."""
+        header = self.headers.get(col) or self.renamed.get(col, col)
+        return header if header == col else f"{header!r} ({col})"
+
+
+def _read_text(path: Path) -> str:
+    """The file's text: at most :data:`MAX_CSV_BYTES`, strict UTF-8, a BOM dropped."""
+    try:
+        with path.open("rb") as fh:
+            if os.fstat(fh.fileno()).st_size > MAX_CSV_BYTES:
+                raise GridbenchError(
+                    f"the CSV is larger than {MAX_CSV_BYTES // 2**20} MiB",
+                    where=str(path),
+                    fix="a survey export is small: check that this is the right file",
+                )
+            data = fh.read(MAX_CSV_BYTES + 1)
+    except FileNotFoundError:
+        raise GridbenchError(
+            "file not found", where=str(path), fix="give the CSV export's path"
+        ) from None
+    except IsADirectoryError:
+        raise GridbenchError(
+            "a directory, not a CSV file", where=str(path), fix="give the CSV file"
+        ) from None
+    if len(data) > MAX_CSV_BYTES:
+        raise GridbenchError(
+            "the CSV grew while it was read", where=str(path), fix="import a finished export"
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise GridbenchError(
+            f"not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start}",
+            where=f"{path}: line {line}",
+            fix="export the CSV as UTF-8 (most survey tools offer it), or convert it: "
+            "iconv -f latin1 -t utf-8",
+        ) from None
+    return text.removeprefix("\ufeff")
+
+
+def read_csv(path: Path, delimiter: str, rename: Mapping[str, str]) -> CsvTable:
+    """Read ``path`` with ``delimiter``; headers named in ``rename`` (generic name ->
+    export header) take their generic name. A bad header raises :class:`ImportProblems`;
+    rows with more cells than the header are reported the same way."""
+    text = _read_text(path)
+    problems = Problems(str(path))
+    back = {header: generic for generic, header in rename.items()}
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    rows: list[tuple[int, dict[str, str]]] = []
+    columns: list[str] = []
+    headers: dict[str, str] = {}
+    try:
+        header = next(reader, None)
+        if header is None:
+            raise GridbenchError(
+                "the CSV is empty", where=str(path), fix="give the export with its header row"
+            )
+        for raw in header:
+            name = raw.strip()
+            generic = back.get(name, name)
+            if not name:
+                continue
+            if generic in headers:
+                problems.add(
+                    1,
+                    repr(name),
+                    f"a second column named {generic!r} "
+                    f"(first: column {columns.index(generic) + 1})",
+                )
+            columns.append(generic)
+            headers[generic] = name
+        keys = [back.get(h.strip(), h.strip()) for h in header]
+        for n, cells in enumerate(reader, 2):
+            if not any(c.strip() for c in cells):
+                continue  # blank lines (a trailing newline, a spacer row)
+            if len(cells) > len(keys) and any(c.strip() for c in cells[len(keys) :]):
+                problems.add(
+                    n, f"{len(keys) + 1}", f"the row has {len(cells)} cells, the header {len(keys)}"
+                )
+            rows.append((n, {k: c.strip() for k, c in zip(keys, cells, strict=False) if k}))
+    except csv.Error as exc:
+        raise GridbenchError(
+            f"not readable as CSV: {exc}",
+            where=f"{path}: line {reader.line_num}",
+            fix=f"check the quoting near that line (delimiter {delimiter!r}: import.delimiter)",
+        ) from None
+    problems.raise_if_any()
+    return CsvTable(tuple(columns), headers, tuple(rows), dict(rename))

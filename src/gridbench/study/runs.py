@@ -1,0 +1,68 @@
+"""A study run in the results store: the folder, its spec.yaml and experiment.json.
+
+Delivery in the browser and import both start here; what happens after lives in the
+append-only log (study.jsonl, :mod:`gridbench.study.records`).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any, Literal
+
+from gridbench.errors import ResultsError
+from gridbench.specload import dump_yaml
+from gridbench.store.layout import RunDir, now_iso, write_text_atomic
+from gridbench.study.model import StudySpec
+
+Delivery = Literal["browser", "import"]
+
+
+def create_study_run(
+    root: Path,
+    spec: StudySpec,
+    data: dict[str, Any],
+    *,
+    delivery: Delivery,
+    out: Path | None = None,
+    participants: int | None = None,
+) -> RunDir:
+    """Create the run folder of a study: under ``root`` named after the spec (as every
+    family's runs are), or exactly ``out`` when given (``study import --out RUN_DIR``, as
+    ``gridbench ingest --out``: it must not exist or be empty). Browser delivery starts
+    "running"; an import is "complete" once its records are in (:func:`mark_complete`)."""
+    if out is None:
+        run = RunDir.create(root, spec.name)
+    else:
+        if out.is_symlink() or (out.exists() and (not out.is_dir() or any(out.iterdir()))):
+            raise ResultsError(
+                "output directory already exists and is not empty",
+                where=str(out),
+                fix="choose another --out, or remove the directory first",
+            )
+        (out / "trials").mkdir(parents=True, exist_ok=True)
+        run = RunDir(out)
+    write_text_atomic(run.spec_file, dump_yaml(data))
+    run.update_experiment(
+        id=run.id,
+        name=spec.name,
+        kind="study",
+        status="running",
+        created=now_iso(),
+        tools=[t.id for t in spec.tools],
+        delivery=delivery,
+        participants=len(spec.participants) if participants is None else participants,
+    )
+    return run
+
+
+def mark_complete(run: RunDir, **fields: Any) -> None:
+    """An imported study is complete once its records are in."""
+    run.update_experiment(status="complete", finished=now_iso(), **fields)
+
+
+def discard_run(run: RunDir) -> None:
+    """Remove a run folder this command just created and that holds nothing yet worth
+    keeping (an import whose records could not be written)."""
+    if not run.path.is_symlink() and run.path.is_dir():
+        shutil.rmtree(run.path)
