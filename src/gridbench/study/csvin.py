@@ -106,6 +106,21 @@ def _read_text(path: Path) -> str:
     return text.removeprefix("\ufeff")
 
 
+def _check_delimiter(header: list[str], delimiter: str, path: Path) -> None:
+    """A header read as one column that holds another usual separator: the wrong
+    delimiter (one clear error instead of every column reported missing)."""
+    if len(header) != 1:
+        return
+    other = next((d for d in (",", ";", "\t", "|") if d != delimiter and d in header[0]), None)
+    if other is not None:
+        raise GridbenchError(
+            f"the header is one column: the file seems separated by {other!r}, not {delimiter!r}",
+            where=f"{path}: line 1",
+            fix=f"set import.delimiter: {other!r} in the spec (it applies to every CSV the "
+            "import reads)",
+        )
+
+
 def read_csv(path: Path, delimiter: str, rename: Mapping[str, str]) -> CsvTable:
     """Read ``path`` with ``delimiter``; headers named in ``rename`` (generic name ->
     export header) take their generic name. A bad header raises :class:`ImportProblems`;
@@ -123,6 +138,7 @@ def read_csv(path: Path, delimiter: str, rename: Mapping[str, str]) -> CsvTable:
             raise GridbenchError(
                 "the CSV is empty", where=str(path), fix="give the export with its header row"
             )
+        _check_delimiter(header, delimiter, path)
         for raw in header:
             name = raw.strip()
             generic = back.get(name, name)
