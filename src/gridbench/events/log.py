@@ -20,6 +20,7 @@ import polars as pl
 
 from gridbench.errors import ResultsError
 from gridbench.events.model import EVENT_COLUMNS, EVENT_SCHEMA, Event
+from gridbench.store.records import drop_torn_tail
 from gridbench.store.safe_open import opened_store_file
 
 EVENTS_FILE = "events.csv"
@@ -32,7 +33,7 @@ class EventLog:
     def __init__(self, path: str | os.PathLike[str], *, batch_size: int = 256) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        _drop_torn_tail(self.path)
+        drop_torn_tail(self.path)
         new = not self.path.exists() or self.path.stat().st_size == 0
         self._fh = open(self.path, "a", encoding="utf-8", newline="")  # noqa: SIM115
         self._writer = csv.writer(self._fh, lineterminator="\n")
@@ -106,28 +107,6 @@ class EventLog:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _drop_torn_tail(path: Path) -> None:
-    """Cut a torn last line (a writer killed mid-line) before appending after it.
-
-    Readers ignore that fragment anyway; gluing a new row onto it would corrupt both.
-    """
-    if not path.exists():
-        return
-    size = path.stat().st_size
-    if size == 0:
-        return
-    with open(path, "rb+") as fh:
-        fh.seek(size - 1)
-        if fh.read(1) == b"\n":
-            return
-        # scan back for the last complete line (rows are short; read a bounded tail)
-        start = max(0, size - 1024 * 1024)
-        fh.seek(start)
-        tail = fh.read()
-        cut = tail.rfind(b"\n")
-        fh.truncate(start + cut + 1 if cut >= 0 else start)
 
 
 def empty_events() -> pl.DataFrame:

@@ -13,29 +13,68 @@ from typing import Any
 from gridbench.errors import ResultsError
 from gridbench.store.safe_open import CAPS, parse_json, read_store_text, refuse_links
 
+TAIL_SCAN_BYTES = 1024 * 1024
+
 
 def append_record(path: Path, obj: Any) -> None:
-    """Append one JSON line and fsync it (results survive a crash); never through a link."""
+    """Append one JSON line and fsync it (results survive a crash); never through a link.
+    A torn last line (a writer killed mid-line, so never acknowledged) is cut first:
+    gluing a new line onto it would corrupt both."""
     refuse_links(path)
-    with path.open("a", encoding="utf-8") as fh:
-        fh.write(json.dumps(obj, default=str) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
+    data = (json.dumps(obj, default=str) + "\n").encode("utf-8")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o644)
+    try:
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            _cut_torn_tail(fd, size)
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def drop_torn_tail(path: Path) -> None:
+    """Cut a torn last line of ``path`` (see :func:`append_record`); no file, no change."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return
+    try:
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            _cut_torn_tail(fd, size)
+    finally:
+        os.close(fd)
+
+
+def _cut_torn_tail(fd: int, size: int) -> None:
+    start = max(0, size - TAIL_SCAN_BYTES)  # lines are short: scan a bounded tail
+    tail = os.pread(fd, size - start, start)
+    cut = tail.rfind(b"\n")
+    os.ftruncate(fd, start + cut + 1 if cut >= 0 else start)
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
     """The objects of one record file; a missing file holds none, a bad line is an error
     naming file and line. Read through :mod:`gridbench.store.safe_open` (no link, bounded,
-    strict UTF-8, hostile JSON refused)."""
+    strict UTF-8, hostile JSON refused). A torn last line (no newline, not JSON) was never
+    acknowledged by its writer and is left out."""
     try:
         text = read_store_text(path, cap=CAPS["records"])
     except FileNotFoundError:
         return []
-    fix = "a crash may have cut the line: delete it, then 'gridbench report RUN'"
+    fix = "the line is damaged: restore it from a copy, or delete it and say so in the notes"
     out = []
-    for i, line in enumerate(text.splitlines(), 1):
+    lines = text.splitlines()
+    torn = not text.endswith("\n")  # a writer killed mid-line: that line was never acknowledged
+    for i, line in enumerate(lines, 1):
         if not line.strip():
             continue
+        if torn and i == len(lines):
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                break
         obj = parse_json(line, f"{path}:{i}", fix=fix)
         if not isinstance(obj, dict):
             raise ResultsError("a line is not a JSON object", where=f"{path}:{i}", fix=fix)
