@@ -498,3 +498,22 @@ def test_damage_inside_the_log_is_one_clear_error(run: Path) -> None:
     assert info.value.where.endswith("study.jsonl:1")
     assert info.value.fix and "delete" in info.value.fix
     assert "Traceback" not in str(info.value)
+
+
+def test_open_needs_the_runs_spec(run: Path) -> None:
+    with pytest.raises(ResultsError, match=r"no spec\.yaml") as info:
+        StudyDelivery.open(run)
+    assert info.value.fix
+
+
+def test_view_and_act_do_not_reread_the_log(run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    d = engine(run)
+
+    def no_reads(_: Path) -> list[Any]:
+        raise AssertionError("the log was read again")
+
+    monkeypatch.setattr(log_module, "read_log", no_reads)
+    walk(d, "p00")
+    assert d.view("p00").finished
+    monkeypatch.undo()
+    assert len(mine(run, "p00")) == 19
