@@ -22,8 +22,8 @@ Ident = Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,39}$")]
 Better = Literal["a", "b", "either"]
 Correction = Literal["holm", "bonferroni", "fdr_bh", "none"]
 #: The five per-tool metrics a comparison tests (the seed's Table 2 rows).
-METRICS = ("sus", "time", "failure", "difficulty", "satisfaction")
 Metric = Literal["sus", "time", "failure", "difficulty", "satisfaction"]
+METRICS: tuple[Metric, ...] = ("sus", "time", "failure", "difficulty", "satisfaction")
 
 
 class _Strict(BaseModel):
@@ -95,6 +95,10 @@ class Questionnaires(_Strict):
     free_text: list[Question] = Field(default_factory=_default_free_text)
 
 
+def _all_metrics() -> list[Metric]:
+    return list(METRICS)
+
+
 class Comparison(_Strict):
     """A paired comparison of two tools used by the same participants."""
 
@@ -103,7 +107,7 @@ class Comparison(_Strict):
     better: Better = Field(
         default="a", description="the hypothesis: a is better, b is better, or either"
     )
-    metrics: list[Metric] = Field(default_factory=lambda: list(METRICS), min_length=1)
+    metrics: list[Metric] = Field(default_factory=_all_metrics, min_length=1)
 
 
 class Order(_Strict):
