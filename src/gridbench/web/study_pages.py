@@ -367,6 +367,11 @@ def mount_study(app: FastAPI, root: Path, page: PageFn) -> None:
                 return show_step(request, delivery.spec, view, here, 422, _error(exc), fields)
         return RedirectResponse(here, status_code=303)
 
+    @app.api_route("/p/{rest:path}", methods=["GET", "POST"], response_class=HTMLResponse)
+    def participant_other(request: Request, rest: str) -> HTMLResponse:
+        """Any other path under /p/: the same answer as a forged link."""
+        return invalid(request)
+
     def admin_page(
         request: Request, rid: str, run: RunDir, status: int = 200, **extra: Any
     ) -> HTMLResponse:
