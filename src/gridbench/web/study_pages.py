@@ -269,7 +269,7 @@ def observer_context(delivery: StudyDelivery) -> dict[str, Any]:
             {
                 "p": p,
                 "label": step_label(spec, p.step),
-                "active": p.started and not p.finished,
+                "open": p.started,
                 "tasks": tasks,
             }
         )
