@@ -80,6 +80,12 @@ class ComparisonTest(OpenModel):
     dz_ci95: list[Num] | None = None
 
 
+class PowerPoint(OpenModel):
+    effect_size: Num = None
+    n_required: Count = None
+    label: Text = None
+
+
 class Power(OpenModel):
     alpha: Num = None
     power: Num = None
@@ -91,6 +97,7 @@ class Power(OpenModel):
     enough: Flag = None
     seed_effect_for_27: Num = None
     seed_effect_range: list[Num] = []
+    curve: list[PowerPoint] = []
 
 
 class Participants(OpenModel):

@@ -245,6 +245,19 @@ def power_analysis(
         observed = _observed_effect(tests)
         effect, source = (observed, "observed") if observed is not None else (None, "none")
     need = n_required(effect, opts.alpha, opts.power, opts.tails) if effect is not None else None
+    seed_d = effect_for(SEED_N)
+    marks = [(0.2, "small (Cohen)"), (0.5, "medium (Cohen)"), (0.8, "large (Cohen)")]
+    marks.append((seed_d, f"gives the seed's {SEED_N} (one-tailed, power 0.8, alpha 0.05)"))
+    if effect is not None:
+        marks.append((abs(effect), f"this study's ({source})"))
+    curve = [
+        {
+            "effect_size": d,
+            "n_required": n_required(d, opts.alpha, opts.power, opts.tails),
+            "label": label,
+        }
+        for d, label in sorted(marks)
+    ]
     return {
         "alpha": opts.alpha,
         "power": opts.power,
@@ -254,8 +267,9 @@ def power_analysis(
         "n_required": need,
         "n_have": n_have,
         "enough": (n_have >= need) if need is not None else None,
-        "seed_effect_for_27": effect_for(SEED_N),
+        "seed_effect_for_27": seed_d,
         # every d_z in [lo, hi) gives exactly the seed's 27
         "seed_effect_range": [effect_for(SEED_N), effect_for(SEED_N - 1)],
         "seed_n": SEED_N,
+        "curve": curve,
     }

@@ -1,0 +1,379 @@
+"""The study's report as typed sections (:mod:`gridbench.sections`): the headline (each
+comparison's SUS, grade and p-value; the hypotheses that held or not; the cohort against
+the power analysis; validity flags), the evaluation summary, the seed's Tables 1 and 2,
+SUS per tool, the power analysis stated in words, the install survey and the charts. The
+generic renderers (terminal, HTML, CSV/JSON, dashboard) draw it.
+
+**Free text.** Participants' free text, background answers and the install complaints'
+text are shown as given (sections carry plain text; every renderer escapes it). With
+``free_text=False`` they are left out of every section *and* of the metrics carried into
+report.json (:func:`without_free_text`), so an export can be shared without them.
+
+One public entry, :func:`build_report`; the tables are in
+:mod:`gridbench.study.report_tables`, the charts in :mod:`gridbench.study.report_charts`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from gridbench.sections import (
+    EvaluationSummary,
+    Finding,
+    Headline,
+    Report,
+    Section,
+    Statements,
+    Status,
+    Table,
+)
+from gridbench.study.report_charts import charts
+from gridbench.study.report_tables import (
+    METRIC_SHORT,
+    background_table,
+    comparisons_table,
+    complaints_table,
+    fmt,
+    fmt2,
+    fmt_p,
+    free_text_table,
+    install_table,
+    listed,
+    num,
+    part,
+    power_table,
+    sus_table,
+    table1,
+    table2,
+    task_table,
+    title_of,
+    tools,
+    validity_table,
+)
+from gridbench.study.validity import STUDY_VALIDITY_RULES
+
+__all__ = ["build_report", "without_free_text"]
+
+
+def without_free_text(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``metrics`` without the participants' own words: free text, background
+    answers and the install complaints' text (their counts stay)."""
+    out = {k: v for k, v in metrics.items() if k not in ("free_text", "background")}
+    survey = metrics.get("install_survey")
+    if isinstance(survey, Mapping):
+        groups = [
+            {k: v for k, v in g.items() if k != "texts"}
+            for g in survey.get("complaints") or []
+            if isinstance(g, Mapping)
+        ]
+        out["install_survey"] = {**survey, "complaints": groups}
+    return out
+
+
+def build_report(
+    metrics: Mapping[str, Any],
+    *,
+    spec_yaml: str = "",
+    plan: Table | None = None,
+    not_tested: Sequence[str] = (),
+    experiment: Mapping[str, Any] | None = None,
+    free_text: bool = True,
+) -> Report:
+    """The report of a study run's checked ``metrics.json`` (``gridbench.study/1``).
+
+    ``spec_yaml`` and ``plan`` go to "how it was configured", ``not_tested`` to what is
+    left open, ``experiment`` (experiment.json) adds when the study ran. ``free_text``
+    False drops the participants' own words from the report and its exports."""
+    name = str(metrics.get("name") or "study")
+    exp = experiment or {}
+    data = dict(metrics) if free_text else without_free_text(metrics)
+    sections: list[Section | None] = [
+        _power_statements(metrics),
+        table1(metrics),
+        table2(metrics),
+        sus_table(metrics),
+        comparisons_table(metrics),
+        task_table(metrics),
+        power_table(metrics),
+        install_table(metrics),
+        _trend_statements(metrics),
+        complaints_table(metrics, with_text=free_text),
+        validity_table(metrics),
+        free_text_table(metrics) if free_text else None,
+        background_table(metrics) if free_text else None,
+        _notes_section(metrics, free_text),
+        *charts(metrics),
+    ]
+    return Report(
+        family="study",
+        title=f"{name} — gridbench study report",
+        headline=Headline(title=f"{name}: usability study", findings=tuple(_findings(metrics))),
+        summary=EvaluationSummary(
+            tested=tuple(_tested(metrics, exp)),
+            spec_yaml=spec_yaml,
+            plan=plan,
+            outcome=tuple(_outcome(metrics)),
+            left_open=tuple(_left_open(metrics)),
+            not_tested=tuple(not_tested),
+        ),
+        sections=tuple(s for s in sections if s is not None),
+        meta=f"{metrics.get('schema')} · {_people(metrics)}",
+        data=data,
+    )
+
+
+def _people(metrics: Mapping[str, Any]) -> str:
+    p = part(metrics, "participants")
+    return (
+        f"{p.get('with_data', 0)} participant(s) with data of {p.get('declared', 0)} declared, "
+        f"{p.get('finished', 0)} finished · {metrics.get('delivery') or 'unknown'} delivery"
+    )
+
+
+# -- the headline --------------------------------------------------------------------------
+
+
+def _sus_text(metrics: Mapping[str, Any], tool: str) -> str:
+    s = part(tools(metrics).get(tool, {}), "sus")
+    if num(s.get("mean")) is None:
+        return f"{title_of(metrics, tool)} SUS –"
+    return f"{title_of(metrics, tool)} SUS {fmt(s.get('mean'), 3)} ({s.get('grade')})"
+
+
+def _comparison_findings(metrics: Mapping[str, Any]) -> list[Finding]:
+    out = []
+    pairs = list(
+        dict.fromkeys(
+            (str(c.get("a")), str(c.get("b")), str(c.get("better")))
+            for c in listed(metrics, "comparisons")
+        )
+    )
+    for a, b, better in pairs:
+        tests = [c for c in listed(metrics, "comparisons") if (c.get("a"), c.get("b")) == (a, b)]
+        sus = next((c for c in tests if c.get("metric") == "sus"), None)
+        head = f"{_sus_text(metrics, a)} vs {_sus_text(metrics, b)}"
+        if sus is not None:
+            head += f": p = {fmt_p(sus.get('p'))}" if num(sus.get("p")) is not None else ": no test"
+        held = [str(c.get("metric")) for c in tests if c.get("significant") is True]
+        not_held = [str(c.get("metric")) for c in tests if c.get("significant") is not True]
+        winner = {"a": a, "b": b}.get(better)
+        claim = f"{title_of(metrics, winner)} better" if winner else "a difference (two-sided)"
+        on = ", ".join(METRIC_SHORT.get(m, m) for m in held) or "no metric"
+        evidence = f"hypothesis {claim}: significant on {on}"
+        if not_held:
+            evidence += f"; not on {', '.join(METRIC_SHORT.get(m, m) for m in not_held)}"
+        status: Status = "pass" if tests and not not_held else ("warn" if held else "fail")
+        out.append(Finding(status, head, evidence))
+    return out
+
+
+def _sus_findings(metrics: Mapping[str, Any]) -> list[Finding]:
+    out = []
+    for k, t in tools(metrics).items():
+        s = part(t, "sus")
+        if num(s.get("mean")) is None:
+            continue
+        out.append(
+            Finding(
+                "info",
+                f"{_sus_text(metrics, k)}, SD {fmt(s.get('sd'), 3)}, n = {s.get('n')}: "
+                f"{s.get('adjective')}, percentile {fmt(s.get('percentile'), 2)}",
+            )
+        )
+    return out
+
+
+def _power_finding(metrics: Mapping[str, Any]) -> Finding | None:
+    p = part(metrics, "power")
+    need = p.get("n_required")
+    if need is None:
+        return None
+    ok = p.get("enough") is True
+    return Finding(
+        "pass" if ok else "warn",
+        f"cohort: {p.get('n_have')} complete pairs, the power analysis asks for {need} "
+        f"(d_z {fmt(p.get('effect_size'), 2)}, {p.get('effect_from')})",
+    )
+
+
+def _status_finding(metrics: Mapping[str, Any]) -> Finding | None:
+    status = metrics.get("status")
+    if status in ("done", None):
+        return None
+    if status in ("running", "open", "serving"):
+        return Finding("warn", f"the study is still open (status {status}): figures are partial")
+    return Finding("fail", f"study {status}")
+
+
+def _validity_findings(metrics: Mapping[str, Any]) -> list[Finding]:
+    return [
+        Finding("warn", f"{f.get('rule')}: {f.get('at')}", str(f.get("detail") or ""))
+        for f in listed(part(metrics, "validity"), "flags")
+        if f.get("rule") != "small_cohort"  # stated by the power finding
+    ]
+
+
+def _findings(metrics: Mapping[str, Any]) -> list[Finding]:
+    comparisons = _comparison_findings(metrics)
+    found = [
+        _status_finding(metrics),
+        *comparisons,
+        *([] if comparisons else _sus_findings(metrics)),
+        _power_finding(metrics),
+        *_validity_findings(metrics),
+    ]
+    out = [f for f in found if f is not None]
+    if not part(metrics, "participants").get("with_data"):
+        out.insert(0, Finding("warn", "no participant has answered yet"))
+    if not out:
+        out.append(Finding("info", "no comparison was declared"))
+    return out
+
+
+# -- the evaluation summary ----------------------------------------------------------------
+
+
+def _tested(metrics: Mapping[str, Any], exp: Mapping[str, Any]) -> list[tuple[str, str]]:
+    out = [("study", str(metrics.get("name")))]
+    ts = tools(metrics)
+    out.append(("tools", "; ".join(str(t.get("title") or k) for k, t in ts.items()) or "none"))
+    out.append(("participants", _people(metrics)))
+    pairs = dict.fromkeys(
+        f"{c.get('a')} vs {c.get('b')} ({c.get('alternative')})"
+        for c in listed(metrics, "comparisons")
+    )
+    out.append(("comparisons", "; ".join(pairs) or "none declared"))
+    p = part(metrics, "power")
+    out.append(
+        (
+            "statistics",
+            f"paired t-tests, {'one' if p.get('tails') == 1 else 'two'}-tailed, α "
+            f"{fmt(p.get('alpha'))}, {metrics.get('correction') or 'holm'} correction across "
+            f"each comparison's metrics; power {fmt(p.get('power'))}",
+        )
+    )
+    if exp.get("created"):
+        out.append(("run", f"{exp.get('created')} – {exp.get('finished') or 'not finished'}"))
+    return out
+
+
+def _outcome(metrics: Mapping[str, Any]) -> list[Finding]:
+    out = [_status_finding(metrics) or Finding("pass", "study data analysed")]
+    for c in listed(metrics, "comparisons"):
+        if num(c.get("p")) is None:
+            continue
+        sig = c.get("significant") is True
+        out.append(
+            Finding(
+                "pass" if sig else "fail",
+                f"{c.get('a')} vs {c.get('b')}, {c.get('metric')}: t({c.get('df')}) = "
+                f"{fmt(c.get('t'), 3)}, p = {fmt_p(c.get('p'))}, adjusted "
+                f"{fmt_p(c.get('p_adjusted'))} ({'significant' if sig else 'not significant'})",
+            )
+        )
+    flags = listed(part(metrics, "validity"), "flags")
+    out.append(
+        Finding(
+            "warn" if flags else "pass",
+            f"{len(flags)} validity flag(s)" if flags else "no validity flag",
+        )
+    )
+    return out
+
+
+def _left_open(metrics: Mapping[str, Any]) -> list[str]:
+    out = []
+    p = part(metrics, "power")
+    if p.get("enough") is False:
+        out.append(
+            f"the cohort ({p.get('n_have')}) is below the {p.get('n_required')} the power "
+            "analysis asks for: a non-significant result does not show the tools are alike"
+        )
+    for c in listed(metrics, "comparisons"):
+        if num(c.get("p")) is None:
+            out.append(
+                f"{c.get('a')} vs {c.get('b')}, {c.get('metric')}: not tested "
+                f"({c.get('n')} pair(s))"
+            )
+    if metrics.get("status") not in ("done", None):
+        out.append(f"the study is {metrics.get('status')}: later answers are not in these figures")
+    return out
+
+
+# -- statements ----------------------------------------------------------------------------
+
+
+def _power_statements(metrics: Mapping[str, Any]) -> Statements | None:
+    """How the cohort size follows from an effect size, and which one gives the seed's 27."""
+    p = part(metrics, "power")
+    if not p:
+        return None
+    tails = "one-tailed" if p.get("tails") == 1 else "two-tailed"
+    lines: list[tuple[Status, str]] = []
+    if p.get("n_required") is not None:
+        source = {
+            "stated": "the effect size stated in the spec",
+            "observed": "the smallest SUS effect observed among the declared comparisons",
+        }.get(str(p.get("effect_from")), str(p.get("effect_from")))
+        lines.append(
+            (
+                "pass" if p.get("enough") else "warn",
+                f"To detect d_z = {fmt(p.get('effect_size'), 3)} ({source}) with power "
+                f"{fmt(p.get('power'))} at α = {fmt(p.get('alpha'))}, {tails}, a paired t-test "
+                f"needs {p.get('n_required')} participants; the study has {p.get('n_have')} "
+                f"complete pairs ({'enough' if p.get('enough') else 'too few'}).",
+            )
+        )
+    else:
+        lines.append(("info", "No effect size to plan with: none stated, none observed."))
+    rng = p.get("seed_effect_range")
+    span = (
+        f" (any d_z from {fmt(rng[0], 3)} up to {fmt(rng[1], 3)} gives 27)"
+        if isinstance(rng, list) and len(rng) == 2
+        else ""
+    )
+    lines.append(
+        (
+            "info",
+            f"The seed's minimum of {p.get('seed_n') or 27} participants (one-tailed paired "
+            f"t-test, power 0.8, α 0.05) follows from an effect size d_z = "
+            f"{fmt(p.get('seed_effect_for_27'), 3)}{span}: a medium effect, a mean difference "
+            "of about half the SD of the differences.",
+        )
+    )
+    return Statements(id="power-analysis", title="Power analysis", lines=tuple(lines), lead=True)
+
+
+def _trend_statements(metrics: Mapping[str, Any]) -> Statements | None:
+    s = part(metrics, "install_survey")
+    t = part(s, "trend")
+    if num(t.get("change")) is None:
+        return None
+    return Statements(
+        id="install-trend-text",
+        title="Install survey trend",
+        lines=(
+            (
+                "info",
+                f"Overall rating {fmt2(t.get('from_mean'))} ({t.get('first')}) → "
+                f"{fmt2(t.get('to_mean'))} ({t.get('last')}), change {fmt2(t.get('change'))}; "
+                f"{fmt(t.get('slope_per_release'), 3)} per release (least squares).",
+            ),
+        ),
+    )
+
+
+def _notes_section(metrics: Mapping[str, Any], free_text: bool) -> Statements:
+    lines: list[tuple[Status, str]] = [("info", str(n)) for n in metrics.get("notes") or []]
+    if not free_text:
+        lines.append(
+            (
+                "info",
+                "Free text, background answers and complaint text are left out of this report.",
+            )
+        )
+    lines += [("info", f"{r.name}: {r.description}") for r in STUDY_VALIDITY_RULES]
+    return Statements(
+        id="notes", title="Notes and validity rules", lines=tuple(lines), scope="full"
+    )

@@ -1,0 +1,520 @@
+"""The study's tables as typed :class:`~gridbench.sections.Table` sections: the seed's
+Table 1 (per tool: success, time, failure, satisfied, difficult) and Table 2 (per metric
+the tools' means and the comparison's p-value, tools in comparison pairs), SUS per tool,
+every paired test in full, per-task figures, the power curve, the install survey, the
+validity flags and (optionally) the participants' own words. Raw values go to CSV/JSON,
+text to people. Pure functions of a checked ``gridbench.study/1`` document; a table with
+nothing to show is None.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from gridbench.sections import Column, Field, Shown, Table, record_table, shown_table
+
+MISSING = "–"
+#: The seed's Table 2 row labels, per metric.
+METRIC_LABEL = {
+    "sus": "Mean SUS score (100 = most usable)",
+    "time": "Mean task time (seconds)",
+    "failure": "Mean failure rate (5 = most failure prone)",
+    "difficulty": "Mean perceived difficulty (5 = most difficult)",
+    "satisfaction": "Mean satisfaction (5 = most satisfied)",
+}
+METRIC_SHORT = {
+    "sus": "SUS score",
+    "time": "Mean task time",
+    "failure": "Failure rate",
+    "difficulty": "Perceived difficulty",
+    "satisfaction": "Satisfaction",
+}
+#: Where each metric's per-tool mean is in ``tools.<id>``.
+MEAN_OF = {
+    "sus": ("sus", "mean"),
+    "time": ("tasks", "time_mean_s"),
+    "failure": ("tasks", "failure_mean"),
+    "difficulty": ("tasks", "difficulty_mean"),
+    "satisfaction": ("tasks", "satisfaction_mean"),
+}
+ALT_TEXT = {"greater": "a > b", "less": "a < b", "two-sided": "a ≠ b"}
+
+
+# -- formatters ---------------------------------------------------------------------------
+
+
+def num(x: Any) -> float | None:
+    """A number as a float; None for anything else (booleans too)."""
+    return float(x) if isinstance(x, int | float) and not isinstance(x, bool) else None
+
+
+def fmt(x: Any, digits: int = 4) -> str:
+    """``digits`` significant digits; thousands whole; '–' when missing."""
+    v = num(x)
+    if v is None:
+        return MISSING
+    return f"{v:,.0f}" if abs(v) >= 10_000 else f"{v:.{digits}g}"
+
+
+def fmt2(x: Any) -> str:
+    """Two decimals, as the seed printed means (69.47, 2.11)."""
+    v = num(x)
+    return MISSING if v is None else f"{v:.2f}"
+
+
+def fmt_p(p: Any) -> str:
+    """A p-value as the seed printed them: scientific below 0.001."""
+    v = num(p)
+    if v is None:
+        return MISSING
+    return f"{v:.3g}" if v >= 0.001 else f"{v:.3e}"
+
+
+def fmt_ci(ci: Any, f: Any = fmt2) -> str:
+    """'[lo, hi]' or '–'."""
+    if not isinstance(ci, Sequence) or len(ci) != 2 or num(ci[0]) is None or num(ci[1]) is None:
+        return MISSING
+    return f"[{f(ci[0])}, {f(ci[1])}]"
+
+
+def cell(x: Any, f: Any = fmt2) -> Shown:
+    """A number shown with ``f``, raw as itself."""
+    return Shown(num(x), f(x))
+
+
+def table_id(*parts: Any) -> str:
+    """A safe table id (an HTML anchor and a CSV file name) from untrusted names."""
+    raw = "-".join(str(p) for p in parts)
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", raw).strip("-")[:80] or "table"
+
+
+def tools(metrics: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """The per-tool documents, in the spec's order."""
+    v = metrics.get("tools")
+    return (
+        {str(k): t for k, t in v.items() if isinstance(t, Mapping)}
+        if isinstance(v, Mapping)
+        else {}
+    )
+
+
+def listed(metrics: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
+    """A list of objects under ``key`` (nothing else)."""
+    v = metrics.get(key)
+    return [x for x in v if isinstance(x, Mapping)] if isinstance(v, list) else []
+
+
+def part(t: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """``t[key]`` when it is an object, else empty."""
+    v = t.get(key)
+    return v if isinstance(v, Mapping) else {}
+
+
+def title_of(metrics: Mapping[str, Any], tool: str) -> str:
+    """A tool's title (its id when it has none)."""
+    return str(tools(metrics).get(tool, {}).get("title") or tool)
+
+
+def metric_mean(metrics: Mapping[str, Any], tool: str, metric: str) -> float | None:
+    """The per-tool mean of ``metric`` (Table 2's rows)."""
+    where, key = MEAN_OF[metric]
+    return num(part(tools(metrics).get(tool, {}), where).get(key))
+
+
+# -- Table 1 ------------------------------------------------------------------------------
+
+_TABLE1 = (
+    ("success_rate", "Percentage of successful users", fmt2),
+    ("satisfied_pct", "Percentage of users satisfied with tool", fmt2),
+    ("difficult_pct", "Percentage of users who found tool difficult to use", fmt2),
+    ("time_mean_s", "Mean task time (s)", fmt2),
+    ("time_geomean_s", "Geometric mean task time (s)", fmt2),
+    ("failure_mean", "Mean failure scale (1-5)", fmt2),
+    ("n", "Participants", fmt),
+)
+
+
+def table1(metrics: Mapping[str, Any]) -> Table | None:
+    """The seed's Table 1: one column per tool, one row per summary statistic."""
+    ts = tools(metrics)
+    if not ts:
+        return None
+    cols = [
+        Column("result", "Result"),
+        *(Column(table_id(k), str(t.get("title") or k), numeric=True) for k, t in ts.items()),
+    ]
+    rows: list[list[Any]] = []
+    for key, label, f in _TABLE1:
+        rows.append([label, *(cell(part(t, "tasks").get(key), f) for t in ts.values())])
+    ci_row: list[Any] = ["Geometric mean 95% CI (s)"]
+    for t in ts.values():
+        ci = part(t, "tasks").get("time_geomean_ci95")
+        ci_row.append(Shown(fmt_ci(ci), fmt_ci(ci)))
+    rows.insert(5, ci_row)
+    return shown_table(
+        "table1",
+        "Table 1: summary of the usability trials per tool",
+        cols,
+        rows,
+        note="Successful users: % of the participants observed on every task who succeeded in "
+        "all. Satisfied / difficult: % of task answers rating 4 or 5. Times: per participant "
+        "the mean seconds per task, then the mean (or geometric mean) over participants.",
+    )
+
+
+# -- Table 2 ------------------------------------------------------------------------------
+
+
+def _pairs(metrics: Mapping[str, Any]) -> list[tuple[str, str]]:
+    return list(
+        dict.fromkeys((str(c.get("a")), str(c.get("b"))) for c in listed(metrics, "comparisons"))
+    )
+
+
+def _test(
+    metrics: Mapping[str, Any], pair: tuple[str, str], metric: str
+) -> Mapping[str, Any] | None:
+    return next(
+        (
+            c
+            for c in listed(metrics, "comparisons")
+            if (c.get("a"), c.get("b")) == pair and c.get("metric") == metric
+        ),
+        None,
+    )
+
+
+def _p_text(c: Mapping[str, Any]) -> str:
+    if num(c.get("p")) is None:
+        return "no test"
+    text = f"p = {fmt_p(c.get('p'))}"
+    if num(c.get("p_adjusted")) is not None and c.get("p_adjusted") != c.get("p"):
+        text += f" (adj. {fmt_p(c.get('p_adjusted'))})"
+    return text + (" *" if c.get("significant") is True else "")
+
+
+def _t_text(c: Mapping[str, Any]) -> str:
+    if num(c.get("t")) is None:
+        return f"n = {c.get('n')}"
+    return f"t({c.get('df')}) = {fmt(c.get('t'), 3)}, d_z = {fmt(c.get('dz'), 2)}"
+
+
+def table2(metrics: Mapping[str, Any]) -> Table | None:
+    """The seed's Table 2: per metric a row of the tools' means and a row of the
+    comparison's p-value (under the first tool of each pair; t and d_z under the second),
+    tools side by side in their comparison pairs."""
+    pairs = _pairs(metrics)
+    if not pairs:
+        return None
+    cols = [Column("row", "Metric")]
+    for i, (a, b) in enumerate(pairs):
+        cols += [
+            Column(table_id(f"c{i}", a), title_of(metrics, a), numeric=True),
+            Column(table_id(f"c{i}", b), title_of(metrics, b), numeric=True),
+        ]
+    metrics_in = [m for m in METRIC_LABEL if any(_test(metrics, p, m) for p in pairs)]
+    rows: list[list[Any]] = []
+    styles: list[Any] = []
+    for m in metrics_in:
+        means: list[Any] = [METRIC_LABEL[m]]
+        ps: list[Any] = [f"{METRIC_SHORT[m]} P-value"]
+        for pair in pairs:
+            c = _test(metrics, pair, m)
+            for tool in pair:
+                means.append(cell(metric_mean(metrics, tool, m)))
+            if c is None:
+                ps += [Shown(None, MISSING), Shown(None, "")]
+                continue
+            sig = c.get("significant") is True
+            ps += [
+                Shown(num(c.get("p")), _p_text(c), "pass" if sig else None),
+                Shown(num(c.get("t")), _t_text(c)),
+            ]
+        rows += [means, ps]
+        styles += ["group-start", None]
+    return shown_table(
+        "table2",
+        "Table 2: mean scores and paired t-test P-values per metric",
+        cols,
+        rows,
+        row_style=tuple(styles),
+        note=f"Paired t-tests (scipy ttest_rel) in the direction of each comparison's "
+        f"hypothesis; adj. = {metrics.get('correction') or 'holm'}-corrected across the "
+        "comparison's metrics; * significant after correction. The P-value sits under the "
+        "first tool of the pair, t(df) and the effect size d_z under the second.",
+    )
+
+
+def _ci_cell(c: Mapping[str, Any]) -> Shown:
+    ci = c.get("dz_ci95")
+    return Shown(fmt_ci(ci), fmt_ci(ci))
+
+
+COMPARISONS: tuple[Field, ...] = (
+    (Column("a", "a"), lambda c: str(c.get("a"))),
+    (Column("b", "b"), lambda c: str(c.get("b"))),
+    (Column("metric", "Metric"), lambda c: str(c.get("metric"))),
+    (
+        Column("alternative", "H1"),
+        lambda c: Shown(c.get("alternative"), ALT_TEXT.get(str(c.get("alternative")), MISSING)),
+    ),
+    (Column("n", "Pairs", numeric=True), lambda c: cell(c.get("n"), fmt)),
+    (Column("mean_a", "Mean a", numeric=True), lambda c: cell(c.get("mean_a"))),
+    (Column("mean_b", "Mean b", numeric=True), lambda c: cell(c.get("mean_b"))),
+    (Column("t", "t", numeric=True), lambda c: cell(c.get("t"), lambda x: fmt(x, 3))),
+    (Column("df", "df", numeric=True), lambda c: cell(c.get("df"), fmt)),
+    (Column("p", "p", numeric=True), lambda c: cell(c.get("p"), fmt_p)),
+    (Column("p_adjusted", "p adjusted", numeric=True), lambda c: cell(c.get("p_adjusted"), fmt_p)),
+    (
+        Column("significant", "Significant"),
+        lambda c: Shown(
+            c.get("significant"),
+            {True: "yes", False: "no"}.get(c.get("significant"), MISSING),
+            "pass" if c.get("significant") is True else None,
+        ),
+    ),
+    (Column("dz", "d_z", numeric=True), lambda c: cell(c.get("dz"), lambda x: fmt(x, 3))),
+    (Column("dz_ci95", "d_z 95% CI"), _ci_cell),
+)
+
+
+def comparisons_table(metrics: Mapping[str, Any]) -> Table | None:
+    """Every paired test in full: one row per comparison and metric."""
+    return record_table(
+        "comparisons",
+        "Paired t-tests",
+        listed(metrics, "comparisons"),
+        COMPARISONS,
+        note="t = mean(a - b) / (sd(a - b) / sqrt(n)), df = n - 1; d_z = mean(a - b) / "
+        "sd(a - b), its 95% CI from the noncentral t. H1 follows the hypothesis: better is "
+        "higher SUS and satisfaction, lower time, failure and difficulty.",
+        scope="full",
+    )
+
+
+# -- SUS ----------------------------------------------------------------------------------
+
+
+def _sus_row(k: str, t: Mapping[str, Any]) -> list[Any]:
+    s = part(t, "sus")
+    return [
+        str(t.get("title") or k),
+        cell(s.get("n"), fmt),
+        cell(s.get("mean")),
+        cell(s.get("sd")),
+        Shown(fmt_ci(s.get("ci95")), fmt_ci(s.get("ci95"))),
+        Shown(
+            fmt_ci(s.get("ci95_bca")),
+            fmt_ci(s.get("ci95_bca"))
+            if s.get("ci95_bca")
+            else (MISSING if (num(s.get("n")) or 0) < 30 else "n ≥ 30"),
+        ),
+        Shown(s.get("grade"), str(s.get("grade") or MISSING)),
+        cell(s.get("percentile"), lambda x: f"{fmt(x, 3)}" if num(x) is not None else MISSING),
+        Shown(s.get("adjective"), str(s.get("adjective") or MISSING)),
+        cell(s.get("usability")),
+        cell(s.get("learnability")),
+        cell(s.get("alpha"), lambda x: fmt(x, 3)),
+    ]
+
+
+def sus_table(metrics: Mapping[str, Any]) -> Table | None:
+    """SUS per tool: n, mean, sd, CIs, grade, percentile, adjective, subscales, alpha."""
+    rows = [_sus_row(k, t) for k, t in tools(metrics).items() if part(t, "sus")]
+    if not rows:
+        return None
+    cols = [
+        Column("tool", "Tool"),
+        Column("n", "n", numeric=True),
+        Column("mean", "Mean", numeric=True),
+        Column("sd", "SD", numeric=True),
+        Column("ci95", "95% CI (t)"),
+        Column("ci95_bca", "95% CI (BCa)"),
+        Column("grade", "Grade"),
+        Column("percentile", "Percentile", numeric=True),
+        Column("adjective", "Adjective"),
+        Column("usability", "Usability", numeric=True),
+        Column("learnability", "Learnability", numeric=True),
+        Column("alpha", "Cronbach's α", numeric=True),
+    ]
+    return shown_table(
+        "sus",
+        "System Usability Scale per tool",
+        cols,
+        rows,
+        note="SUS = 2.5 × Σ(odd items − 1, 5 − even items). Grade: Sauro–Lewis curved scale "
+        "(A+ ≥ 84.1 … F < 51.7); percentile against a normal benchmark of mean 68, SD 12.5 "
+        "(68 = 50th); adjective: Bangor, Kortum & Miller 2009; usability (8 items × 3.125) "
+        "and learnability (items 4 and 10 × 12.5) after Lewis & Sauro 2009. BCa: bootstrap "
+        "interval (scipy, seeded) when n < 30.",
+    )
+
+
+# -- per task -----------------------------------------------------------------------------
+
+
+def task_table(metrics: Mapping[str, Any]) -> Table | None:
+    """Per tool and task: mean time, timed participants, success rate."""
+    recs = [
+        {"tool": str(t.get("title") or k), "task": task, **v}
+        for k, t in tools(metrics).items()
+        for task, v in part(part(t, "tasks"), "per_task").items()
+        if isinstance(v, Mapping)
+    ]
+    fields: tuple[Field, ...] = (
+        (Column("tool", "Tool"), lambda r: r["tool"]),
+        (Column("task", "Task"), lambda r: str(r["task"])),
+        (
+            Column("time_mean_s", "Mean time (s)", numeric=True),
+            lambda r: cell(r.get("time_mean_s")),
+        ),
+        (Column("n", "Timed", numeric=True), lambda r: cell(r.get("n"), fmt)),
+        (
+            Column("success_rate", "Success (%)", numeric=True),
+            lambda r: cell(r.get("success_rate")),
+        ),
+    )
+    return record_table("tasks", "Per task", recs, fields, scope="full", collapsed=True)
+
+
+# -- power --------------------------------------------------------------------------------
+
+
+def power_table(metrics: Mapping[str, Any]) -> Table | None:
+    """Participants needed per effect size (the power curve at the study's settings)."""
+    p = part(metrics, "power")
+    curve = [c for c in p.get("curve") or [] if isinstance(c, Mapping)]
+    fields: tuple[Field, ...] = (
+        (
+            Column("effect_size", "d_z", numeric=True),
+            lambda r: cell(r.get("effect_size"), lambda x: fmt(x, 3)),
+        ),
+        (
+            Column("n_required", "Participants needed", numeric=True),
+            lambda r: cell(r.get("n_required"), fmt),
+        ),
+        (Column("label", "Note"), lambda r: str(r.get("label") or "")),
+    )
+    tails = "one" if p.get("tails") == 1 else "two"
+    return record_table(
+        "power",
+        f"Participants a paired t-test needs (power {fmt(p.get('power'))}, "
+        f"α {fmt(p.get('alpha'))}, {tails}-tailed)",
+        curve,
+        fields,
+        scope="full",
+    )
+
+
+# -- install survey -----------------------------------------------------------------------
+
+
+def install_table(metrics: Mapping[str, Any]) -> Table | None:
+    """Mean rating per item (rows) and release (columns), the overall mean last."""
+    s = part(metrics, "install_survey")
+    rels = [r for r in s.get("releases") or [] if isinstance(r, Mapping)]
+    if not rels:
+        return None
+    items = [str(i) for i in s.get("items") or []]
+    cols = [
+        Column("item", "Item"),
+        *(
+            Column(table_id("r", r.get("release")), str(r.get("release")), numeric=True)
+            for r in rels
+        ),
+    ]
+    rows: list[list[Any]] = []
+    for it in items:
+        rows.append([it, *(cell(part(part(r, "items"), it).get("mean")) for r in rels)])
+    rows.append(["overall", *(cell(r.get("overall")) for r in rels)])
+    rows.append(["ratings", *(cell(r.get("n"), fmt) for r in rels)])
+    return shown_table(
+        "install-survey",
+        f"Install/configuration survey: mean rating per release (1-{s.get('scale')}, "
+        "higher is better)",
+        cols,
+        rows,
+        row_style=tuple([None] * len(items) + ["total", None]),
+    )
+
+
+def complaints_table(metrics: Mapping[str, Any], with_text: bool) -> Table | None:
+    """Complaints grouped by release and keyword topic (their text when ``with_text``)."""
+    groups = [
+        g for g in part(metrics, "install_survey").get("complaints") or [] if isinstance(g, Mapping)
+    ]
+    fields: list[Field] = [
+        (Column("release", "Release"), lambda g: str(g.get("release"))),
+        (Column("topic", "Topic"), lambda g: str(g.get("topic"))),
+        (Column("count", "Complaints", numeric=True), lambda g: cell(g.get("count"), fmt)),
+    ]
+    if with_text:
+        fields.append(
+            (
+                Column("texts", "What was said"),
+                lambda g: " | ".join(str(x) for x in g.get("texts") or []),
+            )
+        )
+    return record_table(
+        "complaints",
+        "Install complaints by release and topic",
+        groups,
+        fields,
+        note="Topics by keyword (stability, installation, configuration, documentation, "
+        "usage, other).",
+    )
+
+
+# -- checks and people's words -------------------------------------------------------------
+
+
+def validity_table(metrics: Mapping[str, Any]) -> Table | None:
+    """Every validity flag: rule, where, detail."""
+    flags = listed(part(metrics, "validity"), "flags")
+    fields: tuple[Field, ...] = (
+        (Column("rule", "Rule"), lambda f: Shown(f.get("rule"), str(f.get("rule")), "warn")),
+        (Column("at", "Where"), lambda f: str(f.get("at") or "")),
+        (Column("detail", "Detail"), lambda f: str(f.get("detail") or "")),
+    )
+    return record_table("validity", "Validity flags", flags, fields, row_status=None)
+
+
+def free_text_table(metrics: Mapping[str, Any]) -> Table | None:
+    """The participants' free text, as given (renderers escape it)."""
+    fields: tuple[Field, ...] = (
+        (Column("participant", "Participant"), lambda r: str(r.get("participant"))),
+        (Column("question", "Question"), lambda r: str(r.get("question"))),
+        (Column("text", "Answer"), lambda r: str(r.get("text") or "")),
+    )
+    return record_table(
+        "free-text",
+        "Free text",
+        listed(metrics, "free_text"),
+        fields,
+        note="As the participants wrote it (pseudonymous IDs); a report built without free "
+        "text leaves it, and the complaints' text, out of every export.",
+        scope="full",
+        collapsed=True,
+    )
+
+
+def background_table(metrics: Mapping[str, Any]) -> Table | None:
+    """Background answers, one row per participant and question."""
+    fields: tuple[Field, ...] = (
+        (Column("participant", "Participant"), lambda r: str(r.get("participant"))),
+        (Column("question", "Question"), lambda r: str(r.get("question"))),
+        (
+            Column("answer", "Answer"),
+            lambda r: "" if r.get("answer") is None else str(r.get("answer")),
+        ),
+    )
+    return record_table(
+        "background",
+        "Background",
+        listed(metrics, "background"),
+        fields,
+        scope="full",
+        collapsed=True,
+    )

@@ -1,0 +1,210 @@
+"""The study report: headline, the seed's Tables 1 and 2, SUS, power, install survey,
+charts; rendered by the generic renderers (terminal, HTML, CSV/JSON) with free text
+escaped, and without free text when asked."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from gridbench.errors import ResultsError
+from gridbench.report import render_page, render_report, write_reports
+from gridbench.sections import Report, Table
+from gridbench.store.layout import RunDir, write_json
+from gridbench.study import records as rec
+from gridbench.study.family import FAMILY
+from gridbench.study.report import build_report, without_free_text
+from gridbench.testplan import report_inputs
+from test_study_analysis import PEOPLE, make_run, sample_records, spec_data
+
+HOSTILE = "<script>alert(1)</script>"
+
+
+def _survey_records() -> list[rec.Record]:
+    out: list[rec.Record] = []
+    for rel, base in (("1.0", 2), ("2.0", 4)):
+        for who in ("s1", "s2"):
+            for item in ("install", "docs"):
+                out.append(
+                    rec.InstallRating(
+                        t_ns=1, source="admin", release=rel, respondent=who, item=item, value=base
+                    )
+                )
+    out.append(
+        rec.Complaint(t_ns=1, source="admin", release="1.0", text=f"install failed {HOSTILE}")
+    )
+    return out
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunDir, dict[str, Any], Report]:
+    recs = sample_records()
+    recs.append(rec.FreeText(t_ns=2, participant="P01", answers={"comments": HOSTILE}))
+    data = spec_data(install_survey={"items": ["install", "docs"], "releases": ["1.0", "2.0"]})
+    data["plan"] = {"items": ["AHE GUI", "UNICORE GUI"], "not_tested": ["installing the GUIs"]}
+    run = make_run(tmp_path_factory.mktemp("studyreport"), recs + _survey_records(), data)
+    metrics = FAMILY.analyze(run)
+    return run, metrics, FAMILY.report(run, metrics)
+
+
+def _table(report: Report, id: str) -> Table:
+    return next(t for t in report.tables() if t.id == id)
+
+
+def _terminal(report: Report) -> str:
+    console = Console(record=True, width=240, color_system=None)
+    render_report(report, console)
+    return console.export_text()
+
+
+def test_headline_states_the_comparison(built: tuple[RunDir, dict[str, Any], Report]) -> None:
+    _, m, report = built
+    first = report.headline.findings[0]
+    ahe, uni = m["tools"]["ahe_gui"]["sus"], m["tools"]["unicore_gui"]["sus"]
+    sus_p = next(c for c in m["comparisons"] if c["metric"] == "sus")["p"]
+    assert first.text == (
+        f"AHE GUI SUS {ahe['mean']:.3g} ({ahe['grade']}) vs UNICORE GUI SUS "
+        f"{uni['mean']:.3g} ({uni['grade']}): p = {sus_p:.3e}"
+    )
+    assert first.status == "pass"  # every metric significant in the hypothesised direction
+    assert "hypothesis AHE GUI better" in first.evidence
+
+
+def test_table1_layout(built: tuple[RunDir, dict[str, Any], Report]) -> None:
+    _, m, report = built
+    t = _table(report, "table1")
+    assert [c.title for c in t.columns] == ["Result", "AHE GUI", "UNICORE GUI"]
+    labels = [r[0] for r in t.rows]
+    assert labels[:3] == [
+        "Percentage of successful users",
+        "Percentage of users satisfied with tool",
+        "Percentage of users who found tool difficult to use",
+    ]
+    row = dict(zip(labels, t.rows, strict=True))
+    assert (
+        row["Percentage of successful users"][1] == m["tools"]["ahe_gui"]["tasks"]["success_rate"]
+    )
+    assert row["Mean task time (s)"][2] == m["tools"]["unicore_gui"]["tasks"]["time_mean_s"]
+
+
+def test_table2_layout(built: tuple[RunDir, dict[str, Any], Report]) -> None:
+    _, m, report = built
+    t = _table(report, "table2")
+    assert [c.title for c in t.columns] == ["Metric", "AHE GUI", "UNICORE GUI"]
+    labels = [r[0] for r in t.rows]
+    assert labels == [
+        "Mean SUS score (100 = most usable)",
+        "SUS score P-value",
+        "Mean task time (seconds)",
+        "Mean task time P-value",
+        "Mean failure rate (5 = most failure prone)",
+        "Failure rate P-value",
+        "Mean perceived difficulty (5 = most difficult)",
+        "Perceived difficulty P-value",
+        "Mean satisfaction (5 = most satisfied)",
+        "Satisfaction P-value",
+    ]
+    tests = {c["metric"]: c for c in m["comparisons"]}
+    assert t.rows[0][1:] == (
+        m["tools"]["ahe_gui"]["sus"]["mean"],
+        m["tools"]["unicore_gui"]["sus"]["mean"],
+    )
+    assert t.rows[1][1] == tests["sus"]["p"] and t.rows[1][2] == tests["sus"]["t"]
+    assert t.rows[3][1] == tests["time"]["p"]
+    assert t.text is not None and t.text[1][1].endswith("*")
+    assert t.text[1][2].startswith(f"t({tests['sus']['df']}) = ")
+
+
+def test_sus_and_power_sections(built: tuple[RunDir, dict[str, Any], Report]) -> None:
+    _, m, report = built
+    sus = _table(report, "sus").records()
+    assert [r["tool"] for r in sus] == ["AHE GUI", "UNICORE GUI"]
+    assert sus[0]["mean"] == m["tools"]["ahe_gui"]["sus"]["mean"]
+    assert sus[0]["grade"] == m["tools"]["ahe_gui"]["sus"]["grade"]
+    power = next(s for s in report.sections if s.id == "power-analysis")
+    text = " ".join(line for _, line in power.lines)  # type: ignore[union-attr]
+    assert "seed's minimum of 27" in text and "d_z = 0.491" in text
+    assert f"needs {m['power']['n_required']} participants" in text
+    curve = _table(report, "power").records()
+    seed_row = next(r for r in curve if "seed" in str(r["label"]))
+    assert seed_row["n_required"] == 27
+
+
+def test_install_survey_sections(built: tuple[RunDir, dict[str, Any], Report]) -> None:
+    _, _, report = built
+    rows = {r["item"]: r for r in _table(report, "install-survey").records()}
+    assert rows["overall"]["r-1-0"] == 2.0 and rows["overall"]["r-2-0"] == 4.0
+    trend = next(s for s in report.sections if s.id == "install-trend-text")
+    assert "2.00 (1.0) → 4.00 (2.0)" in trend.lines[0][1]  # type: ignore[union-attr]
+    assert {c.id for c in report.charts()} == {
+        "sus-grades",
+        "task-times",
+        "likert-satisfaction",
+        "likert-difficulty",
+        "install-trend",
+    }
+
+
+def test_renders_everywhere_with_free_text_escaped(
+    built: tuple[RunDir, dict[str, Any], Report],
+) -> None:
+    run, _, report = built
+    text = _terminal(report)
+    assert "Table 1: summary of the usability trials per tool" in text
+    assert "SUS score P-value" in text
+    page = render_page(report)
+    assert HOSTILE not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "Free text" in page and "Power analysis" in page
+    paths = write_reports(run.path, report)
+    assert paths
+    with (run.path / "tables" / "table2.csv").open() as fh:
+        assert next(csv.reader(fh))[0] == "row"
+    doc = json.loads((run.path / "report.json").read_text())
+    assert any(HOSTILE in r.get("text", "") for r in doc["metrics"]["free_text"])
+
+
+def test_free_text_can_be_dropped(
+    tmp_path: Path, built: tuple[RunDir, dict[str, Any], Report]
+) -> None:
+    run, m, _ = built
+    report = build_report(m, **report_inputs(run), free_text=False)
+    ids = {t.id for t in report.tables()}
+    assert "free-text" not in ids and "background" not in ids
+    assert "complaints" in ids
+    assert [c.key for c in _table(report, "complaints").columns] == ["release", "topic", "count"]
+    assert "free_text" not in report.data and "background" not in report.data
+    out = tmp_path / "out"
+    out.mkdir()
+    write_reports(out, report)
+    everything = "".join(p.read_text() for p in out.rglob("*") if p.is_file())
+    assert "alert(1)" not in everything and "liked AHE" not in everything
+    assert "free_text" not in without_free_text(m)
+    assert m["free_text"]  # the original is untouched
+
+
+def test_family_report_checks_metrics(tmp_path: Path) -> None:
+    run = make_run(tmp_path, sample_records(PEOPLE[:3]), spec_data(participants=PEOPLE[:3]))
+    m = FAMILY.analyze(run)
+    bad = {**m, "power": {"n_required": "27"}}
+    write_json(run.metrics_file, bad)
+    with pytest.raises(ResultsError) as err:
+        FAMILY.report(run, bad)
+    assert "power.n_required" in str(err.value)
+
+
+def test_a_study_without_answers_reports(tmp_path: Path) -> None:
+    run = make_run(tmp_path, [], spec_data())
+    m = FAMILY.analyze(run)
+    assert m["participants"]["with_data"] == 0
+    assert all(c["p"] is None for c in m["comparisons"])
+    report = FAMILY.report(run, m)
+    assert report.headline.findings[0].text == "no participant has answered yet"
+    render_page(report)
+    _terminal(report)
+    assert FAMILY.verdict(m)
