@@ -68,8 +68,8 @@ def test_headline_states_the_comparison(built: tuple[RunDir, dict[str, Any], Rep
     ahe, uni = m["tools"]["ahe_gui"]["sus"], m["tools"]["unicore_gui"]["sus"]
     sus_p = next(c for c in m["comparisons"] if c["metric"] == "sus")["p"]
     assert first.text == (
-        f"AHE GUI SUS {ahe['mean']:.3g} ({ahe['grade']}) vs UNICORE GUI SUS "
-        f"{uni['mean']:.3g} ({uni['grade']}): p = {sus_p:.3e}"
+        f"AHE GUI SUS {ahe['mean']:.1f} ({ahe['grade']}) vs UNICORE GUI SUS "
+        f"{uni['mean']:.1f} ({uni['grade']}): p = {sus_p:.3e}"
     )
     assert first.status == "pass"  # every metric significant in the hypothesised direction
     assert "hypothesis AHE GUI better" in first.evidence

@@ -43,6 +43,7 @@ from gridbench.study.report_tables import (
     num,
     part,
     power_table,
+    sus_brief,
     sus_table,
     table1,
     table2,
@@ -54,6 +55,9 @@ from gridbench.study.report_tables import (
 from gridbench.study.validity import STUDY_VALIDITY_RULES
 
 __all__ = ["build_report", "without_free_text"]
+
+#: Statuses of a study whose data are all in (an import is "complete" once read).
+DONE = ("done", "complete", None)
 
 
 def without_free_text(metrics: Mapping[str, Any]) -> dict[str, Any]:
@@ -93,6 +97,7 @@ def build_report(
         table1(metrics),
         table2(metrics),
         sus_table(metrics),
+        sus_brief(metrics),
         comparisons_table(metrics),
         task_table(metrics),
         power_table(metrics),
@@ -138,7 +143,7 @@ def _sus_text(metrics: Mapping[str, Any], tool: str) -> str:
     s = part(tools(metrics).get(tool, {}), "sus")
     if num(s.get("mean")) is None:
         return f"{title_of(metrics, tool)} SUS –"
-    return f"{title_of(metrics, tool)} SUS {fmt(s.get('mean'), 3)} ({s.get('grade')})"
+    return f"{title_of(metrics, tool)} SUS {float(s['mean']):.1f} ({s.get('grade')})"
 
 
 def _comparison_findings(metrics: Mapping[str, Any]) -> list[Finding]:
@@ -199,10 +204,10 @@ def _power_finding(metrics: Mapping[str, Any]) -> Finding | None:
 
 def _status_finding(metrics: Mapping[str, Any]) -> Finding | None:
     status = metrics.get("status")
-    if status in ("done", None):
+    if status in DONE:
         return None
-    if status in ("running", "open", "serving"):
-        return Finding("warn", f"the study is still open (status {status}): figures are partial")
+    if status == "running":
+        return Finding("warn", "the study is still open (status running): figures are partial")
     return Finding("fail", f"study {status}")
 
 
@@ -296,7 +301,7 @@ def _left_open(metrics: Mapping[str, Any]) -> list[str]:
                 f"{c.get('a')} vs {c.get('b')}, {c.get('metric')}: not tested "
                 f"({c.get('n')} pair(s))"
             )
-    if metrics.get("status") not in ("done", None):
+    if metrics.get("status") not in DONE:
         out.append(f"the study is {metrics.get('status')}: later answers are not in these figures")
     return out
 

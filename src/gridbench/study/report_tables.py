@@ -117,6 +117,16 @@ def title_of(metrics: Mapping[str, Any], tool: str) -> str:
     return str(tools(metrics).get(tool, {}).get("title") or tool)
 
 
+#: A title longer than this heads a table column by the tool's id instead.
+SHORT = 20
+
+
+def label_of(metrics: Mapping[str, Any], tool: str) -> str:
+    """A column heading for a tool: its title when short, else its id."""
+    title = title_of(metrics, tool)
+    return title if len(title) <= SHORT else tool
+
+
 def metric_mean(metrics: Mapping[str, Any], tool: str, metric: str) -> float | None:
     """The per-tool mean of ``metric`` (Table 2's rows)."""
     where, key = MEAN_OF[metric]
@@ -143,7 +153,7 @@ def table1(metrics: Mapping[str, Any]) -> Table | None:
         return None
     cols = [
         Column("result", "Result"),
-        *(Column(table_id(k), str(t.get("title") or k), numeric=True) for k, t in ts.items()),
+        *(Column(table_id(k), label_of(metrics, k), numeric=True) for k in ts),
     ]
     rows: list[list[Any]] = []
     for key, label, f in _TABLE1:
@@ -190,7 +200,7 @@ def _p_text(c: Mapping[str, Any]) -> str:
     if num(c.get("p")) is None:
         return "no test"
     text = f"p = {fmt_p(c.get('p'))}"
-    if num(c.get("p_adjusted")) is not None and c.get("p_adjusted") != c.get("p"):
+    if num(c.get("p_adjusted")) is not None and c.get("correction") != "none":
         text += f" (adj. {fmt_p(c.get('p_adjusted'))})"
     return text + (" *" if c.get("significant") is True else "")
 
@@ -211,8 +221,8 @@ def table2(metrics: Mapping[str, Any]) -> Table | None:
     cols = [Column("row", "Metric")]
     for i, (a, b) in enumerate(pairs):
         cols += [
-            Column(table_id(f"c{i}", a), title_of(metrics, a), numeric=True),
-            Column(table_id(f"c{i}", b), title_of(metrics, b), numeric=True),
+            Column(table_id(f"c{i}", a), label_of(metrics, a), numeric=True),
+            Column(table_id(f"c{i}", b), label_of(metrics, b), numeric=True),
         ]
     metrics_in = [m for m in METRIC_LABEL if any(_test(metrics, p, m) for p in pairs)]
     rows: list[list[Any]] = []
@@ -349,6 +359,48 @@ def sus_table(metrics: Mapping[str, Any]) -> Table | None:
         "(68 = 50th); adjective: Bangor, Kortum & Miller 2009; usability (8 items × 3.125) "
         "and learnability (items 4 and 10 × 12.5) after Lewis & Sauro 2009. BCa: bootstrap "
         "interval (scipy, seeded) when n < 30.",
+        scope="full",
+    )
+
+
+def sus_brief(metrics: Mapping[str, Any]) -> Table | None:
+    """SUS per tool for the terminal: tool, n, mean, sd, CI, grade, adjective (the full
+    table is the HTML report's and the export's)."""
+    rows = []
+    for k, t in tools(metrics).items():
+        s = part(t, "sus")
+        if not s:
+            continue
+        ci = s.get("ci95_bca") or s.get("ci95")
+        rows.append(
+            [
+                label_of(metrics, k),
+                cell(s.get("n"), fmt),
+                cell(s.get("mean")),
+                cell(s.get("sd")),
+                Shown(fmt_ci(ci), fmt_ci(ci)),
+                Shown(s.get("grade"), str(s.get("grade") or MISSING)),
+                Shown(s.get("adjective"), str(s.get("adjective") or MISSING)),
+            ]
+        )
+    if not rows:
+        return None
+    cols = [
+        Column("tool", "Tool"),
+        Column("n", "n", numeric=True),
+        Column("mean", "Mean", numeric=True),
+        Column("sd", "SD", numeric=True),
+        Column("ci95", "95% CI"),
+        Column("grade", "Grade"),
+        Column("adjective", "Adjective"),
+    ]
+    return shown_table(
+        "sus-brief",
+        "SUS per tool (95% CI: BCa when n < 30)",
+        cols,
+        rows,
+        scope="brief",
+        export=False,
     )
 
 
