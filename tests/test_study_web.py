@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
@@ -408,3 +409,25 @@ def test_admin_pages_of_a_run_that_is_not_a_study(study: Study) -> None:
     page = study.admin.get(study.admin_url).text
     form = {"csrf": csrf(page), "action": "issue"}
     assert study.admin.post(f"/studies/{other.name}/links/P01", data=form).status_code == 404
+
+
+def test_an_answer_that_cannot_be_saved_is_not_acknowledged(
+    study: Study, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gridbench.study import records
+
+    c, url = study.client, study.url("P08")
+    page = c.get(url).text
+    assert current(page)[0] == "purpose"
+
+    def full(run_path: Path, record: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(records, "append", full)  # the disk, full at the moment of the answer
+    r = c.post(url, data={"csrf": csrf(page), "step": "purpose", "action": "next"})
+    assert r.status_code == 503 and "could not be saved" in r.text
+    assert "Traceback" not in r.text
+    monkeypatch.undo()
+    assert current(c.get(url).text)[0] == "purpose"  # not moved on: nothing was acknowledged
+    advance(c, url)
+    assert current(c.get(url).text)[0] == "background"

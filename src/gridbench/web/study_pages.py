@@ -37,8 +37,6 @@ log = logging.getLogger(__name__)
 NOT_VALID = "This link is not valid (it may have been replaced)."
 #: The form fields that are not answers.
 CONTROL_FIELDS = ("csrf", "step", "action")
-#: The longest answer the log takes (records.FreeText); longer is a 422 naming the field.
-MAX_ANSWER_CHARS = 20_000
 
 #: The System Usability Scale, as published (Brooke 1996), item 1 first.
 SUS_STATEMENTS = (
@@ -93,11 +91,15 @@ class Studies:
     def __init__(self, root: Path) -> None:
         self.root = root
         self._open: dict[Path, StudyDelivery] = {}
+        self._runs: dict[str, RunDir] = {}  # rid -> a study run found before
         self._lock = threading.Lock()
 
     def run(self, rid: str) -> RunDir | None:
         """The study run ``rid`` (folder name or id, resolved as the CLI does), or None
         when there is none or it is another family's."""
+        known = self._runs.get(rid)
+        if known is not None and known.experiment_file.is_file():
+            return known  # (a participant's every page: no scan of the root, no JSON read)
         run = resolve_in_root(self.root, rid)
         if run is None:
             return None
@@ -105,7 +107,11 @@ class Studies:
             kind = run.read_experiment().get("kind")
         except GridbenchError:
             return None
-        return run if kind == "study" else None
+        if kind != "study":
+            return None
+        with self._lock:
+            self._runs[rid] = run
+        return run
 
     def delivery(self, run: RunDir) -> StudyDelivery:
         """The run's delivery engine (GridbenchError when its spec or log is unreadable)."""
@@ -208,17 +214,6 @@ def step_context(spec: StudySpec, view: SessionView) -> dict[str, Any]:
 
 def _answers(form: Any) -> dict[str, str]:
     return {k: v for k, v in form.items() if isinstance(v, str) and k not in CONTROL_FIELDS}
-
-
-def _too_long(fields: dict[str, str]) -> AnswerError | None:
-    for name, value in fields.items():
-        if len(value) > MAX_ANSWER_CHARS:
-            return AnswerError(
-                f"the answer is longer than {MAX_ANSWER_CHARS:,} characters",
-                where=name,
-                fix="shorten it",
-            )
-    return None
 
 
 def _error(exc: GridbenchError) -> dict[str, str]:
@@ -333,39 +328,54 @@ def mount_study(app: FastAPI, root: Path, page: PageFn) -> None:
             **ctx,
         )
 
+    def unsaved(request: Request, exc: GridbenchError) -> HTMLResponse:
+        # the log could not be read or written: say so, keep the link (nothing was lost)
+        log.error("study answer not saved: %s", exc)
+        msg = "Your answer could not be saved just now. Please try again in a minute."
+        return page(request, "study_invalid.html", 503, message=msg)
+
     @app.get("/p/{rid}/{secret}", response_class=HTMLResponse)
     async def participant_page(request: Request, rid: str, secret: str) -> Response:
-        found = await asyncio.to_thread(studies.participant, rid, secret)
-        if found is None:
-            return invalid(request)
-        delivery, who = found
-        # the first visit starts the session: a write, so off the event loop
-        view = await asyncio.to_thread(delivery.view, who)
-        return show_step(request, delivery.spec, view, request.url.path)
+        def render() -> HTMLResponse:
+            found = studies.participant(rid, secret)
+            if found is None:
+                return invalid(request)
+            delivery, who = found
+            try:
+                view = delivery.view(who)  # the first visit starts the session: a write
+            except GridbenchError as exc:
+                return unsaved(request, exc)
+            return show_step(request, delivery.spec, view, request.url.path)
+
+        # one hop to the thread pool: the loop stays free for live runs and 40 participants
+        return await asyncio.to_thread(render)
 
     @app.post("/p/{rid}/{secret}", response_class=HTMLResponse)
     async def participant_answer(request: Request, rid: str, secret: str) -> Response:
-        found = await asyncio.to_thread(studies.participant, rid, secret)
-        if found is None:
-            return invalid(request)
-        delivery, who = found
         form = await request.form()
         step, action = str(form.get("step") or ""), str(form.get("action") or "")
         fields = _answers(form)
         here = request.url.path
-        try:
-            problem = _too_long(fields)
-            if problem is not None:
-                raise problem
-            # the engine appends (fsync) before it returns: acknowledged means on disk
-            await asyncio.to_thread(delivery.act, who, step, action, fields)
-        except StepConflict:
-            pass  # a replay, a second tab, a double click: show the current step
-        except AnswerError as exc:
-            view = await asyncio.to_thread(delivery.view, who)
-            if view.step.id == step:
-                return show_step(request, delivery.spec, view, here, 422, _error(exc), fields)
-        return RedirectResponse(here, status_code=303)
+
+        def answer() -> Response:
+            found = studies.participant(rid, secret)
+            if found is None:
+                return invalid(request)
+            delivery, who = found
+            try:
+                # the engine appends (fsync) before it returns: acknowledged means on disk
+                delivery.act(who, step, action, fields)
+            except StepConflict:
+                pass  # a replay, a second tab, a double click: show the current step
+            except AnswerError as exc:
+                view = delivery.view(who)
+                if view.step.id == step:
+                    return show_step(request, delivery.spec, view, here, 422, _error(exc), fields)
+            except GridbenchError as exc:
+                return unsaved(request, exc)
+            return RedirectResponse(here, status_code=303)
+
+        return await asyncio.to_thread(answer)
 
     @app.api_route("/p/{rest:path}", methods=["GET", "POST"], response_class=HTMLResponse)
     def participant_other(request: Request, rest: str) -> HTMLResponse:
