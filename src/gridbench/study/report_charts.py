@@ -96,8 +96,9 @@ def time_chart(metrics: Mapping[str, Any]) -> Chart | None:
     fig = go.Figure()
     for k, v in times.items():
         fig.add_box(
-            y=[float(x) for x in v if num(x) is not None],
+            x=[float(x) for x in v if num(x) is not None],
             name=ptext(names[k]),
+            orientation="h",
             boxpoints="all",
             jitter=0.4,
             pointpos=0,
@@ -107,8 +108,8 @@ def time_chart(metrics: Mapping[str, Any]) -> Chart | None:
         )
     fig.update_layout(
         template=TEMPLATE,
-        yaxis={"title": "mean seconds per task", "rangemode": "tozero"},
-        height=440,
+        xaxis={"title": "mean seconds per task", "rangemode": "tozero"},
+        height=140 + 70 * len(times),
     )
     return _chart(
         "task-times",
@@ -132,6 +133,8 @@ def likert_chart(metrics: Mapping[str, Any], item: str) -> Chart | None:
     if not counts:
         return None
     words = LIKERT_WORDS[item]
+    # blue is the good end: satisfied, or easy
+    palette = LIKERT_COLOURS if item == "satisfaction" else LIKERT_COLOURS[::-1]
     ys = [ptext(n) for n in counts]
     fig = go.Figure()
     # relative bars stack away from zero in trace order: the nearest level first
@@ -149,7 +152,7 @@ def likert_chart(metrics: Mapping[str, Any], item: str) -> Chart | None:
             y=ys,
             orientation="h",
             name=f"{level + 1} {words[level]}",
-            marker={"color": LIKERT_COLOURS[level]},
+            marker={"color": palette[level]},
             legendgroup=str(level),
             legendrank=level + 1,
             showlegend=show,
@@ -161,9 +164,16 @@ def likert_chart(metrics: Mapping[str, Any], item: str) -> Chart | None:
     fig.update_layout(
         template=TEMPLATE,
         barmode="relative",
-        xaxis={"title": "% of task answers", "range": [-100, 100], "zeroline": True},
+        xaxis={
+            "title": "% of task answers",
+            "range": [-100, 100],
+            "zeroline": True,
+            "tickvals": [-100, -50, 0, 50, 100],
+            "ticktext": ["100", "50", "0", "50", "100"],
+        },
         height=160 + 50 * len(counts),
-        legend={"orientation": "h", "traceorder": "normal"},
+        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
+        margin={"t": 60},
     )
     return _chart(
         f"likert-{item}",
