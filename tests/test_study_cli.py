@@ -308,6 +308,11 @@ def test_serve_prints_each_link_once_and_stores_only_its_hash(
     assert "We compare how easy four grid middleware clients are" in page.text
     forged = server.get(f"/p/{rid}/{secret[:-2]}xx")
     assert forged.status_code == 404
+    server.stop()
+    assert server.proc.stderr is not None
+    err = server.proc.stderr.read()
+    assert not any(s in err for _, s in links.values())  # nor in the server's own output
+    assert all("".join(lines).count(s) == 1 for _, s in links.values())  # each printed once
     # no secret in any file of the run (the log, experiment.json, spec.yaml ...)
     for path in run.rglob("*"):
         if path.is_file():

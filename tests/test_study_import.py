@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from conftest import BIN, cli_env
 from gridbench.errors import GridbenchError, SpecError
@@ -377,3 +379,34 @@ def test_cli_out_names_the_run_folder_and_refuses_a_full_one(tmp_path: Path) -> 
     assert f"into {out}" in " ".join(p.stdout.split())
     p = gridbench(results, "study", "import", str(AHE), "--responses", csv_path, "--out", str(out))
     assert p.returncode == 2 and "already exists and is not empty" in p.stderr
+
+
+CELL = st.one_of(
+    st.sampled_from(["", "1", "3", "5", "6", "0", "-1", "2.5", "nan", "inf", "yes", "P01"]),
+    st.sampled_from(["ahe_cli", "globus_cli", "P02", "x" * 300, "1e999", "\u202e", '"', ";"]),
+    st.text(max_size=8),
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    header=st.lists(st.sampled_from([*HEADER, "other", "", "sus1"]), min_size=0, max_size=14),
+    rows=st.lists(st.lists(CELL, max_size=16), max_size=6),
+)
+def test_any_csv_gives_records_or_one_clear_error(
+    tmp_path_factory: pytest.TempPathFactory, header: list[str], rows: list[list[str]]
+) -> None:
+    """Foreign input never ends in a traceback: records, or a GridbenchError naming places."""
+    path = tmp_path_factory.mktemp("fuzz") / "r.csv"
+    with path.open("w", newline="", encoding="utf-8", errors="surrogatepass") as fh:
+        w = csv.writer(fh)
+        w.writerow(["participant", "tool", *header])
+        w.writerows(rows)
+    try:
+        result = import_responses(ahe(), path)
+    except ImportProblems as exc:
+        assert exc.problems and all(r >= 1 for r, _, _ in exc.problems)
+    except GridbenchError as exc:
+        assert exc.where
+    else:
+        assert all(r.source == "import" for r in result.records)

@@ -129,7 +129,7 @@ class _Reader:
         allowed = list(allowed)
         if not text:
             self.problems.add(row, self.table.label(col), f"no {col} given")
-        elif not _IDENT.match(text):
+        elif not _IDENT.fullmatch(text):
             self.problems.add(
                 row,
                 self.table.label(col),
