@@ -21,6 +21,7 @@ from gridbench.study.analysis import analyze, analyze_and_write, figures
 from gridbench.study.dataset import build_dataset
 from gridbench.study.metrics_schema import validate_metrics
 from gridbench.study.model import StudySpec
+from gridbench.study.survey import topic
 
 PEOPLE = [f"P{i:02d}" for i in range(1, 13)]
 
@@ -368,6 +369,9 @@ def test_install_survey_trend_and_complaints() -> None:
         ("r2", "documentation"): 1,
     }
     assert s["out_of_scale"] == 1
+    assert topic("docs miss the client node") == "documentation"
+    assert topic("installer hangs on the network step") == "stability"
+    assert topic("nice colours") == "other"
     assert any(f["rule"] == "out_of_scale" for f in m["validity"]["flags"])
 
 

@@ -514,8 +514,8 @@ def complaints_table(metrics: Mapping[str, Any], with_text: bool) -> Table | Non
         "Install complaints by release and topic",
         groups,
         fields,
-        note="Topics by keyword (stability, installation, configuration, documentation, "
-        "usage, other).",
+        note="Topics by keyword, the first that matches (documentation, stability, "
+        "installation, configuration, usage, other).",
     )
 
 

@@ -8,9 +8,9 @@ least-squares slope per release step. Releases come in the spec's order
 (``install_survey.releases``), then in the order first seen in the log.
 
 Complaints are grouped by release, then by a keyword topic, the first that matches (in
-this order): stability (crash, hang, fail, error, bug), installation (install, package,
-rpm, dependenc, download), configuration (config, setting, node, network), documentation
-(doc, manual, guide, tutorial), usage (use, command, run, interface); else "other". A
+this order): documentation (doc, manual, guide, tutorial), stability (crash, hang, fail,
+error, bug), installation (install, package, rpm, dependenc, download), configuration
+(config, setting, node, network), usage (use, command, run, interface); else "other". A
 simple grouping for a reader to scan, not a classifier: the text is kept as given.
 
 A rating above the declared scale is left out and counted (a validity flag).
@@ -28,10 +28,11 @@ from gridbench.stats import ols_slope
 from gridbench.study.model import InstallSurvey
 
 TOPICS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    # documentation first: "docs miss the client node" is about the docs, not the node
+    ("documentation", ("doc", "manual", "guide", "tutorial")),
     ("stability", ("crash", "hang", "fail", "error", "bug")),
     ("installation", ("install", "package", "rpm", "dependenc", "download")),
     ("configuration", ("config", "setting", "node", "network")),
-    ("documentation", ("doc", "manual", "guide", "tutorial")),
     ("usage", ("use", "command", "run", "interface")),
 )
 
