@@ -357,6 +357,10 @@ def test_serve_refuses_what_it_cannot_deliver(tmp_path: Path) -> None:
     assert p.returncode == 2 and "needs its participants declared" in flat(p.stderr)
     p = gridbench(results, "study", "serve", "--port", str(free_port()))
     assert p.returncode == 2 and "give a study spec or --run RUN" in flat(p.stderr)
+    p = gridbench(results, "study", "serve", str(AHE), "--new-links", "--port", str(free_port()))
+    assert p.returncode == 2 and "use it with --run RUN" in flat(p.stderr)
+    p = gridbench(results, "study", "serve", "--run", "x", "--set", "name=y")
+    assert p.returncode == 2 and "keeps the spec it was started with" in flat(p.stderr)
     p = gridbench(results, "study", "serve", str(AHE), "--host", "0.0.0.0")
     assert p.returncode == 2 and "without an access token" in flat(p.stderr)
     with socket.socket() as busy:

@@ -147,6 +147,8 @@ def test_a_missing_sus_column_and_an_unknown_task_are_header_problems(tmp_path: 
     assert any(
         r == 1 and c == "upload_time_s" and "unknown task 'upload'" in p for r, c, p in found
     )
+    found = problems(ahe(), write(tmp_path / "r.csv", [row()], [*HEADER, "sus2"]))
+    assert found == [(1, "'sus2'", "a second column named 'sus2' (first: column 4)")]
     header = [c for c in HEADER if c != "tool"]
     found = problems(ahe(), write(tmp_path / "r.csv", [row()], header))
     assert found == [(1, "tool", "required column missing")]

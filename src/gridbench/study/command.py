@@ -37,7 +37,7 @@ column, and nothing is imported until there are none.
 examples:
   gridbench study import examples/study-ahe.yaml --responses examples/study-responses.csv
   gridbench study import examples/study-import.yaml --responses examples/study-export.csv \\
-      --survey examples/study-install.csv --out results/xtreemos-2009"""
+      --survey examples/study-install.csv --out results/workbench-2009"""
 _EPILOG_SERVE = """Each participant gets a personal link, printed here once and never stored (the
 log keeps only its hash): hand each person their own. The admin and observer pages need
 the dashboard's token when served off loopback; participant links do not.
@@ -275,6 +275,18 @@ def cmd_serve(args: argparse.Namespace, ui: Ui) -> int:
             "give a study spec or --run RUN (not both)",
             where="gridbench study serve",
             fix="gridbench study serve SPEC   or   gridbench study serve --run latest",
+        )
+    if args.run is not None and args.set:
+        raise GridbenchError(
+            "--set changes a spec; a reopened study keeps the spec it was started with",
+            where="--set",
+            fix="drop --set, or start a new study: gridbench study serve SPEC --set ...",
+        )
+    if args.spec is not None and args.new_links:
+        raise GridbenchError(
+            "--new-links re-issues the links of a study already served",
+            where="--new-links",
+            fix="use it with --run RUN (a new study from SPEC gets new links anyway)",
         )
     _check_serve(args)
     root = ui.results_root(args)

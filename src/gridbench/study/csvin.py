@@ -139,18 +139,20 @@ def read_csv(path: Path, delimiter: str, rename: Mapping[str, str]) -> CsvTable:
                 "the CSV is empty", where=str(path), fix="give the export with its header row"
             )
         _check_delimiter(header, delimiter, path)
-        for raw in header:
+        first_at: dict[str, int] = {}
+        for i, raw in enumerate(header, 1):
             name = raw.strip()
             generic = back.get(name, name)
             if not name:
                 continue
-            if generic in headers:
+            if generic in first_at:
                 problems.add(
                     1,
                     repr(name),
-                    f"a second column named {generic!r} "
-                    f"(first: column {columns.index(generic) + 1})",
+                    f"a second column named {generic!r} (first: column {first_at[generic]})",
                 )
+                continue
+            first_at[generic] = i
             columns.append(generic)
             headers[generic] = name
         keys = [back.get(h.strip(), h.strip()) for h in header]
