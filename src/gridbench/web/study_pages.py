@@ -377,7 +377,7 @@ def mount_study(app: FastAPI, root: Path, page: PageFn) -> None:
 
         return await asyncio.to_thread(answer)
 
-    @app.api_route("/p/{rest:path}", methods=["GET", "POST"], response_class=HTMLResponse)
+    @app.api_route("/p/{rest:path}", methods=["GET", "POST"], include_in_schema=False)
     def participant_other(request: Request, rest: str) -> HTMLResponse:
         """Any other path under /p/: the same answer as a forged link."""
         return invalid(request)
