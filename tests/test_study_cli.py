@@ -142,7 +142,10 @@ def test_import_makes_a_run_that_list_show_and_analyze_handle(tmp_path: Path) ->
     results = tmp_path / "results"
     p = gridbench(results, "study", "import", str(AHE), "--responses", str(RESPONSES))
     assert p.returncode == 0, p.stdout + p.stderr
-    assert "imported 320 records (8 participants, 32 rows)" in flat(p.stdout)
+    assert (
+        "imported 320 records (8 participants, 32 rows: 96 likert, 96 observation, 32 sus, "
+        "96 task_time)" in flat(p.stdout)
+    )
     (run,) = results.iterdir()
     exp = json.loads((run / "experiment.json").read_text())
     assert exp["kind"] == "study" and exp["status"] == "complete"

@@ -90,8 +90,9 @@ def test_generic_layout_gives_the_records_with_the_csv_values(tmp_path: Path) ->
     assert likert[("globus_cli", "launch")].satisfaction == 2
     assert likert[("globus_cli", "launch")].difficulty == 2
     assert len(result.records) == 2 * (1 + 3 * 3)
-    # P02..P08 declared but absent: said, not refused
+    # P02..P08 declared but absent, P01 without two tools: said, not refused
     assert "participant P02 has no rows in r.csv" in result.warnings
+    assert "participant P01 has no row for unicore_gui, ahe_gui" in result.warnings
 
 
 def test_the_example_responses_import_whole() -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import socket
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -227,9 +228,12 @@ def cmd_import(args: argparse.Namespace, ui: Ui) -> int:
             where=str(run.path),
             fix="free disk space or fix the folder's permissions, then import again",
         ) from None
+    kinds = Counter(r.type for r in result.records)
     ui.console.print(
         f"imported {len(result.records)} records ({len(result.participants)} participants, "
-        f"{result.rows} rows) into [cyan]{safe_markup(run.path)}[/]"
+        f"{result.rows} rows: "
+        + ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items()))
+        + f") into [cyan]{safe_markup(run.path)}[/]"
     )
     return ui.analyze_and_show(run.path)
 

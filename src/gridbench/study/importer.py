@@ -204,6 +204,7 @@ def import_responses(
     records: list[Record] = []
     seen: dict[tuple[str, str], int] = {}
     people: list[str] = []
+    tools_of: dict[str, set[str]] = {}
     tool_ids = [tl.id for tl in spec.tools]
     for row, cells in table.rows:
         who = reader.ident(row, cells, "participant", spec.participants)
@@ -218,6 +219,8 @@ def import_responses(
                 )
         if who and who not in people:
             people.append(who)
+        if who and tool:
+            tools_of.setdefault(who, set()).add(tool)
         if len(sus_cols) == 10:
             records += _sus(reader, row, cells, who, tool, t, accept_low_sus, warnings)
         tasks = {tk.id for tk in spec.tool(tool).tasks} if tool else set()
@@ -236,6 +239,11 @@ def import_responses(
     for who in spec.participants:
         if who not in people:
             warnings.append(f"participant {who} has no rows in {csv_path.name}")
+    for who in people:
+        absent = [tl for tl in tool_ids if tl not in tools_of.get(who, set())]
+        if absent:
+            # a paired comparison leaves this participant out where a tool is missing
+            warnings.append(f"participant {who} has no row for {', '.join(absent)}")
     if survey_csv is not None:
         records += import_survey(spec, survey_csv, t)
     return ImportResult(tuple(records), tuple(warnings), tuple(people), len(table.rows))
