@@ -1,9 +1,9 @@
 """``gridbench study``: validate, plan, serve, import and report usability studies
 (docs/study.md).
 
-Exit codes as for every family: 0 ok, 2 bad input (the spec, a CSV), 3 a failure of the
-machine (a disk that refuses a write), 130 interrupted. Analysis and reports go through
-the generic path (``Ui.analyze_and_show``).
+Exit codes as for every family: 0 ok, 2 bad input (the spec, a CSV, the options) or a
+results folder that refuses a write, 130 interrupted. Analysis and reports go through the
+generic path (``Ui.analyze_and_show``).
 """
 
 from __future__ import annotations
