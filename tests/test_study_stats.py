@@ -235,3 +235,23 @@ def test_power_analysis_reproduces_the_seeds_27() -> None:
     )
     assert lo < 0.5 < hi
     assert stats.n_required(0.0, 0.05, 0.8, 1) is None
+
+
+def test_power_for_large_and_small_effects() -> None:
+    power = TTestPower()
+    for d, n, tails in ((0.5, 27, 1), (0.8, 12, 2), (1.2, 5, 1)):
+        alt = "larger" if tails == 1 else "two-sided"
+        want = power.power(effect_size=d, nobs=n, alpha=0.05, alternative=alt)
+        assert stats.paired_power(d, n, 0.05, tails) == pytest.approx(want, rel=1e-9)
+    # large effects, where statsmodels' solver does not converge: 2 or 3 pairs
+    assert stats.n_required(10.0, 0.05, 0.8, 1) == 2
+    assert stats.n_required(10.0, 0.05, 0.8, 2) == 3
+    assert stats.paired_power(10.0, 2, 0.05, 2) < 0.8 <= stats.paired_power(10.0, 3, 0.05, 2)
+    # a small effect, beyond the stepped range: statsmodels' solver, the smallest n reaching 0.8
+    small = stats.n_required(0.15, 0.05, 0.8, 1)
+    assert small is not None and small > stats.SEARCH_UP_TO
+    assert (
+        stats.paired_power(0.15, small, 0.05, 1)
+        >= 0.8
+        > stats.paired_power(0.15, small - 1, 0.05, 1)
+    )

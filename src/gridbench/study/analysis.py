@@ -206,7 +206,8 @@ def analyze(
             if isinstance(declared, int) and not isinstance(declared, bool)
             else len(spec.participants),
             "with_data": len(data.with_data),
-            "finished": len(data.finished),
+            # an import holds finished answers only: no session, so no "finished" record
+            "finished": len(data.finished) if delivery != "import" else len(data.with_data),
             "started": len(data.started),
         },
         "tools": tools,

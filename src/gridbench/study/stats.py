@@ -186,28 +186,49 @@ def _power_alt(tails: int) -> str:
     return "larger" if tails == 1 else "two-sided"
 
 
+#: Cohorts up to this size are found by stepping n; larger ones by statsmodels' solver
+#: (which fails to converge for large effects, where n is 2 or 3).
+SEARCH_UP_TO = 200
+
+
+def paired_power(effect: float, n: int, alpha: float, tails: int) -> float:
+    """The power of a paired t-test with ``n`` pairs against d_z = ``effect``: the
+    noncentral t (ncp d_z sqrt(n), df n - 1) beyond the critical value, the formula of
+    statsmodels' TTestPower, which gives NaN for large noncentralities."""
+    df, ncp = n - 1, abs(effect) * math.sqrt(n)
+    if tails == 1:
+        return float(sst.nct.sf(sst.t.ppf(1 - alpha, df), df, ncp))
+    crit = float(sst.t.ppf(1 - alpha / 2, df))
+    return float(sst.nct.sf(crit, df, ncp) + sst.nct.cdf(-crit, df, ncp))
+
+
 def n_required(effect: float, alpha: float, power: float, tails: int) -> int | None:
     """Participants (pairs) a paired t-test needs to detect d_z = ``effect`` with
-    ``power`` at ``alpha`` (rounded up); None when the effect is 0 or the solver fails."""
+    ``power`` at ``alpha``: the smallest n (at least 2) whose power reaches it. None when
+    the effect is 0 or the solver fails."""
     from statsmodels.stats.power import TTestPower
 
     if not effect or not math.isfinite(effect):
         return None
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            n = TTestPower().solve_power(
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for n in range(2, SEARCH_UP_TO + 1):
+            # 1e-6: the seed's own effect size reaches 0.8 at 27 only to the 9th digit
+            if paired_power(effect, n, alpha, tails) >= power - 1e-6:
+                return n
+        try:
+            found = TTestPower().solve_power(
                 effect_size=abs(effect),
                 nobs=None,
                 alpha=alpha,
                 power=power,
                 alternative=_power_alt(tails),
             )
-    except (ValueError, RuntimeError):
-        return None
-    n = float(np.asarray(n).item())
+        except (ValueError, RuntimeError):
+            return None
+    n_real = float(np.asarray(found).item())
     # the solver's answer is off in the 7th digit (27.0000001 for the seed's effect)
-    return math.ceil(round(n, 4)) if math.isfinite(n) and n > 0 else None
+    return math.ceil(round(n_real, 4)) if math.isfinite(n_real) and n_real > 0 else None
 
 
 def effect_for(n: int, alpha: float = 0.05, power: float = 0.8, tails: int = 1) -> float:
