@@ -355,6 +355,12 @@ def test_observer_records_verdicts_and_refuses_bad_ones(study: Study) -> None:
     page = a.get(path).text
     section = page[page.index('id="p-P08"') :]
     assert "gave up" in section.split("</section>")[0]  # the latest verdict is shown
+    # beside one participant: their forms only, and back to them after a save
+    one = a.get(path, params={"participant": "P08"}).text
+    assert 'id="p-P08"' in one and 'id="p-P01"' not in one and "show all" in one
+    r = a.post(path, data={**base, "success": "yes", "only": "P08"}, follow_redirects=False)
+    assert r.headers["location"].endswith("/observer?participant=P08#p-P08")
+    assert 'id="p-P01"' in a.get(path, params={"participant": "nobody"}).text  # all
 
 
 def test_revoked_and_replaced_links_stop_working(study: Study) -> None:

@@ -241,11 +241,17 @@ def admin_context(run: RunDir, delivery: StudyDelivery) -> dict[str, Any]:
     return {"spec": spec, "rows": rows, "free_text": free, "background": background}
 
 
-def observer_context(delivery: StudyDelivery) -> dict[str, Any]:
-    """Per participant: where they are, and each task with the latest verdict."""
+def observer_context(delivery: StudyDelivery, only: str = "") -> dict[str, Any]:
+    """Per participant: where they are, and each task with the latest verdict (``only``:
+    that participant's forms alone, for an observer sitting beside one person)."""
     spec = delivery.spec
     people = []
-    for p in delivery.overview():
+    overview = delivery.overview()
+    index = [{"p": p, "label": step_label(spec, p.step)} for p in overview]
+    only = only if only in spec.participants else ""
+    for p in overview:
+        if only and p.participant != only:
+            continue
         current = p.step if p.step is not None and p.step.kind in ("task", "likert") else None
         tasks = []
         for tool in spec.tools:
@@ -270,6 +276,9 @@ def observer_context(delivery: StudyDelivery) -> dict[str, Any]:
         )
     return {
         "spec": spec,
+        "index": index,
+        "only": only,
+        "tasks_total": sum(len(t.tasks) for t in spec.tools),
         "people": people,
         "failure_scale": spec.questionnaires.failure_scale,
         "failure_labels": FAILURE_LABELS,
@@ -441,10 +450,10 @@ def mount_study(app: FastAPI, root: Path, page: PageFn) -> None:
         return await asyncio.to_thread(change)
 
     def observer_page(
-        request: Request, rid: str, run: RunDir, status: int = 200, **extra: Any
+        request: Request, rid: str, run: RunDir, only: str, status: int = 200, **extra: Any
     ) -> HTMLResponse:
         try:
-            ctx = observer_context(studies.delivery(run))
+            ctx = observer_context(studies.delivery(run), only)
         except GridbenchError as exc:
             return page(request, "error.html", 422, title="Unreadable study", message=str(exc))
         return page(
@@ -452,9 +461,11 @@ def mount_study(app: FastAPI, root: Path, page: PageFn) -> None:
         )
 
     @app.get("/studies/{rid}/observer", response_class=HTMLResponse)
-    def study_observer(request: Request, rid: str) -> HTMLResponse:
+    def study_observer(request: Request, rid: str, participant: str = "") -> HTMLResponse:
         run = studies.run(rid)
-        return unknown(request, rid) if run is None else observer_page(request, rid, run)
+        if run is None:
+            return unknown(request, rid)
+        return observer_page(request, rid, run, participant)
 
     @app.post("/studies/{rid}/observer", response_class=HTMLResponse)
     async def study_observe(request: Request, rid: str) -> Response:
@@ -462,7 +473,7 @@ def mount_study(app: FastAPI, root: Path, page: PageFn) -> None:
         if run is None:
             return unknown(request, rid)
         form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
-        who = form.get("participant", "")
+        who, only = form.get("participant", ""), form.get("only", "")
 
         def record() -> Response:
             try:
@@ -471,7 +482,8 @@ def mount_study(app: FastAPI, root: Path, page: PageFn) -> None:
                     who, form.get("tool", ""), form.get("task", ""), success, failure, note
                 )
             except GridbenchError as exc:
-                return observer_page(request, rid, run, 422, error=_error(exc))
-            return RedirectResponse(f"/studies/{rid}/observer#p-{who}", status_code=303)
+                return observer_page(request, rid, run, only, 422, error=_error(exc))
+            back = f"?participant={only}" if only in studies.delivery(run).spec.participants else ""
+            return RedirectResponse(f"/studies/{rid}/observer{back}#p-{who}", status_code=303)
 
         return await asyncio.to_thread(record)
