@@ -348,6 +348,10 @@ def test_the_install_survey(tmp_path: Path) -> None:
         import_responses(ahe(), responses, survey_csv=tmp_path / "s.csv")
 
 
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
 def gridbench(results: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(BIN), *args], env=cli_env(results), capture_output=True, text=True, timeout=300
@@ -382,6 +386,12 @@ def test_cli_out_names_the_run_folder_and_refuses_a_full_one(tmp_path: Path) -> 
     assert f"into {out}" in " ".join(p.stdout.split())
     p = gridbench(results, "study", "import", str(AHE), "--responses", csv_path, "--out", str(out))
     assert p.returncode == 2 and "already exists and is not empty" in p.stderr
+    blocked = out / "study.jsonl" / "run"  # below a file: no folder can be made there
+    p = gridbench(
+        results, "study", "import", str(AHE), "--responses", csv_path, "--out", str(blocked)
+    )
+    assert p.returncode == 2 and "cannot create the run folder" in flat(p.stderr)
+    assert "Traceback" not in p.stderr
 
 
 CELL = st.one_of(

@@ -31,29 +31,47 @@ def create_study_run(
     family's runs are), or exactly ``out`` when given (``study import --out RUN_DIR``, as
     ``gridbench ingest --out``: it must not exist or be empty). Browser delivery starts
     "running"; an import is "complete" once its records are in (:func:`mark_complete`)."""
-    if out is None:
-        run = RunDir.create(root, spec.name)
-    else:
-        if out.is_symlink() or (out.exists() and (not out.is_dir() or any(out.iterdir()))):
-            raise ResultsError(
-                "output directory already exists and is not empty",
-                where=str(out),
-                fix="choose another --out, or remove the directory first",
-            )
-        (out / "trials").mkdir(parents=True, exist_ok=True)
-        run = RunDir(out)
-    write_text_atomic(run.spec_file, dump_yaml(data))
-    run.update_experiment(
-        id=run.id,
-        name=spec.name,
-        kind="study",
-        status="running",
-        created=now_iso(),
-        tools=[t.id for t in spec.tools],
-        delivery=delivery,
-        participants=len(spec.participants) if participants is None else participants,
-    )
+    try:
+        run = _make_folder(root, spec.name, out)
+    except OSError as exc:
+        raise ResultsError(
+            f"cannot create the run folder: {exc.strerror or exc}",
+            where=str(out or root),
+            fix="give a results root (--results) or --out where you may write",
+        ) from None
+    try:
+        write_text_atomic(run.spec_file, dump_yaml(data))
+        run.update_experiment(
+            id=run.id,
+            name=spec.name,
+            kind="study",
+            status="running",
+            created=now_iso(),
+            tools=[t.id for t in spec.tools],
+            delivery=delivery,
+            participants=len(spec.participants) if participants is None else participants,
+        )
+    except OSError as exc:
+        discard_run(run)  # a run without its spec or record is no run
+        raise ResultsError(
+            f"cannot write the run's files: {exc.strerror or exc}",
+            where=str(run.path),
+            fix="free disk space or fix the folder's permissions",
+        ) from None
     return run
+
+
+def _make_folder(root: Path, name: str, out: Path | None) -> RunDir:
+    if out is None:
+        return RunDir.create(root, name)
+    if out.is_symlink() or (out.exists() and (not out.is_dir() or any(out.iterdir()))):
+        raise ResultsError(
+            "output directory already exists and is not empty",
+            where=str(out),
+            fix="choose another --out, or remove the directory first",
+        )
+    (out / "trials").mkdir(parents=True, exist_ok=True)
+    return RunDir(out)
 
 
 def mark_complete(run: RunDir, **fields: Any) -> None:
