@@ -208,3 +208,87 @@ def test_a_study_without_answers_reports(tmp_path: Path) -> None:
     render_page(report)
     _terminal(report)
     assert FAMILY.verdict(m)
+
+
+SEED_TOOLS = ("Globus", "AHE CLI", "UNICORE", "AHE GUI", "AHE Cert", "AHE ACD")
+SEED_PAIRS = (("AHE CLI", "Globus"), ("AHE GUI", "UNICORE"), ("AHE ACD", "AHE Cert"))
+
+
+def _slug(title: str) -> str:
+    return title.lower().replace(" ", "_")
+
+
+def test_table2_with_the_seeds_three_comparisons() -> None:
+    import numpy as np
+    from scipy import stats as sst
+
+    from gridbench.study.analysis import analyze
+    from gridbench.study.model import StudySpec
+    from gridbench.study.report_tables import table2
+
+    task = [{"id": "run", "title": "Run", "instructions": "Run it."}]
+    spec = StudySpec.model_validate(
+        {
+            "name": "seed",
+            "purpose": "p",
+            "tools": [{"id": _slug(t), "title": t, "tasks": task} for t in SEED_TOOLS],
+            "comparisons": [{"a": _slug(a), "b": _slug(b)} for a, b in SEED_PAIRS],
+            "analysis": {"bootstrap_resamples": 200},
+            "questionnaires": {"likert": False, "failure_scale": False},
+        }
+    )
+    rng = np.random.default_rng(33)
+    recs: list[rec.Record] = []
+    sus_of: dict[tuple[str, str], float] = {}
+    for i in range(10):
+        p = f"P{i}"
+        for j, title in enumerate(SEED_TOOLS):
+            tool, good = _slug(title), j % 2 == 1  # the AHE side of each pair
+            items = [int(x) for x in rng.integers(1, 6, 10)]
+            if good:  # nudge towards agreement with the positive items
+                items = [
+                    min(5, x + 1) if k % 2 == 0 else max(1, x - 1) for k, x in enumerate(items)
+                ]
+            sus_of[(p, tool)] = 2.5 * sum(
+                (x - 1) if k % 2 == 0 else (5 - x) for k, x in enumerate(items)
+            )
+            recs.append(
+                rec.SusAnswer(t_ns=1, source="import", participant=p, tool=tool, items=items)
+            )
+            recs.append(
+                rec.TaskTime(
+                    t_ns=1,
+                    source="import",
+                    participant=p,
+                    tool=tool,
+                    task="run",
+                    seconds=float(rng.uniform(100, 400) if good else rng.uniform(200, 700)),
+                )
+            )
+    m = analyze(spec, recs, {"name": "seed", "status": "complete", "delivery": "import"})
+    t = table2(m)
+    assert t is not None
+    assert [c.title for c in t.columns] == [
+        "Metric",
+        "AHE CLI",
+        "Globus",
+        "AHE GUI",
+        "UNICORE",
+        "AHE ACD",
+        "AHE Cert",
+    ]
+    # SUS and time only: the study asks no Likert items and has no observer
+    assert [r[0] for r in t.rows] == [
+        "Mean SUS score (100 = most usable)",
+        "SUS score P-value",
+        "Mean task time (seconds)",
+        "Mean task time P-value",
+    ]
+    for k, (a, b) in enumerate(SEED_PAIRS):
+        xa = np.array([sus_of[(f"P{i}", _slug(a))] for i in range(10)])
+        xb = np.array([sus_of[(f"P{i}", _slug(b))] for i in range(10)])
+        want = sst.ttest_rel(xa, xb, alternative="greater")
+        assert t.rows[0][1 + 2 * k] == pytest.approx(xa.mean())
+        assert t.rows[0][2 + 2 * k] == pytest.approx(xb.mean())
+        assert t.rows[1][1 + 2 * k] == pytest.approx(float(want.pvalue))
+        assert t.rows[1][2 + 2 * k] == pytest.approx(float(want.statistic))

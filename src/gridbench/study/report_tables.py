@@ -224,7 +224,13 @@ def table2(metrics: Mapping[str, Any]) -> Table | None:
             Column(table_id(f"c{i}", a), label_of(metrics, a), numeric=True),
             Column(table_id(f"c{i}", b), label_of(metrics, b), numeric=True),
         ]
-    metrics_in = [m for m in METRIC_LABEL if any(_test(metrics, p, m) for p in pairs)]
+    # a metric nobody answered has nothing to show (its test is listed, and flagged)
+    metrics_in = [
+        m
+        for m in METRIC_LABEL
+        if any(_test(metrics, p, m) for p in pairs)
+        and any(metric_mean(metrics, tool, m) is not None for p in pairs for tool in p)
+    ]
     rows: list[list[Any]] = []
     styles: list[Any] = []
     for m in metrics_in:

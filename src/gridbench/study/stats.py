@@ -153,13 +153,25 @@ def correct(
     return out
 
 
+def measured(spec: StudySpec) -> list[str]:
+    """The metrics the study's questionnaires collect (time always: Start/Stop or an
+    imported time), in Table 2's order."""
+    q = spec.questionnaires
+    off = {
+        *(() if q.sus else ("sus",)),
+        *(() if q.likert else ("difficulty", "satisfaction")),
+        *(() if q.failure_scale else ("failure",)),
+    }
+    return [m for m in METRICS if m not in off]
+
+
 def comparison_tests(frame: pl.DataFrame, spec: StudySpec) -> list[dict[str, Any]]:
-    """Every declared comparison x metric: the paired test, then the correction across
-    the comparison's metrics."""
+    """Every declared comparison x metric the study collects: the paired test, then the
+    correction across the comparison's metrics."""
     opts = spec.analysis
     out: list[dict[str, Any]] = []
     for c in spec.comparisons:
-        rows = [_one(frame, c, m, opts.tails) for m in METRICS if m in c.metrics]
+        rows = [_one(frame, c, m, opts.tails) for m in measured(spec) if m in c.metrics]
         for row, (padj, sig) in zip(
             rows, correct([r["p"] for r in rows], opts.correction, opts.alpha), strict=True
         ):
