@@ -292,3 +292,41 @@ def test_table2_with_the_seeds_three_comparisons() -> None:
         assert t.rows[0][2 + 2 * k] == pytest.approx(xb.mean())
         assert t.rows[1][1 + 2 * k] == pytest.approx(float(want.pvalue))
         assert t.rows[1][2 + 2 * k] == pytest.approx(float(want.statistic))
+
+
+SPARSE: list[dict[str, Any]] = [
+    {"schema": "gridbench.study/1"},
+    {
+        "schema": "gridbench.study/1",
+        "tools": {"a": {}},
+        "comparisons": [{"a": "a", "b": "b", "metric": "sus"}],
+    },
+    {
+        "schema": "gridbench.study/1",
+        "tools": {"a": {"sus": {"scores": [1, None]}, "tasks": {"per_task": {"x": {}}}}},
+        "power": {},
+        "install_survey": {"releases": [{"release": "r"}], "trend": {}},
+        "validity": {"flags": [{}]},
+        "free_text": [{}],
+        "notes": [None],
+    },
+    {
+        "schema": "gridbench.study/1",
+        "status": "failed",
+        "power": {"n_required": 5, "enough": False, "seed_effect_range": [None]},
+        "comparisons": [{"a": "x", "b": "y", "metric": "time", "p": 0.01, "significant": True}],
+    },
+]
+
+
+@pytest.mark.parametrize("doc", SPARSE)
+def test_a_sparse_valid_metrics_document_renders(doc: dict[str, Any]) -> None:
+    from gridbench.study.analysis import figures
+    from gridbench.study.metrics_schema import validate_metrics
+
+    validate_metrics(doc)
+    report = build_report(doc)
+    assert report.headline.findings
+    render_page(report)
+    _terminal(report)
+    figures(doc)
