@@ -408,3 +408,28 @@ def test_bad_spec_in_run_is_a_results_error(tmp_path: Path) -> None:
     run.spec_file.write_text("name: x\npurpose: y\ntools: []\n")
     with pytest.raises(ResultsError, match="not a valid study spec"):
         analyze_and_write(run)
+
+
+def test_metrics_nobody_answered_are_noted_not_flagged() -> None:
+    # an import with SUS columns only: time, failure, difficulty, satisfaction have no answers
+    spec = StudySpec.model_validate(spec_data())
+    recs = [r for r in sample_records() if isinstance(r, rec.SusAnswer)]
+    m = analyze(spec, recs, {"name": "x", "status": "complete", "delivery": "import"})
+    assert [(c["metric"], c["n"]) for c in m["comparisons"]] == [
+        ("sus", 12),
+        ("time", 0),
+        ("failure", 0),
+        ("difficulty", 0),
+        ("satisfaction", 0),
+    ]
+    assert m["validity"]["flags"] == []
+    assert "no answers for difficulty, failure, satisfaction, time: not tested" in m["notes"]
+    assert m["participants"]["finished"] == 12  # imported answers are finished ones
+
+
+def test_instruments_switched_off_are_not_compared() -> None:
+    spec = StudySpec.model_validate(
+        spec_data(questionnaires={"sus": False, "likert": False, "failure_scale": True})
+    )
+    m = analyze(spec, sample_records(), {"name": "x", "status": "running", "delivery": "browser"})
+    assert [c["metric"] for c in m["comparisons"]] == ["time", "failure"]

@@ -330,3 +330,17 @@ def test_a_sparse_valid_metrics_document_renders(doc: dict[str, Any]) -> None:
     render_page(report)
     _terminal(report)
     figures(doc)
+
+
+def test_headline_without_sus_leads_with_the_first_tested_metric() -> None:
+    from gridbench.study.analysis import analyze
+    from gridbench.study.model import StudySpec
+
+    spec = StudySpec.model_validate(spec_data(questionnaires={"sus": False}))
+    recs = [r for r in sample_records() if not isinstance(r, rec.SusAnswer)]
+    m = analyze(spec, recs, {"name": "x", "status": "complete", "delivery": "browser"})
+    time_p = next(c for c in m["comparisons"] if c["metric"] == "time")["p"]
+    first = build_report(m).headline.findings[0]
+    assert first.text == f"AHE GUI vs UNICORE GUI: Mean task time p = {time_p:.3e}"
+    assert first.status == "pass"
+    assert "not tested" not in first.evidence

@@ -34,7 +34,7 @@ from gridbench.study import records as rec
 from gridbench.study import stats, survey, sus
 from gridbench.study.dataset import SUS_COLUMNS, StudyData, build_dataset
 from gridbench.study.metrics_schema import validate_metrics
-from gridbench.study.model import InstallSurvey, StudySpec
+from gridbench.study.model import METRICS, InstallSurvey, StudySpec
 from gridbench.study.validity import validity
 
 SCHEMA: Final = "gridbench.study/1"
@@ -189,6 +189,11 @@ def analyze(
         for t in spec.tools
     }
     tests = stats.comparison_tests(frame, spec)
+    # a metric nobody answered (an import without those columns) is noted, not flagged
+    unanswered = sorted(
+        {t["metric"] for t in tests}
+        - {m for m in METRICS if m in frame.columns and frame[m].drop_nulls().len()}
+    )
     power = stats.power_analysis(spec, tests, _n_have(tests, data))
     install = _install(data, spec)
     delivery = experiment.get("delivery")
@@ -219,12 +224,16 @@ def analyze(
         "free_text": _free_text(data),
         "validity": validity(
             power=power,
-            comparisons=tests,
+            comparisons=[t for t in tests if t["metric"] not in unanswered],
             missing_sus=_missing_sus(data, spec),
             unfinished=unfinished,
             out_of_scale=int(install["out_of_scale"]) if install else 0,
         ),
-        "notes": [*data.notes, *_notes(tools)],
+        "notes": [
+            *data.notes,
+            *_notes(tools),
+            *([f"no answers for {', '.join(unanswered)}: not tested"] if unanswered else []),
+        ],
         "records": len(records),
     }
 

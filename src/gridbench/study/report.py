@@ -146,6 +146,15 @@ def _sus_text(metrics: Mapping[str, Any], tool: str) -> str:
     return f"{title_of(metrics, tool)} SUS {float(s['mean']):.1f} ({s.get('grade')})"
 
 
+def _named(tests: Sequence[Mapping[str, Any]], significant: bool | None) -> list[str]:
+    """The metrics of ``tests`` whose ``significant`` is the given one (None: untested)."""
+    return [
+        METRIC_SHORT.get(str(c.get("metric")), str(c.get("metric")))
+        for c in tests
+        if c.get("significant") is significant
+    ]
+
+
 def _comparison_findings(metrics: Mapping[str, Any]) -> list[Finding]:
     out = []
     pairs = list(
@@ -156,19 +165,32 @@ def _comparison_findings(metrics: Mapping[str, Any]) -> list[Finding]:
     )
     for a, b, better in pairs:
         tests = [c for c in listed(metrics, "comparisons") if (c.get("a"), c.get("b")) == (a, b)]
-        sus = next((c for c in tests if c.get("metric") == "sus"), None)
-        head = f"{_sus_text(metrics, a)} vs {_sus_text(metrics, b)}"
-        if sus is not None:
-            head += f": p = {fmt_p(sus.get('p'))}" if num(sus.get("p")) is not None else ": no test"
-        held = [str(c.get("metric")) for c in tests if c.get("significant") is True]
-        not_held = [str(c.get("metric")) for c in tests if c.get("significant") is not True]
+        # SUS leads; without a SUS test, the first metric that was tested
+        lead = next(
+            (c for c in tests if c.get("metric") == "sus" and num(c.get("p")) is not None), None
+        )
+        lead = lead or next((c for c in tests if num(c.get("p")) is not None), None)
+        if lead is not None and lead.get("metric") == "sus":
+            head = f"{_sus_text(metrics, a)} vs {_sus_text(metrics, b)}: p = {fmt_p(lead.get('p'))}"
+        elif lead is not None:
+            head = (
+                f"{title_of(metrics, a)} vs {title_of(metrics, b)}: "
+                f"{METRIC_SHORT.get(str(lead.get('metric')), '')} p = {fmt_p(lead.get('p'))}"
+            )
+        else:
+            head = f"{_sus_text(metrics, a)} vs {_sus_text(metrics, b)}: no test"
+
+        held, not_held, untested = (_named(tests, want) for want in (True, False, None))
         winner = {"a": a, "b": b}.get(better)
         claim = f"{title_of(metrics, winner)} better" if winner else "a difference (two-sided)"
-        on = ", ".join(METRIC_SHORT.get(m, m) for m in held) or "no metric"
-        evidence = f"hypothesis {claim}: significant on {on}"
+        evidence = f"hypothesis {claim}: significant on {', '.join(held) or 'no metric'}"
         if not_held:
-            evidence += f"; not on {', '.join(METRIC_SHORT.get(m, m) for m in not_held)}"
-        status: Status = "pass" if tests and not not_held else ("warn" if held else "fail")
+            evidence += f"; not on {', '.join(not_held)}"
+        if untested:
+            evidence += f"; not tested: {', '.join(untested)}"
+        status: Status = (
+            "pass" if held and not not_held else ("fail" if not_held and not held else "warn")
+        )
         out.append(Finding(status, head, evidence))
     return out
 
