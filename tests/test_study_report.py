@@ -344,3 +344,16 @@ def test_headline_without_sus_leads_with_the_first_tested_metric() -> None:
     assert first.text == f"AHE GUI vs UNICORE GUI: Mean task time p = {time_p:.3e}"
     assert first.status == "pass"
     assert "not tested" not in first.evidence
+
+
+def test_experiment_switch_drops_free_text_from_the_generic_report(tmp_path: Path) -> None:
+    from gridbench.pipeline import analyze_and_report
+
+    recs = sample_records(PEOPLE[:4])
+    run = make_run(tmp_path, recs, spec_data(participants=PEOPLE[:4]))
+    run.update_experiment(report_free_text=False)
+    done = analyze_and_report(run.path)
+    assert "free-text" not in {t.id for t in done.report.tables()}
+    shared = [run.path / "report.html", run.path / "report.json", *(run.path / "tables").glob("*")]
+    assert all("liked AHE" not in p.read_text() for p in shared)
+    assert "liked AHE" in run.metrics_file.read_text()  # the run's own record keeps it

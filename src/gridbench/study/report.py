@@ -6,8 +6,10 @@ generic renderers (terminal, HTML, CSV/JSON, dashboard) draw it.
 
 **Free text.** Participants' free text, background answers and the install complaints'
 text are shown as given (sections carry plain text; every renderer escapes it). With
-``free_text=False`` they are left out of every section *and* of the metrics carried into
-report.json (:func:`without_free_text`), so an export can be shared without them.
+``free_text=False``, or ``"report_free_text": false`` in the run's experiment.json (what
+the generic ``gridbench report`` and the dashboard then follow), they are left out of every
+section *and* of the metrics carried into report.json (:func:`without_free_text`), so an
+export can be shared without them. metrics.json keeps them: it is the run's record.
 
 One public entry, :func:`build_report`; the tables are in
 :mod:`gridbench.study.report_tables`, the charts in :mod:`gridbench.study.report_charts`.
@@ -56,6 +58,8 @@ from gridbench.study.validity import STUDY_VALIDITY_RULES
 
 __all__ = ["build_report", "without_free_text"]
 
+#: experiment.json's switch: ``false`` leaves free text out of every report of the run.
+FREE_TEXT_KEY = "report_free_text"
 #: Statuses of a study whose data are all in (an import is "complete" once read).
 DONE = ("done", "complete", None)
 
@@ -82,15 +86,18 @@ def build_report(
     plan: Table | None = None,
     not_tested: Sequence[str] = (),
     experiment: Mapping[str, Any] | None = None,
-    free_text: bool = True,
+    free_text: bool | None = None,
 ) -> Report:
     """The report of a study run's checked ``metrics.json`` (``gridbench.study/1``).
 
     ``spec_yaml`` and ``plan`` go to "how it was configured", ``not_tested`` to what is
     left open, ``experiment`` (experiment.json) adds when the study ran. ``free_text``
-    False drops the participants' own words from the report and its exports."""
+    False drops the participants' own words from the report and its exports; None (the
+    default) follows experiment.json's ``report_free_text`` (false drops them)."""
     name = str(metrics.get("name") or "study")
     exp = experiment or {}
+    if free_text is None:
+        free_text = exp.get(FREE_TEXT_KEY) is not False
     data = dict(metrics) if free_text else without_free_text(metrics)
     sections: list[Section | None] = [
         _power_statements(metrics),
