@@ -433,3 +433,71 @@ def test_instruments_switched_off_are_not_compared() -> None:
     )
     m = analyze(spec, sample_records(), {"name": "x", "status": "running", "delivery": "browser"})
     assert [c["metric"] for c in m["comparisons"]] == ["time", "failure"]
+
+
+def _random_log(rng: np.random.Generator) -> list[rec.Record]:
+    """A log with random gaps, repeats, equal answers and unknown tools (all valid records)."""
+    out: list[rec.Record] = []
+    tools, tasks = ["ahe_gui", "unicore_gui", "ghost"], ["launch", "fetch"]
+    for i in range(int(rng.integers(0, 6))):
+        p = f"P{i:02d}"
+        if rng.random() < 0.7:
+            out.append(rec.SessionStarted(t_ns=1, participant=p, square_row=0, tool_order=tools[:2],
+                                          task_order={}, seed=0))  # fmt: skip
+        for _ in range(int(rng.integers(0, 12))):
+            tool, task = str(rng.choice(tools)), str(rng.choice(tasks))
+            kind = int(rng.integers(0, 5))
+            if kind == 0:
+                same = rng.random() < 0.3
+                items = [3] * 10 if same else [int(x) for x in rng.integers(1, 6, 10)]
+                out.append(rec.SusAnswer(t_ns=1, participant=p, tool=tool, items=items))
+            elif kind == 1:
+                out.append(rec.TaskStopped(t_ns=1, participant=p, tool=tool, task=task,
+                                           elapsed_ns=int(rng.integers(0, 10**12))))  # fmt: skip
+            elif kind == 2:
+                out.append(rec.LikertAnswer(t_ns=1, participant=p, tool=tool, task=task,
+                                            difficulty=None if rng.random() < 0.3 else 3,
+                                            satisfaction=int(rng.integers(1, 6))))  # fmt: skip
+            elif kind == 3:
+                out.append(rec.Observation(t_ns=1, participant=p, tool=tool, task=task,
+                                           success=bool(rng.random() < 0.5),
+                                           failure=None if rng.random() < 0.3 else 2))  # fmt: skip
+            else:
+                out.append(rec.InstallRating(t_ns=1, release=str(rng.choice(["a", "b"])),
+                                             respondent=p, item="install",
+                                             value=int(rng.integers(1, 11))))  # fmt: skip
+        if rng.random() < 0.5:
+            out.append(rec.Finished(t_ns=1, participant=p))
+    return out
+
+
+def _nans(obj: Any, at: str = "") -> list[str]:
+    """Where a non-finite float sits in a document."""
+    if isinstance(obj, float):
+        return [] if math.isfinite(obj) else [at]
+    if isinstance(obj, dict):
+        return [x for k, v in obj.items() for x in _nans(v, f"{at}.{k}")]
+    if isinstance(obj, list | tuple):
+        return [x for i, v in enumerate(obj) for x in _nans(v, f"{at}.{i}")]
+    return []
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_any_valid_log_analyses_to_a_valid_document(seed: int) -> None:
+    from gridbench.store.layout import json_safe
+    from gridbench.study.report import build_report
+
+    rng = np.random.default_rng(seed)
+    spec = StudySpec.model_validate(
+        spec_data(analysis={"bootstrap_resamples": 100, "tails": int(rng.integers(1, 3))})
+    )
+    m = analyze(spec, _random_log(rng), {"name": "x", "status": "running", "delivery": "browser"})
+    assert not _nans(m), _nans(m)
+    text = json.dumps(json_safe(m), allow_nan=False)
+    doc = json.loads(text)
+    validate_metrics(doc)
+    build_report(doc)
+    figures(doc)
+    for c in doc["comparisons"]:
+        assert (c["p"] is None) == (c["t"] is None)
+        assert c["p"] is None or 0.0 <= c["p"] <= 1.0
