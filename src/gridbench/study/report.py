@@ -12,7 +12,8 @@ section *and* of the metrics carried into report.json (:func:`without_free_text`
 export can be shared without them. metrics.json keeps them: it is the run's record.
 
 One public entry, :func:`build_report`; the tables are in
-:mod:`gridbench.study.report_tables`, the charts in :mod:`gridbench.study.report_charts`.
+:mod:`gridbench.study.report_tables` and :mod:`gridbench.study.report_extras`, the charts
+in :mod:`gridbench.study.report_charts`.
 """
 
 from __future__ import annotations
@@ -26,35 +27,39 @@ from gridbench.sections import (
     Headline,
     Report,
     Section,
-    Statements,
     Status,
     Table,
 )
 from gridbench.study.report_charts import charts
-from gridbench.study.report_tables import (
-    METRIC_SHORT,
+from gridbench.study.report_extras import (
     background_table,
-    comparisons_table,
     complaints_table,
-    fmt,
-    fmt2,
-    fmt_p,
     free_text_table,
     install_table,
+    notes_section,
+    power_statements,
+    trend_statements,
+    validity_table,
+)
+from gridbench.study.report_format import (
+    METRIC_SHORT,
+    fmt,
+    fmt_p,
     listed,
     num,
     part,
+    title_of,
+    tools,
+)
+from gridbench.study.report_tables import (
+    comparisons_table,
     power_table,
     sus_brief,
     sus_table,
     table1,
     table2,
     task_table,
-    title_of,
-    tools,
-    validity_table,
 )
-from gridbench.study.validity import STUDY_VALIDITY_RULES
 
 __all__ = ["build_report", "without_free_text"]
 
@@ -100,7 +105,7 @@ def build_report(
         free_text = exp.get(FREE_TEXT_KEY) is not False
     data = dict(metrics) if free_text else without_free_text(metrics)
     sections: list[Section | None] = [
-        _power_statements(metrics),
+        power_statements(metrics),
         table1(metrics),
         table2(metrics),
         sus_table(metrics),
@@ -109,12 +114,12 @@ def build_report(
         task_table(metrics),
         power_table(metrics),
         install_table(metrics),
-        _trend_statements(metrics),
+        trend_statements(metrics),
         complaints_table(metrics, with_text=free_text),
         validity_table(metrics),
         free_text_table(metrics) if free_text else None,
         background_table(metrics) if free_text else None,
-        _notes_section(metrics, free_text),
+        notes_section(metrics, free_text),
         *charts(metrics),
     ]
     return Report(
@@ -333,81 +338,3 @@ def _left_open(metrics: Mapping[str, Any]) -> list[str]:
     if metrics.get("status") not in DONE:
         out.append(f"the study is {metrics.get('status')}: later answers are not in these figures")
     return out
-
-
-# -- statements ----------------------------------------------------------------------------
-
-
-def _power_statements(metrics: Mapping[str, Any]) -> Statements | None:
-    """How the cohort size follows from an effect size, and which one gives the seed's 27."""
-    p = part(metrics, "power")
-    if not p:
-        return None
-    tails = "one-tailed" if p.get("tails") == 1 else "two-tailed"
-    lines: list[tuple[Status, str]] = []
-    if p.get("n_required") is not None:
-        source = {
-            "stated": "the effect size stated in the spec",
-            "observed": "the smallest SUS effect observed among the declared comparisons",
-        }.get(str(p.get("effect_from")), str(p.get("effect_from")))
-        lines.append(
-            (
-                "pass" if p.get("enough") else "warn",
-                f"To detect d_z = {fmt(p.get('effect_size'), 3)} ({source}) with power "
-                f"{fmt(p.get('power'))} at α = {fmt(p.get('alpha'))}, {tails}, a paired t-test "
-                f"needs {p.get('n_required')} participants; the study has {p.get('n_have')} "
-                f"complete pairs ({'enough' if p.get('enough') else 'too few'}).",
-            )
-        )
-    else:
-        lines.append(("info", "No effect size to plan with: none stated, none observed."))
-    rng = p.get("seed_effect_range")
-    span = (
-        f" (any d_z from {fmt(rng[0], 3)} up to {fmt(rng[1], 3)} gives 27)"
-        if isinstance(rng, list) and len(rng) == 2
-        else ""
-    )
-    lines.append(
-        (
-            "info",
-            f"The seed's minimum of {p.get('seed_n') or 27} participants (one-tailed paired "
-            f"t-test, power 0.8, α 0.05) follows from an effect size d_z = "
-            f"{fmt(p.get('seed_effect_for_27'), 3)}{span}: a medium effect, a mean difference "
-            "of about half the SD of the differences.",
-        )
-    )
-    return Statements(id="power-analysis", title="Power analysis", lines=tuple(lines), lead=True)
-
-
-def _trend_statements(metrics: Mapping[str, Any]) -> Statements | None:
-    s = part(metrics, "install_survey")
-    t = part(s, "trend")
-    if num(t.get("change")) is None:
-        return None
-    return Statements(
-        id="install-trend-text",
-        title="Install survey trend",
-        lines=(
-            (
-                "info",
-                f"Overall rating {fmt2(t.get('from_mean'))} ({t.get('first')}) → "
-                f"{fmt2(t.get('to_mean'))} ({t.get('last')}), change {fmt2(t.get('change'))}; "
-                f"{fmt(t.get('slope_per_release'), 3)} per release (least squares).",
-            ),
-        ),
-    )
-
-
-def _notes_section(metrics: Mapping[str, Any], free_text: bool) -> Statements:
-    lines: list[tuple[Status, str]] = [("info", str(n)) for n in metrics.get("notes") or []]
-    if not free_text:
-        lines.append(
-            (
-                "info",
-                "Free text, background answers and complaint text are left out of this report.",
-            )
-        )
-    lines += [("info", f"{r.name}: {r.description}") for r in STUDY_VALIDITY_RULES]
-    return Statements(
-        id="notes", title="Notes and validity rules", lines=tuple(lines), scope="full"
-    )

@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 
 from gridbench.plotting import TEMPLATE, colours, figure_data, ptext
 from gridbench.sections import Chart
-from gridbench.study.report_tables import num, part, tools
+from gridbench.study.report_format import num, part, tools
 from gridbench.study.sus import GRADES
 
 #: Diverging colours, answer 1 to 5 (red ... blue), neutral grey.

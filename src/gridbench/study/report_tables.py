@@ -1,137 +1,36 @@
-"""The study's tables as typed :class:`~gridbench.sections.Table` sections: the seed's
-Table 1 (per tool: success, time, failure, satisfied, difficult) and Table 2 (per metric
-the tools' means and the comparison's p-value, tools in comparison pairs), SUS per tool,
-every paired test in full, per-task figures, the power curve, the install survey, the
-validity flags and (optionally) the participants' own words. Raw values go to CSV/JSON,
-text to people. Pure functions of a checked ``gridbench.study/1`` document; a table with
-nothing to show is None.
+"""The study's figure tables as typed :class:`~gridbench.sections.Table` sections: the
+seed's Table 1 (per tool: success, time, failure, satisfied, difficult) and Table 2 (per
+metric the tools' means and the comparison's p-value, tools in comparison pairs), SUS per
+tool, every paired test in full, per-task figures and the power curve. Raw values go to
+CSV/JSON, text to people. Pure functions of a checked ``gridbench.study/1`` document; a
+table with nothing to show is None. The install survey, validity and the participants'
+own words are in :mod:`gridbench.study.report_extras`.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from gridbench.sections import Column, Field, Shown, Table, record_table, shown_table
-
-MISSING = "–"
-#: The seed's Table 2 row labels, per metric.
-METRIC_LABEL = {
-    "sus": "Mean SUS score (100 = most usable)",
-    "time": "Mean task time (seconds)",
-    "failure": "Mean failure rate (5 = most failure prone)",
-    "difficulty": "Mean perceived difficulty (5 = most difficult)",
-    "satisfaction": "Mean satisfaction (5 = most satisfied)",
-}
-METRIC_SHORT = {
-    "sus": "SUS score",
-    "time": "Mean task time",
-    "failure": "Failure rate",
-    "difficulty": "Perceived difficulty",
-    "satisfaction": "Satisfaction",
-}
-#: Where each metric's per-tool mean is in ``tools.<id>``.
-MEAN_OF = {
-    "sus": ("sus", "mean"),
-    "time": ("tasks", "time_mean_s"),
-    "failure": ("tasks", "failure_mean"),
-    "difficulty": ("tasks", "difficulty_mean"),
-    "satisfaction": ("tasks", "satisfaction_mean"),
-}
-ALT_TEXT = {"greater": "a > b", "less": "a < b", "two-sided": "a ≠ b"}
-
-
-# -- formatters ---------------------------------------------------------------------------
-
-
-def num(x: Any) -> float | None:
-    """A number as a float; None for anything else (booleans too)."""
-    return float(x) if isinstance(x, int | float) and not isinstance(x, bool) else None
-
-
-def fmt(x: Any, digits: int = 4) -> str:
-    """``digits`` significant digits; thousands whole; '–' when missing."""
-    v = num(x)
-    if v is None:
-        return MISSING
-    return f"{v:,.0f}" if abs(v) >= 10_000 else f"{v:.{digits}g}"
-
-
-def fmt2(x: Any) -> str:
-    """Two decimals, as the seed printed means (69.47, 2.11)."""
-    v = num(x)
-    return MISSING if v is None else f"{v:.2f}"
-
-
-def fmt_p(p: Any) -> str:
-    """A p-value as the seed printed them: scientific below 0.001."""
-    v = num(p)
-    if v is None:
-        return MISSING
-    return f"{v:.3g}" if v >= 0.001 else f"{v:.3e}"
-
-
-def fmt_ci(ci: Any, f: Any = fmt2) -> str:
-    """'[lo, hi]' or '–'."""
-    if not isinstance(ci, Sequence) or len(ci) != 2 or num(ci[0]) is None or num(ci[1]) is None:
-        return MISSING
-    return f"[{f(ci[0])}, {f(ci[1])}]"
-
-
-def cell(x: Any, f: Any = fmt2) -> Shown:
-    """A number shown with ``f``, raw as itself."""
-    return Shown(num(x), f(x))
-
-
-def table_id(*parts: Any) -> str:
-    """A safe table id (an HTML anchor and a CSV file name) from untrusted names."""
-    raw = "-".join(str(p) for p in parts)
-    return re.sub(r"[^A-Za-z0-9_-]+", "-", raw).strip("-")[:80] or "table"
-
-
-def tools(metrics: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
-    """The per-tool documents, in the spec's order."""
-    v = metrics.get("tools")
-    return (
-        {str(k): t for k, t in v.items() if isinstance(t, Mapping)}
-        if isinstance(v, Mapping)
-        else {}
-    )
-
-
-def listed(metrics: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
-    """A list of objects under ``key`` (nothing else)."""
-    v = metrics.get(key)
-    return [x for x in v if isinstance(x, Mapping)] if isinstance(v, list) else []
-
-
-def part(t: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    """``t[key]`` when it is an object, else empty."""
-    v = t.get(key)
-    return v if isinstance(v, Mapping) else {}
-
-
-def title_of(metrics: Mapping[str, Any], tool: str) -> str:
-    """A tool's title (its id when it has none)."""
-    return str(tools(metrics).get(tool, {}).get("title") or tool)
-
-
-#: A title longer than this heads a table column by the tool's id instead.
-SHORT = 20
-
-
-def label_of(metrics: Mapping[str, Any], tool: str) -> str:
-    """A column heading for a tool: its title when short, else its id."""
-    title = title_of(metrics, tool)
-    return title if len(title) <= SHORT else tool
-
-
-def metric_mean(metrics: Mapping[str, Any], tool: str, metric: str) -> float | None:
-    """The per-tool mean of ``metric`` (Table 2's rows)."""
-    where, key = MEAN_OF[metric]
-    return num(part(tools(metrics).get(tool, {}), where).get(key))
-
+from gridbench.study.report_format import (
+    ALT_TEXT,
+    METRIC_LABEL,
+    METRIC_SHORT,
+    MISSING,
+    cell,
+    fmt,
+    fmt2,
+    fmt_ci,
+    fmt_p,
+    label_of,
+    listed,
+    metric_mean,
+    num,
+    part,
+    table_id,
+    tools,
+)
 
 # -- Table 1 ------------------------------------------------------------------------------
 
@@ -463,116 +362,4 @@ def power_table(metrics: Mapping[str, Any]) -> Table | None:
         curve,
         fields,
         scope="full",
-    )
-
-
-# -- install survey -----------------------------------------------------------------------
-
-
-def install_table(metrics: Mapping[str, Any]) -> Table | None:
-    """Mean rating per item (rows) and release (columns), the overall mean last."""
-    s = part(metrics, "install_survey")
-    rels = [r for r in s.get("releases") or [] if isinstance(r, Mapping)]
-    if not rels:
-        return None
-    items = [str(i) for i in s.get("items") or []]
-    cols = [
-        Column("item", "Item"),
-        *(
-            Column(table_id("r", r.get("release")), str(r.get("release")), numeric=True)
-            for r in rels
-        ),
-    ]
-    rows: list[list[Any]] = []
-    for it in items:
-        rows.append([it, *(cell(part(part(r, "items"), it).get("mean")) for r in rels)])
-    rows.append(["overall", *(cell(r.get("overall")) for r in rels)])
-    rows.append(["ratings", *(cell(r.get("n"), fmt) for r in rels)])
-    return shown_table(
-        "install-survey",
-        f"Install/configuration survey: mean rating per release (1-{s.get('scale')}, "
-        "higher is better)",
-        cols,
-        rows,
-        row_style=tuple([None] * len(items) + ["total", None]),
-    )
-
-
-def complaints_table(metrics: Mapping[str, Any], with_text: bool) -> Table | None:
-    """Complaints grouped by release and keyword topic (their text when ``with_text``)."""
-    groups = [
-        g for g in part(metrics, "install_survey").get("complaints") or [] if isinstance(g, Mapping)
-    ]
-    fields: list[Field] = [
-        (Column("release", "Release"), lambda g: str(g.get("release"))),
-        (Column("topic", "Topic"), lambda g: str(g.get("topic"))),
-        (Column("count", "Complaints", numeric=True), lambda g: cell(g.get("count"), fmt)),
-    ]
-    if with_text:
-        fields.append(
-            (
-                Column("texts", "What was said"),
-                lambda g: " | ".join(str(x) for x in g.get("texts") or []),
-            )
-        )
-    return record_table(
-        "complaints",
-        "Install complaints by release and topic",
-        groups,
-        fields,
-        note="Topics by keyword, the first that matches (documentation, stability, "
-        "installation, configuration, usage, other).",
-    )
-
-
-# -- checks and people's words -------------------------------------------------------------
-
-
-def validity_table(metrics: Mapping[str, Any]) -> Table | None:
-    """Every validity flag: rule, where, detail."""
-    flags = listed(part(metrics, "validity"), "flags")
-    fields: tuple[Field, ...] = (
-        (Column("rule", "Rule"), lambda f: Shown(f.get("rule"), str(f.get("rule")), "warn")),
-        (Column("at", "Where"), lambda f: str(f.get("at") or "")),
-        (Column("detail", "Detail"), lambda f: str(f.get("detail") or "")),
-    )
-    return record_table("validity", "Validity flags", flags, fields, row_status=None)
-
-
-def free_text_table(metrics: Mapping[str, Any]) -> Table | None:
-    """The participants' free text, as given (renderers escape it)."""
-    fields: tuple[Field, ...] = (
-        (Column("participant", "Participant"), lambda r: str(r.get("participant"))),
-        (Column("question", "Question"), lambda r: str(r.get("question"))),
-        (Column("text", "Answer"), lambda r: str(r.get("text") or "")),
-    )
-    return record_table(
-        "free-text",
-        "Free text",
-        listed(metrics, "free_text"),
-        fields,
-        note="As the participants wrote it (pseudonymous IDs); a report built without free "
-        "text leaves it, and the complaints' text, out of every export.",
-        scope="full",
-        collapsed=True,
-    )
-
-
-def background_table(metrics: Mapping[str, Any]) -> Table | None:
-    """Background answers, one row per participant and question."""
-    fields: tuple[Field, ...] = (
-        (Column("participant", "Participant"), lambda r: str(r.get("participant"))),
-        (Column("question", "Question"), lambda r: str(r.get("question"))),
-        (
-            Column("answer", "Answer"),
-            lambda r: "" if r.get("answer") is None else str(r.get("answer")),
-        ),
-    )
-    return record_table(
-        "background",
-        "Background",
-        listed(metrics, "background"),
-        fields,
-        scope="full",
-        collapsed=True,
     )
