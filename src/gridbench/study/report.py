@@ -279,7 +279,9 @@ def _tested(metrics: Mapping[str, Any], exp: Mapping[str, Any]) -> list[tuple[st
     out.append(("tools", "; ".join(str(t.get("title") or k) for k, t in ts.items()) or "none"))
     out.append(("participants", _people(metrics)))
     pairs = dict.fromkeys(
-        f"{c.get('a')} vs {c.get('b')} ({c.get('alternative')})"
+        f"{c.get('a')} vs {c.get('b')} ("
+        + (f"{c.get(str(c.get('better')))} better" if c.get("better") in ("a", "b") else "either")
+        + ")"
         for c in listed(metrics, "comparisons")
     )
     out.append(("comparisons", "; ".join(pairs) or "none declared"))
