@@ -1,13 +1,16 @@
 """Reading a foreign CSV export for ``gridbench study import``: bounded, strict UTF-8 (a
-BOM is fine), headers renamed onto the generic layout, and every problem collected with
-its CSV row (the header is row 1) and column, to be reported together."""
+BOM is fine), headers renamed onto the generic layout, cells read as answers and ids,
+and every problem collected with its CSV row (the header is row 1) and column, to be
+reported together."""
 
 from __future__ import annotations
 
 import csv
 import io
+import math
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,6 +18,8 @@ from gridbench.errors import GridbenchError
 
 #: A survey export of a few hundred participants is kilobytes; this is a generous bound.
 MAX_CSV_BYTES = 16 * 1024 * 1024
+#: participant pseudonyms (as the spec's Ident)
+_IDENT = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,39}$")
 #: Problems listed in the message; the rest are counted.
 SHOWN_PROBLEMS = 20
 
@@ -172,3 +177,61 @@ def read_csv(path: Path, delimiter: str, rename: Mapping[str, str]) -> CsvTable:
         ) from None
     problems.raise_if_any()
     return CsvTable(tuple(columns), headers, tuple(rows), dict(rename))
+
+
+def whole(text: str, low: int, high: int) -> int | str:
+    """An answer on a low..high scale, or the problem with it."""
+    try:
+        value = float(text)
+    except ValueError:
+        return f"{text!r} is not a number (give a whole number {low}..{high})"
+    if not math.isfinite(value) or value != int(value):
+        return f"{text!r} is not a whole number {low}..{high}"
+    if not low <= value <= high:
+        return f"{text!r} is out of range (give {low}..{high})"
+    return int(value)
+
+
+class CellReader:
+    """Cells of one CSV read as answers and ids; problems go to ``problems``. Columns in
+    ``reversed`` were exported on a flipped scale and are flipped back."""
+
+    def __init__(
+        self, table: CsvTable, problems: Problems, reversed_cols: Iterable[str] = ()
+    ) -> None:
+        self.table, self.problems = table, problems
+        self.reversed = set(reversed_cols)
+
+    def scale(self, row: int, cells: dict[str, str], col: str, high: int = 5) -> int | None:
+        """A 1..high answer of generic column ``col`` (None when blank or bad)."""
+        text = cells.get(col, "")
+        if not text:
+            return None
+        got = whole(text, 1, high)
+        if isinstance(got, str):
+            self.problems.add(row, self.table.label(col), got)
+            return None
+        return high + 1 - got if col in self.reversed else got
+
+    def ident(self, row: int, cells: dict[str, str], col: str, allowed: Iterable[str]) -> str:
+        """A participant or tool id ('' after reporting a problem)."""
+        text = cells.get(col, "")
+        allowed = list(allowed)
+        if not text:
+            self.problems.add(row, self.table.label(col), f"no {col} given")
+        elif not _IDENT.fullmatch(text):
+            self.problems.add(
+                row,
+                self.table.label(col),
+                f"{text!r} is not a valid {col} id (a letter, then letters, digits, _ or -; "
+                "at most 40)",
+            )
+        elif allowed and text not in allowed:
+            self.problems.add(
+                row,
+                self.table.label(col),
+                f"unknown {col} {text!r} (the spec has {', '.join(allowed)})",
+            )
+        else:
+            return text
+        return ""

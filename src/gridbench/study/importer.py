@@ -16,18 +16,15 @@ reading the file; the caller appends the records.
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from gridbench.errors import SpecError
-from gridbench.study.csvin import CsvTable, Problems, read_csv
+from gridbench.study.csvin import CellReader, CsvTable, Problems, read_csv
 from gridbench.study.csvin import ImportProblems as ImportProblems  # re-exported
+from gridbench.study.install_import import import_survey
 from gridbench.study.model import StudySpec
 from gridbench.study.records import (
-    Complaint,
-    InstallRating,
     LikertAnswer,
     Observation,
     Record,
@@ -41,7 +38,6 @@ TASK_FIELDS = ("time_s", "success", "difficulty", "satisfaction", "failure")
 #: columns on a 1..5 scale: the only ones ``import.reversed`` may flip
 _SCALED_FIELDS = ("difficulty", "satisfaction", "failure")
 _SUCCESS = {"1": True, "0": False, "true": True, "false": False, "yes": True, "no": False}
-_IDENT = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,39}$")
 #: mean(odd items) - mean(even items) at or below this looks answered on a flipped scale
 #: (the positive odd items low, the negative even items high: a SUS of 25 or less)
 REVERSED_GAP = -2.0
@@ -90,61 +86,6 @@ def check_mapping(spec: StudySpec) -> None:
                 where="import.reversed",
                 fix="list sus1..sus10 or <task>_difficulty|satisfaction|failure columns",
             )
-
-
-def _whole(text: str, low: int, high: int) -> int | str:
-    """An answer on a low..high scale, or the problem with it."""
-    try:
-        value = float(text)
-    except ValueError:
-        return f"{text!r} is not a number (give a whole number {low}..{high})"
-    if not math.isfinite(value) or value != int(value):
-        return f"{text!r} is not a whole number {low}..{high}"
-    if not low <= value <= high:
-        return f"{text!r} is out of range (give {low}..{high})"
-    return int(value)
-
-
-class _Reader:
-    """One CSV's rows read against the spec, problems collected in ``problems``."""
-
-    def __init__(self, spec: StudySpec, table: CsvTable, problems: Problems) -> None:
-        self.spec, self.table, self.problems = spec, table, problems
-        self.reversed = set(spec.import_.reversed)
-
-    def scale(self, row: int, cells: dict[str, str], col: str, high: int = 5) -> int | None:
-        """A 1..high answer of generic column ``col`` (None when blank or bad)."""
-        text = cells.get(col, "")
-        if not text:
-            return None
-        got = _whole(text, 1, high)
-        if isinstance(got, str):
-            self.problems.add(row, self.table.label(col), got)
-            return None
-        return high + 1 - got if col in self.reversed else got
-
-    def ident(self, row: int, cells: dict[str, str], col: str, allowed: Iterable[str]) -> str:
-        """A participant or tool id ('' after reporting a problem)."""
-        text = cells.get(col, "")
-        allowed = list(allowed)
-        if not text:
-            self.problems.add(row, self.table.label(col), f"no {col} given")
-        elif not _IDENT.fullmatch(text):
-            self.problems.add(
-                row,
-                self.table.label(col),
-                f"{text!r} is not a valid {col} id (a letter, then letters, digits, _ or -; "
-                "at most 40)",
-            )
-        elif allowed and text not in allowed:
-            self.problems.add(
-                row,
-                self.table.label(col),
-                f"unknown {col} {text!r} (the spec has {', '.join(allowed)})",
-            )
-        else:
-            return text
-        return ""
 
 
 def _task_columns(
@@ -199,7 +140,7 @@ def import_responses(
     task_cols = _task_columns(spec, table, problems, warnings)
     problems.raise_if_any()  # the rows cannot be read against a header this wrong
 
-    reader = _Reader(spec, table, problems)
+    reader = CellReader(table, problems, spec.import_.reversed)
     t = now_ns()
     records: list[Record] = []
     seen: dict[tuple[str, str], int] = {}
@@ -250,7 +191,7 @@ def import_responses(
 
 
 def _sus(
-    reader: _Reader,
+    reader: CellReader,
     row: int,
     cells: dict[str, str],
     who: str,
@@ -285,7 +226,7 @@ def _sus(
 
 
 def _task(
-    reader: _Reader,
+    reader: CellReader,
     row: int,
     cells: dict[str, str],
     who: str,
@@ -342,67 +283,4 @@ def _task(
                 {**key, "difficulty": difficulty, "satisfaction": satisfaction}
             )
         )
-    return out
-
-
-def import_survey(spec: StudySpec, csv_path: Path, t: int) -> list[Record]:
-    """The install/configuration survey: ``release``, ``respondent``, one column per
-    ``install_survey.items`` (1..scale), optional ``complaint``."""
-    survey = spec.install_survey
-    if survey is None:
-        raise SpecError(
-            "--survey was given but the spec has no install_survey block",
-            where="install_survey",
-            fix="declare install_survey: {items: [...], scale: 6} (docs/study.md)",
-        )
-    table = read_csv(csv_path, spec.import_.delimiter, spec.import_.columns)
-    problems = Problems(str(csv_path))
-    for col in ("release", "respondent", *survey.items):
-        if col not in table.columns:
-            problems.add(1, table.label(col), "required column missing")
-    problems.raise_if_any()
-    reader = _Reader(spec, table, problems)
-    reader.reversed = set()  # the survey's scale is 1..scale, never flipped here
-    out: list[Record] = []
-    seen: dict[tuple[str, str], int] = {}
-    for row, cells in table.rows:
-        release, who = cells.get("release", ""), cells.get("respondent", "")
-        for col, text in (("release", release), ("respondent", who)):
-            if not text or len(text) > 100:
-                problems.add(row, table.label(col), f"give a {col} (1 to 100 characters)")
-        if survey.releases and release and release not in survey.releases:
-            problems.add(
-                row,
-                table.label("release"),
-                f"unknown release {release!r} "
-                f"(install_survey.releases: {', '.join(survey.releases)})",
-            )
-        if not release or not who:
-            continue
-        first = seen.setdefault((release, who), row)
-        if first != row:
-            problems.add(
-                row,
-                table.label("respondent"),
-                f"a second row for {who!r} in {release!r} (first: row {first})",
-            )
-        for item in survey.items:
-            value = reader.scale(row, cells, item, high=survey.scale)
-            if value is not None:
-                out.append(
-                    InstallRating(
-                        t_ns=t,
-                        source="import",
-                        release=release,
-                        respondent=who,
-                        item=item,
-                        value=value,
-                    )
-                )
-        text = cells.get("complaint", "")
-        if len(text) > 20_000:
-            problems.add(row, table.label("complaint"), "longer than 20000 characters")
-        elif text:
-            out.append(Complaint(t_ns=t, source="import", release=release, text=text))
-    problems.raise_if_any()
     return out
