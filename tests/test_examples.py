@@ -14,7 +14,7 @@ from gridbench.spec import load_spec, make_plan
 EXAMPLES = sorted(
     p
     for p in (Path(__file__).parent.parent / "examples").glob("*.yaml")
-    if not p.name.startswith(("io-", "net-"))
+    if not p.name.startswith(("io-", "net-", "study-"))
 )
 
 
