@@ -244,6 +244,7 @@ def test_browser_killed_mid_task_resumes_at_the_running_task(
     assert kind(pg) == "task" and pg.get_attribute("body", "data-step") == task_step
     assert pg.locator("#stop").count() == 1 and pg.locator("#start").count() == 0
     assert pg.inner_text("#started-at") == started_text  # the original start, unchanged
+    assert "your time" in pg.inner_text("#started-local")  # and in the participant's zone
     assert pg.inner_text("#elapsed") >= "0:00:01"  # counting from it, through the crash
     fits_360(pg)
     stop_pressed_ns = time.time_ns()

@@ -20,6 +20,15 @@
     setInterval(tick, 1000);
   }
 
+  // The server's start stamp in the participant's own time zone, beside the UTC one.
+  var started = document.getElementById("started-at");
+  var local = document.getElementById("started-local");
+  if (started && local) {
+    var ms = Number(started.getAttribute("data-started-ns")) / 1e6;
+    local.textContent = " (" + new Date(ms).toLocaleTimeString() + " your time)";
+    local.hidden = false;
+  }
+
   // A second click while the first post is on its way would be a replay (answered by the
   // server with the current step); it is simply not sent.
   var forms = document.querySelectorAll("form[data-once]");
