@@ -437,3 +437,11 @@ def test_an_answer_that_cannot_be_saved_is_not_acknowledged(
     assert current(c.get(url).text)[0] == "purpose"  # not moved on: nothing was acknowledged
     advance(c, url)
     assert current(c.get(url).text)[0] == "background"
+
+
+def test_the_run_page_links_to_the_study_pages_and_does_not_call_it_orphaned(
+    study: Study,
+) -> None:
+    page = study.admin.get(f"/experiments/{study.run.path.name}").text
+    assert f'href="{study.admin_url}"' in page and f'href="{study.admin_url}/observer"' in page
+    assert "was not started by this server" not in page  # a study is served, not run

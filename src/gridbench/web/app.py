@@ -420,7 +420,10 @@ def create_app(cfg: WebConfig) -> FastAPI:
             exp=exp,
             live=live.snapshot() if live is not None else None,
             active=active,
-            external=not active and exp.get("status") in ("running", "created"),
+            # a study being delivered is "running" without a runner: its pages are served here
+            external=not active
+            and exp.get("status") in ("running", "created")
+            and exp.get("kind") != "study",
             view=view,
             view_error=view_error,
             tables=tables,
