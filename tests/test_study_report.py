@@ -357,3 +357,57 @@ def test_experiment_switch_drops_free_text_from_the_generic_report(tmp_path: Pat
     shared = [run.path / "report.html", run.path / "report.json", *(run.path / "tables").glob("*")]
     assert all("liked AHE" not in p.read_text() for p in shared)
     assert "liked AHE" in run.metrics_file.read_text()  # the run's own record keeps it
+
+
+def _paths(obj: Any, at: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [at]
+    if isinstance(obj, dict):
+        out += [p for k, v in obj.items() for p in _paths(v, (*at, k))]
+    elif isinstance(obj, list):
+        out += [p for i, v in enumerate(obj) for p in _paths(v, (*at, i))]
+    return out
+
+
+def _set(doc: Any, path: tuple[Any, ...], value: Any) -> Any:
+    if not path:
+        return value
+    parent = doc
+    for k in path[:-1]:
+        parent = parent[k]
+    parent[path[-1]] = value
+    return doc
+
+
+HOSTILE_VALUES: list[Any] = [None, True, 0, -1, 1e308, "x", HOSTILE, [], {}, [None], {"a": None}]
+
+
+def test_a_damaged_metrics_document_is_an_error_or_a_report(
+    built: tuple[RunDir, dict[str, Any], Report],
+) -> None:
+    """Any one field replaced by a value of another shape: validate_metrics refuses it
+    with one ResultsError, or the report builds and renders (never a traceback)."""
+    import copy
+    import random
+
+    from gridbench.study.analysis import figures
+    from gridbench.study.metrics_schema import validate_metrics
+
+    _, m, _ = built
+    good = json.loads(json.dumps(m))
+    paths = _paths(good)
+    rnd = random.Random(5)
+    refused = built_ok = 0
+    for _ in range(150):
+        path = rnd.choice(paths)
+        doc = _set(copy.deepcopy(good), path, rnd.choice(HOSTILE_VALUES))
+        try:
+            validate_metrics(doc, "metrics.json")
+        except ResultsError:
+            refused += 1
+            continue
+        report = build_report(doc)
+        render_page(report)
+        _terminal(report)
+        figures(doc)
+        built_ok += 1
+    assert refused and built_ok  # both outcomes were exercised
