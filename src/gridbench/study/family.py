@@ -62,11 +62,14 @@ class Study:
         return status_exit_code(metrics, passed=True)
 
     def verdict(self, metrics: Mapping[str, Any]) -> str:
-        """"pass", marked when the cohort is below the power analysis' minimum."""
+        """ "pass", marked when the cohort is below the power analysis' minimum."""
         power = metrics.get("power")
         short = isinstance(power, Mapping) and power.get("enough") is False
         return status_verdict(
-            metrics, self.exit_code(metrics), flagged="flagged", also="cohort too small" if short else ""
+            metrics,
+            self.exit_code(metrics),
+            flagged="flagged",
+            also="cohort too small" if short else "",
         )
 
     def catalogue(self, experiment: Mapping[str, Any]) -> CatalogueEntry:
