@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from conftest import BIN, cli_env
-from gridbench.study.records import LinkIssued, LinkRevoked, read_log
+from gridbench.study.records import FreeText, LinkIssued, LinkRevoked, append, now_ns, read_log
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 AHE = EXAMPLES / "study-ahe.yaml"
@@ -175,6 +175,29 @@ def test_import_makes_a_run_that_list_show_and_analyze_handle(tmp_path: Path) ->
     report = gridbench(results, "study", "report", "latest")
     assert report.returncode == 0, report.stderr
     assert (run / "metrics.json").is_file()
+
+
+def test_report_can_drop_the_free_text_of_a_run_and_bring_it_back(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    assert (
+        gridbench(results, "study", "import", str(AHE), "--responses", str(RESPONSES)).returncode
+        == 0
+    )
+    (run,) = results.iterdir()
+    secret = "mentions my colleague Ann by name"
+    append(run, FreeText(t_ns=now_ns(), participant="P01", answers={"comments": secret}))
+    kept = gridbench(results, "study", "report", run.name)
+    assert kept.returncode == 0, kept.stderr
+    assert secret in (run / "report.html").read_text(encoding="utf-8")
+    dropped = gridbench(results, "study", "report", run.name, "--free-text", "drop")
+    assert dropped.returncode == 0, dropped.stderr
+    for name in ("report.html", "report.json"):
+        assert secret not in (run / name).read_text(encoding="utf-8"), name
+    assert secret in (run / "metrics.json").read_text(encoding="utf-8")  # the run's record
+    assert gridbench(results, "report", run.name).returncode == 0  # remembered by the run
+    assert secret not in (run / "report.html").read_text(encoding="utf-8")
+    assert gridbench(results, "study", "report", run.name, "--free-text", "keep").returncode == 0
+    assert secret in (run / "report.html").read_text(encoding="utf-8")
 
 
 def test_import_with_a_mapping_and_the_install_survey(tmp_path: Path) -> None:

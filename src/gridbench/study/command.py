@@ -232,8 +232,12 @@ def cmd_import(args: argparse.Namespace, ui: Ui) -> int:
 def cmd_report(args: argparse.Namespace, ui: Ui) -> int:
     """Same as ``gridbench report RUN``, kept under ``study`` for the habit."""
     from gridbench.store.catalogue import resolve_run
+    from gridbench.study.report import FREE_TEXT_KEY
 
-    return ui.analyze_and_show(resolve_run(args.run, ui.results_root(args)).path, as_json=args.json)
+    run = resolve_run(args.run, ui.results_root(args))
+    if args.free_text is not None:  # remembered: every later report of the run follows it
+        run.update_experiment(**{FREE_TEXT_KEY: args.free_text == "keep"})
+    return ui.analyze_and_show(run.path, as_json=args.json)
 
 
 def _spec_args(p: argparse.ArgumentParser) -> None:
@@ -342,4 +346,10 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
     add_run_arg(q)
     add_results_arg(q)
     q.add_argument("--json", action="store_true", help="print the metrics as JSON")
+    q.add_argument(
+        "--free-text",
+        choices=("keep", "drop"),
+        help="drop: leave free text, background answers and complaints out of every report "
+        "of this run (to share it); keep: show them again. metrics.json keeps them",
+    )
     q.set_defaults(func=lambda a, f=cmd_report: f(a, ui))
