@@ -59,6 +59,9 @@ class StatusTracker:
         # calls back from its own thread): such stamps wait here for the id, never dropped.
         self._unmatched: list[Event] = []
         self.unmatched_dropped = 0  # waited past UNMATCHED_CAP: told in trial.json
+        #: called with (job, state) for every job :meth:`observe` finds ended (after its
+        #: stamps); a load model that waits for its jobs adds a callback and removes it
+        self.on_end: list[Callable[[str, JobState], None]] = []
 
     def add(self, backend_id: str, job: str) -> None:
         self.inflight[backend_id] = job
@@ -104,6 +107,7 @@ class StatusTracker:
             if st.state is JobState.DONE:
                 self.rec.stamp(job, STAGE_CLIENT_DONE, now)
                 p.completed += 1
+                self._ended(job, st.state)
                 continue
             if st.state is JobState.FAILED:
                 self.rec.stamp(job, STAGE_CLIENT_DONE, now, {"state": st.state.value})
@@ -112,7 +116,12 @@ class StatusTracker:
                 self.rec.stamp(job, STAGE_FAILED, now, attrs)
             else:  # cancelled by someone else: it did not complete, so no client_done
                 self.rec.stamp(job, STAGE_CANCELLED, now, {"by": "backend"})
+            self._ended(job, st.state)
         p.in_flight = len(self.inflight)
+
+    def _ended(self, job: str, state: JobState) -> None:
+        for callback in list(self.on_end):
+            callback(job, state)
 
     async def _server_events(self) -> None:
         if not self.backend.capabilities().server_events:

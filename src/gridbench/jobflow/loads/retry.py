@@ -1,0 +1,265 @@
+"""The retry load model (parallel submission with retries, METHODS 1.9; the XtreemOS
+Amibe test: 35 jobs, one per CAD face, resubmitted up to 10 times).
+
+Attempt 1 submits M jobs at the same instant. The ones that failed are resubmitted
+together as attempt 2, and so on, until none fails, R retries are used or the trial is
+stopped. What counts as failed is ``retry_on``: ``submit`` only refused or timed-out
+submissions; ``any`` (the default) also a job the backend reports failed or cancelled, so
+with ``any`` each attempt waits for its acknowledged jobs to end (at most
+``timeouts.drain``; a job not ended by then is cancelled and counts as failed).
+
+Every submission is its own job: request index (attempt − 1)·M + slot, its submit event
+carrying ``attempt``, ``slot`` and ``retry_on``. The runner records each attempt in
+trial.json (``retry.attempts``); the results are computed from the events alone
+(:mod:`gridbench.jobflow.loads.retry_metrics`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import Field
+
+from gridbench.backends.base import JobRequest, JobState
+from gridbench.events.model import FAIL_LOST, STAGE_CANCELLED, STAGE_FAILED
+from gridbench.jobflow.loads.base import BaseLoadModel, LoadBase, PlanEstimate, TrialContext, narrow
+from gridbench.jobflow.loads.retry_metrics import (
+    NO_JOB_COMPLETED,
+    retry_metrics,
+    retry_summary,
+)
+from gridbench.run.closed_loop import sleep_or_stop
+from gridbench.units import Duration
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from gridbench.events.chain import StageChain
+    from gridbench.run.tracker import StatusTracker
+    from gridbench.spec.model import ExperimentSpec
+
+
+#: the request of (attempt, slot)
+MakeRetry = Callable[[int, int], JobRequest]
+
+
+class RetryLoad(LoadBase):
+    """``load:`` of the retry model."""
+
+    model: Literal["retry"]
+    jobs: int | None = Field(default=None, ge=1)
+    retries: int = Field(
+        default=10, ge=0, le=1000, description="resubmissions after the first attempt (retry)"
+    )
+    retry_on: Literal["any", "submit"] = Field(
+        default="any",
+        description="what is retried: any failure, or only refused submissions (retry)",
+    )
+    pause: Duration = Field(default=0.0, description="wait between two attempts (retry)")
+
+
+def retry_jobs(spec: ExperimentSpec) -> int:
+    """M: load.jobs, else trial.jobs."""
+    load = narrow(spec.load, RetryLoad)
+    return load.jobs or spec.trial.jobs or 0
+
+
+# --- runner -------------------------------------------------------------------------------
+
+
+class EndWaiter:
+    """Collects the jobs the status tracker sees end (its ``on_end`` hook) and waits for a
+    given set of them; :meth:`close` unhooks it."""
+
+    def __init__(self, tracker: StatusTracker) -> None:
+        self.tracker = tracker
+        self.ended: dict[str, JobState] = {}
+        self._want: set[str] = set()
+        self._all_ended = asyncio.Event()
+        tracker.on_end.append(self._on_end)
+
+    def _on_end(self, job: str, state: JobState) -> None:
+        self.ended[job] = state
+        self._want.discard(job)
+        if not self._want:
+            self._all_ended.set()
+
+    async def wait(self, jobs: Iterable[str], timeout_s: float, stop: asyncio.Event) -> None:
+        """Until every job of ``jobs`` has ended, ``timeout_s`` passed or ``stop`` is set."""
+        self._want = {j for j in jobs if j not in self.ended}
+        if not self._want:
+            return
+        self._all_ended.clear()
+        waits = [asyncio.create_task(self._all_ended.wait()), asyncio.create_task(stop.wait())]
+        try:
+            await asyncio.wait(waits, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for w in waits:
+                w.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await w
+
+    def close(self) -> None:
+        """Remove the hook from the tracker."""
+        with contextlib.suppress(ValueError):
+            self.tracker.on_end.remove(self._on_end)
+
+
+async def _give_up(ctx: TrialContext, left: Mapping[str, str], attempt: int) -> None:
+    """Cancel the attempt's jobs that did not end in time (they count as failed and are
+    resubmitted: none is left running); a failed cancel records them as lost."""
+    tracker, rec = ctx.tracker, ctx.recorders[0]
+    ids = [bid for bid in left.values() if bid in tracker.inflight]
+    if not ids:
+        return
+    why = f"not ended within timeouts.drain: failed at attempt {attempt}"
+    try:
+        await ctx.backend.cancel(ids)
+    except Exception as exc:  # a cancel that fails must not end the trial
+        for bid in ids:
+            msg = f"{why}; cancel failed: {exc}"[:500]
+            rec.stamp(
+                tracker.inflight.pop(bid), STAGE_FAILED, None, {"kind": FAIL_LOST, "message": msg}
+            )
+        ctx.progress.failed += len(ids)
+    else:
+        for bid in ids:
+            rec.stamp(
+                tracker.inflight.pop(bid), STAGE_CANCELLED, None, {"by": "gridbench", "why": why}
+            )
+    ctx.progress.in_flight = len(tracker.inflight)
+
+
+async def _attempt(
+    ctx: TrialContext, make: MakeRetry, attempt: int, slots: list[int], waiter: EndWaiter | None
+) -> dict[str, Any]:
+    """Submit ``slots`` at once as ``attempt``; its record (the failed slots under
+    ``failed_slots``)."""
+    reqs = [make(attempt, s) for s in slots]
+    recs = ctx.recorders
+    bids = await asyncio.gather(*(ctx.submit(r, recs[i % len(recs)]) for i, r in enumerate(reqs)))
+    failed = {s for s, bid in zip(slots, bids, strict=True) if bid is None}
+    acked = {r.name: (s, bid) for s, r, bid in zip(slots, reqs, bids, strict=True) if bid}
+    not_ended = 0
+    interrupted = False
+    if waiter is not None and acked:
+        await waiter.wait(acked, ctx.spec.timeouts.drain, ctx.stop)
+        interrupted = ctx.stop.is_set()
+        left = {n: bid for n, (_, bid) in acked.items() if n not in waiter.ended}
+        not_ended = len(left)
+        if left and not interrupted:
+            await _give_up(ctx, left, attempt)
+        for n, (s, _) in acked.items():
+            state = waiter.ended.get(n)
+            if (state is None and not interrupted) or state not in (None, JobState.DONE):
+                failed.add(s)
+    return {
+        "attempt": attempt,
+        "submitted": len(slots),
+        "failed": len(failed),
+        "failure_rate": len(failed) / len(slots) if slots else None,
+        "not_ended": not_ended,
+        "interrupted": interrupted,
+        "failed_slots": sorted(failed),
+    }
+
+
+def _maker(ctx: TrialContext, m: int, load: RetryLoad) -> MakeRetry:
+    """The request of ``slot`` at ``attempt``: job (attempt − 1)·M + slot, its attributes
+    naming both (and the retry_on mode), so its submit event carries them."""
+    base = ctx.requests(m * (load.retries + 1))
+
+    def make(attempt: int, slot: int) -> JobRequest:
+        req = base((attempt - 1) * m + slot)
+        attrs = {**req.attributes, "attempt": attempt, "slot": slot, "retry_on": load.retry_on}
+        return dataclasses.replace(req, attributes=attrs)
+
+    return make
+
+
+async def run_retry(ctx: TrialContext) -> None:
+    """Attempt 1: M jobs at once; then the failures together, up to R more times."""
+    load = narrow(ctx.spec.load, RetryLoad)
+    m = retry_jobs(ctx.spec)
+    record: dict[str, Any] = {
+        "jobs": m,
+        "retries": load.retries,
+        "retry_on": load.retry_on,
+        "attempts": [],
+    }
+    ctx.info["retry"] = record
+    waiter = EndWaiter(ctx.tracker) if load.retry_on == "any" else None
+    make = _maker(ctx, m, load)
+    failing = list(range(m))
+    submitted = 0
+    try:
+        for attempt in range(1, load.retries + 2):
+            if not failing or ctx.stop.is_set():
+                break
+            if attempt > 1 and load.pause > 0:
+                await sleep_or_stop(load.pause, ctx.stop, time.perf_counter() + load.pause)
+                if ctx.stop.is_set():
+                    break
+            rec = await _attempt(ctx, make, attempt, failing, waiter)
+            failing = rec.pop("failed_slots")
+            submitted += rec["submitted"]
+            record["attempts"].append(rec)
+            # the jobs planned grow with each retry: generic shares are of what was submitted
+            ctx.info["planned_jobs"] = ctx.progress.planned = submitted
+            if rec["not_ended"] and not rec["interrupted"]:
+                ctx.info.setdefault("notes", []).append(
+                    f"attempt {attempt}: {rec['not_ended']} job(s) had not ended within "
+                    "timeouts.drain; they were cancelled and count as failed"
+                )
+            record["never_succeeded"] = len(failing)
+            ctx.write_info()
+    finally:
+        if waiter is not None:
+            waiter.close()
+
+
+# --- the model ----------------------------------------------------------------------------
+
+
+class Retry(BaseLoadModel):
+    """The retry model (see the module docstring)."""
+
+    name = "retry"
+    spec = RetryLoad
+    growth = ("model.first_failure_rate", "first-attempt failure rate (share)", "")
+    section_refs = ("gridbench.jobflow.report.retry:retry_table",)  # failure rate per attempt
+    run = staticmethod(run_retry)
+    summary = staticmethod(retry_summary)
+
+    def check_spec(self, spec: ExperimentSpec) -> None:
+        """M must be given."""
+        if narrow(spec.load, RetryLoad).jobs is None and spec.trial.jobs is None:
+            raise ValueError("the retry model needs load.jobs (M jobs submitted at once)")
+
+    def plan(self, spec: ExperimentSpec, drain_s: float) -> PlanEstimate:
+        """M jobs at once and the drain; retries add up to R × (pause + drain) more."""
+        return PlanEstimate(retry_jobs(spec), drain_s + retry_jobs(spec) * 0.01, None)
+
+    def trial_metrics(self, events: pl.DataFrame, chain: StageChain) -> dict[str, Any] | None:
+        """See :func:`retry_metrics`."""
+        return retry_metrics(events)
+
+    def adjust_validity(
+        self, validity: dict[str, Any], model: Mapping[str, Any] | None
+    ) -> dict[str, Any]:
+        """Refusals are what this model measures: 'no job completed' does not make a trial
+        invalid; a trial that submitted nothing is."""
+        if not model or model.get("kind") != "retry":
+            return validity
+        reasons = [r for r in validity.get("reasons", []) if r != NO_JOB_COMPLETED]
+        if not model.get("attempts_used"):
+            reasons.append("no retry-model submission was made")
+        return {**validity, "reasons": reasons, "valid": not reasons}
+
+
+MODEL = Retry()

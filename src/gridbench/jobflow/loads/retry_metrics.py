@@ -1,0 +1,156 @@
+"""Results of the retry load model (METHODS 1.9), from a trial's events alone.
+
+A submission of the model is a job whose ``submit`` event carries ``attempt``, ``slot``
+and ``retry_on``. It *failed* when, with ``retry_on: submit``, it was never acknowledged
+(refused, timed out); with ``retry_on: any``, also when it has a ``failed`` stamp (the job
+failed, or was lost) or a ``cancelled`` one (by the backend, or by gridbench after it had
+not ended within ``timeouts.drain``).
+
+The trial's ``model`` object: per attempt (keyed '1', '2', ...) ``submitted``, ``failed``,
+``failure_rate`` = failed ÷ submitted at that attempt and ``kinds`` (failures by kind);
+``first_failure_rate`` (attempt 1: failed ÷ the M jobs submitted at once),
+``average_failure_rate`` (the seed's: the mean of the per-attempt rates, the last attempt
+included), ``attempts_used``, ``never_succeeded`` (slots still failing after their last
+attempt) and a statement such as '35 jobs at once: 40% failed at attempt 1, 12% at 2,
+none at 3 (average 17%)'.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import polars as pl
+
+from gridbench.analysis import text
+from gridbench.analysis.closed import job_table, over_trials, summarize
+from gridbench.events.model import STAGE_CANCELLED, STAGE_SUBMIT, STAGE_SUBMIT_ACK
+
+NO_JOB_COMPLETED = "no job completed"
+
+
+def _attr(key: str) -> pl.Expr:
+    return pl.col("attrs").str.json_path_match(f"$.{key}")
+
+
+def retry_jobs_table(events: pl.DataFrame) -> pl.DataFrame:
+    """One row per submission of the retry model: ``job``, ``attempt``, ``slot``,
+    ``retry_on``, ``failed`` (bool) and ``kind`` (of the failure; null when it succeeded)."""
+    subs = (
+        events.filter(pl.col("stage") == STAGE_SUBMIT)
+        .select(
+            "job",
+            _attr("attempt").cast(pl.Int64, strict=False).alias("attempt"),
+            _attr("slot").cast(pl.Int64, strict=False).alias("slot"),
+            _attr("retry_on").alias("retry_on"),
+        )
+        .filter(pl.col("attempt").is_not_null() & pl.col("slot").is_not_null())
+        .unique("job", keep="first", maintain_order=True)
+    )
+    if subs.height == 0:
+        return subs.with_columns(
+            pl.lit(False).alias("failed"), pl.lit(None, pl.String).alias("kind")
+        )
+    by = (
+        events.filter(pl.col("stage") == STAGE_CANCELLED)
+        .group_by("job", maintain_order=True)
+        .agg(_attr("by").first().alias("cancelled_by"))
+    )
+    tbl = job_table(events.filter(pl.col("job").is_in(subs["job"].implode())))
+    tbl = subs.join(tbl, on="job", how="left").join(by, on="job", how="left")
+    refused = pl.col(STAGE_SUBMIT_ACK).is_null()
+    cancelled = pl.col(STAGE_CANCELLED).is_not_null()
+    broke = refused | pl.col("fail_kind").is_not_null() | cancelled
+    failed = pl.when(pl.col("retry_on") == "submit").then(refused).otherwise(broke)
+    kind = (
+        pl.when(~pl.col("failed"))
+        .then(None)
+        .when(pl.col("fail_kind").is_not_null())
+        .then(pl.col("fail_kind"))
+        .when(cancelled)
+        .then(pl.lit("cancelled by ") + pl.col("cancelled_by").fill_null("backend"))
+        .otherwise(pl.lit("not acknowledged"))
+    )
+    tbl = tbl.with_columns(failed.fill_null(True).alias("failed"))
+    return tbl.with_columns(kind.alias("kind")).select(
+        "job", "attempt", "slot", "retry_on", "failed", "kind"
+    )
+
+
+def retry_metrics(events: pl.DataFrame) -> dict[str, Any]:
+    """The retry ``model`` object of one trial (see the module docstring)."""
+    tbl = retry_jobs_table(events)
+    modes = tbl["retry_on"].drop_nulls().unique().to_list() if tbl.height else []
+    attempts: dict[str, Any] = {}
+    for (k,), part in tbl.sort("attempt").group_by("attempt", maintain_order=True):
+        n, bad = part.height, int(part["failed"].sum())
+        kinds = part.filter(pl.col("failed"))["kind"].value_counts(sort=True)
+        attempts[str(k)] = {
+            "attempt": int(str(k)),
+            "submitted": n,
+            "failed": bad,
+            "failure_rate": bad / n if n else None,
+            "kinds": {str(a): int(b) for a, b in kinds.iter_rows()},
+        }
+    rates = [a["failure_rate"] for a in attempts.values() if a["failure_rate"] is not None]
+    last = tbl.sort("attempt").group_by("slot").agg(pl.col("failed").last())
+    first = attempts.get("1") or {}
+    out: dict[str, Any] = {
+        "kind": "retry",
+        "retry_on": modes[0] if len(modes) == 1 else None,
+        "jobs": int(first.get("submitted") or 0),
+        "attempts": attempts,
+        "attempts_used": len(attempts),
+        "submissions": tbl.height,
+        "first_failure_rate": first.get("failure_rate"),
+        "average_failure_rate": sum(rates) / len(rates) if rates else None,
+        "never_succeeded": int(last["failed"].sum()) if last.height else 0,
+    }
+    out["statement"] = retry_statement(out)
+    return out
+
+
+def _rate(x: float) -> str:
+    return "none" if x == 0 else text.pct(x)
+
+
+def retry_statement(m: Mapping[str, Any], suffix: str = "") -> str:
+    """'35 jobs at once: 40% failed at attempt 1, 12% at 2, none at 3 (average 17%)'.
+
+    The rates are a trial's, or a point summary's means (rep objects: their ``mean``)."""
+    jobs, attempts = m.get("jobs"), m.get("attempts") or {}
+    rates = [(k, _value(a.get("failure_rate"))) for k, a in attempts.items()]
+    shown = [(k, r) for k, r in rates if r is not None]
+    if not shown:
+        return "no retry-model submission was made"
+    parts = [
+        f"{_rate(r)} failed at attempt {k}" if i == 0 else f"{_rate(r)} at {k}"
+        for i, (k, r) in enumerate(shown)
+    ]
+    s = f"{text.num(_value(jobs) or 0)} jobs at once: {', '.join(parts)}"
+    avg = _value(m.get("average_failure_rate"))
+    if avg is not None:
+        s += f" (average {text.pct(avg)})"
+    never = _value(m.get("never_succeeded"))
+    if never:
+        s += f"; {text.num(never)} never succeeded"
+    return s + suffix
+
+
+def _value(v: Any) -> float | None:
+    """A number, or a rep object's mean."""
+    if isinstance(v, Mapping):
+        v = v.get("mean")
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+
+def retry_summary(trials: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The point's ``summary.model``: every number of the trials' objects across them (the
+    mean failure rate per attempt, over the trials that reached that attempt)."""
+    out, models = summarize(trials, "retry", ())
+    if models:
+        out.pop("pooled", None)
+        out["statement"] = retry_statement(
+            out, f", mean{over_trials(models)}" if len(models) > 1 else ""
+        )
+    return out
