@@ -59,7 +59,7 @@ def _attempt_rows(head: Row, m: Mapping[str, Any]) -> list[Row]:
                 "submitted": _mean(m.get("submissions")),
                 "failed": _mean(m.get("never_succeeded")),
                 "failure_rate": _mean(m.get("average_failure_rate")),
-                "kinds": "failed: never succeeded",
+                "kinds": "mean of the rates; failed: never succeeded",
             }
         )
     return rows
