@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -231,3 +232,22 @@ def test_plan_and_sweep_keys() -> None:
     load = spec_.load
     assert isinstance(load, RetryLoad)
     assert (load.retries, load.retry_on, load.pause) == (10, "any", 0.0)
+
+
+def test_an_abort_while_waiting_ends_the_trial_promptly(tmp_path: Path) -> None:
+    text = spec("{model: retry, jobs: 4, retries: 5, agents: 2}", queue=10).replace(
+        "job: {runtime: 0.05s}", "job: {runtime: 30s}"
+    )
+    t0 = time.monotonic()
+    out = run_spec(text, tmp_path, abort_after=1.5)
+    assert time.monotonic() - t0 < 15
+    assert out.status == "aborted"
+    info = trial_info(out)
+    (attempt,) = info["retry"]["attempts"]  # no retry after the abort
+    assert attempt["interrupted"] and attempt["submitted"] == 4 and attempt["failed"] == 0
+    ev = events_of(out)
+    subs = ev.filter(pl.col("stage") == "submit")
+    assert set(subs["agent"]) == {"agent-0", "agent-1"}  # attempt 1 spread over the agents
+    # the trial cancelled what was left (never load left behind)
+    by = ev.filter(pl.col("stage") == "cancelled")["attrs"].str.json_path_match("$.by")
+    assert by.to_list() == ["gridbench"] * 4
