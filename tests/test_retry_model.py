@@ -244,7 +244,9 @@ def test_an_abort_while_waiting_ends_the_trial_promptly(tmp_path: Path) -> None:
     assert out.status == "aborted"
     info = trial_info(out)
     (attempt,) = info["retry"]["attempts"]  # no retry after the abort
-    assert attempt["interrupted"] and attempt["submitted"] == 4 and attempt["failed"] == 0
+    assert attempt["interrupted"] and attempt["submitted"] == 4 and attempt["failed"] == 4
+    m = model_of(analyze_run(out.run.path))  # the same from the events
+    assert m["attempts"]["1"]["kinds"] == {"cancelled by gridbench": 4}
     ev = events_of(out)
     subs = ev.filter(pl.col("stage") == "submit")
     assert set(subs["agent"]) == {"agent-0", "agent-1"}  # attempt 1 spread over the agents

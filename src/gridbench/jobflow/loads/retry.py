@@ -121,17 +121,15 @@ async def _give_up(ctx: TrialContext, left: Mapping[str, str], attempt: int) -> 
     try:
         await ctx.backend.cancel(ids)
     except Exception as exc:  # a cancel that fails must not end the trial
-        for bid in ids:
-            msg = f"{why}; cancel failed: {exc}"[:500]
-            rec.stamp(
-                tracker.inflight.pop(bid), STAGE_FAILED, None, {"kind": FAIL_LOST, "message": msg}
-            )
-        ctx.progress.failed += len(ids)
+        stage, attrs = STAGE_FAILED, {"kind": FAIL_LOST, "message": f"{why}; cancel: {exc}"[:500]}
     else:
-        for bid in ids:
-            rec.stamp(
-                tracker.inflight.pop(bid), STAGE_CANCELLED, None, {"by": "gridbench", "why": why}
-            )
+        stage, attrs = STAGE_CANCELLED, {"by": "gridbench", "why": why}
+    for bid in ids:
+        job = tracker.inflight.pop(bid, None)  # a sweep during the cancel may have seen it end
+        if job is not None:
+            rec.stamp(job, stage, None, attrs)
+            if stage == STAGE_FAILED:
+                ctx.progress.failed += 1
     ctx.progress.in_flight = len(tracker.inflight)
 
 
@@ -154,10 +152,8 @@ async def _attempt(
         not_ended = len(left)
         if left and not interrupted:
             await _give_up(ctx, left, attempt)
-        for n, (s, _) in acked.items():
-            state = waiter.ended.get(n)
-            if (state is None and not interrupted) or state not in (None, JobState.DONE):
-                failed.add(s)
+        # not ended: cancelled here, or (after a stop) by the trial, or left lost: failed
+        failed |= {s for n, (s, _) in acked.items() if waiter.ended.get(n) is not JobState.DONE}
     return {
         "attempt": attempt,
         "submitted": len(slots),
