@@ -65,3 +65,30 @@ async def test_stamps_for_foreign_ids_stay_bounded(tmp_path: Path) -> None:
     await tracker.sweep()
     elog.close()
     assert tracker.unmatched == UNMATCHED_CAP and tracker.unmatched_dropped == 5
+
+
+async def test_on_end_callbacks_see_each_ended_job_once_after_its_stamps(tmp_path: Path) -> None:
+    tracker, elog = _tracker(tmp_path, EarlyStamps())
+    for k in range(4):
+        tracker.add(f"b{k}", f"gb-{k}")
+    seen: list[tuple[str, JobState, int]] = []
+    tracker.on_end.append(lambda job, st: seen.append((job, st, elog.count)))
+    states = {
+        "b0": JobStatus(JobState.DONE),
+        "b1": JobStatus(JobState.FAILED, "boom"),
+        "b2": JobStatus(JobState.CANCELLED),
+        "b3": JobStatus(JobState.RUNNING),
+        "stranger": JobStatus(JobState.DONE),  # not ours: no callback
+    }
+    await tracker.observe(states)
+    await tracker.observe(states)  # already ended: not again
+    assert [(j, s) for j, s, _ in seen] == [
+        ("gb-0", JobState.DONE),
+        ("gb-1", JobState.FAILED),
+        ("gb-2", JobState.CANCELLED),
+    ]
+    assert [n for _, _, n in seen] == [1, 3, 4]  # called after the job's stamps
+    tracker.on_end.clear()
+    await tracker.observe({"b3": JobStatus(JobState.DONE)})
+    assert len(seen) == 3 and not tracker.inflight
+    elog.close()
