@@ -145,11 +145,11 @@ def power_statements(metrics: Mapping[str, Any]) -> Statements | None:
         return None
     tails = "one-tailed" if p.get("tails") == 1 else "two-tailed"
     lines: list[tuple[Status, str]] = []
+    source = {
+        "stated": "the effect size stated in the spec",
+        "observed": "the smallest SUS effect observed among the declared comparisons",
+    }.get(str(p.get("effect_from")), str(p.get("effect_from")))
     if p.get("n_required") is not None:
-        source = {
-            "stated": "the effect size stated in the spec",
-            "observed": "the smallest SUS effect observed among the declared comparisons",
-        }.get(str(p.get("effect_from")), str(p.get("effect_from")))
         lines.append(
             (
                 "pass" if p.get("enough") else "warn",
@@ -157,6 +157,16 @@ def power_statements(metrics: Mapping[str, Any]) -> Statements | None:
                 f"{fmt(p.get('power'))} at α = {fmt(p.get('alpha'))}, {tails}, a paired t-test "
                 f"needs {p.get('n_required')} participants; the study has {p.get('n_have')} "
                 f"complete pairs ({'enough' if p.get('enough') else 'too few'}).",
+            )
+        )
+    elif p.get("effect_size") is not None:
+        # an effect (stated or observed) so small that no cohort size could be found
+        lines.append(
+            (
+                "warn",
+                f"d_z = {fmt(p.get('effect_size'), 3)} ({source}) is too small to plan for: "
+                f"no cohort reaches power {fmt(p.get('power'))} at α = {fmt(p.get('alpha'))}, "
+                f"{tails}.",
             )
         )
     else:

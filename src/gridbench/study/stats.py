@@ -203,6 +203,14 @@ def _power_alt(tails: int) -> str:
 SEARCH_UP_TO = 200
 
 
+def _quiet_statsmodels() -> None:
+    """Import statsmodels' warning classes before silencing warnings: that module, on its
+    first import, puts an "always" filter for ConvergenceWarning in front of every filter,
+    so imported inside ``catch_warnings`` it would print the solver's failure anyway (the
+    failure is an answer here: no cohort)."""
+    import statsmodels.tools.sm_exceptions  # noqa: F401
+
+
 def paired_power(effect: float, n: int, alpha: float, tails: int) -> float:
     """The power of a paired t-test with ``n`` pairs against d_z = ``effect``: the
     noncentral t (ncp d_z sqrt(n), df n - 1) beyond the critical value, the formula of
@@ -222,6 +230,7 @@ def n_required(effect: float, alpha: float, power: float, tails: int) -> int | N
 
     if not effect or not math.isfinite(effect):
         return None
+    _quiet_statsmodels()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for n in range(2, SEARCH_UP_TO + 1):
@@ -248,6 +257,7 @@ def effect_for(n: int, alpha: float = 0.05, power: float = 0.8, tails: int = 1) 
     seed's 27 at 0.8 and 0.05, one-tailed: about 0.49)."""
     from statsmodels.stats.power import TTestPower
 
+    _quiet_statsmodels()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         d = TTestPower().solve_power(

@@ -230,8 +230,8 @@ def mount_study(app: FastAPI, root: Path, page: PageFn) -> None:
         action = (await request.form()).get("action")
 
         def change() -> Response:
-            delivery = studies.delivery(run)
             try:
+                delivery = studies.delivery(run)  # an unreadable log: the 422 below, not a 500
                 if action == "issue":
                     secret = delivery.issue_link(participant, "admin")
                     url = f"{str(request.base_url).rstrip('/')}/p/{rid}/{secret}"

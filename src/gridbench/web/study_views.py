@@ -54,7 +54,6 @@ FAILURE_LABELS = (
 
 
 # -- what a step shows -------------------------------------------------------------------------
-# -- what a step shows -------------------------------------------------------------------------
 def _task(spec: StudySpec, step: Step) -> tuple[Tool | None, Task | None]:
     tool = spec.tool(step.tool) if step.tool else None
     task = next((t for t in tool.tasks if t.id == step.task), None) if tool else None

@@ -1,0 +1,93 @@
+"""Bad input and odd figures the study family must answer clearly (a review's findings):
+an admin post on a study whose log is damaged, the power analysis' solver failing
+quietly, and the report's words when a stated effect is too small to plan a cohort for."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from fastapi.testclient import TestClient
+
+from gridbench.study.delivery import StudyDelivery
+from gridbench.study.load import load_study_spec_text
+from gridbench.study.records import log_path
+from gridbench.study.report_extras import power_statements
+from gridbench.study.runs import create_study_run
+from gridbench.web.app import WebConfig, create_app
+from gridbench.web.security import CSRF_COOKIE
+
+SPEC = """\
+name: errors-study
+purpose: Which tool is easier?
+tools:
+  - {id: alpha, title: Alpha, tasks: [{id: t1, title: T1, instructions: Do it.}]}
+  - {id: beta, title: Beta, tasks: [{id: t1, title: T1, instructions: Do it.}]}
+participants: [P01, P02]
+comparisons: [{a: alpha, b: beta}]
+"""
+
+
+def test_admin_link_post_on_a_damaged_log_is_422_not_500(tmp_path: Path) -> None:
+    root = tmp_path / "results"
+    spec, data = load_study_spec_text(SPEC, "spec")
+    run = create_study_run(root, spec, data, delivery="browser")
+    StudyDelivery.open(run.path).issue_link("P01", "admin")
+    with log_path(run.path).open("a") as fh:  # a hand edit gone wrong, before the server starts
+        fh.write('{"type": "sus", "t_ns": 1, "participant": "P01", "tool": "alpha"}\n')
+    app = create_app(WebConfig(root))
+    with TestClient(app, base_url="http://127.0.0.1", raise_server_exceptions=False) as admin:
+        admin.get(f"/studies/{run.path.name}")  # any page sets the CSRF cookie
+        token = admin.cookies.get(CSRF_COOKIE)
+        assert token
+        for action in ("issue", "revoke"):
+            r = admin.post(
+                f"/studies/{run.path.name}/links/P01",
+                data={"csrf": token, "action": action},
+                follow_redirects=False,
+            )
+            assert r.status_code == 422, (action, r.status_code, r.text[-500:])
+            assert "study.jsonl" in r.text and "Traceback" not in r.text
+
+
+def test_an_effect_too_small_to_plan_for_prints_no_solver_warning() -> None:
+    # a fresh interpreter: statsmodels installs its "always" warning filter on first import
+    code = (
+        "from gridbench.study import stats\n"
+        "print(stats.n_required(1e-300, 0.05, 0.8, 1), stats.n_required(1e-300, 0.05, 0.8, 2))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-W", "default", "-c", code], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.split() == ["None", "None"]
+    assert done.stderr == ""  # no ConvergenceWarning in the middle of a report
+
+
+def _power(**over: object) -> dict[str, object]:
+    power: dict[str, object] = {
+        "alpha": 0.05,
+        "power": 0.8,
+        "tails": 1,
+        "effect_size": 1e-300,
+        "effect_from": "stated",
+        "n_required": None,
+        "n_have": 8,
+        "enough": None,
+        "seed_effect_for_27": 0.4915,
+        "seed_effect_range": [0.4915, 0.5014],
+        "seed_n": 27,
+    }
+    return {"power": {**power, **over}}
+
+
+def test_a_stated_effect_without_a_cohort_is_not_called_none_stated() -> None:
+    st = power_statements(_power())
+    assert st is not None
+    first = st.lines[0]
+    assert first[0] == "warn"
+    assert "too small to plan for" in first[1] and "stated in the spec" in first[1]
+    assert "none stated" not in first[1]
+    st = power_statements(_power(effect_size=None, effect_from="none"))
+    assert st is not None
+    assert st.lines[0] == ("info", "No effect size to plan with: none stated, none observed.")
