@@ -119,7 +119,7 @@ def build_dataset(records: Sequence[rec.Record], spec: StudySpec) -> StudyData:
         if isinstance(
             r, rec.SusAnswer | rec.TaskStopped | rec.TaskTime | rec.LikertAnswer | rec.Observation
         ):
-            task = getattr(r, "task", None)
+            task = None if isinstance(r, rec.SusAnswer) else r.task
             if r.tool not in tasks_of or (task is not None and task not in tasks_of[r.tool]):
                 unknown += 1
                 continue

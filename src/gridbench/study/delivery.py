@@ -167,7 +167,7 @@ class StudyDelivery:
     def _apply(self, r: Record) -> None:
         """Fold one record (already on disk) into the in-memory state."""
         self._records.append(r)
-        participant = getattr(r, "participant", None)
+        participant = log.participant_of(r)
         if participant is None:
             return
         self._by_participant.setdefault(participant, []).append(r)

@@ -179,6 +179,11 @@ Record = Annotated[
 _ADAPTER: TypeAdapter[Record] = TypeAdapter(Record)
 
 
+def participant_of(record: Record) -> str | None:
+    """The participant a record is about (None for the install survey's records)."""
+    return None if isinstance(record, InstallRating | Complaint) else record.participant
+
+
 def now_ns() -> int:
     """The server wall clock, ns (every record's ``t_ns``)."""
     return time.time_ns()

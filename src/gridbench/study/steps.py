@@ -20,6 +20,7 @@ from gridbench.study.records import (
     SusAnswer,
     TaskStarted,
     TaskStopped,
+    participant_of,
 )
 
 StepKind = Literal["purpose", "background", "task", "likert", "sus", "free_text", "done"]
@@ -125,7 +126,7 @@ def replay(spec: StudySpec, records: Sequence[Record], participant: str) -> Sess
     done: set[str] = set()
     started: dict[str, int] = {}
     for r in records:
-        if getattr(r, "participant", None) != participant:
+        if participant_of(r) != participant:
             continue
         if isinstance(r, SessionStarted):
             order = order or r  # the first one fixes the order
