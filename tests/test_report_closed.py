@@ -91,7 +91,9 @@ def test_sustain_csv_terminal_and_html(sustain: tuple[Path, dict[str, Any]]) -> 
     run, m = sustain
     paths = write_reports(run, m, load_series(run))
     assert {"sustain", "sustain_users"} <= set(paths)
-    assert not {"batch", "probe", "probe_bursts", "growth"} & set(paths)  # empty: not written
+    assert not {"batch", "probe", "probe_bursts", "retry", "growth"} & set(
+        paths
+    )  # empty: not written
     csv = pl.read_csv(paths["sustain"])
     assert csv["level"].to_list() == ["trial", "trial", "point"]
     assert csv["submit_avg_s"].to_list() == pytest.approx([0.175, 0.35, 2.1 / 8])
@@ -212,7 +214,7 @@ def test_open_metrics_get_no_closed_tables(tmp_path: Path) -> None:
     write_trial(run, info(chain, rate=1.0), frame(rows))
     m = analyze_run(run)
     tabs = T.all_tables(m)
-    for name in ("sustain", "sustain_users", "batch", "probe", "probe_bursts", "growth"):
+    for name in ("sustain", "sustain_users", "batch", "probe", "probe_bursts", "retry", "growth"):
         assert tabs[name] == []
     assert "Result" not in _render(m)
     assert 'id="results"' not in render_html(m, {})

@@ -19,6 +19,7 @@ from gridbench.errors import SpecError
 from gridbench.events.log import read_events
 from gridbench.jobflow.loads.retry import RetryLoad
 from gridbench.jobflow.report import build_report
+from gridbench.report import write_reports
 from gridbench.report.html import render_page
 from gridbench.report.terminal import render_report
 from gridbench.run.experiment import ExperimentOutcome
@@ -203,6 +204,11 @@ def test_sweep_over_the_jobs_at_once_changes_the_first_failure_rate(tmp_path: Pa
     assert "Retry: failure rate per attempt" in txt and "66.7%" in txt and "50.0%" in txt
     page = render_page(report)
     assert "Retry: failure rate per attempt" in page and "75.0%" in page
+    # the raw table goes to CSV: one row per attempt, then the mean of the rates
+    paths = write_reports(out.run.path, report)
+    csv = pl.read_csv(paths["retry"])
+    assert csv["attempt"].to_list() == ["1", "average"] * 4
+    assert csv.filter(pl.col("attempt") == "1")["failure_rate"].to_list() == pytest.approx(firsts)
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,7 @@
 Every table is a list of flat dicts with the same keys, so it goes straight to CSV, to a
 polars DataFrame (:func:`as_frame`) or to a report section. Numbers stay unrounded floats;
 the section builders write their text. The closed load models' rows live in their own
-modules (sustain, batch, probe, growth) and are re-exported here.
+modules (sustain, batch, probe, retry, growth) and are re-exported here.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from gridbench.jobflow.report.model import (
     trials,
 )
 from gridbench.jobflow.report.probe import probe_burst_rows, probe_rows
+from gridbench.jobflow.report.retry import retry_rows
 from gridbench.jobflow.report.sustain import sustain_rows, sustain_user_rows
 from gridbench.jobflow.report.verdicts import (
     outlier_rows,
@@ -328,6 +329,7 @@ def all_tables(metrics: Mapping[str, Any]) -> dict[str, list[Row]]:
         "batch": batch_rows(metrics),
         "probe": probe_rows(metrics),
         "probe_bursts": probe_burst_rows(metrics),
+        "retry": retry_rows(metrics),
         "growth": growth_rows(metrics),
     }
 
@@ -351,6 +353,7 @@ __all__ = [
     "probe_burst_rows",
     "probe_rows",
     "queue_rows",
+    "retry_rows",
     "sustain_rows",
     "sustain_user_rows",
     "threshold_rows",
