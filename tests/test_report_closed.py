@@ -91,9 +91,8 @@ def test_sustain_csv_terminal_and_html(sustain: tuple[Path, dict[str, Any]]) -> 
     run, m = sustain
     paths = write_reports(run, m, load_series(run))
     assert {"sustain", "sustain_users"} <= set(paths)
-    assert not {"batch", "probe", "probe_bursts", "retry", "growth"} & set(
-        paths
-    )  # empty: not written
+    # empty: not written
+    assert not {"batch", "probe", "probe_bursts", "retry", "growth"} & set(paths)
     csv = pl.read_csv(paths["sustain"])
     assert csv["level"].to_list() == ["trial", "trial", "point"]
     assert csv["submit_avg_s"].to_list() == pytest.approx([0.175, 0.35, 2.1 / 8])
