@@ -234,7 +234,12 @@ def test_plan_and_sweep_keys() -> None:
         "sweep: {jobs: [5, 15, 25, 35], retries: [0, 10]}\n"
     )
     plan = make_plan(spec_, data).to_dict()
-    assert [p["jobs_per_trial"] for p in plan["points"]] == [5, 5, 15, 15, 25, 25, 35, 35]
+    # the most a trial can submit, M × (R + 1): safety caps hold whatever fails
+    jobs = [p["jobs_per_trial"] for p in plan["points"]]
+    assert jobs == [5, 55, 15, 165, 25, 275, 35, 385]
+    with pytest.raises(SpecError, match=r"safety.max_jobs"):
+        text = "name: x\nbackend: {type: noop}\nload: {model: retry, jobs: 35}\n"
+        make_plan(*load_spec_text(text + "safety: {max_jobs: 100}\n"))
     load = spec_.load
     assert isinstance(load, RetryLoad)
     assert (load.retries, load.retry_on, load.pause) == (10, "any", 0.0)

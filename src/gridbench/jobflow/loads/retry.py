@@ -238,8 +238,11 @@ class Retry(BaseLoadModel):
             raise ValueError("the retry model needs load.jobs (M jobs submitted at once)")
 
     def plan(self, spec: ExperimentSpec, drain_s: float) -> PlanEstimate:
-        """M jobs at once and the drain; retries add up to R × (pause + drain) more."""
-        return PlanEstimate(retry_jobs(spec), drain_s + retry_jobs(spec) * 0.01, None)
+        """Jobs: the most a trial can submit, M × (R + 1), so that the safety caps hold
+        whatever fails. Seconds: one attempt and the drain (nothing fails); each retry
+        adds about pause + drain."""
+        m, load = retry_jobs(spec), narrow(spec.load, RetryLoad)
+        return PlanEstimate(m * (load.retries + 1), drain_s + m * 0.01, None)
 
     def trial_metrics(self, events: pl.DataFrame, chain: StageChain) -> dict[str, Any] | None:
         """See :func:`retry_metrics`."""
