@@ -13,7 +13,8 @@ import pytest
 from gridbench.errors import GridbenchError, ResultsError
 from gridbench.specload import dump_yaml
 from gridbench.study import records as log_module
-from gridbench.study.delivery import AnswerError, StepConflict, StudyDelivery
+from gridbench.study.answers import AnswerError, StepConflict
+from gridbench.study.delivery import StudyDelivery
 from gridbench.study.model import StudySpec
 from gridbench.study.records import (
     BackgroundAnswers,

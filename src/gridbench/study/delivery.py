@@ -10,7 +10,6 @@ a page view or a post never re-reads the log.
 
 from __future__ import annotations
 
-import math
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -19,9 +18,17 @@ from pathlib import Path
 from gridbench.errors import GridbenchError, ResultsError
 from gridbench.store.safe_open import CAPS, read_store_text
 from gridbench.study import records as log
+from gridbench.study.answers import (
+    MAX_NOTE,
+    AnswerError,
+    StepConflict,
+    background_answer,
+    scale_answer,
+    text_answer,
+)
 from gridbench.study.design import session_order
 from gridbench.study.links import link_hash, new_secret
-from gridbench.study.model import Question, StudySpec
+from gridbench.study.model import StudySpec
 from gridbench.study.records import (
     BackgroundAnswers,
     Finished,
@@ -40,20 +47,7 @@ from gridbench.study.records import (
 )
 from gridbench.study.steps import SessionView, Step, replay
 
-#: Longest text answer kept (the log's FreeText limit).
-MAX_TEXT = 20_000
-MAX_NOTE = 5000
 _RELOAD = "reload the page: it shows the step the session is at"
-
-
-class StepConflict(GridbenchError):
-    """A post for a step that is not the current one (a replay, a second tab, a double
-    click): nothing is written; the web answers by showing the current step."""
-
-
-class AnswerError(GridbenchError):
-    """A form field is missing or out of range: ``where`` is the field name, ``fix`` says
-    what to do. Nothing is written."""
 
 
 @dataclass(frozen=True)
@@ -68,63 +62,6 @@ class ParticipantProgress:
     step: Step | None
     finished: bool
     observations: dict[tuple[str, str], Observation]  # (tool, task) -> latest
-
-
-def _field(form: Mapping[str, str], name: str) -> str:
-    """A form field as text ('' when absent; a non-text value, e.g. an upload, is refused)."""
-    value = form.get(name, "")
-    if not isinstance(value, str):
-        raise AnswerError(f"{name} is not a text field", where=name, fix="send it as text")
-    return value
-
-
-def _scale(form: Mapping[str, str], name: str, label: str) -> int:
-    """A 1..5 answer; AnswerError naming the field when missing, not a number or out of range."""
-    raw = _field(form, name).strip()
-    fix = f"choose one of 1 to 5 for {label}"
-    if not raw:
-        raise AnswerError(f"{label} is not answered", where=name, fix=fix)
-    if not (raw.isascii() and raw.isdigit()):
-        raise AnswerError(f"{label} is {raw[:20]!r}, not a number", where=name, fix=fix)
-    value = int(raw)
-    if not 1 <= value <= 5:
-        raise AnswerError(f"{label} is {value}, outside 1 to 5", where=name, fix=fix)
-    return value
-
-
-def _text(form: Mapping[str, str], name: str, limit: int = MAX_TEXT) -> str:
-    value = _field(form, name)
-    if len(value) > limit:
-        raise AnswerError(
-            f"the answer is {len(value)} characters long; at most {limit} are kept",
-            where=name,
-            fix="shorten the answer",
-        )
-    return value
-
-
-def _background(q: Question, form: Mapping[str, str]) -> str | float | None:
-    """One background answer, checked against its question."""
-    raw = _text(form, q.id).strip()
-    if not raw:
-        if q.required:
-            raise AnswerError("this question must be answered", where=q.id, fix="answer it")
-        return None
-    if q.kind == "number":
-        try:
-            value = float(raw)
-        except ValueError:
-            value = math.nan
-        if not math.isfinite(value):
-            raise AnswerError(f"{raw[:20]!r} is not a number", where=q.id, fix="give a number")
-        return value
-    if q.kind == "choice" and raw not in q.choices:
-        raise AnswerError(
-            f"{raw[:40]!r} is not one of the choices",
-            where=q.id,
-            fix=f"choose one of: {', '.join(q.choices)}",
-        )
-    return raw
 
 
 class StudyDelivery:
@@ -327,12 +264,12 @@ class StudyDelivery:
         if step.kind == "purpose":
             return [StepDone(t_ns=t, participant=p, step=step.id)]
         if step.kind == "background":
-            answers = {question.id: _background(question, form) for question in q.background}
+            answers = {question.id: background_answer(question, form) for question in q.background}
             return [BackgroundAnswers(t_ns=t, participant=p, answers=answers)]
         if step.kind == "likert":
             assert step.tool is not None and step.task is not None
-            difficulty = _scale(form, "difficulty", "difficulty")
-            satisfaction = _scale(form, "satisfaction", "satisfaction")
+            difficulty = scale_answer(form, "difficulty", "difficulty")
+            satisfaction = scale_answer(form, "satisfaction", "satisfaction")
             return [
                 LikertAnswer(
                     t_ns=t,
@@ -345,10 +282,10 @@ class StudyDelivery:
             ]
         if step.kind == "sus":
             assert step.tool is not None
-            items = [_scale(form, f"sus{i}", f"SUS item {i}") for i in range(1, 11)]
+            items = [scale_answer(form, f"sus{i}", f"SUS item {i}") for i in range(1, 11)]
             return [SusAnswer(t_ns=t, participant=p, tool=step.tool, items=items)]
         # free_text: the last questions; the session is finished with it
-        texts = {question.id: _text(form, question.id) for question in q.free_text}
+        texts = {question.id: text_answer(form, question.id) for question in q.free_text}
         return [FreeText(t_ns=t, participant=p, answers=texts), Finished(t_ns=t, participant=p)]
 
     # -- the observer ------------------------------------------------------------------

@@ -6,7 +6,7 @@ is the participant's personal link, and it reaches that participant's session on
 link to nothing else. Every answer goes to :class:`~gridbench.study.delivery.StudyDelivery`,
 which checks it and appends it to the run's log (fsynced) before this module redirects:
 post/redirect/get, so a reload never posts again, and a replayed post is a
-:class:`~gridbench.study.delivery.StepConflict` that changes nothing. The admin and
+:class:`~gridbench.study.answers.StepConflict` that changes nothing. The admin and
 observer pages (``/studies/<run>``) are behind the token like every dashboard page.
 
 No study logic lives here beyond turning a form into a call on the delivery engine.
@@ -25,7 +25,8 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from gridbench.errors import GridbenchError
 from gridbench.store.layout import RunDir
-from gridbench.study.delivery import AnswerError, StepConflict, StudyDelivery
+from gridbench.study.answers import AnswerError, StepConflict
+from gridbench.study.delivery import StudyDelivery
 from gridbench.study.model import StudySpec
 from gridbench.study.steps import SessionView
 from gridbench.web.runs import resolve_in_root

@@ -9,7 +9,8 @@ from typing import Any
 
 from gridbench.errors import GridbenchError
 from gridbench.store.layout import RunDir
-from gridbench.study.delivery import AnswerError, StudyDelivery
+from gridbench.study.answers import AnswerError
+from gridbench.study.delivery import StudyDelivery
 from gridbench.study.model import StudySpec, Task, Tool
 from gridbench.study.records import BackgroundAnswers, FreeText, now_ns, read_log
 from gridbench.study.steps import SessionView, Step
