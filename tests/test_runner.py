@@ -301,3 +301,42 @@ timeouts: {status_interval: 50ms, drain: 2s}
     c = stage_counts(events(out))
     assert c["client_done"] == 4
     assert "cancelled" not in c and "failed" not in c
+
+
+def test_a_sweep_of_the_backend_block_runs_each_point_on_its_own_backend(tmp_path: Path) -> None:
+    # noop's submit_delay_s makes each submit call take that long: visible per point
+    out = run_spec(
+        """
+name: backend-sweep
+backend: {type: noop}
+load: {model: open, rate: 50/s}
+trial: {jobs: 5}
+sweep: {backend.options.submit_delay_s: [0.0, 0.2]}
+timeouts: {status_interval: 0.05s, drain: 10s}
+""",
+        tmp_path,
+    )
+    assert out.status == "complete"
+    calls = []
+    for tid in ("p00-t00", "p01-t00"):
+        ev = events(out, tid).pivot(on="stage", index="job", values="t_ns")
+        calls.append(((ev["submit_ack"] - ev["submit"]) / 1e9).to_list())
+    assert max(calls[0]) < 0.15  # point 1: no delay
+    assert min(calls[1]) >= 0.2  # point 2: its own backend, with the delay
+
+
+def test_a_bad_backend_option_in_a_sweep_fails_before_a_run_exists(tmp_path: Path) -> None:
+    from gridbench.errors import SpecError
+
+    with pytest.raises(SpecError):
+        run_spec(
+            """
+name: bad-backend-sweep
+backend: {type: noop}
+load: {model: open, rate: 50/s}
+trial: {jobs: 2}
+sweep: {backend.options.no_such_option: [1, 2]}
+""",
+            tmp_path,
+        )
+    assert not any(tmp_path.iterdir())

@@ -1,9 +1,13 @@
-"""Runs every trial of a plan against one backend and records the experiment's status."""
+"""Runs every trial of a plan and records the experiment's status. Points share one
+backend unless a sweep changes the ``backend:`` block (``backend.options.submit_via:
+[sbatch, rest]``): then each distinct backend block gets its own backend, opened when its
+first trial comes, all closed at the end."""
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +23,7 @@ from gridbench.run.collect import Collector
 from gridbench.run.collectors import build_collectors
 from gridbench.run.observer import NullObserver, Observer
 from gridbench.run.trial import TrialOutcome, run_trial
+from gridbench.spec.model import ExperimentSpec
 from gridbench.spec.plan import Plan
 from gridbench.specload import dump_yaml
 from gridbench.store.layout import RunDir, now_iso, write_json
@@ -45,6 +50,11 @@ async def _close_quietly(backend: Backend) -> None:
         await backend.close()
     except Exception as exc:
         log.warning("closing backend: %s", exc)
+
+
+def backend_key(spec: ExperimentSpec) -> str:
+    """Points whose ``backend:`` blocks are equal share one backend."""
+    return json.dumps(spec.backend.model_dump(mode="json"), sort_keys=True, default=str)
 
 
 def spec_hash(data: dict[str, Any]) -> str:
@@ -98,8 +108,15 @@ class ExperimentRunner:
 
     async def execute(self) -> ExperimentOutcome:
         spec = self.plan.spec
-        # bad backend options fail before a results directory exists
+        # bad backend options (the base spec's, or a swept point's) fail before a results
+        # directory exists
         backend = self.backend or create_backend(spec.backend.type, spec.backend.options)
+        others: dict[str, Backend] = {}
+        for point in self.plan.points:
+            key = backend_key(point.spec)
+            if key != backend_key(spec) and key not in others:
+                bspec = point.spec.backend
+                others[key] = create_backend(bspec.type, bspec.options)
         run = self.run or self.prepare()
         outcome = ExperimentOutcome(run, "failed", error="interrupted while starting")
         run.update_experiment(status="running", started=now_iso(), runner=runner_identity())
@@ -115,15 +132,27 @@ class ExperimentRunner:
         if isinstance(backend, RuntimeInfoSource):
             run.update_experiment(backend_runtime=backend.runtime_info())
         clock = AnchoredClock()
+        opened: dict[str, tuple[Backend, list[Collector]]] = {}
         try:
-            collectors: list[Collector] = build_collectors(spec, backend)
+            opened[backend_key(spec)] = (backend, build_collectors(spec, backend))
             for planned in self.plan.trials:
                 if self.stop.is_set():
                     outcome.status = "aborted"
                     break
                 point = self.plan.points[planned.point_index]
+                key = backend_key(point.spec)
+                if key not in opened:
+                    other = others[key]
+                    self.observer.message(
+                        f"opening the {point.spec.backend.type} backend of point "
+                        f"{point.index + 1} (its sweep changes the backend block)"
+                    )
+                    opened[key] = (other, [])  # closed at the end even if it fails to open
+                    await other.open()
+                    opened[key] = (other, build_collectors(point.spec, other))
+                point_backend, collectors = opened[key]
                 res = await run_trial(
-                    backend,
+                    point_backend,
                     spec,
                     point,
                     planned,
@@ -141,12 +170,15 @@ class ExperimentRunner:
                 if res.status == "failed":
                     outcome.status, outcome.error = "failed", res.error
                     break
-            for c in collectors:
-                self.observer.message(f"collecting server-side stamps ({c.describe()})")
-                try:
-                    await c.finish(run.path, 0.0 if self.stop.is_set() else spec.timeouts.settle)
-                except Exception as exc:
-                    self.observer.message(f"collector {c.describe()} failed: {exc}")
+            for _, collectors in opened.values():
+                for c in collectors:
+                    self.observer.message(f"collecting server-side stamps ({c.describe()})")
+                    try:
+                        await c.finish(
+                            run.path, 0.0 if self.stop.is_set() else spec.timeouts.settle
+                        )
+                    except Exception as exc:
+                        self.observer.message(f"collector {c.describe()} failed: {exc}")
         except GridbenchError as exc:
             outcome.status, outcome.error = "failed", str(exc)
             raise
@@ -154,9 +186,10 @@ class ExperimentRunner:
             outcome.status = "aborted" if self.stop.is_set() else "failed"
             raise
         finally:
-            try:
-                await backend.close()
-            except Exception as exc:
-                log.warning("closing backend: %s", exc)
+            for b in [b for b, _ in opened.values()] or [backend]:
+                try:
+                    await b.close()
+                except Exception as exc:
+                    log.warning("closing backend: %s", exc)
             run.update_experiment(status=outcome.status, ended=now_iso(), error=outcome.error)
         return outcome
