@@ -7,7 +7,8 @@ import math
 from collections.abc import Mapping
 
 from gridbench.errors import GridbenchError
-from gridbench.study.model import Question
+from gridbench.study.model import Question, StudySpec
+from gridbench.study.records import Observation, now_ns
 
 #: Longest text answer kept (the log's FreeText limit).
 MAX_TEXT = 20_000
@@ -80,3 +81,66 @@ def background_answer(q: Question, form: Mapping[str, str]) -> str | float | Non
             fix=f"choose one of: {', '.join(q.choices)}",
         )
     return raw
+
+
+def observation(
+    spec: StudySpec,
+    participant: str,
+    tool: str,
+    task: str,
+    success: bool,
+    failure: int | None,
+    note: str,
+) -> Observation:
+    """The observer's verdict on one task as a record, checked (AnswerError naming the
+    field: an unknown participant, tool or task, a success that is not a bool, a failure
+    scale outside 1..5, a note too long)."""
+    if participant not in spec.participants:
+        raise AnswerError(
+            f"{participant[:60]!r} is not a participant",
+            where="participant",
+            fix="choose a participant of the study",
+        )
+    tools = {t.id: t for t in spec.tools}
+    if tool not in tools:
+        raise AnswerError(
+            f"{tool[:60]!r} is not a tool of the study",
+            where="tool",
+            fix=f"choose one of: {', '.join(tools)}",
+        )
+    tasks = [k.id for k in tools[tool].tasks]
+    if task not in tasks:
+        raise AnswerError(
+            f"{task[:60]!r} is not a task of {tool}",
+            where="task",
+            fix=f"choose one of: {', '.join(tasks)}",
+        )
+    if not isinstance(success, bool):
+        # a form's "false" is a true string: the page must send a real yes/no
+        raise AnswerError(
+            f"success is {success!r}, not yes or no",
+            where="success",
+            fix="choose success or failure",
+        )
+    if failure is not None and (isinstance(failure, bool) or not 1 <= failure <= 5):
+        raise AnswerError(
+            f"the failure scale is {failure!r}, outside 1 to 5",
+            where="failure",
+            fix="choose 1 (success) to 5 (failed), or leave it empty",
+        )
+    if len(note) > MAX_NOTE:
+        raise AnswerError(
+            f"the note is {len(note)} characters long; at most {MAX_NOTE} are kept",
+            where="note",
+            fix="shorten the note",
+        )
+    return Observation(
+        t_ns=now_ns(),
+        source="observer",
+        participant=participant,
+        tool=tool,
+        task=task,
+        success=success,
+        failure=failure,
+        note=note,
+    )

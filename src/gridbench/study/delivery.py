@@ -5,13 +5,18 @@ The log on disk is the truth. Every record is appended (and fsynced) *before* th
 in-memory state changes, so an answer the server acknowledged is on disk; the in-memory
 copy is rebuilt from the log when the engine is created, so a restarted server resumes
 every session at the exact step. The records stay in memory (grouped per participant), so
-a page view or a post never re-reads the log.
+a page view or a post re-reads the log only when another process wrote to it (a second
+server on the same results root): each operation holds the run's flock and checks the
+log's size and time first.
 """
 
 from __future__ import annotations
 
+import fcntl
+import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,10 +24,9 @@ from gridbench.errors import GridbenchError, ResultsError
 from gridbench.store.safe_open import CAPS, read_store_text
 from gridbench.study import records as log
 from gridbench.study.answers import (
-    MAX_NOTE,
-    AnswerError,
     StepConflict,
     background_answer,
+    observation,
     scale_answer,
     text_answer,
 )
@@ -65,22 +69,24 @@ class ParticipantProgress:
 
 
 class StudyDelivery:
-    """One study run's delivery state. Thread-safe (a lock around read-check-append); the log
-    on disk is the truth: the in-memory copy is rebuilt from it when the object is created,
-    so a server restart resumes."""
+    """One study run's delivery state. Thread- and process-safe (a lock and the run's flock
+    around read-check-append); the log on disk is the truth: the in-memory copy is rebuilt
+    from it when the object is created or another process has written, so a server
+    restart resumes."""
 
     def __init__(self, run_path: Path, spec: StudySpec) -> None:
         self.run_path = run_path
         self.spec = spec
         self._lock = threading.Lock()
+        self._seen: tuple[int, int, int] | None = None  # the log as last read (None: re-read)
         self._records: list[Record] = []
         self._by_participant: dict[str, list[Record]] = {}
         self._link_of: dict[str, str] = {}  # participant -> active link hash
         self._links: dict[str, str] = {}  # active link hash -> participant
         self._finished: set[str] = set()
         self._observations: dict[str, dict[tuple[str, str], Observation]] = {}
-        for r in log.read_log(run_path):
-            self._apply(r)
+        with self._locked():
+            pass  # reads the log: a damaged one is an error now, not at the first answer
 
     @classmethod
     def open(cls, run_path: Path) -> StudyDelivery:
@@ -100,6 +106,50 @@ class StudyDelivery:
         return cls(run_path, spec)
 
     # -- state -------------------------------------------------------------------------
+
+    def _stamp(self) -> tuple[int, int, int]:
+        """What tells another process's write: the log's inode, size and time (0s: none)."""
+        try:
+            st = os.stat(log.log_path(self.run_path), follow_symlinks=False)
+        except FileNotFoundError:
+            return 0, 0, 0
+        return st.st_ino, st.st_size, st.st_mtime_ns
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        """This engine's lock and the run's (flock on its folder), with the in-memory state
+        re-read from the log if another process (a second server on the same results root,
+        'study serve --run --new-links') wrote to it: its revoked links stop working here
+        too, and a session answered there is not answered again here."""
+        with self._lock:
+            try:
+                fd = os.open(self.run_path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            except OSError as exc:
+                raise ResultsError(
+                    f"cannot open the study run: {exc.strerror or exc}",
+                    where=str(self.run_path),
+                    fix="check that the run folder exists and is readable",
+                ) from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                if self._seen is None or self._stamp() != self._seen:
+                    self._seen = None
+                    self._reload()
+                try:
+                    yield
+                finally:  # whatever this engine wrote is folded in; nobody else wrote
+                    self._seen = self._stamp()
+            finally:
+                os.close(fd)  # (releases the flock)
+
+    def _reload(self) -> None:
+        records = log.read_log(self.run_path)
+        for held in (self._by_participant, self._link_of, self._links, self._observations):
+            held.clear()
+        self._records.clear()
+        self._finished.clear()
+        for r in records:
+            self._apply(r)
 
     def _apply(self, r: Record) -> None:
         """Fold one record (already on disk) into the in-memory state."""
@@ -162,12 +212,12 @@ class StudyDelivery:
     @property
     def records(self) -> tuple[Record, ...]:
         """Every record of the log, in order (a snapshot)."""
-        with self._lock:
+        with self._locked():
             return tuple(self._records)
 
     def session(self, participant: str) -> SessionView | None:
         """The participant's session without starting it (None before the first visit)."""
-        with self._lock:
+        with self._locked():
             return self._session(participant)
 
     # -- links -------------------------------------------------------------------------
@@ -176,7 +226,7 @@ class StudyDelivery:
         """A new personal link for a declared participant (revoking any previous one).
         Returns the secret: shown once, never stored (the log keeps its hash)."""
         secret = new_secret()
-        with self._lock:
+        with self._locked():
             self._known(participant)
             record = LinkIssued(
                 t_ns=now_ns(), source=source, participant=participant, link_hash=link_hash(secret)
@@ -186,7 +236,7 @@ class StudyDelivery:
 
     def revoke_link(self, participant: str) -> None:
         """Make the participant's link stop working (nothing to do when none is active)."""
-        with self._lock:
+        with self._locked():
             self._known(participant)
             if participant in self._link_of:
                 self._append(LinkRevoked(t_ns=now_ns(), source="admin", participant=participant))
@@ -196,14 +246,14 @@ class StudyDelivery:
         if not isinstance(secret, str) or not 0 < len(secret) <= 200:
             return None
         digest = link_hash(secret)
-        with self._lock:
+        with self._locked():
             return self._links.get(digest)
 
     # -- the participant's session -----------------------------------------------------
 
     def view(self, participant: str) -> SessionView:
         """Where the participant is; the first call starts the session (records its order)."""
-        with self._lock:
+        with self._locked():
             return self._view_locked(participant)
 
     def act(
@@ -214,7 +264,7 @@ class StudyDelivery:
         StepConflict when ``step_id`` is not the current step or the action does not fit it
         (nothing written); AnswerError naming the field when an answer is missing or out of
         range (nothing written)."""
-        with self._lock:
+        with self._locked():
             view = self._view_locked(participant)
             if step_id != view.step.id:
                 raise StepConflict(
@@ -300,62 +350,14 @@ class StudyDelivery:
         note: str,
     ) -> None:
         """Record (or correct: the latest counts) the observer's verdict on one task."""
-        if participant not in self.spec.participants:
-            raise AnswerError(
-                f"{participant[:60]!r} is not a participant",
-                where="participant",
-                fix="choose a participant of the study",
-            )
-        tools = {t.id: t for t in self.spec.tools}
-        if tool not in tools:
-            raise AnswerError(
-                f"{tool[:60]!r} is not a tool of the study",
-                where="tool",
-                fix=f"choose one of: {', '.join(tools)}",
-            )
-        tasks = [k.id for k in tools[tool].tasks]
-        if task not in tasks:
-            raise AnswerError(
-                f"{task[:60]!r} is not a task of {tool}",
-                where="task",
-                fix=f"choose one of: {', '.join(tasks)}",
-            )
-        if not isinstance(success, bool):
-            # a form's "false" is a true string: the page must send a real yes/no
-            raise AnswerError(
-                f"success is {success!r}, not yes or no",
-                where="success",
-                fix="choose success or failure",
-            )
-        if failure is not None and (isinstance(failure, bool) or not 1 <= failure <= 5):
-            raise AnswerError(
-                f"the failure scale is {failure!r}, outside 1 to 5",
-                where="failure",
-                fix="choose 1 (success) to 5 (failed), or leave it empty",
-            )
-        if len(note) > MAX_NOTE:
-            raise AnswerError(
-                f"the note is {len(note)} characters long; at most {MAX_NOTE} are kept",
-                where="note",
-                fix="shorten the note",
-            )
-        record = Observation(
-            t_ns=now_ns(),
-            source="observer",
-            participant=participant,
-            tool=tool,
-            task=task,
-            success=success,
-            failure=failure,
-            note=note,
-        )
-        with self._lock:
+        record = observation(self.spec, participant, tool, task, success, failure, note)
+        with self._locked():
             self._append(record)
 
     def overview(self) -> list[ParticipantProgress]:
         """Every declared participant's progress, link and observations, in spec order."""
         out = []
-        with self._lock:
+        with self._locked():
             for p in self.spec.participants:
                 view = self._session(p)
                 out.append(

@@ -102,10 +102,10 @@ class Studies:
             return None
         try:
             delivery = self.delivery(run)
+            who = delivery.participant_for(secret)  # re-reads a log another process wrote
         except GridbenchError as exc:
             log.warning("study %s cannot be delivered: %s", rid, exc)
             return None
-        who = delivery.participant_for(secret)
         return None if who is None else (delivery, who)
 
 
