@@ -8,8 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 
+from gridbench.store import catalogue
 from gridbench.study.delivery import StudyDelivery
 from gridbench.study.load import load_study_spec_text
 from gridbench.study.records import log_path
@@ -91,3 +93,23 @@ def test_a_stated_effect_without_a_cohort_is_not_called_none_stated() -> None:
     st = power_statements(_power(effect_size=None, effect_from="none"))
     assert st is not None
     assert st.lines[0] == ("info", "No effect size to plan with: none stated, none observed.")
+
+
+def test_a_made_up_run_name_in_a_link_scans_no_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "results"
+    spec, data = load_study_spec_text(SPEC, "spec")
+    run = create_study_run(root, spec, data, delivery="browser")
+    secret = StudyDelivery.open(run.path).issue_link("P02", "admin")
+
+    def scan(_: Path) -> list[dict[str, object]]:
+        raise AssertionError("a public page read every run's experiment.json")
+
+    monkeypatch.setattr(catalogue, "list_runs", scan)
+    app = create_app(WebConfig(root))
+    with TestClient(app, base_url="http://127.0.0.1", raise_server_exceptions=False) as c:
+        assert c.get(f"/p/{run.path.name}/{secret}").status_code == 200  # its exact name
+        for rid in ("no-such-run", run.path.name[:12]):  # made up; a prefix of the real one
+            r = c.get(f"/p/{rid}/{secret}")
+            assert r.status_code == 404, (rid, r.status_code)

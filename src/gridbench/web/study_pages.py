@@ -24,7 +24,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from gridbench.errors import GridbenchError
-from gridbench.store.layout import RunDir
+from gridbench.store.layout import EXPERIMENT_FILE, RunDir
 from gridbench.study.answers import AnswerError, StepConflict
 from gridbench.study.delivery import StudyDelivery
 from gridbench.study.model import StudySpec
@@ -94,8 +94,10 @@ class Studies:
 
     def participant(self, rid: str, secret: str) -> tuple[StudyDelivery, str] | None:
         """The engine and participant a personal link reaches, or None (no such run, not
-        a study, a forged or revoked secret: all the same to the caller)."""
-        if len(secret) > 200:
+        a study, a forged or revoked secret: all the same to the caller). A link names its
+        run by folder name, so nothing else is looked for: a made-up name must not make
+        this public page read every run's experiment.json (the id and prefix search)."""
+        if len(secret) > 200 or not is_run_folder(self.root, rid):
             return None
         run = self.run(rid)
         if run is None:
@@ -107,6 +109,14 @@ class Studies:
             log.warning("study %s cannot be delivered: %s", rid, exc)
             return None
         return None if who is None else (delivery, who)
+
+
+def is_run_folder(root: Path, rid: str) -> bool:
+    """Whether ``rid`` is the name of a run folder right under ``root`` (one stat; the
+    name is checked again, links and all, by :func:`resolve_in_root`)."""
+    return (
+        "/" not in rid and rid not in ("", ".", "..") and (root / rid / EXPERIMENT_FILE).is_file()
+    )
 
 
 # -- routes ------------------------------------------------------------------------------------
