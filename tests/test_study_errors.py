@@ -4,6 +4,7 @@ quietly, and the report's words when a stated effect is too small to plan a coho
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -113,3 +114,19 @@ def test_a_made_up_run_name_in_a_link_scans_no_run(
         for rid in ("no-such-run", run.path.name[:12]):  # made up; a prefix of the real one
             r = c.get(f"/p/{rid}/{secret}")
             assert r.status_code == 404, (rid, r.status_code)
+
+
+def test_a_link_issued_on_the_admin_page_names_the_run_folder(tmp_path: Path) -> None:
+    root = tmp_path / "results"
+    spec, data = load_study_spec_text(SPEC, "spec")
+    run = create_study_run(root, spec, data, delivery="browser")
+    prefix = run.path.name[:12]  # the admin pages find a run by a unique prefix, as the CLI
+    app = create_app(WebConfig(root))
+    with TestClient(app, base_url="http://127.0.0.1") as admin:
+        admin.get(f"/studies/{prefix}")
+        form = {"csrf": admin.cookies.get(CSRF_COOKIE) or "", "action": "issue"}
+        page = admin.post(f"/studies/{prefix}/links/P01", data=form).text
+        link = re.search(r"http://127\.0\.0\.1(/p/[^\"<\s]+)", page)
+        assert link, page[-1500:]
+        assert link.group(1).startswith(f"/p/{run.path.name}/")  # links find runs by name
+        assert admin.get(link.group(1)).status_code == 200

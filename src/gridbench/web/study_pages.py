@@ -245,7 +245,7 @@ def mount_study(app: FastAPI, root: Path, page: PageFn) -> None:
                 delivery = studies.delivery(run)  # an unreadable log: the 422 below, not a 500
                 if action == "issue":
                     secret = delivery.issue_link(participant, "admin")
-                    url = f"{str(request.base_url).rstrip('/')}/p/{rid}/{secret}"
+                    url = f"{str(request.base_url).rstrip('/')}/p/{run.id}/{secret}"
                     # shown once, on this answer only: the log keeps the hash alone
                     link = {"participant": participant, "url": url}
                     return admin_page(request, rid, run, new_link=link)
