@@ -588,10 +588,19 @@ def test_a_linked_records_file_is_not_read(tmp_path: Path) -> None:
 
 def test_malformed_line_names_file_and_line(tmp_path: Path) -> None:
     good = json.dumps(ping("tcp", "host", 0, 0, [0.1]))
-    run = make_run(tmp_path, f'{good}\n\n{good}\n{{"pattern": "pingp')
+    run = make_run(tmp_path, f'{good}\n\n{{"pattern": "pingp\n{good}\n')
     err = _error(run)
-    assert err.where == f"{run.path / 'records.jsonl'}:4"
+    assert err.where == f"{run.path / 'records.jsonl'}:3"
     assert "not valid JSON" in err.message and "delete it" in (err.fix or "")
+
+
+def test_a_torn_last_line_is_left_out(tmp_path: Path) -> None:
+    # a run killed mid-write: the cut record was never complete, the others are kept
+    good = json.dumps(ping("tcp", "host", 0, 0, [0.1]))
+    whole = build_metrics(make_run(tmp_path / "a", f"{good}\n{good}\n"))
+    torn = build_metrics(make_run(tmp_path / "b", f'{good}\n{good}\n{{"pattern": "pingp'))
+    assert torn["pingpong"] == whole["pingpong"]
+    assert torn["pingpong"][0]["rows"][0]["tests"] == 2
 
 
 @pytest.mark.parametrize(
