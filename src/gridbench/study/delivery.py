@@ -16,7 +16,7 @@ import fcntl
 import os
 import threading
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -131,7 +131,8 @@ class StudyDelivery:
                     fix="check that the run folder exists and is readable",
                 ) from None
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
+                with suppress(OSError):  # no flock here (some NFS): the log check still runs
+                    fcntl.flock(fd, fcntl.LOCK_EX)
                 if self._seen is None or self._stamp() != self._seen:
                     self._seen = None
                     self._reload()
