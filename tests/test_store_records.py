@@ -54,3 +54,12 @@ def test_append_refuses_a_link(tmp_path: Path) -> None:
     with pytest.raises(ResultsError):
         append_record(tmp_path / "r.jsonl", {"n": 1})
     assert target.read_text(encoding="utf-8") == ""
+
+
+def test_a_whole_last_record_without_its_newline_is_kept_by_the_next_append(
+    tmp_path: Path,
+) -> None:
+    p = tmp_path / "r.jsonl"
+    p.write_text('{"n": 1}\n{"n": 2}', encoding="utf-8")  # a hand edit dropped the newline
+    append_record(p, {"n": 3})
+    assert read_records(p) == [{"n": 1}, {"n": 2}, {"n": 3}]

@@ -19,15 +19,14 @@ TAIL_SCAN_BYTES = 1024 * 1024
 def append_record(path: Path, obj: Any) -> None:
     """Append one JSON line and fsync it (results survive a crash); never through a link.
     A torn last line (a writer killed mid-line, so never acknowledged) is cut first:
-    gluing a new line onto it would corrupt both."""
+    gluing a new line onto it would corrupt both. A whole record that only lacks its
+    newline (a hand edit) is kept and ended."""
     refuse_links(path)
     data = (json.dumps(obj, default=str) + "\n").encode("utf-8")
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o644)
     try:
-        size = os.fstat(fd).st_size
-        if size and os.pread(fd, 1, size - 1) != b"\n":
-            _cut_torn_tail(fd, size)
-        os.write(fd, data)
+        _end_last_line(fd)
+        _write_all(fd, data)
         os.fsync(fd)
     finally:
         os.close(fd)
@@ -36,22 +35,39 @@ def append_record(path: Path, obj: Any) -> None:
 def drop_torn_tail(path: Path) -> None:
     """Cut a torn last line of ``path`` (see :func:`append_record`); no file, no change."""
     try:
-        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW)
     except FileNotFoundError:
         return
     try:
-        size = os.fstat(fd).st_size
-        if size and os.pread(fd, 1, size - 1) != b"\n":
-            _cut_torn_tail(fd, size)
+        _end_last_line(fd)
     finally:
         os.close(fd)
 
 
-def _cut_torn_tail(fd: int, size: int) -> None:
+def _end_last_line(fd: int) -> None:
+    size = os.fstat(fd).st_size
+    if not size or os.pread(fd, 1, size - 1) == b"\n":
+        return
     start = max(0, size - TAIL_SCAN_BYTES)  # lines are short: scan a bounded tail
     tail = os.pread(fd, size - start, start)
     cut = tail.rfind(b"\n")
-    os.ftruncate(fd, start + cut + 1 if cut >= 0 else start)
+    last = tail[cut + 1 :]
+    try:
+        json.loads(last)
+    except ValueError:  # torn: never acknowledged by its writer
+        os.ftruncate(fd, start + cut + 1 if cut >= 0 else start)
+    else:
+        _write_all(fd, b"\n")
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    # a short write (a full disk) must not be fsynced and acknowledged as a whole record
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        if n <= 0:
+            raise OSError(f"wrote nothing of the last {len(view)} bytes")
+        view = view[n:]
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
