@@ -66,10 +66,12 @@ def test_headline_states_the_comparison(built: tuple[RunDir, dict[str, Any], Rep
     _, m, report = built
     first = report.headline.findings[0]
     ahe, uni = m["tools"]["ahe_gui"]["sus"], m["tools"]["unicore_gui"]["sus"]
-    sus_p = next(c for c in m["comparisons"] if c["metric"] == "sus")["p"]
+    sus = next(c for c in m["comparisons"] if c["metric"] == "sus")
+    assert sus["p_adjusted"] > sus["p"]  # Holm over the metrics
     assert first.text == (
         f"AHE GUI SUS {ahe['mean']:.1f} ({ahe['grade']}) vs UNICORE GUI SUS "
-        f"{uni['mean']:.1f} ({uni['grade']}): p = {sus_p:.3e}"
+        f"{uni['mean']:.1f} ({uni['grade']}): p = {sus['p']:.3e} "
+        f"(adjusted {sus['p_adjusted']:.3e})"
     )
     assert first.status == "pass"  # every metric significant in the hypothesised direction
     assert "hypothesis AHE GUI better" in first.evidence
@@ -339,9 +341,12 @@ def test_headline_without_sus_leads_with_the_first_tested_metric() -> None:
     spec = StudySpec.model_validate(spec_data(questionnaires={"sus": False}))
     recs = [r for r in sample_records() if not isinstance(r, rec.SusAnswer)]
     m = analyze(spec, recs, {"name": "x", "status": "complete", "delivery": "browser"})
-    time_p = next(c for c in m["comparisons"] if c["metric"] == "time")["p"]
+    time = next(c for c in m["comparisons"] if c["metric"] == "time")
     first = build_report(m).headline.findings[0]
-    assert first.text == f"AHE GUI vs UNICORE GUI: Mean task time p = {time_p:.3e}"
+    assert first.text == (
+        f"AHE GUI vs UNICORE GUI: Mean task time p = {time['p']:.3e} "
+        f"(adjusted {time['p_adjusted']:.3e})"
+    )
     assert first.status == "pass"
     assert "not tested" not in first.evidence
 

@@ -183,11 +183,11 @@ def _comparison_findings(metrics: Mapping[str, Any]) -> list[Finding]:
         )
         lead = lead or next((c for c in tests if num(c.get("p")) is not None), None)
         if lead is not None and lead.get("metric") == "sus":
-            head = f"{_sus_text(metrics, a)} vs {_sus_text(metrics, b)}: p = {fmt_p(lead.get('p'))}"
+            head = f"{_sus_text(metrics, a)} vs {_sus_text(metrics, b)}: {_p_text(lead)}"
         elif lead is not None:
             head = (
                 f"{title_of(metrics, a)} vs {title_of(metrics, b)}: "
-                f"{METRIC_SHORT.get(str(lead.get('metric')), '')} p = {fmt_p(lead.get('p'))}"
+                f"{METRIC_SHORT.get(str(lead.get('metric')), '')} {_p_text(lead)}"
             )
         else:
             head = f"{_sus_text(metrics, a)} vs {_sus_text(metrics, b)}: no test"
@@ -340,3 +340,12 @@ def _left_open(metrics: Mapping[str, Any]) -> list[str]:
     if metrics.get("status") not in DONE:
         out.append(f"the study is {metrics.get('status')}: later answers are not in these figures")
     return out
+
+
+def _p_text(test: Mapping[str, Any]) -> str:
+    """'p = 0.0101 (adjusted 0.0304)': the verdict follows the adjusted p, so it is shown."""
+    p, adj = test.get("p"), test.get("p_adjusted")
+    text = f"p = {fmt_p(p)}"
+    if num(adj) is not None and adj != p:
+        text += f" (adjusted {fmt_p(adj)})"
+    return text
