@@ -61,7 +61,9 @@ def analyze_run(
     for d in dirs:
         info = load.read_trial_info(d)
         events = load.read_trial_events(d)
-        res = analyze_trial(info, events, load.read_resources(d), cfg)
+        res = analyze_trial(
+            info, events, load.read_resources(d), cfg, load.read_server_resources(d)
+        )
         del events
         if write and res.series is not None:
             write_json(d / load.SERIES_FILE, res.series)

@@ -21,6 +21,7 @@ from gridbench.store.layout import read_json
 TRIALS_DIR = "trials"
 TRIAL_FILE = "trial.json"
 RESOURCES_FILE = "resources.csv"
+SERVER_RESOURCES_FILE = "server_resources.csv"
 METRICS_FILE = "metrics.json"
 SERIES_FILE = "series.json"
 RESOURCES_SCHEMA = {
@@ -75,6 +76,34 @@ def read_resources(trial_dir: Path) -> pl.DataFrame | None:
         return None
     cols = [pl.col(c).cast(t, strict=False) for c, t in RESOURCES_SCHEMA.items() if c in df.columns]
     return df.select(cols) if cols else None
+
+
+SERVER_RESOURCES_SCHEMA = {
+    "t_ns": pl.Int64,
+    "label": pl.String,
+    "pid": pl.Int64,
+    "cpu_percent": pl.Float64,
+    "rss_bytes": pl.Int64,
+    "state": pl.String,
+}
+
+
+def read_server_resources(trial_dir: Path) -> pl.DataFrame | None:
+    """Server processes' CPU/RSS samples (server_resources.csv), or ``None`` when the
+    spec named none or the file cannot be read (a value that is not a number is null)."""
+    path = trial_dir / SERVER_RESOURCES_FILE
+    if not path.is_file() or path.stat().st_size == 0:
+        return None
+    try:
+        df = pl.read_csv(path, infer_schema=False)
+    except (pl.exceptions.PolarsError, OSError):
+        return None
+    if not {"t_ns", "label", "cpu_percent", "rss_bytes"} <= set(df.columns):
+        return None
+    return df.select(
+        pl.col(c).cast(t, strict=False) if c in df.columns else pl.lit(None, t).alias(c)
+        for c, t in SERVER_RESOURCES_SCHEMA.items()
+    )
 
 
 def read_experiment(run_dir: Path) -> dict[str, Any]:

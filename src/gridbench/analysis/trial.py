@@ -27,6 +27,7 @@ from gridbench.analysis.queues import (
     queue_segments,
     queue_series,
 )
+from gridbench.analysis.server import server_resources
 from gridbench.analysis.throughput import (
     StageFlow,
     default_window,
@@ -94,8 +95,10 @@ def analyze_trial(
     events: pl.DataFrame,
     resources: pl.DataFrame | None = None,
     cfg: AnalysisConfig | None = None,
+    server: pl.DataFrame | None = None,
 ) -> TrialResult:
-    """Every per-trial metric of metrics.json (and series.json) from one trial's events."""
+    """Every per-trial metric of metrics.json (and series.json) from one trial's events
+    (``resources``: the client's CPU samples; ``server``: the server processes')."""
     cfg = cfg or AnalysisConfig()
     chain = info.chain
     load_model = load_models.find(info.load_model)  # None: results of an unknown model
@@ -188,6 +191,9 @@ def analyze_trial(
     }
     if model is not None:
         metrics["model"] = model
+    srv = server_resources(server, jobs["submitted"], resources)
+    if srv:
+        metrics["server_resources"] = srv
     if users is not None:
         metrics["by_user"] = user_breakdown(users, jt, durations, end)
     out_series = None

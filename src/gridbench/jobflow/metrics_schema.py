@@ -103,6 +103,24 @@ class TrialValidity(OpenModel):
     client_cpu_mean: Num = None
 
 
+class ServerProcess(OpenModel):
+    """One label of a trial's ``server_resources`` (docs/metrics.md)."""
+
+    samples: Count = None
+    processes: Count = None
+    pids: list[Count] = []
+    gone: list[Count] = []
+    cpu_mean_pct: Num = None
+    cpu_max_pct: Num = None
+    cpu_s: Num = None
+    rss_mean_bytes: Num = None
+    rss_max_bytes: Num = None
+    jobs_submitted: Count = None
+    cpu_s_per_job: Num = None
+    client_cpu_s: Num = None
+    client_cpu_s_per_job: Num = None
+
+
 class Trial(OpenModel):
     trial_id: Text = None
     trial_index: Count = None
@@ -121,6 +139,7 @@ class Trial(OpenModel):
     bottleneck: Text = None
     background_queue: dict[str, Num] = {}
     model: dict[str, Any] | None = None
+    server_resources: dict[str, ServerProcess] = {}
 
 
 # --- one point ---------------------------------------------------------------------------

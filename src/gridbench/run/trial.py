@@ -26,6 +26,12 @@ from gridbench.run.collect import Collector
 from gridbench.run.observer import Observer, TrialProgress
 from gridbench.run.recorder import Recorder
 from gridbench.run.resources import RESOURCES_FILE, ResourceMonitor
+from gridbench.run.server_resources import (
+    SERVER_RESOURCES_FILE,
+    ServerMonitor,
+    Target,
+    missing,
+)
 from gridbench.run.tracker import StatusTracker
 from gridbench.spec.model import ExperimentSpec
 from gridbench.spec.plan import PlannedPoint, PlannedTrial
@@ -112,6 +118,24 @@ def _runtime_stats(backend: Backend) -> dict[str, Any]:
     return dict(stats) if isinstance(stats, dict) else {}
 
 
+def _server_monitor(
+    spec: ExperimentSpec, trial_dir: Path, info: dict[str, Any]
+) -> ServerMonitor | None:
+    """The started sampler of the spec's ``server_processes`` (None without any); a
+    target matching no process is a note in trial.json, not an error."""
+    if not spec.server_processes:
+        return None
+    targets = [Target(p.shown, p.name, p.pid) for p in spec.server_processes]
+    notes = missing(targets)
+    if notes:
+        info.setdefault("notes", []).extend(notes)
+        for n in notes:
+            log.warning("%s", n)
+    server = ServerMonitor(trial_dir / SERVER_RESOURCES_FILE, targets)
+    server.start()
+    return server
+
+
 def _first_leaf(exc: BaseException) -> BaseException:
     """The first real error inside (nested) exception groups from task groups."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
@@ -179,6 +203,7 @@ async def run_trial(
     )
     monitor = ResourceMonitor(trial_dir / RESOURCES_FILE)
     monitor.start()
+    server = _server_monitor(spec, trial_dir, info)
     observer.trial_started(progress)
     submission_done = asyncio.Event()
     flusher = asyncio.create_task(_flush_and_report(elog, progress, observer, submission_done))
@@ -269,6 +294,8 @@ async def run_trial(
             await flusher
         elog.close()
         monitor.stop()
+        if server is not None:
+            server.stop()
         write_json(trial_dir / TRIAL_FILE, info)
         progress.phase = status
         observer.trial_finished(progress)

@@ -115,6 +115,33 @@ class SafetySpec(_Strict):
     cancel_on_abort: bool = True
 
 
+class ServerProcessSpec(_Strict):
+    """A server process whose CPU and RSS are sampled during each trial (never signalled).
+
+    ``name`` is the process name as psutil reports it (``slurmctld``; every process of that
+    name, found again at each sample so a restarted daemon is followed), or ``pid`` one
+    process; ``label`` names it in the results (default: the name, or ``pid <n>``).
+    """
+
+    name: str | None = Field(default=None, min_length=1, max_length=255)
+    pid: int | None = Field(default=None, gt=0, description="a process id (> 0)")
+    label: str | None = Field(default=None, min_length=1, max_length=64)
+
+    @model_validator(mode="after")
+    def _one(self) -> ServerProcessSpec:
+        if (self.name is None) == (self.pid is None):
+            raise ValueError(
+                "give exactly one of name (the process name, e.g. slurmctld) or pid "
+                "(a process id), e.g. {name: slurmctld} or {pid: 1234, label: ARC}"
+            )
+        return self
+
+    @property
+    def shown(self) -> str:
+        """The label in the results: ``label``, else the name, else ``pid <n>``."""
+        return self.label or self.name or f"pid {self.pid}"
+
+
 class ExperimentSpec(_Strict):
     """A whole experiment: system under test, workload, sweep, trials and checks."""
 
@@ -137,6 +164,10 @@ class ExperimentSpec(_Strict):
         default=None, description="the IEEE 829 test plan: items, features, approach, criteria"
     )
     safety: SafetySpec = Field(default_factory=SafetySpec)
+    server_processes: list[ServerProcessSpec] = Field(
+        default_factory=list,
+        description="server processes (by name or pid) whose CPU and RSS are sampled",
+    )
 
     @model_validator(mode="after")
     def _check_size(self) -> ExperimentSpec:
@@ -145,6 +176,13 @@ class ExperimentSpec(_Strict):
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
             raise ValueError(f"users: names must be unique; repeated: {', '.join(dup)}")
+        shown = [p.shown for p in self.server_processes]
+        dup = sorted({n for n in shown if shown.count(n) > 1})
+        if dup:
+            raise ValueError(
+                f"server_processes: labels must be unique; repeated: {', '.join(dup)} "
+                "(give each entry its own label)"
+            )
         for key, values in self.sweep.items():
             if not values:
                 raise ValueError(f"sweep.{key} is empty; give at least one value")

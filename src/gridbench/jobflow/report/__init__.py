@@ -28,6 +28,7 @@ from gridbench.jobflow.report.growth import growth_table, results_statements
 from gridbench.jobflow.report.headline import downsampled_trials, evaluation_summary, headline
 from gridbench.jobflow.report.model import check_metrics, points
 from gridbench.jobflow.report.rows import all_tables
+from gridbench.jobflow.report.server import server_table
 from gridbench.jobflow.report.tables import (
     failures_table,
     latency_tables,
@@ -110,6 +111,7 @@ def sections(metrics: Mapping[str, Any], series: Mapping[str, Mapping[str, Any]]
         growth_table(metrics),
         *latency_tables(metrics),
         latency_brief(metrics),
+        server_table(metrics),
         throughput_table(metrics),
         throughput_brief(metrics),
         failures_table(metrics),

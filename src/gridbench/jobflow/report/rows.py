@@ -38,6 +38,7 @@ from gridbench.jobflow.report.model import (
 )
 from gridbench.jobflow.report.probe import probe_burst_rows, probe_rows
 from gridbench.jobflow.report.retry import retry_rows
+from gridbench.jobflow.report.server import server_rows
 from gridbench.jobflow.report.sustain import sustain_rows, sustain_user_rows
 from gridbench.jobflow.report.verdicts import (
     outlier_rows,
@@ -331,6 +332,7 @@ def all_tables(metrics: Mapping[str, Any]) -> dict[str, list[Row]]:
         "probe_bursts": probe_burst_rows(metrics),
         "retry": retry_rows(metrics),
         "growth": growth_rows(metrics),
+        "server_processes": server_rows(metrics),
     }
 
 
@@ -354,6 +356,7 @@ __all__ = [
     "probe_rows",
     "queue_rows",
     "retry_rows",
+    "server_rows",
     "sustain_rows",
     "sustain_user_rows",
     "threshold_rows",
