@@ -59,7 +59,10 @@ def servers(tmp_path: Path) -> Iterator[dict[str, object]]:
         procs.append(brief)
         # reaped as soon as it ends, so its pid really disappears (no zombie left behind)
         threading.Thread(target=brief.wait, daemon=True).start()
+        dead = subprocess.Popen(["true"])
+        dead.wait(timeout=10)  # ended and reaped before the trial starts
         yield {
+            "dead": dead.pid,
             "busy": busy.pid,
             "idle_name": idle_name,
             "idle": idle.pid,
@@ -83,6 +86,7 @@ server_processes:
   - {{name: {s["idle_name"]}, label: idle}}
   - {{pid: {s["brief"]}, label: brief}}
   - {{name: {s["unknown"]}}}
+  - {{pid: {s["dead"]}, label: dead}}
 """
 
 
@@ -100,13 +104,17 @@ def test_server_processes_are_sampled_analysed_and_reported(
     assert set(running["label"].unique()) >= {"busy", "idle"}
     assert set(running.filter(pl.col("label") == "idle")["pid"]) == {servers["idle"]}
     gone = csv.filter(pl.col("state") == "gone")
-    assert gone.select("label", "pid").rows() == [("brief", servers["brief"])]
+    assert sorted(gone.select("label", "pid").rows()) == [
+        ("brief", servers["brief"]),
+        ("dead", servers["dead"]),
+    ]
     assert servers["unknown"] not in set(csv["label"])
 
-    # the unknown name is a note in trial.json, not an error
+    # the unknown name and the dead pid are notes in trial.json, not errors
     info = json.loads((trial_dir / "trial.json").read_text())
     notes = info.get("notes", [])
-    assert len(notes) == 1 and str(servers["unknown"]) in notes[0]
+    assert len(notes) == 2
+    assert str(servers["unknown"]) in notes[0] and f"pid {servers['dead']}" in notes[1]
 
     metrics = analyze_run(out.run.path, write=True)
     validate_metrics(metrics)
@@ -118,6 +126,7 @@ def test_server_processes_are_sampled_analysed_and_reported(
     assert busy["rss_max_bytes"] > 0 and idle["rss_max_bytes"] > 0
     assert busy["samples"] >= 3 and idle["processes"] == 1
     assert srv["brief"]["gone"] == [servers["brief"]]
+    assert srv["dead"]["samples"] == 0 and srv["dead"]["cpu_s"] is None
     submitted = trial["jobs"]["submitted"]
     assert submitted == busy["jobs_submitted"] > 0
     assert busy["cpu_s_per_job"] == pytest.approx(busy["cpu_s"] / submitted)
@@ -134,7 +143,7 @@ def test_server_processes_are_sampled_analysed_and_reported(
     text = console.export_text()
     assert "Server processes during the trials" in text and "busy" in text
     rows = all_tables(metrics)["server_processes"]
-    assert {r["label"] for r in rows} == {"busy", "idle", "brief"}
+    assert {r["label"] for r in rows} == {"busy", "idle", "brief", "dead"}
     row = next(r for r in rows if r["label"] == "busy")
     assert row["server_cpu_ms_per_job"] == pytest.approx(busy["cpu_s_per_job"] * 1e3)
 
@@ -217,3 +226,43 @@ def test_schema_rejects_a_bad_server_figure() -> None:
     }
     with pytest.raises(ResultsError, match=r"server_resources\.d\.cpu_s"):
         validate_metrics(metrics)
+
+
+def test_a_restarted_daemon_is_followed_by_name(tmp_path: Path) -> None:
+    name = "gbdmn" + uuid.uuid4().hex[:8]
+    binary = tmp_path / name
+    sleep = shutil.which("sleep")
+    assert sleep is not None
+    shutil.copy(sleep, binary)
+    procs = [subprocess.Popen([str(binary), "60"])]
+
+    def restart() -> None:
+        procs[0].kill()
+        procs[0].wait(timeout=10)
+        procs.append(subprocess.Popen([str(binary), "60"]))
+
+    timer = threading.Timer(1.0, restart)
+    try:
+        timer.start()
+        out = run_spec(
+            f"""
+name: restart
+backend: {{type: noop}}
+load: {{model: open, rate: 10/s}}
+trial: {{duration: 3s}}
+server_processes: [{{name: {name}, label: daemon}}]
+""",
+            tmp_path,
+        )
+        timer.join()
+        first, second = procs[0].pid, procs[1].pid
+        csv = pl.read_csv(out.run.trial_dir("p00-t00") / "server_resources.csv")
+        running = csv.filter(pl.col("state") == "running")
+        assert set(running["pid"]) == {first, second}
+        assert csv.filter(pl.col("state") == "gone")["pid"].to_list() == [first]
+        daemon = analyze_run(out.run.path)["points"][0]["trials"][0]["server_resources"]["daemon"]
+        assert daemon["pids"] == sorted([first, second]) and daemon["gone"] == [first]
+    finally:
+        timer.cancel()
+        for p in procs:
+            _kill(p)

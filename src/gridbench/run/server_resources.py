@@ -78,10 +78,12 @@ class ServerMonitor:
         self._thread = threading.Thread(target=self._loop, name="gridbench-server", daemon=True)
         self._procs: dict[tuple[str, int], psutil.Process] = {}
         self._gone_pids: set[tuple[str, int]] = set()
+        self._first: tuple[int, list[tuple[str, int, float | None, int | None, str]]] = (0, [])
 
     def start(self) -> None:
-        """Prime the CPU counters of the processes there now and start sampling."""
-        self._sample()
+        """Prime the CPU counters of the processes there now and start sampling (a pid
+        already gone is written as such with the first rows)."""
+        self._first = (time.time_ns(), self._sample())
         self._thread.start()
 
     def stop(self) -> None:
@@ -140,10 +142,9 @@ class ServerMonitor:
             w = csv.writer(fh, lineterminator="\n")
             if fh.tell() == 0:
                 w.writerow(COLUMNS)
-                fh.flush()
-            while not self._stop.wait(self.interval):
-                t_ns = time.time_ns()
-                for label, pid, cpu, rss, state in self._sample():
+            t_ns, rows = self._first
+            while True:
+                for label, pid, cpu, rss, state in rows:
                     w.writerow(
                         [
                             t_ns,
@@ -155,3 +156,6 @@ class ServerMonitor:
                         ]
                     )
                 fh.flush()
+                if self._stop.wait(self.interval):
+                    break
+                t_ns, rows = time.time_ns(), self._sample()
