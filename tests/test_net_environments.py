@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -253,6 +254,14 @@ KILLED_RUN = textwrap.dedent(
 )
 
 
+def _ignores_sigterm(pid: int) -> bool:
+    """Whether process ``pid`` ignores SIGTERM (its SigIgn mask in /proc)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigIgn:"):
+            return bool(int(line.split()[1], 16) & (1 << (signal.SIGTERM - 1)))
+    return False
+
+
 def test_cleanup_after_kill9(tmp_path: Path) -> None:
     run = tmp_path / "run"
     run.mkdir()
@@ -274,6 +283,14 @@ def test_cleanup_after_kill9(tmp_path: Path) -> None:
         book = [json.loads(x) for x in (run / PROCESSES_FILE).read_text().splitlines()]
         pids = [b["pid"] for b in book]
         assert len(pids) == 2 and all(psutil.pid_exists(p) for p in pids)
+        # "UP" comes right after the spawn: on a loaded machine the stubborn peer may not
+        # have set its SIGTERM handler yet, and would die of the SIGTERM this test expects
+        # it to ignore
+        (stubborn,) = [b["pid"] for b in book if b.get("role") == "stubborn-peer"]
+        deadline = time.monotonic() + 30
+        while not _ignores_sigterm(stubborn):
+            assert time.monotonic() < deadline, "the stubborn peer never ignored SIGTERM"
+            time.sleep(0.05)
         # a planted pid (recorded with a wrong start time) and planted resource names
         with (run / PROCESSES_FILE).open("a") as fh:
             ct = psutil.Process(planted.pid).create_time() - 5
