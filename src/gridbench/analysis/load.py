@@ -17,6 +17,7 @@ from gridbench.analysis.info import TrialInfo
 from gridbench.errors import GridbenchError, ResultsError
 from gridbench.events.log import EVENTS_FILE, empty_events, read_events
 from gridbench.store.layout import read_json
+from gridbench.store.safe_open import opened_store_file
 
 TRIALS_DIR = "trials"
 TRIAL_FILE = "trial.json"
@@ -67,12 +68,8 @@ def read_trial_events(trial_dir: Path) -> pl.DataFrame:
 
 def read_resources(trial_dir: Path) -> pl.DataFrame | None:
     """Client CPU/RSS samples, or ``None`` when not recorded or unreadable."""
-    path = trial_dir / RESOURCES_FILE
-    if not path.is_file() or path.stat().st_size == 0:
-        return None
-    try:
-        df = pl.read_csv(path, infer_schema=False)
-    except (pl.exceptions.PolarsError, OSError):
+    df = _read_samples(trial_dir / RESOURCES_FILE)
+    if df is None:
         return None
     cols = [pl.col(c).cast(t, strict=False) for c, t in RESOURCES_SCHEMA.items() if c in df.columns]
     return df.select(cols) if cols else None
@@ -91,12 +88,8 @@ SERVER_RESOURCES_SCHEMA = {
 def read_server_resources(trial_dir: Path) -> pl.DataFrame | None:
     """Server processes' CPU/RSS samples (server_resources.csv), or ``None`` when the
     spec named none or the file cannot be read (a value that is not a number is null)."""
-    path = trial_dir / SERVER_RESOURCES_FILE
-    if not path.is_file() or path.stat().st_size == 0:
-        return None
-    try:
-        df = pl.read_csv(path, infer_schema=False)
-    except (pl.exceptions.PolarsError, OSError):
+    df = _read_samples(trial_dir / SERVER_RESOURCES_FILE)
+    if df is None:
         return None
     if not {"t_ns", "label", "cpu_percent", "rss_bytes"} <= set(df.columns):
         return None
@@ -134,3 +127,13 @@ def read_spec_settings(run_dir: Path) -> dict[str, Any]:
         return {}
     plain = json.loads(json.dumps(root, default=str))
     return {k: plain[k] for k in ("name", "thresholds", "warmup") if k in plain}
+
+
+def _read_samples(path: Path) -> pl.DataFrame | None:
+    """A sample file of a trial, read as foreign input (never through a link, a regular
+    file only); ``None`` when it is absent, empty or unreadable."""
+    try:
+        with opened_store_file(path) as (source, size):
+            return pl.read_csv(source, infer_schema=False) if size else None
+    except (FileNotFoundError, ResultsError, pl.exceptions.PolarsError, OSError):
+        return None
