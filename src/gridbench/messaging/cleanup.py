@@ -33,9 +33,8 @@ from gridbench.errors import GridbenchError
 from gridbench.family import CleanupOutcome
 from gridbench.messaging.processes import NAME_PATTERN, PROCESSES_FILE, RESOURCES_FILE
 from gridbench.store.layout import RunDir
+from gridbench.store.spawned import live_runner, recorded_process
 
-#: a recorded start time matches within this many seconds
-TIME_TOLERANCE = 0.01
 #: seconds between SIGTERM and SIGKILL
 GRACE = 3.0
 
@@ -89,19 +88,10 @@ def _procs(run: RunDir, errors: list[str]) -> list[_Proc]:
 def _ours(p: _Proc) -> tuple[psutil.Process | None, str]:
     """The live process if it is the one recorded, else None and why not."""
     label = f"pid {p.pid} ({p.role})"
-    try:
-        proc = psutil.Process(p.pid)
-        started = proc.create_time()
-        if proc.status() == psutil.STATUS_ZOMBIE:
-            return None, f"{label}: already gone"
-    except psutil.NoSuchProcess:
-        return None, f"{label}: already gone"
-    except psutil.Error as exc:
-        return None, f"{label}: cannot inspect ({exc}): left alone"
-    if p.create_time is None:
-        return None, f"{label}: no start time recorded: not provably ours, left alone"
-    if abs(started - p.create_time) > TIME_TOLERANCE or p.pid == os.getpid():
-        return None, f"{label}: not ours (a different process has this pid), left alone"
+    proc, why = recorded_process(p.pid, p.create_time)
+    if proc is None or proc.pid == os.getpid():
+        why = why or "not ours (a different process has this pid)"
+        return None, f"{label}: {why}" + ("" if why == "already gone" else ", left alone")
     return proc, label
 
 
@@ -192,26 +182,10 @@ def _runner_alive(run: RunDir) -> int | None:
         exp = run.read_experiment()
     except (GridbenchError, OSError, ValueError):
         return None
-    pid = exp.get("pid")
-    if exp.get("status") != "running" or isinstance(pid, bool) or not isinstance(pid, int):
+    if exp.get("status") != "running":
         return None
-    try:
-        proc = psutil.Process(pid)
-        started = proc.create_time()
-        if proc.status() == psutil.STATUS_ZOMBIE:
-            return None
-    except psutil.Error:
-        return None
-    recorded = exp.get("create_time")
-    if isinstance(recorded, int | float) and not isinstance(recorded, bool):
-        # the runner records its own start time: a pid reused since then is not it
-        return pid if abs(started - recorded) <= TIME_TOLERANCE else None
-    # an older run without it: a process started after the run's files were written
-    # cannot be its runner
     made = run.experiment_file.stat().st_ctime if run.experiment_file.exists() else None
-    if made is not None and started > made + 1.0:
-        return None
-    return pid
+    return live_runner(exp.get("pid"), exp.get("create_time"), made)
 
 
 def cleanup_run(run: RunDir, *, dry_run: bool, force: bool) -> CleanupOutcome:

@@ -39,9 +39,7 @@ from gridbench.events.model import (
 )
 from gridbench.spec.load import load_spec
 from gridbench.store.layout import RunDir, now_iso, read_json, write_json
-
-#: a recorded start time matches within this many seconds (both come from /proc's stat)
-TIME_TOLERANCE = 0.01
+from gridbench.store.spawned import live_runner, recorded_process
 
 
 def outstanding_jobs(events: pl.DataFrame) -> pl.DataFrame:
@@ -88,39 +86,17 @@ def find_outstanding(run: RunDir) -> dict[str, pl.DataFrame]:
     return out
 
 
-def runner_alive(exp: dict[str, Any]) -> int | None:
+def runner_alive(exp: dict[str, Any], files_made: float | None = None) -> int | None:
     """The pid of the process still running this experiment, if any (pid reuse checked)."""
-    runner = exp.get("runner") or {}
-    pid, created = runner.get("pid"), runner.get("create_time")
-    if not isinstance(pid, int):
-        return None
-    try:
-        proc = psutil.Process(pid)
-        if created is not None and abs(proc.create_time() - float(created)) > 1.0:
-            return None
-        if proc.status() == psutil.STATUS_ZOMBIE:
-            return None
-    except psutil.Error:
-        return None
-    return pid
+    runner = exp.get("runner")
+    runner = runner if isinstance(runner, dict) else {}
+    return live_runner(runner.get("pid"), runner.get("create_time"), files_made)
 
 
 def started_by_us(pid: object, created: object) -> psutil.Process | None:
     """The live process ``pid`` if its start time is ``created`` (as recorded at spawn
     time); None for a bad, missing or mismatched record, a gone or a zombie process."""
-    if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 1:
-        return None
-    if isinstance(created, bool) or not isinstance(created, int | float):
-        return None
-    try:
-        proc = psutil.Process(pid)
-        if abs(proc.create_time() - float(created)) > TIME_TOLERANCE:
-            return None
-        if proc.status() == psutil.STATUS_ZOMBIE:
-            return None
-    except (psutil.Error, OverflowError, ValueError):
-        return None
-    return proc
+    return recorded_process(pid, created)[0]
 
 
 async def cleanup_run(run: RunDir, *, dry_run: bool = False, force: bool = False) -> CleanupReport:
@@ -128,7 +104,8 @@ async def cleanup_run(run: RunDir, *, dry_run: bool = False, force: bool = False
     run only say, in ``plan``, what would be run and signalled."""
     report = CleanupReport()
     exp = run.read_experiment()
-    live = runner_alive(exp)
+    made = run.experiment_file.stat().st_ctime if run.experiment_file.exists() else None
+    live = runner_alive(exp, made)
     if live is not None and not force and not dry_run:
         raise GridbenchError(
             f"the run is still in progress (gridbench pid {live})",
