@@ -634,7 +634,7 @@ def test_history_and_compare_stay_inside_the_root(
     finished: tuple[str, list, str], server: Server, client: httpx.Client, tmp_path: Path
 ) -> None:
     from gridbench.errors import GridbenchError
-    from gridbench.web.compare_view import _paths
+    from gridbench.web.compare_view import run_paths
 
     rid, _, _ = finished
     outside = tmp_path / "elsewhere" / rid
@@ -650,8 +650,8 @@ def test_history_and_compare_stay_inside_the_root(
         assert 'id="chart-history"' not in r.text
     for bad in (str(outside), "..", f"{rid}/../{rid}"):
         with pytest.raises(GridbenchError):
-            _paths(server.root, [bad])
-    assert _paths(server.root, [rid]) == [str(server.root / rid)]
+            run_paths(server.root, [bad])
+    assert run_paths(server.root, [rid]) == [str(server.root / rid)]
     ids = [f"2026010{i}T000000Z-x" for i in range(11)]
     assert client.get("/compare", params={"ids": ids}).status_code == 422
     assert client.get("/compare.json", params={"ids": ids}).status_code == 422

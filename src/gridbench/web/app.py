@@ -776,7 +776,7 @@ def create_app(cfg: WebConfig) -> FastAPI:
     @app.get("/compare.json")
     def compare_json(ids: Annotated[list[str] | None, Query()] = None) -> JSONResponse:
         from gridbench.compare.dispatch import compare_runs
-        from gridbench.web.compare_view import _paths
+        from gridbench.web.compare_view import run_paths
 
         chosen = [i for i in (ids or []) if RUN_ID.match(i)]
         if len(chosen) > MAX_COMPARE:
@@ -785,7 +785,7 @@ def create_app(cfg: WebConfig) -> FastAPI:
                 status_code=422,
             )
         try:
-            data = compare_runs(cfg.root, _paths(cfg.root, chosen)).to_dict()
+            data = compare_runs(cfg.root, run_paths(cfg.root, chosen)).to_dict()
         except GridbenchError as exc:
             return JSONResponse(_spec_error(exc), status_code=422)
         return JSONResponse(data)

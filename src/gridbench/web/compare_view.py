@@ -39,7 +39,7 @@ def _labels(xs: list[Any]) -> list[Any]:
     return [ptext(x) if isinstance(x, str) else x for x in xs]
 
 
-def _paths(root: Path, ids: list[str]) -> list[str]:
+def run_paths(root: Path, ids: list[str]) -> list[str]:
     """Only runs inside the results root (never an arbitrary path from a URL), found as the
     CLI finds them (folder name or recorded id)."""
     out = []
@@ -121,7 +121,7 @@ def compare_context(root: Path, ids: list[str]) -> dict[str, Any]:
     the cache (read in the background), the page compares per-trial values and says so.
     """
     try:
-        paths = _paths(root, ids)
+        paths = run_paths(root, ids)
         fam, _ = family_of_runs(root, paths, "compare")
         if fam.name != DEFAULT_KIND:  # another family: its figures (no per-job samples)
             cmp = compare_runs(root, paths).to_dict()
@@ -157,7 +157,7 @@ def _compare_ctx(cmp: dict[str, Any], *, pending: bool) -> dict[str, Any]:
 def metric_choices(root: Path, experiment: str) -> list[str]:
     """Job-flow metric paths, or another family's figure keys, of ``experiment``."""
     try:
-        return dispatch_metric_choices(root, _paths(root, [experiment])[0])
+        return dispatch_metric_choices(root, run_paths(root, [experiment])[0])
     except GridbenchError:
         return []
 
@@ -165,7 +165,7 @@ def metric_choices(root: Path, experiment: str) -> list[str]:
 def history_context(root: Path, experiment: str, metric: str) -> dict[str, Any]:
     """Template context of the history page."""
     try:
-        h = history_of(root, _paths(root, [experiment])[0], metric).to_dict()
+        h = history_of(root, run_paths(root, [experiment])[0], metric).to_dict()
     except GridbenchError as exc:
         return {"error": str(exc)}
     traces = []
