@@ -36,6 +36,7 @@ from gridbench.errors import (
 )
 from gridbench.sections import Report
 from gridbench.store.layout import RunDir
+from gridbench.testplan import report_inputs
 
 ENTRY_POINT_GROUP = "gridbench.families"
 #: Runs written before families existed carry no ``kind``: they are job flow.
@@ -154,6 +155,75 @@ class Comparable(Protocol):
     def figures(self, run: RunDir, metrics: Mapping[str, Any]) -> list[Figure]:
         """Every comparable figure of an analysed run."""
         ...
+
+
+# -- a family made of its own modules -----------------------------------------------------
+
+
+def lazy(target: str) -> Any:
+    """The object at ``"module:attribute"``, imported on first use: a family's parts stay
+    unimported until a command or a run of that family needs them."""
+    module, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+class ModuleFamily:
+    """A family whose members are functions in its own modules, named as data
+    (``"module:attribute"``) and imported when first called. A built-in family is a
+    subclass that sets the names and keeps only what is its own (exit code, verdict,
+    catalogue)::
+
+        class Storage(ModuleFamily):
+            name, title, schema = "io", "storage: ...", "gridbench.io/1"
+            rules_at = "gridbench.io.validity:IO_VALIDITY_RULES"
+            commands_at = "gridbench.io.command:add_commands"  # add_commands(sub, ui)
+            analysis_at = "gridbench.io.metrics:analyze_and_write"  # (run) -> metrics
+            check_at = "gridbench.io.metrics_schema:validate_metrics"  # (metrics, where)
+            report_at = "gridbench.io.report:build_report"  # (metrics, **report_inputs)
+    """
+
+    name: str
+    title: str
+    schema: str
+    rules_at: str
+    commands_at: str
+    analysis_at: str
+    check_at: str
+    report_at: str
+
+    @property
+    def validity_rules(self) -> tuple[ValidityRule, ...]:
+        """The family's validity rules."""
+        rules: tuple[ValidityRule, ...] = lazy(self.rules_at)
+        return rules
+
+    def add_commands(self, sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
+        """The family's own commands (``gridbench <name> ...``)."""
+        lazy(self.commands_at)(sub, ui)
+
+    def analyze(self, run: RunDir) -> dict[str, Any]:
+        """Read the run's files (untrusted), analyse them, write metrics.json."""
+        metrics: dict[str, Any] = lazy(self.analysis_at)(run)
+        return metrics
+
+    def report(self, run: RunDir, metrics: Mapping[str, Any]) -> Report:
+        """Check the metrics, then the typed report with the run's "how it was
+        configured" (:func:`gridbench.testplan.report_inputs`)."""
+        lazy(self.check_at)(metrics, str(run.metrics_file))
+        report: Report = lazy(self.report_at)(metrics, **report_inputs(run))
+        return report
+
+
+class ComparableFamily(ModuleFamily):
+    """A :class:`ModuleFamily` that is :class:`Comparable`: ``figures_at`` names its
+    ``figures(metrics) -> list[Figure]``."""
+
+    figures_at: str
+
+    def figures(self, run: RunDir, metrics: Mapping[str, Any]) -> list[Figure]:
+        """The comparable figures (compare, history) of an analysed run."""
+        found: list[Figure] = lazy(self.figures_at)(metrics)
+        return found
 
 
 # -- registry ------------------------------------------------------------------------------

@@ -14,9 +14,10 @@ import io
 import itertools
 import re
 import sys
+from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 from ruamel.yaml import YAML
@@ -316,3 +317,40 @@ def dump_yaml(data: Any) -> str:
     y.default_flow_style = False
     y.dump(data, buf)
     return buf.getvalue()
+
+
+@dataclass(frozen=True, slots=True)
+class SpecLoader(Generic[M]):
+    """How a family loads its spec: the model and the words of its "must be a mapping"
+    error. A family's ``load.py`` is one of these (data) and two aliases of its methods.
+    """
+
+    model: type[M]
+    what: str  # "an io spec"
+    keys: str  # the top-level keys named in the error, "name:, targets:, ..."
+    template: str  # an example spec, "examples/io-local-quick.yaml"
+    docs: str  # where the fixes point, "docs/io.md"
+
+    def load_text(
+        self, text: str, origin: str = "<spec>", overrides: list[str] | None = None
+    ) -> tuple[M, dict[str, Any]]:
+        """Parse, override and validate spec text; returns the model and the plain data."""
+        root, data, overridden = parse_with_overrides(text, origin, overrides)
+        spec = validate_spec(
+            self.model,
+            data,
+            root,
+            origin,
+            overridden,
+            what=self.what,
+            keys=self.keys,
+            template=self.template,
+            docs=self.docs,
+        )
+        return spec, data
+
+    def load(
+        self, path: str | Path, overrides: list[str] | None = None
+    ) -> tuple[M, dict[str, Any]]:
+        """Load a spec file."""
+        return self.load_text(read_spec_text(path), str(path), overrides)

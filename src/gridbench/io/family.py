@@ -3,57 +3,24 @@ speedups against a baseline, consistency checks, analysed into ``gridbench.io/1`
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Mapping
 from typing import Any
 
-from gridbench.family import (
-    CatalogueEntry,
-    Ui,
-    ValidityRule,
-    status_exit_code,
-    status_verdict,
-)
+from gridbench.family import CatalogueEntry, ModuleFamily, status_exit_code, status_verdict
 from gridbench.io.metrics import SCHEMA
-from gridbench.sections import Report
-from gridbench.store.layout import RunDir
-from gridbench.testplan import report_inputs
 
 
-class Storage:
+class Storage(ModuleFamily):
     """The io family (the ``kind`` of runs made by ``gridbench io run``)."""
 
     name = "io"
     title = "storage: iozone and Bonnie matrices, speedups against a baseline"
     schema = SCHEMA
-
-    @property
-    def validity_rules(self) -> tuple[ValidityRule, ...]:
-        """io's rules (io/validity.py)."""
-        from gridbench.io.validity import IO_VALIDITY_RULES
-
-        return IO_VALIDITY_RULES
-
-    def add_commands(self, sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
-        """``gridbench io validate|run|report``."""
-        from gridbench.io.command import add_commands
-
-        add_commands(sub, ui)
-
-    def analyze(self, run: RunDir) -> dict[str, Any]:
-        """Read the recorded rows (untrusted), analyse them, write metrics.json."""
-        from gridbench.io.metrics import analyze_and_write
-
-        return analyze_and_write(run)
-
-    def report(self, run: RunDir, metrics: Mapping[str, Any]) -> Report:
-        """Headline, evaluation summary and every io section."""
-        from gridbench.io.metrics_schema import validate_metrics
-        from gridbench.io.report import build_report
-
-        validate_metrics(metrics, str(run.metrics_file))
-
-        return build_report(metrics, **report_inputs(run))
+    rules_at = "gridbench.io.validity:IO_VALIDITY_RULES"
+    commands_at = "gridbench.io.command:add_commands"  # io validate|run|report
+    analysis_at = "gridbench.io.metrics:analyze_and_write"
+    check_at = "gridbench.io.metrics_schema:validate_metrics"
+    report_at = "gridbench.io.report:build_report"
 
     def exit_code(self, metrics: Mapping[str, Any]) -> int:
         """3 when the run failed, 130 when aborted, 1 when a threshold or check failed."""

@@ -4,59 +4,34 @@ run; analysed into ``gridbench.net/1``."""
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Mapping
 from typing import Any
 
 from gridbench.family import (
     CatalogueEntry,
     CleanupOutcome,
-    Figure,
-    Ui,
-    ValidityRule,
+    ComparableFamily,
     status_exit_code,
     status_verdict,
 )
-from gridbench.sections import Report
 from gridbench.store.layout import RunDir
-from gridbench.testplan import report_inputs
 
 SCHEMA = "gridbench.net/1"
 
 
-class Messaging:
+class Messaging(ComparableFamily):
     """The net family (the ``kind`` of runs made by ``gridbench net run``)."""
 
     name = "net"
     title = "messaging: ping-pong, echo, burst and transfers against the network's floor"
     schema = SCHEMA
-
-    @property
-    def validity_rules(self) -> tuple[ValidityRule, ...]:
-        """net's rules (messaging/validity.py)."""
-        from gridbench.messaging.validity import NET_VALIDITY_RULES
-
-        return NET_VALIDITY_RULES
-
-    def add_commands(self, sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
-        """``gridbench net validate|plan|run|report``."""
-        from gridbench.messaging.command import add_commands
-
-        add_commands(sub, ui)
-
-    def analyze(self, run: RunDir) -> dict[str, Any]:
-        """Read the records (untrusted), analyse them, write metrics.json."""
-        from gridbench.messaging.analysis import analyze_and_write
-
-        return analyze_and_write(run)
-
-    def report(self, run: RunDir, metrics: Mapping[str, Any]) -> Report:
-        """Headline, evaluation summary and every net section."""
-        from gridbench.messaging.metrics_schema import validate_metrics
-        from gridbench.messaging.report import build_report
-
-        validate_metrics(metrics, str(run.metrics_file))
-        return build_report(metrics, **report_inputs(run))
+    rules_at = "gridbench.messaging.validity:NET_VALIDITY_RULES"
+    commands_at = "gridbench.messaging.command:add_commands"  # net validate|plan|run|report
+    analysis_at = "gridbench.messaging.analysis:analyze_and_write"
+    check_at = "gridbench.messaging.metrics_schema:validate_metrics"
+    report_at = "gridbench.messaging.report:build_report"
+    # per-size RTTs, echo latencies, transfer speeds, each with its repeated samples
+    figures_at = "gridbench.messaging.analysis:figures"
 
     def exit_code(self, metrics: Mapping[str, Any]) -> int:
         """3 when the run failed, 130 when aborted, 1 when a threshold failed."""
@@ -84,13 +59,6 @@ class Messaging:
             target=", ".join(names) or "network",
             variant=", ".join(patterns) or "messaging",
         )
-
-    def figures(self, run: RunDir, metrics: Mapping[str, Any]) -> list[Figure]:
-        """The comparable figures (compare, history): per-size RTTs, echo latencies,
-        transfer speeds, each with its repeated samples."""
-        from gridbench.messaging.analysis import figures
-
-        return figures(metrics)
 
     def cleanup(self, run: RunDir, *, dry_run: bool, force: bool) -> CleanupOutcome:
         """Stop the peers, relays and floor servers a killed run left, verified by their

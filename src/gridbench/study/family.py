@@ -4,58 +4,26 @@ tests; analysed into ``gridbench.study/1``."""
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Mapping
 from typing import Any
 
-from gridbench.family import (
-    CatalogueEntry,
-    Figure,
-    Ui,
-    ValidityRule,
-    status_exit_code,
-    status_verdict,
-)
-from gridbench.sections import Report
-from gridbench.store.layout import RunDir
-from gridbench.testplan import report_inputs
+from gridbench.family import CatalogueEntry, ComparableFamily, status_exit_code, status_verdict
 
 SCHEMA = "gridbench.study/1"
 
 
-class Study:
+class Study(ComparableFamily):
     """The study family (the ``kind`` of runs made by ``gridbench study serve|import``)."""
 
     name = "study"
     title = "usability studies: SUS, timed tasks, Likert ratings, paired comparisons"
     schema = SCHEMA
-
-    @property
-    def validity_rules(self) -> tuple[ValidityRule, ...]:
-        """The study's rules (study/validity.py)."""
-        from gridbench.study.validity import STUDY_VALIDITY_RULES
-
-        return STUDY_VALIDITY_RULES
-
-    def add_commands(self, sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
-        """``gridbench study validate|plan|serve|import|report``."""
-        from gridbench.study.command import add_commands
-
-        add_commands(sub, ui)
-
-    def analyze(self, run: RunDir) -> dict[str, Any]:
-        """Read the log (untrusted), analyse it, write metrics.json."""
-        from gridbench.study.analysis import analyze_and_write
-
-        return analyze_and_write(run)
-
-    def report(self, run: RunDir, metrics: Mapping[str, Any]) -> Report:
-        """Headline, Table 1, Table 2, SUS, power, survey and charts."""
-        from gridbench.study.metrics_schema import validate_metrics
-        from gridbench.study.report import build_report
-
-        validate_metrics(metrics, str(run.metrics_file))
-        return build_report(metrics, **report_inputs(run))
+    rules_at = "gridbench.study.validity:STUDY_VALIDITY_RULES"
+    commands_at = "gridbench.study.command:add_commands"  # study validate|plan|serve|import|report
+    analysis_at = "gridbench.study.analysis:analyze_and_write"
+    check_at = "gridbench.study.metrics_schema:validate_metrics"
+    report_at = "gridbench.study.report:build_report"
+    figures_at = "gridbench.study.analysis:figures"  # per-tool SUS scores and task times
 
     def exit_code(self, metrics: Mapping[str, Any]) -> int:
         """3 when the run failed, 130 when aborted, else 0: a study has no pass mark."""
@@ -81,12 +49,6 @@ class Study:
             target=", ".join(names) or "tools",
             variant=f"study ({mode})" if isinstance(mode, str) else "study",
         )
-
-    def figures(self, run: RunDir, metrics: Mapping[str, Any]) -> list[Figure]:
-        """Comparable figures (compare, history): per-tool SUS scores and task times."""
-        from gridbench.study.analysis import figures
-
-        return figures(metrics)
 
 
 FAMILY = Study()
