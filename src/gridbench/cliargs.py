@@ -3,6 +3,16 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gridbench.family import Ui
+
+#: A family's command: the parsed arguments and what the CLI lends it -> the exit code.
+FamilyCommand = Callable[[argparse.Namespace, "Ui"], int]
+#: Adds a family's spec arguments (``functools.partial(add_spec_args, what=, example=)``).
+SpecArgs = Callable[[argparse.ArgumentParser], None]
 
 RUN_HELP = "results directory, run id, or 'latest'"
 
@@ -70,3 +80,37 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="experiments waiting for a slot; more are refused (default 16)",
     )
+
+
+def add_action(
+    actions: argparse._SubParsersAction[Any],
+    name: str,
+    command: FamilyCommand,
+    ui: Ui,
+    *,
+    spec: SpecArgs | None = None,
+    run: bool = False,
+    results: bool = False,
+    **parser: Any,
+) -> argparse.ArgumentParser:
+    """One action of a family's command (``gridbench io run``): its parser (``parser``:
+    ``help``, ``description``, ...), then, in this order, the spec arguments, the run and
+    ``--results``; calling it runs ``command(args, ui)``. Returns the parser for the
+    action's own options."""
+    p: argparse.ArgumentParser = actions.add_parser(name, **parser)
+    if spec is not None:
+        spec(p)
+    if run:
+        add_run_arg(p)
+    if results:
+        add_results_arg(p)
+    p.set_defaults(func=lambda a: command(a, ui))
+    return p
+
+
+def report_command(args: argparse.Namespace, ui: Ui) -> int:
+    """``gridbench <family> report RUN``: the same as ``gridbench report RUN``, kept under
+    each family for its users' habit."""
+    from gridbench.store.catalogue import resolve_run
+
+    return ui.analyze_and_show(resolve_run(args.run, ui.results_root(args)).path)

@@ -359,6 +359,47 @@ def step_progress(ui: Ui, label: str, total: int) -> Iterator[Callable[[str], No
             progress.advance(task)
 
 
+class Executes(Protocol):
+    """A family's runner as its run command drives it: ``run`` is set once the results
+    folder exists."""
+
+    run: RunDir | None
+
+    def execute(self) -> object:
+        """Run the spec into ``run``."""
+        ...
+
+
+def run_and_show(
+    ui: Ui,
+    label: str,
+    total: int,
+    runner: Callable[[Callable[[str], None]], Executes],
+    *,
+    interrupted: str,
+    failures: tuple[type[GridbenchError], ...] = (GridbenchError,),
+) -> int:
+    """A family's run command: ``runner(step)`` executed under a progress bar of ``total``
+    steps, then :func:`show_run`. Once the results folder exists, an error of ``failures``
+    is shown after the report of what was measured, and Ctrl-C prints
+    "interrupted: ``interrupted``, results so far kept" and reports them; before, both
+    propagate."""
+    failure: GridbenchError | None = None
+    with step_progress(ui, label, total) as step:
+        made = runner(step)
+        try:
+            made.execute()
+        except failures as exc:
+            if made.run is None:
+                raise
+            failure = exc  # the run is marked failed; what it measured is still reported
+        except KeyboardInterrupt:
+            if made.run is None:
+                raise
+            ui.console.print(f"[yellow]interrupted: {interrupted}, results so far kept[/]")
+    return show_run(ui, made.run, failure)
+
+
 def show_run(ui: Ui, run: RunDir | None, failure: BaseException | None) -> int:
     """After a family's run command: where the results are, their analysis and report
     (the exit code), then the error that stopped the run, if one did."""

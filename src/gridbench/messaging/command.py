@@ -8,14 +8,15 @@ environment failed, 130 interrupted. Analysis and reports go through the generic
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 from typing import Any
 
 from rich.table import Table
 
-from gridbench.cliargs import add_results_arg, add_run_arg, add_spec_args
-from gridbench.errors import EXIT_OK, GridbenchError
-from gridbench.family import Ui, show_run, step_progress
+from gridbench.cliargs import add_action, add_spec_args, report_command
+from gridbench.errors import EXIT_OK
+from gridbench.family import Ui, run_and_show
 from gridbench.fmt import safe_markup
 
 
@@ -75,36 +76,21 @@ def cmd_run(args: argparse.Namespace, ui: Ui) -> int:
     from gridbench.messaging.runner import NetRunner
 
     spec, data = load_net_spec(args.spec, args.set)
-    runner = NetRunner(spec, data, ui.results_root(args))
-    failure: GridbenchError | None = None
-    with step_progress(ui, "net", len(steps(spec))) as step:
-        runner.progress = step
-        try:
-            runner.execute()
-        except GridbenchError as exc:
-            if runner.run is None:
-                raise
-            failure = exc  # the run is marked failed; what it measured is still reported
-        except KeyboardInterrupt:
-            if runner.run is None:
-                raise
-            ui.console.print("[yellow]interrupted: peers stopped, results so far kept[/]")
-    return show_run(ui, runner.run, failure)
-
-
-def cmd_report(args: argparse.Namespace, ui: Ui) -> int:
-    """Same as ``gridbench report RUN``, kept under ``net`` for the habit."""
-    from gridbench.store.catalogue import resolve_run
-
-    return ui.analyze_and_show(resolve_run(args.run, ui.results_root(args)).path)
-
-
-def _spec_args(p: argparse.ArgumentParser) -> None:
-    add_spec_args(
-        p,
-        what="net spec (YAML), see docs/net.md and examples/net-*.yaml",
-        example="--set pingpong.sizes.max=1M",
+    root = ui.results_root(args)
+    return run_and_show(
+        ui,
+        "net",
+        len(steps(spec)),
+        lambda step: NetRunner(spec, data, root, progress=step),
+        interrupted="peers stopped",
     )
+
+
+_spec_args = functools.partial(
+    add_spec_args,
+    what="net spec (YAML), see docs/net.md and examples/net-*.yaml",
+    example="--set pingpong.sizes.max=1M",
+)
 
 
 def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
@@ -118,18 +104,38 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
         "same run. See docs/net.md.",
     )
     nsub = p.add_subparsers(dest="net_action", required=True, metavar="ACTION")
-    q = nsub.add_parser("validate", help="check a net spec and report every problem with its line")
-    _spec_args(q)
-    q.set_defaults(func=lambda a, f=cmd_validate: f(a, ui))
-    q = nsub.add_parser("plan", help="show the steps a net spec runs, without running them")
-    _spec_args(q)
+    add_action(
+        nsub,
+        "validate",
+        cmd_validate,
+        ui,
+        spec=_spec_args,
+        help="check a net spec and report every problem with its line",
+    )
+    q = add_action(
+        nsub,
+        "plan",
+        cmd_plan,
+        ui,
+        spec=_spec_args,
+        help="show the steps a net spec runs, without running them",
+    )
     q.add_argument("--json", action="store_true", help="print the plan as JSON")
-    q.set_defaults(func=lambda a, f=cmd_plan: f(a, ui))
-    q = nsub.add_parser("run", help="run a net spec (root for lan), then analyse and report")
-    _spec_args(q)
-    add_results_arg(q)
-    q.set_defaults(func=lambda a, f=cmd_run: f(a, ui))
-    q = nsub.add_parser("report", help="re-analyse a net results directory, rewrite its reports")
-    add_run_arg(q)
-    add_results_arg(q)
-    q.set_defaults(func=lambda a, f=cmd_report: f(a, ui))
+    add_action(
+        nsub,
+        "run",
+        cmd_run,
+        ui,
+        spec=_spec_args,
+        results=True,
+        help="run a net spec (root for lan), then analyse and report",
+    )
+    add_action(
+        nsub,
+        "report",
+        report_command,
+        ui,
+        run=True,
+        results=True,
+        help="re-analyse a net results directory, rewrite its reports",
+    )

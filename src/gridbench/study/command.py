@@ -9,6 +9,7 @@ generic path (``Ui.analyze_and_show``).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 from collections import Counter
 from pathlib import Path
@@ -16,7 +17,13 @@ from typing import Any
 
 from rich.table import Table
 
-from gridbench.cliargs import add_results_arg, add_run_arg, add_serve_args, add_spec_args
+from gridbench.cliargs import (
+    FamilyCommand,
+    add_action,
+    add_results_arg,
+    add_serve_args,
+    add_spec_args,
+)
 from gridbench.errors import EXIT_OK, GridbenchError, ResultsError
 from gridbench.family import Ui
 from gridbench.fmt import safe_markup
@@ -240,25 +247,34 @@ def cmd_report(args: argparse.Namespace, ui: Ui) -> int:
     return ui.analyze_and_show(run.path, as_json=args.json)
 
 
-def _spec_args(p: argparse.ArgumentParser) -> None:
-    add_spec_args(
-        p,
-        what="study spec (YAML), see docs/study.md and examples/study-*.yaml",
-        example="--set analysis.alpha=0.01",
-    )
+_spec_args = functools.partial(
+    add_spec_args,
+    what="study spec (YAML), see docs/study.md and examples/study-*.yaml",
+    example="--set analysis.alpha=0.01",
+)
 
 
-def _parser(
-    nsub: argparse._SubParsersAction[Any], name: str, text: str, epilog: str
+def _action(
+    nsub: argparse._SubParsersAction[Any],
+    ui: Ui,
+    name: str,
+    command: FamilyCommand,
+    text: str,
+    epilog: str,
+    **args: Any,
 ) -> argparse.ArgumentParser:
-    p: argparse.ArgumentParser = nsub.add_parser(
+    """An action whose --help says ``text`` as a sentence, then ``epilog`` as written."""
+    return add_action(
+        nsub,
         name,
+        command,
+        ui,
         help=text,
         description=text[0].upper() + text[1:] + ".",
         epilog=epilog,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        **args,
     )
-    return p
 
 
 def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
@@ -274,32 +290,34 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
     )
     nsub = p.add_subparsers(dest="study_action", required=True, metavar="ACTION")
 
-    q = _parser(
+    _action(
         nsub,
+        ui,
         "validate",
+        cmd_validate,
         "check a study spec and report every problem with its line",
         _EPILOG_VALIDATE,
+        spec=_spec_args,
     )
-    _spec_args(q)
-    q.set_defaults(func=lambda a, f=cmd_validate: f(a, ui))
-
-    q = _parser(
+    q = _action(
         nsub,
+        ui,
         "plan",
+        cmd_plan,
         "show the test plan and the counterbalanced order each participant gets",
         _EPILOG_PLAN,
+        spec=_spec_args,
     )
-    _spec_args(q)
     q.add_argument("--json", action="store_true", help="print the design as JSON")
-    q.set_defaults(func=lambda a, f=cmd_plan: f(a, ui))
-
-    q = _parser(
+    q = _action(
         nsub,
+        ui,
         "import",
+        cmd_import,
         "import a survey tool's CSV export into a study run, then analyse it",
         _EPILOG_IMPORT,
+        spec=_spec_args,
     )
-    _spec_args(q)
     q.add_argument(
         "--responses", required=True, metavar="CSV", help="the responses (generic layout or mapped)"
     )
@@ -321,11 +339,11 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
         "rated the tool 25 or less); each is listed as a warning",
     )
     add_results_arg(q)
-    q.set_defaults(func=lambda a, f=cmd_import: f(a, ui))
-
-    q = _parser(
+    q = _action(
         nsub,
+        ui,
         "serve",
+        cmd_serve,
         "deliver a study in the browser: personal links, observer page, the dashboard",
         SERVE_EPILOG,
     )
@@ -340,11 +358,16 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
         help="with --run: issue every participant a new link (the old ones stop working)",
     )
     add_serve_args(q)
-    q.set_defaults(func=lambda a, f=cmd_serve: f(a, ui))
-
-    q = _parser(nsub, "report", "re-analyse a study run and rewrite its reports", "")
-    add_run_arg(q)
-    add_results_arg(q)
+    q = _action(
+        nsub,
+        ui,
+        "report",
+        cmd_report,
+        "re-analyse a study run and rewrite its reports",
+        "",
+        run=True,
+        results=True,
+    )
     q.add_argument("--json", action="store_true", help="print the metrics as JSON")
     q.add_argument(
         "--free-text",
@@ -352,4 +375,3 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
         help="drop: leave free text, background answers and complaints out of every report "
         "of this run (to share it); keep: show them again. metrics.json keeps them",
     )
-    q.set_defaults(func=lambda a, f=cmd_report: f(a, ui))
