@@ -6,11 +6,20 @@ goes to "What is left open".
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NamedTuple, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from gridbench.sections import Column, Table
+from gridbench.sections import (
+    Column,
+    EvaluationSummary,
+    Finding,
+    Headline,
+    Report,
+    Section,
+    Table,
+)
 from gridbench.store.layout import RunDir
 
 
@@ -83,4 +92,61 @@ def report_inputs(run: RunDir) -> ReportInputs:
         plan=plan_table(plan) if plan is not None else None,
         not_tested=tuple(plan.not_tested) if plan is not None else (),
         experiment=run.read_experiment(),
+    )
+
+
+class Configured(TypedDict, total=False):
+    """What a family's ``build_report`` takes besides its metrics, all optional (a report
+    of bare metrics has none; :func:`report_inputs` gives all of it for a run): the spec
+    as YAML, its plan as a table, what the plan leaves untested, experiment.json."""
+
+    spec_yaml: str
+    plan: Table | None
+    not_tested: Sequence[str]
+    experiment: Mapping[str, Any] | None
+
+
+class Story(NamedTuple):
+    """What a family says of its metrics in the headline and the evaluation summary."""
+
+    findings: Iterable[Finding]  # the headline
+    tested: Iterable[tuple[str, str]]  # what was tested, as (what, how)
+    outcome: Iterable[Finding]  # what passed or failed
+    left_open: Iterable[str]  # what the analysis could not settle
+
+
+def family_report(
+    family: str,
+    name: str,
+    subject: str,
+    story: Story,
+    configured: Configured,
+    sections: Iterable[Section | None],
+    *,
+    data: Mapping[str, Any],
+    notes: Iterable[str] = (),
+    meta: str = "",
+    exports: Iterable[Table] = (),
+) -> Report:
+    """The :class:`~gridbench.sections.Report` of a family's run, in the shape every
+    family's report takes: titled "``name`` — gridbench ``family`` report", headlined
+    "``name``: ``subject``" with ``story``'s findings, the evaluation summary from
+    ``story`` and ``configured``, and the ``sections`` that exist (None is left out)."""
+    return Report(
+        family=family,
+        title=f"{name} — gridbench {family} report",
+        headline=Headline(title=f"{name}: {subject}", findings=tuple(story.findings)),
+        summary=EvaluationSummary(
+            tested=tuple(story.tested),
+            spec_yaml=configured.get("spec_yaml", ""),
+            plan=configured.get("plan"),
+            outcome=tuple(story.outcome),
+            left_open=tuple(story.left_open),
+            not_tested=tuple(configured.get("not_tested", ())),
+        ),
+        sections=tuple(s for s in sections if s is not None),
+        notes=tuple(notes),
+        meta=meta,
+        exports=tuple(exports),
+        data=data,
     )

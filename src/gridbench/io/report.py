@@ -9,8 +9,8 @@ and :mod:`gridbench.io.report_checks`, the charts in :mod:`gridbench.io.report_c
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Unpack
 
 from gridbench.io.matrix import LABEL
 from gridbench.io.report_charts import charts
@@ -35,36 +35,27 @@ from gridbench.io.report_tables import (
 )
 from gridbench.io.validity import CACHED_WRITE, MIN_RUNTIME_S, SHORT_RUNTIME
 from gridbench.sections import (
-    EvaluationSummary,
     Finding,
-    Headline,
     Report,
     Section,
     Statements,
     Status,
-    Table,
 )
+from gridbench.testplan import Configured, Story, family_report
 from gridbench.units import format_size
 
 __all__ = ["build_report"]
 
 
-def build_report(
-    metrics: Mapping[str, Any],
-    *,
-    spec_yaml: str = "",
-    plan: Table | None = None,
-    not_tested: Sequence[str] = (),
-    experiment: Mapping[str, Any] | None = None,
-) -> Report:
+def build_report(metrics: Mapping[str, Any], **configured: Unpack[Configured]) -> Report:
     """The report of an io run's ``metrics.json`` (schema ``gridbench.io/1``).
 
     ``spec_yaml`` and ``plan`` (the spec's declared test plan as a table) go to the
     evaluation summary's "how it was configured"; ``not_tested`` to what is left open;
     ``experiment`` (the run's experiment.json) adds when the run started and ended."""
     name = str(metrics.get("name", "io"))
-    exp = experiment or {}
-    headline = Headline(title=f"{name}: storage benchmark", findings=tuple(_findings(metrics)))
+    exp = configured.get("experiment") or {}
+    story = Story(_findings(metrics), _tested(metrics, exp), _outcome(metrics), _left_open(metrics))
     sections: list[Section | None] = [
         cache_table(metrics),
         _cache_statements(metrics),
@@ -80,20 +71,14 @@ def build_report(
         *charts(metrics),
     ]
     exports = matrix_export(metrics)
-    return Report(
-        family="io",
-        title=f"{name} — gridbench io report",
-        headline=headline,
-        summary=EvaluationSummary(
-            tested=tuple(_tested(metrics, exp)),
-            spec_yaml=spec_yaml,
-            plan=plan,
-            outcome=tuple(_outcome(metrics)),
-            left_open=tuple(_left_open(metrics)),
-            not_tested=tuple(not_tested),
-        ),
-        sections=tuple(s for s in sections if s is not None),
-        notes=tuple(_notes(metrics)),
+    return family_report(
+        "io",
+        name,
+        "storage benchmark",
+        story,
+        configured,
+        sections,
+        notes=_notes(metrics),
         meta=f"{metrics.get('schema')} · baseline {metrics.get('baseline')}",
         exports=(exports,) if exports is not None else (),
         data=metrics,

@@ -11,8 +11,8 @@ the charts in :mod:`gridbench.messaging.report_charts`.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Unpack
 
 from gridbench.messaging.overheads import env_phrase, size_text
 from gridbench.messaging.report_charts import charts
@@ -20,15 +20,13 @@ from gridbench.messaging.report_checks import check_tables, overhead_table
 from gridbench.messaging.report_tables import figure_tables, fmt4
 from gridbench.messaging.validity import FEW_SAMPLES, NET_VALIDITY_RULES
 from gridbench.sections import (
-    EvaluationSummary,
     Finding,
-    Headline,
     Report,
     Section,
     Statements,
     Status,
-    Table,
 )
+from gridbench.testplan import Configured, Story, family_report
 
 __all__ = ["build_report"]
 
@@ -37,20 +35,14 @@ HEADLINE_OVERHEADS = 5
 _PATTERNS = ("pingpong", "echo", "echo_scaling", "burst", "transfer")
 
 
-def build_report(
-    metrics: Mapping[str, Any],
-    *,
-    spec_yaml: str = "",
-    plan: Table | None = None,
-    not_tested: Sequence[str] = (),
-    experiment: Mapping[str, Any] | None = None,
-) -> Report:
+def build_report(metrics: Mapping[str, Any], **configured: Unpack[Configured]) -> Report:
     """The report of a net run's checked ``metrics.json`` (``gridbench.net/1``).
 
     ``spec_yaml`` and ``plan`` go to "how it was configured", ``not_tested`` to what is
     left open, ``experiment`` (experiment.json) adds when the run started and ended."""
     name = str(metrics.get("name") or "net")
-    exp = experiment or {}
+    exp = configured.get("experiment") or {}
+    story = Story(_findings(metrics), _tested(metrics, exp), _outcome(metrics), _left_open(metrics))
     sections: list[Section | None] = [
         _fit_statements(metrics),
         overhead_table(metrics),
@@ -59,19 +51,13 @@ def build_report(
         _notes_section(metrics),
         *charts(metrics),
     ]
-    return Report(
-        family="net",
-        title=f"{name} — gridbench net report",
-        headline=Headline(title=f"{name}: messaging benchmark", findings=tuple(_findings(metrics))),
-        summary=EvaluationSummary(
-            tested=tuple(_tested(metrics, exp)),
-            spec_yaml=spec_yaml,
-            plan=plan,
-            outcome=tuple(_outcome(metrics)),
-            left_open=tuple(_left_open(metrics)),
-            not_tested=tuple(not_tested),
-        ),
-        sections=tuple(s for s in sections if s is not None),
+    return family_report(
+        "net",
+        name,
+        "messaging benchmark",
+        story,
+        configured,
+        sections,
         notes=(str(metrics.get("formulas") or ""), str(metrics.get("precision") or "")),
         meta=f"{metrics.get('schema')} · floor factor {fmt4(metrics.get('floor_factor'))}×",
         data=metrics,

@@ -19,16 +19,13 @@ in :mod:`gridbench.study.report_charts`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Unpack
 
 from gridbench.sections import (
-    EvaluationSummary,
     Finding,
-    Headline,
     Report,
     Section,
     Status,
-    Table,
 )
 from gridbench.study.report_charts import charts
 from gridbench.study.report_extras import (
@@ -60,6 +57,7 @@ from gridbench.study.report_tables import (
     table2,
     task_table,
 )
+from gridbench.testplan import Configured, Story, family_report
 
 __all__ = ["build_report", "without_free_text"]
 
@@ -87,11 +85,8 @@ def without_free_text(metrics: Mapping[str, Any]) -> dict[str, Any]:
 def build_report(
     metrics: Mapping[str, Any],
     *,
-    spec_yaml: str = "",
-    plan: Table | None = None,
-    not_tested: Sequence[str] = (),
-    experiment: Mapping[str, Any] | None = None,
     free_text: bool | None = None,
+    **configured: Unpack[Configured],
 ) -> Report:
     """The report of a study run's checked ``metrics.json`` (``gridbench.study/1``).
 
@@ -100,10 +95,10 @@ def build_report(
     False drops the participants' own words from the report and its exports; None (the
     default) follows experiment.json's ``report_free_text`` (false drops them)."""
     name = str(metrics.get("name") or "study")
-    exp = experiment or {}
+    exp = configured.get("experiment") or {}
     if free_text is None:
         free_text = exp.get(FREE_TEXT_KEY) is not False
-    data = dict(metrics) if free_text else without_free_text(metrics)
+    story = Story(_findings(metrics), _tested(metrics, exp), _outcome(metrics), _left_open(metrics))
     sections: list[Section | None] = [
         power_statements(metrics),
         table1(metrics),
@@ -122,21 +117,15 @@ def build_report(
         notes_section(metrics, free_text),
         *charts(metrics),
     ]
-    return Report(
-        family="study",
-        title=f"{name} — gridbench study report",
-        headline=Headline(title=f"{name}: usability study", findings=tuple(_findings(metrics))),
-        summary=EvaluationSummary(
-            tested=tuple(_tested(metrics, exp)),
-            spec_yaml=spec_yaml,
-            plan=plan,
-            outcome=tuple(_outcome(metrics)),
-            left_open=tuple(_left_open(metrics)),
-            not_tested=tuple(not_tested),
-        ),
-        sections=tuple(s for s in sections if s is not None),
+    return family_report(
+        "study",
+        name,
+        "usability study",
+        story,
+        configured,
+        sections,
         meta=f"{metrics.get('schema')} · {_people(metrics)}",
-        data=data,
+        data=dict(metrics) if free_text else without_free_text(metrics),
     )
 
 
