@@ -32,6 +32,15 @@ class _Record(BaseModel):
     source: Source = "web"
 
 
+class _TaskRecord(_Record):
+    """A record about one task of one tool, for one participant."""
+
+    type: str  # each kind's own Literal, in this place of the line
+    participant: Ident
+    tool: Ident
+    task: Ident
+
+
 class LinkIssued(_Record):
     """A participant's personal link; only the SHA-256 of its secret is kept."""
 
@@ -64,40 +73,28 @@ class StepDone(_Record):
     step: str = Field(max_length=200)
 
 
-class TaskStarted(_Record):
+class TaskStarted(_TaskRecord):
     type: Literal["task_started"] = "task_started"
-    participant: Ident
-    tool: Ident
-    task: Ident
 
 
-class TaskStopped(_Record):
+class TaskStopped(_TaskRecord):
     """Stop pressed; ``elapsed_ns`` is server time since the matching Start."""
 
     type: Literal["task_stopped"] = "task_stopped"
-    participant: Ident
-    tool: Ident
-    task: Ident
     elapsed_ns: int = Field(ge=0)
 
 
-class TaskTime(_Record):
+class TaskTime(_TaskRecord):
     """A task time known only as a number (imported data)."""
 
     type: Literal["task_time"] = "task_time"
-    participant: Ident
-    tool: Ident
-    task: Ident
     seconds: float = Field(ge=0)
 
 
-class LikertAnswer(_Record):
+class LikertAnswer(_TaskRecord):
     """Difficulty and satisfaction of one task (1-5; 5 = most difficult / most satisfied)."""
 
     type: Literal["likert"] = "likert"
-    participant: Ident
-    tool: Ident
-    task: Ident
     difficulty: Likert | None = None
     satisfaction: Likert | None = None
 
@@ -111,13 +108,10 @@ class SusAnswer(_Record):
     items: list[Likert] = Field(min_length=10, max_length=10)
 
 
-class Observation(_Record):
+class Observation(_TaskRecord):
     """The observer's verdict on one task: success, and the failure scale (1-5)."""
 
     type: Literal["observation"] = "observation"
-    participant: Ident
-    tool: Ident
-    task: Ident
     success: bool
     failure: Likert | None = None
     note: str = Field(default="", max_length=5000)

@@ -212,13 +212,28 @@ def comparisons_table(metrics: Mapping[str, Any]) -> Table | None:
 # -- SUS ----------------------------------------------------------------------------------
 
 
+#: The columns both SUS tables begin with, and the cells of those columns.
+_SUS_LEAD = (
+    Column("tool", "Tool"),
+    Column("n", "n", numeric=True),
+    Column("mean", "Mean", numeric=True),
+    Column("sd", "SD", numeric=True),
+)
+_GRADE, _ADJECTIVE = Column("grade", "Grade"), Column("adjective", "Adjective")
+
+
+def _sus_lead(tool: str, s: Mapping[str, Any]) -> list[Any]:
+    return [tool, cell(s.get("n"), fmt), cell(s.get("mean")), cell(s.get("sd"))]
+
+
+def _word(s: Mapping[str, Any], key: str) -> Shown:
+    return Shown(s.get(key), str(s.get(key) or MISSING))
+
+
 def _sus_row(k: str, t: Mapping[str, Any]) -> list[Any]:
     s = part(t, "sus")
     return [
-        str(t.get("title") or k),
-        cell(s.get("n"), fmt),
-        cell(s.get("mean")),
-        cell(s.get("sd")),
+        *_sus_lead(str(t.get("title") or k), s),
         Shown(fmt_ci(s.get("ci95")), fmt_ci(s.get("ci95"))),
         Shown(
             fmt_ci(s.get("ci95_bca")),
@@ -226,9 +241,9 @@ def _sus_row(k: str, t: Mapping[str, Any]) -> list[Any]:
             if s.get("ci95_bca")
             else (MISSING if (num(s.get("n")) or 0) < 30 else "n ≥ 30"),
         ),
-        Shown(s.get("grade"), str(s.get("grade") or MISSING)),
+        _word(s, "grade"),
         cell(s.get("percentile"), lambda x: f"{fmt(x, 3)}" if num(x) is not None else MISSING),
-        Shown(s.get("adjective"), str(s.get("adjective") or MISSING)),
+        _word(s, "adjective"),
         cell(s.get("usability")),
         cell(s.get("learnability")),
         cell(s.get("alpha"), lambda x: fmt(x, 3)),
@@ -241,15 +256,12 @@ def sus_table(metrics: Mapping[str, Any]) -> Table | None:
     if not rows:
         return None
     cols = [
-        Column("tool", "Tool"),
-        Column("n", "n", numeric=True),
-        Column("mean", "Mean", numeric=True),
-        Column("sd", "SD", numeric=True),
+        *_SUS_LEAD,
         Column("ci95", "95% CI (t)"),
         Column("ci95_bca", "95% CI (BCa)"),
-        Column("grade", "Grade"),
+        _GRADE,
         Column("percentile", "Percentile", numeric=True),
-        Column("adjective", "Adjective"),
+        _ADJECTIVE,
         Column("usability", "Usability", numeric=True),
         Column("learnability", "Learnability", numeric=True),
         Column("alpha", "Cronbach's α", numeric=True),
@@ -279,26 +291,15 @@ def sus_brief(metrics: Mapping[str, Any]) -> Table | None:
         ci = s.get("ci95_bca") or s.get("ci95")
         rows.append(
             [
-                label_of(metrics, k),
-                cell(s.get("n"), fmt),
-                cell(s.get("mean")),
-                cell(s.get("sd")),
+                *_sus_lead(label_of(metrics, k), s),
                 Shown(fmt_ci(ci), fmt_ci(ci)),
-                Shown(s.get("grade"), str(s.get("grade") or MISSING)),
-                Shown(s.get("adjective"), str(s.get("adjective") or MISSING)),
+                _word(s, "grade"),
+                _word(s, "adjective"),
             ]
         )
     if not rows:
         return None
-    cols = [
-        Column("tool", "Tool"),
-        Column("n", "n", numeric=True),
-        Column("mean", "Mean", numeric=True),
-        Column("sd", "SD", numeric=True),
-        Column("ci95", "95% CI"),
-        Column("grade", "Grade"),
-        Column("adjective", "Adjective"),
-    ]
+    cols = [*_SUS_LEAD, Column("ci95", "95% CI"), _GRADE, _ADJECTIVE]
     return shown_table(
         "sus-brief",
         "SUS per tool (95% CI: BCa when n < 30)",
