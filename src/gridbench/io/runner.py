@@ -35,7 +35,6 @@ from gridbench.io.safety import (
     cleanup,
     make_workdir,
 )
-from gridbench.specload import dump_yaml
 from gridbench.store.layout import RunDir, now_iso
 from gridbench.store.records import append_record
 
@@ -189,13 +188,11 @@ class IoRunner:
         run = RunDir.create(self.root, spec.name)
         self.run = run
         (run.path / "raw").mkdir()
-        run.spec_file.write_text(dump_yaml(self.data), encoding="utf-8")
-        run.update_experiment(
-            id=run.id,
-            name=spec.name,
-            kind="io",
+        run.begin(
+            "io",
+            spec.name,
+            self.data,
             status="preparing",
-            created=now_iso(),
             baseline=spec.baseline,
             repetitions=spec.repetitions,
             pid=os.getpid(),

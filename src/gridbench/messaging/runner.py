@@ -34,7 +34,6 @@ from gridbench.messaging.model import Environment, NetSpec
 from gridbench.messaging.plan import check_memory, steps
 from gridbench.messaging.processes import ProcessBook
 from gridbench.messaging.records import RECORDS_FILE
-from gridbench.specload import dump_yaml
 from gridbench.store.layout import RunDir, now_iso
 from gridbench.store.records import append_record
 
@@ -102,13 +101,11 @@ class NetRunner:
         run = RunDir.create(self.root, spec.name)
         self.run = run
         (run.path / "work").mkdir()
-        run.spec_file.write_text(dump_yaml(self.data), encoding="utf-8")
-        run.update_experiment(
-            id=run.id,
-            name=spec.name,
-            kind="net",
+        run.begin(
+            "net",
+            spec.name,
+            self.data,
             status="running",
-            created=now_iso(),
             environments=list(spec.environments),
             patterns=[
                 p

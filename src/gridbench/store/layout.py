@@ -205,6 +205,17 @@ class RunDir:
                 fix="restore the file from the spec the run was started with",
             ) from None
 
+    def begin(self, kind: str, name: str, spec_data: Any, *, status: str, **fields: Any) -> None:
+        """Record a new run of family ``kind``: the spec as run (``spec.yaml``, written
+        atomically) and experiment.json with its id, name, kind, status and creation time,
+        then the family's own ``fields``."""
+        from gridbench.specload import dump_yaml
+
+        write_text_atomic(self.spec_file, dump_yaml(spec_data))
+        self.update_experiment(
+            id=self.id, name=name, kind=kind, status=status, created=now_iso(), **fields
+        )
+
     def update_experiment(self, **fields: Any) -> dict[str, Any]:
         data = self.read_experiment() if os.path.lexists(self.experiment_file) else {}
         data.update(fields)

@@ -11,8 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from gridbench.errors import ResultsError
-from gridbench.specload import dump_yaml
-from gridbench.store.layout import RunDir, now_iso, write_text_atomic
+from gridbench.store.layout import RunDir, now_iso
 from gridbench.study.model import StudySpec
 
 Delivery = Literal["browser", "import"]
@@ -40,13 +39,11 @@ def create_study_run(
             fix="give a results root (--results) or --out where you may write",
         ) from None
     try:
-        write_text_atomic(run.spec_file, dump_yaml(data))
-        run.update_experiment(
-            id=run.id,
-            name=spec.name,
-            kind="study",
+        run.begin(
+            "study",
+            spec.name,
+            data,
             status="running",
-            created=now_iso(),
             tools=[t.id for t in spec.tools],
             delivery=delivery,
             participants=len(spec.participants) if participants is None else participants,
