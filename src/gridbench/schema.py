@@ -11,15 +11,18 @@ take a bool or a numeric string for a number; :func:`validate_document` raises o
 from __future__ import annotations
 
 import numbers
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, PlainValidator, ValidationError
 from pydantic_core import PydanticCustomError
 
 from gridbench.errors import ResultsError
+
+if TYPE_CHECKING:
+    from gridbench.family import ValidityRule
 
 
 def _number(v: Any) -> float | None:
@@ -99,6 +102,37 @@ class ThresholdResult(OpenModel):
     actual: Num = None
     where: Text = None
     reason: Text = None
+
+
+class RuleDoc(OpenModel):
+    """One validity rule as the metrics record it (:func:`validity_document`)."""
+
+    name: Text = None
+    description: Text = None
+
+
+class ValidityDoc(OpenModel):
+    """The ``validity`` block of a family's metrics (:func:`validity_document`). A family
+    subclasses it with its own ``flags`` record (``flags: list[Flagged] = []``, which
+    keeps its place) and its own extra fields."""
+
+    valid: Flag = None
+    flags: Sequence[OpenModel] = []
+    rules: list[RuleDoc] = []
+
+
+def validity_document(
+    flags: list[dict[str, Any]], rules: Sequence[ValidityRule], **more: Any
+) -> dict[str, Any]:
+    """``metrics["validity"]`` as every family writes it: ``valid`` (no rule flagged
+    anything), the ``flags``, the ``rules`` applied (name, description), then the
+    family's own ``more``."""
+    return {
+        "valid": not flags,
+        "flags": flags,
+        "rules": [{"name": r.name, "description": r.description} for r in rules],
+        **more,
+    }
 
 
 def _field_path(loc: tuple[int | str, ...]) -> str:

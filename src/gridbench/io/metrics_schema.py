@@ -22,6 +22,7 @@ from gridbench.schema import (
     Rep,
     Text,
     ThresholdResult,
+    ValidityDoc,
     validate_document,
 )
 
@@ -138,15 +139,8 @@ class Flagged(Runtime):
     limit: Num = None
 
 
-class Rule(OpenModel):
-    name: Text = None
-    description: Text = None
-
-
-class Validity(OpenModel):
-    valid: Flag = None
+class Validity(ValidityDoc):
     flags: list[Flagged] = []
-    rules: list[Rule] = []
     max_resolution: Num = None
     runtimes: list[Runtime] = []
 

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gridbench.family import ValidityRule
+from gridbench.schema import validity_document
 
 #: fio's run-time resolution: the ``runtime`` of its JSON output is whole milliseconds.
 FIO_RUNTIME_RESOLUTION_S = 0.001
@@ -187,10 +188,9 @@ def validity(
     flags = short_runtime_flags(rows) + cached_write_flags(
         rows, targets, include_flush=include_flush
     )
-    return {
-        "valid": not flags,
-        "flags": flags,
-        "rules": [{"name": r.name, "description": r.description} for r in IO_VALIDITY_RULES],
-        "max_resolution": MAX_RESOLUTION,
-        "runtimes": runtimes(rows),
-    }
+    return validity_document(
+        flags,
+        IO_VALIDITY_RULES,
+        max_resolution=MAX_RESOLUTION,
+        runtimes=runtimes(rows),
+    )

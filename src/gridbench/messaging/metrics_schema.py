@@ -22,6 +22,7 @@ from gridbench.schema import (
     OpenModel,
     Text,
     ThresholdResult,
+    ValidityDoc,
     validate_document,
 )
 
@@ -269,15 +270,8 @@ class Withheld(OpenModel):
     percentiles: list[Text] = []
 
 
-class Rule(OpenModel):
-    name: Text = None
-    description: Text = None
-
-
-class Validity(OpenModel):
-    valid: Flag = None
+class Validity(ValidityDoc):
     flags: list[Flagged] = []
-    rules: list[Rule] = []
     withheld: list[Withheld] = []
 
 

@@ -35,6 +35,7 @@ from gridbench.family import ValidityRule
 from gridbench.messaging.hdr import withheld as withheld_of
 from gridbench.messaging.overheads import size_text
 from gridbench.messaging.summaries import NETWORK_CONFIGS
+from gridbench.schema import validity_document
 
 FAILED_TESTS = "failed_tests"
 NO_FLOOR = "no_floor"
@@ -321,9 +322,8 @@ def validity(
         + burst_flags(bu)
         + below_floor_flags(pp, ec, tr, factor)
     )
-    return {
-        "valid": not flags,
-        "flags": flags,
-        "rules": [{"name": r.name, "description": r.description} for r in NET_VALIDITY_RULES],
-        "withheld": withheld(pp, ec, sc),
-    }
+    return validity_document(
+        flags,
+        NET_VALIDITY_RULES,
+        withheld=withheld(pp, ec, sc),
+    )

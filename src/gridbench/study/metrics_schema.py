@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gridbench.schema import Count, Flag, Num, OpenModel, Text, validate_document
+from gridbench.schema import Count, Flag, Num, OpenModel, Text, ValidityDoc, validate_document
 
 SCHEMA = "gridbench.study/1"
 
@@ -156,8 +156,7 @@ class Flagged(OpenModel):
     detail: Text = None
 
 
-class Validity(OpenModel):
-    valid: Flag = None
+class Validity(ValidityDoc):
     flags: list[Flagged] = []
 
 

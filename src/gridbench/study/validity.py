@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gridbench.family import ValidityRule
+from gridbench.schema import validity_document
 
 SMALL_COHORT = "small_cohort"
 FEW_PAIRS = "few_pairs"
@@ -102,8 +103,4 @@ def validity(
                 OUT_OF_SCALE, "install survey", f"{out_of_scale} rating(s) above the scale left out"
             )
         )
-    return {
-        "valid": not flags,
-        "flags": flags,
-        "rules": [{"name": r.name, "description": r.description} for r in STUDY_VALIDITY_RULES],
-    }
+    return validity_document(flags, STUDY_VALIDITY_RULES)
