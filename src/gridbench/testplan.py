@@ -115,6 +115,26 @@ class Story(NamedTuple):
     left_open: Iterable[str]  # what the analysis could not settle
 
 
+def run_span(experiment: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The "run" line of what was tested: when it was created and finished (none when
+    experiment.json does not say)."""
+    if not experiment.get("created"):
+        return []
+    return [
+        ("run", f"{experiment.get('created')} – {experiment.get('finished') or 'not finished'}")
+    ]
+
+
+def thresholds_finding(total: int, failed: Sequence[str]) -> Finding | None:
+    """The headline's thresholds line: none declared (None), all ``total`` met, or the
+    ``failed`` ones (each described) out of ``total``."""
+    if not total:
+        return None
+    if not failed:
+        return Finding("pass", f"thresholds: all {total} met")
+    return Finding("fail", f"thresholds: FAILED ({len(failed)} of {total})", "; ".join(failed))
+
+
 def family_report(
     family: str,
     name: str,

@@ -41,7 +41,7 @@ from gridbench.sections import (
     Statements,
     Status,
 )
-from gridbench.testplan import Configured, Story, family_report
+from gridbench.testplan import Configured, Story, family_report, run_span, thresholds_finding
 from gridbench.units import format_size
 
 __all__ = ["build_report"]
@@ -112,16 +112,8 @@ def _status_finding(metrics: Mapping[str, Any]) -> Finding | None:
 
 def _threshold_finding(metrics: Mapping[str, Any]) -> Finding | None:
     ths = threshold_entries(metrics)
-    if not ths:
-        return None
-    failed = [t for t in ths if not t[2]]
-    if not failed:
-        return Finding("pass", f"thresholds: all {len(ths)} met")
-    return Finding(
-        "fail",
-        f"thresholds: FAILED ({len(failed)} of {len(ths)})",
-        "; ".join(f"{test} on {target}: {detail}" for test, target, _, detail in failed),
-    )
+    failed = [f"{test} on {target}: {detail}" for test, target, ok, detail in ths if not ok]
+    return thresholds_finding(len(ths), failed)
 
 
 def _consistency_findings(metrics: Mapping[str, Any]) -> list[Finding]:
@@ -283,9 +275,7 @@ def _tested(metrics: Mapping[str, Any], exp: Mapping[str, Any]) -> list[tuple[st
                 + ("timed (-e)" if io.get("include_flush") else "not timed"),
             )
         )
-    if exp.get("created"):
-        out.append(("run", f"{exp.get('created')} – {exp.get('finished') or 'not finished'}"))
-    return out
+    return out + run_span(exp)
 
 
 def _outcome(metrics: Mapping[str, Any]) -> list[Finding]:

@@ -26,7 +26,7 @@ from gridbench.sections import (
     Statements,
     Status,
 )
-from gridbench.testplan import Configured, Story, family_report
+from gridbench.testplan import Configured, Story, family_report, run_span, thresholds_finding
 
 __all__ = ["build_report"]
 
@@ -91,20 +91,13 @@ def _status_finding(metrics: Mapping[str, Any]) -> Finding | None:
 
 def _threshold_finding(metrics: Mapping[str, Any]) -> Finding | None:
     ths = _list(metrics, "thresholds")
-    if not ths:
-        return None
-    failed = [t for t in ths if t.get("passed") is not True]
-    if not failed:
-        return Finding("pass", f"thresholds: all {len(ths)} met")
-    return Finding(
-        "fail",
-        f"thresholds: FAILED ({len(failed)} of {len(ths)})",
-        "; ".join(
-            f"{t.get('metric')} {t.get('op')} {t.get('value')}: "
-            + (str(t.get("reason")) if t.get("reason") else f"{fmt4(t.get('actual'))}")
-            for t in failed
-        ),
-    )
+    failed = [
+        f"{t.get('metric')} {t.get('op')} {t.get('value')}: "
+        + (str(t.get("reason")) if t.get("reason") else f"{fmt4(t.get('actual'))}")
+        for t in ths
+        if t.get("passed") is not True
+    ]
+    return thresholds_finding(len(ths), failed)
 
 
 def _series_of(o: Mapping[str, Any]) -> tuple[str, ...]:
@@ -264,9 +257,7 @@ def _tested(metrics: Mapping[str, Any], exp: Mapping[str, Any]) -> list[tuple[st
             f"{fmt4(metrics.get('floor_factor'))}× the floor",
         )
     )
-    if exp.get("created"):
-        out.append(("run", f"{exp.get('created')} – {exp.get('finished') or 'not finished'}"))
-    return out
+    return out + run_span(exp)
 
 
 def _outcome(metrics: Mapping[str, Any]) -> list[Finding]:

@@ -57,7 +57,7 @@ from gridbench.study.report_tables import (
     table2,
     task_table,
 )
-from gridbench.testplan import Configured, Story, family_report
+from gridbench.testplan import Configured, Story, family_report, run_span
 
 __all__ = ["build_report", "without_free_text"]
 
@@ -283,9 +283,7 @@ def _tested(metrics: Mapping[str, Any], exp: Mapping[str, Any]) -> list[tuple[st
             f"each comparison's metrics; power {fmt(p.get('power'))}",
         )
     )
-    if exp.get("created"):
-        out.append(("run", f"{exp.get('created')} – {exp.get('finished') or 'not finished'}"))
-    return out
+    return out + run_span(exp)
 
 
 def _outcome(metrics: Mapping[str, Any]) -> list[Finding]:
