@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Protocol
+
+from gridbench.errors import GridbenchError
 
 if TYPE_CHECKING:
     from gridbench.family import Ui
+    from gridbench.store.layout import RunDir
 
 #: A family's command: the parsed arguments and what the CLI lends it -> the exit code.
 FamilyCommand = Callable[[argparse.Namespace, "Ui"], int]
@@ -114,3 +118,100 @@ def report_command(args: argparse.Namespace, ui: Ui) -> int:
     from gridbench.store.catalogue import resolve_run
 
     return ui.analyze_and_show(resolve_run(args.run, ui.results_root(args)).path)
+
+
+# -- a family's run command -----------------------------------------------------------
+
+
+@contextmanager
+def step_progress(ui: Ui, label: str, total: int) -> Iterator[Callable[[str], None]]:
+    """A progress bar for a family's run command: ``step(msg)`` marks the previous step
+    done and shows ``msg`` (text from data, shown safely); leaving marks the last one."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    from gridbench.fmt import safe_markup
+
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[detail]}"),
+        TimeElapsedColumn(),
+        console=ui.console,
+    )
+    with progress:
+        task = progress.add_task(label, total=total, detail="")
+        started = False
+
+        def step(msg: str) -> None:
+            nonlocal started
+            if started:
+                progress.advance(task)
+            started = True
+            progress.update(task, detail=safe_markup(msg))
+
+        try:
+            yield step
+        finally:
+            progress.advance(task)
+
+
+class Executes(Protocol):
+    """A family's runner as its run command drives it: ``run`` is set once the results
+    folder exists."""
+
+    run: RunDir | None
+
+    def execute(self) -> object:
+        """Run the spec into ``run``."""
+        ...
+
+
+def run_and_show(
+    ui: Ui,
+    label: str,
+    total: int,
+    runner: Callable[[Callable[[str], None]], Executes],
+    *,
+    interrupted: str,
+    failures: tuple[type[GridbenchError], ...] = (GridbenchError,),
+) -> int:
+    """A family's run command: ``runner(step)`` executed under a progress bar of ``total``
+    steps, then :func:`show_run`. Once the results folder exists, an error of ``failures``
+    is shown after the report of what was measured, and Ctrl-C prints
+    "interrupted: ``interrupted``, results so far kept" and reports them; before, both
+    propagate."""
+    failure: GridbenchError | None = None
+    with step_progress(ui, label, total) as step:
+        made = runner(step)
+        try:
+            made.execute()
+        except failures as exc:
+            if made.run is None:
+                raise
+            failure = exc  # the run is marked failed; what it measured is still reported
+        except KeyboardInterrupt:
+            if made.run is None:
+                raise
+            ui.console.print(f"[yellow]interrupted: {interrupted}, results so far kept[/]")
+    return show_run(ui, made.run, failure)
+
+
+def show_run(ui: Ui, run: RunDir | None, failure: BaseException | None) -> int:
+    """After a family's run command: where the results are, their analysis and report
+    (the exit code), then the error that stopped the run, if one did."""
+    from gridbench.fmt import safe_markup
+
+    if run is None:
+        raise GridbenchError("nothing was run")
+    ui.console.print(f"results: [cyan]{safe_markup(run.path)}[/]")
+    code = ui.analyze_and_show(run.path)
+    if failure is not None:
+        ui.err_console.print(f"[red]error[/]: {safe_markup(failure)}")
+    return code

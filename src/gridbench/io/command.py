@@ -11,9 +11,9 @@ import argparse
 import functools
 from typing import Any
 
-from gridbench.cliargs import add_action, add_spec_args, report_command
+from gridbench.cliargs import add_action, add_spec_args, report_command, run_and_show
 from gridbench.errors import EXIT_OK
-from gridbench.family import Ui, run_and_show
+from gridbench.family import Ui
 from gridbench.fmt import safe_markup
 
 
