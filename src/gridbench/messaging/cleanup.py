@@ -162,6 +162,9 @@ def _resources(run: RunDir, dry_run: bool, lines: list[str], errors: list[str]) 
                 ok, err = _run_ip(cmd)
                 if ok:
                     lines.append(f"{kind} {name}: removed")
+                elif kind == "link" and not _run_ip([ip, "link", "show", "dev", name])[0]:
+                    # the kernel frees a deleted namespace's veth pair a moment later
+                    lines.append(f"{kind} {name}: gone with its namespace")
                 else:
                     errors.append(f"{kind} {name}: {' '.join(cmd[1:])} failed: {err}")
 
