@@ -11,13 +11,16 @@ from typing import Any
 
 import polars as pl
 import pytest
+from rich.console import Console
 
 from backend_run import backend_ids, run_with, trial
 from gridbench.analysis.experiment import analyze_run
 from gridbench.backends.registry import create_backend
 from gridbench.backends.slurm import SlurmBackend
 from gridbench.jobflow.metrics_schema import validate_metrics
+from gridbench.jobflow.report import build_report
 from gridbench.jobflow.report.rows import all_tables
+from gridbench.report import render_report
 from gridbench.run.cleanup import cleanup_run
 from gridbench.run.experiment import ExperimentOutcome
 from slurm_cluster import SlurmCluster, slurm_fixture  # noqa: F401 (fixture)
@@ -55,6 +58,12 @@ def ops(ev: pl.DataFrame, op: str, stage: str = "op_end") -> list[dict[str, Any]
     a = pl.col("attrs")
     rows = ev.filter((pl.col("stage") == stage) & (a.str.json_path_match("$.op") == op))
     return [json.loads(x) for x in rows["attrs"].to_list()]
+
+
+def report_text(metrics: dict[str, Any]) -> str:
+    console = Console(record=True, width=250)
+    render_report(build_report(metrics, {}), console)
+    return console.export_text()
 
 
 def model(out: ExperimentOutcome) -> dict[str, Any]:
@@ -134,6 +143,9 @@ def test_tokens_with_the_controllers_cpu_per_request(slurm: SlurmCluster, tmp_pa
     assert srv["operations"] == 9 and srv["samples"] >= 2
     assert srv["cpu_s_per_op"] == pytest.approx(srv["cpu_s"] / 9)
     assert srv["client_cpu_s_per_op"] is not None
+    # the report names the operation, beside the server's and client's CPU per call
+    text = report_text(metrics)
+    assert "credential-issue time" in text and "server CPU ms/op" in text
     row = next(r for r in all_tables(metrics)["server_processes"] if r["label"] == "slurmctld")
     assert row["operations"] == 9
     assert row["client_cpu_ms_per_op"] == pytest.approx(srv["client_cpu_s_per_op"] * 1e3)

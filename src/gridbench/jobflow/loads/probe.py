@@ -295,6 +295,7 @@ def probe_summary(trials: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     if not models:
         return out
     pool = out["pooled"]
+    out["label"] = probe_ops.label(str(out.get("operation") or "submit"))
     single = pool["single"]
     single["statement"] = ci_statement(single)
     if pool["below"]["n"]:
