@@ -28,7 +28,7 @@ LOCAL = """
 name: probe-local
 backend: {{type: local, options: {{slots: 1}}}}
 job: {{command: [sleep, "300"]}}
-load: {{model: probe, operation: {op}, count: 3, gap: 0.02s}}
+load: {{model: probe, operation: {op}, count: 3, gap: 0.02s{burst}}}
 timeouts: {{status_interval: 0.1s, drain: 10s}}
 """
 
@@ -66,7 +66,7 @@ def op_ends(ev: pl.DataFrame, op: str) -> list[dict[str, Any]]:
 
 def test_local_status_and_cancel_probe_held_jobs(tmp_path: Path) -> None:
     assert isinstance(create_backend("local", {}), HoldingSubmitter)
-    _, ev, t = run(LOCAL.format(op="status"), tmp_path / "status")
+    _, ev, t = run(LOCAL.format(op="status", burst=""), tmp_path / "status")
     acks = ev.filter(pl.col("stage") == "submit_ack")["attrs"].str.json_path_match("$.backend_id")
     calls = op_ends(ev, "status")
     assert acks.len() == 1 and {c["job"] for c in calls} == {acks[0]}
@@ -76,11 +76,15 @@ def test_local_status_and_cancel_probe_held_jobs(tmp_path: Path) -> None:
     assert ev.filter(pl.col("stage") == "cancelled").height == 1
     assert t["model"]["single"]["n"] == 3 and t["valid"]
 
-    _, ev, t = run(LOCAL.format(op="cancel"), tmp_path / "cancel")
+    burst = ", burst: {requests: 4, threads: [2]}"  # each of 2 threads: hold, cancel, ...
+    _, ev, t = run(LOCAL.format(op="cancel", burst=burst), tmp_path / "cancel")
     acks = ev.filter(pl.col("stage") == "submit_ack")["attrs"].str.json_path_match("$.backend_id")
-    assert [c["job"] for c in op_ends(ev, "cancel")] == acks.to_list() and acks.len() == 3
-    assert ev.filter(pl.col("stage") == "cancelled").height == 3
-    assert t["model"]["single"]["n"] == 3 and t["model"]["statement"].startswith("cancel time")
+    cancels = op_ends(ev, "cancel")
+    assert sorted(c["job"] for c in cancels) == sorted(acks.to_list()) and acks.len() == 7
+    assert ev.filter(pl.col("stage") == "cancelled").height == 7
+    m = t["model"]
+    assert (m["single"]["n"], m["calls"]) == (3, 7) and m["statement"].startswith("cancel time")
+    assert (m["bursts"]["2"]["requests"], m["bursts"]["2"]["errors"]) == (4, 0)
 
 
 def test_named_operations_are_timed_and_failures_recorded(tmp_path: Path) -> None:

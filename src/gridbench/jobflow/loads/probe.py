@@ -101,7 +101,9 @@ async def run_probe(ctx: TrialContext) -> None:
     rec = ctx.recorders[0]
     ops = OpNames(ctx.trial_id)
     seq = 0
-    runner = None if operation == "submit" else probe_ops.OpRunner(ctx, operation, make_request)
+    runner = (
+        None if operation == "submit" else probe_ops.OpRunner(ctx, operation, make_request, ops)
+    )
 
     async def one(tag: str) -> None:
         nonlocal seq

@@ -137,11 +137,13 @@ class OpRunner:
     """One trial's probe calls of a non-submit operation: :meth:`prepare` once, :meth:`call`
     per probe (singles and bursts alike), :meth:`finish` once (it cancels what is left)."""
 
-    def __init__(self, ctx: TrialContext, operation: str, make_request: RequestMaker) -> None:
+    def __init__(
+        self, ctx: TrialContext, operation: str, make_request: RequestMaker, ops: OpNames
+    ) -> None:
         self.ctx = ctx
         self.operation = operation
         self.make_request = make_request
-        self.ops = OpNames(ctx.trial_id)
+        self.ops = ops  # the trial's operation names (shared with the bursts' records)
         self.rec = ctx.recorders[0]
         self.jobs = 0
         self.held: str | None = None  # the status probe's job
