@@ -191,7 +191,9 @@ def analyze_trial(
     }
     if model is not None:
         metrics["model"] = model
-    srv = server_resources(server, jobs["submitted"], resources)
+    calls = (model or {}).get("calls")  # a closed model's timed calls (probe operations)
+    ops = calls if isinstance(calls, int) and not isinstance(calls, bool) else None
+    srv = server_resources(server, jobs["submitted"], resources, ops)
     if srv:
         metrics["server_resources"] = srv
     if users is not None:

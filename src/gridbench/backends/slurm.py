@@ -23,10 +23,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from zoneinfo import ZoneInfo
 
 from gridbench.backends.base import BulkSubmitter, JobRequest, JobStatus, SubmitError
-from gridbench.backends.batch_cli import BatchSchedulerBackend, short, with_bin_dir
+from gridbench.backends.batch_cli import short, with_bin_dir
 from gridbench.backends.cli_run import CliResult, scrub_secrets
+from gridbench.backends.operations import CredentialIssuer, HoldingSubmitter, Reserver
 from gridbench.backends.options import parse_options
 from gridbench.backends.slurm_log import LogTail
+from gridbench.backends.slurm_ops import SlurmOperations
 from gridbench.backends.slurm_options import SlurmOptions, minutes
 from gridbench.backends.slurm_parse import (
     SACCT_FORMAT,
@@ -66,13 +68,15 @@ FIX_REACH = (
 FIX_INSTALL = "install the Slurm clients (Debian: slurm-client) or set backend.options.bin_dir"
 
 
-class SlurmBackend(BatchSchedulerBackend):
-    """Adapter to a Slurm cluster through its command-line clients."""
+class SlurmBackend(SlurmOperations):
+    """Adapter to a Slurm cluster through its command-line clients; held submission,
+    reservations and tokens come from :class:`SlurmOperations`."""
 
     name: ClassVar[str] = "slurm"
     cancel_program: ClassVar[str] = "scancel"
     cancel_chunk: ClassVar[int] = CANCEL_CHUNK
     cancel_gone: ClassVar[str] = "already completing or completed"
+    hold_flag: ClassVar[str] = "--hold"  # pending with reason JobHeldUser until cancelled
     output_example: ClassVar[str] = "/shared/gridbench/%j.out"
     fix_reach: ClassVar[str] = FIX_REACH
     fix_install: ClassVar[str] = FIX_INSTALL
@@ -533,5 +537,8 @@ def _config(text: str) -> dict[str, str]:
     return out
 
 
-if TYPE_CHECKING:  # mypy checks the optional hook against its protocol
+if TYPE_CHECKING:  # mypy checks the optional hooks against their protocols
     _submits_bulk: type[BulkSubmitter] = SlurmBackend
+    _holds: type[HoldingSubmitter] = SlurmBackend
+    _reserves: type[Reserver] = SlurmBackend
+    _issues: type[CredentialIssuer] = SlurmBackend

@@ -92,9 +92,11 @@ class JobFlow:
             lines.append("dry run: nothing was cancelled")
             return CleanupOutcome(tuple(lines), tuple(report.errors))
         stopped = report.stopped_processes
+        resv = report.released_reservations
         lines.append(
             f"cancelled {report.cancelled} jobs"
             + (f"; stopped leftover processes {stopped}" if stopped else "")
+            + (f"; deleted {resv} reservations" if resv else "")
         )
         return CleanupOutcome(tuple(lines), tuple(report.errors))
 

@@ -119,6 +119,9 @@ class ServerProcess(OpenModel):
     cpu_s_per_job: Num = None
     client_cpu_s: Num = None
     client_cpu_s_per_job: Num = None
+    operations: Count = None
+    cpu_s_per_op: Num = None
+    client_cpu_s_per_op: Num = None
 
 
 class Trial(OpenModel):

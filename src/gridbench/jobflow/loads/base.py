@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -110,10 +110,16 @@ class TrialContext:
         """The time-out of one submission call."""
         return self.spec.timeouts.submit
 
-    async def submit(self, req: JobRequest, rec: Recorder) -> str | None:
-        """Submit one job, stamped by ``rec``; the backend's id, ``None`` if it failed."""
+    async def submit(
+        self,
+        req: JobRequest,
+        rec: Recorder,
+        call: Callable[[JobRequest], Awaitable[str]] | None = None,
+    ) -> str | None:
+        """Submit one job, stamped by ``rec`` (through ``call`` instead of the backend's
+        ``submit`` when given: a held submission); the backend's id, ``None`` if it failed."""
         return await submit_one(
-            self.backend, req, rec, self.tracker, self.progress, self.submit_timeout_s
+            self.backend, req, rec, self.tracker, self.progress, self.submit_timeout_s, call=call
         )
 
 
