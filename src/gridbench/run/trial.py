@@ -68,11 +68,20 @@ def _request_factory(spec: ExperimentSpec, trial_id: str, n_hint: int, seed: int
             fail = False
         name = f"{trial_id}-{i:06d}"
         if not users:
-            return JobRequest(name, command, job.runtime, fail)
+            return JobRequest(name, command, job.runtime, fail, tasks=job.tasks, nodes=job.nodes)
         u = users[order[(i if slot is None else slot) % len(order)]]
         cred = u.credential.model_dump(exclude_none=True) if u.credential else {}
         return JobRequest(
-            name, command, job.runtime, fail, u.name, {"user": u.name}, u.account, cred
+            name,
+            command,
+            job.runtime,
+            fail,
+            u.name,
+            {"user": u.name},
+            u.account,
+            cred,
+            tasks=job.tasks,
+            nodes=job.nodes,
         )
 
     return make

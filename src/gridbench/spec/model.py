@@ -43,6 +43,28 @@ class JobSpec(_Strict):
     )
     fail_fraction: float = Field(default=0.0, ge=0.0, le=1.0)
     application: str = "gridbench"
+    tasks: int | None = Field(
+        default=None,
+        ge=1,
+        le=1_000_000,
+        description="processes per job (Slurm --ntasks, PSI/J process_count); "
+        "unset: the backend's default",
+    )
+    nodes: int | None = Field(
+        default=None,
+        ge=1,
+        le=100_000,
+        description="nodes per job (Slurm --nodes, PSI/J node_count); unset: the backend's default",
+    )
+
+    @model_validator(mode="after")
+    def _size(self) -> JobSpec:
+        if self.tasks is not None and self.nodes is not None and self.tasks < self.nodes:
+            raise ValueError(
+                f"job.tasks ({self.tasks}) is below job.nodes ({self.nodes}): every node "
+                "needs at least one task; raise tasks or lower nodes"
+            )
+        return self
 
 
 class CredentialRef(_Strict):
