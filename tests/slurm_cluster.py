@@ -114,6 +114,8 @@ def node_lines(c: SlurmCluster) -> str:
         for i, n in enumerate(names)
     ]
     nodes = NODE if c.nodes == 1 else f"{NODE}[1-{c.nodes}]"
+    if c.nodes > 1:  # sbatch refuses a job larger than the partition (else it pends forever)
+        lines.insert(0, "EnforcePartLimits=ALL")
     lines.append(f"PartitionName={PARTITION} Nodes={nodes} Default=YES MaxTime=INFINITE State=UP")
     return "\n".join(lines) + "\n"
 

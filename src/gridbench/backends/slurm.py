@@ -360,8 +360,8 @@ class SlurmBackend(BatchSchedulerBackend):
             desc["time_limit"] = minutes(o.time_limit)
         if job.tasks is not None:
             desc["tasks"] = job.tasks
-        if job.nodes is not None:  # exactly that many: sbatch --nodes=N is N-N
-            desc["minimum_nodes"] = desc["maximum_nodes"] = job.nodes
+        if job.nodes is not None:  # exactly that many (v0.0.38 takes "min-max", as --nodes)
+            desc["nodes"] = f"{job.nodes}-{job.nodes}"
         if self._script_text is not None:
             desc["argv"] = [o.script or "script", *job.command]
             return desc, self._script_text
