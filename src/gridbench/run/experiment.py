@@ -9,6 +9,7 @@ import asyncio
 import hashlib
 import json
 import logging
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,12 +20,13 @@ from gridbench.backends.base import Backend, RuntimeInfoSource
 from gridbench.backends.registry import create_backend
 from gridbench.errors import GridbenchError
 from gridbench.events.clock import AnchoredClock
+from gridbench.run.closed_loop import sleep_or_stop
 from gridbench.run.collect import Collector
 from gridbench.run.collectors import build_collectors
 from gridbench.run.observer import NullObserver, Observer
 from gridbench.run.trial import TrialOutcome, run_trial
 from gridbench.spec.model import ExperimentSpec
-from gridbench.spec.plan import Plan
+from gridbench.spec.plan import Plan, PlannedTrial
 from gridbench.specload import dump_yaml
 from gridbench.store.layout import RunDir, now_iso, write_json
 
@@ -106,6 +108,23 @@ class ExperimentRunner:
         self.run = run
         return run
 
+    async def _wait_turn(self, planned: PlannedTrial, first: float, last_end: float) -> None:
+        """Wait for the trial's turn under ``schedule``: ``pause`` after the previous
+        trial's end, and not before its window slot; an abort ends the wait at once."""
+        sched = self.plan.spec.schedule
+        if sched is None:
+            return
+        until = max(last_end + sched.pause, first + planned.not_before_s)
+        wait = until - time.perf_counter()
+        if wait <= 0:
+            return
+        self.observer.message(
+            f"schedule: {planned.trial_id} starts in {wait:.0f} s "
+            f"(pause {sched.pause:g} s" + (f", window {sched.window:g} s)" if sched.window else ")")
+        )
+        while not self.stop.is_set() and time.perf_counter() < until:
+            await sleep_or_stop(until - time.perf_counter(), self.stop, until)
+
     async def execute(self) -> ExperimentOutcome:
         spec = self.plan.spec
         # bad backend options (the base spec's, or a swept point's) fail before a results
@@ -133,12 +152,17 @@ class ExperimentRunner:
             run.update_experiment(backend_runtime=backend.runtime_info())
         clock = AnchoredClock()
         opened: dict[str, tuple[Backend, list[Collector]]] = {}
+        first: float | None = None  # perf_counter at the first trial's start
+        last_end = 0.0
         try:
             opened[backend_key(spec)] = (backend, build_collectors(spec, backend))
             for planned in self.plan.trials:
+                if first is not None:
+                    await self._wait_turn(planned, first, last_end)
                 if self.stop.is_set():
                     outcome.status = "aborted"
                     break
+                first = time.perf_counter() if first is None else first
                 point = self.plan.points[planned.point_index]
                 key = backend_key(point.spec)
                 if key not in opened:
@@ -162,6 +186,7 @@ class ExperimentRunner:
                     self.observer,
                     self.stop,
                 )
+                last_end = time.perf_counter()
                 outcome.trials.append(res)
                 run.update_experiment(trials_done=len(outcome.trials))
                 if res.status == "aborted":
