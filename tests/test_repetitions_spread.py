@@ -5,6 +5,7 @@ report shows each trial's figure against its start time with the background queu
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import signal
@@ -66,7 +67,7 @@ def test_pause_and_window_respected_in_recorded_stamps(spread_run: Path) -> None
     ts = _trials(spread_run)
     first = ts[0]["started_ns"]
     slot = 4.0 / len(ts)
-    for k, (prev, cur) in enumerate(zip(ts, ts[1:], strict=False), start=1):
+    for k, (prev, cur) in enumerate(itertools.pairwise(ts), start=1):
         assert cur["started_ns"] - prev["ended_ns"] >= 0.4 * NS  # the pause
         assert cur["started_ns"] - first >= k * slot * NS - 1e6  # its window slot
 
