@@ -308,7 +308,9 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
     p.set_defaults(func=_bind(cmd_validate, ui))
 
     p = sub.add_parser(
-        "plan", help="dry run: points × trials, job count, duration; submits nothing"
+        "plan",
+        help="dry run: points × trials, job count, duration; with schedule: the trial order, "
+        "estimated starts and end; submits nothing",
     )
     _spec_args(p)
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
