@@ -21,6 +21,7 @@ from gridbench.events.log import read_events
 from gridbench.jobflow.report.headline import headline
 from gridbench.run.check import check_config
 from gridbench.spec import load_spec_text, make_plan
+from psij_run import psij_backend
 from slurm_cluster import (  # noqa: F401 (fixtures)
     MULTI_NODES,
     SlurmCluster,
@@ -179,3 +180,23 @@ def test_rest_submission_carries_the_size(slurm: SlurmCluster, tmp_path: Path) -
     (bid,) = _acked(out.run.path, "p00-t00")
     shown = slurm.run("scontrol", "-o", "show", "job", bid)
     assert "NumTasks=3" in shown and _num_nodes(slurm, bid) == 1
+
+
+def test_psij_resource_spec_reaches_slurm(
+    slurm4: SlurmCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for key, value in slurm4.env.items():  # PSI/J runs sbatch with the process environment
+        monkeypatch.setenv(key, value)
+    backend = psij_backend(
+        executor="slurm",
+        poll_interval_s=0.5,
+        work_directory=str(tmp_path / "psij"),
+        queue="debug",
+    )
+    spec = PROBE.replace("type: slurm", "type: psij").replace("count: 2", "count: 1")
+    spec = spec.replace("job: {", "job: {tasks: 4, nodes: 2, ")
+    out = run_with(spec, tmp_path / "r", backend)
+    assert out.status == "complete", out.error
+    (bid,) = _acked(out.run.path, "p00-t00")
+    shown = slurm4.run("scontrol", "-o", "show", "job", bid)
+    assert "NumTasks=4" in shown and _num_nodes(slurm4, bid) == 2
