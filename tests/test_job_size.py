@@ -200,3 +200,30 @@ def test_psij_resource_spec_reaches_slurm(
     (bid,) = _acked(out.run.path, "p00-t00")
     shown = slurm4.run("scontrol", "-o", "show", "job", bid)
     assert "NumTasks=4" in shown and _num_nodes(slurm4, bid) == 2
+
+
+def test_command_backend_passes_the_size_to_its_template(tmp_path: Path) -> None:
+    spec = """
+name: sized-command
+backend:
+  type: command
+  options:
+    submit: {argv: [echo, "{name}:{tasks}:{nodes}"], pattern: '^(?P<id>\\S+)$'}
+    status: {argv: ["true", "{ids}"], pattern: '^(?P<id>\\S+) (?P<state>\\S+)$', missing: done}
+job: {tasks: 6, nodes: 3}
+load: {model: probe, operation: submit, count: 1, gap: 0.1s}
+timeouts: {status_interval: 0.1s, drain: 10s}
+"""
+    parsed, data = load_spec_text(spec)
+    check_config([p.spec for p in make_plan(parsed, data).points], host=False)
+    backend = create_backend("command", parsed.backend.options)
+    out = run_with(spec, tmp_path, backend)  # type: ignore[arg-type]
+    assert out.status == "complete", out.error
+    assert _acked(out.run.path, "p00-t00") == ["p00-t00-000000:6:3"]
+
+
+def test_sge_refuses_a_size_at_validate() -> None:
+    err = _spec_error(
+        PROBE.replace("type: slurm", "type: sge").replace("job: {", "job: {tasks: 2, ")
+    )
+    assert err.where == "job.tasks" and "sge" in err.message
