@@ -108,22 +108,26 @@ class ExperimentRunner:
         self.run = run
         return run
 
-    async def _wait_turn(self, planned: PlannedTrial, first: float, last_end: float) -> None:
+    async def _wait_turn(
+        self, planned: PlannedTrial, clock: AnchoredClock, first: int, last_end: int
+    ) -> None:
         """Wait for the trial's turn under ``schedule``: ``pause`` after the previous
-        trial's end, and not before its window slot; an abort ends the wait at once."""
+        trial's end, and not before its window slot counted from the first trial's
+        recorded start; an abort ends the wait at once."""
         sched = self.plan.spec.schedule
         if sched is None:
             return
-        until = max(last_end + sched.pause, first + planned.not_before_s)
-        wait = until - time.perf_counter()
+        until = max(last_end + sched.pause * 1e9, first + planned.not_before_s * 1e9)
+        wait = (until - clock.now_ns()) / 1e9
         if wait <= 0:
             return
         self.observer.message(
             f"schedule: {planned.trial_id} starts in {wait:.0f} s "
             f"(pause {sched.pause:g} s" + (f", window {sched.window:g} s)" if sched.window else ")")
         )
-        while not self.stop.is_set() and time.perf_counter() < until:
-            await sleep_or_stop(until - time.perf_counter(), self.stop, until)
+        deadline = time.perf_counter() + wait
+        while not self.stop.is_set() and time.perf_counter() < deadline:
+            await sleep_or_stop(deadline - time.perf_counter(), self.stop, deadline)
 
     async def execute(self) -> ExperimentOutcome:
         spec = self.plan.spec
@@ -152,17 +156,16 @@ class ExperimentRunner:
             run.update_experiment(backend_runtime=backend.runtime_info())
         clock = AnchoredClock()
         opened: dict[str, tuple[Backend, list[Collector]]] = {}
-        first: float | None = None  # perf_counter at the first trial's start
-        last_end = 0.0
+        first: int | None = None  # the first trial's recorded start (clock ns)
+        last_end = 0  # the previous trial's end (clock ns)
         try:
             opened[backend_key(spec)] = (backend, build_collectors(spec, backend))
             for planned in self.plan.trials:
                 if first is not None:
-                    await self._wait_turn(planned, first, last_end)
+                    await self._wait_turn(planned, clock, first, last_end)
                 if self.stop.is_set():
                     outcome.status = "aborted"
                     break
-                first = time.perf_counter() if first is None else first
                 point = self.plan.points[planned.point_index]
                 key = backend_key(point.spec)
                 if key not in opened:
@@ -186,7 +189,9 @@ class ExperimentRunner:
                     self.observer,
                     self.stop,
                 )
-                last_end = time.perf_counter()
+                last_end = clock.now_ns()
+                if first is None:
+                    first = res.started_ns if res.started_ns is not None else last_end
                 outcome.trials.append(res)
                 run.update_experiment(trials_done=len(outcome.trials))
                 if res.status == "aborted":

@@ -47,6 +47,7 @@ class TrialOutcome:
     status: str  # complete | aborted | failed
     progress: TrialProgress
     error: str | None = None
+    started_ns: int | None = None  # the recorded start (trial.json), the schedule's anchor
 
 
 def _request_factory(spec: ExperimentSpec, trial_id: str, n_hint: int, seed: int) -> RequestMaker:
@@ -308,7 +309,7 @@ async def run_trial(
         write_json(trial_dir / TRIAL_FILE, info)
         progress.phase = status
         observer.trial_finished(progress)
-    return TrialOutcome(tid, status, progress, error)
+    return TrialOutcome(tid, status, progress, error, info["started_ns"])
 
 
 async def _flush_and_report(
