@@ -27,6 +27,7 @@ from gridbench.analysis.failures import failures_vs_rate
 from gridbench.analysis.growth import sweep_growth
 from gridbench.analysis.knee import PointVerdict, knee
 from gridbench.analysis.repetitions import point_summary
+from gridbench.analysis.schedule import trial_times
 from gridbench.analysis.thresholds import evaluate_thresholds
 from gridbench.analysis.trial import TrialResult, analyze_trial
 from gridbench.events.chain import StageChain
@@ -193,6 +194,7 @@ def assemble(
         "bottleneck": experiment_bottleneck(points, chain),
         "failures_vs_rate": failures_vs_rate(points),
         "growth": sweep_growth(points, results[0].info.load_model if results else None),
+        "time_of_day": trial_times(points, results[0].info.load_model if results else None),
         "validity": {
             "valid": not invalid and bool(results),
             "invalid_trials": [t["trial_id"] for t in invalid],

@@ -174,6 +174,7 @@ def analyze_trial(
     metrics: dict[str, Any] = {
         "trial_id": info.trial_id,
         "trial_index": info.trial_index,
+        "started_ns": info.started_ns,  # the trial's start (the time-of-day view)
         "valid": validity["valid"],
         "status": info.status,
         "offered_rate_per_s": offered,

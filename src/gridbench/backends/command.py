@@ -156,6 +156,8 @@ class CommandBackend:
             "arguments": shlex.join(cmd[1:]),
             "executable_json": json.dumps(cmd[0] if cmd else ""),
             "arguments_json": json.dumps(cmd[1:]),
+            "tasks": str(job.tasks or 1),
+            "nodes": str(job.nodes or 1),
         }
         try:
             argv = self._argv(op, extra, {"command": cmd})
@@ -181,6 +183,19 @@ class CommandBackend:
             raise SubmitError(FAIL_SUBMIT_ERROR, f"submit template ({argv[0]}): id {exc}") from None
         self._names[bid] = job.name
         return bid
+
+    def job_size_problem(self, tasks: int | None, nodes: int | None) -> str | None:
+        """A size reaches the site only through ``{tasks}`` / ``{nodes}`` in submit."""
+        used = self.cfg.ops["submit"].names
+        unused = [n for n, v in (("tasks", tasks), ("nodes", nodes)) if v is not None]
+        unused = [n for n in unused if n not in used]
+        if unused:
+            names = " and ".join(f"{{{n}}}" for n in unused)
+            return (
+                f"job.{unused[0]} is set but the submit template does not use {names}, "
+                f"so the size would be dropped; put {names} in backend.options.submit"
+            )
+        return None
 
     async def status(self, ids: Sequence[str]) -> dict[str, JobStatus]:
         if not ids:

@@ -51,6 +51,8 @@ SUBMIT_NAMES = frozenset(
         "arguments",
         "executable_json",
         "arguments_json",
+        "tasks",  # job.tasks (1 when unset)
+        "nodes",  # job.nodes (1 when unset)
     }
 )
 JOB_NAMES = frozenset({"id", "name"})

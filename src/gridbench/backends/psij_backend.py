@@ -199,6 +199,9 @@ class PsijBackend:
         )
         if o.time_limit_s is not None:
             attrs.duration = timedelta(seconds=o.time_limit_s)
+        resources = None
+        if job.tasks is not None or job.nodes is not None:
+            resources = psij.ResourceSpecV1(node_count=job.nodes, process_count=job.tasks)
         return psij.JobSpec(
             executable=job.command[0],
             arguments=list(job.command[1:]),
@@ -207,7 +210,17 @@ class PsijBackend:
             environment=dict(o.environment) or None,
             attributes=attrs,
             launcher=o.launcher,
+            resources=resources,
         )
+
+    def job_size_problem(self, tasks: int | None, nodes: int | None) -> str | None:
+        """PSI/J's ResourceSpecV1 takes both; its local executor has this one host only."""
+        if self.options.executor == "local" and nodes is not None and nodes > 1:
+            return (
+                f"job.nodes is {nodes} but PSI/J's local executor runs on this host only; "
+                "use a batch executor (slurm) for jobs spanning nodes"
+            )
+        return None
 
     def _submit_blocking(self, job: JobRequest) -> Any:
         pj = self._psij.Job(self._spec(job))

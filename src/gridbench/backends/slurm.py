@@ -269,10 +269,21 @@ class SlurmBackend(SlurmOperations):
             argv.append(f"--time={o.time_limit}")
         if o.workdir:
             argv.append(f"--chdir={o.workdir}")
+        argv += size_args(job)
         argv += o.sbatch_args
         if o.script:
             return [*argv, o.script, *job.command]
         return [*argv, f"--wrap={shlex.join(job.command)}"]
+
+    def job_size_problem(self, tasks: int | None, nodes: int | None) -> str | None:
+        """Slurm honours any size; only a size also set in ``sbatch_args`` is ambiguous."""
+        clash = [a for a in self.options.sbatch_args if _SIZE_ARG.match(a)]
+        if clash and (tasks is not None or nodes is not None):
+            return (
+                f"backend.options.sbatch_args already size the job ({' '.join(clash)}); "
+                "give the size once, in job.tasks / job.nodes"
+            )
+        return None
 
     def check_job(self, job: JobRequest) -> None:
         """A job needs a command, or the ``script`` it is the arguments of."""
@@ -351,6 +362,10 @@ class SlurmBackend(SlurmOperations):
             desc["partition"] = o.partition
         if o.time_limit:
             desc["time_limit"] = minutes(o.time_limit)
+        if job.tasks is not None:
+            desc["tasks"] = job.tasks
+        if job.nodes is not None:  # exactly that many (v0.0.38 takes "min-max", as --nodes)
+            desc["nodes"] = f"{job.nodes}-{job.nodes}"
         if self._script_text is not None:
             desc["argv"] = [o.script or "script", *job.command]
             return desc, self._script_text
@@ -512,6 +527,19 @@ class SlurmBackend(SlurmOperations):
         if r.rc != 0:
             raise BackendError(f"squeue failed: {short(r.err)}", where="squeue", fix=FIX_REACH)
         return sum(1 for x in r.out.splitlines() if x.strip())
+
+
+_SIZE_ARG = re.compile(r"^(?:-[nN]|--ntasks|--nodes)(?:=|$|\d)")
+
+
+def size_args(job: JobRequest) -> list[str]:
+    """sbatch's ``--ntasks`` and ``--nodes`` for the job's size (nothing when unset)."""
+    out = []
+    if job.tasks is not None:
+        out.append(f"--ntasks={job.tasks}")
+    if job.nodes is not None:
+        out.append(f"--nodes={job.nodes}")
+    return out
 
 
 _JOB_ID = re.compile(r"^\d+(?:_\d+)?$")  # a job, or an array task A_i

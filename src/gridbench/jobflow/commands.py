@@ -74,6 +74,44 @@ def _print_plan(plan: Any, ui: Ui) -> None:
         f"total jobs: {total if total is not None else 'open-ended (closed loop)'}; "
         f"estimated duration: {plan.estimated_seconds / 60:.1f} min"
     )
+    sched = plan.schedule_dict()
+    if sched is not None:
+        _print_schedule(sched, plan.estimated_seconds, ui)
+
+
+def format_duration(s: float) -> str:
+    """Seconds as '45 s', '10.0 min' or '24.0 h' for the schedule table."""
+    if s < 120:
+        return f"{s:g} s"
+    return f"{s / 60:.1f} min" if s < 7200 else f"{s / 3600:.1f} h"
+
+
+def _print_schedule(sched: dict[str, Any], seconds: float, ui: Ui) -> None:
+    """The trial order under ``schedule`` with each estimated start, and the end (UTC)."""
+    import datetime as dt
+
+    now = dt.datetime.now(dt.UTC)
+    t = Table(title="schedule: trial order (estimated starts if run now)")
+    t.add_column("#", justify="right")
+    t.add_column("trial")
+    t.add_column("not before", justify="right")
+    t.add_column("estimated start (UTC)")
+    for k, row in enumerate(sched["order"]):
+        at = now + dt.timedelta(seconds=row["estimated_start_s"])
+        t.add_row(
+            str(k),
+            row["trial"],
+            format_duration(row["not_before_s"]),
+            at.strftime("%Y-%m-%d %H:%M:%S"),
+        )
+    ui.console.print(t)
+    end = now + dt.timedelta(seconds=seconds)
+    mode = "interleaved" if sched["interleave"] else "point by point"
+    ui.console.print(
+        f"order: {mode}; pause {format_duration(sched['pause_s'])}"
+        + (f"; window {format_duration(sched['window_s'])}" if sched["window_s"] else "")
+        + f"; estimated end: {end.strftime('%Y-%m-%d %H:%M:%S')} UTC"
+    )
 
 
 # -- commands ------------------------------------------------------------------------------
@@ -270,7 +308,9 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
     p.set_defaults(func=_bind(cmd_validate, ui))
 
     p = sub.add_parser(
-        "plan", help="dry run: points × trials, job count, duration; submits nothing"
+        "plan",
+        help="dry run: points × trials, job count, duration; with schedule: the trial order, "
+        "estimated starts and end; submits nothing",
     )
     _spec_args(p)
     p.add_argument("--json", action="store_true", help="print the plan as JSON")

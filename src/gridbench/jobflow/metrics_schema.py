@@ -127,6 +127,7 @@ class ServerProcess(OpenModel):
 class Trial(OpenModel):
     trial_id: Text = None
     trial_index: Count = None
+    started_ns: Count = None
     valid: Flag = None
     status: Text = None
     offered_rate_per_s: Num = None
@@ -238,6 +239,7 @@ class JobflowMetrics(OpenModel):
     bottleneck: Bottleneck | None = None
     failures_vs_rate: list[FailuresAtRate] = []
     growth: list[dict[str, Any]] = []
+    time_of_day: dict[str, Any] | None = None
     validity: Validity | None = None
     thresholds: list[ThresholdResult] = []
 

@@ -47,6 +47,7 @@ class TrialOutcome:
     status: str  # complete | aborted | failed
     progress: TrialProgress
     error: str | None = None
+    started_ns: int | None = None  # the recorded start (trial.json), the schedule's anchor
 
 
 def _request_factory(spec: ExperimentSpec, trial_id: str, n_hint: int, seed: int) -> RequestMaker:
@@ -68,11 +69,20 @@ def _request_factory(spec: ExperimentSpec, trial_id: str, n_hint: int, seed: int
             fail = False
         name = f"{trial_id}-{i:06d}"
         if not users:
-            return JobRequest(name, command, job.runtime, fail)
+            return JobRequest(name, command, job.runtime, fail, tasks=job.tasks, nodes=job.nodes)
         u = users[order[(i if slot is None else slot) % len(order)]]
         cred = u.credential.model_dump(exclude_none=True) if u.credential else {}
         return JobRequest(
-            name, command, job.runtime, fail, u.name, {"user": u.name}, u.account, cred
+            name,
+            command,
+            job.runtime,
+            fail,
+            u.name,
+            {"user": u.name},
+            u.account,
+            cred,
+            tasks=job.tasks,
+            nodes=job.nodes,
         )
 
     return make
@@ -299,7 +309,7 @@ async def run_trial(
         write_json(trial_dir / TRIAL_FILE, info)
         progress.phase = status
         observer.trial_finished(progress)
-    return TrialOutcome(tid, status, progress, error)
+    return TrialOutcome(tid, status, progress, error, info["started_ns"])
 
 
 async def _flush_and_report(

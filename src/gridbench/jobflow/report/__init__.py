@@ -28,6 +28,7 @@ from gridbench.jobflow.report.growth import growth_table, results_statements
 from gridbench.jobflow.report.headline import downsampled_trials, evaluation_summary, headline
 from gridbench.jobflow.report.model import check_metrics, points
 from gridbench.jobflow.report.rows import all_tables
+from gridbench.jobflow.report.schedule import hour_table, time_table
 from gridbench.jobflow.report.server import server_table
 from gridbench.jobflow.report.tables import (
     failures_table,
@@ -122,6 +123,8 @@ def sections(metrics: Mapping[str, Any], series: Mapping[str, Mapping[str, Any]]
         validity_brief(metrics),
         outliers_table(metrics),
         queues_table(metrics),
+        time_table(metrics),
+        hour_table(metrics),
     ]
     return [s for s in made if s is not None]
 
