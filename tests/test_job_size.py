@@ -94,6 +94,61 @@ def test_task_sweep_fits_submission_time(slurm4: SlurmCluster, tmp_path: Path) -
     assert all(y > 0 for y in g["y"])  # real submission times were fitted
 
 
+STATUS = """
+name: status-vs-nodes
+backend: {type: slurm}
+job: {command: [sleep, "120"]}
+load: {model: probe, operation: status, status_of: running, count: 3, gap: 0.1s}
+timeouts: {status_interval: 0.2s, drain: 30s}
+sweep: {job.nodes: [1, 2, 4]}
+"""
+
+
+def test_status_time_against_the_nodes_a_running_job_spans(
+    slurm4: SlurmCluster, tmp_path: Path
+) -> None:
+    out = run_with(STATUS, tmp_path, _backend(slurm4))
+    assert out.status == "complete", out.error
+    for point, nodes in enumerate((1, 2, 4)):
+        ev = read_events(out.run.path / "trials" / f"p{point:02d}-t00" / "events.csv")
+        ends = ev.filter(pl.col("stage") == "op_end")
+        attrs = [json.loads(a) for a in ends["attrs"].to_list()]
+        probes = [a for a in attrs if a.get("op") == "status"]
+        assert len(probes) == 3
+        # each probe queried the real job while it ran on that many nodes
+        assert {a["state"] for a in probes} == {"running"}
+        (job,) = {a["job"] for a in probes}
+        assert _num_nodes(slurm4, job) == nodes
+    assert slurm4.job_ids() == []  # the running jobs were cancelled at the end
+    m = analyze_run(out.run.path, write=True)
+    (g,) = [g for g in m["growth"] if g["parameter"] == "job.nodes"]
+    assert g["n"] == 3 and g["x"] == [1.0, 2.0, 4.0]
+    assert g["statement"].startswith("status-query time") and g["statement"].endswith(
+        "(x = job.nodes)"
+    )
+    assert f"growth: {g['statement']}" in [f.text for f in headline(m).findings]
+
+
+def test_a_status_job_that_cannot_start_ends_the_trial_with_the_fix(
+    slurm4: SlurmCluster, tmp_path: Path
+) -> None:
+    spec = (
+        STATUS.replace("sweep: {job.nodes: [1, 2, 4]}\n", "")
+        .replace('command: [sleep, "120"]', 'command: [sleep, "120"], nodes: 4')
+        .replace("count: 3", "count: 1, start_timeout: 2s")
+    )
+    blocker = slurm4.run(
+        "sbatch", "--parsable", "--exclusive", "-N", "1", "--wrap", "sleep 60"
+    ).strip()
+    try:
+        out = run_with(spec, tmp_path, _backend(slurm4))
+    finally:
+        slurm4.run("scancel", blocker.split(";")[0], check=False)
+    (t,) = out.trials
+    assert "not running" in str(t.error) and "load.start_timeout" in str(t.error), out
+    assert [j for j in slurm4.job_ids() if j != blocker.split(";")[0]] == []
+
+
 def test_more_nodes_than_the_cluster_is_a_refused_submission(
     slurm4: SlurmCluster, tmp_path: Path
 ) -> None:

@@ -79,6 +79,14 @@ class ProbeLoad(LoadBase):
     count: int = Field(default=30, ge=1)
     gap: Duration = 2.0
     burst: BurstSpec | None = None
+    status_of: Literal["held", "running"] = Field(
+        default="held",
+        description="the status probe's job: held in the queue, or running (its nodes "
+        "allocated, so status time can be set against job.nodes)",
+    )
+    start_timeout: Duration = Field(
+        default=120.0, description="how long a running status job may take to start"
+    )
 
     @field_validator("operation")
     @classmethod
@@ -96,7 +104,7 @@ async def run_probe(ctx: TrialContext) -> None:
     operation = load.operation
     # validate refuses a backend without the capability; a run checks again (a SpecError
     # ends the trial with that message)
-    probe_ops.check_backend(operation, ctx.backend, ctx.spec.backend.type)
+    probe_ops.check_backend(operation, ctx.backend, ctx.spec.backend.type, load.status_of)
     make_request = ctx.requests(load.count)
     rec = ctx.recorders[0]
     ops = OpNames(ctx.trial_id)
@@ -115,9 +123,9 @@ async def run_probe(ctx: TrialContext) -> None:
         req = dataclasses.replace(req, attributes={**req.attributes, "probe": tag})
         await ctx.submit(req, rec)
 
-    if runner is not None and not await runner.prepare():
-        return
     try:
+        if runner is not None and not await runner.prepare(load.status_of, load.start_timeout):
+            return
         await _probes(load, stop, rec, ops, one)
     finally:
         if runner is not None:
@@ -333,8 +341,8 @@ class Probe(BaseLoadModel):
 
     def check_backend(self, spec: ExperimentSpec, backend: Backend) -> None:
         """The operation's capability (a held job, reservations, credentials, ...)."""
-        operation = narrow(spec.load, ProbeLoad).operation
-        probe_ops.check_backend(operation, backend, spec.backend.type)
+        load = narrow(spec.load, ProbeLoad)
+        probe_ops.check_backend(load.operation, backend, spec.backend.type, load.status_of)
 
     def plan(self, spec: ExperimentSpec, drain_s: float) -> PlanEstimate:
         """count spaced by gap, plus the bursts' requests."""

@@ -11,6 +11,7 @@ the release after a timed reserve) are recorded too, tagged ``probe: setup``.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 import secrets
@@ -18,6 +19,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from gridbench.backends.base import JobState
 from gridbench.backends.operations import (
     Checkpointer,
     CredentialIssuer,
@@ -109,8 +111,13 @@ NEEDS = {
 }
 
 
-def check_backend(operation: str, backend: Backend, backend_type: str) -> None:
-    """A SpecError at ``load.operation`` when ``backend`` lacks what ``operation`` needs."""
+def check_backend(
+    operation: str, backend: Backend, backend_type: str, status_of: str = "held"
+) -> None:
+    """A SpecError at ``load.operation`` when ``backend`` lacks what ``operation`` needs
+    (a status probe of a running job needs nothing beyond submit and status)."""
+    if operation == "status" and status_of == "running":
+        return
     where = "load.operation"
     named = operation[len(NAMED_PREFIX) :] if operation.startswith(NAMED_PREFIX) else None
     if operation == "credential" or named is not None:
@@ -159,12 +166,43 @@ class OpRunner:
         req = dataclasses.replace(req, attributes={**req.attributes, "probe": tag})
         return await self.ctx.submit(req, self.rec, backend.submit_held)
 
-    async def prepare(self) -> bool:
-        """The status probe's held job; False (the trial ends) if it was refused."""
+    async def prepare(self, status_of: str = "held", start_timeout_s: float = 120.0) -> bool:
+        """The status probe's job, held or (``status_of: running``) started; False (the
+        trial ends) if it was refused. A running job that does not start in time is a
+        BackendError naming the fix."""
         if self.operation != "status":
             return True
-        self.held = await self._held_job("held")
-        return self.held is not None
+        if status_of == "held":
+            self.held = await self._held_job("held")
+            return self.held is not None
+        req = self.make_request(self.jobs)
+        self.jobs += 1
+        req = dataclasses.replace(req, attributes={**req.attributes, "probe": "running"})
+        self.held = await self.ctx.submit(req, self.rec)
+        if self.held is None:
+            return False
+        await self._wait_running(self.held, start_timeout_s)
+        return True
+
+    async def _wait_running(self, bid: str, timeout_s: float) -> None:
+        """Poll the job (not timed) until it runs; an error if it ends or never starts."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        state = JobState.UNKNOWN
+        while not self.ctx.stop.is_set():
+            got = (await self.ctx.backend.status([bid])).get(bid)
+            state = got.state if got is not None else JobState.UNKNOWN
+            if state is JobState.RUNNING:
+                return
+            if state.terminal or loop.time() > deadline:
+                break
+            await asyncio.sleep(0.5)
+        raise BackendError(
+            f"the status probe's job {bid} is {state.value}, not running",
+            where="load.status_of",
+            fix="give the job a command that runs longer than the probes (job.command: "
+            "[sleep, '600']), free nodes for it, or raise load.start_timeout",
+        )
 
     async def finish(self) -> None:
         """Cancel the status probe's held job (not timed)."""
