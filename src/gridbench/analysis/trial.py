@@ -11,6 +11,7 @@ from numpy.typing import NDArray
 
 from gridbench.analysis import series as ser
 from gridbench.analysis.bottleneck import find_bottleneck
+from gridbench.analysis.clocks import BOUND_COLUMN, to_controller_time
 from gridbench.analysis.config import AnalysisConfig
 from gridbench.analysis.failures import failure_counts, job_counts
 from gridbench.analysis.info import TrialInfo
@@ -100,6 +101,8 @@ def analyze_trial(
     """Every per-trial metric of metrics.json (and series.json) from one trial's events
     (``resources``: the client's CPU samples; ``server``: the server processes')."""
     cfg = cfg or AnalysisConfig()
+    if BOUND_COLUMN not in events.columns:  # not read through load.read_trial_events
+        events = to_controller_time(events, info.agents)
     chain = info.chain
     load_model = load_models.find(info.load_model)  # None: results of an unknown model
     names = chain.names()

@@ -1,0 +1,74 @@
+"""Events on the controller's clock, and the uncertainty each stamp carries from its clock.
+
+An agent stamps events on its own clock; the controller estimates the agent's offset
+``θ = agent clock − controller clock`` and its bound ``±δ/2`` (gridbench.run.clock_sync).
+events.csv keeps the raw agent-clock ``t_ns`` and the offset applied (``clock_offset_ns``);
+trial.json ``agents[name].clock_uncertainty_ns`` holds the bound. Analysis moves every stamp
+to the controller's clock once, where a trial's events are loaded:
+
+    t_controller = t_ns − clock_offset_ns
+
+and attaches the bound of the agent that took it as the column ``clock_bound_ns`` (0 when
+the agent is not listed or its bound is unknown). The result has ``clock_offset_ns`` 0, so
+applying :func:`to_controller_time` again changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import polars as pl
+
+BOUND_COLUMN = "clock_bound_ns"
+
+
+def agent_bounds(agents: Mapping[str, Any]) -> dict[str, int]:
+    """``clock_uncertainty_ns`` per agent of trial.json ``agents`` (missing/unknown: 0)."""
+    out: dict[str, int] = {}
+    for name, rec in agents.items():
+        v = rec.get("clock_uncertainty_ns") if isinstance(rec, Mapping) else None
+        out[str(name)] = max(int(v), 0) if isinstance(v, int | float) else 0
+    return out
+
+
+def to_controller_time(events: pl.DataFrame, agents: Mapping[str, Any]) -> pl.DataFrame:
+    """``events`` with ``t_ns`` on the controller's clock (``t_ns − clock_offset_ns``), the
+    offset marked applied (0) and each stamp's clock bound in ``clock_bound_ns`` (pure)."""
+    bounds = agent_bounds(agents)
+    if "clock_offset_ns" in events.columns:
+        offset = pl.col("clock_offset_ns").fill_null(0)
+    else:
+        offset = pl.lit(0, pl.Int64)
+    if BOUND_COLUMN in events.columns:  # already moved: keep the bounds it carries
+        bound = pl.col(BOUND_COLUMN).fill_null(0)
+    elif bounds and "agent" in events.columns:
+        bound = (
+            pl.col("agent")
+            .replace_strict(list(bounds), list(bounds.values()), default=0, return_dtype=pl.Int64)
+            .fill_null(0)
+        )
+    else:
+        bound = pl.lit(0, pl.Int64)
+    return events.with_columns(
+        (pl.col("t_ns") - offset).alias("t_ns"),
+        pl.lit(0, pl.Int64).alias("clock_offset_ns"),
+        bound.cast(pl.Int64).alias(BOUND_COLUMN),
+    )
+
+
+def stage_bounds(events: pl.DataFrame, stages: tuple[str, ...]) -> dict[str, tuple[int, str]]:
+    """Per stage: the largest clock bound of its stamps (ns) and the agent that has it;
+    stages without a positive bound are left out."""
+    if BOUND_COLUMN not in events.columns or events.height == 0:
+        return {}
+    rows = (
+        events.filter(pl.col("stage").is_in(list(stages)) & (pl.col(BOUND_COLUMN) > 0))
+        .group_by("stage")
+        .agg(
+            pl.col(BOUND_COLUMN).max().alias("b"),
+            pl.col("agent").sort_by(BOUND_COLUMN, descending=True).first().alias("a"),
+        )
+        .rows()
+    )
+    return {str(s): (int(b), str(a)) for s, b, a in rows}
