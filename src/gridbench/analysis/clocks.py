@@ -72,3 +72,39 @@ def stage_bounds(events: pl.DataFrame, stages: tuple[str, ...]) -> dict[str, tup
         .rows()
     )
     return {str(s): (int(b), str(a)) for s, b, a in rows}
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+
+def sync_text(sync: Any) -> str:
+    """A host's recorded sync state in one line (run/host_clock.py's record): 'synchronised,
+    stratum 3, offset +12 µs', 'unavailable: <reason>' or 'not recorded'."""
+    if not isinstance(sync, Mapping) or not sync:
+        return "not recorded"
+    if not sync.get("available"):
+        return f"unavailable: {sync.get('reason', 'unknown')}"
+    state = "synchronised" if sync.get("synchronised") else "not synchronised"
+    off = _num(sync.get("system_time_s"))
+    tail = f", offset {off * 1e6:+.0f} µs" if off is not None else ""
+    return f"{state}, stratum {sync.get('stratum')}{tail}"
+
+
+def clock_summary(agents: Mapping[str, Any], controller_sync: Any) -> dict[str, Any]:
+    """The trial's ``clocks`` object of metrics.json: per agent its offset and bound (ns),
+    drift (ppm), start skew (ns), host and sync state, and the controller's sync state."""
+    out: dict[str, Any] = {}
+    for name, rec in sorted(agents.items()):
+        r = rec if isinstance(rec, Mapping) else {}
+        off, bound = _num(r.get("clock_offset_ns")), _num(r.get("clock_uncertainty_ns"))
+        skew = _num(r.get("start_skew_ns"))
+        out[str(name)] = {
+            "offset_ns": None if off is None else int(off),
+            "bound_ns": None if bound is None else int(bound),
+            "drift_ppm": _num(r.get("drift_ppm")),
+            "start_skew_ns": None if skew is None else int(skew),
+            "host": str(r["host"]) if r.get("host") is not None else None,
+            "sync": sync_text(r.get("sync")),
+        }
+    return {"controller_sync": sync_text(controller_sync), "agents": out}

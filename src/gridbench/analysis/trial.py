@@ -11,7 +11,7 @@ from numpy.typing import NDArray
 
 from gridbench.analysis import series as ser
 from gridbench.analysis.bottleneck import find_bottleneck
-from gridbench.analysis.clocks import BOUND_COLUMN, to_controller_time
+from gridbench.analysis.clocks import BOUND_COLUMN, clock_summary, to_controller_time
 from gridbench.analysis.config import AnalysisConfig
 from gridbench.analysis.failures import failure_counts, job_counts
 from gridbench.analysis.info import TrialInfo
@@ -191,6 +191,7 @@ def analyze_trial(
         "validity": validity,
         "bottleneck": finding.stage if finding else None,
         "background_queue": dict(info.background_queue),
+        "clocks": clock_summary(info.agents, info.clock_sync),
     }
     if model is not None:
         metrics["model"] = model
