@@ -108,7 +108,7 @@ def stamped(skewed: FakeTimeAgent, tmp_path_factory: pytest.TempPathFactory) -> 
     )
     server.close()
     assert answer == f"OK {JOBS}"
-    events = pl.concat([read_events(client), read_events(work / "server.csv")])
+    events = pl.concat([read_events(work / "client.csv"), read_events(work / "server.csv")])
     return {"events": events, "estimate": est, "work": work}
 
 
