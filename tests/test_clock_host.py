@@ -1,0 +1,60 @@
+"""The host's sync state (run/host_clock.py) from a real chronyc: a private chronyd that
+answers, a daemon that is not there, and no chronyc at all."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from clock_fixtures import PrivateChronyd
+from gridbench.analysis.clocks import sync_text
+from gridbench.run.host_clock import TRACKING_FIELDS, chrony_tracking, parse_tracking
+
+
+@pytest.fixture(scope="module")
+def chronyd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrivateChronyd]:
+    d = PrivateChronyd(tmp_path_factory.mktemp("chrony"))
+    d.start()
+    yield d
+    d.stop()
+
+
+def test_tracking_of_a_running_chronyd(chronyd: PrivateChronyd) -> None:
+    got = chrony_tracking(["-h", str(chronyd.socket)])
+    assert got["available"] is True, got
+    assert set(got) >= {name for name, _ in TRACKING_FIELDS}
+    # `local stratum 8` with no sources: chronyd serves its own clock at stratum 8
+    assert got["stratum"] == 8
+    assert got["reference_id"] == "7F7F0101"  # 127.127.1.1: the local reference
+    assert got["leap_status"] == "Normal"
+    assert got["synchronised"] is True
+    assert isinstance(got["system_time_s"], float)
+    assert sync_text(got).startswith("synchronised, stratum 8, offset ")
+
+
+def test_a_daemon_that_does_not_answer_is_recorded_as_unavailable(tmp_path: Path) -> None:
+    got = chrony_tracking(["-h", str(tmp_path / "no-such.sock")], timeout_s=10)
+    assert got["available"] is False
+    assert got["reason"].startswith("chronyc failed (exit 1): ")
+    assert "daemon" in got["reason"]
+    assert sync_text(got) == f"unavailable: {got['reason']}"
+
+
+def test_no_chronyc_is_recorded_as_unavailable() -> None:
+    got = chrony_tracking(chronyc="gridbench-no-such-chronyc")
+    assert got == {
+        "available": False,
+        "source": "chronyc",
+        "reason": "gridbench-no-such-chronyc is not installed (Debian package chrony)",
+    }
+
+
+def test_output_that_is_not_tracking_csv_names_what_is_wrong() -> None:
+    assert "printed 2 fields, expected 14" in parse_tracking("a,b\n")["reason"]
+    line = "7F7F0101,,x,1.0,0,0,0,0,0,0,0,0,0,Normal"
+    assert parse_tracking(line)["reason"] == "chronyc -c tracking: stratum is not a int: 'x'"
+    assert parse_tracking("")["reason"] == "chronyc printed nothing"
+    unsync = "00000000,,0,0.0,0,0,0,0,0,0,1,1,0,Not synchronised"
+    assert parse_tracking(unsync)["synchronised"] is False
