@@ -3,6 +3,8 @@ answers, a daemon that is not there, and no chronyc at all."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,7 +12,10 @@ import pytest
 
 from clock_fixtures import PrivateChronyd
 from gridbench.analysis.clocks import sync_text
+from gridbench.analysis.experiment import analyze_run
+from gridbench.run.experiment import ExperimentRunner
 from gridbench.run.host_clock import TRACKING_FIELDS, chrony_tracking, parse_tracking
+from gridbench.spec import load_spec_text, make_plan
 
 
 @pytest.fixture(scope="module")
@@ -58,3 +63,24 @@ def test_output_that_is_not_tracking_csv_names_what_is_wrong() -> None:
     assert parse_tracking("")["reason"] == "chronyc printed nothing"
     unsync = "00000000,,0,0.0,0,0,0,0,0,0,1,1,0,Not synchronised"
     assert parse_tracking(unsync)["synchronised"] is False
+
+
+def test_a_trial_records_the_controllers_sync_state(tmp_path: Path) -> None:
+    spec, data = load_spec_text(
+        "name: clock-sync\nbackend: {type: noop}\nload: {rate: 20/s}\ntrial: {jobs: 3}\n"
+        "timeouts: {status_interval: 0.05s}\n"
+    )
+    out = asyncio.run(ExperimentRunner(make_plan(spec, data), data, tmp_path).execute())
+    info = json.loads((out.run.trial_dir("p00-t00") / "trial.json").read_text())
+    # what chronyc says on this host right now, recorded as it is (no daemon: the reason)
+    expected = chrony_tracking()
+    got = info["clock_sync"]
+    assert got["available"] == expected["available"]
+    if got["available"]:
+        assert got["stratum"] == expected["stratum"]
+    else:
+        assert got["reason"] == expected["reason"]
+    m = analyze_run(out.run.path)
+    clocks = m["points"][0]["trials"][0]["clocks"]
+    assert clocks["controller_sync"] == sync_text(got)
+    assert clocks["agents"]["agent-0"]["offset_ns"] == 0
