@@ -16,7 +16,9 @@ from gridbench.analysis.experiment import analyze_run
 from gridbench.analysis.load import read_trial_events
 from gridbench.analysis.trial import analyze_trial
 from gridbench.analysis.validity import ValidityConfig
+from gridbench.errors import ResultsError
 from gridbench.events.chain import Stage, StageChain
+from gridbench.jobflow.metrics_schema import validate_metrics
 from gridbench.spec.load import load_spec_text
 
 CHAIN = StageChain(stages=(Stage("submit", "client"), Stage("queued", "server")))
@@ -173,3 +175,18 @@ def test_clock_summary_lists_agents_for_the_report() -> None:
             }
         },
     }
+
+
+def test_metrics_schema_checks_the_clock_fields(tmp_path: Path) -> None:
+    info = fx.info(CHAIN, planned=N)
+    fx.write_trial(tmp_path, info, _events(0.02), extra={"agents": _agents(100_000)})
+    m = analyze_run(tmp_path)
+    validate_metrics(m)  # the analysis' own document passes
+    m["points"][0]["trials"][0]["clocks"]["agents"][AGENT]["offset_ns"] = "2.5 s"
+    with pytest.raises(ResultsError, match=f"clocks.agents.{AGENT}.offset_ns"):
+        validate_metrics(m)
+    m = analyze_run(tmp_path)
+    bad = {SEG: {"beyond_uncertainty": "many"}}
+    m["points"][0]["trials"][0]["validity"]["negative_segments"] = bad
+    with pytest.raises(ResultsError, match="negative_segments"):
+        validate_metrics(m)
