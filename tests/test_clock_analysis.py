@@ -190,3 +190,26 @@ def test_metrics_schema_checks_the_clock_fields(tmp_path: Path) -> None:
     m["points"][0]["trials"][0]["validity"]["negative_segments"] = bad
     with pytest.raises(ResultsError, match="negative_segments"):
         validate_metrics(m)
+
+
+def test_a_segment_stamped_on_one_clock_carries_no_bound() -> None:
+    # submit -> client_done: both stamped by the agent, its offset cancels out
+    chain = StageChain(
+        stages=(
+            Stage("submit", "client"),
+            Stage("queued", "server"),
+            Stage("client_done", "client"),
+        )
+    )
+    info = fx.info(chain, planned=N, agents=_agents(30_000_000))  # ±30 ms
+    cfg = AnalysisConfig(validity=ValidityConfig(clock_factor=0.5))
+    m = analyze_trial(info, _events(0.02), cfg=cfg).metrics
+    by_seg = {c["segment"]: c for c in m["validity"]["clock_bounds"]}
+    assert set(by_seg) == {SEG, "queued->client_done"}  # both cross the agent/server clocks
+    assert by_seg["queued->client_done"]["bound_s"] == pytest.approx(0.03)
+    assert by_seg["queued->client_done"]["flagged"] is False  # 30 ms < 50% of ~479 ms
+    assert by_seg[SEG]["flagged"] is True  # 30 ms > 50% of 20 ms
+    two = StageChain(stages=(Stage("submit", "client"), Stage("client_done", "client")))
+    m2 = analyze_trial(fx.info(two, planned=N, agents=_agents(30_000_000)), _events(0.02)).metrics
+    assert m2["validity"]["clock_bounds"] == []
+    assert m2["valid"], m2["validity"]["reasons"]

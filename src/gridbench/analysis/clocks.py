@@ -16,6 +16,7 @@ applying :func:`to_controller_time` again changes nothing.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
@@ -57,21 +58,47 @@ def to_controller_time(events: pl.DataFrame, agents: Mapping[str, Any]) -> pl.Da
     )
 
 
-def stage_bounds(events: pl.DataFrame, stages: tuple[str, ...]) -> dict[str, tuple[int, str]]:
-    """Per stage: the largest clock bound of its stamps (ns) and the agent that has it;
-    stages without a positive bound are left out."""
+@dataclass(frozen=True, slots=True)
+class StageClock:
+    """The clocks that stamped one stage: the largest bound (ns), the agent it belongs to,
+    and every agent that stamped the stage (sorted)."""
+
+    bound_ns: int
+    agent: str
+    agents: tuple[str, ...]
+
+
+def stage_clocks(events: pl.DataFrame, stages: tuple[str, ...]) -> dict[str, StageClock]:
+    """Per stage stamped in ``events`` (moved by :func:`to_controller_time`): its clocks."""
     if BOUND_COLUMN not in events.columns or events.height == 0:
         return {}
     rows = (
-        events.filter(pl.col("stage").is_in(list(stages)) & (pl.col(BOUND_COLUMN) > 0))
+        events.filter(pl.col("stage").is_in(list(stages)))
         .group_by("stage")
         .agg(
             pl.col(BOUND_COLUMN).max().alias("b"),
             pl.col("agent").sort_by(BOUND_COLUMN, descending=True).first().alias("a"),
+            pl.col("agent").unique().sort().alias("all"),
         )
         .rows()
     )
-    return {str(s): (int(b), str(a)) for s, b, a in rows}
+    return {
+        str(s): StageClock(int(b or 0), str(a), tuple(str(x) for x in agents))
+        for s, b, a, agents in rows
+    }
+
+
+def segment_bound(start: StageClock | None, end: StageClock | None) -> tuple[int, str]:
+    """The clock bound (ns) of a segment between two stages, and the agents it comes from.
+
+    Stamps of both stages taken by the same agents are on the same clocks: the offset
+    cancels and the bound is 0 (an agent stamping its own jobs' submit and client_done).
+    Otherwise the segment crosses clocks and the two stages' bounds add up."""
+    if start is None or end is None or start.agents == end.agents:
+        return 0, ""
+    bound = start.bound_ns + end.bound_ns
+    names = [c.agent for c in (start, end) if c.bound_ns > 0]
+    return bound, ", ".join(dict.fromkeys(names))
 
 
 def _num(v: Any) -> float | None:

@@ -4,7 +4,7 @@ The events are already on the controller's clock (``t_ns − clock_offset_ns``, 
 where they are loaded: :func:`gridbench.analysis.clocks.to_controller_time`). When a (job,
 stage) pair was stamped more than once (re-polls, duplicated reports) the earliest time
 wins. Each stage also carries the coarsest precision any of its stamps declared, and the
-largest clock-offset bound of the agents that stamped it (``clock_bound_ns``, 0 if none).
+clocks that stamped it: their largest offset bound and the agents (``StageClock``).
 A job's failure is its earliest ``failed`` event, with ``attrs["kind"]`` ("unknown" when
 absent).
 
@@ -22,7 +22,7 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
-from gridbench.analysis.clocks import stage_bounds
+from gridbench.analysis.clocks import StageClock, stage_clocks
 from gridbench.events.model import (
     STAGE_CLIENT_DONE,
     STAGE_FAILED,
@@ -45,8 +45,7 @@ class Timeline:
     stages: tuple[str, ...]
     table: pl.DataFrame
     precision_ns: dict[str, int]
-    clock_bound_ns: dict[str, int] = field(default_factory=dict)  # per stage, 0 if absent
-    clock_agent: dict[str, str] = field(default_factory=dict)  # the agent of that bound
+    clocks: dict[str, StageClock] = field(default_factory=dict)  # per stage stamped
 
     @property
     def n_jobs(self) -> int:
@@ -62,8 +61,7 @@ class JobTimes:
     failed_kind: NDArray[np.int16]  # -1 = not failed, else an index into ``kinds``
     kinds: tuple[str, ...]
     precision_s: dict[str, float]
-    clock_bound_s: dict[str, float] = field(default_factory=dict)  # per stage, 0 if absent
-    clock_agent: dict[str, str] = field(default_factory=dict)  # the agent of that bound
+    clocks: dict[str, StageClock] = field(default_factory=dict)  # per stage stamped
 
     @property
     def n_jobs(self) -> int:
@@ -179,11 +177,7 @@ def build_timeline(events: pl.DataFrame, stages: Sequence[str]) -> Timeline:
         col = pl.Series(name, mat[:, i])
         data[name] = col.set(col == _MISSING, None) if (mat[:, i] == _MISSING).any() else col
     data[FAILED_COLUMN] = _failed_kinds(events, cols, jid, n_jobs)
-    sb = stage_bounds(events, stages)
-    bounds = {s: b for s, (b, _) in sb.items()}
-    return Timeline(
-        stages, pl.DataFrame(data), precision, bounds, {s: a for s, (_, a) in sb.items()}
-    )
+    return Timeline(stages, pl.DataFrame(data), precision, stage_clocks(events, stages))
 
 
 def _failed_kinds(
@@ -230,5 +224,4 @@ def job_times(tl: Timeline, origin_ns: int) -> JobTimes:
         )
         codes = mapped.fill_null(-1).to_numpy().astype(np.int16)
     precision_s = {s: p / 1e9 for s, p in tl.precision_ns.items()}
-    bound_s = {s: b / 1e9 for s, b in tl.clock_bound_ns.items()}
-    return JobTimes(origin_ns, t, codes, kinds, precision_s, bound_s, dict(tl.clock_agent))
+    return JobTimes(origin_ns, t, codes, kinds, precision_s, dict(tl.clocks))

@@ -22,8 +22,9 @@ A trial is **invalid** (excluded from summaries, listed with its reasons) when:
   (``backwards_jobs``, and per segment in ``negative_segments``) and left out of every
   latency statistic and share (:func:`gridbench.analysis.latency.backwards_jobs`);
 - the clocks are too uncertain: a segment's clock-offset bound (the bounds of the agents
-  that stamped its two stages, added) exceeds ``clock_factor`` (10%) of the segment's
-  median latency (``clock_bounds`` lists agent, bound, segment and latency).
+  that stamped its two stages, added; 0 when the same agents stamped both) exceeds
+  ``clock_factor`` (10%) of the segment's median latency (``clock_bounds`` lists agent,
+  bound, segment and latency).
 
 **Warnings** (the trial stays valid): a segment whose stamps are coarse by the same rule,
 client CPU not recorded, negative segments within the stamps' uncertainty (kept in the
@@ -41,7 +42,12 @@ import polars as pl
 
 from gridbench.analysis import text
 from gridbench.analysis.info import TrialInfo
-from gridbench.analysis.latency import backwards_jobs, negative_counts, tolerance_s
+from gridbench.analysis.latency import (
+    backwards_jobs,
+    clock_bound_s,
+    negative_counts,
+    tolerance_s,
+)
 from gridbench.analysis.timelines import JobTimes
 from gridbench.events.chain import StageChain
 from gridbench.events.model import STAGE_INTENDED, STAGE_SUBMIT
@@ -156,15 +162,14 @@ def clock_bounds(
     median latency (s) and whether the bound exceeds ``factor`` of it (``flagged``)."""
     out = []
     for g in chain.all_segments():
-        bound = jt.clock_bound_s.get(g.start, 0.0) + jt.clock_bound_s.get(g.end, 0.0)
+        bound, agents = clock_bound_s(jt, g)
         if bound <= 0:
             continue
-        agents = [jt.clock_agent[s] for s in (g.start, g.end) if s in jt.clock_agent]
         med = latency.get(g.name, {}).get("p50")
         out.append(
             {
                 "segment": g.name,
-                "agent": ", ".join(dict.fromkeys(agents)),
+                "agent": agents,
                 "bound_s": bound,
                 "latency_s": med,
                 # no median (no job has the segment) means nothing to compare: not flagged
