@@ -18,6 +18,8 @@ from clock_agent import AGENT
 from clock_fixtures import FakeTimeAgent, StampingServer
 from gridbench.analysis.experiment import analyze_run
 from gridbench.events.chain import Stage, StageChain
+from gridbench.events.ingest_run import ingest_jsonl_run
+from gridbench.events.jsonl import write_jsonl
 from gridbench.events.log import EVENTS_FILE, read_events
 from gridbench.jobflow.report import build_report
 from gridbench.run.clock_sync import OffsetEstimate, drift_ppm
@@ -174,3 +176,22 @@ def test_uncorrected_analysis_counts_and_reports_negatives(stamped: dict[str, An
     col = [c.key for c in validity.columns].index("negative segments")
     assert validity.text is not None
     assert validity.text[0][col] == f"{SEGMENT}: {JOBS}"
+
+
+def test_ingested_skewed_events_keep_their_offsets(stamped: dict[str, Any]) -> None:
+    """The same stamps through `gridbench ingest jsonl`: each event's clock_offset_ns is
+    kept, trial.json lists the agent's offset, and the analysis finds no negative."""
+    est: OffsetEstimate = stamped["estimate"]
+    work: Path = stamped["work"]
+    write_jsonl(stamped["events"], work / "events.jsonl")
+    run = ingest_jsonl_run(work / "events.jsonl", work / "ingested", chain=_chain()).run_dir
+    trial = json.loads((run / "trials" / "ingested" / "trial.json").read_text())
+    assert trial["agents"][AGENT] == {
+        "clock_offset_ns": est.offset_ns,
+        "clock_uncertainty_ns": None,
+    }
+    assert trial["agents"]["local"] == {"clock_offset_ns": 0, "clock_uncertainty_ns": 0}
+    t = analyze_run(run)["points"][0]["trials"][0]
+    assert t["validity"]["negative_segments"] == {}
+    assert t["latency"][SEGMENT]["n"] == JOBS
+    assert t["latency"][SEGMENT]["min"] > 0
