@@ -528,7 +528,7 @@ def run_spec(text: str, root: Path) -> ExperimentOutcome:
 def only_trial(out: ExperimentOutcome) -> tuple[dict[str, Any], pl.DataFrame]:
     m = analyze_run(out.run.path, write=True)
     ev_ = read_events(out.run.trial_dir("p00-t00") / "events.csv")
-    return m, ev_.with_columns((pl.col("t_ns") + pl.col("clock_offset_ns")).alias("t"))
+    return m, ev_.with_columns((pl.col("t_ns") - pl.col("clock_offset_ns")).alias("t"))
 
 
 def stage_t(ev_: pl.DataFrame, stage: str) -> pl.DataFrame:

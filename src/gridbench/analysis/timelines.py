@@ -1,9 +1,12 @@
 """Events -> one row per job: the first time each stage was reached, on the reference clock.
 
-``t_ref = t_ns + clock_offset_ns``. When a (job, stage) pair was stamped more than once
-(re-polls, duplicated reports) the earliest reference time wins. Each stage also carries
-the coarsest precision any of its stamps declared. A job's failure is its earliest
-``failed`` event, with ``attrs["kind"]`` ("unknown" when absent).
+The events are already on the controller's clock (``t_ns − clock_offset_ns``, applied once
+where they are loaded: :func:`gridbench.analysis.clocks.to_controller_time`). When a (job,
+stage) pair was stamped more than once (re-polls, duplicated reports) the earliest time
+wins. Each stage also carries the coarsest precision any of its stamps declared, and the
+clocks that stamped it: their largest offset bound and the agents (``StageClock``).
+A job's failure is its earliest ``failed`` event, with ``attrs["kind"]`` ("unknown" when
+absent).
 
 Jobs are keyed by two independent 64-bit hashes of their id, grouped in polars and
 scattered with numpy, so the cost is a few passes over the columns, not a loop per event.
@@ -13,12 +16,13 @@ If the two hashes ever disagree (a collision), an exact string-keyed path is tak
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
+from gridbench.analysis.clocks import StageClock, stage_clocks
 from gridbench.events.model import (
     STAGE_CLIENT_DONE,
     STAGE_FAILED,
@@ -41,6 +45,7 @@ class Timeline:
     stages: tuple[str, ...]
     table: pl.DataFrame
     precision_ns: dict[str, int]
+    clocks: dict[str, StageClock] = field(default_factory=dict)  # per stage stamped
 
     @property
     def n_jobs(self) -> int:
@@ -56,6 +61,7 @@ class JobTimes:
     failed_kind: NDArray[np.int16]  # -1 = not failed, else an index into ``kinds``
     kinds: tuple[str, ...]
     precision_s: dict[str, float]
+    clocks: dict[str, StageClock] = field(default_factory=dict)  # per stage stamped
 
     @property
     def n_jobs(self) -> int:
@@ -134,7 +140,7 @@ def build_timeline(events: pl.DataFrame, stages: Sequence[str]) -> Timeline:
         .replace_strict(list(stages), list(range(s_count)), default=None, return_dtype=pl.Int16)
         .fill_null(-1)
         .alias("s"),
-        (pl.col("t_ns") + pl.col("clock_offset_ns").fill_null(0)).alias("t"),
+        pl.col("t_ns").alias("t"),
         (pl.col("stage") == STAGE_FAILED).fill_null(False).alias("is_failed"),
         pl.col("precision_ns").fill_null(0).alias("p"),
     )
@@ -171,7 +177,7 @@ def build_timeline(events: pl.DataFrame, stages: Sequence[str]) -> Timeline:
         col = pl.Series(name, mat[:, i])
         data[name] = col.set(col == _MISSING, None) if (mat[:, i] == _MISSING).any() else col
     data[FAILED_COLUMN] = _failed_kinds(events, cols, jid, n_jobs)
-    return Timeline(stages, pl.DataFrame(data), precision)
+    return Timeline(stages, pl.DataFrame(data), precision, stage_clocks(events, stages))
 
 
 def _failed_kinds(
@@ -218,4 +224,4 @@ def job_times(tl: Timeline, origin_ns: int) -> JobTimes:
         )
         codes = mapped.fill_null(-1).to_numpy().astype(np.int16)
     precision_s = {s: p / 1e9 for s, p in tl.precision_ns.items()}
-    return JobTimes(origin_ns, t, codes, kinds, precision_s)
+    return JobTimes(origin_ns, t, codes, kinds, precision_s, dict(tl.clocks))

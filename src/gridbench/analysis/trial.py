@@ -11,6 +11,7 @@ from numpy.typing import NDArray
 
 from gridbench.analysis import series as ser
 from gridbench.analysis.bottleneck import find_bottleneck
+from gridbench.analysis.clocks import BOUND_COLUMN, clock_summary, to_controller_time
 from gridbench.analysis.config import AnalysisConfig
 from gridbench.analysis.failures import failure_counts, job_counts
 from gridbench.analysis.info import TrialInfo
@@ -100,6 +101,8 @@ def analyze_trial(
     """Every per-trial metric of metrics.json (and series.json) from one trial's events
     (``resources``: the client's CPU samples; ``server``: the server processes')."""
     cfg = cfg or AnalysisConfig()
+    if BOUND_COLUMN not in events.columns:  # not read through load.read_trial_events
+        events = to_controller_time(events, info.agents)
     chain = info.chain
     load_model = load_models.find(info.load_model)  # None: results of an unknown model
     names = chain.names()
@@ -189,6 +192,7 @@ def analyze_trial(
         "validity": validity,
         "bottleneck": finding.stage if finding else None,
         "background_queue": dict(info.background_queue),
+        "clocks": clock_summary(info.agents, info.clock_sync),
     }
     if model is not None:
         metrics["model"] = model

@@ -16,12 +16,19 @@ A trial is **invalid** (excluded from summaries, listed with its reasons) when:
 - the overall latency's stamps are too coarse: the coarser precision of its two stages
   exceeds 10% of the median overall latency;
 - stamps go backwards: a job reached a stage before the one it follows, by more than the
-  stamps' precision (a negative segment: the clocks of the sources disagree, or the data
-  is wrong). Such jobs are counted (``backwards_jobs``) and left out of every latency
-  statistic and share (:func:`gridbench.analysis.latency.backwards_jobs`).
+  stamps' uncertainty, the coarser precision plus both stages' clock-offset bounds (a
+  negative segment after the agents' offsets were removed: the clocks of the sources
+  disagree beyond what was estimated, or the data is wrong). Such jobs are counted
+  (``backwards_jobs``, and per segment in ``negative_segments``) and left out of every
+  latency statistic and share (:func:`gridbench.analysis.latency.backwards_jobs`);
+- the clocks are too uncertain: a segment's clock-offset bound (the bounds of the agents
+  that stamped its two stages, added; 0 when the same agents stamped both) exceeds
+  ``clock_factor`` (10%) of the segment's median latency (``clock_bounds`` lists agent,
+  bound, segment and latency).
 
 **Warnings** (the trial stays valid): a segment whose stamps are coarse by the same rule,
-client CPU not recorded.
+client CPU not recorded, negative segments within the stamps' uncertainty (kept in the
+latencies, counted in ``negative_segments``).
 """
 
 from __future__ import annotations
@@ -35,7 +42,12 @@ import polars as pl
 
 from gridbench.analysis import text
 from gridbench.analysis.info import TrialInfo
-from gridbench.analysis.latency import backwards_jobs, segment_durations
+from gridbench.analysis.latency import (
+    backwards_jobs,
+    clock_bound_s,
+    negative_counts,
+    tolerance_s,
+)
 from gridbench.analysis.timelines import JobTimes
 from gridbench.events.chain import StageChain
 from gridbench.events.model import STAGE_INTENDED, STAGE_SUBMIT
@@ -53,6 +65,8 @@ class ValidityConfig:
     # service itself), so half of all cores over the trial already measures the client
     tools_bound_fraction: float = 0.5
     coarse_factor: float = 0.1
+    # a clock-offset bound above this share of a segment's median latency invalidates it
+    clock_factor: float = 0.1
 
 
 def late_jobs(jt: JobTimes, late_threshold_ns: int) -> int:
@@ -115,20 +129,53 @@ def _coarse(
     return out
 
 
-def _negative(chain: StageChain, jt: JobTimes) -> list[str]:
-    """One reason per segment that some job's stamps cross backwards."""
+def _negative(
+    chain: StageChain, jt: JobTimes
+) -> tuple[list[str], list[str], dict[str, dict[str, int]]]:
+    """Reasons (negative beyond the stamps' uncertainty), warnings (within it) and the
+    counts per segment."""
+    reasons, warnings = [], []
+    counts: dict[str, dict[str, int]] = {}
+    ends = {g.name: g for g in chain.all_segments()}
+    for name, (beyond, within) in negative_counts(jt, chain).items():
+        g = ends[name]
+        counts[name] = {"beyond_uncertainty": beyond, "within_uncertainty": within}
+        if beyond:
+            reasons.append(
+                f"{beyond} job(s) reached {g.end} before {g.start} by more than the stamps' "
+                f"uncertainty of {text.seconds(tolerance_s(jt, g))} (negative {name} after "
+                "clock correction): the clocks of their sources disagree or the stamps are "
+                "wrong; these jobs are left out of the latencies"
+            )
+        if within:
+            warnings.append(
+                f"{within} job(s) have a negative {name} within the stamps' uncertainty of "
+                f"{text.seconds(tolerance_s(jt, g))} (kept in the latencies)"
+            )
+    return reasons, warnings, counts
+
+
+def clock_bounds(
+    chain: StageChain, jt: JobTimes, latency: Mapping[str, Stats], factor: float
+) -> list[dict[str, Any]]:
+    """Per segment whose stamps carry a clock-offset bound: the agent, the bound (s), the
+    median latency (s) and whether the bound exceeds ``factor`` of it (``flagged``)."""
     out = []
     for g in chain.all_segments():
-        d = segment_durations(jt, g)
-        prec = max(jt.precision_s.get(g.start, 0.0), jt.precision_s.get(g.end, 0.0))
-        with np.errstate(invalid="ignore"):
-            n = int(np.count_nonzero(d < -prec))
-        if n:
-            out.append(
-                f"{n} job(s) reached {g.end} before {g.start} by more than the stamps' "
-                f"precision (negative {g.name}): the clocks of their sources disagree or the "
-                "stamps are wrong; these jobs are left out of the latencies"
-            )
+        bound, agents = clock_bound_s(jt, g)
+        if bound <= 0:
+            continue
+        med = latency.get(g.name, {}).get("p50")
+        out.append(
+            {
+                "segment": g.name,
+                "agent": agents,
+                "bound_s": bound,
+                "latency_s": med,
+                # no median (no job has the segment) means nothing to compare: not flagged
+                "flagged": med is not None and bound > factor * abs(med),
+            }
+        )
     return out
 
 
@@ -209,7 +256,17 @@ def trial_validity(
             f"{text.pct(cfg.coarse_factor)} of its median {text.seconds(med)}"
         )
         (reasons if name == "overall" else warnings).append(msg)
-    reasons.extend(_negative(info.chain, jt))
+    clocks = clock_bounds(info.chain, jt, latency, cfg.clock_factor)
+    for c in clocks:
+        if c["flagged"]:
+            reasons.append(
+                f"the clock of agent {c['agent']} is known only to ±{text.seconds(c['bound_s'])}"
+                f" on {c['segment']}, more than {text.pct(cfg.clock_factor)} of its median "
+                f"{text.seconds(c['latency_s'])}: the segment cannot be resolved across clocks"
+            )
+    neg_reasons, neg_warnings, negative = _negative(info.chain, jt)
+    reasons.extend(neg_reasons)
+    warnings.extend(neg_warnings)
     return {
         "valid": not reasons,
         "reasons": reasons,
@@ -223,6 +280,8 @@ def trial_validity(
         "client_tools_cpu_share": tools_share,
         "coarse_precision": [name for name, _, _ in coarse],
         "backwards_jobs": int(np.count_nonzero(backwards_jobs(jt, info.chain))),
+        "negative_segments": negative,
+        "clock_bounds": clocks,
     }
 
 

@@ -153,12 +153,34 @@ def infer_chain(events: pl.DataFrame) -> StageChain:
 
 
 def _times(events: pl.DataFrame, stage: str) -> pl.Series:
+    """Each job's earliest ``stage`` stamp on the controller's clock (t_ns − offset)."""
     return (
         events.filter(pl.col("stage") == stage)
         .group_by("job")
-        .agg(pl.col("t_ns").min())
+        .agg((pl.col("t_ns") - pl.col("clock_offset_ns").fill_null(0)).min().alias("t_ns"))
         .get_column("t_ns")
     )
+
+
+def _agent_clocks(events: pl.DataFrame) -> dict[str, Any]:
+    """trial.json ``agents``: each agent's offset when all its events carry one value
+    (``null`` when they differ), and its bound: 0 for gridbench itself, else unknown."""
+    rows = (
+        events.group_by("agent")
+        .agg(
+            pl.col("clock_offset_ns").fill_null(0).min().alias("lo"),
+            pl.col("clock_offset_ns").fill_null(0).max().alias("hi"),
+        )
+        .sort("agent")
+        .rows()
+    )
+    return {
+        str(a): {
+            "clock_offset_ns": int(lo) if lo == hi else None,
+            "clock_uncertainty_ns": 0 if a == "local" else None,
+        }
+        for a, lo, hi in rows
+    }
 
 
 def estimate_offered_rate(events: pl.DataFrame) -> float | None:
@@ -254,10 +276,7 @@ def build_run_from_ingest(
         starts = _times(events, STAGE_SUBMIT)
     submits = _times(events, STAGE_SUBMIT)
     t_min, t_max = int(events["t_ns"].min()), int(events["t_ns"].max())  # type: ignore[arg-type]
-    agents: dict[str, Any] = {
-        a: {"clock_offset_ns": 0, "clock_uncertainty_ns": 0 if a == "local" else None}
-        for a in sorted(events.get_column("agent").unique().to_list())
-    }
+    agents = _agent_clocks(events)
     trial = {
         "trial_id": TRIAL_ID,
         "point_index": 0,

@@ -92,6 +92,23 @@ class Warmup(OpenModel):
     note: Text = None
 
 
+class NegativeSegment(OpenModel):
+    """Jobs whose segment went negative after clock correction (docs/metrics.md)."""
+
+    beyond_uncertainty: Count = None
+    within_uncertainty: Count = None
+
+
+class ClockBound(OpenModel):
+    """A segment measured across clocks: its bound against its median latency."""
+
+    segment: Text = None
+    agent: Text = None
+    bound_s: Num = None
+    latency_s: Num = None
+    flagged: Flag = None
+
+
 class TrialValidity(OpenModel):
     valid: Flag = None
     reasons: list[Text] = []
@@ -101,6 +118,24 @@ class TrialValidity(OpenModel):
     client_bound: Flag = None
     client_cpu_max: Num = None
     client_cpu_mean: Num = None
+    negative_segments: dict[str, NegativeSegment] = {}
+    clock_bounds: list[ClockBound] = []
+
+
+class AgentClock(OpenModel):
+    """One agent's clock in a trial's ``clocks`` (offsets may be negative: Num)."""
+
+    offset_ns: Num = None
+    bound_ns: Num = None
+    drift_ppm: Num = None
+    start_skew_ns: Num = None
+    host: Text = None
+    sync: Text = None
+
+
+class Clocks(OpenModel):
+    controller_sync: Text = None
+    agents: dict[str, AgentClock] = {}
 
 
 class ServerProcess(OpenModel):
@@ -144,6 +179,7 @@ class Trial(OpenModel):
     background_queue: dict[str, Num] = {}
     model: dict[str, Any] | None = None
     server_resources: dict[str, ServerProcess] = {}
+    clocks: Clocks | None = None
 
 
 # --- one point ---------------------------------------------------------------------------

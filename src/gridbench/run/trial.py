@@ -23,6 +23,7 @@ from gridbench.events.log import EVENTS_FILE, EventLog
 from gridbench.jobflow import loads as load_models
 from gridbench.jobflow.loads.base import RequestMaker, TrialContext
 from gridbench.run.collect import Collector
+from gridbench.run.host_clock import chrony_tracking
 from gridbench.run.observer import Observer, TrialProgress
 from gridbench.run.recorder import Recorder
 from gridbench.run.resources import RESOURCES_FILE, ResourceMonitor
@@ -195,6 +196,8 @@ async def run_trial(
         "late_threshold_ns": int(load.late_threshold * 1e9),
         "status_interval_ns": int(pspec.timeouts.status_interval * 1e9),
         "pid": os.getpid(),
+        # the controller's own NTP state: how far corrected times may be from true time
+        "clock_sync": await asyncio.to_thread(chrony_tracking),
     }
 
     def write_info() -> None:

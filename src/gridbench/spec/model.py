@@ -108,6 +108,18 @@ class WarmupSpec(_Strict):
     fraction: float = Field(default=0.15, ge=0.0, lt=1.0)
 
 
+class ValiditySpec(_Strict):
+    """Limits of the validity rules that a spec may tune (docs/metrics.md, Validity)."""
+
+    clock_factor: float = Field(
+        default=0.1,
+        gt=0.0,
+        le=10.0,
+        description="a clock-offset bound above this share of a segment's median latency "
+        "invalidates the trial",
+    )
+
+
 class TimeoutSpec(_Strict):
     submit: Annotated[Duration, Field(gt=0)] = 30.0
     drain: Duration = 120.0
@@ -201,6 +213,7 @@ class ExperimentSpec(_Strict):
         description="interleave points and trials, with a pause, over a window (METHODS 1.10)",
     )
     warmup: WarmupSpec = Field(default_factory=WarmupSpec)
+    validity: ValiditySpec = Field(default_factory=ValiditySpec)
     timeouts: TimeoutSpec = Field(default_factory=TimeoutSpec)
     collectors: list[CollectorSpec] = Field(default_factory=list)
     thresholds: list[ThresholdSpec] = Field(default_factory=list)

@@ -16,6 +16,7 @@ import polars as pl
 from scipy import stats as sps
 
 from gridbench.jobflow.report.batch import batch_rows
+from gridbench.jobflow.report.clocks import clock_rows
 from gridbench.jobflow.report.growth import growth_rows, growth_statements, model_statements
 from gridbench.jobflow.report.model import (
     OTHER,
@@ -324,6 +325,7 @@ def all_tables(metrics: Mapping[str, Any]) -> dict[str, list[Row]]:
         "queues": queue_rows(metrics),
         "thresholds": threshold_rows(metrics),
         "validity": validity_rows(metrics),
+        "agents_clocks": clock_rows(metrics),
         "outliers": outlier_rows(metrics),
         "sustain": sustain_rows(metrics),
         "sustain_users": sustain_user_rows(metrics),

@@ -206,6 +206,7 @@ _VALIDITY = (
         lambda r: f"{fmt_val(r['background_queue_start'])} → {fmt_val(r['background_queue_end'])}",
     ),
     Spec("coarse timestamps", _or_dash("coarse_precision")),
+    Spec("negative segments", _or_dash("negative_segments")),
     Spec("bottleneck", _or_dash("bottleneck")),
 )
 
