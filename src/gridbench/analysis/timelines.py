@@ -12,6 +12,7 @@ If the two hashes ever disagree (a collision), an exact string-keyed path is tak
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -19,6 +20,7 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
+from gridbench.events.chain import StageChain
 from gridbench.events.model import (
     STAGE_CLIENT_DONE,
     STAGE_FAILED,
@@ -219,3 +221,43 @@ def job_times(tl: Timeline, origin_ns: int) -> JobTimes:
         codes = mapped.fill_null(-1).to_numpy().astype(np.int16)
     precision_s = {s: p / 1e9 for s, p in tl.precision_ns.items()}
     return JobTimes(origin_ns, t, codes, kinds, precision_s)
+
+
+def with_declared_precision(jt: JobTimes, chain: StageChain) -> JobTimes:
+    """``jt`` with each chain stage at least as coarse as the chain declares it (a polled
+    stage is declared at the poll interval, whatever its stamps say)."""
+    prec = dict(jt.precision_s)
+    for s in chain.stages:
+        if s.name in prec:
+            prec[s.name] = max(prec[s.name], s.precision_ns / 1e9)
+    return dataclasses.replace(jt, precision_s=prec)
+
+
+#: a stage stamp whose attrs ``status`` (EDGI reports) or ``state`` (the client's tracker)
+#: is one of these, compared case-insensitively, reports the job failing at that stage
+FAILURE_STATUSES = frozenset({"failed", "error", "aborted", "cancelled", "canceled"})
+
+
+def stage_failures(
+    events: pl.DataFrame, jobs: pl.Series, stages: Sequence[str]
+) -> dict[str, NDArray[np.bool_]]:
+    """Per stage, per job of ``jobs`` (a timeline's order): was the job reported failing
+    at that stage? Such a stamp is a failure, not a passage (METHODS 1.3 counts completed
+    jobs). Stages with no failure are left out."""
+    attrs = pl.col("attrs")
+    status = pl.coalesce(
+        attrs.str.json_path_match("$.status"), attrs.str.json_path_match("$.state")
+    )
+    failing = (
+        events.lazy()
+        .filter(pl.col("stage").is_in(list(stages)) & attrs.str.contains('"(?:status|state)"'))
+        .select("job", "stage", status.str.to_lowercase().alias("st"))
+        .filter(pl.col("st").is_in(list(FAILURE_STATUSES)))
+        .select("job", "stage")
+        .unique()
+        .collect()
+    )
+    out: dict[str, NDArray[np.bool_]] = {}
+    for (stage,), part in failing.partition_by("stage", as_dict=True).items():
+        out[str(stage)] = jobs.is_in(part["job"].implode()).to_numpy()
+    return out

@@ -6,6 +6,7 @@ read it, so it lives with the events it names, below all of them.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -68,6 +69,17 @@ class StageChain:
         return tuple(
             Segment(f"{a.name}->{b.name}", a.name, b.name) for a, b in itertools.pairwise(st)
         )
+
+    def polled(self, stage: str, precision_ns: int) -> StageChain:
+        """This chain with ``stage`` declared at ``precision_ns`` at least: a stage known
+        only by polling is as precise as the poll interval, not as the clock that stamps it."""
+        stages = tuple(
+            dataclasses.replace(s, precision_ns=max(s.precision_ns, precision_ns))
+            if s.name == stage
+            else s
+            for s in self.stages
+        )
+        return StageChain(stages, self.segments)
 
     def to_dict(self) -> dict[str, Any]:
         return {

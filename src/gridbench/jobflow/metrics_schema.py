@@ -77,6 +77,7 @@ class StageThroughput(OpenModel):
     expected_ratio: Num = None
     edgi_ratio: Num = None
     count: Count = None
+    failures: Count = None
 
 
 class Queue(OpenModel):

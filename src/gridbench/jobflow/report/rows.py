@@ -209,8 +209,12 @@ def throughput_rows(metrics: Mapping[str, Any]) -> list[Row]:
     for p in points(metrics):
         summ = as_dict(p.get("summary"))
         tp, ratio = as_dict(summ.get("throughput")), as_dict(summ.get("expected_ratio"))
+        ts = trials(p)
         for i, s in enumerate(stages, start=1):
             t, q = _rep(as_dict(tp.get(s))), _rep(as_dict(ratio.get(s)))
+            failed = [
+                num(as_dict(as_dict(tr.get("throughput")).get(s)).get("failures")) for tr in ts
+            ]
             rows.append(
                 {
                     **point_cols(p),
@@ -227,6 +231,11 @@ def throughput_rows(metrics: Mapping[str, Any]) -> list[Row]:
                     "ratio_mean": q["avg"],
                     "ratio_std": q["std"],
                     "ratio_ci95": q["ci95"],
+                    # jobs reported failing at the stage, every trial of the point: not
+                    # passages, so not in the throughput (None: analysed before it counted)
+                    "failed": int(sum(f for f in failed if f is not None))
+                    if any(f is not None for f in failed)
+                    else None,
                     "bottleneck": p.get("bottleneck") == s,
                 }
             )
@@ -239,6 +248,7 @@ _TRIAL_THROUGHPUT = {
     "expected_ratio": "expected_ratio",
     "edgi_ratio": "edgi_ratio",
     "count": "count",
+    "failures": "failures",
 }
 
 
