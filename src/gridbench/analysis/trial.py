@@ -27,6 +27,7 @@ from gridbench.analysis.queues import (
     queue_segments,
     queue_series,
 )
+from gridbench.analysis.rates import scheduler_rates
 from gridbench.analysis.server import server_resources
 from gridbench.analysis.throughput import (
     StageFlow,
@@ -162,6 +163,7 @@ def analyze_trial(
         flows["overall"] = overall
         throughput["overall"] = stage_throughput(overall, warm, sub_end, offered)
 
+    rates = scheduler_rates(jt, chain, errors, end)
     seg_median = {g.name: latency[g.name]["p50"] for g in chain.all_segments()}
     queues: dict[str, Any] = {}
     queue_data: dict[str, tuple[F64, F64]] = {}
@@ -200,6 +202,7 @@ def analyze_trial(
         "jobs": jobs,
         "latency": latency,
         "throughput": throughput,
+        "rates": rates,
         "failures": failures,
         "failure_rate": jobs["failed"] / jobs["planned"] if jobs["planned"] else None,
         "queues": queues,

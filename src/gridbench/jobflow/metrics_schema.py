@@ -122,6 +122,26 @@ class ServerProcess(OpenModel):
     client_cpu_s_per_job: Num = None
 
 
+class PerSecond(OpenModel):
+    bins: Count = None
+    mean: Num = None
+    p50: Num = None
+    p90: Num = None
+    p99: Num = None
+
+
+class Rates(OpenModel):
+    side: Text = None
+    submit_stage: Text = None
+    start_stage: Text = None
+    end_stage: Text = None
+    completed: Count = None
+    end_to_end_per_s: Num = None
+    submit_per_s: Num = None
+    dispatch_per_s: Num = None
+    per_second: PerSecond | None = None
+
+
 class Trial(OpenModel):
     trial_id: Text = None
     trial_index: Count = None
@@ -131,6 +151,7 @@ class Trial(OpenModel):
     jobs: dict[str, Count] = {}
     latency: dict[str, Stats] = {}
     throughput: dict[str, StageThroughput] = {}
+    rates: Rates | None = None
     failures: dict[str, Count] = {}
     failure_rate: Num = None
     queues: dict[str, Queue] = {}

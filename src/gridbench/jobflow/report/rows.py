@@ -37,6 +37,7 @@ from gridbench.jobflow.report.model import (
     trials,
 )
 from gridbench.jobflow.report.probe import probe_burst_rows, probe_rows
+from gridbench.jobflow.report.rates import rates_rows
 from gridbench.jobflow.report.retry import retry_rows
 from gridbench.jobflow.report.server import server_rows
 from gridbench.jobflow.report.sustain import sustain_rows, sustain_user_rows
@@ -329,6 +330,7 @@ def all_tables(metrics: Mapping[str, Any]) -> dict[str, list[Row]]:
         "latency_detail": latency_detail_rows(metrics),
         "throughput": throughput_rows(metrics),
         "throughput_trials": throughput_trial_rows(metrics),
+        "rates": rates_rows(metrics),
         "failures": failure_rows(metrics),
         "queues": queue_rows(metrics),
         "thresholds": threshold_rows(metrics),
