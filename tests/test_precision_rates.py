@@ -155,9 +155,10 @@ def test_upstream_id_tier_is_joined_and_said_so(run: dict[str, Any]) -> None:
     keep = ("intended", "submit", "submit_ack", "client_done", "failed")
     ev.filter(pl.col("stage").is_in(keep)).write_csv(client)
     out = tmp / "ingested"
+    rep = run["reports"]
     p = _gb(
         tmp, "ingest", "edgi", "--client", str(client),
-        "--reports", f"ce={run['reports'] / 'ce'}", "--reports", f"bridge={run['reports'] / 'bridge'}",
+        "--reports", f"ce={rep / 'ce'}", "--reports", f"bridge={rep / 'bridge'}",
         "--out", str(out),
     )  # fmt: skip
     assert p.returncode == 0, p.stderr
