@@ -34,6 +34,7 @@ import numpy as np
 import polars as pl
 
 from gridbench.analysis import text
+from gridbench.analysis.coarse import COARSE_PHRASE
 from gridbench.analysis.info import TrialInfo
 from gridbench.analysis.latency import backwards_jobs, segment_durations
 from gridbench.analysis.timelines import JobTimes
@@ -205,7 +206,7 @@ def trial_validity(
     coarse = _coarse(info.chain, jt, latency, overall_start, end_stage, cfg.coarse_factor)
     for name, prec, med in coarse:
         msg = (
-            f"{name} is measured with stamps of {text.seconds(prec)} precision, more than "
+            f"{name}{COARSE_PHRASE}{text.seconds(prec)} precision, more than "
             f"{text.pct(cfg.coarse_factor)} of its median {text.seconds(med)}"
         )
         (reasons if name == "overall" else warnings).append(msg)
