@@ -17,7 +17,9 @@ import polars as pl
 import pytest
 
 from conftest import BIN, cli_env
+from gridbench.analysis import analyze_run
 from gridbench.events.log import read_events
+from test_runner import events, run_spec
 
 POLL_S = 2.0  # long against the grid's ~0.3 s job: client_done is known to ±2 s only
 
@@ -168,3 +170,37 @@ def test_upstream_id_tier_is_joined_and_said_so(run: dict[str, Any]) -> None:
     assert stats["joined_by"]["bridge"]["own"] == 0
     assert stats["joined_by"]["bridge"]["upstream"] > 0
     assert stats["joined_by"]["ce"] == {"own": stats["joined_by"]["ce"]["own"], "upstream": 0}
+
+
+def test_local_jobs_failing_at_their_end_are_failures_there(tmp_path: Path) -> None:
+    """The local backend's end stamp of a non-zero exit is a failure at local_end, and the
+    rates take the client's submit (the backend stamps no acceptance) and its own end."""
+    out = run_spec(
+        """
+name: local-fail
+backend: {type: local, options: {slots: 4}}
+job: {command: [sh, -c, 'exit $(( $$ % 2 ))']}
+load: {model: open, rate: 20/s}
+trial: {jobs: 20}
+timeouts: {status_interval: 0.05s}
+""",
+        tmp_path,
+    )
+    ev = events(out)
+    ends = ev.filter(pl.col("stage") == "local_end")
+    codes = ends["attrs"].str.json_path_match("$.exit_code").cast(pl.Int64)
+    ok, bad = int((codes == 0).sum()), int((codes != 0).sum())
+    assert ok + bad == 20 and ok > 0 and bad > 0
+    t = analyze_run(out.run.path)["points"][0]["trials"][0]
+    assert (t["throughput"]["local_end"]["count"], t["throughput"]["local_end"]["failures"]) == (
+        ok, bad,
+    )  # fmt: skip
+    assert t["throughput"]["local_start"]["failures"] == 0
+    r = t["rates"]
+    assert (r["side"], r["submit_stage"], r["start_stage"], r["end_stage"]) == (
+        "mixed", "submit", "local_start", "local_end",
+    )  # fmt: skip
+    assert r["completed"] == ok
+    first = ev.filter(pl.col("stage") == "submit")["t_ns"].min()
+    last = ends.filter(codes == 0)["t_ns"].max()
+    assert r["end_to_end_per_s"] == pytest.approx(ok / ((last - first) / 1e9))

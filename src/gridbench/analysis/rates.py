@@ -2,7 +2,8 @@
 
 - **end to end** (Flux's ``throughput.py``): jobs completed / (last end - first submit).
   Server-side stamps when the chain has them (the first and last stage a component other
-  than the client stamps), else the client's (``submit``, the end stage).
+  than the client stamps), else the client's (``submit``, the end stage); a chain whose
+  first server stamp is the start (the local backend) takes the client's submit.
 - **submit rate**: jobs / (last submit - first submit), on the same submit stage;
   **dispatch rate**: jobs started / (last start - first start), on the stage where the
   server starts the job (a server stage named ``*_start`` or ``*_active``; in an EDGI
@@ -43,7 +44,7 @@ class Roles:
     submit: str
     start: str | None
     end: str
-    side: str  # "server" or "client"
+    side: str  # "server", "client", or "mixed" (client submit, server end)
 
 
 def stage_roles(chain: StageChain, jt: JobTimes, client_end: str) -> Roles:
@@ -52,9 +53,13 @@ def stage_roles(chain: StageChain, jt: JobTimes, client_end: str) -> Roles:
     start = next((s for s in server if s.endswith(("_start", "_active"))), None)
     if start is None:  # an EDGI chain: the last tier hands the job to the worker grid
         start = next((s for s in reversed(server) if s.endswith("_submit")), None)
-    if len(server) >= 2:
-        return Roles(server[0], start, server[-1], "server")
-    return Roles(STAGE_SUBMIT, start, client_end, "client")
+    # the server's first stamp is its submit unless it is the start (the local backend
+    # stamps only start and end): then the client's submit call is the first submit
+    submit = server[0] if server and server[0] != start and len(server) >= 2 else STAGE_SUBMIT
+    end = server[-1] if server and server[-1] != start else client_end
+    sides = {submit in server, end in server}
+    side = "server" if sides == {True} else "client" if sides == {False} else "mixed"
+    return Roles(submit, start, end, side)
 
 
 def span_rate(times: F64) -> float | None:

@@ -181,6 +181,8 @@ class PsijBackend:
         attrs: dict[str, Any] = {"psij_state": c.state}
         if c.exit_code is not None:
             attrs["exit_code"] = c.exit_code
+        if st.state.terminal and st.state is not JobState.DONE:
+            attrs["status"] = st.state.value  # a failure at this stage, not a passage
         self._events.append(
             Event(c.native_id, stage, c.t_ns, SOURCE, self._precision_ns, attrs=attrs)
         )
