@@ -11,6 +11,11 @@ from gridbench.jobflow.report.build import Spec, TableDef, trial_cell
 from gridbench.jobflow.report.model import Row, all_trials, as_dict, num, trial_head
 
 
+def _count(v: Any) -> int | None:
+    x = num(v)
+    return None if x is None else int(x)
+
+
 def rates_rows(metrics: Mapping[str, Any]) -> list[Row]:
     """One row per trial that has a ``rates`` object (analysed since it existed)."""
     rows: list[Row] = []
@@ -26,11 +31,11 @@ def rates_rows(metrics: Mapping[str, Any]) -> list[Row]:
                 "submit_stage": r.get("submit_stage"),
                 "start_stage": r.get("start_stage"),
                 "end_stage": r.get("end_stage"),
-                "completed": num(r.get("completed")),
+                "completed": _count(r.get("completed")),
                 "end_to_end_per_s": num(r.get("end_to_end_per_s")),
                 "submit_per_s": num(r.get("submit_per_s")),
                 "dispatch_per_s": num(r.get("dispatch_per_s")),
-                "per_second_bins": num(ps.get("bins")),
+                "per_second_bins": _count(ps.get("bins")),
                 "per_second_mean": num(ps.get("mean")),
                 "per_second_p50": num(ps.get("p50")),
                 "per_second_p90": num(ps.get("p90")),
