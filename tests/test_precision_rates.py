@@ -91,8 +91,10 @@ def test_client_done_carries_the_poll_interval_and_is_flagged(run: dict[str, Any
     assert done.max() >= int(POLL_S * 1e9)  # a job seen ended one full sweep later
     v = run["trial"]["validity"]
     assert "overall" in v["coarse_precision"]
-    assert not v["valid"]
-    assert any("overall is measured with stamps of 2" in r for r in v["reasons"]), v["reasons"]
+    # flagged as a warning naming the poll: the job ended up to one poll before it was seen
+    flagged = [w for w in v["warnings"] if w.startswith("overall is measured with stamps of 2")]
+    assert len(flagged) == 1 and "polled stamp" in flagged[0], v["warnings"]
+    assert v["valid"] and v["reasons"] == []  # late by at most a poll is not unknown
 
 
 def test_edgi_throughput_counts_completions_and_failures_per_stage(run: dict[str, Any]) -> None:

@@ -43,6 +43,9 @@ class Timeline:
     stages: tuple[str, ...]
     table: pl.DataFrame
     precision_ns: dict[str, int]
+    #: the median precision of each stage's stamps: a polled stage's typical bracket,
+    #: which one stalled sweep does not move (``precision_ns`` keeps the coarsest)
+    typical_precision_ns: dict[str, int] = dataclasses.field(default_factory=dict)
 
     @property
     def n_jobs(self) -> int:
@@ -58,6 +61,7 @@ class JobTimes:
     failed_kind: NDArray[np.int16]  # -1 = not failed, else an index into ``kinds``
     kinds: tuple[str, ...]
     precision_s: dict[str, float]
+    typical_precision_s: dict[str, float] = dataclasses.field(default_factory=dict)
 
     @property
     def n_jobs(self) -> int:
@@ -163,17 +167,24 @@ def build_timeline(events: pl.DataFrame, stages: Sequence[str]) -> Timeline:
         np.minimum.at(wide, flat[dup], tv[dup])
     mat = wide.reshape(n_jobs, s_count)
 
-    prec = cols.filter(pl.col("s") >= 0).group_by("s").agg(pl.col("p").max()).rows()
+    prec = (
+        cols.filter(pl.col("s") >= 0)
+        .group_by("s")
+        .agg(pl.col("p").max().alias("max"), pl.col("p").median().alias("median"))
+        .rows()
+    )
     precision = dict.fromkeys(stages, 0)
-    for si, p in prec:
+    typical = dict.fromkeys(stages, 0)
+    for si, p, med in prec:
         precision[stages[int(si)]] = int(p)
+        typical[stages[int(si)]] = int(med)
 
     data: dict[str, pl.Series] = {"job": events["job"].gather(first_row)}
     for i, name in enumerate(stages):
         col = pl.Series(name, mat[:, i])
         data[name] = col.set(col == _MISSING, None) if (mat[:, i] == _MISSING).any() else col
     data[FAILED_COLUMN] = _failed_kinds(events, cols, jid, n_jobs)
-    return Timeline(stages, pl.DataFrame(data), precision)
+    return Timeline(stages, pl.DataFrame(data), precision, typical)
 
 
 def _failed_kinds(
@@ -220,17 +231,20 @@ def job_times(tl: Timeline, origin_ns: int) -> JobTimes:
         )
         codes = mapped.fill_null(-1).to_numpy().astype(np.int16)
     precision_s = {s: p / 1e9 for s, p in tl.precision_ns.items()}
-    return JobTimes(origin_ns, t, codes, kinds, precision_s)
+    typical_s = {s: p / 1e9 for s, p in tl.typical_precision_ns.items()}
+    return JobTimes(origin_ns, t, codes, kinds, precision_s, typical_s)
 
 
 def with_declared_precision(jt: JobTimes, chain: StageChain) -> JobTimes:
     """``jt`` with each chain stage at least as coarse as the chain declares it (a polled
     stage is declared at the poll interval, whatever its stamps say)."""
-    prec = dict(jt.precision_s)
+    prec, typical = dict(jt.precision_s), dict(jt.typical_precision_s)
     for s in chain.stages:
         if s.name in prec:
             prec[s.name] = max(prec[s.name], s.precision_ns / 1e9)
-    return dataclasses.replace(jt, precision_s=prec)
+        if s.name in typical:
+            typical[s.name] = max(typical[s.name], s.precision_ns / 1e9)
+    return dataclasses.replace(jt, precision_s=prec, typical_precision_s=typical)
 
 
 #: a stage stamp whose attrs ``status`` (EDGI reports) or ``state`` (the client's tracker)

@@ -99,9 +99,9 @@ class PsijBackend:
         return StageChain(
             (
                 Stage("submit", "client", "PSI/J submit called", Precision.US),
-                Stage(STAGE_QUEUED, SOURCE, "PSI/J saw the job queued", p),
-                Stage(STAGE_ACTIVE, SOURCE, "PSI/J saw the job running", p),
-                Stage(STAGE_END, SOURCE, "PSI/J saw the job end", p),
+                Stage(STAGE_QUEUED, SOURCE, "PSI/J saw the job queued", p, polled=True),
+                Stage(STAGE_ACTIVE, SOURCE, "PSI/J saw the job running", p, polled=True),
+                Stage(STAGE_END, SOURCE, "PSI/J saw the job end", p, polled=True),
                 Stage("client_done", "client", "client saw the end", Precision.US),
             ),
             (

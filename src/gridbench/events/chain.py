@@ -28,6 +28,9 @@ class Stage:
     source: str
     label: str = ""
     precision_ns: int = 1_000
+    #: known only by polling (client_done, PSI/J's states): its stamp is when a poll saw
+    #: the change, up to one poll after it, and ``precision_ns`` is the poll interval
+    polled: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +77,7 @@ class StageChain:
         """This chain with ``stage`` declared at ``precision_ns`` at least: a stage known
         only by polling is as precise as the poll interval, not as the clock that stamps it."""
         stages = tuple(
-            dataclasses.replace(s, precision_ns=max(s.precision_ns, precision_ns))
+            dataclasses.replace(s, precision_ns=max(s.precision_ns, precision_ns), polled=True)
             if s.name == stage
             else s
             for s in self.stages
@@ -89,6 +92,7 @@ class StageChain:
                     "source": s.source,
                     "label": s.label,
                     "precision_ns": s.precision_ns,
+                    "polled": s.polled,
                 }
                 for s in self.stages
             ],

@@ -39,6 +39,7 @@ class Stage(OpenModel):
     source: Text = None
     label: Text = None
     precision_ns: Count = None
+    polled: Flag = None
 
 
 class Segment(OpenModel):

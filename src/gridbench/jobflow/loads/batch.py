@@ -18,7 +18,6 @@ from pydantic import Field
 
 from gridbench.analysis import text
 from gridbench.analysis.closed import count, job_table, over_trials, seconds, summarize
-from gridbench.analysis.coarse import coarse_overall_as_warning
 from gridbench.backends.base import BulkSubmitter
 from gridbench.errors import BackendError, SpecError
 from gridbench.events.model import (
@@ -204,17 +203,6 @@ class Batch(BaseLoadModel):
         """See :func:`batch_metrics`."""
         end = server_end_stage(chain)
         return batch_metrics(job_table(events, [end] if end else []), end)
-
-    def adjust_validity(
-        self, validity: dict[str, Any], model: Mapping[str, Any] | None
-    ) -> dict[str, Any]:
-        """The makespan read from server end stamps does not rest on the polled
-        client_done: a coarse overall latency is then a warning, not a reason."""
-        if not model or model.get("kind") != "batch" or model.get("end_stage") == STAGE_CLIENT_DONE:
-            return validity
-        return coarse_overall_as_warning(
-            validity, f"the makespan is read from {model.get('end_stage')}, not from client_done"
-        )
 
 
 MODEL = Batch()

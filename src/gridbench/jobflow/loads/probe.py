@@ -35,7 +35,6 @@ from gridbench.analysis.closed import (
     seconds,
     summarize,
 )
-from gridbench.analysis.coarse import coarse_overall_as_warning
 from gridbench.events.model import STAGE_SUBMIT, STAGE_SUBMIT_ACK
 from gridbench.jobflow.loads.base import (
     BaseLoadModel,
@@ -241,11 +240,7 @@ def probe_statement(m: Mapping[str, Any]) -> str:
 def adjust_validity(validity: dict[str, Any], model: Mapping[str, Any] | None) -> dict[str, Any]:
     """A status or cancel probe submits no jobs: 'no job completed' does not apply to it,
     'no call succeeded' does."""
-    if not model or model.get("kind") != "probe":
-        return validity
-    # a probe times calls, never a job's life: the polled client_done does not matter
-    validity = coarse_overall_as_warning(validity, "a probe times calls, not the jobs' lives")
-    if model.get("operation") == "submit":
+    if not model or model.get("kind") != "probe" or model.get("operation") == "submit":
         return validity
     reasons = [r for r in validity.get("reasons", []) if r != NO_JOB_COMPLETED]
     if not (model.get("single") or {}).get("n"):

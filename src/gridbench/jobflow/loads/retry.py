@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
-from gridbench.analysis.coarse import coarse_overall_as_warning
 from gridbench.backends.base import JobRequest, JobState
 from gridbench.events.model import FAIL_LOST, STAGE_CANCELLED, STAGE_FAILED
 from gridbench.jobflow.loads.base import BaseLoadModel, LoadBase, PlanEstimate, TrialContext, narrow
@@ -256,7 +255,6 @@ class Retry(BaseLoadModel):
         invalid; a trial that submitted nothing is."""
         if not model or model.get("kind") != "retry":
             return validity
-        validity = coarse_overall_as_warning(validity, "the retry model counts refusals")
         reasons = [r for r in validity.get("reasons", []) if r != NO_JOB_COMPLETED]
         if not model.get("attempts_used"):
             reasons.append("no retry-model submission was made")
