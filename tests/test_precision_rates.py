@@ -181,7 +181,7 @@ def test_local_jobs_failing_at_their_end_are_failures_there(tmp_path: Path) -> N
         """
 name: local-fail
 backend: {type: local, options: {slots: 4}}
-job: {command: [sh, -c, 'exit $(( $$ % 2 ))']}
+job: {command: [sh, -c, 'exit $(( $(od -An -N1 -tu1 /dev/urandom) % 2 ))']}  # about half fail
 load: {model: open, rate: 20/s}
 trial: {jobs: 20}
 timeouts: {status_interval: 0.05s}
