@@ -15,6 +15,7 @@ If the two hashes ever disagree (a collision), an exact string-keyed path is tak
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -23,6 +24,7 @@ import polars as pl
 from numpy.typing import NDArray
 
 from gridbench.analysis.clocks import StageClock, stage_clocks
+from gridbench.events.chain import StageChain
 from gridbench.events.model import (
     STAGE_CLIENT_DONE,
     STAGE_FAILED,
@@ -46,6 +48,9 @@ class Timeline:
     table: pl.DataFrame
     precision_ns: dict[str, int]
     clocks: dict[str, StageClock] = field(default_factory=dict)  # per stage stamped
+    #: the median precision of each stage's stamps: a polled stage's typical bracket,
+    #: which one stalled sweep does not move (``precision_ns`` keeps the coarsest)
+    typical_precision_ns: dict[str, int] = field(default_factory=dict)
 
     @property
     def n_jobs(self) -> int:
@@ -62,6 +67,7 @@ class JobTimes:
     kinds: tuple[str, ...]
     precision_s: dict[str, float]
     clocks: dict[str, StageClock] = field(default_factory=dict)  # per stage stamped
+    typical_precision_s: dict[str, float] = field(default_factory=dict)
 
     @property
     def n_jobs(self) -> int:
@@ -167,17 +173,24 @@ def build_timeline(events: pl.DataFrame, stages: Sequence[str]) -> Timeline:
         np.minimum.at(wide, flat[dup], tv[dup])
     mat = wide.reshape(n_jobs, s_count)
 
-    prec = cols.filter(pl.col("s") >= 0).group_by("s").agg(pl.col("p").max()).rows()
+    prec = (
+        cols.filter(pl.col("s") >= 0)
+        .group_by("s")
+        .agg(pl.col("p").max().alias("max"), pl.col("p").median().alias("median"))
+        .rows()
+    )
     precision = dict.fromkeys(stages, 0)
-    for si, p in prec:
+    typical = dict.fromkeys(stages, 0)
+    for si, p, med in prec:
         precision[stages[int(si)]] = int(p)
+        typical[stages[int(si)]] = int(med)
 
     data: dict[str, pl.Series] = {"job": events["job"].gather(first_row)}
     for i, name in enumerate(stages):
         col = pl.Series(name, mat[:, i])
         data[name] = col.set(col == _MISSING, None) if (mat[:, i] == _MISSING).any() else col
     data[FAILED_COLUMN] = _failed_kinds(events, cols, jid, n_jobs)
-    return Timeline(stages, pl.DataFrame(data), precision, stage_clocks(events, stages))
+    return Timeline(stages, pl.DataFrame(data), precision, stage_clocks(events, stages), typical)
 
 
 def _failed_kinds(
@@ -224,4 +237,47 @@ def job_times(tl: Timeline, origin_ns: int) -> JobTimes:
         )
         codes = mapped.fill_null(-1).to_numpy().astype(np.int16)
     precision_s = {s: p / 1e9 for s, p in tl.precision_ns.items()}
-    return JobTimes(origin_ns, t, codes, kinds, precision_s, dict(tl.clocks))
+    typical_s = {s: p / 1e9 for s, p in tl.typical_precision_ns.items()}
+    return JobTimes(origin_ns, t, codes, kinds, precision_s, dict(tl.clocks), typical_s)
+
+
+def with_declared_precision(jt: JobTimes, chain: StageChain) -> JobTimes:
+    """``jt`` with each chain stage at least as coarse as the chain declares it (a polled
+    stage is declared at the poll interval, whatever its stamps say)."""
+    prec, typical = dict(jt.precision_s), dict(jt.typical_precision_s)
+    for s in chain.stages:
+        if s.name in prec:
+            prec[s.name] = max(prec[s.name], s.precision_ns / 1e9)
+        if s.name in typical:
+            typical[s.name] = max(typical[s.name], s.precision_ns / 1e9)
+    return dataclasses.replace(jt, precision_s=prec, typical_precision_s=typical)
+
+
+#: a stage stamp whose attrs ``status`` (EDGI reports) or ``state`` (the client's tracker)
+#: is one of these, compared case-insensitively, reports the job failing at that stage
+FAILURE_STATUSES = frozenset({"failed", "error", "aborted", "cancelled", "canceled"})
+
+
+def stage_failures(
+    events: pl.DataFrame, jobs: pl.Series, stages: Sequence[str]
+) -> dict[str, NDArray[np.bool_]]:
+    """Per stage, per job of ``jobs`` (a timeline's order): was the job reported failing
+    at that stage? Such a stamp is a failure, not a passage (METHODS 1.3 counts completed
+    jobs). Stages with no failure are left out."""
+    attrs = pl.col("attrs")
+    status = pl.coalesce(
+        attrs.str.json_path_match("$.status"), attrs.str.json_path_match("$.state")
+    )
+    failing = (
+        events.lazy()
+        .filter(pl.col("stage").is_in(list(stages)) & attrs.str.contains('"(?:status|state)"'))
+        .select("job", "stage", status.str.to_lowercase().alias("st"))
+        .filter(pl.col("st").is_in(list(FAILURE_STATUSES)))
+        .select("job", "stage")
+        .unique()
+        .collect()
+    )
+    out: dict[str, NDArray[np.bool_]] = {}
+    for (stage,), part in failing.partition_by("stage", as_dict=True).items():
+        out[str(stage)] = jobs.is_in(part["job"].implode()).to_numpy()
+    return out

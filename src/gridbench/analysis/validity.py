@@ -14,7 +14,9 @@ A trial is **invalid** (excluded from summaries, listed with its reasons) when:
   backend spawned (trial.json ``client_processes.cpu_s``) reached 50% of all cores over the
   whole trial (the UNICORE UCC finding; 25% gives a warning);
 - the overall latency's stamps are too coarse: the coarser precision of its two stages
-  exceeds 10% of the median overall latency;
+  (the median precision of each stage's stamps, at least what the chain declares: a polled
+  stage such as client_done is as precise as its polling) exceeds 10% of the median overall
+  latency;
 - stamps go backwards: a job reached a stage before the one it follows, by more than the
   stamps' uncertainty, the coarser precision plus both stages' clock-offset bounds (a
   negative segment after the agents' offsets were removed: the clocks of the sources
@@ -26,8 +28,10 @@ A trial is **invalid** (excluded from summaries, listed with its reasons) when:
   ``clock_factor`` (10%) of the segment's median latency (``clock_bounds`` lists agent,
   bound, segment and latency).
 
-**Warnings** (the trial stays valid): a segment whose stamps are coarse by the same rule,
-client CPU not recorded, negative segments within the stamps' uncertainty (kept in the
+**Warnings** (the trial stays valid): a segment whose stamps are coarse by the same rule;
+an overall latency coarse because of a *polled* stage (client_done: the job ended up to one
+status poll before the client saw it, so the latency is late by at most that, not unknown);
+client CPU not recorded; negative segments within the stamps' uncertainty (kept in the
 latencies, counted in ``negative_segments``).
 """
 
@@ -107,6 +111,17 @@ def client_cpu(
     return ClientCpu(float(cpu.mean()), float(cpu.max()), children, int(cpu.size))
 
 
+@dataclass(frozen=True, slots=True)
+class Coarse:
+    """A latency measured too coarsely: its name, the precision and median (s), and
+    whether the coarser of its stages is one known only by polling."""
+
+    name: str
+    precision_s: float
+    median_s: float
+    polled: bool
+
+
 def _coarse(
     chain: StageChain,
     jt: JobTimes,
@@ -114,18 +129,23 @@ def _coarse(
     overall_start: str,
     end: str,
     factor: float,
-) -> list[tuple[str, float, float]]:
-    """(latency name, precision s, median s) of every latency measured too coarsely."""
+) -> list[Coarse]:
+    """Every latency measured too coarsely."""
     # hops between components (component=False) are often below any server clock's
     # resolution and only feed "other"; warning about them would drown the real ones
     pairs = [(g.name, g.start, g.end) for g in chain.all_segments() if g.component]
     pairs.append(("overall", overall_start, end))
+    polled = {s.name for s in chain.stages if s.polled}
+    # the typical (median) precision against the median latency: a polled stage's bracket
+    # is the poll interval, and one stalled sweep must not decide the verdict
+    typ = jt.typical_precision_s or jt.precision_s
     out = []
     for name, a, b in pairs:
-        prec = max(jt.precision_s.get(a, 0.0), jt.precision_s.get(b, 0.0))
+        pa, pb = typ.get(a, 0.0), typ.get(b, 0.0)
+        prec = max(pa, pb)
         med = latency.get(name, {}).get("p50")
         if med is not None and med > 0 and prec > factor * med:
-            out.append((name, prec, med))
+            out.append(Coarse(name, prec, med, (a if pa >= pb else b) in polled))
     return out
 
 
@@ -250,19 +270,24 @@ def trial_validity(
         )
     overall_start = STAGE_INTENDED if jt.has(STAGE_INTENDED) else chain_first(info.chain)
     coarse = _coarse(info.chain, jt, latency, overall_start, end_stage, cfg.coarse_factor)
-    for name, prec, med in coarse:
+    for c in coarse:
         msg = (
-            f"{name} is measured with stamps of {text.seconds(prec)} precision, more than "
-            f"{text.pct(cfg.coarse_factor)} of its median {text.seconds(med)}"
+            f"{c.name} is measured with stamps of {text.seconds(c.precision_s)} precision, "
+            f"more than {text.pct(cfg.coarse_factor)} of its median {text.seconds(c.median_s)}"
         )
-        (reasons if name == "overall" else warnings).append(msg)
+        if c.polled:  # known only by polling: late by up to one poll, not unknown
+            msg += (
+                " (a polled stamp: the job ended up to one status poll earlier; poll faster, "
+                "timeouts.status_interval, or read the server's end stamp)"
+            )
+        (reasons if c.name == "overall" and not c.polled else warnings).append(msg)
     clocks = clock_bounds(info.chain, jt, latency, cfg.clock_factor)
-    for c in clocks:
-        if c["flagged"]:
+    for cb in clocks:
+        if cb["flagged"]:
             reasons.append(
-                f"the clock of agent {c['agent']} is known only to ±{text.seconds(c['bound_s'])}"
-                f" on {c['segment']}, more than {text.pct(cfg.clock_factor)} of its median "
-                f"{text.seconds(c['latency_s'])}: the segment cannot be resolved across clocks"
+                f"the clock of agent {cb['agent']} is known only to ±{text.seconds(cb['bound_s'])}"
+                f" on {cb['segment']}, more than {text.pct(cfg.clock_factor)} of its median "
+                f"{text.seconds(cb['latency_s'])}: the segment cannot be resolved across clocks"
             )
     neg_reasons, neg_warnings, negative = _negative(info.chain, jt)
     reasons.extend(neg_reasons)
@@ -278,7 +303,7 @@ def trial_validity(
         "client_bound": bound,
         "client_cpu_rule": rule,
         "client_tools_cpu_share": tools_share,
-        "coarse_precision": [name for name, _, _ in coarse],
+        "coarse_precision": [c.name for c in coarse],
         "backwards_jobs": int(np.count_nonzero(backwards_jobs(jt, info.chain))),
         "negative_segments": negative,
         "clock_bounds": clocks,

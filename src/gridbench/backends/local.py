@@ -191,7 +191,10 @@ class LocalBackend:
                 job.state = JobState.DONE if code == 0 else JobState.FAILED
                 if code != 0:
                     job.message = f"exit code {code}"
-            self._stamp(bid, "local_end", {"exit_code": code})
+            end: dict[str, Any] = {"exit_code": code}
+            if job.state is not JobState.DONE:  # a failure at this stage, not a passage
+                end["status"] = job.state.value
+            self._stamp(bid, "local_end", end)
         finally:
             self._running -= 1
             self._pump()

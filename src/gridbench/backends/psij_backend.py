@@ -99,9 +99,9 @@ class PsijBackend:
         return StageChain(
             (
                 Stage("submit", "client", "PSI/J submit called", Precision.US),
-                Stage(STAGE_QUEUED, SOURCE, "PSI/J saw the job queued", p),
-                Stage(STAGE_ACTIVE, SOURCE, "PSI/J saw the job running", p),
-                Stage(STAGE_END, SOURCE, "PSI/J saw the job end", p),
+                Stage(STAGE_QUEUED, SOURCE, "PSI/J saw the job queued", p, polled=True),
+                Stage(STAGE_ACTIVE, SOURCE, "PSI/J saw the job running", p, polled=True),
+                Stage(STAGE_END, SOURCE, "PSI/J saw the job end", p, polled=True),
                 Stage("client_done", "client", "client saw the end", Precision.US),
             ),
             (
@@ -181,6 +181,8 @@ class PsijBackend:
         attrs: dict[str, Any] = {"psij_state": c.state}
         if c.exit_code is not None:
             attrs["exit_code"] = c.exit_code
+        if st.state.terminal and st.state is not JobState.DONE:
+            attrs["status"] = st.state.value  # a failure at this stage, not a passage
         self._events.append(
             Event(c.native_id, stage, c.t_ns, SOURCE, self._precision_ns, attrs=attrs)
         )

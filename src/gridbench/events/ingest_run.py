@@ -91,7 +91,9 @@ def edgi_chain(
             else f"{source} {what[name.rsplit('_', 1)[1]]}"
         )
         default = Precision.US if client else Precision.S
-        return Stage(name, source, f"T{i + 1} {label}", prec.get(name, default))
+        # the client learns of the end by polling (T8): its stamps carry the bracket
+        polled = name == STAGE_CLIENT_DONE
+        return Stage(name, source, f"T{i + 1} {label}", prec.get(name, default), polled)
 
     # component segments (the seed's Table 5 columns) plus the hops between components,
     # which are not components: they make up "other" with the client's own share
@@ -141,7 +143,7 @@ def infer_chain(events: pl.DataFrame) -> StageChain:
         ~pl.col("stage").is_in(list(_CLIENT_ONLY)) & ~pl.col("stage").str.ends_with("_status")
     )
     stages = tuple(
-        Stage(n, s or Source.CLIENT, "", int(p or Precision.US))
+        Stage(n, s or Source.CLIENT, "", int(p or Precision.US), n == STAGE_CLIENT_DONE)
         for n, s, p in keep.select("stage", "source", "precision_ns").iter_rows()
     )
     if len(stages) < 2:

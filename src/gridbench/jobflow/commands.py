@@ -252,8 +252,12 @@ def cmd_check(args: argparse.Namespace, ui: Ui) -> int:
 
 
 def _ingested(out: Any, dest: str, ui: Ui) -> int:
+    from gridbench.events.edgi import joined_by_lines
+
     for w in out.warnings[:50]:
         ui.err_console.print(f"[yellow]warning[/]: {safe_markup(w)}")
+    for line in joined_by_lines(out.stats.get("joined_by") or {}):  # which id each tier used
+        ui.console.print(safe_markup(line))
     ui.console.print(
         f"ingested {out.events} events of {out.jobs} jobs into [cyan]{safe_markup(dest)}[/]; "
         f"analyse with: gridbench analyze {safe_markup(dest)}"

@@ -39,6 +39,7 @@ class Stage(OpenModel):
     source: Text = None
     label: Text = None
     precision_ns: Count = None
+    polled: Flag = None
 
 
 class Segment(OpenModel):
@@ -77,6 +78,7 @@ class StageThroughput(OpenModel):
     expected_ratio: Num = None
     edgi_ratio: Num = None
     count: Count = None
+    failures: Count = None
 
 
 class Queue(OpenModel):
@@ -159,6 +161,26 @@ class ServerProcess(OpenModel):
     client_cpu_s_per_op: Num = None
 
 
+class PerSecond(OpenModel):
+    bins: Count = None
+    mean: Num = None
+    p50: Num = None
+    p90: Num = None
+    p99: Num = None
+
+
+class Rates(OpenModel):
+    side: Text = None
+    submit_stage: Text = None
+    start_stage: Text = None
+    end_stage: Text = None
+    completed: Count = None
+    end_to_end_per_s: Num = None
+    submit_per_s: Num = None
+    dispatch_per_s: Num = None
+    per_second: PerSecond | None = None
+
+
 class Trial(OpenModel):
     trial_id: Text = None
     trial_index: Count = None
@@ -169,6 +191,7 @@ class Trial(OpenModel):
     jobs: dict[str, Count] = {}
     latency: dict[str, Stats] = {}
     throughput: dict[str, StageThroughput] = {}
+    rates: Rates | None = None
     failures: dict[str, Count] = {}
     failure_rate: Num = None
     queues: dict[str, Queue] = {}

@@ -21,7 +21,7 @@ from gridbench.backends.registry import create_backend
 from gridbench.errors import GridbenchError
 from gridbench.events.clock import AnchoredClock
 from gridbench.run.closed_loop import sleep_or_stop
-from gridbench.run.collect import Collector
+from gridbench.run.collect import Collector, Summarised
 from gridbench.run.collectors import build_collectors
 from gridbench.run.observer import NullObserver, Observer
 from gridbench.run.trial import TrialOutcome, run_trial
@@ -209,6 +209,9 @@ class ExperimentRunner:
                         )
                     except Exception as exc:
                         self.observer.message(f"collector {c.describe()} failed: {exc}")
+                    if isinstance(c, Summarised):
+                        for line in c.summary():
+                            self.observer.message(f"{c.describe()}: {line}")
         except GridbenchError as exc:
             outcome.status, outcome.error = "failed", str(exc)
             raise

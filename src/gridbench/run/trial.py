@@ -20,6 +20,7 @@ import numpy as np
 from gridbench.backends.base import Backend, JobRequest, RuntimeStatsSource
 from gridbench.events.clock import AnchoredClock
 from gridbench.events.log import EVENTS_FILE, EventLog
+from gridbench.events.model import STAGE_CLIENT_DONE
 from gridbench.jobflow import loads as load_models
 from gridbench.jobflow.loads.base import RequestMaker, TrialContext
 from gridbench.run.collect import Collector
@@ -185,7 +186,11 @@ async def run_trial(
         "submit_end_ns": None,
         "ended_ns": None,
         "status": "running",
-        "chain": backend.stage_chain().to_dict(),
+        # client_done is seen by polling: declared at the poll interval (events carry the
+        # actual bracket between the two status answers, longer when a pause was stretched)
+        "chain": backend.stage_chain()
+        .polled(STAGE_CLIENT_DONE, int(pspec.timeouts.status_interval * 1e9))
+        .to_dict(),
         "backend": backend.name,
         "agents": {
             f"agent-{k}": {"clock_offset_ns": 0, "clock_uncertainty_ns": 0}
