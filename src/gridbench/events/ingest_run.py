@@ -156,10 +156,13 @@ def infer_chain(events: pl.DataFrame) -> StageChain:
 
 def _times(events: pl.DataFrame, stage: str) -> pl.Series:
     """Each job's earliest ``stage`` stamp on the controller's clock (t_ns − offset)."""
+    t = pl.col("t_ns")
+    if "clock_offset_ns" in events.columns:  # a bare frame of a caller may lack it
+        t = t - pl.col("clock_offset_ns").fill_null(0)
     return (
         events.filter(pl.col("stage") == stage)
         .group_by("job")
-        .agg((pl.col("t_ns") - pl.col("clock_offset_ns").fill_null(0)).min().alias("t_ns"))
+        .agg(t.min().alias("t_ns"))
         .get_column("t_ns")
     )
 
