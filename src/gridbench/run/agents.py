@@ -346,21 +346,22 @@ async def _account_lost(
     mergers: list[_Merger],
 ) -> None:
     """Jobs of lost agents that never ended: cancelled through the controller's backend
-    (never left queued), stamped as lost on the controller's clock."""
+    (never left queued) and stamped so on the controller's clock; if that fails, stamped
+    lost, which 'gridbench cleanup' then cancels."""
     rec = ctx.recorders[0]
     for t, res, m in zip(tasks, results, mergers, strict=True):
         if "error" not in res or not m.open:
             continue
         ids = list(m.open.values())
-        note: dict[str, Any] = {"kind": FAIL_LOST, "agent": t.name, "by": "controller"}
+        stage, note = STAGE_CANCELLED, {"by": "controller", "agent": t.name, "why": "agent lost"}
         try:
             await ctx.backend.cancel(ids)
-            note["cancelled"] = True
-        except Exception as exc:
-            note["cancel_error"] = f"{type(exc).__name__}: {exc}"[:300]
+        except Exception as exc:  # left for 'gridbench cleanup': recorded as lost
+            stage = STAGE_FAILED
+            note = {"kind": FAIL_LOST, "agent": t.name, "cancel_error": f"{exc}"[:300]}
         now = rec.clock.now_ns()
         for job in m.open:
-            rec.stamp(job, STAGE_FAILED, now, note)
+            rec.stamp(job, stage, now, note)
         ctx.progress.failed += len(m.open)
         m.open.clear()
 
