@@ -1,0 +1,159 @@
+"""Agents on Dask against the in-process noop backend (issue 13, Performance).
+
+Prints, in one run:
+
+1. the aggregate achieved submission rate of the open model with the agents in the
+   controller's process (``agents: 1``, the baseline), and with 1 and 2 agent processes
+   (``agents: {processes: N}``), at an offered rate above what one process can keep;
+2. the controller's CPU (its process: Dask scheduler, pulls and the merge into events.csv;
+   the agents are other processes) per 100,000 merged events;
+3. the merge cost of 16 agents' logs of 1,000,000 events in all: the streaming path
+   (pulled bytes parsed and appended, as during a trial) and ``gridbench collect``'s path.
+
+    PYTHONPATH=src .venv/bin/python bench/bench_agents.py [--rate 20000] [--seconds 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import resource
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from gridbench.events.clock import AnchoredClock
+from gridbench.events.log import EventLog, read_events
+from gridbench.run.agent_collect import merge_log
+from gridbench.run.agents import _Merger
+from gridbench.run.experiment import ExperimentRunner
+from gridbench.spec import load_spec_text, make_plan
+
+
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def one(agents: str, rate: float, seconds: float, root: Path) -> dict[str, Any]:
+    """One trial; the achieved rate over the submissions' own span (controller time)."""
+    spec, data = load_spec_text(
+        f"""
+name: bench-agents
+backend: {{type: noop, options: {{runtime_s: 0.2}}}}
+load: {{model: open, rate: {rate}/s, pool: 64, late_threshold: 5ms, max_lateness: 1s,
+  agents: {agents}}}
+trial: {{duration: {seconds}s}}
+timeouts: {{status_interval: 0.5s, drain: 30s}}
+safety: {{max_rate: 1000000/s, max_jobs: 10000000, confirm_above: 10000000}}
+"""
+    )
+    runner = ExperimentRunner(make_plan(spec, data), data, root)
+    c0, t0 = _cpu(), time.perf_counter()
+    out = asyncio.run(runner.execute())
+    wall, cpu = time.perf_counter() - t0, _cpu() - c0
+    tdir = out.run.trial_dir("p00-t00")
+    ev = read_events(tdir / "events.csv", columns=["stage", "t_ns", "clock_offset_ns"])
+    sub = ev.filter(pl.col("stage") == "submit")
+    t = (sub["t_ns"] - sub["clock_offset_ns"]).sort()
+    span = (t[-1] - t[0]) / 1e9 if len(t) > 1 else 0.0
+    info = json.loads((tdir / "trial.json").read_text())
+    return {
+        "agents": agents,
+        "submitted": len(t),
+        "achieved": (len(t) - 1) / span if span > 0 else 0.0,
+        "failed": ev.filter(pl.col("stage") == "failed").height,  # dropped or refused
+        "events": ev.height,
+        "controller_cpu_s": cpu,
+        "wall_s": wall,
+        "skews_ms": [
+            round((a.get("start_skew_ns") or 0) / 1e6, 1) for a in info["agents"].values()
+        ],
+    }
+
+
+def synth_logs(root: Path, agents: int, total: int) -> list[Path]:
+    """``agents`` logs of ``total`` events in all, written as agents write them."""
+    clock = AnchoredClock()
+    paths = []
+    per = total // agents
+    for k in range(agents):
+        p = root / f"agent-{k}.events.csv"
+        with EventLog(p, batch_size=4096) as log:
+            t = clock.now_ns()
+            for i in range(per // 4):
+                job = f"p00-t00-{k:02d}{i:07d}"
+                for j, stage in enumerate(("intended", "submit", "submit_ack", "client_done")):
+                    attrs = f'{{"backend_id":"{i}"}}' if stage == "submit_ack" else None
+                    log.append(job, stage, t + i * 1000 + j, agent=f"agent-{k}", attrs=attrs)
+        paths.append(p)
+    return paths
+
+
+def merge_costs(root: Path, agents: int = 16, total: int = 1_000_000) -> dict[str, float]:
+    paths = synth_logs(root, agents, total)
+    stream_dir = root / "stream"
+    stream_dir.mkdir()
+    c0 = _cpu()
+    with EventLog(stream_dir / "events.csv", batch_size=256) as elog:
+        for p in paths:
+            m = _Merger(elog)
+            with open(p, "rb") as fh:
+                while chunk := fh.read(1 << 20):
+                    cut = chunk.rfind(b"\n") + 1  # the pull hands over complete lines
+                    fh.seek(cut - len(chunk), 1)
+                    m.add(chunk[:cut])
+    stream = _cpu() - c0
+    collect_dir = root / "collect"
+    collect_dir.mkdir()
+    c0 = _cpu()
+    merged = sum(merge_log(collect_dir, p) for p in paths)
+    collect = _cpu() - c0
+    c0 = _cpu()
+    again = sum(merge_log(collect_dir, p) for p in paths)  # idempotent: nothing to add
+    recollect = _cpu() - c0
+    assert merged == total and again == 0, (merged, again)
+    return {"stream_s": stream, "collect_s": collect, "recollect_s": recollect}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument(
+        "--rate", type=float, default=20000.0, help="offered jobs/s (above one process)"
+    )
+    ap.add_argument("--seconds", type=float, default=4.0)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        rows = [
+            one(a, args.rate, args.seconds, root) for a in ("1", "{processes: 1}", "{processes: 2}")
+        ]
+        print(f"offered {args.rate:.0f}/s for {args.seconds:g}s, noop backend")
+        print(
+            f"{'agents':>16} {'achieved/s':>11} {'submitted':>10} {'failed':>7} "
+            f"{'ctl CPU s':>9} {'CPU/100k ev':>11}  start skew ms"
+        )
+        for r in rows:
+            per100k = r["controller_cpu_s"] / max(r["events"], 1) * 1e5
+            print(
+                f"{r['agents']:>16} {r['achieved']:>11.0f} {r['submitted']:>10} "
+                f"{r['failed']:>7} {r['controller_cpu_s']:>9.2f} {per100k:>11.2f}  "
+                f"{r['skews_ms']}"
+            )
+        ratio = rows[2]["achieved"] / rows[1]["achieved"] if rows[1]["achieved"] else 0.0
+        print(f"2 processes / 1 process: {ratio:.2f}x (goal >= 1.8x)")
+        (root / "merge").mkdir()
+        m = merge_costs(root / "merge")
+        print(
+            f"merge of 16 agents' logs, 1,000,000 events: streaming {m['stream_s']:.2f} s CPU "
+            f"({1e6 / m['stream_s']:,.0f} ev/s), collect {m['collect_s']:.2f} s, "
+            f"collect again (nothing new) {m['recollect_s']:.2f} s"
+        )
+
+
+if __name__ == "__main__":
+    main()
