@@ -369,3 +369,29 @@ timeouts: {{status_interval: 0.2s, drain: 5s, settle: 0s}}
     )
     assert cleaned.returncode == 0, cleaned.stdout + cleaned.stderr
     assert _queued(grid.url) == 0
+
+
+def test_live_progress_adds_the_agents_histograms(tmp_path: Path) -> None:
+    from gridbench.events.clock import AnchoredClock
+    from gridbench.events.log import EventLog
+    from gridbench.run.agent_live import LiveRecorder, merge_live
+    from gridbench.run.observer import TrialProgress
+
+    snaps, blobs = {}, []
+    for k, lat_ms in enumerate((10, 30)):
+        rec = LiveRecorder(EventLog(tmp_path / f"{k}.csv"), AnchoredClock(), f"agent-{k}")
+        prog = TrialProgress("t", 100)
+        for i in range(50):
+            rec.stamp(f"j{k}-{i}", "submit", 1_000_000_000)
+            rec.stamp(f"j{k}-{i}", "submit_ack", 1_000_000_000 + lat_ms * 1_000_000)
+        prog.submitted = prog.acknowledged = 50
+        snaps[f"agent-{k}"] = rec.snapshot(prog)
+        blobs.append(snaps[f"agent-{k}"]["hist"])
+        assert rec.snapshot(prog)["hist"] == b""  # a snapshot takes what came since the last
+    progress = TrialProgress("t", 200)
+    merge_live(progress, snaps, blobs)
+    assert progress.submitted == progress.acknowledged == 100
+    lat = progress.extra["submit_latency_ms"]
+    assert lat["count"] == 100
+    assert abs(lat["p50"] - 10) < 0.1 and abs(lat["p99"] - 30) < 0.1
+    assert set(progress.extra["agents"]) == {"agent-0", "agent-1"}

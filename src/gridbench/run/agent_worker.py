@@ -34,9 +34,9 @@ from gridbench import __version__
 from gridbench.backends.registry import create_backend
 from gridbench.events.clock import AnchoredClock
 from gridbench.events.log import EventLog
+from gridbench.run.agent_live import LiveRecorder
 from gridbench.run.observer import TrialProgress
 from gridbench.run.open_loop import run_open_loop
-from gridbench.run.recorder import Recorder
 from gridbench.run.tracker import StatusTracker
 
 if TYPE_CHECKING:
@@ -46,6 +46,8 @@ if TYPE_CHECKING:
 _heard: dict[str, float] = {}
 #: trial key -> set when the controller asks the agent to stop (Ctrl-C, abort)
 _stops: dict[str, threading.Event] = {}
+#: trial key -> (recorder, progress) of the running trial, for the live snapshot of a pull
+_live: dict[str, tuple[LiveRecorder, TrialProgress]] = {}
 READ_LIMIT = 8 << 20  # bytes of log one pull returns at most
 
 
@@ -97,19 +99,26 @@ def heard(key: str) -> None:
     _heard[key] = time.monotonic()
 
 
-def read_log(path: str, offset: int, key: str | None = None) -> tuple[bytes, int]:
+def read_log(
+    path: str, offset: int, key: str | None = None
+) -> tuple[bytes, int, dict[str, Any] | None]:
     """The complete lines of the agent's log from ``offset`` on (at most :data:`READ_LIMIT`
-    bytes) and the offset after them; also the heartbeat of trial ``key``."""
+    bytes), the offset after them and the live snapshot of trial ``key`` (counters, the
+    submit-latency histogram since the previous pull); also that trial's heartbeat."""
+    live = None
     if key is not None:
         heard(key)
+        running = _live.get(key)
+        if running is not None:
+            live = running[0].snapshot(running[1])
     try:
         with open(resolve(path), "rb") as fh:
             fh.seek(offset)
             data = fh.read(READ_LIMIT)
     except FileNotFoundError:
-        return b"", offset
+        return b"", offset, live
     end = data.rfind(b"\n") + 1  # a torn last line waits for the next pull
-    return data[:end], offset + end
+    return data[:end], offset + end, live
 
 
 def stop_agent(key: str) -> bool:
@@ -143,6 +152,7 @@ def run_agent(task: AgentTask) -> dict[str, Any]:
     finally:
         _stops.pop(task.key, None)
         _heard.pop(task.key, None)
+        _live.pop(task.key, None)
 
 
 async def _run(task: AgentTask, stop_flag: threading.Event) -> dict[str, Any]:
@@ -152,9 +162,10 @@ async def _run(task: AgentTask, stop_flag: threading.Event) -> dict[str, Any]:
     spec = task.spec
     clock = AnchoredClock()
     elog = EventLog(resolve(task.log_path), batch_size=64)
-    rec = Recorder(elog, clock, agent=task.name, clock_offset_ns=task.clock_offset_ns)
+    rec = LiveRecorder(elog, clock, agent=task.name, clock_offset_ns=task.clock_offset_ns)
     backend = create_backend(spec.backend.type, spec.backend.options)
     progress = TrialProgress(task.trial_id, len(task.offsets_ns))
+    _live[task.key] = (rec, progress)
     t = spec.timeouts
     tracker = StatusTracker(backend, rec, progress, t.status_interval, max_duty=t.status_max_duty)
     stop = asyncio.Event()

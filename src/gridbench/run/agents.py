@@ -44,6 +44,7 @@ from gridbench.events.model import (
     STAGE_SUBMIT_ACK,
 )
 from gridbench.run import clock_sync
+from gridbench.run.agent_live import merge_live
 from gridbench.run.agent_worker import (
     AgentTask,
     agent_identity,
@@ -295,14 +296,20 @@ async def _stream(
     """Pull every agent's new log lines until all are done or gone; their results."""
     offsets = [0] * len(tasks)
     fails = [0] * len(tasks)
+    live: dict[str, dict[str, Any]] = {}
+    recent: list[tuple[float, bytes]] = []  # (when pulled, histogram): the last second's
     results: list[dict[str, Any] | None] = [None] * len(tasks)
     stopped = False
 
     async def pull(k: int) -> None:
         t, a = tasks[k], addrs[k]
         while True:
-            data, off = await pool.call(a, read_log, t.log_path, offsets[k], t.key)
+            data, off, snap = await pool.call(a, read_log, t.log_path, offsets[k], t.key)
             offsets[k] = off
+            if snap is not None:
+                live[t.name] = snap
+                if snap.get("hist"):
+                    recent.append((time.monotonic(), snap["hist"]))
             if data:
                 mergers[k].add(data)
             if len(data) < 1 << 20:  # caught up (a big backlog is read in several pulls)
@@ -334,8 +341,10 @@ async def _stream(
                     results[k] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
                 with contextlib.suppress(Exception):
                     await pull(k)  # the lines written after the previous pull
+        if live:
+            recent[:] = [(w, h) for w, h in recent if w > time.monotonic() - 1.0]
+            merge_live(ctx.progress, live, (h for _, h in recent))
         await asyncio.sleep(PULL_S)
-    ctx.progress.submitted = sum(int(r.get("submitted") or 0) for r in results if r)
     return [r or {} for r in results]
 
 
