@@ -28,7 +28,7 @@ import polars as pl
 
 from gridbench.events.clock import AnchoredClock
 from gridbench.events.log import EventLog, read_events
-from gridbench.run.agent_collect import merge_log
+from gridbench.run.agent_collect import merge_logs
 from gridbench.run.agents import _Merger
 from gridbench.run.experiment import ExperimentRunner
 from gridbench.spec import load_spec_text, make_plan
@@ -101,20 +101,22 @@ def merge_costs(root: Path, agents: int = 16, total: int = 1_000_000) -> dict[st
     c0 = _cpu()
     with EventLog(stream_dir / "events.csv", batch_size=256) as elog:
         for p in paths:
-            m = _Merger(elog)
+            m, first = _Merger(elog), True
             with open(p, "rb") as fh:
                 while chunk := fh.read(1 << 20):
                     cut = chunk.rfind(b"\n") + 1  # the pull hands over complete lines
                     fh.seek(cut - len(chunk), 1)
-                    m.add(chunk[:cut])
+                    m.add(chunk[:cut], first)
+                    first = False
+            m.close()
     stream = _cpu() - c0
     collect_dir = root / "collect"
     collect_dir.mkdir()
     c0 = _cpu()
-    merged = sum(merge_log(collect_dir, p) for p in paths)
+    merged = merge_logs(collect_dir, paths)
     collect = _cpu() - c0
     c0 = _cpu()
-    again = sum(merge_log(collect_dir, p) for p in paths)  # idempotent: nothing to add
+    again = merge_logs(collect_dir, paths)  # idempotent: nothing to add
     recollect = _cpu() - c0
     assert merged == total and again == 0, (merged, again)
     return {"stream_s": stream, "collect_s": collect, "recollect_s": recollect}

@@ -11,6 +11,7 @@ agent), so collecting twice adds nothing, and nothing already there is changed o
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
@@ -22,6 +23,7 @@ import polars as pl
 
 from gridbench.errors import GridbenchError
 from gridbench.events.log import EVENTS_FILE, EventLog, read_events
+from gridbench.events.model import EVENT_COLUMNS
 from gridbench.store.layout import RunDir, read_json, write_json
 
 KEY = ["job", "stage", "t_ns", "agent"]
@@ -71,7 +73,9 @@ def _fetch(run: RunDir, kind: str, where: dict[str, Any], dest: Path, ssh: dict[
             fix="restore experiment.json's agents.logs from the run",
         )
     dest.parent.mkdir(parents=True, exist_ok=True)
-    if kind == "processes" or host == socket.gethostname():
+    if kind == "hosts":  # over ssh to the host as the spec names it
+        host = str(where.get("ssh_host") or host)
+    elif kind == "processes" or host == socket.gethostname():
         home = Path(str(where.get("home") or Path.home()))
         src = Path(path) if Path(path).is_absolute() else home / path
         if kind == "processes" and not _within(src, run.path / "agents"):
@@ -94,28 +98,24 @@ def _fetch(run: RunDir, kind: str, where: dict[str, Any], dest: Path, ssh: dict[
     return f"{host}:{path}"
 
 
-def merge_log(trial_dir: Path, agent_log: Path) -> int:
-    """Append to the trial's events.csv the rows of ``agent_log`` it lacks; rows added."""
+def merge_logs(trial_dir: Path, agent_logs: list[Path]) -> int:
+    """Append to the trial's events.csv the rows of ``agent_logs`` it lacks; rows added.
+
+    The trial's own rows are read once (their keys only) and the missing rows appended in
+    one write, after the log's torn tail (if any) is dropped as the event log does."""
     events = trial_dir / EVENTS_FILE
-    theirs = read_events(agent_log)
-    if not theirs.height:
+    theirs = pl.concat([read_events(p) for p in agent_logs]) if agent_logs else None
+    if theirs is None or not theirs.height:
         return 0
     mine = read_events(events, columns=KEY) if events.exists() else theirs.clear().select(KEY)
-    missing = theirs.join(mine.unique(), on=KEY, how="anti")
+    missing = theirs.unique(KEY, maintain_order=True).join(mine.unique(), on=KEY, how="anti")
     if not missing.height:
         return 0
-    with EventLog(events, batch_size=4096) as elog:
-        for row in missing.iter_rows(named=True):
-            elog.append(
-                row["job"],
-                row["stage"],
-                row["t_ns"],
-                source=row["source"],
-                precision_ns=row["precision_ns"],
-                agent=row["agent"],
-                clock_offset_ns=row["clock_offset_ns"],
-                attrs=row["attrs"] or None,
-            )
+    EventLog(events).close()  # the header of a new log; a torn last line dropped
+    with open(events, "ab") as fh:
+        missing.select(EVENT_COLUMNS).write_csv(fh, include_header=False)
+        fh.flush()
+        os.fsync(fh.fileno())
     return missing.height
 
 
@@ -156,7 +156,7 @@ def collect_run(run: RunDir) -> CollectReport:
         if not isinstance(per_agent, dict) or not trial_dir.is_dir():
             report.errors.append(f"{tid}: not a trial of this run")
             continue
-        added = 0
+        fetched: list[Path] = []
         for name, where in sorted(per_agent.items()):
             if not str(name).startswith("agent-") or "/" in str(name):
                 report.errors.append(f"{tid}: {name!r} is not an agent name")
@@ -164,9 +164,9 @@ def collect_run(run: RunDir) -> CollectReport:
             dest = run.path / "agents" / str(name) / f"{tid}.events.csv"
             try:
                 report.fetched.append(_fetch(run, kind, dict(where), dest, dict(ssh or {})))
-                added += merge_log(trial_dir, dest)
                 _note_offsets(trial_dir, read_events(dest, columns=["clock_offset_ns"]), name)
+                fetched.append(dest)
             except (GridbenchError, OSError, subprocess.TimeoutExpired) as exc:
                 report.errors.append(f"{tid} {name}: {exc}")
-        report.added[str(tid)] = added
+        report.added[str(tid)] = merge_logs(trial_dir, fetched)
     return report

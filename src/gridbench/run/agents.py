@@ -20,39 +20,31 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import csv
-import io
-import json
 import logging
+import os
 import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
+import polars as pl
 
-import gridbench
 from gridbench.errors import GridbenchError
-from gridbench.events.log import EventLog
-from gridbench.events.model import (
-    FAIL_LOST,
-    STAGE_CANCELLED,
-    STAGE_CLIENT_DONE,
-    STAGE_FAILED,
-    STAGE_SUBMIT_ACK,
-)
+from gridbench.events.log import EventLog, read_events
+from gridbench.events.model import EVENT_COLUMNS, FAIL_LOST, STAGE_CANCELLED, STAGE_FAILED
 from gridbench.run import clock_sync
 from gridbench.run.agent_live import merge_live
+from gridbench.run.agent_pool import AgentPool
 from gridbench.run.agent_worker import (
     AgentTask,
-    agent_identity,
     host_clock_state,
     read_log,
     run_agent,
     stop_agent,
 )
+from gridbench.run.cleanup import outstanding_jobs
 from gridbench.store.layout import RunDir
 
 if TYPE_CHECKING:
@@ -62,106 +54,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 PULL_S = 0.2  # how often the controller pulls agents' logs (and so its heartbeat)
 LOST_AFTER = 3  # failed pulls in a row: the agent is gone
-END_STAGES = (STAGE_CLIENT_DONE, STAGE_FAILED, STAGE_CANCELLED)
-
-
-class AgentPool:
-    """The Dask cluster of one trial's agents and its asynchronous client."""
-
-    def __init__(self, block: AgentsBlock) -> None:
-        self.block = block
-        self.cluster: Any = None
-        self.client: Any = None  # distributed.Client, asynchronous
-        self.addresses: list[str] = []
-        self.identity: dict[str, dict[str, Any]] = {}
-
-    async def __aenter__(self) -> AgentPool:
-        import distributed
-
-        dd: Any = distributed  # its constructors are untyped (awaitable when asynchronous)
-        b = self.block
-        try:
-            if b.processes:
-                self.cluster = await dd.LocalCluster(
-                    n_workers=b.processes,
-                    processes=True,
-                    threads_per_worker=1,
-                    dashboard_address=None,
-                    asynchronous=True,
-                    silence_logs=logging.ERROR,
-                )
-                address = self.cluster.scheduler_address
-            elif b.hosts:
-                self.cluster = await dd.SSHCluster(
-                    [b.hosts[0], *b.hosts],
-                    connect_options=dict(b.ssh_options),
-                    worker_options={"nthreads": 1},
-                    scheduler_options={"dashboard_address": None},
-                    remote_python=f"{b.venv}/bin/python",
-                    asynchronous=True,
-                )
-                address = self.cluster.scheduler_address
-            else:
-                address = str(b.scheduler)
-            self.client = await dd.Client(address, asynchronous=True, timeout="20s")
-            await self.client.wait_for_workers(b.processes or len(b.hosts or ()) or 1)
-        except GridbenchError:
-            raise
-        except Exception as exc:
-            await self.__aexit__()
-            raise GridbenchError(
-                f"cannot start or reach the agents' Dask cluster: {type(exc).__name__}: {exc}",
-                where="load.agents",
-                fix="check the hosts (ssh reachable, venv path), or that the scheduler "
-                "address is right and its workers are up",
-            ) from None
-        self.addresses = sorted(self.client.scheduler_info()["workers"])
-        await self._check_versions()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        if self.client is not None:
-            with contextlib.suppress(Exception):
-                await self.client.close()
-        if self.cluster is not None:
-            with contextlib.suppress(Exception):
-                await self.cluster.close()
-
-    async def _check_versions(self) -> None:
-        assert self.client is not None
-        try:
-            ids = await self.client.run(agent_identity)
-        except Exception as exc:  # e.g. gridbench is not importable on a worker
-            raise GridbenchError(
-                f"an agent cannot run gridbench: {type(exc).__name__}: {exc}",
-                where="load.agents",
-                fix=f"install gridbench {gridbench.__version__} into the venv the agents run",
-            ) from None
-        for addr, ident in sorted(ids.items()):
-            if ident.get("version") != gridbench.__version__:
-                raise GridbenchError(
-                    f"the agent on {ident.get('host')} ({addr}) runs gridbench "
-                    f"{ident.get('version')}, the controller {gridbench.__version__}",
-                    where=f"load.agents ({ident.get('host')})",
-                    fix=f"install gridbench {gridbench.__version__} into {ident.get('python')}'s "
-                    "venv on that host (pip install gridbench==" + gridbench.__version__ + ")",
-                )
-        self.identity = ids
-
-    async def call(self, addr: str, fn: Callable[..., T], *args: Any) -> T:
-        """``fn(*args)`` in the event loop of the worker at ``addr``."""
-        assert self.client is not None
-        out = await self.client.run(fn, *args, workers=[addr], on_error="raise")
-        result: T = out[addr]
-        return result
-
-    async def offset(self, addr: str, probes: int = clock_sync.DEFAULT_PROBES) -> Any:
-        """The NTP-style offset estimate of the agent at ``addr``."""
-
-        async def exchange() -> tuple[int, int]:
-            return await self.call(addr, clock_sync.agent_half)
-
-        return await clock_sync.measure(exchange, probes)
+HEADER = (",".join(EVENT_COLUMNS) + "\n").encode()  # the first line of every event log
 
 
 def log_path(block: AgentsBlock, run_dir: Path, name: str, trial_id: str) -> str:
@@ -173,34 +66,38 @@ def log_path(block: AgentsBlock, run_dir: Path, name: str, trial_id: str) -> str
 
 
 class _Merger:
-    """Appends an agent's pulled log lines to the trial's event log; tracks its open jobs."""
+    """Appends an agent's pulled log lines to the trial's event log as they are.
+
+    The agent writes the very format of events.csv (same gridbench version, checked at
+    connect), so its complete lines are appended as bytes after the controller's own
+    pending batch is flushed: both write whole lines to an O_APPEND descriptor, so lines
+    never interleave, and merging costs a copy rather than a parse per event."""
 
     def __init__(self, elog: EventLog) -> None:
         self.elog = elog
-        self.open: dict[str, str] = {}  # job -> backend id, acknowledged and not ended
         self.events = 0
+        self._fd: int | None = None
 
-    def add(self, data: bytes) -> None:
-        for row in csv.reader(io.StringIO(data.decode("utf-8", "replace"))):
-            if len(row) != 8 or row[0] == "job":
-                continue  # the header, or a line this version cannot read
-            job, stage, t, source, prec, agent, off, attrs = row
-            self.elog.append(
-                job,
-                stage,
-                int(t),
-                source=source,
-                precision_ns=int(prec),
-                agent=agent,
-                clock_offset_ns=int(off),
-                attrs=attrs,
-            )
-            self.events += 1
-            if stage == STAGE_SUBMIT_ACK:
-                with contextlib.suppress(ValueError, TypeError):
-                    self.open[job] = str(json.loads(attrs)["backend_id"])
-            elif stage in END_STAGES:
-                self.open.pop(job, None)
+    def add(self, data: bytes, at_start: bool) -> None:
+        """Append ``data`` (complete lines; the log's header when ``at_start``)."""
+        if at_start and data.startswith(HEADER):
+            data = data[len(HEADER) :]
+        n = data.count(b"\n")
+        if not n:
+            return
+        self.elog.flush()
+        if self._fd is None:
+            self._fd = os.open(self.elog.path, os.O_WRONLY | os.O_APPEND)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._fd, view) :]
+        self.elog.count += n  # trial.json's event count includes the merged events
+        self.events += n
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 async def run_remote_open(
@@ -246,7 +143,7 @@ async def run_remote_open(
             )
             for k, (name, a) in enumerate(zip(names, addrs, strict=True))
         ]
-        _record_logs(run_dir, block, tasks, addrs, pool.identity)
+        _record_logs(run_dir, block, tasks, addrs, pool)
         futures = [
             pool.client.submit(run_agent, t, workers=[a], allow_other_workers=False, pure=False)
             for t, a in zip(tasks, addrs, strict=True)
@@ -281,7 +178,9 @@ async def run_remote_open(
             }
         ctx.info["agents"] = agents
         ctx.info["agents_start_ns"] = start_ns
-        await _account_lost(ctx, tasks, results, mergers)
+        for m in mergers:
+            m.close()
+        await _account_lost(ctx, tasks, results)
         ctx.write_info()
 
 
@@ -305,13 +204,13 @@ async def _stream(
         t, a = tasks[k], addrs[k]
         while True:
             data, off, snap = await pool.call(a, read_log, t.log_path, offsets[k], t.key)
+            if data:
+                mergers[k].add(data, offsets[k] == 0)
             offsets[k] = off
             if snap is not None:
                 live[t.name] = snap
                 if snap.get("hist"):
                     recent.append((time.monotonic(), snap["hist"]))
-            if data:
-                mergers[k].add(data)
             if len(data) < 1 << 20:  # caught up (a big backlog is read in several pulls)
                 return
 
@@ -352,27 +251,30 @@ async def _account_lost(
     ctx: TrialContext,
     tasks: list[AgentTask],
     results: list[dict[str, Any]],
-    mergers: list[_Merger],
 ) -> None:
     """Jobs of lost agents that never ended: cancelled through the controller's backend
     (never left queued) and stamped so on the controller's clock; if that fails, stamped
     lost, which 'gridbench cleanup' then cancels."""
+    lost = [t.name for t, res in zip(tasks, results, strict=True) if "error" in res]
+    if not lost:
+        return
     rec = ctx.recorders[0]
-    for t, res, m in zip(tasks, results, mergers, strict=True):
-        if "error" not in res or not m.open:
+    rec.log.flush()
+    events = read_events(rec.log.path)
+    for name in lost:
+        left = outstanding_jobs(events.filter(pl.col("agent") == name))
+        if not left.height:
             continue
-        ids = list(m.open.values())
-        stage, note = STAGE_CANCELLED, {"by": "controller", "agent": t.name, "why": "agent lost"}
+        stage, note = STAGE_CANCELLED, {"by": "controller", "agent": name, "why": "agent lost"}
         try:
-            await ctx.backend.cancel(ids)
+            await ctx.backend.cancel(left["backend_id"].to_list())
         except Exception as exc:  # left for 'gridbench cleanup': recorded as lost
             stage = STAGE_FAILED
-            note = {"kind": FAIL_LOST, "agent": t.name, "cancel_error": f"{exc}"[:300]}
+            note = {"kind": FAIL_LOST, "agent": name, "cancel_error": f"{exc}"[:300]}
         now = rec.clock.now_ns()
-        for job in m.open:
+        for job in left["job"].to_list():
             rec.stamp(job, stage, now, note)
-        ctx.progress.failed += len(m.open)
-        m.open.clear()
+        ctx.progress.failed += left.height
 
 
 def _record_logs(
@@ -380,7 +282,7 @@ def _record_logs(
     block: AgentsBlock,
     tasks: list[AgentTask],
     addrs: list[str],
-    identity: dict[str, dict[str, Any]],
+    pool: AgentPool,
 ) -> None:
     """experiment.json's ``agents``: where each agent's log of each trial is, for collect."""
     with contextlib.suppress(GridbenchError, OSError):
@@ -388,10 +290,11 @@ def _record_logs(
         known = run.read_experiment().get("agents") or {}
         logs = dict(known.get("logs") or {})
         for t, a in zip(tasks, addrs, strict=True):
-            ident = identity.get(a, {})
+            ident = pool.identity.get(a, {})
             logs.setdefault(t.trial_id, {})[t.name] = {
                 "path": t.log_path,
                 "host": ident.get("host"),
+                "ssh_host": pool.ssh_host.get(a),
                 "home": ident.get("home"),
                 "address": a,
             }
