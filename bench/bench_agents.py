@@ -4,13 +4,13 @@ Prints, in one run:
 
 1. the aggregate achieved submission rate of the open model with the agents in the
    controller's process (``agents: 1``, the baseline), and with 1 and 2 agent processes
-   (``agents: {processes: N}``), at an offered rate above what one process can keep;
+   (``agents: {processes: N}``): the highest of a list of offered rates each keeps;
 2. the controller's CPU (its process: Dask scheduler, pulls and the merge into events.csv;
    the agents are other processes) per 100,000 merged events;
 3. the merge cost of 16 agents' logs of 1,000,000 events in all: the streaming path
    (pulled bytes parsed and appended, as during a trial) and ``gridbench collect``'s path.
 
-    PYTHONPATH=src .venv/bin/python bench/bench_agents.py [--rate 20000] [--seconds 4]
+    PYTHONPATH=src .venv/bin/python bench/bench_agents.py [--rates 4000,8000,...] [--seconds 3]
 """
 
 from __future__ import annotations
@@ -59,13 +59,12 @@ safety: {{max_rate: 1000000/s, max_jobs: 10000000, confirm_above: 10000000}}
     tdir = out.run.trial_dir("p00-t00")
     ev = read_events(tdir / "events.csv", columns=["stage", "t_ns", "clock_offset_ns"])
     sub = ev.filter(pl.col("stage") == "submit")
-    t = (sub["t_ns"] - sub["clock_offset_ns"]).sort()
-    span = (t[-1] - t[0]) / 1e9 if len(t) > 1 else 0.0
     info = json.loads((tdir / "trial.json").read_text())
     return {
         "agents": agents,
-        "submitted": len(t),
-        "achieved": (len(t) - 1) / span if span > 0 else 0.0,
+        "offered": rate,
+        "submitted": sub.height,
+        "achieved": sub.height / seconds,  # submissions over the offered window
         "failed": ev.filter(pl.col("stage") == "failed").height,  # dropped or refused
         "events": ev.height,
         "controller_cpu_s": cpu,
@@ -122,27 +121,43 @@ def merge_costs(root: Path, agents: int = 16, total: int = 1_000_000) -> dict[st
     return {"stream_s": stream, "collect_s": collect, "recollect_s": recollect}
 
 
+def sustained(agents: str, rates: list[float], seconds: float, root: Path) -> dict[str, Any]:
+    """The highest offered rate kept with at most 1% of the jobs dropped or refused (the
+    rates are tried in order until one is not kept)."""
+    best: dict[str, Any] = {"agents": agents, "offered": 0.0, "achieved": 0.0, "events": 1}
+    best |= {"submitted": 0, "failed": 0, "controller_cpu_s": 0.0, "skews_ms": []}
+    for rate in rates:
+        r = one(agents, rate, seconds, root)
+        if r["failed"] > 0.01 * rate * seconds:
+            break
+        best = r
+    return best
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument(
-        "--rate", type=float, default=20000.0, help="offered jobs/s (above one process)"
-    )
-    ap.add_argument("--seconds", type=float, default=4.0)
+    ap.add_argument("--rates", default="4000,8000,12000,16000,20000,24000,28000,32000")
+    ap.add_argument("--seconds", type=float, default=3.0)
     args = ap.parse_args()
+    rates = [float(x) for x in args.rates.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         rows = [
-            one(a, args.rate, args.seconds, root) for a in ("1", "{processes: 1}", "{processes: 2}")
+            sustained(a, rates, args.seconds, root)
+            for a in ("1", "{processes: 1}", "{processes: 2}")
         ]
-        print(f"offered {args.rate:.0f}/s for {args.seconds:g}s, noop backend")
         print(
-            f"{'agents':>16} {'achieved/s':>11} {'submitted':>10} {'failed':>7} "
+            f"highest rate kept (<= 1% dropped) of {args.rates}/s, {args.seconds:g}s each, "
+            "noop backend; agents '1' = in the controller's process (baseline)"
+        )
+        print(
+            f"{'agents':>16} {'offered/s':>10} {'achieved/s':>11} {'failed':>7} "
             f"{'ctl CPU s':>9} {'CPU/100k ev':>11}  start skew ms"
         )
         for r in rows:
             per100k = r["controller_cpu_s"] / max(r["events"], 1) * 1e5
             print(
-                f"{r['agents']:>16} {r['achieved']:>11.0f} {r['submitted']:>10} "
+                f"{r['agents']:>16} {r['offered']:>10.0f} {r['achieved']:>11.0f} "
                 f"{r['failed']:>7} {r['controller_cpu_s']:>9.2f} {per100k:>11.2f}  "
                 f"{r['skews_ms']}"
             )
