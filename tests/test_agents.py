@@ -75,11 +75,13 @@ class DaskCluster:
     """A ``dask scheduler`` and two ``dask worker`` processes; worker 1 runs under
     libfaketime, +2.5 s."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, worker_envs: list[dict[str, str]] | None = None) -> None:
         self.root = root
         self.port = _free_port()
         self.address = f"tcp://127.0.0.1:{self.port}"
-        self.worker_ports = [_free_port(), _free_port()]
+        skewed = {"LD_PRELOAD": str(FAKETIME_LIB), "FAKETIME": f"+{SKEW_S}"}
+        self.worker_envs = [{}, skewed] if worker_envs is None else worker_envs
+        self.worker_ports = [_free_port() for _ in self.worker_envs]
         self.procs: list[subprocess.Popen[bytes]] = []
         self.logs: list[Path] = []
 
@@ -105,9 +107,8 @@ class DaskCluster:
             env,
         )
         for k, wport in enumerate(self.worker_ports):
-            wenv = dict(env)
-            if k == 1:  # the skewed agent: its whole process sees the shifted clock
-                wenv.update(LD_PRELOAD=str(FAKETIME_LIB), FAKETIME=f"+{SKEW_S}")
+            # e.g. the skewed agent: its whole process sees the shifted clock
+            wenv = {**env, **self.worker_envs[k]}
             self._start(
                 [
                     str(DASK),
@@ -135,7 +136,7 @@ class DaskCluster:
                     raise AssertionError(f"{log.name} exited:\n{log.read_text()[-2000:]}")
             try:
                 with Client(self.address, timeout="2s") as c:
-                    return len(c.scheduler_info()["workers"]) == 2
+                    return len(c.scheduler_info()["workers"]) == len(self.worker_ports)
             except OSError:
                 return False
 
@@ -395,3 +396,32 @@ def test_live_progress_adds_the_agents_histograms(tmp_path: Path) -> None:
     assert lat["count"] == 100
     assert abs(lat["p50"] - 10) < 0.1 and abs(lat["p99"] - 30) < 0.1
     assert set(progress.extra["agents"]) == {"agent-0", "agent-1"}
+
+
+def test_a_version_mismatch_is_one_clear_error(tmp_path: Path) -> None:
+    """A worker whose gridbench says another version (set by a sitecustomize at start)."""
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "sitecustomize.py").write_text(
+        "import gridbench\ngridbench.__version__ = '0.0.0-other'\n"
+    )
+    path = os.pathsep.join([str(shim), os.environ.get("PYTHONPATH", "")])
+    cluster = DaskCluster(tmp_path, [{"PYTHONPATH": path}])
+    cluster.start()
+    try:
+        cluster.wait_ready()
+        out = run_spec(
+            f"""
+name: mismatch
+backend: {{type: noop}}
+load: {{model: open, rate: 10/s, agents: {{scheduler: "{cluster.address}"}}}}
+trial: {{jobs: 5}}
+""",
+            tmp_path,
+        )
+    finally:
+        cluster.stop()
+    assert out.status == "failed"
+    error = str(out.error)
+    assert f"{socket.gethostname()}" in error and "0.0.0-other" in error
+    assert "fix: install gridbench" in error, error

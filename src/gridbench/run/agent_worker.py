@@ -216,9 +216,12 @@ async def _run(task: AgentTask, stop_flag: threading.Event) -> dict[str, Any]:
         done.set()
         with contextlib.suppress(BaseException):
             await tracking
-        lost = bool(reason) and reason[0] == "controller_lost"
+        why = reason[0] if reason else None
+        # past the drain: cancel; stopped (Ctrl-C): as safety.cancel_on_abort says; the
+        # controller gone: as on_controller_loss says. Not cancelled: recorded lost.
+        cancel = {"controller_lost": task.cancel_on_loss, "stopped": spec.safety.cancel_on_abort}
         n_left = len(tracker.inflight)
-        cancelled, cancel_error = await tracker.give_up(cancel=not lost or task.cancel_on_loss)
+        cancelled, cancel_error = await tracker.give_up(cancel=cancel.get(why or "", True))
         dog.cancel()
         with contextlib.suppress(BaseException):
             await dog
