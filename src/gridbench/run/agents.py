@@ -54,6 +54,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 PULL_S = 0.2  # how often the controller pulls agents' logs (and so its heartbeat)
 LOST_AFTER = 3  # failed pulls in a row: the agent is gone
+PULL_TIMEOUT_S = 10.0  # one pull (a worker that does not answer counts as a failed pull)
 HEADER = (",".join(EVENT_COLUMNS) + "\n").encode()  # the first line of every event log
 
 
@@ -220,15 +221,23 @@ async def _stream(
             for t, a in zip(tasks, addrs, strict=True):
                 with contextlib.suppress(Exception):
                     await pool.call(a, stop_agent, t.key)
+        try:  # the workers the scheduler has now (its cached info is not kept up to date)
+            alive = set(await pool.client.nthreads())
+        except Exception:
+            alive = set(addrs)  # no answer: let the pulls decide
         for k, f in enumerate(futures):
             if results[k] is not None:
                 continue
+            gone = addrs[k] not in alive
             try:
-                await pull(k)
+                if gone:  # the scheduler saw it die: no point waiting on a connect time-out
+                    raise ConnectionError(f"the scheduler lost worker {addrs[k]}")
+                async with asyncio.timeout(PULL_TIMEOUT_S):
+                    await pull(k)
                 fails[k] = 0
             except Exception as exc:
                 fails[k] += 1
-                if fails[k] >= LOST_AFTER:
+                if gone or fails[k] >= LOST_AFTER:
                     results[k] = {"error": f"agent gone: {type(exc).__name__}: {exc}"[:300]}
                     with contextlib.suppress(Exception):
                         await f.cancel()
@@ -295,6 +304,7 @@ def _record_logs(
                 "path": t.log_path,
                 "host": ident.get("host"),
                 "ssh_host": pool.ssh_host.get(a),
+                "pid": ident.get("pid"),
                 "home": ident.get("home"),
                 "address": a,
             }
