@@ -57,8 +57,12 @@ safety: {{max_rate: 1000000/s, max_jobs: 10000000, confirm_above: 10000000}}
     out = asyncio.run(runner.execute())
     wall, cpu = time.perf_counter() - t0, _cpu() - c0
     tdir = out.run.trial_dir("p00-t00")
-    ev = read_events(tdir / "events.csv", columns=["stage", "t_ns", "clock_offset_ns"])
+    ev = read_events(tdir / "events.csv", columns=["job", "stage", "t_ns", "clock_offset_ns"])
     sub = ev.filter(pl.col("stage") == "submit")
+    wide = ev.filter(pl.col("stage").is_in(["intended", "submit"])).pivot(
+        on="stage", index="job", values="t_ns", aggregate_function="first"
+    )
+    lag = (wide["submit"] - wide["intended"]).drop_nulls()  # same agent: same clock
     info = json.loads((tdir / "trial.json").read_text())
     return {
         "agents": agents,
@@ -66,6 +70,7 @@ safety: {{max_rate: 1000000/s, max_jobs: 10000000, confirm_above: 10000000}}
         "submitted": sub.height,
         "achieved": sub.height / seconds,  # submissions over the offered window
         "failed": ev.filter(pl.col("stage") == "failed").height,  # dropped or refused
+        "late_share": float((lag > LATE_NS).mean() or 0.0) if lag.len() else 0.0,
         "events": ev.height,
         "controller_cpu_s": cpu,
         "wall_s": wall,
@@ -121,19 +126,29 @@ def merge_costs(root: Path, agents: int = 16, total: int = 1_000_000) -> dict[st
     return {"stream_s": stream, "collect_s": collect, "recollect_s": recollect}
 
 
+LATE_NS = 5_000_000  # late_threshold: 5 ms
+KEPT_LATE, KEPT_FAILED = 0.05, 0.01  # a rate is kept: <= 5% late and <= 1% dropped
+
+
+def _kept(r: dict[str, Any], jobs: float) -> bool:
+    return bool(r["failed"] <= KEPT_FAILED * jobs and r["late_share"] <= KEPT_LATE)
+
+
 def sustained(agents: str, rates: list[float], seconds: float, root: Path) -> dict[str, Any]:
-    """The highest offered rate kept with at most 1% of the jobs dropped or refused in the
-    better of two tries (the rates are tried in order until one is not kept)."""
+    """The highest offered rate kept (at most 5% of the submissions later than 5 ms and 1%
+    dropped or refused) in the better of two tries; rates are tried in order until one is
+    not kept."""
     best: dict[str, Any] = {"agents": agents, "offered": 0.0, "achieved": 0.0, "events": 1}
-    best |= {"submitted": 0, "failed": 0, "controller_cpu_s": 0.0, "skews_ms": []}
+    best |= {"submitted": 0, "failed": 0, "late_share": 0.0, "controller_cpu_s": 0.0}
+    best["skews_ms"] = []
     for rate in rates:
         # two tries: on a 2-core VM one stall of a second (another process's burst) drops
         # a second's jobs, which says little about the rate an agent keeps
         tries = [one(agents, rate, seconds, root)]
-        if tries[0]["failed"] > 0.01 * rate * seconds:
+        if not _kept(tries[0], rate * seconds):
             tries.append(one(agents, rate, seconds, root))
-        r = min(tries, key=lambda t: int(t["failed"]))
-        if r["failed"] > 0.01 * rate * seconds:
+        r = min(tries, key=lambda t: (not _kept(t, rate * seconds), t["late_share"]))
+        if not _kept(r, rate * seconds):
             break
         best = r
     return best
@@ -141,7 +156,7 @@ def sustained(agents: str, rates: list[float], seconds: float, root: Path) -> di
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--rates", default="4000,8000,12000,16000,20000,24000,28000,32000")
+    ap.add_argument("--rates", default="8000,16000,24000,32000,40000,48000,56000,64000")
     ap.add_argument("--seconds", type=float, default=3.0)
     args = ap.parse_args()
     rates = [float(x) for x in args.rates.split(",")]
@@ -152,18 +167,20 @@ def main() -> None:
             for a in ("1", "{processes: 1}", "{processes: 2}")
         ]
         print(
-            f"highest rate kept (<= 1% dropped) of {args.rates}/s, {args.seconds:g}s each, "
-            "noop backend; agents '1' = in the controller's process (baseline)"
+            f"highest rate kept (<= 5% late by > 5 ms, <= 1% dropped) of {args.rates}/s, "
+            f"{args.seconds:g}s each, noop backend; agents '1' = in the controller's process "
+            "(baseline)"
         )
         print(
-            f"{'agents':>16} {'offered/s':>10} {'achieved/s':>11} {'failed':>7} "
+            f"{'agents':>16} {'offered/s':>10} {'achieved/s':>11} {'failed':>7} {'late':>6} "
             f"{'ctl CPU s':>9} {'CPU/100k ev':>11}  start skew ms"
         )
         for r in rows:
             per100k = r["controller_cpu_s"] / max(r["events"], 1) * 1e5
             print(
                 f"{r['agents']:>16} {r['offered']:>10.0f} {r['achieved']:>11.0f} "
-                f"{r['failed']:>7} {r['controller_cpu_s']:>9.2f} {per100k:>11.2f}  "
+                f"{r['failed']:>7} {r['late_share']:>6.1%} {r['controller_cpu_s']:>9.2f} "
+                f"{per100k:>11.2f}  "
                 f"{r['skews_ms']}"
             )
         ratio = rows[2]["achieved"] / rows[1]["achieved"] if rows[1]["achieved"] else 0.0
