@@ -411,3 +411,27 @@ trial: {{jobs: 5}}
     error = str(out.error)
     assert f"{socket.gethostname()}" in error and "0.0.0-other" in error
     assert "fix: install gridbench" in error, error
+
+
+def test_an_abort_stops_every_agent(tmp_path: Path, grid: ReferenceGrid) -> None:
+    """Ctrl-C (the runner's abort) reaches the agents: they stop submitting and cancel."""
+    out = run_spec(
+        f"""
+name: aborted
+backend: {{type: reference, options: {{url: "{grid.url}"}}}}
+job: {{runtime: 60s}}
+load: {{model: open, rate: 10/s, agents: {{processes: 2}}}}
+trial: {{duration: 30s}}
+timeouts: {{status_interval: 0.2s, drain: 5s, settle: 0s}}
+""",
+        tmp_path,
+        abort_after=8.0,
+    )
+    assert out.status == "aborted", out.trials
+    info, ev = _trial(out.run.path)
+    assert {a["stopped"] for a in info["agents"].values()} == {"stopped"}
+    submitted = ev.filter(pl.col("stage") == "submit")
+    assert 0 < submitted.height < 300  # stopped well before the schedule's end
+    assert ev.filter(pl.col("stage") == "cancelled").height > 0
+    assert outstanding_jobs(ev).height == 0
+    assert _queued(grid.url) == 0
