@@ -22,9 +22,9 @@ import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
 from gridbench.run.open_loop import submit_one
 from gridbench.units import Duration
@@ -94,12 +94,23 @@ class AgentsBlock(Strict):
         return "processes" if self.processes else "hosts" if self.hosts else "scheduler"
 
 
+def _agents_kind(value: Any) -> str:
+    """A mapping is a block, anything else a count (so an error names one form, not both)."""
+    return "block" if isinstance(value, dict | AgentsBlock) else "count"
+
+
+AgentsField = Annotated[
+    Annotated[int, Tag("count")] | Annotated[AgentsBlock, Tag("block")],
+    Discriminator(_agents_kind),
+]
+
+
 class LoadBase(Strict):
     """The fields every load model has (METHODS 1.5-1.9); a model's spec adds its own."""
 
     model: str
     late_threshold: Duration = Field(default=0.1, description="later than this: counted late")
-    agents: int | AgentsBlock = Field(
+    agents: AgentsField = Field(
         default=1,
         description="submitter agents sharing the schedule: a count (coroutines in this "
         "process) or a block (processes, hosts or a Dask scheduler)",
