@@ -14,7 +14,7 @@ from typing import Any
 
 from rich.table import Table
 
-from gridbench.cliargs import add_results_arg, add_spec_args
+from gridbench.cliargs import add_results_arg, add_run_arg, add_spec_args
 from gridbench.errors import (
     EXIT_BACKEND,
     EXIT_INTERRUPTED,
@@ -301,6 +301,23 @@ def cmd_backends(args: argparse.Namespace, ui: Ui) -> int:
     return EXIT_OK
 
 
+def cmd_collect(args: argparse.Namespace, ui: Ui) -> int:
+    """Fetch the agents' own logs of a run and merge the events the controller lacks."""
+    from gridbench.run.agent_collect import collect_run
+    from gridbench.store.catalogue import resolve_run
+
+    run = resolve_run(args.run, ui.results_root(args))
+    report = collect_run(run)
+    for src in report.fetched:
+        ui.console.print(f"fetched {safe_markup(src)}")
+    for tid, n in report.added.items():
+        ui.console.print(f"{safe_markup(tid)}: {n} events merged")
+    for e in report.errors:
+        ui.err_console.print(f"[red]{safe_markup(e)}[/]")
+    ui.console.print(f"now: gridbench analyze {safe_markup(run.path)}")
+    return EXIT_BACKEND if report.errors else EXIT_OK
+
+
 def _spec_args(p: argparse.ArgumentParser) -> None:
     add_spec_args(p, what="experiment spec (YAML)", example="--set trials=5 --set load.rate=2/s")
 
@@ -358,6 +375,19 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
     p.add_argument("-y", "--yes", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--fail-invalid", action="store_true", help=argparse.SUPPRESS)
     p.set_defaults(func=_bind(cmd_demo, ui))
+
+    p = sub.add_parser(
+        "collect",
+        help="fetch the agents' logs of a run (after a controller crash) and merge them",
+        description="Copy every agent's own event log (load.agents as a block) into "
+        "RUN/agents/ - from the run itself for local processes, with scp over the spec's "
+        "ssh settings for hosts - and append to each trial's events.csv the events it "
+        "lacks. Idempotent and append-only: collecting twice adds nothing. Then run "
+        "'gridbench analyze RUN' (and 'gridbench cleanup RUN' for jobs left queued).",
+    )
+    add_run_arg(p)
+    add_results_arg(p)
+    p.set_defaults(func=_bind(cmd_collect, ui))
 
     p = sub.add_parser("check", help="check the backend answers and one tiny job runs end to end")
     _spec_args(p)

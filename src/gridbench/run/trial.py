@@ -194,8 +194,10 @@ async def run_trial(
         "backend": backend.name,
         "agents": {
             f"agent-{k}": {"clock_offset_ns": 0, "clock_uncertainty_ns": 0}
-            for k in range(load.agents)
-        },
+            for k in range(load.agent_count)
+        }
+        if load.remote_agents is None
+        else {},
         "background_queue": {"start": await _queue_length(backend), "end": None},
         "cpu_count": os.cpu_count(),
         "late_threshold_ns": int(load.late_threshold * 1e9),
@@ -211,7 +213,9 @@ async def run_trial(
     write_info()
     _runtime_stats(backend)  # start the backend's counters afresh for this trial
     elog = EventLog(trial_dir / EVENTS_FILE)
-    recs = [Recorder(elog, clock, f"agent-{k}") for k in range(load.agents)]
+    # remote agents stamp their own events; the controller's one recorder is the tracker's
+    n_recs = load.agent_count if load.remote_agents is None else 1
+    recs = [Recorder(elog, clock, f"agent-{k}") for k in range(n_recs)]
     tracker = StatusTracker(
         backend,
         recs[0],
@@ -243,6 +247,7 @@ async def run_trial(
                 requests=lambda n: _request_factory(pspec, tid, n, seed),
                 info=info,
                 write_info=write_info,
+                trial_dir=trial_dir,
             )
         )
         info["submit_end_ns"] = clock.now_ns()
