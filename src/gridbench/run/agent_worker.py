@@ -35,6 +35,7 @@ from gridbench.backends.registry import create_backend
 from gridbench.events.clock import AnchoredClock
 from gridbench.events.log import EventLog
 from gridbench.run.agent_live import LiveRecorder
+from gridbench.run.host_clock import chrony_tracking
 from gridbench.run.observer import TrialProgress
 from gridbench.run.open_loop import run_open_loop
 from gridbench.run.tracker import StatusTracker
@@ -130,16 +131,8 @@ def stop_agent(key: str) -> bool:
 
 
 def host_clock_state() -> dict[str, Any]:
-    """The host's own sync state (``chronyc -c tracking``) where the helper exists."""
-    try:
-        from gridbench.run import host_clock  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
-        return {"unavailable": "gridbench.run.host_clock is not in this version"}
-    try:
-        state: dict[str, Any] = dict(host_clock.tracking())
-    except Exception as exc:  # no chrony, no permission: recorded, not fatal
-        return {"unavailable": f"{type(exc).__name__}: {exc}"[:300]}
-    return state
+    """The agent host's own sync state (``chronyc -c tracking``; unavailable: why not)."""
+    return chrony_tracking()
 
 
 def run_agent(task: AgentTask) -> dict[str, Any]:
