@@ -8,7 +8,10 @@
 2. TCP speed at 4 and 16 MiB, 2*size / p50 RTT (store-and-forward echo), against
    ``iperf3 -c 127.0.0.1 -J`` with one stream (goal: within 20 %).
 3. The 1200-call burst: enqueue time (until the last call is handed to the transport) for
-   gRPC via grpc.aio (what gridbench uses) and via ``.future()`` calls, and for ZeroMQ.
+   gRPC via grpc.aio (what gridbench uses) and via ``.future()`` calls, and for ZeroMQ, as
+   wall time and as the enqueuing thread's CPU time (the client's own cost; on a loaded
+   host the rest is time the scheduler gave to other processes). Every variant of the
+   gRPC burst is compared in bench/bench_grpc_burst.py.
 
 Every server is a peer process (``python -m gridbench.messaging.peer``), as in the
 ``host`` environment.
@@ -189,7 +192,10 @@ def main() -> None:
             shown = "  ".join(f"{v / 1e9:6.2f}" for v in speeds)
             print(f"   gridbench {size // MIB:2d} MiB        {shown}   ratio {med / ip_med:.2f}")
 
-        print(f"\n3. {a.burst}-call burst, enqueue time (ms), 64-byte payload, peer process")
+        print(
+            f"\n3. {a.burst}-call burst, enqueue time (ms), 64-byte payload, peer process:"
+            " wall per round, median wall, median client CPU"
+        )
         g_target = f"127.0.0.1:{peers['grpc'].port}"
         grpc_client = GrpcEchoClient(g_target)
         zmq_client = ZmqClient(f"127.0.0.1:{peers['zmq'].port}")
@@ -198,6 +204,7 @@ def main() -> None:
             "grpc .future()": [],
             "zmq DEALER": [],
         }
+        cpu: dict[str, list[float]] = {k: [] for k in results}
         last: dict[str, float] = {}
         for _ in range(a.rounds):
             ways: tuple[tuple[str, Callable[[], BurstTiming]], ...] = (
@@ -208,12 +215,13 @@ def main() -> None:
             for name, fn in ways:
                 b = fn()
                 results[name].append(b.enqueue_ns / 1e6)
+                cpu[name].append((b.enqueue_cpu_ns or 0) / 1e6)
                 last[name] = max(b.arrival_ns) / 1e6
         for name, vals in results.items():
             shown = "  ".join(f"{v:6.1f}" for v in vals)
             print(
                 f"   {name:18} {shown}   median {statistics.median(vals):6.1f}"
-                f"   (last reply {last[name]:.0f} ms)"
+                f"   CPU {statistics.median(cpu[name]):5.1f}   (last reply {last[name]:.0f} ms)"
             )
         grpc_client.close()
         zmq_client.close()

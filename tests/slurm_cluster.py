@@ -73,7 +73,7 @@ SlurmdSpoolDir={r}/spool/%n
 SlurmctldPidFile={r}/run/slurmctld.pid
 SlurmdPidFile={r}/run/slurmd-%n.pid
 SlurmctldLogFile={c.ctld_log}
-SlurmdLogFile={r}/log/slurmd.log
+SlurmdLogFile={r}/log/slurmd{"" if c.nodes == 1 else "-%n"}.log
 SlurmctldDebug=info
 SlurmdDebug=info
 LogTimeFormat=iso8601_ms
@@ -93,9 +93,31 @@ ReturnToService=2
 MpiDefault=none
 InactiveLimit=0
 KillWait=2
-NodeName={NODE} NodeHostname=localhost NodeAddr=127.0.0.1 CPUs={CPUS} RealMemory=4000 State=UNKNOWN
-PartitionName={PARTITION} Nodes={NODE} Default=YES MaxTime=INFINITE State=UP
-"""
+{node_lines(c)}"""
+
+
+def node_names(nodes: int) -> list[str]:
+    """The node names of a cluster of ``nodes``: ``gbnode`` alone (the one-node cluster the
+    older tests know), else ``gbnode1`` … ``gbnodeN``."""
+    return [NODE] if nodes == 1 else [f"{NODE}{i}" for i in range(1, nodes + 1)]
+
+
+def node_lines(c: SlurmCluster) -> str:
+    """NodeName and PartitionName lines. Several nodes share 127.0.0.1 and each has its
+    own slurmd ``Port``: Debian's slurmd is built with multiple-slurmd support, so
+    ``slurmd -N NAME`` runs one daemon per emulated node on one host (docs/backends.md)."""
+    names = node_names(c.nodes)
+    lines = [
+        f"NodeName={n} NodeHostname=localhost NodeAddr=127.0.0.1"
+        + (f" Port={c.node_ports[i]}" if c.nodes > 1 else "")
+        + f" CPUs={CPUS} RealMemory=4000 State=UNKNOWN"
+        for i, n in enumerate(names)
+    ]
+    nodes = NODE if c.nodes == 1 else f"{NODE}[1-{c.nodes}]"
+    if c.nodes > 1:  # sbatch refuses a job larger than the partition (else it pends forever)
+        lines.insert(0, "EnforcePartLimits=ALL")
+    lines.append(f"PartitionName={PARTITION} Nodes={nodes} Default=YES MaxTime=INFINITE State=UP")
+    return "\n".join(lines) + "\n"
 
 
 DB_PASSWORD = "gridbench-test"
@@ -137,6 +159,14 @@ class SlurmCluster:
     dbd_port: int = field(default_factory=free_port)
     db_port: int = field(default_factory=free_port)
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    nodes: int = 1  # emulated nodes, one slurmd each (multiple-slurmd mode)
+    node_ports: list[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.nodes < 1:
+            raise ValueError("a cluster has at least one node")
+        while len(self.node_ports) < self.nodes:
+            self.node_ports.append(free_port())
 
     @property
     def conf(self) -> Path:
@@ -217,8 +247,12 @@ class SlurmCluster:
         if self.accounting:
             self._start_accounting()
         self.start_ctld()
-        self._spawn("slurmd", ["slurmd", "-D", "-f", str(self.conf), "-N", NODE])
-        self._wait("slurmd", self._node_idle, self.log_of("slurmd"))
+        names = node_names(self.nodes)
+        for name in names:
+            proc = "slurmd" if self.nodes == 1 else f"slurmd-{name}"
+            self._spawn(proc, ["slurmd", "-D", "-f", str(self.conf), "-N", name])
+        last = "slurmd" if self.nodes == 1 else f"slurmd-{names[-1]}"
+        self._wait(last, self._node_idle, self.log_of(last))
         if self.rest:
             self.start_rest()
 
@@ -390,7 +424,8 @@ class SlurmCluster:
             out = self.run("sinfo", "-h", "-N", "-o", "%t", check=False, timeout=5)
         except subprocess.TimeoutExpired:
             return False
-        return out.strip() == "idle"
+        states = out.split()
+        return len(states) == self.nodes and all(x == "idle" for x in states)
 
 
 def _listening(port: int) -> bool:
@@ -420,8 +455,10 @@ def running_cluster(
     accounting: bool = False,
     min_job_age: int = 600,
     rest: bool = False,
+    nodes: int = 1,
 ) -> Iterator[SlurmCluster]:
-    """A started cluster, stopped (and its directory removed) on exit."""
+    """A started cluster of ``nodes`` emulated nodes, stopped (and its directory removed)
+    on exit."""
     if os.geteuid() != 0:
         pytest.fail("the Slurm test cluster must run as root (it starts munged and slurmd)")
     if not have_slurm(accounting) or (rest and not shutil.which("slurmrestd")):
@@ -431,7 +468,9 @@ def running_cluster(
             "(scripts/debian-packages.txt)"
         )
     with scratch_dir(prefix) as tmp:
-        cluster = SlurmCluster(tmp, min_job_age=min_job_age, accounting=accounting, rest=rest)
+        cluster = SlurmCluster(
+            tmp, min_job_age=min_job_age, accounting=accounting, rest=rest, nodes=nodes
+        )
         with started(cluster, (ClusterError,)):
             yield cluster
 
@@ -487,6 +526,16 @@ def slurm_private_fixture() -> Iterator[SlurmCluster]:
         yield c
 
 
+MULTI_NODES = 4
+
+
+@pytest.fixture(scope="session", name="slurm4")
+def slurm4_fixture() -> Iterator[SlurmCluster]:
+    """A 4-node cluster (one slurmd per emulated node) for job-size sweeps over nodes."""
+    with running_cluster(prefix="gb-slurm4-", nodes=MULTI_NODES) as c:
+        yield c
+
+
 def _by_hand_info(c: SlurmCluster) -> str:
     rest = f"slurmrestd: {c.rest_url}  token: {c.token()}\n" if c.rest else ""
     return f"{rest}controller log: {c.ctld_log}"
@@ -494,7 +543,11 @@ def _by_hand_info(c: SlurmCluster) -> str:
 
 if __name__ == "__main__":
     serve_by_hand(
-        running_cluster(accounting="--accounting" in sys.argv, rest="--rest" in sys.argv),
+        running_cluster(
+            accounting="--accounting" in sys.argv,
+            rest="--rest" in sys.argv,
+            nodes=MULTI_NODES if "--nodes4" in sys.argv else 1,
+        ),
         lambda c: {"SLURM_CONF": str(c.conf)},
         _by_hand_info,
     )

@@ -326,7 +326,7 @@ def test_probe_hand_computed(tmp_path: Path) -> None:
     assert b1["total_s"] == pytest.approx(0.8) and b1["per_request_s"] == pytest.approx(0.4)
     assert b1["request"]["n"] == 1 and b1["request"]["mean"] == pytest.approx(0.3)
     assert model["statement"].startswith(
-        "submit: 550±205 ms (α=0.05), n=4; 367±379 ms of the 550 below ce_submit; bursts: "
+        "submission time: 550±205 ms (α=0.05), n=4; 367±379 ms of the 550 below ce_submit; bursts: "
     )
     res = analyze_run(
         closed_run(tmp_path, "probe", probe_rows(), edgi_chain()),
@@ -528,7 +528,7 @@ def run_spec(text: str, root: Path) -> ExperimentOutcome:
 def only_trial(out: ExperimentOutcome) -> tuple[dict[str, Any], pl.DataFrame]:
     m = analyze_run(out.run.path, write=True)
     ev_ = read_events(out.run.trial_dir("p00-t00") / "events.csv")
-    return m, ev_.with_columns((pl.col("t_ns") + pl.col("clock_offset_ns")).alias("t"))
+    return m, ev_.with_columns((pl.col("t_ns") - pl.col("clock_offset_ns")).alias("t"))
 
 
 def stage_t(ev_: pl.DataFrame, stage: str) -> pl.DataFrame:

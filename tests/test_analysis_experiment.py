@@ -127,6 +127,7 @@ def test_cream_files_follow_the_schema(cream: tuple[Path, dict]) -> None:
         "validity",
         "bottleneck",
         "background_queue",
+        "rates",
     }
     assert set(t["throughput"]["ce_done"]) == {
         "average",
@@ -134,6 +135,7 @@ def test_cream_files_follow_the_schema(cream: tuple[Path, dict]) -> None:
         "expected_ratio",
         "edgi_ratio",
         "count",
+        "failures",  # jobs reported failing at the stage (issue 14 item 5)
     }
     assert t["warmup"] == {"method": "fraction", "fraction": 0.15, "trimmed_jobs": 45}
     assert m["validity"] == {"valid": True, "invalid_trials": [], "reasons": []}

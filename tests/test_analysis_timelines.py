@@ -6,6 +6,7 @@ import numpy as np
 import polars as pl
 
 import test_analysis_fixtures as fx
+from gridbench.analysis.clocks import to_controller_time
 from gridbench.analysis.timelines import (
     _job_ids,
     _job_ids_exact,
@@ -38,11 +39,12 @@ def test_first_occurrence_offsets_and_precision() -> None:
             {"job": "b", "stage": "weird", "t": 1.0},  # not in the chain: ignored
         ]
     )
-    tl = build_timeline(ev, STAGES)
+    tl = build_timeline(to_controller_time(ev, {}), STAGES)
     rows = {r["job"]: r for r in tl.table.iter_rows(named=True)}
     assert set(rows) == {"a", "b"}
     assert rows["a"]["submit"] == fx.T0 + 3 * fx.NS
-    assert rows["a"]["done"] == fx.T0 + 8 * fx.NS  # t_ns + clock_offset_ns
+    # the controller's time: t_ns − clock_offset_ns (offset = agent clock − controller's)
+    assert rows["a"]["done"] == fx.T0 + 12 * fx.NS
     assert rows["b"]["done"] == fx.T0 + 9 * fx.NS
     assert rows["a"]["intended"] is None
     assert tl.precision_ns["done"] == fx.NS  # the coarsest stamp of the stage
@@ -51,7 +53,7 @@ def test_first_occurrence_offsets_and_precision() -> None:
 
     jt = job_times(tl, fx.T0)
     i = tl.table["job"].to_list().index("a")
-    assert jt.get("done")[i] == 8.0
+    assert jt.get("done")[i] == 12.0
     assert np.isnan(jt.get("intended")[i])
     assert jt.precision_s["done"] == 1.0
 

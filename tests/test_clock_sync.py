@@ -61,3 +61,22 @@ def test_measure_against_the_local_clock_finds_no_offset() -> None:
     assert est.probes == 8
     assert abs(est.offset_ns) <= est.bound_ns + 1
     assert abs(est.at_ns - time.time_ns()) < 60 * 10**9
+
+
+def test_a_probe_that_saw_a_clock_step_is_ignored() -> None:
+    good = _sample(10**18, 7_000, 500_000, 500_000, 10_000)
+    # the controller's clock stepped back during the probe: t4 < t1, so δ < 0 would win
+    t = 10**18 + 10**8
+    stepped = (t, t + 7_100, t + 7_200, t - 1_000)
+    # the agent's clock stepped back between its two stamps: t3 < t2
+    agent_step = (t, t + 5_000_000, t - 5_000_000, t + 20)
+    est = estimate([stepped, agent_step, good])
+    assert est.offset_ns == 7_000
+    assert est.delay_ns == 1_000_000
+    assert est.probes == 3
+
+
+def test_only_inconsistent_probes_is_a_clear_error() -> None:
+    t = 10**18
+    with pytest.raises(GridbenchError, match="none of the 1 clock probes is consistent"):
+        estimate([(t, t + 10, t + 5, t + 20)])

@@ -198,6 +198,7 @@ def sample_records() -> list[dict[str, Any]]:
             "calls": 1200,
             "rep": 0,
             "enqueue_ns": 2 * MS,
+            "enqueue_cpu_ns": 1.5 * MS,
             "first_ns": 5000,
             "arrival_ns": arrivals,
         }
@@ -459,6 +460,8 @@ def test_burst_summary_and_timeline(analysed: dict[str, Any]) -> None:
     b = analysed["burst"][0]
     assert b["calls"] == 1200 and b["reps"] == 1 and b["responses_min"] == 1200
     assert b["enqueue_ms"]["mean"] == pytest.approx(2.0)
+    assert b["enqueue_cpu_ms"]["mean"] == pytest.approx(1.5)
+    assert b["rep_enqueue_cpu_ms"] == [pytest.approx(1.5)]
     assert b["first_ms"]["mean"] == pytest.approx(0.005)
     assert b["gap_ms"]["p50"] == pytest.approx(0.001, rel=1e-3) and b["gap_ms"]["n"] == 1199
     tl = b["timeline"]
@@ -484,6 +487,29 @@ def test_incomplete_burst_is_flagged(tmp_path: Path) -> None:
     flags = m["validity"]["flags"]
     assert [f["rule"] for f in flags] == ["incomplete_burst"] and not m["validity"]["valid"]
     assert "only 3 of 10" in flags[0]["detail"]
+    # a record of an older run has no enqueue CPU time: the figure is absent, not zero
+    b = m["burst"][0]
+    assert b["enqueue_cpu_ms"]["mean"] is None and b["rep_enqueue_cpu_ms"] == []
+    assert b["enqueue_ms"]["mean"] == pytest.approx(0.0001)
+
+
+def test_burst_enqueue_cpu_must_be_a_number(tmp_path: Path) -> None:
+    rec = {
+        "pattern": "burst",
+        "env": "host",
+        "ok": True,
+        "error": None,
+        "transport": "grpc",
+        "calls": 1,
+        "rep": 0,
+        "enqueue_ns": 100,
+        "enqueue_cpu_ns": "fast",
+        "first_ns": 200,
+        "arrival_ns": [200],
+    }
+    with pytest.raises(ResultsError) as err:
+        build_metrics(make_run(tmp_path, [rec]))
+    assert "enqueue_cpu_ns" in str(err.value)
 
 
 # -- validity, thresholds, figures, notes -------------------------------------------------
@@ -518,10 +544,12 @@ def test_thresholds_on_keyed_paths(tmp_path: Path) -> None:
         "  - {metric: pingpong.tcp.host.1024.speed_mb_s, op: '>', value: 1.0}\n"
         "  - {metric: overheads_count, op: '==', value: 1}\n"
         "  - {metric: pingpong.tcp.nowhere.1024.rtt_ms.mean, value: 1}\n"
+        "  - {metric: burst.grpc.host.enqueue_cpu_ms.mean, op: '<', value: 50}\n"
     )
     m = build_metrics(make_run(tmp_path, sample_records(), spec=spec))
     th = m["thresholds"]
-    assert [t["passed"] for t in th] == [False, True, False, False]
+    assert [t["passed"] for t in th] == [False, True, False, False, True]
+    assert th[4]["actual"] == pytest.approx(1.5)
     assert th[0]["actual"] == pytest.approx(1.172)
     assert th[2]["actual"] == 3.0  # tcp at 1 KiB, the echo series, scp
     assert "unknown metric path" in th[3]["reason"]
@@ -539,6 +567,9 @@ def test_figures_have_stable_keys_and_samples(analysed: dict[str, Any]) -> None:
     assert figs["transfer.scp.host.up.1.mb_s"].samples == pytest.approx((10.0, 20.0))
     assert figs["transfer.scp.host.up.1.mb_s"].higher_is_better is True
     assert figs["burst.grpc.host.first_ms"].samples == pytest.approx((0.005,))
+    assert figs["burst.grpc.host.enqueue_ms"].samples == pytest.approx((2.0,))
+    assert figs["burst.grpc.host.enqueue_cpu_ms"].samples == pytest.approx((1.5,))
+    assert "client CPU" in figs["burst.grpc.host.enqueue_cpu_ms"].label
 
 
 def test_notes_and_metrics_file(analysed: dict[str, Any], tmp_path: Path) -> None:

@@ -100,6 +100,13 @@ def test_summary_and_sections(built: tuple[RunDir, dict[str, Any], Report]) -> N
     assert any("sockperf could not be measured" in x for x in report.summary.left_open)
     ids = {t.id for t in report.tables()}
     assert {"overheads", "echo", "echo-scaling", "burst", "transfer", "floor", "validity"} <= ids
+    # the burst's enqueue time twice, clearly labelled: wall and the client's CPU
+    burst = _table(report, "burst")
+    titles = [c.title for c in burst.columns]
+    assert "Enqueue wall (ms)" in titles and "Enqueue CPU (ms)" in titles
+    row = burst.rows[0]
+    assert row[titles.index("Enqueue wall (ms)")] == pytest.approx(2.0)
+    assert row[titles.index("Enqueue CPU (ms)")] == pytest.approx(1.5)
     charts = {c.id: c for c in report.charts()}
     assert set(charts) == {"rtt-size", "speed-size", "echo-scaling", "burst-timeline", "transfer"}
     rtt = charts["rtt-size"].figure

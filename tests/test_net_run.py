@@ -121,6 +121,7 @@ def test_quick_run_measures_every_pattern(quick_run: tuple[Path, RunDir, Any]) -
     assert [p["clients"] for p in scaling["points"]] == [1, 2, 3]
     burst = next(b for b in m["burst"] if b["env"] == "host")
     assert burst["calls"] == 200 and burst["enqueue_ms"]["mean"] > 0
+    assert burst["enqueue_cpu_ms"]["mean"] > 0 and len(burst["rep_enqueue_cpu_ms"]) == burst["reps"]
     tools = {(t["tool"], t["direction"]) for t in m["transfer"] if t["env"] == "host"}
     assert tools == {(t, d) for t in ("tcp_streams", "zmq", "scp") for d in ("up", "down")}
     for t in m["transfer"]:

@@ -4,6 +4,7 @@ the echo client process and bad targets."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
@@ -22,7 +23,7 @@ import zmq
 from cryptography import x509
 
 from gridbench.errors import SpecError
-from gridbench.messaging.transports.base import PeerError, TlsFiles
+from gridbench.messaging.transports.base import PeerError, TlsFiles, gc_paused
 from gridbench.messaging.transports.peer_process import PeerProcess, start_peer
 from gridbench.messaging.transports.registry import (
     connect_echo,
@@ -244,11 +245,31 @@ def test_burst(kind: Literal["grpc", "zmq"]) -> None:
             b = client.burst(b"y" * 64, 300, timeout=60)
             assert len(b.arrival_ns) == 300
             assert b.enqueue_ns > 0
+            # the enqueuing thread's CPU time: recorded, and no more than the wall time
+            # by more than the clocks' granularity
+            assert b.enqueue_cpu_ns is not None and b.enqueue_cpu_ns > 0
+            assert b.enqueue_cpu_ns <= b.enqueue_ns + 2_000_000
             assert 0 < b.first_ns <= min(b.arrival_ns)
         assert len(client.calls(b"z", 3, timeout=10)) == 3  # still usable after a burst
+        assert gc.isenabled()  # the collector paused for the burst runs again
     finally:
         client.close()
         server.close()
+
+
+def test_gc_paused_restores_the_collectors_state() -> None:
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), gc_paused():
+        assert not gc.isenabled()
+        raise RuntimeError("a burst that fails")
+    assert gc.isenabled()
+    gc.disable()  # a caller that had paused it keeps it paused
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
 
 
 # dead peers and bad targets ---------------------------------------------------------------

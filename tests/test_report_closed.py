@@ -197,8 +197,11 @@ def test_growth_statement_in_headline_html_and_csv(tmp_path: Path) -> None:
     head = _render(m).split("Probe:")[0]
     assert f"growth: {sentence}" in head
     page = paths["html"].read_text()
+    # the growth sentence is a headline finding (stated once: not again under Results)
+    top = page.split('id="headline"')[1].split("</section>")[0]
+    assert f"growth: {sentence}" in top
     results = page.split('id="results"')[1].split("</section>")[0]
-    assert sentence in results
+    assert sentence not in results
     assert '<h3 id="table-growth">' in page
     probe = T.probe_rows(m)
     assert [r["n"] for r in probe] == [3] * len(xs)

@@ -70,7 +70,7 @@ timeouts: {status_interval: 0.3s, drain: 40s}
         "sge_submit": S,
         "sge_start": S,
         "sge_end": S,
-        "client_done": Precision.US,
+        "client_done": 300_000_000,  # polled: declared at the status interval (issue 14)
     }
     # one qstat -xml per status sweep, never a per-job lookup (no qacct at all)
     assert backend.calls["qstat -xml"] == info["status_calls"] == info["status_sweeps"]

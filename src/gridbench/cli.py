@@ -238,7 +238,12 @@ def build_parser() -> argparse.ArgumentParser:
         ("report", "regenerate the HTML/CSV/JSON reports of a run", True, cmd_report),
         ("list", "list the runs of every family in the results store", False, cmd_list),
         ("show", "show one run's record and summary", True, cmd_show),
-        ("cleanup", "cancel what a crashed or killed run left behind", True, cmd_cleanup),
+        (
+            "cleanup",
+            "cancel the jobs and delete the reservations a crashed or killed run left behind",
+            True,
+            cmd_cleanup,
+        ),
     )
     parsers: dict[str, argparse.ArgumentParser] = {}
     for name, help_text, takes_run, handler in generic:

@@ -67,7 +67,7 @@ def job_table(events: pl.DataFrame, extra_stages: Sequence[str] = ()) -> pl.Data
     ev = events.select(
         "job",
         "stage",
-        (pl.col("t_ns") + pl.col("clock_offset_ns").fill_null(0)).alias("t"),
+        pl.col("t_ns").alias("t"),
         "agent",
         "attrs",
     ).sort("t", maintain_order=True)  # so .first() below is the earliest event

@@ -39,6 +39,7 @@ class AnalysisConfig:
             "dropped_share_max": self.validity.dropped_share_max,
             "cpu_bound_fraction": self.validity.cpu_bound_fraction,
             "coarse_factor": self.validity.coarse_factor,
+            "clock_factor": self.validity.clock_factor,
             "bootstrap_resamples": self.resamples,
             "seed": self.seed,
         }

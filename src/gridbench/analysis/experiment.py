@@ -8,6 +8,7 @@ and the thresholds. ``assemble`` does the assembly from trial results and is pur
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from gridbench.analysis.failures import failures_vs_rate
 from gridbench.analysis.growth import sweep_growth
 from gridbench.analysis.knee import PointVerdict, knee
 from gridbench.analysis.repetitions import point_summary
+from gridbench.analysis.schedule import trial_times
 from gridbench.analysis.thresholds import evaluate_thresholds
 from gridbench.analysis.trial import TrialResult, analyze_trial
 from gridbench.events.chain import StageChain
@@ -48,19 +50,21 @@ def analyze_run(
     """Analyse every trial of a run and return the metrics.json object.
 
     ``thresholds`` and ``warmup`` default to the run's spec.yaml (``warmup`` accepts a
-    fraction, "steady_state" or ``{"method", "fraction"}``). ``config`` sets everything
+    fraction, "steady_state" or ``{"method", "fraction"}``), and so does the clock rule's
+    ``validity.clock_factor`` when no ``config`` is given. ``config`` sets everything
     else. With ``write=True`` metrics.json and each trial's series.json are written.
     """
     run = Path(run_dir)
     dirs = load.trial_dirs(run)
-    spec = load.read_spec_settings(run) if (thresholds is None or warmup is None) else {}
-    cfg = config or AnalysisConfig()
+    need_spec = thresholds is None or warmup is None or config is None
+    spec = load.read_spec_settings(run) if need_spec else {}
+    cfg = config or _spec_validity(AnalysisConfig(), spec.get("validity"))
     method, fraction = parse_warmup(warmup if warmup is not None else spec.get("warmup"))
     cfg = _replace(cfg, method, fraction, tolerance, series=write and cfg.series)
     results: list[TrialResult] = []
     for d in dirs:
         info = load.read_trial_info(d)
-        events = load.read_trial_events(d)
+        events = load.read_trial_events(d, info.agents)
         res = analyze_trial(
             info, events, load.read_resources(d), cfg, load.read_server_resources(d)
         )
@@ -80,6 +84,17 @@ def analyze_run(
 def write_metrics(run_dir: str | Path, metrics: Mapping[str, Any]) -> Path:
     """Write RUN/metrics.json atomically."""
     return write_json(Path(run_dir) / load.METRICS_FILE, metrics, indent=1)
+
+
+def _spec_validity(cfg: AnalysisConfig, validity: Any) -> AnalysisConfig:
+    """``cfg`` with the spec's ``validity.clock_factor`` (spec.yaml was validated at run
+    time; a value that is not a positive number is ignored)."""
+    factor = validity.get("clock_factor") if isinstance(validity, Mapping) else None
+    if not isinstance(factor, int | float) or isinstance(factor, bool) or factor <= 0:
+        return cfg
+    return dataclasses.replace(
+        cfg, validity=dataclasses.replace(cfg.validity, clock_factor=float(factor))
+    )
 
 
 def _replace(
@@ -193,6 +208,7 @@ def assemble(
         "bottleneck": experiment_bottleneck(points, chain),
         "failures_vs_rate": failures_vs_rate(points),
         "growth": sweep_growth(points, results[0].info.load_model if results else None),
+        "time_of_day": trial_times(points, results[0].info.load_model if results else None),
         "validity": {
             "valid": not invalid and bool(results),
             "invalid_trials": [t["trial_id"] for t in invalid],

@@ -41,6 +41,8 @@ class TrialInfo:
     late_threshold_ns: int = DEFAULT_LATE_THRESHOLD_NS
     background_queue: Mapping[str, int | None] = field(default_factory=dict)
     agents: Mapping[str, Any] = field(default_factory=dict)
+    #: the controller's NTP state at the trial's start (run/host_clock.py), {} if absent
+    clock_sync: Mapping[str, Any] = field(default_factory=dict)
     #: CPU seconds of the client programs a command-style backend spawned (None: none)
     client_cpu_s: float | None = None
 
@@ -77,6 +79,7 @@ class TrialInfo:
                     "end": _opt_int(bq.get("end")),
                 },
                 agents=dict(d.get("agents") or {}),
+                clock_sync=dict(d.get("clock_sync") or {}),
                 client_cpu_s=_opt_float((d.get("client_processes") or {}).get("cpu_s")),
             )
         except (TypeError, ValueError) as exc:

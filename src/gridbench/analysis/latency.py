@@ -11,8 +11,11 @@
 
 When the chain has no ``client_done`` stamps the last chain stage ends the job.
 
-A job whose stamps go backwards (a stage stamped before the one it follows, by more than
-the two stamps' precision) has no latency: time between its stages is unknown, so it is
+Times are on the controller's clock (each agent's offset already removed). A job whose
+stamps go backwards (a stage stamped before the one it follows, by more than the two
+stamps' uncertainty: the coarser precision plus the clock-offset bound of a segment that
+crosses clocks) has no
+latency: time between its stages is unknown, so it is
 left out of every duration here (NaN), and validity counts and flags it
 (:func:`backwards_jobs`; docs/metrics.md, Validity). No statistic or share is computed
 from an impossible, negative segment.
@@ -23,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from gridbench.analysis.clocks import segment_bound
 from gridbench.analysis.timelines import JobTimes
 from gridbench.events.chain import Segment, StageChain
 from gridbench.events.model import (
@@ -58,13 +62,42 @@ def segment_durations(jt: JobTimes, seg: Segment) -> NDArray[np.float64]:
     return jt.get(seg.end) - jt.get(seg.start)
 
 
+def clock_bound_s(jt: JobTimes, seg: Segment) -> tuple[float, str]:
+    """The segment's clock-offset bound in seconds (0 when both stages are stamped by the
+    same agents) and the agents it comes from (:func:`gridbench.analysis.clocks.segment_bound`)."""
+    bound, agents = segment_bound(jt.clocks.get(seg.start), jt.clocks.get(seg.end))
+    return bound / 1e9, agents
+
+
+def tolerance_s(jt: JobTimes, seg: Segment) -> float:
+    """How far a segment may go below zero and still be consistent with its stamps: the
+    coarser precision of its two stages plus the segment's clock-offset bound."""
+    prec = max(jt.precision_s.get(seg.start, 0.0), jt.precision_s.get(seg.end, 0.0))
+    return prec + clock_bound_s(jt, seg)[0]
+
+
+def negative_counts(jt: JobTimes, chain: StageChain) -> dict[str, tuple[int, int]]:
+    """Per segment with negative durations: (jobs below −tolerance, jobs negative within
+    it). The first are impossible (the job is left out of the latencies), the second are
+    kept: the stamps cannot tell their order apart."""
+    out: dict[str, tuple[int, int]] = {}
+    for seg in chain.all_segments():
+        d = segment_durations(jt, seg)
+        with np.errstate(invalid="ignore"):
+            beyond = int(np.count_nonzero(d < -tolerance_s(jt, seg)))
+            neg = int(np.count_nonzero(d < 0))
+        if neg:
+            out[seg.name] = (beyond, neg - beyond)
+    return out
+
+
 def backwards_jobs(jt: JobTimes, chain: StageChain) -> NDArray[np.bool_]:
-    """Per job: does any segment end before it starts, by more than its stamps' precision?"""
+    """Per job: does any segment end before it starts, by more than its stamps' uncertainty
+    (:func:`tolerance_s`)?"""
     bad = np.zeros(jt.n_jobs, dtype=bool)
     for seg in chain.all_segments():
-        prec = max(jt.precision_s.get(seg.start, 0.0), jt.precision_s.get(seg.end, 0.0))
         with np.errstate(invalid="ignore"):
-            bad |= segment_durations(jt, seg) < -prec
+            bad |= segment_durations(jt, seg) < -tolerance_s(jt, seg)
     return bad
 
 

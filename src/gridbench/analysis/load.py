@@ -13,6 +13,7 @@ from typing import Any
 
 import polars as pl
 
+from gridbench.analysis.clocks import to_controller_time
 from gridbench.analysis.info import TrialInfo
 from gridbench.errors import GridbenchError, ResultsError
 from gridbench.events.log import EVENTS_FILE, empty_events, read_events
@@ -57,13 +58,17 @@ def read_trial_info(trial_dir: Path) -> TrialInfo:
 ANALYSIS_COLUMNS = ("job", "stage", "t_ns", "precision_ns", "agent", "clock_offset_ns", "attrs")
 
 
-def read_trial_events(trial_dir: Path) -> pl.DataFrame:
-    """The trial's event log (empty when the trial recorded nothing yet)."""
+def read_trial_events(trial_dir: Path, agents: Mapping[str, Any] | None = None) -> pl.DataFrame:
+    """The trial's event log on the controller's clock (empty when the trial recorded
+    nothing yet): ``t_ns − clock_offset_ns``, with each stamp's clock bound from trial.json
+    ``agents`` (:func:`gridbench.analysis.clocks.to_controller_time`)."""
     path = trial_dir / EVENTS_FILE
     if not path.exists():
-        return empty_events().select(ANALYSIS_COLUMNS)
-    # the analysis never looks at the source column: not reading it saves memory
-    return read_events(path, columns=ANALYSIS_COLUMNS)
+        events = empty_events().select(ANALYSIS_COLUMNS)
+    else:
+        # the analysis never looks at the source column: not reading it saves memory
+        events = read_events(path, columns=ANALYSIS_COLUMNS)
+    return to_controller_time(events, agents or {})
 
 
 def read_resources(trial_dir: Path) -> pl.DataFrame | None:
@@ -109,7 +114,8 @@ def read_experiment(run_dir: Path) -> dict[str, Any]:
 
 
 def read_spec_settings(run_dir: Path) -> dict[str, Any]:
-    """``name``, ``thresholds`` and ``warmup`` from spec.yaml, as plain data (empty if absent)."""
+    """``name``, ``thresholds``, ``warmup`` and ``validity`` from spec.yaml, as plain
+    data (empty if absent)."""
     path = run_dir / "spec.yaml"
     if not path.is_file():
         return {}
@@ -126,7 +132,7 @@ def read_spec_settings(run_dir: Path) -> dict[str, Any]:
     if not isinstance(root, Mapping):
         return {}
     plain = json.loads(json.dumps(root, default=str))
-    return {k: plain[k] for k in ("name", "thresholds", "warmup") if k in plain}
+    return {k: plain[k] for k in ("name", "thresholds", "warmup", "validity") if k in plain}
 
 
 def _read_samples(path: Path) -> pl.DataFrame | None:

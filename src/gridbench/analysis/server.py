@@ -49,10 +49,15 @@ def _per_job(seconds: float | None, jobs: int) -> float | None:
 
 
 def server_resources(
-    samples: pl.DataFrame | None, submitted: int, resources: pl.DataFrame | None = None
+    samples: pl.DataFrame | None,
+    submitted: int,
+    resources: pl.DataFrame | None = None,
+    operations: int | None = None,
 ) -> dict[str, dict[str, Any]]:
     """The trial's ``server_resources`` object: per label, its CPU and RSS figures and the
-    server's and the client's CPU seconds per submitted job (empty without samples)."""
+    server's and the client's CPU seconds per submitted job, and per timed operation when
+    the load model counted its calls (``operations``: a probe of tokens submits no job)
+    (empty without samples)."""
     if samples is None or samples.height == 0:
         return {}
     client_s = client_cpu_seconds(resources)
@@ -85,5 +90,8 @@ def server_resources(
             "cpu_s_per_job": _per_job(busy, submitted),
             "client_cpu_s": client_s,
             "client_cpu_s_per_job": _per_job(client_s, submitted),
+            "operations": operations,
+            "cpu_s_per_op": _per_job(busy, operations or 0),
+            "client_cpu_s_per_op": _per_job(client_s, operations or 0),
         }
     return out

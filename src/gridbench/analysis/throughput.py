@@ -6,6 +6,10 @@ t0 = the earliest time any job of the trial reached the upstream stage,
 - punctual throughput  P_n = n / (t_n - t0)   (undefined where t_n <= t0);
 - average throughput   = mean of P_n for n = floor(f*N)+1 .. N, f the warm-up fraction.
 
+Only jobs that **completed** a stage pass it: a job reported failing there (an EDGI
+``job_status`` of ``error``, the client seeing it failed) is counted under ``failures``,
+beside the throughput, and not in P_n (the seed's "completed / (T6 - min T5)").
+
 The upstream of a chain stage is the previous chain stage (of the first one, ``intended``).
 ``overall`` is the last chain stage measured from the first chain stage (the seed's
 completed / (T8 - min(T1))).
@@ -88,10 +92,11 @@ class StageFlow:
     """The sorted passages of one stage and what its throughput is measured against."""
 
     stage: str
-    times: F64  # sorted passage times (s since origin)
+    times: F64  # sorted times of the jobs that completed the stage (s since origin)
     upstream: str | None
     t0: float | None  # earliest upstream time
     lag: float | None  # median delay after the intended time (s)
+    failures: int = 0  # jobs reported failing at this stage: not passages
 
     @cached_property
     def punctual(self) -> F64 | None:
@@ -118,6 +123,7 @@ def stage_throughput(
         "expected_ratio": ratio(steady, offered),
         "edgi_ratio": ratio(average, offered),
         "count": n,
+        "failures": flow.failures,
     }
 
 

@@ -1,9 +1,12 @@
 """Events -> one row per job: the first time each stage was reached, on the reference clock.
 
-``t_ref = t_ns + clock_offset_ns``. When a (job, stage) pair was stamped more than once
-(re-polls, duplicated reports) the earliest reference time wins. Each stage also carries
-the coarsest precision any of its stamps declared. A job's failure is its earliest
-``failed`` event, with ``attrs["kind"]`` ("unknown" when absent).
+The events are already on the controller's clock (``t_ns − clock_offset_ns``, applied once
+where they are loaded: :func:`gridbench.analysis.clocks.to_controller_time`). When a (job,
+stage) pair was stamped more than once (re-polls, duplicated reports) the earliest time
+wins. Each stage also carries the coarsest precision any of its stamps declared, and the
+clocks that stamped it: their largest offset bound and the agents (``StageClock``).
+A job's failure is its earliest ``failed`` event, with ``attrs["kind"]`` ("unknown" when
+absent).
 
 Jobs are keyed by two independent 64-bit hashes of their id, grouped in polars and
 scattered with numpy, so the cost is a few passes over the columns, not a loop per event.
@@ -12,13 +15,16 @@ If the two hashes ever disagree (a collision), an exact string-keyed path is tak
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
+from gridbench.analysis.clocks import StageClock, stage_clocks
+from gridbench.events.chain import StageChain
 from gridbench.events.model import (
     STAGE_CLIENT_DONE,
     STAGE_FAILED,
@@ -41,6 +47,10 @@ class Timeline:
     stages: tuple[str, ...]
     table: pl.DataFrame
     precision_ns: dict[str, int]
+    clocks: dict[str, StageClock] = field(default_factory=dict)  # per stage stamped
+    #: the median precision of each stage's stamps: a polled stage's typical bracket,
+    #: which one stalled sweep does not move (``precision_ns`` keeps the coarsest)
+    typical_precision_ns: dict[str, int] = field(default_factory=dict)
 
     @property
     def n_jobs(self) -> int:
@@ -56,6 +66,8 @@ class JobTimes:
     failed_kind: NDArray[np.int16]  # -1 = not failed, else an index into ``kinds``
     kinds: tuple[str, ...]
     precision_s: dict[str, float]
+    clocks: dict[str, StageClock] = field(default_factory=dict)  # per stage stamped
+    typical_precision_s: dict[str, float] = field(default_factory=dict)
 
     @property
     def n_jobs(self) -> int:
@@ -134,7 +146,7 @@ def build_timeline(events: pl.DataFrame, stages: Sequence[str]) -> Timeline:
         .replace_strict(list(stages), list(range(s_count)), default=None, return_dtype=pl.Int16)
         .fill_null(-1)
         .alias("s"),
-        (pl.col("t_ns") + pl.col("clock_offset_ns").fill_null(0)).alias("t"),
+        pl.col("t_ns").alias("t"),
         (pl.col("stage") == STAGE_FAILED).fill_null(False).alias("is_failed"),
         pl.col("precision_ns").fill_null(0).alias("p"),
     )
@@ -161,17 +173,24 @@ def build_timeline(events: pl.DataFrame, stages: Sequence[str]) -> Timeline:
         np.minimum.at(wide, flat[dup], tv[dup])
     mat = wide.reshape(n_jobs, s_count)
 
-    prec = cols.filter(pl.col("s") >= 0).group_by("s").agg(pl.col("p").max()).rows()
+    prec = (
+        cols.filter(pl.col("s") >= 0)
+        .group_by("s")
+        .agg(pl.col("p").max().alias("max"), pl.col("p").median().alias("median"))
+        .rows()
+    )
     precision = dict.fromkeys(stages, 0)
-    for si, p in prec:
+    typical = dict.fromkeys(stages, 0)
+    for si, p, med in prec:
         precision[stages[int(si)]] = int(p)
+        typical[stages[int(si)]] = int(med)
 
     data: dict[str, pl.Series] = {"job": events["job"].gather(first_row)}
     for i, name in enumerate(stages):
         col = pl.Series(name, mat[:, i])
         data[name] = col.set(col == _MISSING, None) if (mat[:, i] == _MISSING).any() else col
     data[FAILED_COLUMN] = _failed_kinds(events, cols, jid, n_jobs)
-    return Timeline(stages, pl.DataFrame(data), precision)
+    return Timeline(stages, pl.DataFrame(data), precision, stage_clocks(events, stages), typical)
 
 
 def _failed_kinds(
@@ -218,4 +237,47 @@ def job_times(tl: Timeline, origin_ns: int) -> JobTimes:
         )
         codes = mapped.fill_null(-1).to_numpy().astype(np.int16)
     precision_s = {s: p / 1e9 for s, p in tl.precision_ns.items()}
-    return JobTimes(origin_ns, t, codes, kinds, precision_s)
+    typical_s = {s: p / 1e9 for s, p in tl.typical_precision_ns.items()}
+    return JobTimes(origin_ns, t, codes, kinds, precision_s, dict(tl.clocks), typical_s)
+
+
+def with_declared_precision(jt: JobTimes, chain: StageChain) -> JobTimes:
+    """``jt`` with each chain stage at least as coarse as the chain declares it (a polled
+    stage is declared at the poll interval, whatever its stamps say)."""
+    prec, typical = dict(jt.precision_s), dict(jt.typical_precision_s)
+    for s in chain.stages:
+        if s.name in prec:
+            prec[s.name] = max(prec[s.name], s.precision_ns / 1e9)
+        if s.name in typical:
+            typical[s.name] = max(typical[s.name], s.precision_ns / 1e9)
+    return dataclasses.replace(jt, precision_s=prec, typical_precision_s=typical)
+
+
+#: a stage stamp whose attrs ``status`` (EDGI reports) or ``state`` (the client's tracker)
+#: is one of these, compared case-insensitively, reports the job failing at that stage
+FAILURE_STATUSES = frozenset({"failed", "error", "aborted", "cancelled", "canceled"})
+
+
+def stage_failures(
+    events: pl.DataFrame, jobs: pl.Series, stages: Sequence[str]
+) -> dict[str, NDArray[np.bool_]]:
+    """Per stage, per job of ``jobs`` (a timeline's order): was the job reported failing
+    at that stage? Such a stamp is a failure, not a passage (METHODS 1.3 counts completed
+    jobs). Stages with no failure are left out."""
+    attrs = pl.col("attrs")
+    status = pl.coalesce(
+        attrs.str.json_path_match("$.status"), attrs.str.json_path_match("$.state")
+    )
+    failing = (
+        events.lazy()
+        .filter(pl.col("stage").is_in(list(stages)) & attrs.str.contains('"(?:status|state)"'))
+        .select("job", "stage", status.str.to_lowercase().alias("st"))
+        .filter(pl.col("st").is_in(list(FAILURE_STATUSES)))
+        .select("job", "stage")
+        .unique()
+        .collect()
+    )
+    out: dict[str, NDArray[np.bool_]] = {}
+    for (stage,), part in failing.partition_by("stage", as_dict=True).items():
+        out[str(stage)] = jobs.is_in(part["job"].implode()).to_numpy()
+    return out

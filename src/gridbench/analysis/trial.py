@@ -11,6 +11,7 @@ from numpy.typing import NDArray
 
 from gridbench.analysis import series as ser
 from gridbench.analysis.bottleneck import find_bottleneck
+from gridbench.analysis.clocks import BOUND_COLUMN, clock_summary, to_controller_time
 from gridbench.analysis.config import AnalysisConfig
 from gridbench.analysis.failures import failure_counts, job_counts
 from gridbench.analysis.info import TrialInfo
@@ -27,6 +28,7 @@ from gridbench.analysis.queues import (
     queue_segments,
     queue_series,
 )
+from gridbench.analysis.rates import scheduler_rates
 from gridbench.analysis.server import server_resources
 from gridbench.analysis.throughput import (
     StageFlow,
@@ -35,7 +37,14 @@ from gridbench.analysis.throughput import (
     stage_throughput,
     windowed_rate,
 )
-from gridbench.analysis.timelines import JobTimes, build_timeline, job_times, timeline_stages
+from gridbench.analysis.timelines import (
+    JobTimes,
+    build_timeline,
+    job_times,
+    stage_failures,
+    timeline_stages,
+    with_declared_precision,
+)
 from gridbench.analysis.users import job_users, user_breakdown
 from gridbench.analysis.validity import client_cpu, late_jobs, trial_validity
 from gridbench.analysis.warmup import Warmup, fraction_warmup, steady_state_warmup
@@ -65,6 +74,13 @@ class _Passages:
         if stage not in self._cache:
             self._cache[stage] = sorted_finite(self.jt.get(stage))
         return self._cache[stage]
+
+    def completed(self, stage: str, failing: NDArray[np.bool_] | None) -> F64:
+        """Sorted times of the jobs that passed ``stage`` without being reported failing
+        there (``failing``: per job, from :func:`stage_failures`)."""
+        if failing is None or not failing.any():
+            return self(stage)
+        return sorted_finite(np.where(failing, np.nan, self.jt.get(stage)))
 
     def ends_after(self, start: str, end: str) -> F64:
         """Sorted ``end`` times of the jobs that also reached ``start``."""
@@ -100,15 +116,18 @@ def analyze_trial(
     """Every per-trial metric of metrics.json (and series.json) from one trial's events
     (``resources``: the client's CPU samples; ``server``: the server processes')."""
     cfg = cfg or AnalysisConfig()
+    if BOUND_COLUMN not in events.columns:  # not read through load.read_trial_events
+        events = to_controller_time(events, info.agents)
     chain = info.chain
     load_model = load_models.find(info.load_model)  # None: results of an unknown model
     names = chain.names()
     stages = timeline_stages(names)
     tl = build_timeline(events, stages)
     origin = _origin(info, tl.table, stages)
-    jt = job_times(tl, origin)
+    jt = with_declared_precision(job_times(tl, origin), chain)
     by_agent = load_model is not None and load_model.users_by_agent
     users = job_users(events, tl.table["job"], agent_fallback=by_agent)
+    errors = stage_failures(events, tl.table["job"], names)
     del tl
     end = end_stage(jt, chain)
     sched = schedule_times(jt, chain)
@@ -131,17 +150,23 @@ def analyze_trial(
     flows: dict[str, StageFlow] = {}
     for i, s in enumerate(names):
         up = names[i - 1] if i else (STAGE_INTENDED if jt.has(STAGE_INTENDED) else None)
-        flows[s] = _flow(passages, s, up, jt.get(s) - sched)
+        flows[s] = _flow(passages, s, up, jt.get(s) - sched, errors.get(s))
         throughput[s] = stage_throughput(flows[s], warm, sub_end, offered)
     if len(names) >= 2:
         last = flows[names[-1]]
         first_t = passages(names[0])
         overall = StageFlow(
-            "overall", last.times, names[0], float(first_t[0]) if first_t.size else None, last.lag
+            "overall",
+            last.times,
+            names[0],
+            float(first_t[0]) if first_t.size else None,
+            last.lag,
+            last.failures,
         )
         flows["overall"] = overall
         throughput["overall"] = stage_throughput(overall, warm, sub_end, offered)
 
+    rates = scheduler_rates(jt, chain, errors, end)
     seg_median = {g.name: latency[g.name]["p50"] for g in chain.all_segments()}
     queues: dict[str, Any] = {}
     queue_data: dict[str, tuple[F64, F64]] = {}
@@ -174,12 +199,14 @@ def analyze_trial(
     metrics: dict[str, Any] = {
         "trial_id": info.trial_id,
         "trial_index": info.trial_index,
+        "started_ns": info.started_ns,  # the trial's start (the time-of-day view)
         "valid": validity["valid"],
         "status": info.status,
         "offered_rate_per_s": offered,
         "jobs": jobs,
         "latency": latency,
         "throughput": throughput,
+        "rates": rates,
         "failures": failures,
         "failure_rate": jobs["failed"] / jobs["planned"] if jobs["planned"] else None,
         "queues": queues,
@@ -188,10 +215,13 @@ def analyze_trial(
         "validity": validity,
         "bottleneck": finding.stage if finding else None,
         "background_queue": dict(info.background_queue),
+        "clocks": clock_summary(info.agents, info.clock_sync),
     }
     if model is not None:
         metrics["model"] = model
-    srv = server_resources(server, jobs["submitted"], resources)
+    calls = (model or {}).get("calls")  # a closed model's timed calls (probe operations)
+    ops = calls if isinstance(calls, int) and not isinstance(calls, bool) else None
+    srv = server_resources(server, jobs["submitted"], resources, ops)
     if srv:
         metrics["server_resources"] = srv
     if users is not None:
@@ -204,10 +234,23 @@ def analyze_trial(
     return TrialResult(info, metrics, out_series)
 
 
-def _flow(passages: _Passages, stage: str, upstream: str | None, lag: F64) -> StageFlow:
+def _flow(
+    passages: _Passages,
+    stage: str,
+    upstream: str | None,
+    lag: F64,
+    failing: NDArray[np.bool_] | None,
+) -> StageFlow:
+    """A stage's completed passages, measured from the first upstream time of any job."""
     up_t = passages(upstream) if upstream is not None else np.empty(0)
+    n_failed = int(np.count_nonzero(failing)) if failing is not None else 0
     return StageFlow(
-        stage, passages(stage), upstream, float(up_t[0]) if up_t.size else None, median(lag)
+        stage,
+        passages.completed(stage, failing),
+        upstream,
+        float(up_t[0]) if up_t.size else None,
+        median(lag),
+        n_failed,
     )
 
 

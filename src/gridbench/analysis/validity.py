@@ -14,14 +14,25 @@ A trial is **invalid** (excluded from summaries, listed with its reasons) when:
   backend spawned (trial.json ``client_processes.cpu_s``) reached 50% of all cores over the
   whole trial (the UNICORE UCC finding; 25% gives a warning);
 - the overall latency's stamps are too coarse: the coarser precision of its two stages
-  exceeds 10% of the median overall latency;
+  (the median precision of each stage's stamps, at least what the chain declares: a polled
+  stage such as client_done is as precise as its polling) exceeds 10% of the median overall
+  latency;
 - stamps go backwards: a job reached a stage before the one it follows, by more than the
-  stamps' precision (a negative segment: the clocks of the sources disagree, or the data
-  is wrong). Such jobs are counted (``backwards_jobs``) and left out of every latency
-  statistic and share (:func:`gridbench.analysis.latency.backwards_jobs`).
+  stamps' uncertainty, the coarser precision plus both stages' clock-offset bounds (a
+  negative segment after the agents' offsets were removed: the clocks of the sources
+  disagree beyond what was estimated, or the data is wrong). Such jobs are counted
+  (``backwards_jobs``, and per segment in ``negative_segments``) and left out of every
+  latency statistic and share (:func:`gridbench.analysis.latency.backwards_jobs`);
+- the clocks are too uncertain: a segment's clock-offset bound (the bounds of the agents
+  that stamped its two stages, added; 0 when the same agents stamped both) exceeds
+  ``clock_factor`` (10%) of the segment's median latency (``clock_bounds`` lists agent,
+  bound, segment and latency).
 
-**Warnings** (the trial stays valid): a segment whose stamps are coarse by the same rule,
-client CPU not recorded.
+**Warnings** (the trial stays valid): a segment whose stamps are coarse by the same rule;
+an overall latency coarse because of a *polled* stage (client_done: the job ended up to one
+status poll before the client saw it, so the latency is late by at most that, not unknown);
+client CPU not recorded; negative segments within the stamps' uncertainty (kept in the
+latencies, counted in ``negative_segments``).
 """
 
 from __future__ import annotations
@@ -35,7 +46,12 @@ import polars as pl
 
 from gridbench.analysis import text
 from gridbench.analysis.info import TrialInfo
-from gridbench.analysis.latency import backwards_jobs, segment_durations
+from gridbench.analysis.latency import (
+    backwards_jobs,
+    clock_bound_s,
+    negative_counts,
+    tolerance_s,
+)
 from gridbench.analysis.timelines import JobTimes
 from gridbench.events.chain import StageChain
 from gridbench.events.model import STAGE_INTENDED, STAGE_SUBMIT
@@ -53,6 +69,8 @@ class ValidityConfig:
     # service itself), so half of all cores over the trial already measures the client
     tools_bound_fraction: float = 0.5
     coarse_factor: float = 0.1
+    # a clock-offset bound above this share of a segment's median latency invalidates it
+    clock_factor: float = 0.1
 
 
 def late_jobs(jt: JobTimes, late_threshold_ns: int) -> int:
@@ -93,6 +111,17 @@ def client_cpu(
     return ClientCpu(float(cpu.mean()), float(cpu.max()), children, int(cpu.size))
 
 
+@dataclass(frozen=True, slots=True)
+class Coarse:
+    """A latency measured too coarsely: its name, the precision and median (s), and
+    whether the coarser of its stages is one known only by polling."""
+
+    name: str
+    precision_s: float
+    median_s: float
+    polled: bool
+
+
 def _coarse(
     chain: StageChain,
     jt: JobTimes,
@@ -100,35 +129,73 @@ def _coarse(
     overall_start: str,
     end: str,
     factor: float,
-) -> list[tuple[str, float, float]]:
-    """(latency name, precision s, median s) of every latency measured too coarsely."""
+) -> list[Coarse]:
+    """Every latency measured too coarsely."""
     # hops between components (component=False) are often below any server clock's
     # resolution and only feed "other"; warning about them would drown the real ones
     pairs = [(g.name, g.start, g.end) for g in chain.all_segments() if g.component]
     pairs.append(("overall", overall_start, end))
+    polled = {s.name for s in chain.stages if s.polled}
+    # the typical (median) precision against the median latency: a polled stage's bracket
+    # is the poll interval, and one stalled sweep must not decide the verdict
+    typ = jt.typical_precision_s or jt.precision_s
     out = []
     for name, a, b in pairs:
-        prec = max(jt.precision_s.get(a, 0.0), jt.precision_s.get(b, 0.0))
+        pa, pb = typ.get(a, 0.0), typ.get(b, 0.0)
+        prec = max(pa, pb)
         med = latency.get(name, {}).get("p50")
         if med is not None and med > 0 and prec > factor * med:
-            out.append((name, prec, med))
+            out.append(Coarse(name, prec, med, (a if pa >= pb else b) in polled))
     return out
 
 
-def _negative(chain: StageChain, jt: JobTimes) -> list[str]:
-    """One reason per segment that some job's stamps cross backwards."""
+def _negative(
+    chain: StageChain, jt: JobTimes
+) -> tuple[list[str], list[str], dict[str, dict[str, int]]]:
+    """Reasons (negative beyond the stamps' uncertainty), warnings (within it) and the
+    counts per segment."""
+    reasons, warnings = [], []
+    counts: dict[str, dict[str, int]] = {}
+    ends = {g.name: g for g in chain.all_segments()}
+    for name, (beyond, within) in negative_counts(jt, chain).items():
+        g = ends[name]
+        counts[name] = {"beyond_uncertainty": beyond, "within_uncertainty": within}
+        if beyond:
+            reasons.append(
+                f"{beyond} job(s) reached {g.end} before {g.start} by more than the stamps' "
+                f"uncertainty of {text.seconds(tolerance_s(jt, g))} (negative {name} after "
+                "clock correction): the clocks of their sources disagree or the stamps are "
+                "wrong; these jobs are left out of the latencies"
+            )
+        if within:
+            warnings.append(
+                f"{within} job(s) have a negative {name} within the stamps' uncertainty of "
+                f"{text.seconds(tolerance_s(jt, g))} (kept in the latencies)"
+            )
+    return reasons, warnings, counts
+
+
+def clock_bounds(
+    chain: StageChain, jt: JobTimes, latency: Mapping[str, Stats], factor: float
+) -> list[dict[str, Any]]:
+    """Per segment whose stamps carry a clock-offset bound: the agent, the bound (s), the
+    median latency (s) and whether the bound exceeds ``factor`` of it (``flagged``)."""
     out = []
     for g in chain.all_segments():
-        d = segment_durations(jt, g)
-        prec = max(jt.precision_s.get(g.start, 0.0), jt.precision_s.get(g.end, 0.0))
-        with np.errstate(invalid="ignore"):
-            n = int(np.count_nonzero(d < -prec))
-        if n:
-            out.append(
-                f"{n} job(s) reached {g.end} before {g.start} by more than the stamps' "
-                f"precision (negative {g.name}): the clocks of their sources disagree or the "
-                "stamps are wrong; these jobs are left out of the latencies"
-            )
+        bound, agents = clock_bound_s(jt, g)
+        if bound <= 0:
+            continue
+        med = latency.get(g.name, {}).get("p50")
+        out.append(
+            {
+                "segment": g.name,
+                "agent": agents,
+                "bound_s": bound,
+                "latency_s": med,
+                # no median (no job has the segment) means nothing to compare: not flagged
+                "flagged": med is not None and bound > factor * abs(med),
+            }
+        )
     return out
 
 
@@ -203,13 +270,28 @@ def trial_validity(
         )
     overall_start = STAGE_INTENDED if jt.has(STAGE_INTENDED) else chain_first(info.chain)
     coarse = _coarse(info.chain, jt, latency, overall_start, end_stage, cfg.coarse_factor)
-    for name, prec, med in coarse:
+    for c in coarse:
         msg = (
-            f"{name} is measured with stamps of {text.seconds(prec)} precision, more than "
-            f"{text.pct(cfg.coarse_factor)} of its median {text.seconds(med)}"
+            f"{c.name} is measured with stamps of {text.seconds(c.precision_s)} precision, "
+            f"more than {text.pct(cfg.coarse_factor)} of its median {text.seconds(c.median_s)}"
         )
-        (reasons if name == "overall" else warnings).append(msg)
-    reasons.extend(_negative(info.chain, jt))
+        if c.polled:  # known only by polling: late by up to one poll, not unknown
+            msg += (
+                " (a polled stamp: the job ended up to one status poll earlier; poll faster, "
+                "timeouts.status_interval, or read the server's end stamp)"
+            )
+        (reasons if c.name == "overall" and not c.polled else warnings).append(msg)
+    clocks = clock_bounds(info.chain, jt, latency, cfg.clock_factor)
+    for cb in clocks:
+        if cb["flagged"]:
+            reasons.append(
+                f"the clock of agent {cb['agent']} is known only to ±{text.seconds(cb['bound_s'])}"
+                f" on {cb['segment']}, more than {text.pct(cfg.clock_factor)} of its median "
+                f"{text.seconds(cb['latency_s'])}: the segment cannot be resolved across clocks"
+            )
+    neg_reasons, neg_warnings, negative = _negative(info.chain, jt)
+    reasons.extend(neg_reasons)
+    warnings.extend(neg_warnings)
     return {
         "valid": not reasons,
         "reasons": reasons,
@@ -221,8 +303,10 @@ def trial_validity(
         "client_bound": bound,
         "client_cpu_rule": rule,
         "client_tools_cpu_share": tools_share,
-        "coarse_precision": [name for name, _, _ in coarse],
+        "coarse_precision": [c.name for c in coarse],
         "backwards_jobs": int(np.count_nonzero(backwards_jobs(jt, info.chain))),
+        "negative_segments": negative,
+        "clock_bounds": clocks,
     }
 
 

@@ -55,6 +55,8 @@ class JobRequest:
     account: str | None = None  # the local Unix account to submit as (Slurm, SGE, local)
     # where the user's credential lives ({"env": VAR} or {"file": PATH}); never the secret
     credential: Mapping[str, str] = field(default_factory=dict)
+    tasks: int | None = None  # processes in the job (spec job.tasks); None: backend default
+    nodes: int | None = None  # nodes the job spans (spec job.nodes); None: backend default
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +133,17 @@ class BulkSubmitter(Protocol):
 # The runner checks for each with ``isinstance(backend, Hook)``: a backend implements one by
 # defining the method, nothing else (runtime_checkable protocols look for the name only, so
 # the signatures are enforced by mypy, not at run time).
+
+
+@runtime_checkable
+class JobSizer(Protocol):
+    """A backend that honours ``JobRequest.tasks`` and ``nodes`` (spec ``job.tasks``,
+    ``job.nodes``). A spec that sets either on a backend without this hook is refused at
+    validate; one with it is refused when ``job_size_problem`` names a problem."""
+
+    def job_size_problem(self, tasks: int | None, nodes: int | None) -> str | None:
+        """Why this backend, as configured, cannot run jobs of this size (None: it can)."""
+        ...
 
 
 @runtime_checkable

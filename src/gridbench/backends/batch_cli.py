@@ -70,6 +70,8 @@ class BatchSchedulerBackend(ABC):
     #: the fix when the scheduler does not answer, and when its clients are missing
     fix_reach: ClassVar[str]
     fix_install: ClassVar[str]
+    #: the submit client's option that holds a job in the queue (``--hold``, ``-h``)
+    hold_flag: ClassVar[str]
 
     def __init__(
         self,
@@ -171,6 +173,16 @@ class BatchSchedulerBackend(ABC):
         """
         self.check_job(job)
         bid = await self._submit_cli(self.submit_argv(job), job.account)
+        self.track(bid)
+        self.accepted += 1
+        return bid
+
+    async def submit_held(self, job: JobRequest) -> str:
+        """Submit ``job`` held (the submit client with :attr:`hold_flag` right after its
+        name): it stays queued, never runs, until it is cancelled (HoldingSubmitter)."""
+        self.check_job(job)
+        argv = self.submit_argv(job)
+        bid = await self._submit_cli([argv[0], self.hold_flag, *argv[1:]], job.account)
         self.track(bid)
         self.accepted += 1
         return bid

@@ -48,6 +48,7 @@ from gridbench.backends.command_process import (
     ProcessRunner,
 )
 from gridbench.backends.command_template import TemplateError
+from gridbench.backends.operations import NamedOperations
 from gridbench.errors import BackendError
 from gridbench.events.chain import Stage, StageChain
 from gridbench.events.model import (
@@ -155,6 +156,8 @@ class CommandBackend:
             "arguments": shlex.join(cmd[1:]),
             "executable_json": json.dumps(cmd[0] if cmd else ""),
             "arguments_json": json.dumps(cmd[1:]),
+            "tasks": str(job.tasks or 1),
+            "nodes": str(job.nodes or 1),
         }
         try:
             argv = self._argv(op, extra, {"command": cmd})
@@ -180,6 +183,19 @@ class CommandBackend:
             raise SubmitError(FAIL_SUBMIT_ERROR, f"submit template ({argv[0]}): id {exc}") from None
         self._names[bid] = job.name
         return bid
+
+    def job_size_problem(self, tasks: int | None, nodes: int | None) -> str | None:
+        """A size reaches the site only through ``{tasks}`` / ``{nodes}`` in submit."""
+        used = self.cfg.ops["submit"].names
+        unused = [n for n, v in (("tasks", tasks), ("nodes", nodes)) if v is not None]
+        unused = [n for n in unused if n not in used]
+        if unused:
+            names = " and ".join(f"{{{n}}}" for n in unused)
+            return (
+                f"job.{unused[0]} is set but the submit template does not use {names}, "
+                f"so the size would be dropped; put {names} in backend.options.submit"
+            )
+        return None
 
     async def status(self, ids: Sequence[str]) -> dict[str, JobStatus]:
         if not ids:
@@ -297,6 +313,25 @@ class CommandBackend:
             lines = [ln for ln in lines if op.pattern.search(ln)]
         return len(lines)
 
+    # -- named operations (NamedOperations) ----------------------------------------------------
+    def operations(self) -> list[str]:
+        """The names of this configuration's ``operations:``."""
+        return list(self.cfg.named)
+
+    async def run_operation(self, name: str) -> None:
+        """Run the named operation once; a start failure, a time-out or an exit code
+        outside its ``ok_codes`` is a BackendError naming it."""
+        op = self.cfg.named.get(name)
+        if op is None:
+            raise BackendError(
+                f"this configuration has no operation {name!r}",
+                where=self._where(f"operations.{name}"),
+                fix=f"add backend.options.operations.{name}: {{argv: [...]}}",
+            )
+        res = await self._checked(op, self._argv(op, {}), self._stdin(op, {}), BackendError)
+        if res.exit_code not in op.ok_codes:
+            raise self._exit_error(op, res)
+
     # -- client cost ---------------------------------------------------------------------------
     def client_cost(self) -> dict[str, Any]:
         """Totals since open: calls, wall_s, cpu_s, max_rss_bytes, max_parallel, by_op."""
@@ -319,6 +354,9 @@ class CommandBackend:
                 "status_mode": self.cfg.ops["status"].mode,
                 "templates": {
                     k: list(op.argv.raw) for k, op in self.cfg.ops.items() if op.argv is not None
+                },
+                "operations": {
+                    k: list(op.argv.raw) for k, op in self.cfg.named.items() if op.argv is not None
                 },
                 "client_processes_at_open": self.client_cost(),
             }
@@ -522,3 +560,4 @@ def _unknown(op: OpConfig, res: CallResult) -> bool:
 if TYPE_CHECKING:  # mypy checks the optional hooks against their protocols
     _has_runtime_info: type[RuntimeInfoSource] = CommandBackend
     _has_runtime_stats: type[RuntimeStatsSource] = CommandBackend
+    _has_operations: type[NamedOperations] = CommandBackend

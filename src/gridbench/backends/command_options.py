@@ -28,7 +28,9 @@ from gridbench.errors import SpecError
 
 StateName = Literal["queued", "running", "done", "failed", "cancelled", "unknown"]
 OPS = ("init", "submit", "status", "finished", "cancel", "output", "queue")
-_DICT_KEYS = ("vars", "env", "states")
+_DICT_KEYS = ("vars", "env", "states", "operations")
+#: a named operation's name (``operations:``): the probe spells it ``op:<name>``
+OPERATION_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
 STRING_TEMPLATE_FIX = (
     "a template is an argv list, not a string (gridbench never runs a shell): write it as a "
     "YAML list with one item per argument, e.g. [sbatch, --parsable, '{command_line}']"
@@ -49,6 +51,8 @@ SUBMIT_NAMES = frozenset(
         "arguments",
         "executable_json",
         "arguments_json",
+        "tasks",  # job.tasks (1 when unset)
+        "nodes",  # job.nodes (1 when unset)
     }
 )
 JOB_NAMES = frozenset({"id", "name"})
@@ -162,6 +166,9 @@ class CommandOptions(BaseModel):
     output: OutputOptions | None = None
     queue: QueueOptions | None = None
     states: dict[str, StateName] = Field(default_factory=dict)
+    operations: dict[str, OpOptions] = Field(
+        default_factory=dict, description="named operations the probe model can time"
+    )
 
     @field_validator("vars", mode="before")
     @classmethod
@@ -226,6 +233,7 @@ class CommandConfig:
     check_executables: bool
     preset: command_presets.PresetInfo | None = None
     raw: dict[str, Any] = field(default_factory=dict)
+    named: dict[str, OpConfig] = field(default_factory=dict)  # ``operations:`` by name
 
 
 def merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
@@ -397,6 +405,7 @@ def compile_options(options: Mapping[str, Any]) -> CommandConfig:
         if o is not None:
             ops[name] = _compile_op(name, o, scopes[name] | user, list_names, opts.timeout_s)
     _check_ops(ops)
+    named = _compile_named(opts, set(COMMON) | user, list_names)
     return CommandConfig(
         ops=ops,
         values=values,
@@ -409,4 +418,20 @@ def compile_options(options: Mapping[str, Any]) -> CommandConfig:
         check_executables=opts.check_executables,
         preset=preset_info,
         raw=opts.model_dump(mode="json", exclude_none=True),
+        named=named,
     )
+
+
+def _compile_named(opts: CommandOptions, allowed: set[str], lists: set[str]) -> dict[str, OpConfig]:
+    """The ``operations:`` templates: a name, an argv naming no job (the probe times each
+    call on its own)."""
+    out: dict[str, OpConfig] = {}
+    for name, o in opts.operations.items():
+        where = f"operations.{name}"
+        if not OPERATION_NAME.fullmatch(name):
+            raise _fail(where, f"{name!r} is not an operation name", "use letters, digits, _ . -")
+        op = _compile_op(where, o, allowed, lists, opts.timeout_s)
+        if op.mode != "all":
+            raise _fail(where, "a named operation cannot use {id}/{ids}", "remove them")
+        out[name] = op  # named operations.<name> in errors and client-cost records
+    return out

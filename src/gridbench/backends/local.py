@@ -26,6 +26,7 @@ from gridbench.backends.base import (
     SubmitError,
 )
 from gridbench.backends.cli_run import as_user, scrub_secrets
+from gridbench.backends.operations import HoldingSubmitter
 from gridbench.backends.options import parse_options
 from gridbench.backends.spawn import start_time
 from gridbench.errors import BackendError
@@ -114,6 +115,18 @@ class LocalBackend:
             t.cancel()
 
     async def submit(self, job: JobRequest) -> str:
+        bid = self._accept(job)
+        self._queue.append(bid)
+        self._pump()
+        return bid
+
+    async def submit_held(self, job: JobRequest) -> str:
+        """A job that is accepted but never given a slot: it stays queued until cancelled
+        (HoldingSubmitter; nothing is started, so it costs no process)."""
+        return self._accept(job)
+
+    def _accept(self, job: JobRequest) -> str:
+        """Check and record ``job``; its id (a SubmitError if refused)."""
         if not job.command:
             raise SubmitError(FAIL_SUBMIT_ERROR, "job.command is empty")
         if len(self._queue) >= self.options.queue_limit:
@@ -127,8 +140,6 @@ class LocalBackend:
         self._seq += 1
         bid = f"local-{os.getpid()}-{self._seq}"
         self._jobs[bid] = _Job(tuple(job.command), run_as=run_as)
-        self._queue.append(bid)
-        self._pump()
         return bid
 
     def _pump(self) -> None:
@@ -180,7 +191,10 @@ class LocalBackend:
                 job.state = JobState.DONE if code == 0 else JobState.FAILED
                 if code != 0:
                     job.message = f"exit code {code}"
-            self._stamp(bid, "local_end", {"exit_code": code})
+            end: dict[str, Any] = {"exit_code": code}
+            if job.state is not JobState.DONE:  # a failure at this stage, not a passage
+                end["status"] = job.state.value
+            self._stamp(bid, "local_end", end)
         finally:
             self._running -= 1
             self._pump()
@@ -252,3 +266,4 @@ class LocalBackend:
 
 if TYPE_CHECKING:  # mypy checks the optional hooks against their protocols
     _stops_orphans: type[OrphanStopper] = LocalBackend
+    _holds: type[HoldingSubmitter] = LocalBackend

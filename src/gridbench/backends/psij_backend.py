@@ -99,9 +99,9 @@ class PsijBackend:
         return StageChain(
             (
                 Stage("submit", "client", "PSI/J submit called", Precision.US),
-                Stage(STAGE_QUEUED, SOURCE, "PSI/J saw the job queued", p),
-                Stage(STAGE_ACTIVE, SOURCE, "PSI/J saw the job running", p),
-                Stage(STAGE_END, SOURCE, "PSI/J saw the job end", p),
+                Stage(STAGE_QUEUED, SOURCE, "PSI/J saw the job queued", p, polled=True),
+                Stage(STAGE_ACTIVE, SOURCE, "PSI/J saw the job running", p, polled=True),
+                Stage(STAGE_END, SOURCE, "PSI/J saw the job end", p, polled=True),
                 Stage("client_done", "client", "client saw the end", Precision.US),
             ),
             (
@@ -181,6 +181,8 @@ class PsijBackend:
         attrs: dict[str, Any] = {"psij_state": c.state}
         if c.exit_code is not None:
             attrs["exit_code"] = c.exit_code
+        if st.state.terminal and st.state is not JobState.DONE:
+            attrs["status"] = st.state.value  # a failure at this stage, not a passage
         self._events.append(
             Event(c.native_id, stage, c.t_ns, SOURCE, self._precision_ns, attrs=attrs)
         )
@@ -199,6 +201,9 @@ class PsijBackend:
         )
         if o.time_limit_s is not None:
             attrs.duration = timedelta(seconds=o.time_limit_s)
+        resources = None
+        if job.tasks is not None or job.nodes is not None:
+            resources = psij.ResourceSpecV1(node_count=job.nodes, process_count=job.tasks)
         return psij.JobSpec(
             executable=job.command[0],
             arguments=list(job.command[1:]),
@@ -207,7 +212,17 @@ class PsijBackend:
             environment=dict(o.environment) or None,
             attributes=attrs,
             launcher=o.launcher,
+            resources=resources,
         )
+
+    def job_size_problem(self, tasks: int | None, nodes: int | None) -> str | None:
+        """PSI/J's ResourceSpecV1 takes both; its local executor has this one host only."""
+        if self.options.executor == "local" and nodes is not None and nodes > 1:
+            return (
+                f"job.nodes is {nodes} but PSI/J's local executor runs on this host only; "
+                "use a batch executor (slurm) for jobs spanning nodes"
+            )
+        return None
 
     def _submit_blocking(self, job: JobRequest) -> Any:
         pj = self._psij.Job(self._spec(job))

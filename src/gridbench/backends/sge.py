@@ -110,6 +110,7 @@ class SgeBackend(BatchSchedulerBackend):
     cancel_program: ClassVar[str] = "qdel"
     cancel_chunk: ClassVar[int] = CANCEL_CHUNK
     cancel_gone: ClassVar[str] = "does not exist"
+    hold_flag: ClassVar[str] = "-h"  # a user hold (qsub -h): the job waits in state hqw
     output_example: ClassVar[str] = "/shared/gridbench/$JOB_ID.out"
     fix_reach: ClassVar[str] = FIX_REACH
     fix_install: ClassVar[str] = FIX_INSTALL

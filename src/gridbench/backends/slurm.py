@@ -23,10 +23,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from zoneinfo import ZoneInfo
 
 from gridbench.backends.base import BulkSubmitter, JobRequest, JobStatus, SubmitError
-from gridbench.backends.batch_cli import BatchSchedulerBackend, short, with_bin_dir
+from gridbench.backends.batch_cli import short, with_bin_dir
 from gridbench.backends.cli_run import CliResult, scrub_secrets
+from gridbench.backends.operations import CredentialIssuer, HoldingSubmitter, Reserver
 from gridbench.backends.options import parse_options
 from gridbench.backends.slurm_log import LogTail
+from gridbench.backends.slurm_ops import SlurmOperations
 from gridbench.backends.slurm_options import SlurmOptions, minutes
 from gridbench.backends.slurm_parse import (
     SACCT_FORMAT,
@@ -66,13 +68,15 @@ FIX_REACH = (
 FIX_INSTALL = "install the Slurm clients (Debian: slurm-client) or set backend.options.bin_dir"
 
 
-class SlurmBackend(BatchSchedulerBackend):
-    """Adapter to a Slurm cluster through its command-line clients."""
+class SlurmBackend(SlurmOperations):
+    """Adapter to a Slurm cluster through its command-line clients; held submission,
+    reservations and tokens come from :class:`SlurmOperations`."""
 
     name: ClassVar[str] = "slurm"
     cancel_program: ClassVar[str] = "scancel"
     cancel_chunk: ClassVar[int] = CANCEL_CHUNK
     cancel_gone: ClassVar[str] = "already completing or completed"
+    hold_flag: ClassVar[str] = "--hold"  # pending with reason JobHeldUser until cancelled
     output_example: ClassVar[str] = "/shared/gridbench/%j.out"
     fix_reach: ClassVar[str] = FIX_REACH
     fix_install: ClassVar[str] = FIX_INSTALL
@@ -265,10 +269,21 @@ class SlurmBackend(BatchSchedulerBackend):
             argv.append(f"--time={o.time_limit}")
         if o.workdir:
             argv.append(f"--chdir={o.workdir}")
+        argv += size_args(job)
         argv += o.sbatch_args
         if o.script:
             return [*argv, o.script, *job.command]
         return [*argv, f"--wrap={shlex.join(job.command)}"]
+
+    def job_size_problem(self, tasks: int | None, nodes: int | None) -> str | None:
+        """Slurm honours any size; only a size also set in ``sbatch_args`` is ambiguous."""
+        clash = [a for a in self.options.sbatch_args if _SIZE_ARG.match(a)]
+        if clash and (tasks is not None or nodes is not None):
+            return (
+                f"backend.options.sbatch_args already size the job ({' '.join(clash)}); "
+                "give the size once, in job.tasks / job.nodes"
+            )
+        return None
 
     def check_job(self, job: JobRequest) -> None:
         """A job needs a command, or the ``script`` it is the arguments of."""
@@ -347,6 +362,10 @@ class SlurmBackend(BatchSchedulerBackend):
             desc["partition"] = o.partition
         if o.time_limit:
             desc["time_limit"] = minutes(o.time_limit)
+        if job.tasks is not None:
+            desc["tasks"] = job.tasks
+        if job.nodes is not None:  # exactly that many (v0.0.38 takes "min-max", as --nodes)
+            desc["nodes"] = f"{job.nodes}-{job.nodes}"
         if self._script_text is not None:
             desc["argv"] = [o.script or "script", *job.command]
             return desc, self._script_text
@@ -510,6 +529,19 @@ class SlurmBackend(BatchSchedulerBackend):
         return sum(1 for x in r.out.splitlines() if x.strip())
 
 
+_SIZE_ARG = re.compile(r"^(?:-[nN]|--ntasks|--nodes)(?:=|$|\d)")
+
+
+def size_args(job: JobRequest) -> list[str]:
+    """sbatch's ``--ntasks`` and ``--nodes`` for the job's size (nothing when unset)."""
+    out = []
+    if job.tasks is not None:
+        out.append(f"--ntasks={job.tasks}")
+    if job.nodes is not None:
+        out.append(f"--nodes={job.nodes}")
+    return out
+
+
 _JOB_ID = re.compile(r"^\d+(?:_\d+)?$")  # a job, or an array task A_i
 
 
@@ -533,5 +565,8 @@ def _config(text: str) -> dict[str, str]:
     return out
 
 
-if TYPE_CHECKING:  # mypy checks the optional hook against its protocol
+if TYPE_CHECKING:  # mypy checks the optional hooks against their protocols
     _submits_bulk: type[BulkSubmitter] = SlurmBackend
+    _holds: type[HoldingSubmitter] = SlurmBackend
+    _reserves: type[Reserver] = SlurmBackend
+    _issues: type[CredentialIssuer] = SlurmBackend

@@ -46,6 +46,14 @@ class SlurmOptions(BaseModel):
         "per sweep than --json), or squeue --json",
     )
     rest: SlurmRestOptions | None = Field(default=None, description="slurmrestd endpoint")
+    reservation_args: list[str] = Field(
+        default_factory=lambda: ["starttime=now", "duration=10", "nodes=ALL", "flags=ignore_jobs"],
+        description="'scontrol create reservation' arguments besides its name (and users=, "
+        "added as the submitting user unless given)",
+    )
+    token_args: list[str] = Field(
+        default_factory=list, description="'scontrol token' arguments, e.g. [lifespan=60]"
+    )
 
     @model_validator(mode="after")
     def _rest_needs_endpoint(self) -> SlurmOptions:

@@ -6,6 +6,7 @@ read it, so it lives with the events it names, below all of them.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -27,6 +28,9 @@ class Stage:
     source: str
     label: str = ""
     precision_ns: int = 1_000
+    #: known only by polling (client_done, PSI/J's states): its stamp is when a poll saw
+    #: the change, up to one poll after it, and ``precision_ns`` is the poll interval
+    polled: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +73,17 @@ class StageChain:
             Segment(f"{a.name}->{b.name}", a.name, b.name) for a, b in itertools.pairwise(st)
         )
 
+    def polled(self, stage: str, precision_ns: int) -> StageChain:
+        """This chain with ``stage`` declared at ``precision_ns`` at least: a stage known
+        only by polling is as precise as the poll interval, not as the clock that stamps it."""
+        stages = tuple(
+            dataclasses.replace(s, precision_ns=max(s.precision_ns, precision_ns), polled=True)
+            if s.name == stage
+            else s
+            for s in self.stages
+        )
+        return StageChain(stages, self.segments)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "stages": [
@@ -77,6 +92,7 @@ class StageChain:
                     "source": s.source,
                     "label": s.label,
                     "precision_ns": s.precision_ns,
+                    "polled": s.polled,
                 }
                 for s in self.stages
             ],

@@ -25,7 +25,7 @@ import asyncio
 import contextlib
 import functools
 import zoneinfo
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Final, Literal
@@ -504,6 +504,7 @@ class ReportCollector:
         self._tier_seen: dict[str, int] = {}
         self._warned: set[str] = set()
         self._conflicts = 0
+        self._joined_by: dict[tuple[str, str], int] = {}  # (tier, "own"|"upstream") -> records
         self._busy = False
 
     # -- id chain --
@@ -535,6 +536,19 @@ class ReportCollector:
         tiers = self.tiers
         return self._maps.get("__client__" if index == 0 else tiers[index - 1] + "->")
 
+    def _upstream_map(self, index: int) -> pl.DataFrame | None:
+        """(id, job) of the upstream tier's own ids, for a tier that reports jobs under
+        the id its upstream knows them by. The first tier's upstream is the client, whose
+        id for a job (the submit_ack backend_id) is the first tier's own id: it has none."""
+        return self._id_map(index - 1) if index >= 1 else None
+
+    def joined_by(self) -> dict[str, dict[str, int]]:
+        """Per tier, the records joined so far by its own id and by the upstream id."""
+        out: dict[str, dict[str, int]] = {}
+        for (tier, how), n in self._joined_by.items():
+            out.setdefault(tier, {"own": 0, "upstream": 0})[how] = n
+        return out
+
     def _join(self) -> pl.DataFrame:
         """Join every pending record whose tier id is known; keep the rest pending."""
         out: list[pl.DataFrame] = []
@@ -546,12 +560,22 @@ class ReportCollector:
             part = by_tier.get((tier,))
             if part is None:
                 continue
-            m = self._id_map(k)
-            if m is None:
-                rest.append(part)
+            # a tier's record names the job by its own id (the one the tier upstream
+            # handed it) or, as some components do, by that upstream tier's own id
+            joined_parts = []
+            for how, m in (("own", self._id_map(k)), ("upstream", self._upstream_map(k))):
+                if m is None or part.is_empty():
+                    continue
+                got = part.join(m, on="id", how="inner")
+                part = part.join(m, on="id", how="anti")
+                if got.height:
+                    key = (tier, how)
+                    self._joined_by[key] = self._joined_by.get(key, 0) + got.height
+                    joined_parts.append(got)
+            rest.append(part)
+            if not joined_parts:
                 continue
-            joined = part.join(m, on="id", how="inner")
-            rest.append(part.join(m, on="id", how="anti"))
+            joined = pl.concat(joined_parts, how="vertical")
             nxt = joined.filter(
                 (pl.col("stage") == tier + "_submit") & pl.col("next_id").is_not_null()
             ).select(pl.col("next_id").alias("id"), pl.col("job"))
@@ -753,6 +777,7 @@ class ReportCollector:
             "events": events.height,
             "pending": pending,
             "id_conflicts": self._conflicts,
+            "joined_by": self.joined_by(),
         }
         unjoined = None
         if final:
@@ -834,3 +859,22 @@ def ingest_edgi(
     ``TIER=DIR_OR_URL``). Raises IngestError if a source cannot be listed at all.
     """
     return ReportCollector(sources, limits=limits).poll(client_events, final=True)
+
+
+def joined_by_lines(joined_by: Mapping[str, Mapping[str, int]]) -> list[str]:
+    """One line per tier saying which id its records were joined by, e.g. ``tier bridge:
+    40 records joined by upstream id`` (``ReportCollector.joined_by`` or ingest.json's
+    ``stats.joined_by``)."""
+    out = []
+    for tier, d in joined_by.items():
+        own, up = int(d.get("own", 0)), int(d.get("upstream", 0))
+        if up and own:
+            out.append(
+                f"tier {tier}: {own + up} records joined, {own} by its own id and {up} by "
+                "the upstream id (mixed)"
+            )
+        elif up:
+            out.append(f"tier {tier}: {up} records joined by upstream id")
+        elif own:
+            out.append(f"tier {tier}: {own} records joined by own id")
+    return out

@@ -91,7 +91,9 @@ def edgi_chain(
             else f"{source} {what[name.rsplit('_', 1)[1]]}"
         )
         default = Precision.US if client else Precision.S
-        return Stage(name, source, f"T{i + 1} {label}", prec.get(name, default))
+        # the client learns of the end by polling (T8): its stamps carry the bracket
+        polled = name == STAGE_CLIENT_DONE
+        return Stage(name, source, f"T{i + 1} {label}", prec.get(name, default), polled)
 
     # component segments (the seed's Table 5 columns) plus the hops between components,
     # which are not components: they make up "other" with the client's own share
@@ -141,7 +143,7 @@ def infer_chain(events: pl.DataFrame) -> StageChain:
         ~pl.col("stage").is_in(list(_CLIENT_ONLY)) & ~pl.col("stage").str.ends_with("_status")
     )
     stages = tuple(
-        Stage(n, s or Source.CLIENT, "", int(p or Precision.US))
+        Stage(n, s or Source.CLIENT, "", int(p or Precision.US), n == STAGE_CLIENT_DONE)
         for n, s, p in keep.select("stage", "source", "precision_ns").iter_rows()
     )
     if len(stages) < 2:
@@ -153,12 +155,37 @@ def infer_chain(events: pl.DataFrame) -> StageChain:
 
 
 def _times(events: pl.DataFrame, stage: str) -> pl.Series:
+    """Each job's earliest ``stage`` stamp on the controller's clock (t_ns − offset)."""
+    t = pl.col("t_ns")
+    if "clock_offset_ns" in events.columns:  # a bare frame of a caller may lack it
+        t = t - pl.col("clock_offset_ns").fill_null(0)
     return (
         events.filter(pl.col("stage") == stage)
         .group_by("job")
-        .agg(pl.col("t_ns").min())
+        .agg(t.min().alias("t_ns"))
         .get_column("t_ns")
     )
+
+
+def _agent_clocks(events: pl.DataFrame) -> dict[str, Any]:
+    """trial.json ``agents``: each agent's offset when all its events carry one value
+    (``null`` when they differ), and its bound: 0 for gridbench itself, else unknown."""
+    rows = (
+        events.group_by("agent")
+        .agg(
+            pl.col("clock_offset_ns").fill_null(0).min().alias("lo"),
+            pl.col("clock_offset_ns").fill_null(0).max().alias("hi"),
+        )
+        .sort("agent")
+        .rows()
+    )
+    return {
+        str(a): {
+            "clock_offset_ns": int(lo) if lo == hi else None,
+            "clock_uncertainty_ns": 0 if a == "local" else None,
+        }
+        for a, lo, hi in rows
+    }
 
 
 def estimate_offered_rate(events: pl.DataFrame) -> float | None:
@@ -254,10 +281,7 @@ def build_run_from_ingest(
         starts = _times(events, STAGE_SUBMIT)
     submits = _times(events, STAGE_SUBMIT)
     t_min, t_max = int(events["t_ns"].min()), int(events["t_ns"].max())  # type: ignore[arg-type]
-    agents: dict[str, Any] = {
-        a: {"clock_offset_ns": 0, "clock_uncertainty_ns": 0 if a == "local" else None}
-        for a in sorted(events.get_column("agent").unique().to_list())
-    }
+    agents = _agent_clocks(events)
     trial = {
         "trial_id": TRIAL_ID,
         "point_index": 0,

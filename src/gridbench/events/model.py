@@ -3,7 +3,8 @@
 An event is one stamped fact about one job: ``(job, stage, t_ns, source, precision_ns,
 agent, clock_offset_ns, attrs)``. Times are integer nanoseconds since the Unix epoch, on
 the clock of ``source``. ``clock_offset_ns`` is the estimated offset of the stamping
-agent's clock from the reference clock (add it to ``t_ns`` to get reference time).
+agent's clock: agent clock − controller clock, so ``t_ns − clock_offset_ns`` is the
+controller's time (gridbench.run.clock_sync; analysis applies it when it loads events).
 """
 
 from __future__ import annotations

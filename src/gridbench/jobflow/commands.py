@@ -14,7 +14,7 @@ from typing import Any
 
 from rich.table import Table
 
-from gridbench.cliargs import add_results_arg, add_spec_args
+from gridbench.cliargs import add_results_arg, add_run_arg, add_spec_args
 from gridbench.errors import (
     EXIT_BACKEND,
     EXIT_INTERRUPTED,
@@ -73,6 +73,44 @@ def _print_plan(plan: Any, ui: Ui) -> None:
         f"{len(plan.points)} points × {spec.trials} trials = {len(plan.trials)} trials; "
         f"total jobs: {total if total is not None else 'open-ended (closed loop)'}; "
         f"estimated duration: {plan.estimated_seconds / 60:.1f} min"
+    )
+    sched = plan.schedule_dict()
+    if sched is not None:
+        _print_schedule(sched, plan.estimated_seconds, ui)
+
+
+def format_duration(s: float) -> str:
+    """Seconds as '45 s', '10.0 min' or '24.0 h' for the schedule table."""
+    if s < 120:
+        return f"{s:g} s"
+    return f"{s / 60:.1f} min" if s < 7200 else f"{s / 3600:.1f} h"
+
+
+def _print_schedule(sched: dict[str, Any], seconds: float, ui: Ui) -> None:
+    """The trial order under ``schedule`` with each estimated start, and the end (UTC)."""
+    import datetime as dt
+
+    now = dt.datetime.now(dt.UTC)
+    t = Table(title="schedule: trial order (estimated starts if run now)")
+    t.add_column("#", justify="right")
+    t.add_column("trial")
+    t.add_column("not before", justify="right")
+    t.add_column("estimated start (UTC)")
+    for k, row in enumerate(sched["order"]):
+        at = now + dt.timedelta(seconds=row["estimated_start_s"])
+        t.add_row(
+            str(k),
+            row["trial"],
+            format_duration(row["not_before_s"]),
+            at.strftime("%Y-%m-%d %H:%M:%S"),
+        )
+    ui.console.print(t)
+    end = now + dt.timedelta(seconds=seconds)
+    mode = "interleaved" if sched["interleave"] else "point by point"
+    ui.console.print(
+        f"order: {mode}; pause {format_duration(sched['pause_s'])}"
+        + (f"; window {format_duration(sched['window_s'])}" if sched["window_s"] else "")
+        + f"; estimated end: {end.strftime('%Y-%m-%d %H:%M:%S')} UTC"
     )
 
 
@@ -214,8 +252,12 @@ def cmd_check(args: argparse.Namespace, ui: Ui) -> int:
 
 
 def _ingested(out: Any, dest: str, ui: Ui) -> int:
+    from gridbench.events.edgi import joined_by_lines
+
     for w in out.warnings[:50]:
         ui.err_console.print(f"[yellow]warning[/]: {safe_markup(w)}")
+    for line in joined_by_lines(out.stats.get("joined_by") or {}):  # which id each tier used
+        ui.console.print(safe_markup(line))
     ui.console.print(
         f"ingested {out.events} events of {out.jobs} jobs into [cyan]{safe_markup(dest)}[/]; "
         f"analyse with: gridbench analyze {safe_markup(dest)}"
@@ -259,6 +301,23 @@ def cmd_backends(args: argparse.Namespace, ui: Ui) -> int:
     return EXIT_OK
 
 
+def cmd_collect(args: argparse.Namespace, ui: Ui) -> int:
+    """Fetch the agents' own logs of a run and merge the events the controller lacks."""
+    from gridbench.run.agent_collect import collect_run
+    from gridbench.store.catalogue import resolve_run
+
+    run = resolve_run(args.run, ui.results_root(args))
+    report = collect_run(run)
+    for src in report.fetched:
+        ui.console.print(f"fetched {safe_markup(src)}")
+    for tid, n in report.added.items():
+        ui.console.print(f"{safe_markup(tid)}: {n} events merged")
+    for e in report.errors:
+        ui.err_console.print(f"[red]{safe_markup(e)}[/]")
+    ui.console.print(f"now: gridbench analyze {safe_markup(run.path)}")
+    return EXIT_BACKEND if report.errors else EXIT_OK
+
+
 def _spec_args(p: argparse.ArgumentParser) -> None:
     add_spec_args(p, what="experiment spec (YAML)", example="--set trials=5 --set load.rate=2/s")
 
@@ -270,7 +329,9 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
     p.set_defaults(func=_bind(cmd_validate, ui))
 
     p = sub.add_parser(
-        "plan", help="dry run: points × trials, job count, duration; submits nothing"
+        "plan",
+        help="dry run: points × trials, job count, duration; with schedule: the trial order, "
+        "estimated starts and end; submits nothing",
     )
     _spec_args(p)
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
@@ -314,6 +375,19 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
     p.add_argument("-y", "--yes", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--fail-invalid", action="store_true", help=argparse.SUPPRESS)
     p.set_defaults(func=_bind(cmd_demo, ui))
+
+    p = sub.add_parser(
+        "collect",
+        help="fetch the agents' logs of a run (after a controller crash) and merge them",
+        description="Copy every agent's own event log (load.agents as a block) into "
+        "RUN/agents/ - from the run itself for local processes, with scp over the spec's "
+        "ssh settings for hosts - and append to each trial's events.csv the events it "
+        "lacks. Idempotent and append-only: collecting twice adds nothing. Then run "
+        "'gridbench analyze RUN' (and 'gridbench cleanup RUN' for jobs left queued).",
+    )
+    add_run_arg(p)
+    add_results_arg(p)
+    p.set_defaults(func=_bind(cmd_collect, ui))
 
     p = sub.add_parser("check", help="check the backend answers and one tiny job runs end to end")
     _spec_args(p)

@@ -25,6 +25,16 @@ JOBFLOW_VALIDITY_RULES: tuple[ValidityRule, ...] = (
         "stamp_precision",
         "the overall latency's stamps are finer than 10% of the median overall latency",
     ),
+    ValidityRule(
+        "clock_bound",
+        "each segment's clock-offset bound (agents' clocks) is within 10% of its median "
+        "latency (validity.clock_factor)",
+    ),
+    ValidityRule(
+        "negative_segments",
+        "no segment is negative beyond its stamps' precision and clock bounds after the "
+        "agents' offsets are removed",
+    ),
 )
 
 
@@ -92,9 +102,11 @@ class JobFlow:
             lines.append("dry run: nothing was cancelled")
             return CleanupOutcome(tuple(lines), tuple(report.errors))
         stopped = report.stopped_processes
+        resv = report.released_reservations
         lines.append(
             f"cancelled {report.cancelled} jobs"
             + (f"; stopped leftover processes {stopped}" if stopped else "")
+            + (f"; deleted {resv} reservations" if resv else "")
         )
         return CleanupOutcome(tuple(lines), tuple(report.errors))
 

@@ -39,6 +39,7 @@ class Stage(OpenModel):
     source: Text = None
     label: Text = None
     precision_ns: Count = None
+    polled: Flag = None
 
 
 class Segment(OpenModel):
@@ -77,6 +78,7 @@ class StageThroughput(OpenModel):
     expected_ratio: Num = None
     edgi_ratio: Num = None
     count: Count = None
+    failures: Count = None
 
 
 class Queue(OpenModel):
@@ -92,6 +94,23 @@ class Warmup(OpenModel):
     note: Text = None
 
 
+class NegativeSegment(OpenModel):
+    """Jobs whose segment went negative after clock correction (docs/metrics.md)."""
+
+    beyond_uncertainty: Count = None
+    within_uncertainty: Count = None
+
+
+class ClockBound(OpenModel):
+    """A segment measured across clocks: its bound against its median latency."""
+
+    segment: Text = None
+    agent: Text = None
+    bound_s: Num = None
+    latency_s: Num = None
+    flagged: Flag = None
+
+
 class TrialValidity(OpenModel):
     valid: Flag = None
     reasons: list[Text] = []
@@ -101,6 +120,24 @@ class TrialValidity(OpenModel):
     client_bound: Flag = None
     client_cpu_max: Num = None
     client_cpu_mean: Num = None
+    negative_segments: dict[str, NegativeSegment] = {}
+    clock_bounds: list[ClockBound] = []
+
+
+class AgentClock(OpenModel):
+    """One agent's clock in a trial's ``clocks`` (offsets may be negative: Num)."""
+
+    offset_ns: Num = None
+    bound_ns: Num = None
+    drift_ppm: Num = None
+    start_skew_ns: Num = None
+    host: Text = None
+    sync: Text = None
+
+
+class Clocks(OpenModel):
+    controller_sync: Text = None
+    agents: dict[str, AgentClock] = {}
 
 
 class ServerProcess(OpenModel):
@@ -119,17 +156,42 @@ class ServerProcess(OpenModel):
     cpu_s_per_job: Num = None
     client_cpu_s: Num = None
     client_cpu_s_per_job: Num = None
+    operations: Count = None
+    cpu_s_per_op: Num = None
+    client_cpu_s_per_op: Num = None
+
+
+class PerSecond(OpenModel):
+    bins: Count = None
+    mean: Num = None
+    p50: Num = None
+    p90: Num = None
+    p99: Num = None
+
+
+class Rates(OpenModel):
+    side: Text = None
+    submit_stage: Text = None
+    start_stage: Text = None
+    end_stage: Text = None
+    completed: Count = None
+    end_to_end_per_s: Num = None
+    submit_per_s: Num = None
+    dispatch_per_s: Num = None
+    per_second: PerSecond | None = None
 
 
 class Trial(OpenModel):
     trial_id: Text = None
     trial_index: Count = None
+    started_ns: Count = None
     valid: Flag = None
     status: Text = None
     offered_rate_per_s: Num = None
     jobs: dict[str, Count] = {}
     latency: dict[str, Stats] = {}
     throughput: dict[str, StageThroughput] = {}
+    rates: Rates | None = None
     failures: dict[str, Count] = {}
     failure_rate: Num = None
     queues: dict[str, Queue] = {}
@@ -140,6 +202,7 @@ class Trial(OpenModel):
     background_queue: dict[str, Num] = {}
     model: dict[str, Any] | None = None
     server_resources: dict[str, ServerProcess] = {}
+    clocks: Clocks | None = None
 
 
 # --- one point ---------------------------------------------------------------------------
@@ -235,6 +298,7 @@ class JobflowMetrics(OpenModel):
     bottleneck: Bottleneck | None = None
     failures_vs_rate: list[FailuresAtRate] = []
     growth: list[dict[str, Any]] = []
+    time_of_day: dict[str, Any] | None = None
     validity: Validity | None = None
     thresholds: list[ThresholdResult] = []
 

@@ -12,7 +12,7 @@ names one figure whatever else the run measured::
     echo.<transport>.<env>.<config>.<calls>.<field>        mean_ms, p99_ms, total_ms.mean ...
     echo.<transport>.<env>.<config>.mean_ms | floor.ratio  the series as a whole
     echo_scaling.<transport>.<env>.<config>.<clients>.<field>   mean_ms, p99_ms ...
-    burst.<transport>.<env>.<field>                        enqueue_ms.mean, gap_ms.p99 ...
+    burst.<transport>.<env>.<field>                        enqueue_ms.mean, enqueue_cpu_ms.mean ...
     transfer.<tool>.<env>.<direction>.<streams>.<field>    mb_s.mean, floor.ratio ...
     floor.<env>.sockperf.<size_bytes>.rtt_ms.mean · floor.<env>.iperf3.<streams>.<direction>.mb_s
 
@@ -210,7 +210,8 @@ def figures(metrics: Mapping[str, Any]) -> list[Figure]:
     ``pingpong.<t>.<env>.<size>.rtt_ms`` (per-test mean RTTs),
     ``echo.<t>.<env>.<config>.<calls>.mean_ms`` and
     ``echo_scaling.<t>.<env>.<config>.<clients>.mean_ms`` (per-repetition means),
-    ``burst.<t>.<env>.first_ms`` and ``.enqueue_ms`` (per repetition), and
+    ``burst.<t>.<env>.first_ms``, ``.enqueue_ms`` (wall) and ``.enqueue_cpu_ms`` (the
+    enqueuing thread's CPU time) per repetition, and
     ``transfer.<tool>.<env>.<direction>.<streams>.mb_s`` (per-repetition MB/s)."""
     validate_metrics(metrics)  # foreign input: compare and history do not check it first
     out: list[Figure | None] = []
@@ -242,7 +243,11 @@ def figures(metrics: Mapping[str, Any]) -> list[Figure]:
             out.append(_fig(key, label, "ms", p.get("rep_means_ms") or [], False))
     for b in metrics.get("burst", []):
         t, env = b["transport"], b["env"]
-        for what, text in (("first_ms", "first response"), ("enqueue_ms", "enqueue all")):
+        for what, text in (
+            ("first_ms", "first response"),
+            ("enqueue_ms", "enqueue all (wall)"),
+            ("enqueue_cpu_ms", "enqueue all (client CPU)"),
+        ):
             label = f"{t} burst of {b.get('calls')} {env_phrase(env)}: {text}"
             out.append(
                 _fig(f"burst.{t}.{env}.{what}", label, "ms", b.get(f"rep_{what}") or [], False)

@@ -55,6 +55,10 @@ def _num(v: Any) -> str | None:
     return None if _is_num(v) and v >= 0 else "must be a number >= 0"
 
 
+def _opt_num(v: Any) -> str | None:
+    return None if v is None else _num(v)
+
+
 def _nums(v: Any) -> str | None:
     if not isinstance(v, list):
         return "must be a list of numbers"
@@ -128,6 +132,7 @@ OPTIONAL: Final[dict[str, Check]] = {
     "client_mean_ns": _nums,
     "bits_per_second": _num,
     "seconds": _num,
+    "enqueue_cpu_ns": _opt_num,
 }
 #: a measured floor needs its figure
 FLOOR_MEASURED: Final[dict[str, dict[str, Check]]] = {

@@ -180,6 +180,8 @@ class Burst(Series):
     first_ms: Spread | None = None
     total_ms: Spread | None = None
     rep_enqueue_ms: list[Num] = []
+    enqueue_cpu_ms: Spread | None = None
+    rep_enqueue_cpu_ms: list[Num] = []
     rep_first_ms: list[Num] = []
     gap_ms: Gaps | None = None
     timeline: Timeline | None = None

@@ -282,6 +282,7 @@ def burst(ctx: Context, transport: str) -> Iterator[dict[str, Any]]:
                 "ok": True,
                 "error": None,
                 "enqueue_ns": t.enqueue_ns,
+                "enqueue_cpu_ns": t.enqueue_cpu_ns,
                 "first_ns": t.first_ns,
                 "arrival_ns": t.arrival_ns,
             }

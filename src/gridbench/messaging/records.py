@@ -15,7 +15,8 @@ Every record has ``pattern`` and ``env`` (an :data:`~gridbench.messaging.model.E
     [k ints]``
 ``burst``     N asynchronous calls fired at once:
     ``transport, calls, rep, enqueue_ns, first_ns, arrival_ns: [ints, from the first send,
-    in arrival order]``
+    in arrival order], enqueue_cpu_ns`` (the enqueuing thread's CPU time for the enqueue,
+    ``time.thread_time_ns``; ``enqueue_ns`` is wall time. Absent or null in older runs)
 ``transfer``  one move of a payload:
     ``tool, direction ("up" client->peer, "down" peer->client), bytes, streams, rep,
     elapsed_ns``

@@ -276,7 +276,14 @@ BURST: tuple[Field, ...] = (
     (Column("series", "Burst"), lambda b: _label(b["transport"], b["env"])),
     (Column("calls", "Calls", numeric=True), lambda b: b.get("calls")),
     (Column("reps", "Reps", numeric=True), lambda b: b.get("reps")),
-    (Column("enqueue_ms", "Enqueue (ms)", numeric=True), lambda b: _spread(b.get("enqueue_ms"))),
+    (
+        Column("enqueue_ms", "Enqueue wall (ms)", numeric=True),
+        lambda b: _spread(b.get("enqueue_ms")),
+    ),
+    (
+        Column("enqueue_cpu_ms", "Enqueue CPU (ms)", numeric=True),
+        lambda b: _spread(b.get("enqueue_cpu_ms")),
+    ),
     (Column("first_ms", "First (ms)", numeric=True), lambda b: _spread(b.get("first_ms"))),
     (Column("total_ms", "Last (ms)", numeric=True), lambda b: _spread(b.get("total_ms"))),
     (Column("gap_p50_ms", "Gap p50 (ms)", numeric=True), _gap("p50")),
@@ -294,9 +301,10 @@ def burst_table(metrics: Mapping[str, Any]) -> Table | None:
         bursts,
         with_errors(BURST, bursts),
         status=lambda b: row_status(b.get("failed_reps")),
-        note="From the first send: until every call was enqueued, until the first and the "
-        "last response (mean ± sd across repetitions); gaps between successive responses, "
-        "pooled.",
+        note="From the first send: until every call was enqueued (wall time, and the CPU "
+        "time the client's enqueuing thread spent meanwhile: the client's own cost, without "
+        "the time a loaded machine gave to other processes), until the first and the last "
+        "response (mean ± sd across repetitions); gaps between successive responses, pooled.",
     )
 
 

@@ -233,6 +233,7 @@ def burst(records: Sequence[Record]) -> list[dict[str, Any]]:
         ]
         g = describe_ms(gaps)
         calls = max((int(r["calls"]) for r in rs), default=0)
+        cpu = [r["enqueue_cpu_ns"] / 1e6 for r in ok if r.get("enqueue_cpu_ns") is not None]
         out.append(
             {
                 "transport": transport,
@@ -244,6 +245,9 @@ def burst(records: Sequence[Record]) -> list[dict[str, Any]]:
                 "responses_min": min((len(r["arrival_ns"]) for r in ok), default=None),
                 "enqueue_ms": spread([r["enqueue_ns"] / 1e6 for r in ok]),
                 "rep_enqueue_ms": [r["enqueue_ns"] / 1e6 for r in ok],
+                # CPU time of the enqueuing thread; records of older runs have none
+                "enqueue_cpu_ms": spread(cpu),
+                "rep_enqueue_cpu_ms": cpu,
                 "rep_first_ms": [r["first_ns"] / 1e6 for r in ok],
                 "first_ms": spread([r["first_ns"] / 1e6 for r in ok]),
                 "total_ms": spread([max(r["arrival_ns"]) / 1e6 for r in ok if r["arrival_ns"]]),

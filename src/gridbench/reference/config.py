@@ -108,7 +108,10 @@ class ReportsConfig(_Strict):
 
     ``dir`` null: a temporary directory, removed when the grid stops.
     ``dt_precision`` ``ms`` appends ``.mmm`` to ``<dt>`` (an extension of the EDGI
-    format; ``s`` is the seed's format exactly).
+    format; ``s`` is the seed's format exactly). ``bridge_ids``: the id the bridge's
+    records name a job by: ``own`` (the bridge id the CE's job_submission handed on),
+    ``upstream`` (the CE's id, as some components report), ``mixed`` (the CE's for the
+    jobs whose bridge id ends in an odd digit).
     """
 
     dir: Path | None = None
@@ -116,6 +119,7 @@ class ReportsConfig(_Strict):
     publication_delay_s: float = Field(default=1.0, ge=0.0, le=86_400.0, allow_inf_nan=False)
     dt_precision: Literal["s", "ms"] = "ms"
     log_running: bool = True
+    bridge_ids: Literal["own", "upstream", "mixed"] = "own"
 
 
 class GridConfig(_Strict):

@@ -273,7 +273,7 @@ class Grid:
             self._tracked.pop(job.ce_id, None)
             self.ce_reports.status(t, job.ce_id, rp.STATUS_CANCELLED)
             if bridge_knows:
-                self.bridge_reports.status(t, job.bridge_id, rp.STATUS_CANCELLED)
+                self.bridge_reports.status(t, self._bridge_rid(job), rp.STATUS_CANCELLED)
             n += 1
         if freed:
             self._dg_fill()
@@ -336,7 +336,7 @@ class Grid:
         self._move(job, Loc.BRIDGE_QUEUED)
         # The bridge names the job's source grid, as the EDGI monitoring does.
         self.bridge_reports.entry(
-            self._clock(), job.bridge_id, job.application, self.config.ce.input_grid_name
+            self._clock(), self._bridge_rid(job), job.application, self.config.ce.input_grid_name
         )
         self._bridge_q.put_nowait(job)
 
@@ -353,7 +353,7 @@ class Grid:
                 self._n_dg += 1
                 job.dg_id = f"dg-{self._tag}-{self._n_dg:06d}"
                 self.bridge_reports.submission(
-                    self._clock(), job.bridge_id, job.dg_id, self.config.workers.grid_name
+                    self._clock(), self._bridge_rid(job), job.dg_id, self.config.workers.grid_name
                 )
                 self._move(job, Loc.DG_QUEUED)
                 self._dg_wait.append(job)
@@ -361,6 +361,15 @@ class Grid:
             except Exception:
                 log.exception("bridge worker failed on %s", job.bridge_id)
                 self._fail_internal(job, "internal error in the bridge")
+
+    def _bridge_rid(self, job: Job) -> str:
+        """The id the bridge's reports name ``job`` by: its own, or (``reports.bridge_ids``)
+        the CE's, as some components report a job under the upstream id; ``mixed``: the
+        CE's for every other job."""
+        how = self.config.reports.bridge_ids
+        if how == "upstream" or (how == "mixed" and job.bridge_id[-1:] in "13579"):
+            return job.ce_id
+        return job.bridge_id
 
     # -- the worker pool (DG) ---------------------------------------------------------
     def _dg_fill(self) -> None:
@@ -375,7 +384,7 @@ class Grid:
             self._move(job, Loc.DG_RUNNING)
             job.bridge_state = BridgeState.RUNNING
             if self._log_running:
-                self.bridge_reports.status(self._clock(), job.bridge_id, rp.STATUS_RUNNING)
+                self.bridge_reports.status(self._clock(), self._bridge_rid(job), rp.STATUS_RUNNING)
             job.ran_s = job.runtime_s if job.runtime_s is not None else self._runtime()
             job.timer = loop.call_later(job.ran_s, self._dg_done, job)
 
@@ -392,7 +401,7 @@ class Grid:
         else:
             job.bridge_state = BridgeState.FINISHED
         self.bridge_reports.status(
-            self._clock(), job.bridge_id, rp.STATUS_FAILED if failed else rp.STATUS_FINISHED
+            self._clock(), self._bridge_rid(job), rp.STATUS_FAILED if failed else rp.STATUS_FINISHED
         )
         self._move(job, Loc.FINISHING)
         self._dg_fill()

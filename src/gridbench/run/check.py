@@ -11,7 +11,7 @@ import pwd
 import time
 from dataclasses import dataclass
 
-from gridbench.backends.base import Backend, JobRequest, JobState
+from gridbench.backends.base import Backend, JobRequest, JobSizer, JobState
 from gridbench.backends.registry import create_backend
 from gridbench.errors import GridbenchError, SpecError
 from gridbench.jobflow import loads as load_models
@@ -30,7 +30,14 @@ class Step:
 
 async def _job_round_trip(backend: Backend, spec: ExperimentSpec, timeout_s: float) -> Step:
     t0 = time.perf_counter()
-    req = JobRequest("gridbench-check", tuple(spec.job.command), spec.job.runtime or 0.0)
+    job = spec.job
+    req = JobRequest(
+        "gridbench-check",
+        tuple(job.command),
+        job.runtime or 0.0,
+        tasks=job.tasks,
+        nodes=job.nodes,
+    )
     try:
         bid = await asyncio.wait_for(backend.submit(req), spec.timeouts.submit)
     except Exception as exc:
@@ -81,8 +88,33 @@ def check_config(specs: list[ExperimentSpec], *, host: bool = True) -> None:
         backend = create_backend(spec.backend.type, spec.backend.options)
         build_collectors(spec, backend)
         load_models.get(spec.load.model).check_backend(spec, backend)  # e.g. bulk: arrays
+        check_job_size(spec, backend)
         if host:
             check_users(spec)
+
+
+def check_job_size(spec: ExperimentSpec, backend: Backend) -> None:
+    """``job.tasks`` / ``job.nodes`` need a backend that honours them (the ``JobSizer``
+    hook), and one that does may still refuse a size its configuration cannot run."""
+    tasks, nodes = spec.job.tasks, spec.job.nodes
+    if tasks is None and nodes is None:
+        return
+    where = "job.tasks" if tasks is not None else "job.nodes"
+    if not isinstance(backend, JobSizer):
+        raise SpecError(
+            f"the {spec.backend.type} backend cannot size a job: it has no processes or "
+            "nodes to give it",
+            where=where,
+            fix="drop job.tasks and job.nodes, or use a backend that honours them "
+            "(slurm, psij, command with {tasks}/{nodes} in its templates; docs/backends.md)",
+        )
+    problem = backend.job_size_problem(tasks, nodes)
+    if problem is not None:
+        raise SpecError(
+            problem,
+            where=where,
+            fix="change job.tasks / job.nodes, or the backend options (docs/backends.md)",
+        )
 
 
 def check_users(spec: ExperimentSpec) -> None:

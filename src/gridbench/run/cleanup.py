@@ -37,6 +37,7 @@ from gridbench.events.model import (
     STAGE_FAILED,
     STAGE_SUBMIT_ACK,
 )
+from gridbench.run.cleanup_reservations import find_reservations, release_all
 from gridbench.spec.load import load_spec
 from gridbench.store.layout import RunDir, now_iso, read_json, write_json
 from gridbench.store.spawned import live_runner, recorded_process
@@ -67,6 +68,7 @@ class CleanupReport:
     per_trial: dict[str, int] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     stopped_processes: list[int] = field(default_factory=list)
+    released_reservations: int = 0  # a probe's advance reservations deleted
     #: what was (or, in a dry run, would be) run and signalled, and what was left alone
     plan: list[str] = field(default_factory=list)
 
@@ -120,6 +122,13 @@ async def cleanup_run(run: RunDir, *, dry_run: bool = False, force: bool = False
         backend = _cleanup_backend(run, runtime, report)
         if backend is not None:
             await _cancel_all(run, backend, todo, report, dry_run=dry_run)
+    reservations = find_reservations(run)
+    if reservations:
+        spec, _ = load_spec(run.spec_file)
+        backend = create_backend(spec.backend.type, spec.backend.options)
+        report.released_reservations = await release_all(
+            run, backend, reservations, report.plan, report.errors, dry_run=dry_run
+        )
     report.stopped_processes += _stop_orphans(runtime, report.plan, dry_run=dry_run)
     if not dry_run and exp.get("status") in ("running", "created"):
         run.update_experiment(status="crashed", cleaned=now_iso())
@@ -270,5 +279,6 @@ def describe(report: CleanupReport) -> str:
             "cancelled": report.per_trial,
             "errors": report.errors,
             "stopped_processes": report.stopped_processes,
+            "released_reservations": report.released_reservations,
         }
     )

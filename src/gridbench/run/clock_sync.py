@@ -46,7 +46,8 @@ class OffsetEstimate:
 
 
 def estimate(samples: Sequence[tuple[int, int, int, int]]) -> OffsetEstimate:
-    """The minimum-delay estimate from ``(t1, t2, t3, t4)`` samples (pure)."""
+    """The minimum-delay estimate from ``(t1, t2, t3, t4)`` samples (pure); inconsistent
+    probes (a clock stepped during them) are ignored, and none left is an error."""
     if not samples:
         raise GridbenchError(
             "no clock probe answered",
@@ -55,7 +56,18 @@ def estimate(samples: Sequence[tuple[int, int, int, int]]) -> OffsetEstimate:
     t = np.asarray(samples, dtype=np.int64)
     t1, t2, t3, t4 = t[:, 0], t[:, 1], t[:, 2], t[:, 3]
     delay = (t4 - t1) - (t3 - t2)
-    best = int(np.argmin(delay))
+    # A probe whose answer left before its request arrived (t3 < t2), that came back before
+    # it was sent (t4 < t1), or whose agent took longer than the round trip (δ < 0) saw a
+    # clock step mid-probe: it says nothing about the offset.
+    sane = (t3 >= t2) & (t4 >= t1) & (delay >= 0)
+    if not sane.any():
+        raise GridbenchError(
+            f"none of the {len(samples)} clock probes is consistent (a clock stepped during "
+            "every exchange, or the agent's stamps are not wall-clock nanoseconds)",
+            fix="check that the agent answers with time.time_ns() stamps (t2, t3), and that "
+            "no clock is being stepped on the controller or the agent",
+        )
+    best = int(np.argmin(np.where(sane, delay, np.iinfo(np.int64).max)))
     # int64 halves: exact to 1 ns, no float rounding of epoch-sized values
     offset = ((t2[best] - t1[best]) + (t3[best] - t4[best])) // 2
     d = max(int(delay[best]), 0)

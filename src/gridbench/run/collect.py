@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from gridbench.events.log import EventLog
 
@@ -21,4 +21,13 @@ class Collector(Protocol):
 
     async def finish(self, run_dir: Path, settle_s: float) -> int:
         """At the end of the experiment: wait up to ``settle_s`` for late server stamps."""
+        ...
+
+
+@runtime_checkable
+class Summarised(Protocol):
+    """A collector that has a few lines to say after the experiment (how it joined)."""
+
+    def summary(self) -> list[str]:
+        """Lines for the person running the experiment."""
         ...

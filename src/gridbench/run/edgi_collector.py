@@ -16,7 +16,7 @@ import polars as pl
 
 from gridbench.backends.base import Backend, ReportPublisher
 from gridbench.errors import SpecError
-from gridbench.events.edgi import ReportCollector
+from gridbench.events.edgi import ReportCollector, joined_by_lines
 from gridbench.events.log import EVENTS_FILE, EventLog
 from gridbench.events.model import EVENT_SCHEMA, STAGE_SUBMIT_ACK
 from gridbench.events.sources import FetchLimits
@@ -60,6 +60,10 @@ class EdgiCollector:
     async def probe(self) -> None:
         """List the sources once (raises IngestError with the URL and a fix when unreachable)."""
         await self._rc.apoll(None, final=False)
+
+    def summary(self) -> list[str]:
+        """Which id each tier's records were joined by (own, upstream or mixed)."""
+        return joined_by_lines(self._rc.joined_by())
 
     def describe(self) -> str:
         return f"edgi({', '.join(self.sources)})"

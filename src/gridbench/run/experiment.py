@@ -9,6 +9,7 @@ import asyncio
 import hashlib
 import json
 import logging
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,12 +20,13 @@ from gridbench.backends.base import Backend, RuntimeInfoSource
 from gridbench.backends.registry import create_backend
 from gridbench.errors import GridbenchError
 from gridbench.events.clock import AnchoredClock
-from gridbench.run.collect import Collector
+from gridbench.run.closed_loop import sleep_or_stop
+from gridbench.run.collect import Collector, Summarised
 from gridbench.run.collectors import build_collectors
 from gridbench.run.observer import NullObserver, Observer
 from gridbench.run.trial import TrialOutcome, run_trial
 from gridbench.spec.model import ExperimentSpec
-from gridbench.spec.plan import Plan
+from gridbench.spec.plan import Plan, PlannedTrial
 from gridbench.specload import dump_yaml
 from gridbench.store.layout import RunDir, now_iso, write_json
 
@@ -106,6 +108,27 @@ class ExperimentRunner:
         self.run = run
         return run
 
+    async def _wait_turn(
+        self, planned: PlannedTrial, clock: AnchoredClock, first: int, last_end: int
+    ) -> None:
+        """Wait for the trial's turn under ``schedule``: ``pause`` after the previous
+        trial's end, and not before its window slot counted from the first trial's
+        recorded start; an abort ends the wait at once."""
+        sched = self.plan.spec.schedule
+        if sched is None:
+            return
+        until = max(last_end + sched.pause * 1e9, first + planned.not_before_s * 1e9)
+        wait = (until - clock.now_ns()) / 1e9
+        if wait <= 0:
+            return
+        self.observer.message(
+            f"schedule: {planned.trial_id} starts in {wait:.0f} s "
+            f"(pause {sched.pause:g} s" + (f", window {sched.window:g} s)" if sched.window else ")")
+        )
+        deadline = time.perf_counter() + wait
+        while not self.stop.is_set() and time.perf_counter() < deadline:
+            await sleep_or_stop(deadline - time.perf_counter(), self.stop, deadline)
+
     async def execute(self) -> ExperimentOutcome:
         spec = self.plan.spec
         # bad backend options (the base spec's, or a swept point's) fail before a results
@@ -133,9 +156,13 @@ class ExperimentRunner:
             run.update_experiment(backend_runtime=backend.runtime_info())
         clock = AnchoredClock()
         opened: dict[str, tuple[Backend, list[Collector]]] = {}
+        first: int | None = None  # the first trial's recorded start (clock ns)
+        last_end = 0  # the previous trial's end (clock ns)
         try:
             opened[backend_key(spec)] = (backend, build_collectors(spec, backend))
             for planned in self.plan.trials:
+                if first is not None:
+                    await self._wait_turn(planned, clock, first, last_end)
                 if self.stop.is_set():
                     outcome.status = "aborted"
                     break
@@ -162,6 +189,9 @@ class ExperimentRunner:
                     self.observer,
                     self.stop,
                 )
+                last_end = clock.now_ns()
+                if first is None:
+                    first = res.started_ns if res.started_ns is not None else last_end
                 outcome.trials.append(res)
                 run.update_experiment(trials_done=len(outcome.trials))
                 if res.status == "aborted":
@@ -179,6 +209,9 @@ class ExperimentRunner:
                         )
                     except Exception as exc:
                         self.observer.message(f"collector {c.describe()} failed: {exc}")
+                    if isinstance(c, Summarised):
+                        for line in c.summary():
+                            self.observer.message(f"{c.describe()}: {line}")
         except GridbenchError as exc:
             outcome.status, outcome.error = "failed", str(exc)
             raise

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from json.encoder import encode_basestring as _json_str
 
 import numpy as np
@@ -81,14 +81,16 @@ async def submit_one(
     progress: TrialProgress,
     submit_timeout_s: float,
     t_start: int | None = None,
+    call: Callable[[JobRequest], Awaitable[str]] | None = None,
 ) -> str | None:
-    """Submit one job with submit/submit_ack/failed stamps; return the backend id."""
+    """Submit one job with submit/submit_ack/failed stamps; return the backend id.
+    ``call`` submits instead of ``backend.submit`` (a held submission, say)."""
     job = req.name
     rec.stamp(job, STAGE_SUBMIT, t_start, dict(req.attributes) if req.attributes else None)
     progress.submitted += 1
     try:
         async with asyncio.timeout(submit_timeout_s):  # cheaper than wait_for: no extra task
-            bid = await backend.submit(req)
+            bid = await (call or backend.submit)(req)
     except SubmitError as exc:
         kind, msg = exc.kind, exc.message
     except TimeoutError:

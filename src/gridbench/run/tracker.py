@@ -48,6 +48,10 @@ class StatusTracker:
         self.longest_pause = interval_s  # the longest wait between two sweeps, seconds
         self.stretched = 0  # pauses made longer than the interval by the duty cap
         self.inflight: dict[str, str] = {}
+        # per in-flight job, when a status answer last showed it not ended (the ask time):
+        # its end lies between that and the answer that shows it ended, so that bracket,
+        # not the clock's resolution, is client_done's precision (polled, not observed)
+        self._seen_ns: dict[str, int] = {}
         self.names: dict[str, str] = {}  # every backend id seen this trial -> job
         self.sweeps = 0
         self.status_calls = 0
@@ -66,6 +70,7 @@ class StatusTracker:
     def add(self, backend_id: str, job: str) -> None:
         self.inflight[backend_id] = job
         self.names[backend_id] = job
+        self._seen_ns[backend_id] = self.rec.clock.now_ns()  # not ended when the id came back
         self.progress.in_flight = len(self.inflight)
 
     async def sweep(self) -> None:
@@ -75,6 +80,7 @@ class StatusTracker:
             return
         ids = list(self.inflight)
         self.status_calls += 1
+        asked_ns = self.rec.clock.now_ns()
         try:
             states = await self.backend.status(ids)
         except Exception as exc:  # a backend answer we cannot use must not kill the trial
@@ -90,27 +96,36 @@ class StatusTracker:
             return
         self._consecutive = 0
         self.sweeps += 1
-        await self.observe(states)
+        await self.observe(states, asked_ns)
 
-    async def observe(self, states: dict[str, JobStatus]) -> None:
-        """Stamp the jobs ``states`` shows ended (from a sweep, or a user's own query)."""
+    async def observe(self, states: dict[str, JobStatus], asked_ns: int | None = None) -> None:
+        """Stamp the jobs ``states`` shows ended (from a sweep, or a user's own query);
+        ``asked_ns``: when the query was sent (default: now). client_done's precision is
+        the time since the job was last seen not ended, at least the clock's."""
         now = self.rec.clock.now_ns()
+        asked = now if asked_ns is None else asked_ns
         p = self.progress
+        seen = self._seen_ns
         for n, (bid, st) in enumerate(states.items()):
             if n % 64 == 63:
                 await asyncio.sleep(0)  # a big sweep must not stall the submitters' schedule
             if not st.state.terminal:
+                if bid in seen:
+                    seen[bid] = asked
                 continue
             job = self.inflight.pop(bid, None)
             if job is None:
                 continue
+            prec = max(now - seen.pop(bid, now), self.rec.precision)
             if st.state is JobState.DONE:
-                self.rec.stamp(job, STAGE_CLIENT_DONE, now)
+                self.rec.stamp(job, STAGE_CLIENT_DONE, now, precision_ns=prec)
                 p.completed += 1
                 self._ended(job, st.state)
                 continue
             if st.state is JobState.FAILED:
-                self.rec.stamp(job, STAGE_CLIENT_DONE, now, {"state": st.state.value})
+                self.rec.stamp(
+                    job, STAGE_CLIENT_DONE, now, {"state": st.state.value}, precision_ns=prec
+                )
                 p.failed += 1
                 attrs = {"kind": FAIL_JOB, "message": st.message[:500]}
                 self.rec.stamp(job, STAGE_FAILED, now, attrs)
@@ -212,6 +227,7 @@ class StatusTracker:
             else:
                 now = self.rec.clock.now_ns()
                 for bid in ids:
+                    self._seen_ns.pop(bid, None)
                     self.rec.stamp(
                         self.inflight.pop(bid), STAGE_CANCELLED, now, {"by": "gridbench"}
                     )
@@ -219,6 +235,7 @@ class StatusTracker:
                 return len(ids), None
         now = self.rec.clock.now_ns()
         for bid in ids:
+            self._seen_ns.pop(bid, None)
             self.rec.stamp(self.inflight.pop(bid), STAGE_FAILED, now, {"kind": FAIL_LOST})
         self.progress.failed += len(ids)
         self.progress.in_flight = 0

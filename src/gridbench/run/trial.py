@@ -20,9 +20,11 @@ import numpy as np
 from gridbench.backends.base import Backend, JobRequest, RuntimeStatsSource
 from gridbench.events.clock import AnchoredClock
 from gridbench.events.log import EVENTS_FILE, EventLog
+from gridbench.events.model import STAGE_CLIENT_DONE
 from gridbench.jobflow import loads as load_models
 from gridbench.jobflow.loads.base import RequestMaker, TrialContext
 from gridbench.run.collect import Collector
+from gridbench.run.host_clock import chrony_tracking
 from gridbench.run.observer import Observer, TrialProgress
 from gridbench.run.recorder import Recorder
 from gridbench.run.resources import RESOURCES_FILE, ResourceMonitor
@@ -47,6 +49,7 @@ class TrialOutcome:
     status: str  # complete | aborted | failed
     progress: TrialProgress
     error: str | None = None
+    started_ns: int | None = None  # the recorded start (trial.json), the schedule's anchor
 
 
 def _request_factory(spec: ExperimentSpec, trial_id: str, n_hint: int, seed: int) -> RequestMaker:
@@ -68,11 +71,20 @@ def _request_factory(spec: ExperimentSpec, trial_id: str, n_hint: int, seed: int
             fail = False
         name = f"{trial_id}-{i:06d}"
         if not users:
-            return JobRequest(name, command, job.runtime, fail)
+            return JobRequest(name, command, job.runtime, fail, tasks=job.tasks, nodes=job.nodes)
         u = users[order[(i if slot is None else slot) % len(order)]]
         cred = u.credential.model_dump(exclude_none=True) if u.credential else {}
         return JobRequest(
-            name, command, job.runtime, fail, u.name, {"user": u.name}, u.account, cred
+            name,
+            command,
+            job.runtime,
+            fail,
+            u.name,
+            {"user": u.name},
+            u.account,
+            cred,
+            tasks=job.tasks,
+            nodes=job.nodes,
         )
 
     return make
@@ -174,17 +186,25 @@ async def run_trial(
         "submit_end_ns": None,
         "ended_ns": None,
         "status": "running",
-        "chain": backend.stage_chain().to_dict(),
+        # client_done is seen by polling: declared at the poll interval (events carry the
+        # actual bracket between the two status answers, longer when a pause was stretched)
+        "chain": backend.stage_chain()
+        .polled(STAGE_CLIENT_DONE, int(pspec.timeouts.status_interval * 1e9))
+        .to_dict(),
         "backend": backend.name,
         "agents": {
             f"agent-{k}": {"clock_offset_ns": 0, "clock_uncertainty_ns": 0}
-            for k in range(load.agents)
-        },
+            for k in range(load.agent_count)
+        }
+        if load.remote_agents is None
+        else {},
         "background_queue": {"start": await _queue_length(backend), "end": None},
         "cpu_count": os.cpu_count(),
         "late_threshold_ns": int(load.late_threshold * 1e9),
         "status_interval_ns": int(pspec.timeouts.status_interval * 1e9),
         "pid": os.getpid(),
+        # the controller's own NTP state: how far corrected times may be from true time
+        "clock_sync": await asyncio.to_thread(chrony_tracking),
     }
 
     def write_info() -> None:
@@ -193,7 +213,9 @@ async def run_trial(
     write_info()
     _runtime_stats(backend)  # start the backend's counters afresh for this trial
     elog = EventLog(trial_dir / EVENTS_FILE)
-    recs = [Recorder(elog, clock, f"agent-{k}") for k in range(load.agents)]
+    # remote agents stamp their own events; the controller's one recorder is the tracker's
+    n_recs = load.agent_count if load.remote_agents is None else 1
+    recs = [Recorder(elog, clock, f"agent-{k}") for k in range(n_recs)]
     tracker = StatusTracker(
         backend,
         recs[0],
@@ -225,6 +247,7 @@ async def run_trial(
                 requests=lambda n: _request_factory(pspec, tid, n, seed),
                 info=info,
                 write_info=write_info,
+                trial_dir=trial_dir,
             )
         )
         info["submit_end_ns"] = clock.now_ns()
@@ -299,7 +322,7 @@ async def run_trial(
         write_json(trial_dir / TRIAL_FILE, info)
         progress.phase = status
         observer.trial_finished(progress)
-    return TrialOutcome(tid, status, progress, error)
+    return TrialOutcome(tid, status, progress, error, info["started_ns"])
 
 
 async def _flush_and_report(

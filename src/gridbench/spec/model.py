@@ -43,6 +43,28 @@ class JobSpec(_Strict):
     )
     fail_fraction: float = Field(default=0.0, ge=0.0, le=1.0)
     application: str = "gridbench"
+    tasks: int | None = Field(
+        default=None,
+        ge=1,
+        le=1_000_000,
+        description="processes per job (Slurm --ntasks, PSI/J process_count); "
+        "unset: the backend's default",
+    )
+    nodes: int | None = Field(
+        default=None,
+        ge=1,
+        le=100_000,
+        description="nodes per job (Slurm --nodes, PSI/J node_count); unset: the backend's default",
+    )
+
+    @model_validator(mode="after")
+    def _size(self) -> JobSpec:
+        if self.tasks is not None and self.nodes is not None and self.tasks < self.nodes:
+            raise ValueError(
+                f"job.tasks ({self.tasks}) is below job.nodes ({self.nodes}): every node "
+                "needs at least one task; raise tasks or lower nodes"
+            )
+        return self
 
 
 class CredentialRef(_Strict):
@@ -86,6 +108,18 @@ class WarmupSpec(_Strict):
     fraction: float = Field(default=0.15, ge=0.0, lt=1.0)
 
 
+class ValiditySpec(_Strict):
+    """Limits of the validity rules that a spec may tune (docs/metrics.md, Validity)."""
+
+    clock_factor: float = Field(
+        default=0.1,
+        gt=0.0,
+        le=10.0,
+        description="a clock-offset bound above this share of a segment's median latency "
+        "invalidates the trial",
+    )
+
+
 class TimeoutSpec(_Strict):
     submit: Annotated[Duration, Field(gt=0)] = 30.0
     drain: Duration = 120.0
@@ -99,6 +133,24 @@ class TimeoutSpec(_Strict):
         "of t seconds the next waits at least t*(1-d)/d (1: always status_interval)",
     )
     settle: Duration = Field(default=0.0, description="extra wait for server-side reports")
+
+
+class ScheduleSpec(_Strict):
+    """When trials run (METHODS 1.10: the seeds spread 10 repetitions over 24 hours).
+
+    ``interleave`` runs round-robin over the points (p0 t0, p1 t0, …, p0 t1, …) instead of
+    all of a point's trials in a row; ``pause`` is the least time from one trial's end to
+    the next one's start; ``window`` spreads the starts: trial k of N starts no earlier
+    than k·window/N after the first (and never sooner than ``pause`` after the previous).
+    """
+
+    interleave: bool = Field(default=True, description="round-robin over the points")
+    pause: Annotated[Duration, Field(ge=0)] = Field(
+        default=0.0, description="least gap between one trial's end and the next start"
+    )
+    window: Annotated[Duration, Field(gt=0)] | None = Field(
+        default=None, description="spread the trials' starts evenly over this window"
+    )
 
 
 class CollectorSpec(_Strict):
@@ -156,7 +208,12 @@ class ExperimentSpec(_Strict):
     sweep: dict[str, list[Any]] = Field(default_factory=dict)
     trials: int = Field(default=1, ge=1, le=1000)
     trial: TrialSpec = Field(default_factory=TrialSpec)
+    schedule: ScheduleSpec | None = Field(
+        default=None,
+        description="interleave points and trials, with a pause, over a window (METHODS 1.10)",
+    )
     warmup: WarmupSpec = Field(default_factory=WarmupSpec)
+    validity: ValiditySpec = Field(default_factory=ValiditySpec)
     timeouts: TimeoutSpec = Field(default_factory=TimeoutSpec)
     collectors: list[CollectorSpec] = Field(default_factory=list)
     thresholds: list[ThresholdSpec] = Field(default_factory=list)

@@ -18,6 +18,7 @@ class PlannedTrial:
     trial_id: str
     point_index: int
     trial_index: int
+    not_before_s: float = 0.0  # earliest start after the first trial's (schedule.window)
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,24 @@ class Plan:
     def estimated_seconds(self) -> float:
         # collectors settle once, at the end of the experiment
         settle = self.spec.timeouts.settle if self.spec.collectors else 0.0
-        return sum(p.seconds_per_trial for p in self.points) * self.spec.trials + settle
+        starts = self.estimated_starts()
+        if not starts:
+            return settle
+        last = self.points[self.trials[-1].point_index].seconds_per_trial
+        return starts[-1] + last + settle
+
+    def estimated_starts(self) -> list[float]:
+        """Each trial's estimated start, seconds after the first's: the previous end plus
+        ``schedule.pause``, or its window slot if later."""
+        sched = self.spec.schedule
+        pause = sched.pause if sched else 0.0
+        out: list[float] = []
+        end = 0.0
+        for k, t in enumerate(self.trials):
+            start = max(end + pause, t.not_before_s) if k else 0.0
+            out.append(start)
+            end = start + self.points[t.point_index].seconds_per_trial
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -64,8 +82,24 @@ class Plan:
             ],
             "trials_per_point": self.spec.trials,
             "trials": [t.trial_id for t in self.trials],
+            "schedule": self.schedule_dict(),
             "total_jobs": self.total_jobs,
             "estimated_seconds": round(self.estimated_seconds, 1),
+        }
+
+    def schedule_dict(self) -> dict[str, Any] | None:
+        """The spec's schedule and each trial's estimated start (None without one)."""
+        sched = self.spec.schedule
+        if sched is None:
+            return None
+        return {
+            "interleave": sched.interleave,
+            "pause_s": sched.pause,
+            "window_s": sched.window,
+            "order": [
+                {"trial": t.trial_id, "not_before_s": t.not_before_s, "estimated_start_s": s}
+                for t, s in zip(self.trials, self.estimated_starts(), strict=True)
+            ],
         }
 
 
@@ -98,12 +132,22 @@ def make_plan(spec: ExperimentSpec, data: dict[str, Any], origin: str = "<spec>"
             raise SpecError(str(exc), fix="check the sweep values against the field") from None
         jobs, seconds, peak = _estimate(pspec)
         points.append(PlannedPoint(i, values, pspec, jobs, seconds, peak))
-    trials = [
-        PlannedTrial(trial_id(p.index, t), p.index, t) for p in points for t in range(spec.trials)
-    ]
-    plan = Plan(spec, points, trials)
+    plan = Plan(spec, points, order_trials(spec, points))
     check_safety(plan)
     return plan
+
+
+def order_trials(spec: ExperimentSpec, points: list[PlannedPoint]) -> list[PlannedTrial]:
+    """Every point's trials in a row, or with ``schedule.interleave`` round-robin over the
+    points (each repetition a pass over all points); ``schedule.window`` gives trial k of
+    N the earliest start k·window/N."""
+    sched = spec.schedule
+    if sched is not None and sched.interleave:
+        pairs = [(p.index, t) for t in range(spec.trials) for p in points]
+    else:
+        pairs = [(p.index, t) for p in points for t in range(spec.trials)]
+    slot = sched.window / len(pairs) if sched is not None and sched.window else 0.0
+    return [PlannedTrial(trial_id(p, t), p, t, k * slot) for k, (p, t) in enumerate(pairs)]
 
 
 def _deepcopy(d: Any) -> Any:

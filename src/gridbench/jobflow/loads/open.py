@@ -188,11 +188,16 @@ async def run_open(ctx: TrialContext) -> None:
     ctx.info["planned_jobs"] = ctx.progress.planned = len(offsets)
     ctx.info["submission_window_s"] = window
     ctx.write_info()
+    if load.remote_agents is not None:
+        from gridbench.run.agents import run_remote_open  # Dask loads only when asked
+
+        await run_remote_open(ctx, load.remote_agents, offsets)
+        return
     make = ctx.requests(len(offsets))
     start = time.perf_counter_ns() + int(START_LEAD_S * 1e9)
-    idx_parts = split_for_agents(np.arange(len(offsets), dtype=np.int64), load.agents)
+    idx_parts = split_for_agents(np.arange(len(offsets), dtype=np.int64), load.agent_count)
     async with asyncio.TaskGroup() as tg:
-        for k, part in enumerate(split_for_agents(offsets, load.agents)):
+        for k, part in enumerate(split_for_agents(offsets, load.agent_count)):
             tg.create_task(
                 run_open_loop(
                     ctx.backend,

@@ -1,9 +1,11 @@
 """The probe load model (single-operation overhead, METHODS 1.8): ``count`` single
-operations (submit, status or cancel) spaced by ``gap``, then optional bursts of
-``requests`` operations with 1..k client threads.
+operations spaced by ``gap``, then optional bursts of ``requests`` operations with 1..k
+client threads. The operations (submit, status and cancel of real jobs, reserve, release,
+credential, checkpoint, restart, ``op:<name>``) and the backend capability each needs are
+in :mod:`gridbench.jobflow.loads.probe_ops`.
 
 Results (the trial's ``model`` object, seconds): ``single`` = stats of the spaced single
-operations (submit: submit_ack − submit; status/cancel: op_end − op_start), with ``errors``
+operations (submit: submit_ack − submit; the others: op_end − op_start), with ``errors``
 and the seed's statement '557±124 ms (α=0.05)'. For submissions, ``below`` is the part of
 the call spent in the layers below the client: submit_ack − the server's submit stage (the
 first server-side stage named ``*_submit``, else the first server-side stage), for the
@@ -17,11 +19,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import polars as pl
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from gridbench.analysis import text
 from gridbench.analysis.closed import (
@@ -36,6 +38,7 @@ from gridbench.analysis.closed import (
     summarize,
 )
 from gridbench.events.model import STAGE_SUBMIT, STAGE_SUBMIT_ACK
+from gridbench.jobflow.loads import probe_ops
 from gridbench.jobflow.loads.base import (
     BaseLoadModel,
     LoadBase,
@@ -44,16 +47,17 @@ from gridbench.jobflow.loads.base import (
     TrialContext,
     narrow,
 )
-from gridbench.run.closed_loop import STAGE_OP_END, STAGE_OP_START, OpNames, sleep_or_stop, timed_op
+from gridbench.run.closed_loop import STAGE_OP_END, STAGE_OP_START, OpNames, sleep_or_stop
 from gridbench.stats import describe
 from gridbench.units import Duration
 
 if TYPE_CHECKING:
+    from gridbench.backends.base import Backend
     from gridbench.events.chain import StageChain
+    from gridbench.run.recorder import Recorder
     from gridbench.spec.model import ExperimentSpec
 
 NO_JOB_COMPLETED = "no job completed"
-_LABEL = {"submit": "submission time", "status": "status-query time", "cancel": "cancel time"}
 
 
 class BurstSpec(Strict):
@@ -67,10 +71,27 @@ class ProbeLoad(LoadBase):
     """``load:`` of the probe model."""
 
     model: Literal["probe"]
-    operation: Literal["submit", "status", "cancel"] = "submit"
+    operation: str = Field(
+        default="submit",
+        description="submit, status, cancel, reserve, release, credential, checkpoint, "
+        "restart or op:<name>",
+    )
     count: int = Field(default=30, ge=1)
     gap: Duration = 2.0
     burst: BurstSpec | None = None
+    status_of: Literal["held", "running"] = Field(
+        default="held",
+        description="the status probe's job: held in the queue, or running (its nodes "
+        "allocated, so status time can be set against job.nodes)",
+    )
+    start_timeout: Duration = Field(
+        default=120.0, description="how long a running status job may take to start"
+    )
+
+    @field_validator("operation")
+    @classmethod
+    def _operation(cls, v: str) -> str:
+        return probe_ops.check_name(v)
 
 
 # --- runner -------------------------------------------------------------------------------
@@ -79,26 +100,46 @@ class ProbeLoad(LoadBase):
 async def run_probe(ctx: TrialContext) -> None:
     """N single operations spaced by a gap, then optional bursts with 1..k client threads."""
     load = narrow(ctx.spec.load, ProbeLoad)
-    backend, tracker, stop = ctx.backend, ctx.tracker, ctx.stop
+    stop = ctx.stop
     operation = load.operation
+    # validate refuses a backend without the capability; a run checks again (a SpecError
+    # ends the trial with that message)
+    probe_ops.check_backend(operation, ctx.backend, ctx.spec.backend.type, load.status_of)
     make_request = ctx.requests(load.count)
     rec = ctx.recorders[0]
     ops = OpNames(ctx.trial_id)
     seq = 0
+    runner = (
+        None if operation == "submit" else probe_ops.OpRunner(ctx, operation, make_request, ops)
+    )
 
     async def one(tag: str) -> None:
         nonlocal seq
         seq += 1
-        if operation == "submit":
-            req = make_request(seq - 1)
-            req = dataclasses.replace(req, attributes={**req.attributes, "probe": tag})
-            await ctx.submit(req, rec)
+        if runner is not None:
+            await runner.call(tag)
             return
-        ids = list(tracker.inflight)[:1] or ["gridbench-probe-none"]
-        call = backend.status(ids) if operation == "status" else backend.cancel(ids)
-        attrs = {"op": operation, "probe": tag}
-        await timed_op(rec, ops.name("probe"), attrs, attrs, call)
+        req = make_request(seq - 1)
+        req = dataclasses.replace(req, attributes={**req.attributes, "probe": tag})
+        await ctx.submit(req, rec)
 
+    try:
+        if runner is not None and not await runner.prepare(load.status_of, load.start_timeout):
+            return
+        await _probes(load, stop, rec, ops, one)
+    finally:
+        if runner is not None:
+            await runner.finish()
+
+
+async def _probes(
+    load: ProbeLoad,
+    stop: asyncio.Event,
+    rec: Recorder,
+    ops: OpNames,
+    one: Callable[[str], Awaitable[None]],
+) -> None:
+    """The spaced single probes, then the bursts."""
     for i in range(load.count):
         if stop.is_set():
             return
@@ -144,9 +185,14 @@ def below_stage(chain: StageChain) -> str | None:
 
 
 def probe_operation(tbl: pl.DataFrame) -> str:
-    """The probed operation: status or cancel when such calls were timed, else submit."""
-    ops = tbl.filter(pl.col("op").is_in(["status", "cancel"]))["op"]
-    return str(ops[0]) if ops.len() else "submit"
+    """The probed operation: that of the timed calls tagged as probes (not the bursts'
+    own records, not ``setup`` calls), else submit."""
+    if "op" not in tbl.columns:
+        return "submit"
+    probes = tbl.filter(
+        pl.col("op").is_not_null() & (pl.col("op") != "burst") & (pl.col("probe") != "setup")
+    )["op"]
+    return str(probes[0]) if probes.len() else "submit"
 
 
 def _op_times(rows: pl.DataFrame, operation: str) -> tuple[F64, int]:
@@ -166,7 +212,7 @@ def probe_metrics(tbl: pl.DataFrame, below_at: str | None) -> dict[str, Any]:
     if operation == "submit":
         calls = tbl.filter(pl.col(STAGE_SUBMIT).is_not_null() & pl.col("probe").is_not_null())
     else:
-        calls = tbl.filter(pl.col("op") == operation)
+        calls = tbl.filter((pl.col("op") == operation) & (pl.col("probe") != "setup"))
     singles = calls.filter(pl.col("probe") == "single")
     times, errors = _op_times(singles, operation)
     single: dict[str, Any] = {**describe(times), "errors": errors}
@@ -181,6 +227,8 @@ def probe_metrics(tbl: pl.DataFrame, below_at: str | None) -> dict[str, Any]:
     out = {
         "kind": "probe",
         "operation": operation,
+        "label": probe_ops.label(operation),
+        "calls": calls.height,  # every probe call (singles and bursts): server CPU per call
         "single": single,
         "below": below,
         "bursts": _bursts(tbl, calls, operation),
@@ -215,9 +263,11 @@ def _bursts(tbl: pl.DataFrame, calls: pl.DataFrame, operation: str) -> dict[str,
 
 
 def probe_statement(m: Mapping[str, Any]) -> str:
-    """'submit: 557±124 ms (α=0.05), n=30; 234±43 ms of the 557 below ce_submit; ...'."""
+    """'submission time: 557±124 ms (α=0.05), n=30; 234±43 ms of the 557 below ce_submit;
+    ...' (the label names the operation: 'credential-issue time: ...')."""
     single = m.get("single") or {}
-    s = f"{m.get('operation')}: {single.get('statement') or ci_statement(single)}"
+    name = probe_ops.label(str(m.get("operation") or "submit"))
+    s = f"{name}: {single.get('statement') or ci_statement(single)}"
     if single.get("n"):
         s += f", n={single['n']}"
     below = m.get("below")
@@ -255,6 +305,7 @@ def probe_summary(trials: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     if not models:
         return out
     pool = out["pooled"]
+    out["label"] = probe_ops.label(str(out.get("operation") or "submit"))
     single = pool["single"]
     single["statement"] = ci_statement(single)
     if pool["below"]["n"]:
@@ -267,7 +318,7 @@ def probe_summary(trials: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         b["statement"] = ci_statement(
             {"n": total.get("n"), "mean": total.get("mean"), "ci95": total.get("ci95")}
         )
-    s = f"{out.get('operation', 'submit')}: {single['statement']}"
+    s = f"{probe_ops.label(str(out.get('operation') or 'submit'))}: {single['statement']}"
     if single["n"]:
         s += f", n={single['n']}{over_trials(models)}"
     below = pool.get("below") or {}
@@ -288,6 +339,11 @@ class Probe(BaseLoadModel):
     summary = staticmethod(probe_summary)
     adjust_validity = staticmethod(adjust_validity)
 
+    def check_backend(self, spec: ExperimentSpec, backend: Backend) -> None:
+        """The operation's capability (a held job, reservations, credentials, ...)."""
+        load = narrow(spec.load, ProbeLoad)
+        probe_ops.check_backend(load.operation, backend, spec.backend.type, load.status_of)
+
     def plan(self, spec: ExperimentSpec, drain_s: float) -> PlanEstimate:
         """count spaced by gap, plus the bursts' requests."""
         load = narrow(spec.load, ProbeLoad)
@@ -304,7 +360,7 @@ class Probe(BaseLoadModel):
         """The single operation's time, named after the probed operation."""
         ops = [((p.get("summary") or {}).get("model") or {}).get("operation") for p in points]
         op = next((o for o in ops if isinstance(o, str)), None)
-        return ("model.single.mean", _LABEL.get(op or "", "operation time"), "s")
+        return ("model.single.mean", probe_ops.label(op or "submit"), "s")
 
 
 MODEL = Probe()

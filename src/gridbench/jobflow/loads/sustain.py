@@ -100,12 +100,13 @@ async def run_sustain(ctx: TrialContext) -> None:
             if not mine:
                 continue
             start = {"op": "query", "user": agent, "jobs": len(mine)}
+            asked = rec.clock.now_ns()  # the bracket of client_done starts at the ask
             states = await timed_op(
                 rec, ops.name(agent), start, {"op": "query"}, backend.status(sorted(mine))
             )
             if states is None:
                 continue
-            await tracker.observe(states)  # this user's poll is how the client sees ends
+            await tracker.observe(states, asked)  # this user's poll: how the client sees ends
             mine = {b for b in mine if b in tracker.inflight}
 
     async with asyncio.TaskGroup() as tg:

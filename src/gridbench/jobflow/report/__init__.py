@@ -24,10 +24,13 @@ from gridbench.jobflow.report.charts import (
     latency_share,
     throughput_vs_rate,
 )
+from gridbench.jobflow.report.clocks import clocks_table
 from gridbench.jobflow.report.growth import growth_table, results_statements
 from gridbench.jobflow.report.headline import downsampled_trials, evaluation_summary, headline
 from gridbench.jobflow.report.model import check_metrics, points
+from gridbench.jobflow.report.rates import rates_table
 from gridbench.jobflow.report.rows import all_tables
+from gridbench.jobflow.report.schedule import hour_table, time_table
 from gridbench.jobflow.report.server import server_table
 from gridbench.jobflow.report.tables import (
     failures_table,
@@ -114,14 +117,18 @@ def sections(metrics: Mapping[str, Any], series: Mapping[str, Mapping[str, Any]]
         server_table(metrics),
         throughput_table(metrics),
         throughput_brief(metrics),
+        rates_table(metrics),
         failures_table(metrics),
         failures_brief(metrics),
         users_table(metrics),
         thresholds_table(metrics),
         validity_table(metrics),
         validity_brief(metrics),
+        clocks_table(metrics),
         outliers_table(metrics),
         queues_table(metrics),
+        time_table(metrics),
+        hour_table(metrics),
     ]
     return [s for s in made if s is not None]
 

@@ -83,11 +83,11 @@ growth_table = TableDef(
 
 
 def results_statements(metrics: Mapping[str, Any]) -> Statements | None:
-    """The closed models' result per point and the growth sentences, under the headline."""
+    """The closed models' result per point, under the headline (which states the growth
+    sentences)."""
     lines: list[tuple[Status, str]] = [
         ("info", f"{label}: {st}") for label, st in model_statements(metrics)
     ]
-    lines += [("info", f"growth: {st}") for st in growth_statements(metrics)]
     if not lines:
         return None
     return Statements("results", "Results", tuple(lines), lead=True)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gridbench.fmt import fmt_number, fmt_rate
+from gridbench.jobflow.report.growth import growth_statements
 from gridbench.jobflow.report.model import (
     all_trials,
     as_dict,
@@ -158,6 +159,8 @@ def headline(metrics: Mapping[str, Any]) -> Headline:
                 "bottleneck ratio; see Results.",
             )
         )
+    # growth against a swept size (METHODS 1.8, the AEM story): a finding, stated here only
+    out += [Finding("info", f"growth: {st}") for st in growth_statements(metrics)]
     if f.invalid_trials:
         out.append(
             Finding(

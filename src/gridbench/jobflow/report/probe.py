@@ -45,6 +45,7 @@ def probe_rows(metrics: Mapping[str, Any]) -> list[Row]:
                 {
                     **trial_head(p, t),
                     "operation": str(m.get("operation") or ""),
+                    "label": str(m.get("label") or ""),
                     **_probe_cols(as_dict(m.get("single")), as_dict(m.get("below"))),
                 }
             )
@@ -61,6 +62,7 @@ def probe_rows(metrics: Mapping[str, Any]) -> list[Row]:
                 {
                     **point_head(p, any(t.get("valid", True) for t, _ in ts)),
                     "operation": str(summ.get("operation") or ""),
+                    "label": str(summ.get("label") or ""),
                     **_probe_cols(single, as_dict(pool.get("below"))),
                 }
             )
@@ -117,7 +119,7 @@ def probe_burst_rows(metrics: Mapping[str, Any]) -> list[Row]:
 _PROBE = (
     Spec("trial", trial_cell),
     Spec("point", "point"),
-    Spec("operation", "operation"),
+    Spec("operation", lambda r: r["label"] or r["operation"]),
     Spec("n", "n", True),
     Spec("errors", "errors", True),
     Spec("time (α=0.05)", lambda r: r["result"] or "–"),

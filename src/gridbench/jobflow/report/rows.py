@@ -16,6 +16,7 @@ import polars as pl
 from scipy import stats as sps
 
 from gridbench.jobflow.report.batch import batch_rows
+from gridbench.jobflow.report.clocks import clock_rows
 from gridbench.jobflow.report.growth import growth_rows, growth_statements, model_statements
 from gridbench.jobflow.report.model import (
     OTHER,
@@ -37,7 +38,9 @@ from gridbench.jobflow.report.model import (
     trials,
 )
 from gridbench.jobflow.report.probe import probe_burst_rows, probe_rows
+from gridbench.jobflow.report.rates import rates_rows
 from gridbench.jobflow.report.retry import retry_rows
+from gridbench.jobflow.report.schedule import hour_rows, time_rows
 from gridbench.jobflow.report.server import server_rows
 from gridbench.jobflow.report.sustain import sustain_rows, sustain_user_rows
 from gridbench.jobflow.report.verdicts import (
@@ -209,8 +212,12 @@ def throughput_rows(metrics: Mapping[str, Any]) -> list[Row]:
     for p in points(metrics):
         summ = as_dict(p.get("summary"))
         tp, ratio = as_dict(summ.get("throughput")), as_dict(summ.get("expected_ratio"))
+        ts = trials(p)
         for i, s in enumerate(stages, start=1):
             t, q = _rep(as_dict(tp.get(s))), _rep(as_dict(ratio.get(s)))
+            failed = [
+                num(as_dict(as_dict(tr.get("throughput")).get(s)).get("failures")) for tr in ts
+            ]
             rows.append(
                 {
                     **point_cols(p),
@@ -227,6 +234,11 @@ def throughput_rows(metrics: Mapping[str, Any]) -> list[Row]:
                     "ratio_mean": q["avg"],
                     "ratio_std": q["std"],
                     "ratio_ci95": q["ci95"],
+                    # jobs reported failing at the stage, every trial of the point: not
+                    # passages, so not in the throughput (None: analysed before it counted)
+                    "failed": int(sum(f for f in failed if f is not None))
+                    if any(f is not None for f in failed)
+                    else None,
                     "bottleneck": p.get("bottleneck") == s,
                 }
             )
@@ -239,6 +251,7 @@ _TRIAL_THROUGHPUT = {
     "expected_ratio": "expected_ratio",
     "edgi_ratio": "edgi_ratio",
     "count": "count",
+    "failures": "failures",
 }
 
 
@@ -319,10 +332,12 @@ def all_tables(metrics: Mapping[str, Any]) -> dict[str, list[Row]]:
         "latency_detail": latency_detail_rows(metrics),
         "throughput": throughput_rows(metrics),
         "throughput_trials": throughput_trial_rows(metrics),
+        "rates": rates_rows(metrics),
         "failures": failure_rows(metrics),
         "queues": queue_rows(metrics),
         "thresholds": threshold_rows(metrics),
         "validity": validity_rows(metrics),
+        "agents_clocks": clock_rows(metrics),
         "outliers": outlier_rows(metrics),
         "sustain": sustain_rows(metrics),
         "sustain_users": sustain_user_rows(metrics),
@@ -333,6 +348,8 @@ def all_tables(metrics: Mapping[str, Any]) -> dict[str, list[Row]]:
         "retry": retry_rows(metrics),
         "growth": growth_rows(metrics),
         "server_processes": server_rows(metrics),
+        "time_of_day": time_rows(metrics),
+        "time_of_day_hours": hour_rows(metrics),
     }
 
 

@@ -40,6 +40,9 @@ def server_rows(metrics: Mapping[str, Any]) -> list[Row]:
                     "jobs_submitted": num(d.get("jobs_submitted")),
                     "server_cpu_ms_per_job": _scaled(d.get("cpu_s_per_job"), 1e3),
                     "client_cpu_ms_per_job": _scaled(d.get("client_cpu_s_per_job"), 1e3),
+                    "operations": num(d.get("operations")),
+                    "server_cpu_ms_per_op": _scaled(d.get("cpu_s_per_op"), 1e3),
+                    "client_cpu_ms_per_op": _scaled(d.get("client_cpu_s_per_op"), 1e3),
                     "gone_pids": " ".join(str(g) for g in gone),
                 }
             )
@@ -58,6 +61,9 @@ _SERVER = (
     Spec("jobs", "jobs_submitted", True),
     Spec("server CPU ms/job", "server_cpu_ms_per_job", True),
     Spec("client CPU ms/job", "client_cpu_ms_per_job", True),
+    Spec("operations", "operations", True),
+    Spec("server CPU ms/op", "server_cpu_ms_per_op", True),
+    Spec("client CPU ms/op", "client_cpu_ms_per_op", True),
     Spec("ended (pids)", "gone_pids"),
 )
 
@@ -71,6 +77,7 @@ server_table = TableDef(
     note="CPU as % of one core (summed over the processes of a name), sampled every 0.5 s "
     "over the whole trial; CPU s is their integral. 'server CPU ms/job' is that ÷ the jobs "
     "submitted; 'client CPU ms/job' is gridbench's own CPU (with its child processes) ÷ the "
-    "same jobs, so a probe that loads its server shows here. 'ended' lists processes that "
-    "went away during the trial.",
+    "same jobs, so a probe that loads its server shows here. 'operations' are a probe's timed "
+    "calls (tokens, reservations, status queries ...); 'server/client CPU ms/op' divide the "
+    "same CPU seconds by them. 'ended' lists processes that went away during the trial.",
 )

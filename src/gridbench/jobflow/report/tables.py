@@ -117,6 +117,7 @@ _THROUGHPUT = (
     Spec("jobs/s (mean ± std)", _pm("mean_per_s", "std_per_s"), True),
     Spec("CI95 ±", "ci95_per_s", True),
     Spec("actual/expected", _pm("ratio_mean", "ratio_std"), True),
+    Spec("failed here", "failed", True),
     Spec(
         "",
         lambda r: Shown(True, "bottleneck", "fail") if r["bottleneck"] else Shown(False, ""),
@@ -130,7 +131,9 @@ throughput_table = TableDef(
     "Throughput against offered rate",
     throughput_rows,
     _THROUGHPUT,
-    note="Average throughput per stage (EDGI definition), repetition statistics across trials.",
+    note="Average throughput per stage (EDGI definition: jobs that completed the stage), "
+    "repetition statistics across trials; 'failed here' counts the jobs reported failing at "
+    "the stage, over every trial of the point.",
     style=lambda r: "group-start" if r["tr"] == "TR1" else None,
     scope="full",
 )
@@ -206,6 +209,7 @@ _VALIDITY = (
         lambda r: f"{fmt_val(r['background_queue_start'])} → {fmt_val(r['background_queue_end'])}",
     ),
     Spec("coarse timestamps", _or_dash("coarse_precision")),
+    Spec("negative segments", _or_dash("negative_segments")),
     Spec("bottleneck", _or_dash("bottleneck")),
 )
 

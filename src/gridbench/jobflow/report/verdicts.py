@@ -7,6 +7,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from gridbench.jobflow.report.clocks import negative_text
 from gridbench.jobflow.report.model import (
     Row,
     as_dict,
@@ -63,6 +64,7 @@ def validity_rows(metrics: Mapping[str, Any]) -> list[Row]:
                     **nums(v, {k: k for k in _VALIDITY_FIGURES}),
                     "client_bound": bool(v.get("client_bound", False)),
                     "coarse_precision": "; ".join(coarse),
+                    "negative_segments": negative_text(v),
                     "background_queue_start": num(bq.get("start")),
                     "background_queue_end": num(bq.get("end")),
                     "bottleneck": t.get("bottleneck"),

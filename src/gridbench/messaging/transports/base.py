@@ -11,6 +11,9 @@ SIGTERM or until its stdin closes, and exits 0.
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -46,11 +49,32 @@ class TlsFiles:
 
 @dataclass(frozen=True, slots=True)
 class BurstTiming:
-    """N asynchronous calls fired at once, timed from the first send (ns)."""
+    """N asynchronous calls fired at once, timed from the first send (ns).
 
-    enqueue_ns: int  # until the last call was handed to the transport
+    ``enqueue_ns`` is wall time (``perf_counter_ns``); ``enqueue_cpu_ns`` is the CPU time
+    the enqueuing thread spent in the same span (``thread_time_ns``): the client's own
+    work, without the time a loaded machine gave to other processes meanwhile."""
+
+    enqueue_ns: int  # until the last call was handed to the transport (wall)
     first_ns: int  # until the first response arrived
     arrival_ns: list[int] = field(default_factory=list)  # every response, in arrival order
+    enqueue_cpu_ns: int | None = None  # the enqueuing thread's CPU time for the enqueue
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector paused for a burst's timed span, as ``timeit``
+    pauses it: a burst allocates thousands of call objects, so collections would fall
+    inside the enqueue at random (a third of gRPC's enqueue time on a 2-core host,
+    bench/bench_grpc_burst.py) and the figure would time the collector, not the client
+    handing calls to its transport. It runs again afterwards, outside the clock."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 class PingPongClient(Protocol):

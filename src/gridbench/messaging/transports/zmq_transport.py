@@ -19,7 +19,7 @@ import uuid
 
 import zmq
 
-from gridbench.messaging.transports.base import BurstTiming, PeerError
+from gridbench.messaging.transports.base import BurstTiming, PeerError, gc_paused
 from gridbench.messaging.transports.tcp import join_host_port, split_target
 
 _SEQ = struct.Struct(">Q")
@@ -247,23 +247,25 @@ class ZmqClient:
         tags = [_SEQ.pack(first_seq + i) for i in range(count)]
         self._seq = itertools.count(first_seq + count)
         arrivals: list[int] = []
-        try:
-            t0 = perf()
-            for tag in tags:
-                sock.send_multipart((tag, payload), copy=False)
-            enqueue = perf() - t0
-            deadline = t0 + int(timeout * 1e9)
-            while len(arrivals) < count:
-                got, body = self._recv(sock, deadline, timeout)
-                now = perf()
-                if first_seq <= got < first_seq + count:
-                    arrivals.append(now - t0)
-                    if body.buffer != payload:
-                        raise PeerError(f"an echo from zmq peer {self.target} differs")
-        except (PeerError, zmq.ZMQError) as exc:
-            raise self._fail(exc) from None
+        with gc_paused():  # as every burst: no collection inside the clock
+            try:
+                c0, t0 = time.thread_time_ns(), perf()
+                for tag in tags:
+                    sock.send_multipart((tag, payload), copy=False)
+                enqueue = perf() - t0
+                enqueue_cpu = time.thread_time_ns() - c0
+                deadline = t0 + int(timeout * 1e9)
+                while len(arrivals) < count:
+                    got, body = self._recv(sock, deadline, timeout)
+                    now = perf()
+                    if first_seq <= got < first_seq + count:
+                        arrivals.append(now - t0)
+                        if body.buffer != payload:
+                            raise PeerError(f"an echo from zmq peer {self.target} differs")
+            except (PeerError, zmq.ZMQError) as exc:
+                raise self._fail(exc) from None
         first = arrivals[0] if arrivals else 0
-        return BurstTiming(enqueue_ns=enqueue, first_ns=first, arrival_ns=arrivals)
+        return BurstTiming(enqueue, first, arrivals, enqueue_cpu)
 
     def close(self) -> None:
         """Disconnect (idempotent)."""

@@ -1,0 +1,198 @@
+"""Agents on Dask against the in-process noop backend (issue 13, Performance).
+
+Prints, in one run:
+
+1. the aggregate achieved submission rate of the open model with the agents in the
+   controller's process (``agents: 1``, the baseline), and with 1 and 2 agent processes
+   (``agents: {processes: N}``): the highest of a list of offered rates each keeps;
+2. the controller's CPU (its process: Dask scheduler, pulls and the merge into events.csv;
+   the agents are other processes) per 100,000 merged events;
+3. the merge cost of 16 agents' logs of 1,000,000 events in all: the streaming path
+   (pulled bytes parsed and appended, as during a trial) and ``gridbench collect``'s path.
+
+    PYTHONPATH=src .venv/bin/python bench/bench_agents.py [--rates 4000,8000,...] [--seconds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import resource
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from gridbench.events.clock import AnchoredClock
+from gridbench.events.log import EventLog, read_events
+from gridbench.run.agent_collect import merge_logs
+from gridbench.run.agents import _Merger
+from gridbench.run.experiment import ExperimentRunner
+from gridbench.spec import load_spec_text, make_plan
+
+
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def one(agents: str, rate: float, seconds: float, root: Path) -> dict[str, Any]:
+    """One trial; the achieved rate over the submissions' own span (controller time)."""
+    spec, data = load_spec_text(
+        f"""
+name: bench-agents
+backend: {{type: noop, options: {{runtime_s: 0.2}}}}
+load: {{model: open, rate: {rate}/s, pool: 64, late_threshold: 5ms, max_lateness: 1s,
+  agents: {agents}}}
+trial: {{duration: {seconds}s}}
+timeouts: {{status_interval: 0.5s, drain: 30s}}
+safety: {{max_rate: 1000000/s, max_jobs: 10000000, confirm_above: 10000000}}
+"""
+    )
+    runner = ExperimentRunner(make_plan(spec, data), data, root)
+    c0, t0 = _cpu(), time.perf_counter()
+    out = asyncio.run(runner.execute())
+    wall, cpu = time.perf_counter() - t0, _cpu() - c0
+    tdir = out.run.trial_dir("p00-t00")
+    ev = read_events(tdir / "events.csv", columns=["job", "stage", "t_ns", "clock_offset_ns"])
+    sub = ev.filter(pl.col("stage") == "submit")
+    wide = ev.filter(pl.col("stage").is_in(["intended", "submit"])).pivot(
+        on="stage", index="job", values="t_ns", aggregate_function="first"
+    )
+    lag = (wide["submit"] - wide["intended"]).drop_nulls()  # same agent: same clock
+    info = json.loads((tdir / "trial.json").read_text())
+    return {
+        "agents": agents,
+        "offered": rate,
+        "submitted": sub.height,
+        "achieved": sub.height / seconds,  # submissions over the offered window
+        "failed": ev.filter(pl.col("stage") == "failed").height,  # dropped or refused
+        "late_share": float((lag > LATE_NS).mean() or 0.0) if lag.len() else 0.0,
+        "events": ev.height,
+        "controller_cpu_s": cpu,
+        "wall_s": wall,
+        "skews_ms": [
+            round((a.get("start_skew_ns") or 0) / 1e6, 1) for a in info["agents"].values()
+        ],
+    }
+
+
+def synth_logs(root: Path, agents: int, total: int) -> list[Path]:
+    """``agents`` logs of ``total`` events in all, written as agents write them."""
+    clock = AnchoredClock()
+    paths = []
+    per = total // agents
+    for k in range(agents):
+        p = root / f"agent-{k}.events.csv"
+        with EventLog(p, batch_size=4096) as log:
+            t = clock.now_ns()
+            for i in range(per // 4):
+                job = f"p00-t00-{k:02d}{i:07d}"
+                for j, stage in enumerate(("intended", "submit", "submit_ack", "client_done")):
+                    attrs = f'{{"backend_id":"{i}"}}' if stage == "submit_ack" else None
+                    log.append(job, stage, t + i * 1000 + j, agent=f"agent-{k}", attrs=attrs)
+        paths.append(p)
+    return paths
+
+
+def merge_costs(root: Path, agents: int = 16, total: int = 1_000_000) -> dict[str, float]:
+    paths = synth_logs(root, agents, total)
+    stream_dir = root / "stream"
+    stream_dir.mkdir()
+    c0 = _cpu()
+    with EventLog(stream_dir / "events.csv", batch_size=256) as elog:
+        for p in paths:
+            m, first = _Merger(elog), True
+            with open(p, "rb") as fh:
+                while chunk := fh.read(1 << 20):
+                    cut = chunk.rfind(b"\n") + 1  # the pull hands over complete lines
+                    fh.seek(cut - len(chunk), 1)
+                    m.add(chunk[:cut], first)
+                    first = False
+            m.close()
+    stream = _cpu() - c0
+    collect_dir = root / "collect"
+    collect_dir.mkdir()
+    c0 = _cpu()
+    merged = merge_logs(collect_dir, paths)
+    collect = _cpu() - c0
+    c0 = _cpu()
+    again = merge_logs(collect_dir, paths)  # idempotent: nothing to add
+    recollect = _cpu() - c0
+    assert merged == total and again == 0, (merged, again)
+    return {"stream_s": stream, "collect_s": collect, "recollect_s": recollect}
+
+
+LATE_NS = 5_000_000  # late_threshold: 5 ms
+KEPT_LATE, KEPT_FAILED = 0.05, 0.01  # a rate is kept: <= 5% late and <= 1% dropped
+
+
+def _kept(r: dict[str, Any], jobs: float) -> bool:
+    return bool(r["failed"] <= KEPT_FAILED * jobs and r["late_share"] <= KEPT_LATE)
+
+
+def sustained(agents: str, rates: list[float], seconds: float, root: Path) -> dict[str, Any]:
+    """The highest offered rate kept (at most 5% of the submissions later than 5 ms and 1%
+    dropped or refused) in the better of two tries; rates are tried in order until one is
+    not kept."""
+    best: dict[str, Any] = {"agents": agents, "offered": 0.0, "achieved": 0.0, "events": 1}
+    best |= {"submitted": 0, "failed": 0, "late_share": 0.0, "controller_cpu_s": 0.0}
+    best["skews_ms"] = []
+    for rate in rates:
+        # two tries: on a 2-core VM one stall of a second (another process's burst) drops
+        # a second's jobs, which says little about the rate an agent keeps
+        tries = [one(agents, rate, seconds, root)]
+        if not _kept(tries[0], rate * seconds):
+            tries.append(one(agents, rate, seconds, root))
+        r = min(tries, key=lambda t: (not _kept(t, rate * seconds), t["late_share"]))
+        if not _kept(r, rate * seconds):
+            break
+        best = r
+    return best
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--rates", default="8000,16000,24000,32000,40000,48000,56000,64000")
+    ap.add_argument("--seconds", type=float, default=3.0)
+    args = ap.parse_args()
+    rates = [float(x) for x in args.rates.split(",")]
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        rows = [
+            sustained(a, rates, args.seconds, root)
+            for a in ("1", "{processes: 1}", "{processes: 2}")
+        ]
+        print(
+            f"highest rate kept (<= 5% late by > 5 ms, <= 1% dropped) of {args.rates}/s, "
+            f"{args.seconds:g}s each, noop backend; agents '1' = in the controller's process "
+            "(baseline)"
+        )
+        print(
+            f"{'agents':>16} {'offered/s':>10} {'achieved/s':>11} {'failed':>7} {'late':>6} "
+            f"{'ctl CPU s':>9} {'CPU/100k ev':>11}  start skew ms"
+        )
+        for r in rows:
+            per100k = r["controller_cpu_s"] / max(r["events"], 1) * 1e5
+            print(
+                f"{r['agents']:>16} {r['offered']:>10.0f} {r['achieved']:>11.0f} "
+                f"{r['failed']:>7} {r['late_share']:>6.1%} {r['controller_cpu_s']:>9.2f} "
+                f"{per100k:>11.2f}  "
+                f"{r['skews_ms']}"
+            )
+        ratio = rows[2]["achieved"] / rows[1]["achieved"] if rows[1]["achieved"] else 0.0
+        print(f"2 processes / 1 process: {ratio:.2f}x (goal >= 1.8x)")
+        (root / "merge").mkdir()
+        m = merge_costs(root / "merge")
+        print(
+            f"merge of 16 agents' logs, 1,000,000 events: streaming {m['stream_s']:.2f} s CPU "
+            f"({1e6 / m['stream_s']:,.0f} ev/s), collect {m['collect_s']:.2f} s, "
+            f"collect again (nothing new) {m['recollect_s']:.2f} s"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,437 @@
+"""Agents on Dask: two local processes against the reference grid, an agent under
+libfaketime through a scheduler the test starts, and kill -9 of an agent and of the
+controller mid-trial (collect, analyze and cleanup afterwards; nothing left queued)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+import polars as pl
+import psutil
+import pytest
+
+from conftest import BIN, cli_env
+from gridbench.events.log import read_events
+from gridbench.reference import ReferenceGrid, build_config
+from gridbench.run.cleanup import outstanding_jobs
+from test_runner import run_spec
+
+DASK = Path(sys.executable).with_name("dask")
+FAKETIME_LIB = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")
+SKEW_S = 2.5
+T = TypeVar("T")
+
+
+def _wait_for(pred: Callable[[], T], timeout: float, what: str, log: Path | None = None) -> T:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.1)
+    tail = log.read_text()[-2000:] if log is not None and log.exists() else ""
+    raise AssertionError(f"timed out waiting for {what}\n{tail}")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@pytest.fixture(scope="module")
+def grid(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReferenceGrid]:
+    """One reference grid (its own HTTP service) shared by the agents of every test."""
+    cfg = build_config(
+        "batched",
+        overrides={
+            "ce": {"service": {"dist": "fixed", "mean": 0.002}},
+            "reports": {"dir": str(tmp_path_factory.mktemp("reports"))},
+        },
+    )
+    g = ReferenceGrid(cfg)
+    g.start_background()
+    yield g
+    g.stop()
+
+
+def _queued(url: str) -> int:
+    total: int = httpx.get(f"{url}/queue", timeout=10).json()["total"]
+    return total
+
+
+class DaskCluster:
+    """A ``dask scheduler`` and two ``dask worker`` processes; worker 1 runs under
+    libfaketime, +2.5 s."""
+
+    def __init__(self, root: Path, worker_envs: list[dict[str, str]] | None = None) -> None:
+        self.root = root
+        self.port = _free_port()
+        self.address = f"tcp://127.0.0.1:{self.port}"
+        skewed = {"LD_PRELOAD": str(FAKETIME_LIB), "FAKETIME": f"+{SKEW_S}"}
+        self.worker_envs = [{}, skewed] if worker_envs is None else worker_envs
+        self.worker_ports = [_free_port() for _ in self.worker_envs]
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.logs: list[Path] = []
+
+    def _start(self, argv: list[str], name: str, env: dict[str, str]) -> None:
+        log = self.root / f"{name}.log"
+        self.logs.append(log)
+        with open(log, "wb") as fh:
+            self.procs.append(subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT, env=env))
+
+    def start(self) -> None:
+        env = dict(os.environ)
+        self._start(
+            [
+                str(DASK),
+                "scheduler",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--no-dashboard",
+            ],
+            "scheduler",
+            env,
+        )
+        for k, wport in enumerate(self.worker_ports):
+            # e.g. the skewed agent: its whole process sees the shifted clock
+            wenv = {**env, **self.worker_envs[k]}
+            self._start(
+                [
+                    str(DASK),
+                    "worker",
+                    self.address,
+                    "--nthreads",
+                    "1",
+                    "--no-nanny",
+                    "--host",
+                    "127.0.0.1",
+                    "--worker-port",
+                    str(wport),
+                    "--no-dashboard",
+                ],
+                f"worker-{k}",
+                wenv,
+            )
+
+    def wait_ready(self) -> None:
+        from distributed import Client
+
+        def two() -> bool:
+            for p, log in zip(self.procs, self.logs, strict=True):
+                if p.poll() is not None:
+                    raise AssertionError(f"{log.name} exited:\n{log.read_text()[-2000:]}")
+            try:
+                with Client(self.address, timeout="2s") as c:
+                    return len(c.scheduler_info()["workers"]) == len(self.worker_ports)
+            except OSError:
+                return False
+
+        _wait_for(two, 60, "the dask scheduler and two workers", self.logs[-1])
+
+    def stop(self) -> None:
+        for p in reversed(self.procs):  # workers first, while their scheduler still answers
+            if p.poll() is None:
+                p.terminate()
+        for p in reversed(self.procs):
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+@pytest.fixture(scope="module")
+def dask_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaskCluster]:
+    if not FAKETIME_LIB.exists():
+        pytest.fail(f"{FAKETIME_LIB} is missing: apt-get install faketime")
+    c = DaskCluster(tmp_path_factory.mktemp("dask"))
+    c.start()
+    try:
+        c.wait_ready()
+        yield c
+    finally:
+        c.stop()
+
+
+def _trial(run: Path) -> tuple[dict[str, Any], pl.DataFrame]:
+    tdir = run / "trials" / "p00-t00"
+    return json.loads((tdir / "trial.json").read_text()), read_events(tdir / "events.csv")
+
+
+def test_two_processes_against_the_reference_grid(tmp_path: Path, grid: ReferenceGrid) -> None:
+    out = run_spec(
+        f"""
+name: two-agents
+backend: {{type: reference, options: {{url: "{grid.url}"}}}}
+job: {{runtime: 0.1s}}
+load: {{model: open, rate: 20/s, agents: {{processes: 2}}}}
+trial: {{duration: 2s}}
+timeouts: {{status_interval: 0.2s, drain: 30s, settle: 0s}}
+""",
+        tmp_path,
+    )
+    assert out.status == "complete", out.trials
+    info, ev = _trial(out.run.path)
+    intended = ev.filter(pl.col("stage") == "intended")
+    assert intended.height == 40 and intended["job"].n_unique() == 40  # every job once
+    done = ev.filter(pl.col("stage") == "client_done")
+    assert done.height == 40 and done["job"].n_unique() == 40
+    assert set(ev["agent"].unique()) == {"agent-0", "agent-1"}
+    per_agent = dict(intended.group_by("agent").len().iter_rows())
+    assert per_agent == {"agent-0": 20, "agent-1": 20}  # the schedule split evenly
+    for name in ("agent-0", "agent-1"):
+        a = info["agents"][name]
+        # same host: the offset is zero within its bound, and the bound is small
+        assert 0 < a["clock_uncertainty_ns"] < 50_000_000
+        assert abs(a["clock_offset_ns"]) <= a["offset_before"]["bound_ns"] + 1_000_000
+        assert a["offset_after"]["probes"] == 32 and a["drift_ppm"] is not None
+        assert a["start_skew_ns"] is not None and abs(a["start_skew_ns"]) < 1_000_000_000
+        offsets = ev.filter(pl.col("agent") == name)["clock_offset_ns"].unique().to_list()
+        assert offsets == [a["clock_offset_ns"]]
+        # the agent's own log survives in the run, and holds what was merged
+        own = read_events(out.run.path / "agents" / name / "p00-t00.events.csv")
+        assert own.height == a["events"] == ev.filter(pl.col("agent") == name).height
+    assert _queued(grid.url) == 0
+
+
+def test_an_agent_under_libfaketime_is_corrected(tmp_path: Path, dask_cluster: DaskCluster) -> None:
+    out = run_spec(
+        f"""
+name: skewed
+backend: {{type: noop, options: {{runtime_s: 0.05}}}}
+load: {{model: open, rate: 20/s,
+  agents: {{scheduler: "{dask_cluster.address}", workdir: "{tmp_path}/agentlogs"}}}}
+trial: {{duration: 2s}}
+timeouts: {{status_interval: 0.1s}}
+""",
+        tmp_path,
+    )
+    assert out.status == "complete", out.trials
+    info, ev = _trial(out.run.path)
+    by_port = {a["address"].rsplit(":", 1)[1]: a for a in info["agents"].values()}
+    plain, skewed = (by_port[str(p)] for p in dask_cluster.worker_ports)
+    assert abs(plain["clock_offset_ns"]) < 5_000_000
+    # the estimate is within a few ms of the truth, and the bound says so
+    assert abs(skewed["clock_offset_ns"] - SKEW_S * 1e9) < 5_000_000
+    assert abs(skewed["offset_after"]["offset_ns"] - SKEW_S * 1e9) < 5_000_000
+    assert skewed["clock_uncertainty_ns"] < 5_000_000
+    # raw stamps of the skewed agent are 2.5 s ahead; corrected, the merged schedule is
+    # one schedule: intended times in job order never go back by more than the bounds
+    intended = ev.filter(pl.col("stage") == "intended").sort("job")
+    assert intended.height == 40
+    corrected = (intended["t_ns"] - intended["clock_offset_ns"]).diff().drop_nulls()
+    assert corrected.min() > -10_000_000  # type: ignore[operator]
+    raw = intended["t_ns"].diff().drop_nulls()
+    assert raw.min() < -2_000_000_000  # type: ignore[operator]
+    # after correction no latency is negative
+    wide = ev.with_columns(c=pl.col("t_ns") - pl.col("clock_offset_ns")).pivot(
+        on="stage", index="job", values="c", aggregate_function="first"
+    )
+    assert (wide["client_done"] - wide["intended"]).min() >= 0  # type: ignore[operator]
+    # the merged throughput is that of one schedule at 20/s over 2 s
+    span = (wide["intended"].max() - wide["intended"].min()) / 1e9  # type: ignore[operator]
+    assert 1.8 < span < 2.1
+
+
+def _run_background(spec: str, tmp_path: Path) -> tuple[subprocess.Popen[bytes], Path, Path]:
+    path = tmp_path / "spec.yaml"
+    path.write_text(spec)
+    results = tmp_path / "results"
+    err = tmp_path / "run.err"
+    with open(err, "wb") as fh:
+        proc = subprocess.Popen(
+            [str(BIN), "run", str(path), "--yes"],
+            env=cli_env(results),
+            stdout=subprocess.DEVNULL,
+            stderr=fh,
+            start_new_session=True,
+        )
+    exp = _wait_for(lambda: next(results.glob("*/experiment.json"), None), 60, "run dir", err)
+    return proc, exp.parent, err
+
+
+def _agent_logs(run: Path) -> dict[str, Any]:
+    logs: dict[str, Any] = json.loads((run / "experiment.json").read_text()).get("agents", {})
+    return logs.get("logs", {}).get("p00-t00", {})
+
+
+def test_kill_9_of_an_agent_mid_trial(tmp_path: Path, grid: ReferenceGrid) -> None:
+    proc, run, err = _run_background(
+        f"""
+name: agent-killed
+backend: {{type: reference, options: {{url: "{grid.url}"}}}}
+job: {{runtime: 0.5s}}
+load: {{model: open, rate: 10/s, agents: {{processes: 2}}}}
+trial: {{duration: 6s}}
+timeouts: {{status_interval: 0.2s, drain: 30s, settle: 0s}}
+""",
+        tmp_path,
+    )
+    try:
+        logs = _wait_for(lambda: len(_agent_logs(run)) == 2 and _agent_logs(run), 60, "agents", err)
+        victim_log = Path(logs["agent-1"]["path"])
+        _wait_for(lambda: victim_log.exists() and victim_log.stat().st_size > 2000, 30, "events")
+        victim = psutil.Process(int(logs["agent-1"]["pid"]))  # the agent's worker process
+        assert victim.pid != proc.pid and proc.pid in {p.pid for p in victim.parents()}
+        victim.send_signal(signal.SIGKILL)
+        assert proc.wait(timeout=120) in (0, 1), err.read_text()[-2000:]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    info, ev = _trial(run)
+    assert "lost" in info["agents"]["agent-1"] and "lost" not in info["agents"]["agent-0"]
+    assert victim_log.exists()  # its log survives
+    # every job the lost agent had acknowledged is accounted: ended, cancelled or lost
+    assert outstanding_jobs(ev).height == 0
+    acked = ev.filter((pl.col("stage") == "submit_ack") & (pl.col("agent") == "agent-1"))
+    assert acked.height > 0
+    ended = ev.filter(pl.col("stage").is_in(["client_done", "cancelled", "failed"]))
+    assert set(acked["job"]) <= set(ended["job"])
+    assert _queued(grid.url) == 0
+
+
+def test_kill_9_of_the_controller_then_collect_analyze_cleanup(
+    tmp_path: Path, grid: ReferenceGrid, dask_cluster: DaskCluster
+) -> None:
+    proc, run, err = _run_background(
+        f"""
+name: controller-killed
+backend: {{type: reference, options: {{url: "{grid.url}"}}}}
+job: {{runtime: 30s}}
+load: {{model: open, rate: 10/s, agents: {{scheduler: "{dask_cluster.address}",
+  workdir: "{tmp_path}/agentlogs", heartbeat: 1s, on_controller_loss: cancel}}}}
+trial: {{duration: 30s}}
+timeouts: {{status_interval: 0.2s, drain: 5s, settle: 0s}}
+""",
+        tmp_path,
+    )
+    try:
+        logs = _wait_for(lambda: len(_agent_logs(run)) == 2 and _agent_logs(run), 60, "agents", err)
+        paths = [Path(v["path"]) for v in logs.values()]
+        _wait_for(lambda: all(p.exists() and p.stat().st_size > 2000 for p in paths), 30, "events")
+        _wait_for(lambda: _queued(grid.url) > 5, 30, "queued jobs")
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    # the agents notice the silence, stop submitting and cancel what they submitted
+    _wait_for(lambda: _queued(grid.url) == 0, 30, "the agents' cancels")
+    env = cli_env(tmp_path / "results")
+    first = subprocess.run([str(BIN), "collect", str(run)], env=env, capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+    _, ev = _trial(run)
+    assert ev.filter(pl.col("stage") == "cancelled").height > 0
+    assert outstanding_jobs(ev).height == 0
+    for p in paths:  # every agent event is in the trial, once
+        own = read_events(p)
+        assert own.join(ev, on=["job", "stage", "t_ns", "agent"], how="anti").height == 0
+    again = subprocess.run([str(BIN), "collect", str(run)], env=env, capture_output=True, text=True)
+    assert again.returncode == 0 and ": 0 events merged" in again.stdout, again.stdout
+    assert read_events(run / "trials" / "p00-t00" / "events.csv").height == ev.height
+    analyzed = subprocess.run(
+        [str(BIN), "analyze", str(run)], env=env, capture_output=True, text=True
+    )
+    assert analyzed.returncode in (0, 1, 4), analyzed.stderr
+    assert (run / "metrics.json").exists()
+    cleaned = subprocess.run(
+        [str(BIN), "cleanup", str(run), "--yes", "--force"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert cleaned.returncode == 0, cleaned.stdout + cleaned.stderr
+    assert _queued(grid.url) == 0
+
+
+def test_live_progress_adds_the_agents_histograms(tmp_path: Path) -> None:
+    from gridbench.events.clock import AnchoredClock
+    from gridbench.events.log import EventLog
+    from gridbench.run.agent_live import LiveRecorder, merge_live
+    from gridbench.run.observer import TrialProgress
+
+    snaps, blobs = {}, []
+    for k, lat_ms in enumerate((10, 30)):
+        rec = LiveRecorder(EventLog(tmp_path / f"{k}.csv"), AnchoredClock(), f"agent-{k}")
+        prog = TrialProgress("t", 100)
+        for i in range(50):
+            rec.stamp(f"j{k}-{i}", "submit", 1_000_000_000)
+            rec.stamp(f"j{k}-{i}", "submit_ack", 1_000_000_000 + lat_ms * 1_000_000)
+        prog.submitted = prog.acknowledged = 50
+        snaps[f"agent-{k}"] = rec.snapshot(prog)
+        blobs.append(snaps[f"agent-{k}"]["hist"])
+        assert rec.snapshot(prog)["hist"] == b""  # a snapshot takes what came since the last
+    progress = TrialProgress("t", 200)
+    merge_live(progress, snaps, blobs)
+    assert progress.submitted == progress.acknowledged == 100
+    lat = progress.extra["submit_latency_ms"]
+    assert lat["count"] == 100
+    assert abs(lat["p50"] - 10) < 0.1 and abs(lat["p99"] - 30) < 0.1
+    assert set(progress.extra["agents"]) == {"agent-0", "agent-1"}
+
+
+def test_a_version_mismatch_is_one_clear_error(tmp_path: Path) -> None:
+    """A worker whose gridbench says another version (set by a sitecustomize at start)."""
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "sitecustomize.py").write_text(
+        "import gridbench\ngridbench.__version__ = '0.0.0-other'\n"
+    )
+    path = os.pathsep.join([str(shim), os.environ.get("PYTHONPATH", "")])
+    cluster = DaskCluster(tmp_path, [{"PYTHONPATH": path}])
+    cluster.start()
+    try:
+        cluster.wait_ready()
+        out = run_spec(
+            f"""
+name: mismatch
+backend: {{type: noop}}
+load: {{model: open, rate: 10/s, agents: {{scheduler: "{cluster.address}"}}}}
+trial: {{jobs: 5}}
+""",
+            tmp_path,
+        )
+    finally:
+        cluster.stop()
+    assert out.status == "failed"
+    error = str(out.error)
+    assert f"{socket.gethostname()}" in error and "0.0.0-other" in error
+    assert "fix: install gridbench" in error, error
+
+
+def test_an_abort_stops_every_agent(tmp_path: Path, grid: ReferenceGrid) -> None:
+    """Ctrl-C (the runner's abort) reaches the agents: they stop submitting and cancel."""
+    out = run_spec(
+        f"""
+name: aborted
+backend: {{type: reference, options: {{url: "{grid.url}"}}}}
+job: {{runtime: 60s}}
+load: {{model: open, rate: 10/s, agents: {{processes: 2}}}}
+trial: {{duration: 30s}}
+timeouts: {{status_interval: 0.2s, drain: 5s, settle: 0s}}
+""",
+        tmp_path,
+        abort_after=8.0,
+    )
+    assert out.status == "aborted", out.trials
+    info, ev = _trial(out.run.path)
+    assert {a["stopped"] for a in info["agents"].values()} == {"stopped"}
+    submitted = ev.filter(pl.col("stage") == "submit")
+    assert 0 < submitted.height < 300  # stopped well before the schedule's end
+    assert ev.filter(pl.col("stage") == "cancelled").height > 0
+    assert outstanding_jobs(ev).height == 0
+    assert _queued(grid.url) == 0
