@@ -21,6 +21,7 @@ import psutil
 import pytest
 
 from conftest import BIN, cli_env
+from gridbench.analysis import analyze_run
 from gridbench.events.log import read_events
 from gridbench.reference import ReferenceGrid, build_config
 from gridbench.run.cleanup import outstanding_jobs
@@ -245,6 +246,25 @@ timeouts: {{status_interval: 0.1s}}
     # the merged throughput is that of one schedule at 20/s over 2 s
     span = (wide["intended"].max() - wide["intended"].min()) / 1e9  # type: ignore[operator]
     assert 1.8 < span < 2.1
+    # ... and, analysed, equals that of a one-host run of the same total rate, within noise
+    one = run_spec(
+        """
+name: one-host
+backend: {type: noop, options: {runtime_s: 0.05}}
+load: {model: open, rate: 20/s}
+trial: {duration: 2s}
+timeouts: {status_interval: 0.1s}
+""",
+        tmp_path / "one",
+    )
+    rates = []
+    for run in (out.run.path, one.run.path):
+        m = analyze_run(run, write=True)
+        (t,) = m["points"][0]["trials"]
+        assert t["valid"], t["validity"]
+        rates.append(t["rates"]["end_to_end_per_s"])
+        assert t["throughput"]["client_done"]["count"] == 40
+    assert rates[0] == pytest.approx(rates[1], rel=0.15), rates
 
 
 def _run_background(spec: str, tmp_path: Path) -> tuple[subprocess.Popen[bytes], Path, Path]:
