@@ -37,7 +37,11 @@ from gridbench.events.model import (
     STAGE_FAILED,
     STAGE_SUBMIT_ACK,
 )
-from gridbench.run.cleanup_reservations import find_reservations, release_all
+from gridbench.run.cleanup_reservations import (
+    find_reservations,
+    outstanding_per_trial,
+    release_all,
+)
 from gridbench.spec.load import load_spec
 from gridbench.store.layout import RunDir, now_iso, read_json, write_json
 from gridbench.store.spawned import live_runner, recorded_process
@@ -78,14 +82,8 @@ class CleanupReport:
 
 
 def find_outstanding(run: RunDir) -> dict[str, pl.DataFrame]:
-    out = {}
-    for tid in run.trial_ids():
-        path = run.trial_dir(tid) / EVENTS_FILE
-        if path.exists():
-            left = outstanding_jobs(read_events(path))
-            if left.height:
-                out[tid] = left
-    return out
+    """Each trial's acknowledged jobs never seen to end (trials without any left out)."""
+    return outstanding_per_trial(run, outstanding_jobs)
 
 
 def runner_alive(exp: dict[str, Any], files_made: float | None = None) -> int | None:

@@ -11,6 +11,7 @@ a release ``op_end`` with ``by: cleanup`` so that a second cleanup does not repe
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import polars as pl
@@ -50,16 +51,23 @@ def outstanding_reservations(events: pl.DataFrame) -> pl.DataFrame:
     return left.select("job", "reservation").unique("reservation", maintain_order=True)
 
 
-def find_reservations(run: RunDir) -> dict[str, pl.DataFrame]:
-    """Each trial's outstanding reservations (trials without any are left out)."""
+def outstanding_per_trial(
+    run: RunDir, outstanding: Callable[[pl.DataFrame], pl.DataFrame]
+) -> dict[str, pl.DataFrame]:
+    """``outstanding(events)`` of each trial that has an event log (empty ones left out)."""
     out = {}
     for tid in run.trial_ids():
         path = run.trial_dir(tid) / EVENTS_FILE
         if path.exists():
-            left = outstanding_reservations(read_events(path))
+            left = outstanding(read_events(path))
             if left.height:
                 out[tid] = left
     return out
+
+
+def find_reservations(run: RunDir) -> dict[str, pl.DataFrame]:
+    """Each trial's outstanding reservations (trials without any are left out)."""
+    return outstanding_per_trial(run, outstanding_reservations)
 
 
 async def release_all(
