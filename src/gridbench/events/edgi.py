@@ -542,6 +542,15 @@ class ReportCollector:
         id for a job (the submit_ack backend_id) is the first tier's own id: it has none."""
         return self._id_map(index - 1) if index >= 1 else None
 
+    def _ahead_of_its_chain(self, tier: str, index: int) -> bool:
+        """A discovered tier of known place (ce, bridge, tierN) standing earlier in the list
+        than that place because its upstream tier's reports have not been seen yet: joining
+        it now would take the client's ids for its own."""
+        if not self.sources[0].discover:
+            return False
+        place = tier_order_key(tier, 0)[0]
+        return place < 1_000_000 and index < place
+
     def joined_by(self) -> dict[str, dict[str, int]]:
         """Per tier, the records joined so far by its own id and by the upstream id."""
         out: dict[str, dict[str, int]] = {}
@@ -549,7 +558,7 @@ class ReportCollector:
             out.setdefault(tier, {"own": 0, "upstream": 0})[how] = n
         return out
 
-    def _join(self) -> pl.DataFrame:
+    def _join(self, final: bool = False) -> pl.DataFrame:
         """Join every pending record whose tier id is known; keep the rest pending."""
         out: list[pl.DataFrame] = []
         rest: list[pl.DataFrame] = []
@@ -559,6 +568,9 @@ class ReportCollector:
         for k, tier in enumerate(tiers):
             part = by_tier.get((tier,))
             if part is None:
+                continue
+            if not final and self._ahead_of_its_chain(tier, k):
+                rest.append(part)  # joined once its upstream tier is seen, or at the end
                 continue
             # a tier's record names the job by its own id (the one the tier upstream
             # handed it) or, as some components do, by that upstream tier's own id
@@ -685,7 +697,7 @@ class ReportCollector:
         if frames:
             convert()
         self._pending = pl.concat(raws, how="vertical")
-        events = self._join()
+        events = self._join(final)
         if final:
             for key, st in self._files.items():
                 if st.status == "truncated":
