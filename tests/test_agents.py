@@ -4,6 +4,7 @@ controller mid-trial (collect, analyze and cleanup afterwards; nothing left queu
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -324,33 +325,49 @@ timeouts: {{status_interval: 0.2s, drain: 30s, settle: 0s}}
     assert _queued(grid.url) == 0
 
 
+@pytest.mark.parametrize("where", ["scheduler", "processes"])
 def test_kill_9_of_the_controller_then_collect_analyze_cleanup(
-    tmp_path: Path, grid: ReferenceGrid, dask_cluster: DaskCluster
+    tmp_path: Path, grid: ReferenceGrid, where: str, request: pytest.FixtureRequest
 ) -> None:
+    """Agents on a scheduler of their own, and local processes whose scheduler dies with
+    the controller: either way they outlive it, cancel, and (local ones) then exit."""
+    if where == "scheduler":
+        cluster: DaskCluster = request.getfixturevalue("dask_cluster")
+        agents = f'scheduler: "{cluster.address}", workdir: "{tmp_path}/agentlogs"'
+    else:
+        agents = "processes: 2"
     proc, run, err = _run_background(
         f"""
 name: controller-killed
 backend: {{type: reference, options: {{url: "{grid.url}"}}}}
 job: {{runtime: 30s}}
-load: {{model: open, rate: 10/s, agents: {{scheduler: "{dask_cluster.address}",
-  workdir: "{tmp_path}/agentlogs", heartbeat: 1s, on_controller_loss: cancel}}}}
+load: {{model: open, rate: 10/s, agents: {{{agents}, heartbeat: 1s, on_controller_loss: cancel}}}}
 trial: {{duration: 30s}}
 timeouts: {{status_interval: 0.2s, drain: 5s, settle: 0s}}
 """,
         tmp_path,
     )
+    workers: list[psutil.Process] = []
     try:
         logs = _wait_for(lambda: len(_agent_logs(run)) == 2 and _agent_logs(run), 60, "agents", err)
         paths = [Path(v["path"]) for v in logs.values()]
+        if where == "processes":
+            workers = [psutil.Process(int(v["pid"])) for v in logs.values()]
         _wait_for(lambda: all(p.exists() and p.stat().st_size > 2000 for p in paths), 30, "events")
         _wait_for(lambda: _queued(grid.url) > 5, 30, "queued jobs")
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
+        # the agents notice the silence, stop submitting and cancel what they submitted
+        _wait_for(lambda: _queued(grid.url) == 0, 30, "the agents' cancels")
+        # ... and local agents' workers then exit by themselves: nothing is left running
+        _, alive = psutil.wait_procs(workers, timeout=45)
+        assert not alive, [w.cmdline() for w in alive]
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    # the agents notice the silence, stop submitting and cancel what they submitted
-    _wait_for(lambda: _queued(grid.url) == 0, 30, "the agents' cancels")
+        for w in workers:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                w.kill()
     env = cli_env(tmp_path / "results")
     first = subprocess.run([str(BIN), "collect", str(run)], env=env, capture_output=True, text=True)
     assert first.returncode == 0, first.stderr
@@ -455,3 +472,51 @@ timeouts: {{status_interval: 0.2s, drain: 5s, settle: 0s}}
     assert ev.filter(pl.col("stage") == "cancelled").height > 0
     assert outstanding_jobs(ev).height == 0
     assert _queued(grid.url) == 0
+
+
+def test_local_agents_start_with_their_own_env(tmp_path: Path) -> None:
+    """A local agent's env is there from its process's first instruction: under
+    libfaketime (+2.5 s) its offset is estimated and its events corrected."""
+    out = run_spec(
+        f"""
+name: skewed-process
+backend: {{type: noop, options: {{runtime_s: 0.05}}}}
+load: {{model: open, rate: 20/s, agents: {{processes: 2,
+  env: {{agent-1: {{LD_PRELOAD: "{FAKETIME_LIB}", FAKETIME: "+{SKEW_S}"}}}}}}}}
+trial: {{duration: 1s}}
+timeouts: {{status_interval: 0.1s}}
+""",
+        tmp_path,
+    )
+    assert out.status == "complete", out.trials
+    info, ev = _trial(out.run.path)
+    assert abs(info["agents"]["agent-0"]["clock_offset_ns"]) < 5_000_000
+    assert abs(info["agents"]["agent-1"]["clock_offset_ns"] - SKEW_S * 1e9) < 5_000_000
+    wide = ev.with_columns(c=pl.col("t_ns") - pl.col("clock_offset_ns")).pivot(
+        on="stage", index="job", values="c", aggregate_function="first"
+    )
+    assert wide.height == 20
+    assert (wide["client_done"] - wide["intended"]).min() >= 0  # type: ignore[operator]
+
+
+def test_a_local_agent_that_cannot_start_is_one_clear_error(tmp_path: Path) -> None:
+    out = run_spec(
+        """
+name: broken-agent
+backend: {type: noop}
+load: {model: open, rate: 10/s, agents: {processes: 2,
+  env: {agent-1: {PYTHONHOME: /nonexistent}}}}
+trial: {jobs: 5}
+""",
+        tmp_path,
+    )
+    assert out.status == "failed"
+    error = str(out.error)
+    assert "agent-1's dask worker exited" in error, error
+    assert "PYTHONHOME" in error or "encodings" in error, error  # the log's tail
+    assert "load.agents.processes" in error
+    log = out.run.path / "agents" / "agent-1" / "worker.log"
+    assert log.exists() and log.stat().st_size > 0
+    assert not [
+        p for p in psutil.process_iter(["cmdline"]) if "dask_worker" in str(p.info["cmdline"])
+    ]

@@ -1,53 +1,70 @@
-"""The Dask cluster of one trial's agents: started (a LocalCluster of one-thread processes,
-an SSHCluster over the hosts with their venv's python) or connected (a scheduler's
-address), with gridbench's version checked on every worker, and the clock-offset probe."""
+"""The Dask cluster of one trial's agents: started (a scheduler in the controller and one
+``dask worker`` process per agent, see :mod:`gridbench.run.agent_processes`; an SSHCluster
+over the hosts with their venv's python) or connected (a scheduler's address), with
+gridbench's version checked on every worker, and the clock-offset probe."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import socket
+import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from gridbench import __version__
 from gridbench.errors import GridbenchError
 from gridbench.run import clock_sync
+from gridbench.run.agent_processes import CLOSE_WAIT_S, LocalAgents
 from gridbench.run.agent_worker import agent_identity
 
 if TYPE_CHECKING:
     from gridbench.jobflow.loads.base import AgentsBlock
 
 T = TypeVar("T")
+JOIN_TIMEOUT_S = 60.0  # local agents' workers must have joined the scheduler by then
 
 
 class AgentPool:
-    """The Dask cluster of one trial's agents and its asynchronous client."""
+    """The Dask cluster of one trial's agents and its asynchronous client. ``log_dir``:
+    where local agents' workers log (``<log_dir>/<agent>/worker.log``)."""
 
-    def __init__(self, block: AgentsBlock) -> None:
+    def __init__(self, block: AgentsBlock, log_dir: Path | None = None) -> None:
         self.block = block
+        self.log_dir = log_dir
         self.cluster: Any = None
+        self.scheduler: Any = None  # distributed.Scheduler of local agents
+        self.local: LocalAgents | None = None
         self.client: Any = None  # distributed.Client, asynchronous
         self.addresses: list[str] = []
+        self.names: list[str] = []  # agent name of each address
+        self._dask_level: int | None = None  # Dask's log level before a local scheduler
         self.identity: dict[str, dict[str, Any]] = {}
         self.ssh_host: dict[str, str] = {}  # worker address -> its entry in hosts
 
     async def __aenter__(self) -> AgentPool:
+        try:
+            await self._connect()
+            self._name_workers()
+            await self._check_versions()
+        except BaseException:  # nothing started is left running: scheduler, workers, client
+            if self.local is not None:
+                self.local.terminate()  # no agent runs yet: nothing to wait for
+            await self.__aexit__()
+            raise
+        self.ssh_host = _ssh_hosts(self.block.hosts or [], self.addresses)
+        return self
+
+    async def _connect(self) -> None:
         import distributed
 
         dd: Any = distributed  # its constructors are untyped (awaitable when asynchronous)
         b = self.block
         try:
             if b.processes:
-                self.cluster = await dd.LocalCluster(
-                    n_workers=b.processes,
-                    processes=True,
-                    threads_per_worker=1,
-                    dashboard_address=None,
-                    asynchronous=True,
-                    silence_logs=logging.ERROR,
-                )
-                address = self.cluster.scheduler_address
+                address = await self._start_local(b.processes)
             elif b.hosts:
                 self.cluster = await dd.SSHCluster(
                     [b.hosts[0], *b.hosts],
@@ -65,17 +82,50 @@ class AgentPool:
         except GridbenchError:
             raise
         except Exception as exc:
-            await self.__aexit__()
             raise GridbenchError(
                 f"cannot start or reach the agents' Dask cluster: {type(exc).__name__}: {exc}",
                 where="load.agents",
                 fix="check the hosts (ssh reachable, venv path), or that the scheduler "
                 "address is right and its workers are up",
             ) from None
-        self.addresses = sorted(self.client.scheduler_info()["workers"])
-        await self._check_versions()
-        self.ssh_host = _ssh_hosts(b.hosts or [], self.addresses)
-        return self
+
+    def _name_workers(self) -> None:
+        """Addresses in agent order: local workers are named after their agent (whose env
+        they started with); others are agent-0, agent-1, ... in address order."""
+        workers = self.client.scheduler_info()["workers"]
+        self.addresses = sorted(workers)
+        self.names = [f"agent-{k}" for k in range(len(self.addresses))]
+        if self.local is not None:
+            index = {n: k for k, n in enumerate(self.local.names)}
+            self.addresses.sort(key=lambda a: index[str(workers[a]["name"])])
+            self.names = [str(workers[a]["name"]) for a in self.addresses]
+
+    async def _start_local(self, n: int) -> str:
+        """A scheduler here and ``n`` agent workers; its address once all have joined."""
+        import distributed
+
+        dd: Any = distributed
+        # the scheduler runs in the controller's process: its INFO lines are not the user's
+        self._dask_level = logging.getLogger("distributed").level
+        logging.getLogger("distributed").setLevel(logging.ERROR)
+        self.scheduler = await dd.Scheduler(
+            host="127.0.0.1", port=0, dashboard=False, dashboard_address="127.0.0.1:0"
+        )
+        self.local = LocalAgents([f"agent-{k}" for k in range(n)], self.log_dir)
+        self.local.start(self.scheduler.address, self.block.env)
+        deadline = time.monotonic() + JOIN_TIMEOUT_S
+        while len(self.scheduler.workers) < n:
+            self.local.check()
+            if time.monotonic() > deadline:
+                tails = "\n".join(f"{m}: {self.local.tail(m, 600)}" for m in self.local.names)
+                raise GridbenchError(
+                    f"{n - len(self.scheduler.workers)} of {n} agent workers did not join "
+                    f"within {JOIN_TIMEOUT_S:g}s:\n{tails}",
+                    where="load.agents.processes",
+                    fix="see the workers' logs above (is the machine overloaded?)",
+                )
+            await asyncio.sleep(0.05)
+        return str(self.scheduler.address)
 
     async def __aexit__(self, *exc: object) -> None:
         if self.client is not None:
@@ -84,6 +134,13 @@ class AgentPool:
         if self.cluster is not None:
             with contextlib.suppress(Exception):
                 await self.cluster.close()
+        if self.scheduler is not None:  # its workers close with it, then exit
+            with contextlib.suppress(Exception):
+                await self.scheduler.close()
+        if self.local is not None:
+            await asyncio.to_thread(self.local.wait, CLOSE_WAIT_S + 5)
+        if self._dask_level is not None:
+            logging.getLogger("distributed").setLevel(self._dask_level)
 
     async def _check_versions(self) -> None:
         assert self.client is not None

@@ -4,8 +4,9 @@ The controller (:mod:`gridbench.run.agents`) sends each agent one :class:`AgentT
 trial. The agent builds its own backend (configured for its host), keeps its share of the
 intended schedule from one common start time given on its own clock, tracks and drains its
 jobs, and writes every event to its own append-only log on its host. The controller pulls
-new bytes of that log every few hundred milliseconds (:func:`read_log`); each pull is also
-the controller's heartbeat. When the heartbeat stops for ``heartbeat_s`` the agent stops
+new bytes of that log every few hundred milliseconds (:func:`read_log`), or reads it itself
+when it is on its own disk (``processes``); each pull, or :func:`live_snapshot` call, is
+also the controller's heartbeat. When the heartbeat stops for ``heartbeat_s`` the agent stops
 submitting and, unless told to keep them, cancels the jobs it submitted: its log survives
 for ``gridbench collect``.
 
@@ -100,18 +101,21 @@ def heard(key: str) -> None:
     _heard[key] = time.monotonic()
 
 
+def live_snapshot(key: str) -> dict[str, Any] | None:
+    """The controller's heartbeat to trial ``key``, answered with that trial's live snapshot
+    (counters, the submit-latency histogram since the previous one); None once it ended."""
+    heard(key)
+    running = _live.get(key)
+    return running[0].snapshot(running[1]) if running is not None else None
+
+
 def read_log(
     path: str, offset: int, key: str | None = None
 ) -> tuple[bytes, int, dict[str, Any] | None]:
     """The complete lines of the agent's log from ``offset`` on (at most :data:`READ_LIMIT`
-    bytes), the offset after them and the live snapshot of trial ``key`` (counters, the
-    submit-latency histogram since the previous pull); also that trial's heartbeat."""
-    live = None
-    if key is not None:
-        heard(key)
-        running = _live.get(key)
-        if running is not None:
-            live = running[0].snapshot(running[1])
+    bytes), the offset after them and, given trial ``key``, :func:`live_snapshot`. Runs on
+    the agent for a remote one; the controller calls it itself when the log is local."""
+    live = live_snapshot(key) if key is not None else None
     try:
         with open(resolve(path), "rb") as fh:
             fh.seek(offset)

@@ -1,15 +1,16 @@
 """The controller's side of remote load: agents on Dask (``load.agents`` as a block).
 
-Per trial the controller starts or connects the cluster (:class:`AgentPool`: a
-``LocalCluster`` of N one-thread processes, an ``SSHCluster`` over the hosts with their
-venv's python, or a running scheduler), checks gridbench's version on every worker, then
+Per trial the controller starts or connects the cluster (:class:`AgentPool`: N one-thread
+``dask worker`` processes of its own, an ``SSHCluster`` over the hosts with their venv's
+python, or a running scheduler), checks gridbench's version on every worker, then
 
 1. estimates each agent's clock offset (:func:`gridbench.run.clock_sync.measure` over
    ``client.run(agent_half)`` exchanges);
 2. splits the schedule as the in-process agents do (``split_for_agents``) and sends each
    agent its share with one common start time, converted to its clock;
 3. pulls new lines of every agent's own log as they are written (:func:`read_log`, which is
-   also the heartbeat) and appends them to the trial's events.csv;
+   also the heartbeat; local agents' logs it reads from its own disk) and appends them to
+   the trial's events.csv;
 4. estimates the offsets again, and records offset, bound, drift and start skew per agent.
 
 An agent whose worker vanishes mid-trial is recorded as lost; the jobs it had submitted and
@@ -40,6 +41,7 @@ from gridbench.run.agent_pool import AgentPool
 from gridbench.run.agent_worker import (
     AgentTask,
     host_clock_state,
+    live_snapshot,
     read_log,
     run_agent,
     stop_agent,
@@ -53,6 +55,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 PULL_S = 0.2  # how often the controller pulls agents' logs (and so its heartbeat)
+TALK_S = 0.5  # how often it speaks to local agents, whose logs it reads itself
 LOST_AFTER = 3  # failed pulls in a row: the agent is gone
 PULL_TIMEOUT_S = 10.0  # one pull (a worker that does not answer counts as a failed pull)
 HEADER = (",".join(EVENT_COLUMNS) + "\n").encode()  # the first line of every event log
@@ -111,10 +114,9 @@ async def run_remote_open(
     assert isinstance(load, OpenLoad) and ctx.trial_dir is not None
     run_dir = ctx.trial_dir.parent.parent
     elog = ctx.recorders[0].log
-    async with AgentPool(block) as pool:
+    async with AgentPool(block, run_dir / "agents" if block.processes else None) as pool:
         assert pool.client is not None
-        addrs = pool.addresses
-        names = [f"agent-{k}" for k in range(len(addrs))]
+        addrs, names = pool.addresses, pool.names
         before = {a: await pool.offset(a) for a in addrs}
         sync = {a: await pool.call(a, host_clock_state) for a in addrs}
         parts = split_for_agents(offsets, len(addrs))
@@ -193,26 +195,40 @@ async def _stream(
     futures: list[Any],
     mergers: list[_Merger],
 ) -> list[dict[str, Any]]:
-    """Pull every agent's new log lines until all are done or gone; their results."""
+    """Pull every agent's new log lines until all are done or gone; their results.
+
+    Local agents (``processes``) write their logs on the controller's disk: it reads them
+    itself, and speaks to the agents (heartbeat, live snapshot) only every :data:`TALK_S`,
+    so that the agents' cores go to their load rather than to shipping bytes through Dask."""
+    local = pool.block.processes is not None
     offsets = [0] * len(tasks)
     fails = [0] * len(tasks)
     live: dict[str, dict[str, Any]] = {}
     recent: list[tuple[float, bytes]] = []  # (when pulled, histogram): the last second's
     results: list[dict[str, Any] | None] = [None] * len(tasks)
     stopped = False
+    last_talk = -float("inf")
 
-    async def pull(k: int) -> None:
+    def take(k: int, data: bytes, off: int, snap: dict[str, Any] | None) -> None:
+        if data:
+            mergers[k].add(data, offsets[k] == 0)
+        offsets[k] = off
+        if snap is not None:
+            live[tasks[k].name] = snap
+            if snap.get("hist"):
+                recent.append((time.monotonic(), snap["hist"]))
+
+    async def pull(k: int, talk: bool) -> None:
         t, a = tasks[k], addrs[k]
-        while True:
-            data, off, snap = await pool.call(a, read_log, t.log_path, offsets[k], t.key)
-            if data:
-                mergers[k].add(data, offsets[k] == 0)
-            offsets[k] = off
-            if snap is not None:
-                live[t.name] = snap
-                if snap.get("hist"):
-                    recent.append((time.monotonic(), snap["hist"]))
-            if len(data) < 1 << 20:  # caught up (a big backlog is read in several pulls)
+        if local and talk:
+            take(k, b"", offsets[k], await pool.call(a, live_snapshot, t.key))
+        while True:  # a big backlog is read in several pulls
+            if local:
+                data, off, snap = read_log(t.log_path, offsets[k])
+            else:
+                data, off, snap = await pool.call(a, read_log, t.log_path, offsets[k], t.key)
+            take(k, data, off, snap)
+            if len(data) < 1 << 20:
                 return
 
     while any(r is None for r in results):
@@ -221,10 +237,14 @@ async def _stream(
             for t, a in zip(tasks, addrs, strict=True):
                 with contextlib.suppress(Exception):
                     await pool.call(a, stop_agent, t.key)
-        try:  # the workers the scheduler has now (its cached info is not kept up to date)
-            alive = set(await pool.client.nthreads())
-        except Exception:
-            alive = set(addrs)  # no answer: let the pulls decide
+        talk = not local or time.monotonic() - last_talk >= TALK_S
+        alive = set(addrs)
+        if talk:
+            last_talk = time.monotonic()
+            # the workers the scheduler has now (its cached info is not kept up to date);
+            # no answer: let the pulls decide
+            with contextlib.suppress(Exception):
+                alive = set(await pool.client.nthreads())
         for k, f in enumerate(futures):
             if results[k] is not None:
                 continue
@@ -233,8 +253,9 @@ async def _stream(
                 if gone:  # the scheduler saw it die: no point waiting on a connect time-out
                     raise ConnectionError(f"the scheduler lost worker {addrs[k]}")
                 async with asyncio.timeout(PULL_TIMEOUT_S):
-                    await pull(k)
-                fails[k] = 0
+                    await pull(k, talk)
+                if talk:
+                    fails[k] = 0
             except Exception as exc:
                 fails[k] += 1
                 if gone or fails[k] >= LOST_AFTER:
@@ -248,8 +269,8 @@ async def _stream(
                 except Exception as exc:  # the agent itself failed: its share is lost
                     results[k] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
                 with contextlib.suppress(Exception):
-                    await pull(k)  # the lines written after the previous pull
-        if live:
+                    await pull(k, False)  # the lines written after the previous pull
+        if live and talk:
             recent[:] = [(w, h) for w, h in recent if w > time.monotonic() - 1.0]
             merge_live(ctx.progress, live, (h for _, h in recent))
         await asyncio.sleep(PULL_S)

@@ -1,0 +1,114 @@
+"""Local agent processes (``load.agents: {processes: N}``): ``dask worker`` processes that
+the controller starts itself, each in its own session, against a scheduler in its own
+process.
+
+Not a ``LocalCluster``: its nannies end their workers with ``os._exit`` when the controller
+dies, so agents could never notice the lost controller and cancel what they submitted. These
+workers outlive a killed controller: the scheduler's connection breaks, the worker closes,
+waiting (up to :data:`CLOSE_WAIT_S`) for its running agent, whose heartbeat watchdog stops
+the load and cancels; then the process exits by itself. Each starts with its agent's own
+``env`` (an ``LD_PRELOAD`` must be there from the first instruction).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from gridbench.errors import GridbenchError
+
+CLOSE_WAIT_S = 30  # Dask's default: a closing worker waits this long for its running task
+NO_SCHEDULER_S = 60  # a worker that cannot reach the scheduler this long exits
+#: Dask's statistical profiler samples the agent's thread every 10 ms and takes the GIL to
+#: do so: measured, it made a loaded agent's submissions late; an agent needs no profile
+QUIET_WORKER = {"DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False"}
+
+
+class LocalAgents:
+    """``dask worker`` processes, one per agent name, with their logs in ``log_dir``."""
+
+    def __init__(self, names: Sequence[str], log_dir: Path | None) -> None:
+        self.names = list(names)
+        self.log_dir = log_dir
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.logs: dict[str, Path | None] = {}
+
+    def start(self, address: str, envs: Mapping[str, Mapping[str, str]]) -> None:
+        """Start every agent's worker against the scheduler at ``address``."""
+        for name in self.names:
+            log = None if self.log_dir is None else self.log_dir / name / "worker.log"
+            self.logs[name] = log
+            argv = [
+                sys.executable,
+                "-m",
+                "distributed.cli.dask_worker",
+                address,
+                "--name",
+                name,
+                "--nthreads",
+                "1",
+                "--no-nanny",
+                "--no-dashboard",
+                "--host",
+                "127.0.0.1",
+                "--death-timeout",
+                str(NO_SCHEDULER_S),
+            ]
+            env = {**os.environ, **QUIET_WORKER, **envs.get(name, {})}
+            if log is None:
+                self.procs[name] = _spawn(argv, env, subprocess.DEVNULL)
+                continue
+            log.parent.mkdir(parents=True, exist_ok=True)
+            with open(log, "ab") as fh:
+                self.procs[name] = _spawn(argv, env, fh)
+
+    def check(self) -> None:
+        """Raise, with its log's tail, if an agent's worker has exited."""
+        for name, proc in self.procs.items():
+            if proc.poll() is not None:
+                raise GridbenchError(
+                    f"agent {name}'s dask worker exited ({proc.returncode}) before it "
+                    f"joined:\n{self.tail(name)}",
+                    where="load.agents.processes",
+                    fix="see the worker's log above; 'gridbench check SPEC' tests the backend",
+                )
+
+    def tail(self, name: str, size: int = 2000) -> str:
+        """The last ``size`` characters of agent ``name``'s worker log."""
+        log = self.logs.get(name)
+        if log is None or not log.exists():
+            return "(no log)"
+        return log.read_bytes()[-size:].decode("utf-8", "replace")
+
+    def terminate(self) -> None:
+        """Ask every worker still running to close (SIGTERM: a worker closes gracefully)."""
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.terminate()
+
+    def wait(self, timeout_s: float) -> None:
+        """Wait for the workers to exit (they do once the scheduler closes); end the ones
+        that do not."""
+        for proc in self.procs.values():
+            try:
+                proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _spawn(argv: list[str], env: dict[str, str], out: int | IO[Any]) -> subprocess.Popen[bytes]:
+    # its own session: a Ctrl-C at the terminal or a kill of the controller's process
+    # group reaches the controller, which stops the agents itself, not the agents directly
+    return subprocess.Popen(
+        argv,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
