@@ -208,6 +208,33 @@ timeouts: {{status_interval: 0.2s, drain: 30s, settle: 0s}}
         own = read_events(out.run.path / "agents" / name / "p00-t00.events.csv")
         assert own.height == a["events"] == ev.filter(pl.col("agent") == name).height
     assert _queued(grid.url) == 0
+    # the results break down per agent: its share, rate, late/dropped, CPU, submit latency
+    m = analyze_run(out.run.path, write=True)
+    (t,) = m["points"][0]["trials"]
+    by_agent = t["by_agent"]
+    assert set(by_agent) == {"agent-0", "agent-1"}
+    for name, a in by_agent.items():
+        assert a["submitted"] == 20 and a["late"] == 0 and a["dropped"] == 0, a
+        assert 8.0 < a["rate_per_s"] < 12.5, a  # 20/s split in two
+        assert 0 < a["cpu_s"] < 30 and a["host"] == socket.gethostname()
+        assert 0 < a["submit_p50_ms"] <= a["submit_p95_ms"] < 2000
+        assert a["submit_p50_ms"] == pytest.approx(
+            _submit_p50_ms(ev.filter(pl.col("agent") == name)), rel=1e-6
+        )
+    from gridbench.jobflow.report import build_report
+
+    report = build_report(m, {})
+    [table] = [s for s in report.sections if getattr(s, "id", "") == "agents-load"]
+    cells = {c.key: i for i, c in enumerate(table.columns)}
+    assert [r[cells["agent"]] for r in table.rows] == ["agent-0", "agent-1"]
+    assert [r[cells["submitted"]] for r in table.rows] == [20, 20]
+
+
+def _submit_p50_ms(ev: pl.DataFrame) -> float:
+    wide = ev.filter(pl.col("stage").is_in(["submit", "submit_ack"])).pivot(
+        on="stage", index="job", values="t_ns", aggregate_function="first"
+    )
+    return float((wide["submit_ack"] - wide["submit"]).quantile(0.5) or 0) / 1e6  # type: ignore[operator]
 
 
 def test_an_agent_under_libfaketime_is_corrected(tmp_path: Path, dask_cluster: DaskCluster) -> None:
@@ -517,6 +544,5 @@ trial: {jobs: 5}
     assert "load.agents.processes" in error
     log = out.run.path / "agents" / "agent-1" / "worker.log"
     assert log.exists() and log.stat().st_size > 0
-    assert not [
-        p for p in psutil.process_iter(["cmdline"]) if "dask_worker" in str(p.info["cmdline"])
-    ]
+    mine = psutil.Process().children(recursive=True)  # the run was in this process
+    assert not [p for p in mine if "dask_worker" in " ".join(p.cmdline())]

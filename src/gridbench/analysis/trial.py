@@ -10,6 +10,7 @@ import polars as pl
 from numpy.typing import NDArray
 
 from gridbench.analysis import series as ser
+from gridbench.analysis.agents import agent_breakdown
 from gridbench.analysis.bottleneck import find_bottleneck
 from gridbench.analysis.clocks import BOUND_COLUMN, clock_summary, to_controller_time
 from gridbench.analysis.config import AnalysisConfig
@@ -226,6 +227,9 @@ def analyze_trial(
         metrics["server_resources"] = srv
     if users is not None:
         metrics["by_user"] = user_breakdown(users, jt, durations, end)
+    agents_load = agent_breakdown(events, info.agents)
+    if agents_load:
+        metrics["by_agent"] = agents_load
     out_series = None
     if cfg.series:
         out_series = _series(

@@ -140,6 +140,20 @@ class Clocks(OpenModel):
     agents: dict[str, AgentClock] = {}
 
 
+class AgentLoad(OpenModel):
+    """One remote agent's load in a trial's ``by_agent``."""
+
+    host: Text = None
+    submitted: Count = None
+    rate_per_s: Num = None
+    late: Count = None
+    dropped: Count = None
+    cpu_s: Num = None
+    submit_p50_ms: Num = None
+    submit_p95_ms: Num = None
+    lost: Text = None
+
+
 class ServerProcess(OpenModel):
     """One label of a trial's ``server_resources`` (docs/metrics.md)."""
 
@@ -203,6 +217,7 @@ class Trial(OpenModel):
     model: dict[str, Any] | None = None
     server_resources: dict[str, ServerProcess] = {}
     clocks: Clocks | None = None
+    by_agent: dict[str, AgentLoad] = {}
 
 
 # --- one point ---------------------------------------------------------------------------

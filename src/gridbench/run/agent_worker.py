@@ -156,6 +156,7 @@ async def _run(task: AgentTask, stop_flag: threading.Event) -> dict[str, Any]:
     from gridbench.run.trial import _request_factory  # the controller's exact job requests
 
     os.environ.update(task.env)
+    cpu0 = time.process_time()  # the agent's process is its own: its CPU is the client's
     spec = task.spec
     clock = AnchoredClock()
     elog = EventLog(resolve(task.log_path), batch_size=64)
@@ -235,5 +236,6 @@ async def _run(task: AgentTask, stop_flag: threading.Event) -> dict[str, Any]:
         submitted=progress.submitted,
         events=elog.count,
         log=str(resolve(task.log_path)),
+        cpu_s=time.process_time() - cpu0,
     )
     return result

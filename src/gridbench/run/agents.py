@@ -162,6 +162,7 @@ async def run_remote_open(
                     after = await pool.offset(a)
             b = before[a]
             skew = res.get("actual_start_ns")
+            sub_end = res.get("submit_end_ns")
             agents[t.name] = {
                 "clock_offset_ns": b.offset_ns,
                 "clock_uncertainty_ns": b.bound_ns
@@ -171,12 +172,14 @@ async def run_remote_open(
                 "offset_after": after.to_dict() if after else None,
                 "drift_ppm": clock_sync.drift_ppm(b, after) if after else None,
                 "start_skew_ns": None if skew is None else int(skew) - t.start_ns,
+                # its schedule's span on its own clock: start to its last submission
+                "submit_span_ns": None if skew is None or sub_end is None else sub_end - skew,
                 "host": pool.identity.get(a, {}).get("host"),
                 "address": a,
                 "sync": sync[a],
                 "log": t.log_path,
                 "events": mergers[k].events,
-                **{k2: res.get(k2) for k2 in ("stopped", "late", "dropped", "submitted")},
+                **{k2: res.get(k2) for k2 in ("stopped", "late", "dropped", "submitted", "cpu_s")},
                 **({"lost": res["error"]} if "error" in res else {}),
             }
         ctx.info["agents"] = agents

@@ -24,7 +24,7 @@ from gridbench.jobflow.report.charts import (
     latency_share,
     throughput_vs_rate,
 )
-from gridbench.jobflow.report.clocks import clocks_table
+from gridbench.jobflow.report.clocks import agents_load_table, clocks_table
 from gridbench.jobflow.report.growth import growth_table, results_statements
 from gridbench.jobflow.report.headline import downsampled_trials, evaluation_summary, headline
 from gridbench.jobflow.report.model import check_metrics, points
@@ -124,6 +124,7 @@ def sections(metrics: Mapping[str, Any], series: Mapping[str, Mapping[str, Any]]
         thresholds_table(metrics),
         validity_table(metrics),
         validity_brief(metrics),
+        agents_load_table(metrics),
         clocks_table(metrics),
         outliers_table(metrics),
         queues_table(metrics),

@@ -1,5 +1,6 @@
-"""Agents and clocks: each agent's estimated clock offset, its bound, drift, start skew and
-host sync state, and the segments whose latencies went negative (issue 13)."""
+"""Agents: each agent's load (submissions, rate, late and dropped, client CPU, submit
+latency from its host) and clock (estimated offset, its bound, drift, start skew and host
+sync state), and the segments whose latencies went negative (issue 13)."""
 
 from __future__ import annotations
 
@@ -92,3 +93,61 @@ def negative_text(v: Mapping[str, Any]) -> str:
         tail = f" (+{within} within ±)" if within else ""
         parts.append(f"{seg}: {beyond}{tail}")
     return "; ".join(parts)
+
+
+def agent_load_rows(metrics: Mapping[str, Any]) -> list[Row]:
+    """One row per trial and remote agent (metrics.json ``by_agent``), offset ± bound
+    joined from the trial's clocks."""
+    rows: list[Row] = []
+    for p, t in all_trials(metrics):
+        clocks = as_dict(as_dict(t.get("clocks")).get("agents"))
+        for name, a in as_dict(t.get("by_agent")).items():
+            a, c = as_dict(a), as_dict(clocks.get(name))
+            rows.append(
+                {
+                    **trial_head(p, t),
+                    "agent": str(name),
+                    "host": a.get("host"),
+                    "submitted": num(a.get("submitted")),
+                    "rate_per_s": num(a.get("rate_per_s")),
+                    "late": num(a.get("late")),
+                    "dropped": num(a.get("dropped")),
+                    "cpu_s": num(a.get("cpu_s")),
+                    "submit_p50_ms": num(a.get("submit_p50_ms")),
+                    "submit_p95_ms": num(a.get("submit_p95_ms")),
+                    "offset_ms": _ms(c.get("offset_ns")),
+                    "bound_ms": _ms(c.get("bound_ns")),
+                    "lost": str(a.get("lost") or ""),
+                }
+            )
+    return rows
+
+
+_LOAD = (
+    Spec("trial", trial_cell),
+    Spec("point", "point"),
+    Spec("agent", "agent"),
+    Spec("host", lambda r: r["host"] or "–"),
+    Spec("submitted", "submitted", True),
+    Spec("rate /s", "rate_per_s", True),
+    Spec("late", "late", True),
+    Spec("dropped", "dropped", True),
+    Spec("client CPU s", "cpu_s", True),
+    Spec("submit p50 ms", "submit_p50_ms", True),
+    Spec("submit p95 ms", "submit_p95_ms", True),
+    Spec("offset ms (± bound)", _offset),
+    Spec("lost", lambda r: r["lost"] or "–"),
+)
+
+
+#: What each remote agent did, per trial (remote agents only).
+agents_load_table = TableDef(
+    "agents-load",
+    "Agents: load per agent and host",
+    agent_load_rows,
+    _LOAD,
+    note="rate = the agent's submissions over its own schedule (its start to its last "
+    "submission); late and dropped as the agent counted them; client CPU is the agent "
+    "process's CPU during the trial; submit p50/p95 the submit call's latency from that "
+    "host (both stamps on its clock). A lost agent's share is recorded lost.",
+)
