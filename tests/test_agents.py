@@ -4,6 +4,7 @@ controller mid-trial (collect, analyze and cleanup afterwards; nothing left queu
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -169,8 +170,8 @@ def dask_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaskClust
         c.stop()
 
 
-def _trial(run: Path) -> tuple[dict[str, Any], pl.DataFrame]:
-    tdir = run / "trials" / "p00-t00"
+def _trial(run: Path, trial: str = "p00-t00") -> tuple[dict[str, Any], pl.DataFrame]:
+    tdir = run / "trials" / trial
     return json.loads((tdir / "trial.json").read_text()), read_events(tdir / "events.csv")
 
 
@@ -312,9 +313,9 @@ def _run_background(spec: str, tmp_path: Path) -> tuple[subprocess.Popen[bytes],
     return proc, exp.parent, err
 
 
-def _agent_logs(run: Path) -> dict[str, Any]:
+def _agent_logs(run: Path, trial: str = "p00-t00") -> dict[str, Any]:
     logs: dict[str, Any] = json.loads((run / "experiment.json").read_text()).get("agents", {})
-    return logs.get("logs", {}).get("p00-t00", {})
+    return logs.get("logs", {}).get(trial, {})
 
 
 def test_kill_9_of_an_agent_mid_trial(tmp_path: Path, grid: ReferenceGrid) -> None:
@@ -546,3 +547,52 @@ trial: {jobs: 5}
     assert log.exists() and log.stat().st_size > 0
     mine = psutil.Process().children(recursive=True)  # the run was in this process
     assert not [p for p in mine if "dask_worker" in " ".join(p.cmdline())]
+
+
+def test_trials_reuse_the_agents_and_a_lost_one_is_replaced(
+    tmp_path: Path, grid: ReferenceGrid
+) -> None:
+    """Three trials: the first two run on the same agent processes (started once); an agent
+    killed after the second makes the third start a fresh pair, and that trial is whole."""
+    from gridbench.run.experiment import ExperimentRunner
+    from gridbench.run.observer import NullObserver
+    from gridbench.spec import load_spec_text, make_plan
+
+    class KillAfterSecond(NullObserver):
+        def __init__(self) -> None:
+            self.done = 0
+
+        def trial_finished(self, progress: Any) -> None:
+            self.done += 1
+            if self.done == 2:  # between trials 2 and 3: the pool must notice and restart
+                pid = _agent_logs(run_root, "p00-t01")["agent-1"]["pid"]
+                os.kill(int(pid), signal.SIGKILL)
+                psutil.wait_procs([psutil.Process(int(pid))], timeout=10)
+
+    spec, data = load_spec_text(
+        f"""
+name: reuse
+backend: {{type: reference, options: {{url: "{grid.url}"}}}}
+job: {{runtime: 0.05s}}
+load: {{model: open, rate: 20/s, agents: {{processes: 2}}}}
+trials: 3
+trial: {{duration: 1s}}
+timeouts: {{status_interval: 0.1s, drain: 30s, settle: 0s}}
+"""
+    )
+    observer = KillAfterSecond()
+    runner = ExperimentRunner(make_plan(spec, data), data, tmp_path, observer=observer)
+    run_root = runner.prepare().path
+    out = asyncio.run(runner.execute())
+    assert out.status == "complete", out.trials
+    pids = [{n: v["pid"] for n, v in _agent_logs(run_root, f"p00-t0{k}").items()} for k in range(3)]
+    assert pids[0] == pids[1]  # the same two processes: started once for both trials
+    assert not set(pids[2].values()) & set(pids[1].values())  # a fresh pair after the loss
+    for k in range(3):
+        info, ev = _trial(run_root, f"p00-t0{k}")
+        assert "lost" not in str(info["agents"]), info["agents"]
+        assert ev.filter(pl.col("stage") == "client_done").height == 20
+    # nothing is left running once the experiment has ended
+    mine = psutil.Process().children(recursive=True)
+    assert not [p for p in mine if "dask_worker" in " ".join(p.cmdline())]
+    assert _queued(grid.url) == 0

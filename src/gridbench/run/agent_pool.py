@@ -163,6 +163,19 @@ class AgentPool:
                 )
         self.identity = ids
 
+    async def reusable(self) -> bool:
+        """Whether the next trial can run on this cluster: every agent's worker still there
+        and idle (a lost or hung agent's worker would hold the next trial's share)."""
+        if self.client is None:
+            return False
+        try:
+            async with asyncio.timeout(10):
+                alive = set(await self.client.nthreads())
+                busy = await self.client.processing()
+        except Exception:
+            return False
+        return alive == set(self.addresses) and not any(busy.get(a) for a in self.addresses)
+
     async def call(self, addr: str, fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)`` in the event loop of the worker at ``addr``."""
         assert self.client is not None
@@ -191,3 +204,31 @@ def _ssh_hosts(hosts: list[str], addresses: list[str]) -> dict[str, str]:
         if ip in by_ip:
             out[a] = by_ip[ip]
     return out
+
+
+class AgentPools:
+    """The agents' clusters of one experiment: started at the first trial that needs one
+    and kept for the next (starting workers takes seconds), restarted when an agent was lost
+    or hangs; :meth:`close` ends them all."""
+
+    def __init__(self) -> None:
+        self._pools: dict[str, AgentPool] = {}
+
+    async def get(self, block: AgentsBlock, log_dir: Path | None) -> AgentPool:
+        """The running cluster of ``block`` (started, or restarted, as needed)."""
+        key = block.model_dump_json()
+        pool = self._pools.get(key)
+        if pool is not None and not await pool.reusable():
+            del self._pools[key]
+            await pool.__aexit__()
+            pool = None
+        if pool is None:
+            pool = await AgentPool(block, log_dir).__aenter__()
+            self._pools[key] = pool
+        return pool
+
+    async def close(self) -> None:
+        """End every cluster (local agents' workers exit once their scheduler closes)."""
+        pools, self._pools = list(self._pools.values()), {}
+        for pool in pools:
+            await pool.__aexit__()

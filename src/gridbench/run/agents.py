@@ -37,7 +37,7 @@ from gridbench.events.log import EventLog, read_events
 from gridbench.events.model import EVENT_COLUMNS, FAIL_LOST, STAGE_CANCELLED, STAGE_FAILED
 from gridbench.run import clock_sync
 from gridbench.run.agent_live import merge_live
-from gridbench.run.agent_pool import AgentPool
+from gridbench.run.agent_pool import AgentPool, AgentPools
 from gridbench.run.agent_worker import (
     AgentTask,
     host_clock_state,
@@ -107,87 +107,104 @@ class _Merger:
 async def run_remote_open(
     ctx: TrialContext, block: AgentsBlock, offsets: npt.NDArray[np.int64]
 ) -> None:
-    """Run an open-model trial's schedule on the agents of ``block``."""
+    """Run an open-model trial's schedule on the agents of ``block`` (on the experiment's
+    cluster of them, :class:`AgentPools`, when the runner keeps one; else on one of its own)."""
+    assert ctx.trial_dir is not None
+    run_dir = ctx.trial_dir.parent.parent
+    log_dir = run_dir / "agents" if block.processes else None
+    pools = ctx.agent_pools or AgentPools()
+    try:
+        await _run_on(await pools.get(block, log_dir), ctx, block, offsets, run_dir)
+    finally:
+        if ctx.agent_pools is None:
+            await pools.close()
+
+
+async def _run_on(
+    pool: AgentPool,
+    ctx: TrialContext,
+    block: AgentsBlock,
+    offsets: npt.NDArray[np.int64],
+    run_dir: Path,
+) -> None:
     from gridbench.jobflow.loads.open import OpenLoad, split_for_agents
 
     load = ctx.spec.load
-    assert isinstance(load, OpenLoad) and ctx.trial_dir is not None
-    run_dir = ctx.trial_dir.parent.parent
+    assert isinstance(load, OpenLoad)
     elog = ctx.recorders[0].log
-    async with AgentPool(block, run_dir / "agents" if block.processes else None) as pool:
-        assert pool.client is not None
-        addrs, names = pool.addresses, pool.names
-        before = {a: await pool.offset(a) for a in addrs}
-        sync = {a: await pool.call(a, host_clock_state) for a in addrs}
-        parts = split_for_agents(offsets, len(addrs))
-        idx = split_for_agents(np.arange(len(offsets), dtype=np.int64), len(addrs))
-        lead_ns = int((1.0 if block.processes else 2.0) * 1e9)
-        start_ns = time.time_ns() + lead_ns  # one start, controller clock
-        run_key = uuid.uuid4().hex[:8]
-        tasks = [
-            AgentTask(
-                key=f"{run_key}-{ctx.trial_id}-{name}",
-                name=name,
-                trial_id=ctx.trial_id,
-                spec=ctx.spec,
-                offsets_ns=parts[k],
-                indices=idx[k],
-                n_total=len(offsets),
-                seed=ctx.seed,
-                start_ns=start_ns + before[a].offset_ns,
-                clock_offset_ns=before[a].offset_ns,
-                log_path=log_path(block, run_dir, name, ctx.trial_id),
-                heartbeat_s=block.heartbeat,
-                cancel_on_loss=block.on_controller_loss == "cancel",
-                pool=load.pool,
-                max_lateness_s=load.max_lateness,
-                late_threshold_s=load.late_threshold,
-                env=dict(block.env.get(name, {})),
-            )
-            for k, (name, a) in enumerate(zip(names, addrs, strict=True))
-        ]
-        _record_logs(run_dir, block, tasks, addrs, pool)
-        futures = [
-            pool.client.submit(run_agent, t, workers=[a], allow_other_workers=False, pure=False)
-            for t, a in zip(tasks, addrs, strict=True)
-        ]
-        mergers = [_Merger(elog) for _ in tasks]
-        results = await _stream(pool, ctx, tasks, addrs, futures, mergers)
-        agents: dict[str, Any] = {}
-        for k, (t, a) in enumerate(zip(tasks, addrs, strict=True)):
-            res = results[k]
-            after = None
-            if "error" not in res:
-                with contextlib.suppress(Exception):
-                    after = await pool.offset(a)
-            b = before[a]
-            skew = res.get("actual_start_ns")
-            sub_end = res.get("submit_end_ns")
-            agents[t.name] = {
-                "clock_offset_ns": b.offset_ns,
-                "clock_uncertainty_ns": b.bound_ns
-                if after is None
-                else max(b.bound_ns, after.bound_ns),
-                "offset_before": b.to_dict(),
-                "offset_after": after.to_dict() if after else None,
-                "drift_ppm": clock_sync.drift_ppm(b, after) if after else None,
-                "start_skew_ns": None if skew is None else int(skew) - t.start_ns,
-                # its schedule's span on its own clock: start to its last submission
-                "submit_span_ns": None if skew is None or sub_end is None else sub_end - skew,
-                "host": pool.identity.get(a, {}).get("host"),
-                "address": a,
-                "sync": sync[a],
-                "log": t.log_path,
-                "events": mergers[k].events,
-                **{k2: res.get(k2) for k2 in ("stopped", "late", "dropped", "submitted", "cpu_s")},
-                **({"lost": res["error"]} if "error" in res else {}),
-            }
-        ctx.info["agents"] = agents
-        ctx.info["agents_start_ns"] = start_ns
-        for m in mergers:
-            m.close()
-        await _account_lost(ctx, tasks, results)
-        ctx.write_info()
+    assert pool.client is not None
+    addrs, names = pool.addresses, pool.names
+    before = {a: await pool.offset(a) for a in addrs}
+    sync = {a: await pool.call(a, host_clock_state) for a in addrs}
+    parts = split_for_agents(offsets, len(addrs))
+    idx = split_for_agents(np.arange(len(offsets), dtype=np.int64), len(addrs))
+    lead_ns = int((1.0 if block.processes else 2.0) * 1e9)
+    start_ns = time.time_ns() + lead_ns  # one start, controller clock
+    run_key = uuid.uuid4().hex[:8]
+    tasks = [
+        AgentTask(
+            key=f"{run_key}-{ctx.trial_id}-{name}",
+            name=name,
+            trial_id=ctx.trial_id,
+            spec=ctx.spec,
+            offsets_ns=parts[k],
+            indices=idx[k],
+            n_total=len(offsets),
+            seed=ctx.seed,
+            start_ns=start_ns + before[a].offset_ns,
+            clock_offset_ns=before[a].offset_ns,
+            log_path=log_path(block, run_dir, name, ctx.trial_id),
+            heartbeat_s=block.heartbeat,
+            cancel_on_loss=block.on_controller_loss == "cancel",
+            pool=load.pool,
+            max_lateness_s=load.max_lateness,
+            late_threshold_s=load.late_threshold,
+            env=dict(block.env.get(name, {})),
+        )
+        for k, (name, a) in enumerate(zip(names, addrs, strict=True))
+    ]
+    _record_logs(run_dir, block, tasks, addrs, pool)
+    futures = [
+        pool.client.submit(run_agent, t, workers=[a], allow_other_workers=False, pure=False)
+        for t, a in zip(tasks, addrs, strict=True)
+    ]
+    mergers = [_Merger(elog) for _ in tasks]
+    results = await _stream(pool, ctx, tasks, addrs, futures, mergers)
+    agents: dict[str, Any] = {}
+    for k, (t, a) in enumerate(zip(tasks, addrs, strict=True)):
+        res = results[k]
+        after = None
+        if "error" not in res:
+            with contextlib.suppress(Exception):
+                after = await pool.offset(a)
+        b = before[a]
+        skew = res.get("actual_start_ns")
+        sub_end = res.get("submit_end_ns")
+        agents[t.name] = {
+            "clock_offset_ns": b.offset_ns,
+            "clock_uncertainty_ns": b.bound_ns
+            if after is None
+            else max(b.bound_ns, after.bound_ns),
+            "offset_before": b.to_dict(),
+            "offset_after": after.to_dict() if after else None,
+            "drift_ppm": clock_sync.drift_ppm(b, after) if after else None,
+            "start_skew_ns": None if skew is None else int(skew) - t.start_ns,
+            # its schedule's span on its own clock: start to its last submission
+            "submit_span_ns": None if skew is None or sub_end is None else sub_end - skew,
+            "host": pool.identity.get(a, {}).get("host"),
+            "address": a,
+            "sync": sync[a],
+            "log": t.log_path,
+            "events": mergers[k].events,
+            **{k2: res.get(k2) for k2 in ("stopped", "late", "dropped", "submitted", "cpu_s")},
+            **({"lost": res["error"]} if "error" in res else {}),
+        }
+    ctx.info["agents"] = agents
+    ctx.info["agents_start_ns"] = start_ns
+    for m in mergers:
+        m.close()
+    await _account_lost(ctx, tasks, results)
+    ctx.write_info()
 
 
 async def _stream(

@@ -156,6 +156,11 @@ class ExperimentRunner:
             run.update_experiment(backend_runtime=backend.runtime_info())
         clock = AnchoredClock()
         opened: dict[str, tuple[Backend, list[Collector]]] = {}
+        pools = None  # remote agents' clusters: started once, kept for every trial
+        if any(p.spec.load.remote_agents is not None for p in self.plan.points):
+            from gridbench.run.agent_pool import AgentPools  # Dask's side: only when asked
+
+            pools = AgentPools()
         first: int | None = None  # the first trial's recorded start (clock ns)
         last_end = 0  # the previous trial's end (clock ns)
         try:
@@ -188,6 +193,7 @@ class ExperimentRunner:
                     collectors,
                     self.observer,
                     self.stop,
+                    pools,
                 )
                 last_end = clock.now_ns()
                 if first is None:
@@ -219,6 +225,11 @@ class ExperimentRunner:
             outcome.status = "aborted" if self.stop.is_set() else "failed"
             raise
         finally:
+            if pools is not None:
+                try:
+                    await pools.close()
+                except Exception as exc:
+                    log.warning("closing the agents' clusters: %s", exc)
             for b in [b for b, _ in opened.values()] or [backend]:
                 try:
                     await b.close()

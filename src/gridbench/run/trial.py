@@ -13,7 +13,7 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -38,6 +38,9 @@ from gridbench.run.tracker import StatusTracker
 from gridbench.spec.model import ExperimentSpec
 from gridbench.spec.plan import PlannedPoint, PlannedTrial
 from gridbench.store.layout import write_json
+
+if TYPE_CHECKING:
+    from gridbench.run.agent_pool import AgentPools
 
 log = logging.getLogger(__name__)
 TRIAL_FILE = "trial.json"
@@ -165,8 +168,10 @@ async def run_trial(
     collectors: list[Collector],
     observer: Observer,
     stop: asyncio.Event,
+    agent_pools: AgentPools | None = None,
 ) -> TrialOutcome:
-    """Run one trial of ``point``; everything it learns is on disk when it returns."""
+    """Run one trial of ``point``; everything it learns is on disk when it returns
+    (``agent_pools``: the experiment's agents' clusters, kept from trial to trial)."""
     pspec = point.spec
     load = pspec.load
     model = load_models.get(load.model)
@@ -248,6 +253,7 @@ async def run_trial(
                 info=info,
                 write_info=write_info,
                 trial_dir=trial_dir,
+                agent_pools=agent_pools,
             )
         )
         info["submit_end_ns"] = clock.now_ns()

@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # runtime imports would cycle: the spec imports the registry
 
     from gridbench.backends.base import Backend, JobRequest
     from gridbench.events.chain import StageChain
+    from gridbench.run.agent_pool import AgentPools
     from gridbench.run.observer import TrialProgress
     from gridbench.run.recorder import Recorder
     from gridbench.run.tracker import StatusTracker
@@ -186,6 +187,7 @@ class TrialContext:
     info: dict[str, Any]  # trial.json as being written; a runner may add what it knows
     write_info: Callable[[], None]
     trial_dir: Path | None = None  # where trial.json and events.csv are (agents' logs: ../..)
+    agent_pools: AgentPools | None = None  # the experiment's agents' clusters (remote agents)
 
     @property
     def submit_timeout_s(self) -> float:
