@@ -3,6 +3,7 @@ throw-away key, reached through Dask's SSHCluster; then ``gridbench collect`` ov
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -13,11 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
+import psutil
 import pytest
 
 import gridbench
 from conftest import BIN, cli_env
 from gridbench.events.log import read_events
+from gridbench.run.agent_pool import HOSTS_IDLE_CLOSE_S
 from io_fixtures import free_port, log_tail, stop
 from test_runner import run_spec
 
@@ -159,3 +162,70 @@ timeouts: {{status_interval: 0.1s}}
     for name in ("agent-0", "agent-1"):
         copy = read_events(out.run.path / "agents" / name / "p00-t00.events.csv")
         assert copy.height == ev.filter(pl.col("agent") == name).height
+
+
+def test_agents_on_hosts_outlive_a_killed_controller_and_cancel(
+    tmp_path: Path, hosts: Hosts
+) -> None:
+    """kill -9 of the controller (its SSH sessions to the hosts drop with it): the agents
+    hear nothing more, stop submitting and cancel every job they had submitted."""
+    import signal
+
+    from gridbench.run.cleanup import outstanding_jobs
+    from test_agents import _agent_logs, _run_background, _wait_for
+
+    ssh = f'{{port: {hosts.port}, username: root, client_keys: ["{hosts.key}"], known_hosts: null}}'
+    proc, run, err = _run_background(
+        f"""
+name: controller-killed-hosts
+backend: {{type: noop, options: {{runtime_s: 60}}}}
+load: {{model: open, rate: 10/s, agents: {{hosts: [{hosts.addrs[0]}, {hosts.addrs[1]}],
+  venv: "{hosts.venv}", ssh_options: {ssh}, workdir: "{tmp_path}/remote",
+  heartbeat: 1s, on_controller_loss: cancel}}}}
+trial: {{duration: 30s}}
+timeouts: {{status_interval: 0.2s, drain: 5s, settle: 0s}}
+""",
+        tmp_path,
+    )
+    before = {p.pid for p in _dask_on(hosts)}
+    try:
+        logs = _wait_for(lambda: len(_agent_logs(run)) == 2 and _agent_logs(run), 90, "agents", err)
+        paths = [
+            Path(v["home"]) / v["path"] if not v["path"].startswith("/") else Path(v["path"])
+            for v in logs.values()
+        ]
+        _wait_for(lambda: all(p.exists() and p.stat().st_size > 2000 for p in paths), 30, "events")
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+        def cancelled_all() -> bool:
+            evs = [read_events(p) for p in paths]
+            return all(
+                e.filter(pl.col("stage") == "cancelled").height > 0
+                and outstanding_jobs(e).height == 0
+                for e in evs
+            )
+
+        _wait_for(cancelled_all, 40, "the agents' cancels in their own logs")
+        # ... then their scheduler, idle, closes, and every agent process on the hosts exits
+        remote = [p for p in _dask_on(hosts) if p.pid not in before]
+        assert remote, "no agent processes found on the hosts"
+        _, alive = psutil.wait_procs(remote, timeout=HOSTS_IDLE_CLOSE_S + 40)
+        assert not alive, [" ".join(p.cmdline())[:200] for p in alive]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        for p in _dask_on(hosts):  # whatever the agents' sessions left running
+            if p.pid not in before:
+                with contextlib.suppress(psutil.Error):
+                    p.kill()
+
+
+def _dask_on(hosts: Hosts) -> list[psutil.Process]:
+    """Dask processes serving the hosts' addresses (SSHCluster's scheduler and workers)."""
+    out = []
+    for p in psutil.process_iter(["cmdline"]):
+        line = " ".join(p.info["cmdline"] or ())
+        if "distributed.cli.dask_spec" in line and any(a in line for a in hosts.addrs):
+            out.append(p)
+    return out

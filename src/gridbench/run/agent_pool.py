@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 JOIN_TIMEOUT_S = 60.0  # local agents' workers must have joined the scheduler by then
+HOSTS_IDLE_CLOSE_S = 30.0  # an SSHCluster's scheduler with no trial this long closes
 
 
 class AgentPool:
@@ -41,6 +42,7 @@ class AgentPool:
         self.addresses: list[str] = []
         self.names: list[str] = []  # agent name of each address
         self._dask_level: int | None = None  # Dask's log level before a local scheduler
+        self.released = time.monotonic()  # when its last trial ended (the scheduler idles)
         self.identity: dict[str, dict[str, Any]] = {}
         self.ssh_host: dict[str, str] = {}  # worker address -> its entry in hosts
 
@@ -70,7 +72,14 @@ class AgentPool:
                     [b.hosts[0], *b.hosts],
                     connect_options=dict(b.ssh_options),
                     worker_options={"nthreads": 1},
-                    scheduler_options={"port": 0, "dashboard_address": None},
+                    # the scheduler on the first host closes when no trial has run for a
+                    # while (its workers then exit): a killed controller leaves nothing
+                    # running there once its agents have cancelled
+                    scheduler_options={
+                        "port": 0,
+                        "dashboard_address": None,
+                        "idle_timeout": HOSTS_IDLE_CLOSE_S,
+                    },
                     remote_python=f"{b.venv}/bin/python",
                     asynchronous=True,
                 )
@@ -168,6 +177,8 @@ class AgentPool:
         and idle (a lost or hung agent's worker would hold the next trial's share)."""
         if self.client is None:
             return False
+        if self.block.hosts and time.monotonic() - self.released > HOSTS_IDLE_CLOSE_S / 2:
+            return False  # its scheduler may close (idle) while the next trial sets up
         try:
             async with asyncio.timeout(10):
                 alive = set(await self.client.nthreads())

@@ -114,7 +114,11 @@ async def run_remote_open(
     log_dir = run_dir / "agents" if block.processes else None
     pools = ctx.agent_pools or AgentPools()
     try:
-        await _run_on(await pools.get(block, log_dir), ctx, block, offsets, run_dir)
+        pool = await pools.get(block, log_dir)
+        try:
+            await _run_on(pool, ctx, block, offsets, run_dir)
+        finally:
+            pool.released = time.monotonic()
     finally:
         if ctx.agent_pools is None:
             await pools.close()
