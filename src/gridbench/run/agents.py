@@ -1,8 +1,9 @@
 """The controller's side of remote load: agents on Dask (``load.agents`` as a block).
 
-Per trial the controller starts or connects the cluster (:class:`AgentPool`: N one-thread
-``dask worker`` processes of its own, an ``SSHCluster`` over the hosts with their venv's
-python, or a running scheduler), checks gridbench's version on every worker, then
+At its first trial the controller starts or connects the cluster (:class:`AgentPool`: N
+one-thread ``dask worker`` processes of its own, an ``SSHCluster`` over the hosts with their
+venv's python, or a running scheduler) and checks gridbench's version on every worker; it
+keeps the cluster for the next trials (:class:`AgentPools`). Per trial it
 
 1. estimates each agent's clock offset (:func:`gridbench.run.clock_sync.measure` over
    ``client.run(agent_half)`` exchanges);
