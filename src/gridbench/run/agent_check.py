@@ -241,7 +241,7 @@ async def _offset(pool: AgentPool, addr: str) -> Step:
         state = "synchronised" if sync.get("synchronised") else "NOT synchronised"
         detail += f"; chrony: {state}, stratum {sync.get('stratum')}"
     elif sync:
-        detail += f"; host sync state unknown ({str(sync.get('reason'))[:120]})"
+        detail += f"; chrony: unavailable ({str(sync.get('reason'))[:80]})"
     return Step("clock offset", True, detail, seconds=took)
 
 
@@ -294,9 +294,4 @@ async def _backend(
     bad = next((s for s in steps if not s.ok), None)
     if bad is not None:
         return Step("backend on that host", False, f"{bad.name}: {bad.detail}", bad.fix, took)
-    return Step(
-        "backend on that host",
-        True,
-        "; ".join(f"{s.name}: {s.detail}" for s in steps)[:600],
-        seconds=took,
-    )
+    return Step("backend on that host", True, f"{spec.backend.type}: {steps[-1].detail}", seconds=took)
