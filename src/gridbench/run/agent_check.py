@@ -81,28 +81,36 @@ async def check_agents(spec: ExperimentSpec, *, job_timeout_s: float = 20.0) -> 
     """Check every agent of ``spec``'s ``load.agents`` block (see the module's docstring);
     a GridbenchError when the spec has no such block."""
     block = agents_block(spec)
+    listed = list(block.hosts or [])
     rows: list[AgentCheck] = []
     ssh: dict[str, Step] = {}
+    versions: dict[str, str] = {}
     if block.hosts:
         hosts = list(dict.fromkeys(block.hosts))
-        for host, step in zip(hosts, await asyncio.gather(*(_ssh(block, h) for h in hosts))):
-            ssh[host] = step
+        answers = await asyncio.gather(*(_ssh(block, h) for h in hosts))
+        for host, (step, version) in zip(hosts, answers, strict=True):
+            ssh[host], versions[host] = step, version
         for host in hosts:
             if not ssh[host].ok:  # never started: the ssh step and what it failed on
                 rows.append(AgentCheck("-", host, "", [ssh[host]]))
-        good = [h for h in block.hosts if ssh[h].ok]
+            elif versions[host] != __version__:
+                # the pool would refuse it, and with it every host: this row says so alone
+                bad = _mismatch(host, versions[host], block)
+                rows.append(AgentCheck("-", host, "", [ssh[host], bad]))
+        good = [h for h in block.hosts if ssh[h].ok and versions[h] == __version__]
         if not good:
             return rows
         block = block.model_copy(update={"hosts": good})
     with tempfile.TemporaryDirectory(prefix="gridbench-agent-check-") as tmp:
         rows += await _pool_rows(spec, block, ssh, Path(tmp), job_timeout_s)
-    order = {h: k for k, h in enumerate(block.hosts or [])}
+    order = {h: k for k, h in reversed(list(enumerate(listed)))}  # a host's first place
     rows.sort(key=lambda r: (order.get(r.host, len(order)), r.agent))
     return rows
 
 
-async def _ssh(block: AgentsBlock, host: str) -> Step:
-    """Log in to ``host`` and run its venv's python (no shell: one quoted argv)."""
+async def _ssh(block: AgentsBlock, host: str) -> tuple[Step, str]:
+    """Log in to ``host`` and run its venv's python (no shell: one quoted argv); the step
+    and the gridbench version it printed ("" if none)."""
     import asyncssh
 
     t0 = time.perf_counter()
@@ -118,7 +126,7 @@ async def _ssh(block: AgentsBlock, host: str) -> Step:
             f"{host}: no answer within {SSH_TIMEOUT_S:g} s",
             "is the host up and its sshd reachable from here (firewall, port)?",
             time.perf_counter() - t0,
-        )
+        ), ""
     except (OSError, asyncssh.Error) as exc:
         return Step(
             "ssh",
@@ -127,7 +135,7 @@ async def _ssh(block: AgentsBlock, host: str) -> Step:
             "check the host name, that sshd runs there, and agents.ssh_options "
             "(port, username, client_keys, known_hosts)",
             time.perf_counter() - t0,
-        )
+        ), ""
     took = time.perf_counter() - t0
     out = str(r.stdout or "").strip()
     if r.exit_status != 0 or not out:
@@ -138,8 +146,20 @@ async def _ssh(block: AgentsBlock, host: str) -> Step:
             f"{host}: {python} failed (exit {r.exit_status}): {err[-1] if err else ''}"[:400],
             f"install gridbench {__version__} into the venv {block.venv} on {host}",
             took,
-        )
-    return Step("ssh", True, f"{host}: logged in; {python} runs gridbench {out[:40]}", seconds=took)
+        ), ""
+    version = out.splitlines()[-1][:40]
+    detail = f"{host}: logged in; {python} runs gridbench {version}"
+    return Step("ssh", True, detail, seconds=took), version
+
+
+def _mismatch(host: str, version: str, block: AgentsBlock) -> Step:
+    return Step(
+        "gridbench version",
+        False,
+        f"{host} runs gridbench {version}, the controller {__version__}",
+        f"install gridbench {__version__} into {block.venv} on {host} "
+        f"(pip install gridbench=={__version__})",
+    )
 
 
 async def _pool_rows(
