@@ -1,0 +1,88 @@
+"""The dashboard's agents in real headless Chromium (the set-up of test_web_browser.py): a
+saved preset with two local agent processes, its *Test connectivity* button on /agents, and
+a live run on two agents whose page shows each agent's counters growing."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from test_web_browser import browser, page, server  # noqa: F401  # the Chromium set-up
+from web_server import Server
+
+pytestmark = pytest.mark.e2e
+PRESET = """\
+description: two local agent processes on the noop backend
+backend: {type: noop, options: {runtime_s: 0.2}}
+agents: {processes: 2}
+"""
+LIVE_SPEC = """\
+name: browser-agents
+backend: {type: noop, options: {runtime_s: 0.2}}
+load: {model: open, rate: 10/s, agents: {processes: 2}}
+trials: 1
+trial: {duration: 6s}
+timeouts: {status_interval: 0.2s, drain: 20s, settle: 0s}
+"""
+
+
+def _agent_count(pg: Any, agent: str, key: str) -> int:
+    text = pg.inner_text(f'#agent-table tr[data-agent="{agent}"] .a-{key}').strip()
+    return int(text) if text.isdigit() else 0
+
+
+def test_agents_page_tests_connectivity(page: Any, server: Server) -> None:  # noqa: F811
+    pg = page
+    pg.goto("/agents")
+    assert pg.locator("#no-agent-presets").count() == 1
+    pg.goto("/presets/edit")
+    pg.fill('input[name="name"]', "two-agents")
+    pg.fill("#ptext", PRESET)
+    pg.click('button[value="save"]')
+    pg.wait_for_url(re.compile(r"/presets$"))
+    pg.click('nav a[href="/agents"]')
+    pg.wait_for_url(re.compile(r"/agents$"))
+    row = pg.locator('#agent-presets tr[data-preset="two-agents"]')
+    assert row.locator(".where").inner_text() == "2 local processes"
+    row.locator("button.test-btn").click()
+    pg.wait_for_selector("#agent-check", timeout=120_000)
+    agents = pg.locator("#agent-check tr.agent-row")
+    assert [agents.nth(k).get_attribute("data-agent") for k in range(2)] == ["agent-0", "agent-1"]
+    assert agents.count() == 2
+    for k in range(2):
+        r = agents.nth(k)
+        for step in ("gridbench-version", "clock-offset", "backend-on-that-host"):
+            assert r.locator(f".step-{step} .badge").inner_text() == "ok", r.inner_text()
+        offset = r.locator(".step-clock-offset .detail").inner_text()
+        assert re.match(r"[+-]\d+\.\d{3} ms ± \d+\.\d{3} ms", offset), offset
+    assert pg.inner_text("#agent-check-h").endswith("ok")
+
+
+def test_live_run_shows_each_agent(page: Any, server: Server) -> None:  # noqa: F811
+    pg = page
+    pg.goto("/new")
+    pg.wait_for_function("() => window.gbSync && window.gbSync.pending === 0")
+    pg.fill("#yaml", LIVE_SPEC)
+    pg.wait_for_timeout(400)
+    pg.wait_for_function("() => window.gbSync && window.gbSync.pending === 0")
+    pg.click("#btn-start")
+    pg.wait_for_url(re.compile(r"/experiments/[^/]+$"))
+    pg.wait_for_selector('#agent-table tr[data-agent="agent-1"]', timeout=60_000)
+    assert pg.locator("#agents-live").is_visible()
+    pg.wait_for_function(
+        """() => ['agent-0', 'agent-1'].every(a => Number(document.querySelector(
+             `#agent-table tr[data-agent="${a}"] .a-submitted`).textContent) >= 2)"""
+    )
+    first = {a: _agent_count(pg, a, "submitted") for a in ("agent-0", "agent-1")}
+    pg.wait_for_function(
+        f"""() => Number(document.querySelector(
+             '#agent-table tr[data-agent="agent-0"] .a-submitted').textContent) > {first["agent-0"]}
+           && Number(document.querySelector(
+             '#agent-table tr[data-agent="agent-1"] .a-submitted').textContent) > {first["agent-1"]}"""
+    )
+    assert _agent_count(pg, "agent-0", "acknowledged") > 0
+    assert "p50" in pg.inner_text("#submit-latency-value")
+    # the run ends and the page reloads with its results; the live record keeps the agents
+    pg.wait_for_selector("#status.s-complete", timeout=90_000)
