@@ -314,4 +314,6 @@ async def _backend(
     bad = next((s for s in steps if not s.ok), None)
     if bad is not None:
         return Step("backend on that host", False, f"{bad.name}: {bad.detail}", bad.fix, took)
-    return Step("backend on that host", True, f"{spec.backend.type}: {steps[-1].detail}", seconds=took)
+    return Step(
+        "backend on that host", True, f"{spec.backend.type}: {steps[-1].detail}", seconds=took
+    )
