@@ -58,6 +58,13 @@ def test_agents_page_tests_connectivity(page: Any, server: Server) -> None:  # n
         offset = r.locator(".step-clock-offset .detail").inner_text()
         assert re.match(r"[+-]\d+\.\d{3} ms ± \d+\.\d{3} ms", offset), offset
     assert pg.inner_text("#agent-check-h").endswith("ok")
+    # on the new-experiment page the preset brings its agents along
+    pg.goto("/new")
+    pg.wait_for_function("() => window.gbSync && window.gbSync.pending === 0")
+    pg.select_option("#preset", "saved:two-agents")
+    pg.click("#use-preset")
+    pg.wait_for_function("() => document.getElementById('yaml').value.includes('processes: 2')")
+    assert "type: noop" in pg.input_value("#yaml")
 
 
 def test_live_run_shows_each_agent(page: Any, server: Server) -> None:  # noqa: F811

@@ -532,6 +532,7 @@ def create_app(cfg: WebConfig) -> FastAPI:
             sections=form_fields(),
             presets=pres,
             preset_data={p.key: p.data for p in pres},
+            preset_agents={p.key: p.agents for p in pres if p.agents},
             running=[m.live.snapshot() for m in manager.runs.values() if not m.live.final],
             **{"error": None, "plan": None, "steps": None, "confirm_needed": False, **extra},
         )
