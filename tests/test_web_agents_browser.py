@@ -23,7 +23,7 @@ name: browser-agents
 backend: {type: noop, options: {runtime_s: 0.2}}
 load: {model: open, rate: 10/s, agents: {processes: 2}}
 trials: 1
-trial: {duration: 6s}
+trial: {duration: 10s}
 timeouts: {status_interval: 0.2s, drain: 20s, settle: 0s}
 """
 
@@ -31,6 +31,15 @@ timeouts: {status_interval: 0.2s, drain: 20s, settle: 0s}
 def _agent_count(pg: Any, agent: str, key: str) -> int:
     text = pg.inner_text(f'#agent-table tr[data-agent="{agent}"] .a-{key}').strip()
     return int(text) if text.isdigit() else 0
+
+
+def _submitted_above(counts: dict[str, int]) -> str:
+    """A JS condition: every agent's submitted cell exists and is above its count."""
+    cell = "document.querySelector('#agent-table tr[data-agent=\"{}\"] .a-submitted')"
+    return " && ".join(
+        f"({cell.format(a)} !== null && Number({cell.format(a)}.textContent) > {n})"
+        for a, n in counts.items()
+    )
 
 
 def test_agents_page_tests_connectivity(page: Any, server: Server) -> None:  # noqa: F811
@@ -78,15 +87,17 @@ def test_live_run_shows_each_agent(page: Any, server: Server) -> None:  # noqa: 
     pg.wait_for_url(re.compile(r"/experiments/[^/]+$"))
     pg.wait_for_selector('#agent-table tr[data-agent="agent-1"]', timeout=60_000)
     assert pg.locator("#agents-live").is_visible()
-    pg.wait_for_function(
-        """() => ['agent-0', 'agent-1'].every(a => Number(document.querySelector(
-             `#agent-table tr[data-agent="${a}"] .a-submitted`).textContent) >= 2)"""
-    )
+    pg.wait_for_function(f"() => {_submitted_above({'agent-0': 1, 'agent-1': 1})}")
     first = {a: _agent_count(pg, a, "submitted") for a in ("agent-0", "agent-1")}
-    cell = "document.querySelector('#agent-table tr[data-agent=\"{}\"] .a-submitted')"
-    grown = " && ".join(f"Number({cell.format(a)}.textContent) > {n}" for a, n in first.items())
-    pg.wait_for_function(f"() => {grown}")  # pushed updates, no reload
+    pg.wait_for_function(f"() => {_submitted_above(first)}")  # pushed updates, no reload
     assert _agent_count(pg, "agent-0", "acknowledged") > 0
     assert "p50" in pg.inner_text("#submit-latency-value")
     # the run ends and the page reloads with its results; the live record keeps the agents
-    pg.wait_for_selector("#status.s-complete", timeout=90_000)
+    pg.wait_for_selector("#live-record", state="attached", timeout=90_000)
+    assert pg.inner_text("#status") == "complete"
+    final = pg.locator("#live-record #agent-table tr.agent-row")
+    assert final.count() == 2
+    assert (
+        int((final.nth(0).locator(".a-completed").text_content() or "0").strip())
+        > first["agent-0"] // 2
+    )

@@ -182,7 +182,11 @@ async def _pool_rows(
             if isinstance(exc, GridbenchError)
             else f"the agents' cluster did not start within {POOL_TIMEOUT_S:g} s"
         )
-        fix = exc.fix if isinstance(exc, GridbenchError) else "see the hosts' ssh steps"
+        fix = (
+            exc.fix
+            if isinstance(exc, GridbenchError)
+            else "is the machine overloaded? for a scheduler: are its workers up?"
+        )
         failed = Step("gridbench version", False, detail[:1500], fix or "")
         return [AgentCheck("-", h, "", [*_ssh_steps(ssh, h), failed]) for h in _targets(block)]
     try:
