@@ -248,7 +248,36 @@ def cmd_check(args: argparse.Namespace, ui: Ui) -> int:
             safe_markup(s.fix),
         )
     ui.console.print(t)
-    return EXIT_OK if all(s.ok for s in steps) else EXIT_BACKEND
+    ok = all(s.ok for s in steps)
+    if spec.load.remote_agents is not None:
+        ok = _check_agents(spec, args.timeout, ui) and ok
+    return EXIT_OK if ok else EXIT_BACKEND
+
+
+def _check_agents(spec: Any, timeout_s: float, ui: Ui) -> bool:
+    """Print the agents' table (one row per agent, a column per step); all passed?"""
+    from gridbench.run.agent_check import STEP_NAMES, check_agents
+
+    block = spec.load.remote_agents
+    rows = asyncio.run(check_agents(spec, job_timeout_s=timeout_s))
+    t = Table(title=f"agents: {safe_markup(block.kind)}", show_lines=True)
+    names = [n for n in STEP_NAMES if n != "ssh" or block.hosts]  # ssh: hosts only
+    for col in ("agent", "host", *names):
+        t.add_column("offset ± bound" if col == "clock offset" else col)
+    for r in rows:
+        cells = []
+        for name in names:
+            s = r.step(name)
+            if s is None:
+                cells.append("–")
+            elif s.ok:
+                cells.append(f"[green]ok[/] {safe_markup(s.detail)}")
+            else:
+                fix = f"\n[dim]fix: {safe_markup(s.fix)}[/]" if s.fix else ""
+                cells.append(f"[red]FAILED[/] {safe_markup(s.detail)}{fix}")
+        t.add_row(safe_markup(r.agent), safe_markup(r.host), *cells)
+    ui.console.print(t)
+    return bool(rows) and all(r.ok for r in rows)
 
 
 def _ingested(out: Any, dest: str, ui: Ui) -> int:
@@ -389,7 +418,16 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
     add_results_arg(p)
     p.set_defaults(func=_bind(cmd_collect, ui))
 
-    p = sub.add_parser("check", help="check the backend answers and one tiny job runs end to end")
+    p = sub.add_parser(
+        "check",
+        help="check the backend answers and one tiny job runs end to end (and, with "
+        "load.agents as a block, every agent)",
+        description="Check that the backend answers and that one tiny job runs end to end. "
+        "When the spec's open load has load.agents as a block, also check every agent: its "
+        "host answers over SSH (hosts), it runs the controller's gridbench version, its clock "
+        "offset ± bound, and the same backend check run on the agent itself. Exit status 0 "
+        "when every step passed.",
+    )
     _spec_args(p)
     p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the job")
     p.set_defaults(func=_bind(cmd_check, ui))

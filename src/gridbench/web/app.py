@@ -532,6 +532,7 @@ def create_app(cfg: WebConfig) -> FastAPI:
             sections=form_fields(),
             presets=pres,
             preset_data={p.key: p.data for p in pres},
+            preset_agents={p.key: p.agents for p in pres if p.agents},
             running=[m.live.snapshot() for m in manager.runs.values() if not m.live.final],
             **{"error": None, "plan": None, "steps": None, "confirm_needed": False, **extra},
         )
@@ -548,6 +549,8 @@ def create_app(cfg: WebConfig) -> FastAPI:
             else:
                 data = load_spec_text(NEW_SPEC, "new")[1]
                 data["backend"] = chosen.data
+                if chosen.agents:  # a saved preset's agents load the experiment too
+                    data["load"]["agents"] = chosen.agents
                 text = spec_yaml(data)
         return new_page(request, text)
 
@@ -738,6 +741,63 @@ def create_app(cfg: WebConfig) -> FastAPI:
         except GridbenchError as exc:
             return preset_page(request, name, text, 422, error=str(exc))
         return RedirectResponse("/presets", status_code=303)
+
+    # -- agents -------------------------------------------------------------------------------
+    @app.get("/agents", response_class=HTMLResponse)
+    def agents(request: Request) -> HTMLResponse:
+        return agents_view(request)
+
+    def agents_view(request: Request, status: int = 200, **extra: Any) -> HTMLResponse:
+        from gridbench.run.agent_check import STEP_NAMES
+        from gridbench.web.agents_page import agent_presets
+
+        ctx: dict[str, Any] = {"error": None, "result": None, **extra}
+        pres = agent_presets(cfg.root)
+        return page(request, "agents.html", status, presets=pres, step_names=STEP_NAMES, **ctx)
+
+    @app.post(
+        "/agents",
+        openapi_extra=_body_doc(
+            "application/x-www-form-urlencoded", {"name": _STRING, "csrf": _STRING}, ["name"]
+        ),
+    )
+    async def agents_check(request: Request) -> HTMLResponse:
+        """Test the connectivity of a saved preset's agents (bounded as the other checks)."""
+        import time
+
+        from gridbench.run.agent_check import check_agents
+        from gridbench.web import agents_page
+
+        form = await request.form()
+        name = form.get("name")
+        name = name if isinstance(name, str) else ""
+        try:
+            spec = await asyncio.to_thread(agents_page.preset_spec, cfg.root, name)
+        except GridbenchError as exc:
+            return await asyncio.to_thread(agents_view, request, 422, error=_spec_error(exc))
+        if not checks:
+            checks.append(asyncio.Semaphore(MAX_CHECKS))
+        if checks[0].locked():
+            busy = {
+                "message": f"{MAX_CHECKS} connectivity checks are running already",
+                "fix": "wait a few seconds and check again",
+            }
+            return await asyncio.to_thread(agents_view, request, 429, error=busy)
+        t0 = time.perf_counter()
+        async with checks[0]:
+            try:
+                rows = await check_agents(spec, job_timeout_s=agents_page.CHECK_JOB_TIMEOUT_S)
+            except GridbenchError as exc:
+                return await asyncio.to_thread(agents_view, request, 422, error=_spec_error(exc))
+        block = spec.load.remote_agents
+        result = {
+            "name": name,
+            "where": agents_page.where(block.model_dump() if block is not None else {}),
+            "seconds": round(time.perf_counter() - t0, 1),
+            "ok": bool(rows) and all(r.ok for r in rows),
+            "rows": agents_page.rows_view(rows),
+        }
+        return await asyncio.to_thread(agents_view, request, result=result)
 
     # -- compare and history ------------------------------------------------------------------
     @app.get("/compare", response_class=HTMLResponse)

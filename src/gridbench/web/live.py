@@ -2,7 +2,8 @@
 
 :class:`LiveRun` keeps counters per trial, a bounded history of chart samples (offered
 against achieved submission rate, submit latency, failures, jobs per client-visible
-stage, client CPU) and recent messages. Every change is pushed at once to each
+stage, client CPU), each agent's counters when the load runs on agents (``load.agents`` as a
+block) and recent messages. Every change is pushed at once to each
 subscriber's queue (the server-sent-event streams); nothing polls. Everything here runs
 on the event loop of the server, the same loop as the runner.
 """
@@ -303,9 +304,12 @@ class LiveRun:
             return {}
         row = self.trials[i]
         counters = asdict(p)
-        counters.pop("extra", None)
+        extra = counters.pop("extra", None) or {}
         counters.pop("trial_id", None)
         row.update(counters)
+        if "agents" in extra:  # agents on Dask (run.agent_live.merge_live): each one's counters
+            row["agents"] = extra["agents"]
+            row["submit_latency_ms"] = extra.get("submit_latency_ms")
         row["status"] = status
         return row
 

@@ -1,6 +1,7 @@
 """Presets offered by the new-experiment page: shipped ones and those saved in the store.
 
-A saved preset is a backend section (``type`` and ``options``) with a description, kept
+A saved preset is a backend section (``type`` and ``options``) with a description, and
+optionally the agents that load it (``agents:``, as ``load.agents`` takes a block), kept
 as ``<results root>/.presets/<name>.yaml``. Secrets are never stored: option keys that
 name a password, token, key or credential with a literal value are refused, and so are
 values that are secrets whatever their key (private-key blocks, URLs with a password,
@@ -71,6 +72,7 @@ class Preset:
     tested: bool | None
     editable: bool
     data: dict[str, Any]  # a whole spec (example) or a backend section
+    agents: dict[str, Any] | None = None  # a saved preset's load.agents block, if any
 
 
 def _secret_key(key: str) -> bool:
@@ -281,6 +283,7 @@ def saved_presets(root: Path) -> list[Preset]:
                 Preset(
                     f"saved:{p.stem}", f"saved: {p.stem}", "backend",
                     str(data.get("description", "")), None, True, data["backend"],
+                    data.get("agents"),
                 )
             )  # fmt: skip
     return out
@@ -327,7 +330,8 @@ def command_preset_options(name: str) -> dict[str, Any]:
 
 
 def parse_preset(text: str, origin: str) -> dict[str, Any]:
-    """A saved preset document: ``description`` and ``backend: {type, options}``, checked."""
+    """A saved preset document: ``description``, ``backend: {type, options}`` and optionally
+    ``agents:`` (a ``load.agents`` block), checked."""
     data = plain_data(parse_yaml(text, origin))
     refuse_secrets(data, origin)  # the whole document, before anything could echo it
     if not isinstance(data, dict) or not isinstance(data.get("backend"), dict):
@@ -336,12 +340,20 @@ def parse_preset(text: str, origin: str) -> dict[str, Any]:
             where=origin,
             fix="write backend: {type: command, options: {...}}",
         )
+    agents = data.get("agents")
+    if agents is not None and not isinstance(agents, dict):
+        raise SpecError(
+            "a preset's 'agents:' is a load.agents block",
+            where=f"{origin}: agents",
+            fix="write agents: {processes: 2}, {hosts: [...], venv: ...} or {scheduler: ...}",
+        )
+    load: dict[str, Any] = {"rate": 1} if agents is None else {"rate": 1, "agents": agents}
     plain: dict[str, Any] = load_spec_text(
         dump_yaml(
             {
                 "name": "preset-check",
                 "backend": dict(data["backend"]),
-                "load": {"rate": 1},
+                "load": load,
                 "trial": {"duration": 1},
             }
         ),
@@ -350,7 +362,10 @@ def parse_preset(text: str, origin: str) -> dict[str, Any]:
     backend = plain["backend"]
     refuse_secrets(backend, origin)
     create_backend(str(backend.get("type")), dict(backend.get("options") or {}))  # validates
-    return {"description": str(data.get("description") or ""), "backend": backend}
+    out = {"description": str(data.get("description") or ""), "backend": backend}
+    if agents is not None:
+        out["agents"] = plain["load"]["agents"]
+    return out
 
 
 def save_preset(root: Path, name: str, text: str) -> Path:

@@ -73,6 +73,7 @@
       var c = row.querySelector(".t-" + k); if (c) c.textContent = t[k];
     });
     var st = row.querySelector(".t-status"); if (st) st.textContent = t.status === "running" ? t.phase : t.status;
+    updateAgents(t);
     var tc = row.querySelector(".t-time");
     if (tc) { tc.setAttribute("data-started", t.started || ""); tc.setAttribute("data-ended", t.ended || ""); }
     var bar = row.querySelector(".t-bar");
@@ -82,6 +83,34 @@
     var done = state.trials.filter(function (x) { return x.status !== "pending" && x.status !== "running"; }).length;
     setText("trials-done", String(done));
     var ov = document.getElementById("overall"); if (ov) ov.value = done;
+  }
+  // agents on Dask: one row per agent, updated in place (names go in with textContent)
+  var AGENT_KEYS = ["phase", "submitted", "acknowledged", "completed", "in_flight", "failed", "late", "dropped"];
+  function fmtMs(v) { return Number(v).toFixed(2) + " ms"; }
+  function updateAgents(t) {
+    var box = document.getElementById("agents-live"), body = document.querySelector("#agent-table tbody");
+    if (!box || !body || !t.agents) return;
+    box.hidden = false;
+    setText("agents-trial", t.trial_id);
+    var lat = t.submit_latency_ms;
+    setText("submit-latency-value", lat ? "p50 " + fmtMs(lat.p50) + " · p99 " + fmtMs(lat.p99) + " · max " +
+      fmtMs(lat.max) + " (" + lat.count + " submissions)" : "–");
+    var rows = {};
+    Array.prototype.forEach.call(body.querySelectorAll("tr.agent-row"), function (r) { rows[r.getAttribute("data-agent")] = r; });
+    Object.keys(t.agents).sort().forEach(function (name) {
+      var a = t.agents[name], row = rows[name];
+      if (!row) {
+        row = document.createElement("tr"); row.className = "agent-row"; row.setAttribute("data-agent", name);
+        var td = document.createElement("td"); td.className = "a-name"; td.textContent = name; row.appendChild(td);
+        AGENT_KEYS.forEach(function (k) {
+          var c = document.createElement("td"); c.className = (k === "phase" ? "" : "n ") + "a-" + k; row.appendChild(c);
+        });
+        body.appendChild(row);
+      }
+      AGENT_KEYS.forEach(function (k) {
+        var c = row.querySelector(".a-" + k); if (c) c.textContent = a[k] === null || a[k] === undefined ? "–" : a[k];
+      });
+    });
   }
   function addMessage(text) {
     var ul = document.getElementById("messages"), li = document.createElement("li");

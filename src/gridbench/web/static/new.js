@@ -8,6 +8,8 @@
   var fields = Array.prototype.slice.call(document.querySelectorAll("[data-path]"));
   var csrf = document.querySelector('meta[name="csrf-token"]').getAttribute("content");
   var presetData = JSON.parse(document.getElementById("preset-data").textContent);
+  var agentsEl = document.getElementById("preset-agents");  // saved presets' agents: blocks
+  var presetAgents = agentsEl ? JSON.parse(agentsEl.textContent) : {};
   var spec = {};
   var seq = 0;
   window.gbSync = {pending: 0, lastError: null, spec: function () { return spec; }};
@@ -102,7 +104,11 @@
     var key = document.getElementById("preset").value, p = presetData[key];
     if (!p) return;
     if (p.yaml !== undefined) { yaml.value = p.yaml; parseYaml(); }
-    else { spec.backend = JSON.parse(JSON.stringify(p)); fillForm(); dumpYaml(); }
+    else {
+      spec.backend = JSON.parse(JSON.stringify(p));
+      if (presetAgents[key]) { spec.load = spec.load || {}; spec.load.agents = JSON.parse(JSON.stringify(presetAgents[key])); }
+      fillForm(); dumpYaml();
+    }
     setStatus("preset " + key + " applied", false);
   });
   // An uploaded file replaces the YAML view at once.
