@@ -92,6 +92,8 @@ def test_live_run_shows_each_agent(page: Any, server: Server) -> None:  # noqa: 
     pg.wait_for_function(f"() => {_submitted_above(first)}")  # pushed updates, no reload
     assert _agent_count(pg, "agent-0", "acknowledged") > 0
     assert "p50" in pg.inner_text("#submit-latency-value")
+    phase = pg.locator('#agent-table tr[data-agent="agent-0"] .a-phase').text_content() or ""
+    assert phase.strip() in ("submitting", "draining"), phase  # the agent's own phase
     # the run ends and the page reloads with its results; the live record keeps the agents
     pg.wait_for_selector("#live-record", state="attached", timeout=90_000)
     assert pg.inner_text("#status") == "complete"

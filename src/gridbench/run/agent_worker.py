@@ -190,6 +190,7 @@ async def _run(task: AgentTask, stop_flag: threading.Event) -> dict[str, Any]:
         with contextlib.suppress(TimeoutError):  # sleep to the common start, unless stopped
             await asyncio.wait_for(stop.wait(), max(0, start_mono - time.perf_counter_ns()) / 1e9)
         result["actual_start_ns"] = clock.now_ns()
+        progress.phase = "submitting"  # the live page shows each agent's phase
         if not stop.is_set():
             await run_open_loop(
                 backend,
@@ -209,6 +210,7 @@ async def _run(task: AgentTask, stop_flag: threading.Event) -> dict[str, Any]:
         result["submit_end_ns"] = clock.now_ns()
         done.set()
         await tracking
+        progress.phase = "draining"
         await tracker.drain(t.drain, stop)
     finally:
         done.set()
