@@ -293,6 +293,10 @@ timeouts: {status_interval: 0.1s}
         assert t["valid"], t["validity"]
         rates.append(t["rates"]["end_to_end_per_s"])
         assert t["throughput"]["client_done"]["count"] == 40
+        # a per-agent breakdown for remote agents only (the one-host run has none)
+        assert sorted(t.get("by_agent", {})) == (
+            [] if run == one.run.path else sorted(info["agents"])
+        )
     assert rates[0] == pytest.approx(rates[1], rel=0.15), rates
 
 

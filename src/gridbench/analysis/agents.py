@@ -22,7 +22,7 @@ def _count(v: Any) -> int | None:
 
 
 def agent_breakdown(events: pl.DataFrame, agents: Mapping[str, Any]) -> dict[str, Any]:
-    """metrics.json's ``by_agent``: per agent of trial.json ``agents`` (none: empty)
+    """metrics.json's ``by_agent``: per remote agent of trial.json ``agents`` (none: empty)
 
     - ``submitted``: its submit stamps in the events;
     - ``rate_per_s``: those over its own schedule's span (its start to its last
@@ -32,6 +32,9 @@ def agent_breakdown(events: pl.DataFrame, agents: Mapping[str, Any]) -> dict[str
     - ``submit_p50_ms`` / ``submit_p95_ms``: submit → submit_ack, both stamps its own, so no
       clock offset enters.
     """
+    # remote agents only: in-process ones (trial.json lists them with a zero offset) are
+    # the controller itself, whose load the rest of the metrics already give
+    agents = {n: r for n, r in agents.items() if isinstance(r, Mapping) and "address" in r}
     if not agents:
         return {}
     mine = events.filter(
