@@ -23,8 +23,9 @@ from gridbench.errors import GridbenchError
 
 CLOSE_WAIT_S = 30  # Dask's default: a closing worker waits this long for its running task
 NO_SCHEDULER_S = 60  # a worker that cannot reach the scheduler this long exits
-#: Dask's statistical profiler samples the agent's thread every 10 ms and takes the GIL to
-#: do so: measured, it made a loaded agent's submissions late; an agent needs no profile
+#: Dask's statistical profiler samples the agent's thread every 10 ms, taking the GIL from
+#: its submitters each time; nobody reads an agent's profile (its effect on lateness was
+#: below this VM's noise when measured)
 QUIET_WORKER = {"DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False"}
 
 
