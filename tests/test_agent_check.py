@@ -50,7 +50,7 @@ def test_two_processes_against_noop() -> None:
     assert [r.agent for r in rows] == ["agent-0", "agent-1"]
     _all_ok(rows)
     for r in rows:
-        assert r.address.startswith("tcp://127.0.0.1:")
+        assert r.address.startswith("tls://127.0.0.1:")  # local agents speak TLS
         assert 0 < _bound_ms(r) < 50  # same machine: a small bound
         version = r.step("gridbench version")
         assert version is not None and f"gridbench {__version__}" in version.detail

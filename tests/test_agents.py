@@ -600,3 +600,38 @@ timeouts: {{status_interval: 0.1s, drain: 30s, settle: 0s}}
     mine = psutil.Process().children(recursive=True)
     assert not [p for p in mine if "dask_worker" in " ".join(p.cmdline())]
     assert _queued(grid.url) == 0
+
+
+def test_local_agents_speak_tls_that_a_stranger_cannot_join(tmp_path: Path) -> None:
+    """The local agents' scheduler listens on loopback, open to every user of a shared
+    submit host: it takes only parties holding this run's throw-away certificate."""
+    from distributed import Client
+    from distributed.security import Security
+
+    from gridbench.jobflow.loads.base import AgentsBlock
+    from gridbench.run.agent_pool import AgentPool
+    from gridbench.run.agent_worker import agent_identity
+
+    async def main() -> Path:
+        async with AgentPool(AgentsBlock(processes=1), tmp_path) as pool:
+            assert pool.tls is not None and pool.scheduler is not None
+            address = str(pool.scheduler.address)
+            assert address.startswith("tls://127.0.0.1:")
+            assert pool.tls.dir.stat().st_mode & 0o777 == 0o700
+            assert pool.tls.key.stat().st_mode & 0o777 == 0o600
+            # the agent answers the controller, which holds the certificate
+            ident = await pool.call(pool.addresses[0], agent_identity)
+            assert ident["pid"] != os.getpid()
+            # a client speaking plain TCP to that port, or TLS with a certificate of its
+            # own, is refused
+            plain = address.replace("tls://", "tcp://")
+            for addr, security in ((plain, None), (address, Security.temporary())):
+                with pytest.raises((OSError, TimeoutError)):
+                    await Client(addr, asynchronous=True, timeout="3s", security=security)
+            # the key never appears on a command line
+            for p in psutil.Process().children(recursive=True):
+                assert "PRIVATE KEY" not in " ".join(p.cmdline())
+            return pool.tls.dir
+
+    tls_dir = asyncio.run(main())
+    assert not tls_dir.exists()  # removed with the cluster

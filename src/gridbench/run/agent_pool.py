@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from gridbench import __version__
 from gridbench.errors import GridbenchError
 from gridbench.run import clock_sync
-from gridbench.run.agent_processes import CLOSE_WAIT_S, LocalAgents
+from gridbench.run.agent_processes import CLOSE_WAIT_S, LocalAgents, TlsFiles
 from gridbench.run.agent_worker import agent_identity
 
 if TYPE_CHECKING:
@@ -38,6 +38,8 @@ class AgentPool:
         self.cluster: Any = None
         self.scheduler: Any = None  # distributed.Scheduler of local agents
         self.local: LocalAgents | None = None
+        self.security: Any = None  # distributed.Security of local agents (TLS); else default
+        self.tls: TlsFiles | None = None
         self.client: Any = None  # distributed.Client, asynchronous
         self.addresses: list[str] = []
         self.names: list[str] = []  # agent name of each address
@@ -86,7 +88,9 @@ class AgentPool:
                 address = self.cluster.scheduler_address
             else:
                 address = str(b.scheduler)
-            self.client = await dd.Client(address, asynchronous=True, timeout="20s")
+            self.client = await dd.Client(
+                address, asynchronous=True, timeout="20s", security=self.security
+            )
             await self.client.wait_for_workers(b.processes or len(b.hosts or ()) or 1)
         except GridbenchError:
             raise
@@ -117,11 +121,19 @@ class AgentPool:
         # the scheduler runs in the controller's process: its INFO lines are not the user's
         self._dask_level = logging.getLogger("distributed").level
         logging.getLogger("distributed").setLevel(logging.ERROR)
+        # TLS with a throw-away certificate: the loopback port is open to every local user
+        self.security = dd.security.Security.temporary()
+        self.tls = TlsFiles(self.security.tls_ca_file, self.security.tls_worker_key)
         self.scheduler = await dd.Scheduler(
-            host="127.0.0.1", port=0, dashboard=False, dashboard_address="127.0.0.1:0"
+            host="127.0.0.1",
+            port=0,
+            protocol="tls",
+            security=self.security,
+            dashboard=False,
+            dashboard_address="127.0.0.1:0",
         )
         self.local = LocalAgents([f"agent-{k}" for k in range(n)], self.log_dir)
-        self.local.start(self.scheduler.address, self.block.env)
+        self.local.start(self.scheduler.address, self.block.env, self.tls)
         deadline = time.monotonic() + JOIN_TIMEOUT_S
         while len(self.scheduler.workers) < n:
             self.local.check()
@@ -148,6 +160,8 @@ class AgentPool:
                 await self.scheduler.close()
         if self.local is not None:
             await asyncio.to_thread(self.local.wait, CLOSE_WAIT_S + 5)
+        if self.tls is not None:
+            self.tls.remove()
         if self._dask_level is not None:
             logging.getLogger("distributed").setLevel(self._dask_level)
 

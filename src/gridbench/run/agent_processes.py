@@ -7,14 +7,18 @@ dies, so agents could never notice the lost controller and cancel what they subm
 workers outlive a killed controller: the scheduler's connection breaks, the worker closes,
 waiting (up to :data:`CLOSE_WAIT_S`) for its running agent, whose heartbeat watchdog stops
 the load and cancels; then the process exits by itself. Each starts with its agent's own
-``env`` (an ``LD_PRELOAD`` must be there from the first instruction).
+``env`` (an ``LD_PRELOAD`` must be there from the first instruction). They speak TLS with a
+throw-away certificate: on a shared submit host, another user who connects to the loopback
+port cannot join or run code in the agents.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -29,6 +33,25 @@ NO_SCHEDULER_S = 60  # a worker that cannot reach the scheduler this long exits
 QUIET_WORKER = {"DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False"}
 
 
+class TlsFiles:
+    """A throw-away certificate and key for one cluster's TLS (Dask's ``Security.temporary``:
+    one self-signed pair that every party presents and trusts), written to a private
+    directory for the workers' command line; removed with :meth:`remove`."""
+
+    def __init__(self, cert_pem: str, key_pem: str) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="gridbench-agents-"))  # mode 0700
+        self.cert = self.dir / "cert.pem"
+        self.key = self.dir / "key.pem"
+        self.cert.write_text(cert_pem)
+        fd = os.open(self.key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(key_pem)
+
+    def remove(self) -> None:
+        """Delete the files (the running workers have loaded them)."""
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
 class LocalAgents:
     """``dask worker`` processes, one per agent name, with their logs in ``log_dir``."""
 
@@ -38,8 +61,11 @@ class LocalAgents:
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.logs: dict[str, Path | None] = {}
 
-    def start(self, address: str, envs: Mapping[str, Mapping[str, str]]) -> None:
-        """Start every agent's worker against the scheduler at ``address``."""
+    def start(
+        self, address: str, envs: Mapping[str, Mapping[str, str]], tls: TlsFiles | None = None
+    ) -> None:
+        """Start every agent's worker against the scheduler at ``address`` (``tls``: the
+        certificate and key files the workers present and trust)."""
         for name in self.names:
             log = None if self.log_dir is None else self.log_dir / name / "worker.log"
             self.logs[name] = log
@@ -59,6 +85,9 @@ class LocalAgents:
                 "--death-timeout",
                 str(NO_SCHEDULER_S),
             ]
+            if tls is not None:  # file paths: the key itself never appears in a command line
+                argv += ["--tls-ca-file", str(tls.cert), "--tls-cert", str(tls.cert)]
+                argv += ["--tls-key", str(tls.key)]
             env = {**os.environ, **QUIET_WORKER, **envs.get(name, {})}
             if log is None:
                 self.procs[name] = _spawn(argv, env, subprocess.DEVNULL)
