@@ -37,12 +37,12 @@ from typing import Any
 
 import polars as pl
 
-from gridbench.events.clock import AnchoredClock
-from gridbench.events.log import EventLog, read_events
-from gridbench.run.agent_collect import merge_logs
-from gridbench.run.agents import _Merger
-from gridbench.run.experiment import ExperimentRunner
-from gridbench.spec import load_spec_text, make_plan
+from gridbench.jobflow.events.clock import AnchoredClock
+from gridbench.jobflow.events.log import EventLog, read_events
+from gridbench.jobflow.run.agent_collect import merge_logs
+from gridbench.jobflow.run.agents import _Merger
+from gridbench.jobflow.run.experiment import ExperimentRunner
+from gridbench.jobflow.spec import load_spec_text, make_plan
 
 
 def _cpu() -> float:

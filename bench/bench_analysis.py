@@ -162,9 +162,9 @@ import json, resource, sys, time
 from pathlib import Path
 mode, run = sys.argv[1], Path(sys.argv[2])
 t = time.perf_counter()
-from gridbench.events.log import read_events
+from gridbench.jobflow.events.log import read_events
 if mode == "full":
-    from gridbench.analysis import analyze_run
+    from gridbench.jobflow.analysis import analyze_run
 imported = time.perf_counter() - t
 t = time.perf_counter()
 if mode == "read":

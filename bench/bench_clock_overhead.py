@@ -25,10 +25,10 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from gridbench.analysis.clocks import stage_clocks, to_controller_time
-from gridbench.analysis.timelines import build_timeline
-from gridbench.events.log import read_events
-from gridbench.events.model import EVENT_SCHEMA
+from gridbench.jobflow.analysis.clocks import stage_clocks, to_controller_time
+from gridbench.jobflow.analysis.timelines import build_timeline
+from gridbench.jobflow.events.log import read_events
+from gridbench.jobflow.events.model import EVENT_SCHEMA
 
 CLIENT = ("intended", "submit", "submit_ack", "client_done")
 SERVER = ("ce_entry", "ce_submit", "bridge_entry", "bridge_submit", "bridge_done", "ce_done")

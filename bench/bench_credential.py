@@ -29,9 +29,9 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from gridbench.analysis.experiment import analyze_run
-from gridbench.run.experiment import ExperimentRunner
-from gridbench.spec import load_spec_text, make_plan
+from gridbench.jobflow.analysis.experiment import analyze_run
+from gridbench.jobflow.run.experiment import ExperimentRunner
+from gridbench.jobflow.spec import load_spec_text, make_plan
 from slurm_cluster import SlurmCluster, running_cluster
 
 

@@ -23,10 +23,10 @@ from pathlib import Path
 
 import psutil
 
-from gridbench.run import tracker as tracker_mod
-from gridbench.run.experiment import ExperimentRunner
-from gridbench.run.observer import NullObserver, TrialProgress
-from gridbench.spec import load_spec_text, make_plan
+from gridbench.jobflow.run import tracker as tracker_mod
+from gridbench.jobflow.run.experiment import ExperimentRunner
+from gridbench.jobflow.run.observer import NullObserver, TrialProgress
+from gridbench.jobflow.spec import load_spec_text, make_plan
 
 
 class Watch(NullObserver):

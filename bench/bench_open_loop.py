@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from gridbench.events.log import read_events
-from gridbench.run.experiment import ExperimentRunner
-from gridbench.spec import load_spec_text, make_plan
+from gridbench.jobflow.events.log import read_events
+from gridbench.jobflow.run.experiment import ExperimentRunner
+from gridbench.jobflow.spec import load_spec_text, make_plan
 
 
 def one(rate: float, seconds: float, pool: int, root: Path) -> dict[str, float]:

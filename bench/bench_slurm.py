@@ -38,10 +38,10 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from gridbench.backends.registry import create_backend
-from gridbench.events.log import read_events
-from gridbench.run.experiment import ExperimentRunner
-from gridbench.spec import load_spec_text, make_plan
+from gridbench.jobflow.backends.registry import create_backend
+from gridbench.jobflow.events.log import read_events
+from gridbench.jobflow.run.experiment import ExperimentRunner
+from gridbench.jobflow.spec import load_spec_text, make_plan
 from slurm_cluster import PARTITION, SlurmCluster, running_cluster
 
 

@@ -19,7 +19,7 @@ import subprocess
 import time
 from collections.abc import Callable
 
-from gridbench.backends import cli_run, spawn
+from gridbench.jobflow.backends import cli_run, spawn
 
 # the environment a backend passes: the harness's own plus a few settings
 ENV = {**os.environ, "SLURM_CONF": "/etc/slurm/slurm.conf", "MUNGE_SOCKET": "/run/munge"}

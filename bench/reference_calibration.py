@@ -36,7 +36,7 @@ import httpx
 import numpy as np
 from defusedxml import ElementTree
 
-from gridbench.reference import ReferenceGrid, build_config
+from gridbench.jobflow.reference import ReferenceGrid, build_config
 
 
 @dataclass

@@ -9,10 +9,10 @@ from typing import Any, Protocol
 
 import polars as pl
 
-from gridbench.backends.base import Backend
-from gridbench.events.log import read_events
-from gridbench.run.experiment import ExperimentOutcome, ExperimentRunner
-from gridbench.spec import load_spec_text, make_plan
+from gridbench.jobflow.backends.base import Backend
+from gridbench.jobflow.events.log import read_events
+from gridbench.jobflow.run.experiment import ExperimentOutcome, ExperimentRunner
+from gridbench.jobflow.spec import load_spec_text, make_plan
 
 
 class Counting(Backend, Protocol):

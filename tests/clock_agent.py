@@ -18,16 +18,16 @@ import socket
 import sys
 from pathlib import Path
 
-from gridbench.events.clock import AnchoredClock
-from gridbench.events.log import EventLog
-from gridbench.events.model import (
+from gridbench.jobflow.events.clock import AnchoredClock
+from gridbench.jobflow.events.log import EventLog
+from gridbench.jobflow.events.model import (
     STAGE_CLIENT_DONE,
     STAGE_INTENDED,
     STAGE_SUBMIT,
     STAGE_SUBMIT_ACK,
 )
-from gridbench.run.clock_sync import agent_half
-from gridbench.run.recorder import Recorder
+from gridbench.jobflow.run.clock_sync import agent_half
+from gridbench.jobflow.run.recorder import Recorder
 
 AGENT = "agent-ft"
 

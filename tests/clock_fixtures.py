@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from daemons import log_tail, spawn_logged, stop_pids, wait_until
-from gridbench.events.log import EventLog
-from gridbench.run.clock_sync import OffsetEstimate, measure
+from gridbench.jobflow.events.log import EventLog
+from gridbench.jobflow.run.clock_sync import OffsetEstimate, measure
 
 HERE = Path(__file__).resolve().parent
 AGENT_SCRIPT = HERE / "clock_agent.py"

@@ -6,8 +6,8 @@ import itertools
 
 import polars as pl
 
-from gridbench.backends.psij_backend import PsijBackend
-from gridbench.backends.registry import create_backend
+from gridbench.jobflow.backends.psij_backend import PsijBackend
+from gridbench.jobflow.backends.registry import create_backend
 
 CHAIN = ["submit", "psij_queued", "psij_active", "psij_end", "client_done"]
 

@@ -23,10 +23,10 @@ import psutil
 import pytest
 
 from conftest import BIN, cli_env
-from gridbench.analysis import analyze_run
-from gridbench.events.log import read_events
-from gridbench.reference import ReferenceGrid, build_config
-from gridbench.run.cleanup import outstanding_jobs
+from gridbench.jobflow.analysis import analyze_run
+from gridbench.jobflow.events.log import read_events
+from gridbench.jobflow.reference import ReferenceGrid, build_config
+from gridbench.jobflow.run.cleanup import outstanding_jobs
 from test_runner import run_spec
 
 DASK = Path(sys.executable).with_name("dask")
@@ -428,10 +428,10 @@ timeouts: {{status_interval: 0.2s, drain: 5s, settle: 0s}}
 
 
 def test_live_progress_adds_the_agents_histograms(tmp_path: Path) -> None:
-    from gridbench.events.clock import AnchoredClock
-    from gridbench.events.log import EventLog
-    from gridbench.run.agent_live import LiveRecorder, merge_live
-    from gridbench.run.observer import TrialProgress
+    from gridbench.jobflow.events.clock import AnchoredClock
+    from gridbench.jobflow.events.log import EventLog
+    from gridbench.jobflow.run.agent_live import LiveRecorder, merge_live
+    from gridbench.jobflow.run.observer import TrialProgress
 
     snaps, blobs = {}, []
     for k, lat_ms in enumerate((10, 30)):
@@ -558,9 +558,9 @@ def test_trials_reuse_the_agents_and_a_lost_one_is_replaced(
 ) -> None:
     """Three trials: the first two run on the same agent processes (started once); an agent
     killed after the second makes the third start a fresh pair, and that trial is whole."""
-    from gridbench.run.experiment import ExperimentRunner
-    from gridbench.run.observer import NullObserver
-    from gridbench.spec import load_spec_text, make_plan
+    from gridbench.jobflow.run.experiment import ExperimentRunner
+    from gridbench.jobflow.run.observer import NullObserver
+    from gridbench.jobflow.spec import load_spec_text, make_plan
 
     class KillAfterSecond(NullObserver):
         def __init__(self) -> None:
@@ -609,8 +609,8 @@ def test_local_agents_speak_tls_that_a_stranger_cannot_join(tmp_path: Path) -> N
     from distributed.security import Security
 
     from gridbench.jobflow.loads.base import AgentsBlock
-    from gridbench.run.agent_pool import AgentPool
-    from gridbench.run.agent_worker import agent_identity
+    from gridbench.jobflow.run.agent_pool import AgentPool
+    from gridbench.jobflow.run.agent_worker import agent_identity
 
     async def main() -> Path:
         async with AgentPool(AgentsBlock(processes=1), tmp_path) as pool:

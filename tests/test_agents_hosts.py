@@ -19,8 +19,8 @@ import pytest
 
 import gridbench
 from conftest import BIN, cli_env
-from gridbench.events.log import read_events
-from gridbench.run.agent_pool import HOSTS_IDLE_CLOSE_S
+from gridbench.jobflow.events.log import read_events
+from gridbench.jobflow.run.agent_pool import HOSTS_IDLE_CLOSE_S
 from io_fixtures import free_port, log_tail, stop
 from test_runner import run_spec
 
@@ -171,7 +171,7 @@ def test_agents_on_hosts_outlive_a_killed_controller_and_cancel(
     hear nothing more, stop submitting and cancel every job they had submitted."""
     import signal
 
-    from gridbench.run.cleanup import outstanding_jobs
+    from gridbench.jobflow.run.cleanup import outstanding_jobs
     from test_agents import _agent_logs, _run_background, _wait_for
 
     ssh = f'{{port: {hosts.port}, username: root, client_keys: ["{hosts.key}"], known_hosts: null}}'

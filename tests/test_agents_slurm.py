@@ -9,7 +9,7 @@ from pathlib import Path
 
 import polars as pl
 
-from gridbench.events.log import read_events
+from gridbench.jobflow.events.log import read_events
 from slurm_cluster import SlurmCluster, slurm_fixture  # noqa: F401 (fixture)
 from test_runner import run_spec
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import test_analysis_fixtures as fx
-from gridbench.analysis.bottleneck import (
+from gridbench.jobflow.analysis.bottleneck import (
     Finding,
     corroborated,
     evidence,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gridbench.analysis.experiment import analyze_run
-from gridbench.analysis.info import TrialInfo
-from gridbench.analysis.validity import _client_tools_share
-from gridbench.events.chain import Stage, StageChain
+from gridbench.jobflow.analysis.experiment import analyze_run
+from gridbench.jobflow.analysis.info import TrialInfo
+from gridbench.jobflow.analysis.validity import _client_tools_share
+from gridbench.jobflow.events.chain import Stage, StageChain
 from test_runner import run_spec
 
 CHAIN = StageChain((Stage("submit", "client"), Stage("client_done", "client"))).to_dict()

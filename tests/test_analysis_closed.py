@@ -16,14 +16,14 @@ import numpy as np
 import polars as pl
 import pytest
 
-from gridbench.analysis import analyze_run
-from gridbench.analysis.closed import ci_statement, pm_text, pooled
-from gridbench.analysis.growth import sweep_growth
-from gridbench.events.chain import Segment, Stage, StageChain
-from gridbench.events.log import read_events
 from gridbench.growth import fit_growth
-from gridbench.run.experiment import ExperimentOutcome, ExperimentRunner
-from gridbench.spec import load_spec_text, make_plan
+from gridbench.jobflow.analysis import analyze_run
+from gridbench.jobflow.analysis.closed import ci_statement, pm_text, pooled
+from gridbench.jobflow.analysis.growth import sweep_growth
+from gridbench.jobflow.events.chain import Segment, Stage, StageChain
+from gridbench.jobflow.events.log import read_events
+from gridbench.jobflow.run.experiment import ExperimentOutcome, ExperimentRunner
+from gridbench.jobflow.spec import load_spec_text, make_plan
 from gridbench.stats import describe
 from test_analysis_fixtures import edgi_chain, frame, info, simple_chain, write_trial
 

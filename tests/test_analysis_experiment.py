@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import test_analysis_fixtures as fx
-from gridbench.analysis import analyze_run
 from gridbench.errors import ResultsError
+from gridbench.jobflow.analysis import analyze_run
 
 PER_MIN = 1 / 60
 

@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from gridbench.analysis.info import TrialInfo
-from gridbench.events.chain import Segment, Stage, StageChain
-from gridbench.events.model import EVENT_SCHEMA
+from gridbench.jobflow.analysis.info import TrialInfo
+from gridbench.jobflow.events.chain import Segment, Stage, StageChain
+from gridbench.jobflow.events.model import EVENT_SCHEMA
 
 T0 = 1_700_000_000_000_000_000  # an epoch in ns; tests express times in seconds after it
 NS = 1_000_000_000

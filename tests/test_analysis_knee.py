@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gridbench.analysis.knee import PointVerdict, bootstrap_capacity, fit_capacity, knee
+from gridbench.jobflow.analysis.knee import PointVerdict, bootstrap_capacity, fit_capacity, knee
 
 
 def test_fit_capacity_exact() -> None:

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 import test_analysis_fixtures as fx
-from gridbench.analysis.latency import latency_durations, latency_stats
-from gridbench.analysis.timelines import build_timeline, job_times, timeline_stages
-from gridbench.analysis.trial import analyze_trial
-from gridbench.events.chain import Segment
+from gridbench.jobflow.analysis.latency import latency_durations, latency_stats
+from gridbench.jobflow.analysis.timelines import build_timeline, job_times, timeline_stages
+from gridbench.jobflow.analysis.trial import analyze_trial
+from gridbench.jobflow.events.chain import Segment
 
 CHAIN = fx.simple_chain(
     "submit",

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import test_analysis_fixtures as fx
-from gridbench.analysis.queues import (
+from gridbench.jobflow.analysis.queues import (
     growth_window,
     in_queue,
     queue_max,
@@ -14,7 +14,7 @@ from gridbench.analysis.queues import (
     queue_segments,
     queue_series,
 )
-from gridbench.analysis.trial import analyze_trial
+from gridbench.jobflow.analysis.trial import analyze_trial
 
 
 def test_queue_length_max_and_final_by_hand() -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from gridbench.analysis.repetitions import find_outliers, point_summary
+from gridbench.jobflow.analysis.repetitions import find_outliers, point_summary
 
 
 def _trial(

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gridbench.analysis.load import read_resources, read_server_resources
-from gridbench.run.resources import RESOURCES_FILE
-from gridbench.run.server_resources import SERVER_RESOURCES_FILE
+from gridbench.jobflow.analysis.load import read_resources, read_server_resources
+from gridbench.jobflow.run.resources import RESOURCES_FILE
+from gridbench.jobflow.run.server_resources import SERVER_RESOURCES_FILE
 
 CLIENT = "t_ns,cpu_percent,rss_bytes,children\n1,50.0,1000,0\n2,70.0,2000,1\n"
 SERVER = "t_ns,label,pid,cpu_percent,rss_bytes,state\n1,slurmctld,7,10.0,5000,running\n"

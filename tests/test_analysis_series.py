@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gridbench.analysis.series import histogram, minmax_downsample, series
+from gridbench.jobflow.analysis.series import histogram, minmax_downsample, series
 
 
 def test_minmax_downsample_keeps_extremes_in_time_order() -> None:

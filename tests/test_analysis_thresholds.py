@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from gridbench.analysis.thresholds import evaluate_threshold, evaluate_thresholds
-from gridbench.spec.model import ThresholdSpec
+from gridbench.jobflow.analysis.thresholds import evaluate_threshold, evaluate_thresholds
+from gridbench.jobflow.spec.model import ThresholdSpec
 
 
 def _trial(tid: str, p99: float, valid: bool = True) -> dict[str, Any]:

@@ -6,16 +6,16 @@ import numpy as np
 import pytest
 
 import test_analysis_fixtures as fx
-from gridbench.analysis.config import AnalysisConfig
-from gridbench.analysis.throughput import (
+from gridbench.jobflow.analysis.config import AnalysisConfig
+from gridbench.jobflow.analysis.throughput import (
     default_window,
     edgi_average,
     punctual,
     steady_rate,
     windowed_rate,
 )
-from gridbench.analysis.trial import analyze_trial
-from gridbench.analysis.warmup import steady_state_fraction, trimmed_count
+from gridbench.jobflow.analysis.trial import analyze_trial
+from gridbench.jobflow.analysis.warmup import steady_state_fraction, trimmed_count
 
 CHAIN = fx.simple_chain("submit", "done")
 

@@ -6,8 +6,8 @@ import numpy as np
 import polars as pl
 
 import test_analysis_fixtures as fx
-from gridbench.analysis.clocks import to_controller_time
-from gridbench.analysis.timelines import (
+from gridbench.jobflow.analysis.clocks import to_controller_time
+from gridbench.jobflow.analysis.timelines import (
     _job_ids,
     _job_ids_exact,
     build_timeline,

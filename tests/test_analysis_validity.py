@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 import test_analysis_fixtures as fx
-from gridbench.analysis.trial import analyze_trial
-from gridbench.events.chain import Segment, Stage, StageChain
+from gridbench.jobflow.analysis.trial import analyze_trial
+from gridbench.jobflow.events.chain import Segment, Stage, StageChain
 
 CHAIN = fx.simple_chain("submit", "client_done")
 N = 100

@@ -9,21 +9,21 @@ from typing import Any
 
 import pytest
 
-from gridbench.backends import registry
-from gridbench.backends.base import (
+from gridbench.errors import SpecError
+from gridbench.jobflow.backends import registry
+from gridbench.jobflow.backends.base import (
     BulkSubmitter,
     OrphanStopper,
     ReportPublisher,
     RuntimeInfoSource,
     RuntimeStatsSource,
 )
-from gridbench.backends.command import CommandBackend
-from gridbench.backends.local import LocalBackend
-from gridbench.backends.noop import NoopBackend
-from gridbench.backends.reference import ReferenceBackend
-from gridbench.backends.sge import SgeBackend
-from gridbench.backends.slurm import SlurmBackend
-from gridbench.errors import SpecError
+from gridbench.jobflow.backends.command import CommandBackend
+from gridbench.jobflow.backends.local import LocalBackend
+from gridbench.jobflow.backends.noop import NoopBackend
+from gridbench.jobflow.backends.reference import ReferenceBackend
+from gridbench.jobflow.backends.sge import SgeBackend
+from gridbench.jobflow.backends.slurm import SlurmBackend
 
 PYPROJECT = Path(__file__).parents[1] / "pyproject.toml"
 
@@ -71,7 +71,7 @@ def _ep(name: str, value: str, dist: str) -> _Ep:
 def test_a_plugin_cannot_replace_a_builtin(monkeypatch: pytest.MonkeyPatch) -> None:
     eps = [
         _ep("noop", "evil.backend:Noop", "evil"),
-        _ep("noop", "gridbench.backends.noop:NoopBackend", "gridbench"),
+        _ep("noop", "gridbench.jobflow.backends.noop:NoopBackend", "gridbench"),
         _ep("mine", "mypkg.backend:Mine", "mypkg"),
         _ep("mine", "other.backend:Mine", "other"),
     ]
@@ -82,7 +82,7 @@ def test_a_plugin_cannot_replace_a_builtin(monkeypatch: pytest.MonkeyPatch) -> N
 
     monkeypatch.setattr(registry, "entry_points", fake)
     assert registry.available() == {
-        "noop": "gridbench.backends.noop:NoopBackend",
+        "noop": "gridbench.jobflow.backends.noop:NoopBackend",
         "mine": "mypkg.backend:Mine",  # the first plugin's
     }
     with pytest.raises(SpecError, match="could not be loaded") as exc:

@@ -123,7 +123,7 @@ def test_sigterm_stops_cancels_and_finalises(tmp_path: Path) -> None:
     import signal
     import time
 
-    from gridbench.events.log import read_events
+    from gridbench.jobflow.events.log import read_events
 
     spec = tmp_path / "long.yaml"
     spec.write_text(

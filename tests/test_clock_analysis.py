@@ -10,16 +10,16 @@ import polars as pl
 import pytest
 
 import test_analysis_fixtures as fx
-from gridbench.analysis.clocks import BOUND_COLUMN, clock_summary, to_controller_time
-from gridbench.analysis.config import AnalysisConfig
-from gridbench.analysis.experiment import analyze_run
-from gridbench.analysis.load import read_trial_events
-from gridbench.analysis.trial import analyze_trial
-from gridbench.analysis.validity import ValidityConfig
 from gridbench.errors import ResultsError
-from gridbench.events.chain import Stage, StageChain
+from gridbench.jobflow.analysis.clocks import BOUND_COLUMN, clock_summary, to_controller_time
+from gridbench.jobflow.analysis.config import AnalysisConfig
+from gridbench.jobflow.analysis.experiment import analyze_run
+from gridbench.jobflow.analysis.load import read_trial_events
+from gridbench.jobflow.analysis.trial import analyze_trial
+from gridbench.jobflow.analysis.validity import ValidityConfig
+from gridbench.jobflow.events.chain import Stage, StageChain
 from gridbench.jobflow.metrics_schema import validate_metrics
-from gridbench.spec.load import load_spec_text
+from gridbench.jobflow.spec.load import load_spec_text
 
 CHAIN = StageChain(stages=(Stage("submit", "client"), Stage("queued", "server")))
 SEG = "submit->queued"

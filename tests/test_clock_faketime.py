@@ -16,13 +16,13 @@ import pytest
 
 from clock_agent import AGENT
 from clock_fixtures import FakeTimeAgent, StampingServer
-from gridbench.analysis.experiment import analyze_run
-from gridbench.events.chain import Stage, StageChain
-from gridbench.events.ingest_run import ingest_jsonl_run
-from gridbench.events.jsonl import write_jsonl
-from gridbench.events.log import EVENTS_FILE, read_events
+from gridbench.jobflow.analysis.experiment import analyze_run
+from gridbench.jobflow.events.chain import Stage, StageChain
+from gridbench.jobflow.events.ingest_run import ingest_jsonl_run
+from gridbench.jobflow.events.jsonl import write_jsonl
+from gridbench.jobflow.events.log import EVENTS_FILE, read_events
 from gridbench.jobflow.report import build_report
-from gridbench.run.clock_sync import OffsetEstimate, drift_ppm
+from gridbench.jobflow.run.clock_sync import OffsetEstimate, drift_ppm
 
 SKEW_NS = 2_500_000_000
 JOBS = 20

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from clock_fixtures import PrivateChronyd
-from gridbench.analysis.clocks import sync_text
-from gridbench.analysis.experiment import analyze_run
-from gridbench.run.experiment import ExperimentRunner
-from gridbench.run.host_clock import TRACKING_FIELDS, chrony_tracking, parse_tracking
-from gridbench.spec import load_spec_text, make_plan
+from gridbench.jobflow.analysis.clocks import sync_text
+from gridbench.jobflow.analysis.experiment import analyze_run
+from gridbench.jobflow.run.experiment import ExperimentRunner
+from gridbench.jobflow.run.host_clock import TRACKING_FIELDS, chrony_tracking, parse_tracking
+from gridbench.jobflow.spec import load_spec_text, make_plan
 
 
 @pytest.fixture(scope="module")

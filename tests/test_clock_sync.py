@@ -8,7 +8,7 @@ import time
 import pytest
 
 from gridbench.errors import GridbenchError
-from gridbench.run.clock_sync import agent_half, drift_ppm, estimate, measure
+from gridbench.jobflow.run.clock_sync import agent_half, drift_ppm, estimate, measure
 
 
 def _sample(t1: int, offset: int, out: int, back: int, held: int) -> tuple[int, int, int, int]:

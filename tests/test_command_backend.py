@@ -12,12 +12,12 @@ from typing import Any, TypeVar
 
 import pytest
 
-from gridbench.backends.base import JobRequest, JobState, JobStatus, SubmitError
-from gridbench.backends.command import CommandBackend
 from gridbench.errors import BackendError
+from gridbench.jobflow.backends.base import JobRequest, JobState, JobStatus, SubmitError
+from gridbench.jobflow.backends.command import CommandBackend
 
 T = TypeVar("T")
-DEMO = ["{python}", "-m", "gridbench.backends.command_demo", "--state-dir={state_dir}"]
+DEMO = ["{python}", "-m", "gridbench.jobflow.backends.command_demo", "--state-dir={state_dir}"]
 
 
 def demo(state: Path, **over: Any) -> dict[str, Any]:

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from gridbench.backends.base import JobRequest, JobState
-from gridbench.backends.command import CommandBackend
-from gridbench.backends.command_process import ProcessRunner
-from gridbench.backends.command_template import ArgvTemplate
+from gridbench.jobflow.backends.base import JobRequest, JobState
+from gridbench.jobflow.backends.command import CommandBackend
+from gridbench.jobflow.backends.command_process import ProcessRunner
+from gridbench.jobflow.backends.command_template import ArgvTemplate
 
 PRINTF = "/usr/bin/printf"
 ECHO = "/bin/echo"

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from gridbench.backends import command_presets
-from gridbench.backends.base import JobState
-from gridbench.backends.command_options import compile_options, merge
-from gridbench.backends.registry import available, create_backend
 from gridbench.errors import SpecError
+from gridbench.jobflow.backends import command_presets
+from gridbench.jobflow.backends.base import JobState
+from gridbench.jobflow.backends.command_options import compile_options, merge
+from gridbench.jobflow.backends.registry import available, create_backend
 
 PRESETS = {
     "arc",
@@ -65,7 +65,7 @@ def test_batched_status_where_the_cli_allows_it() -> None:
 
 
 def test_command_backend_is_registered() -> None:
-    assert available()["command"] == "gridbench.backends.command:CommandBackend"
+    assert available()["command"] == "gridbench.jobflow.backends.command:CommandBackend"
     b = create_backend("command", {"preset": "demo"})
     assert b.name == "command"
     assert b.capabilities().batch_status and b.capabilities().cancel

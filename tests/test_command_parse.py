@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from gridbench.backends.base import JobState
-from gridbench.backends.command_parse import (
+from gridbench.jobflow.backends.base import JobState
+from gridbench.jobflow.backends.command_parse import (
     NoMatch,
     extract_id,
     key_of,

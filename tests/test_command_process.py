@@ -13,7 +13,11 @@ from typing import Any
 import psutil
 import pytest
 
-from gridbench.backends.command_process import ClientStartError, ClientTimeout, ProcessRunner
+from gridbench.jobflow.backends.command_process import (
+    ClientStartError,
+    ClientTimeout,
+    ProcessRunner,
+)
 
 PY = sys.executable
 BURN = "import time\nt=time.process_time()\nwhile time.process_time()-t<{s}: pass\nprint('ok')"

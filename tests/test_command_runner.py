@@ -10,8 +10,8 @@ from typing import Any
 import polars as pl
 import pytest
 
-from gridbench.backends.command_demo import job_state
 from gridbench.errors import BackendError
+from gridbench.jobflow.backends.command_demo import job_state
 from test_runner import events, run_spec, stage_counts
 
 

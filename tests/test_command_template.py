@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gridbench.backends.command_template import (
+from gridbench.jobflow.backends.command_template import (
     ArgvTemplate,
     Placeholder,
     TemplateError,

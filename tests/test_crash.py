@@ -14,7 +14,7 @@ import polars as pl
 import psutil
 
 from conftest import BIN, cli_env
-from gridbench.events.log import read_events
+from gridbench.jobflow.events.log import read_events
 
 SPEC = """\
 name: crash

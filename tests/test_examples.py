@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from gridbench.examples import demo_spec_path
-from gridbench.spec import load_spec, make_plan
+from gridbench.jobflow.examples import demo_spec_path
+from gridbench.jobflow.spec import load_spec, make_plan
 
 # job-flow specs; the storage specs (io-*.yaml) are checked by tests/test_io_examples.py,
 # the messaging specs (net-*.yaml) by tests/test_net_run.py

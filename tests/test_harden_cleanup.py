@@ -19,7 +19,7 @@ import psutil
 import pytest
 
 from conftest import BIN, cli_env
-from gridbench.events.log import EVENTS_FILE, EventLog
+from gridbench.jobflow.events.log import EVENTS_FILE, EventLog
 
 
 def _plant(results: Path, folder: str, created: str) -> Path:

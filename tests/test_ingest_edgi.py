@@ -10,9 +10,9 @@ import polars as pl
 import pytest
 
 from gridbench.errors import IngestError
-from gridbench.events.edgi import ReportCollector, ingest_edgi, parse_report
-from gridbench.events.model import EVENT_SCHEMA
-from gridbench.events.sources import FetchLimits, parse_report_sources
+from gridbench.jobflow.events.edgi import ReportCollector, ingest_edgi, parse_report
+from gridbench.jobflow.events.model import EVENT_SCHEMA
+from gridbench.jobflow.events.sources import FetchLimits, parse_report_sources
 from test_ingest_helpers import (
     T0_NS,
     client_events,

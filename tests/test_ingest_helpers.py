@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 import polars as pl
 
-from gridbench.events.model import EVENT_SCHEMA
+from gridbench.jobflow.events.model import EVENT_SCHEMA
 
 T0 = datetime(2024, 6, 10, 12, 0, 0, tzinfo=UTC)
 T0_NS = int(T0.timestamp()) * 1_000_000_000

@@ -9,8 +9,8 @@ import polars as pl
 import pytest
 
 from gridbench.errors import IngestError
-from gridbench.events.edgi import ReportCollector, ingest_edgi
-from gridbench.events.sources import FetchLimits, child_links
+from gridbench.jobflow.events.edgi import ReportCollector, ingest_edgi
+from gridbench.jobflow.events.sources import FetchLimits, child_links
 from test_ingest_helpers import (
     _Handler,
     client_events,

@@ -12,10 +12,10 @@ from typing import Any
 import httpx
 import polars as pl
 
-from gridbench.events.edgi import ReportCollector, ingest_edgi, joined_by_lines
-from gridbench.events.model import EVENT_SCHEMA
-from gridbench.reference import ReferenceGrid, build_config
-from gridbench.reference.config import merge
+from gridbench.jobflow.events.edgi import ReportCollector, ingest_edgi, joined_by_lines
+from gridbench.jobflow.events.model import EVENT_SCHEMA
+from gridbench.jobflow.reference import ReferenceGrid, build_config
+from gridbench.jobflow.reference.config import merge
 from test_ingest_helpers import client_events, record, two_tier_records, write_report
 from test_ingest_reference import FAST
 

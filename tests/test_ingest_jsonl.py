@@ -9,9 +9,9 @@ import polars as pl
 import pytest
 
 from gridbench.errors import IngestError
-from gridbench.events.jsonl import read_jsonl, rfc3339_to_ns, write_jsonl
-from gridbench.events.log import EventLog, read_events
-from gridbench.events.model import EVENT_SCHEMA
+from gridbench.jobflow.events.jsonl import read_jsonl, rfc3339_to_ns, write_jsonl
+from gridbench.jobflow.events.log import EventLog, read_events
+from gridbench.jobflow.events.model import EVENT_SCHEMA
 
 T = 1_718_000_000_000_000_000  # 2024-06-10T06:13:20Z
 

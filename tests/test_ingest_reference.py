@@ -12,10 +12,10 @@ from typing import Any
 import httpx
 import polars as pl
 
-from gridbench.events.edgi import ReportCollector
-from gridbench.events.model import EVENT_SCHEMA
-from gridbench.reference import ReferenceGrid, build_config
-from gridbench.reference.config import merge
+from gridbench.jobflow.events.edgi import ReportCollector
+from gridbench.jobflow.events.model import EVENT_SCHEMA
+from gridbench.jobflow.reference import ReferenceGrid, build_config
+from gridbench.jobflow.reference.config import merge
 
 FAST: dict[str, Any] = {
     "ce": {"service": {"dist": "fixed", "mean": 0.005}},

@@ -9,16 +9,16 @@ import polars as pl
 import pytest
 
 from gridbench.errors import IngestError, ResultsError
-from gridbench.events.chain import StageChain
-from gridbench.events.ingest_run import (
+from gridbench.jobflow.events.chain import StageChain
+from gridbench.jobflow.events.ingest_run import (
     edgi_chain,
     estimate_offered_rate,
     infer_chain,
     ingest_edgi_run,
     ingest_jsonl_run,
 )
-from gridbench.events.jsonl import write_jsonl
-from gridbench.events.log import EventLog, read_events
+from gridbench.jobflow.events.jsonl import write_jsonl
+from gridbench.jobflow.events.log import EventLog, read_events
 from test_ingest_helpers import T0_NS, client_events, serve, two_tier_records, write_report
 
 EDGI_STAGES = [

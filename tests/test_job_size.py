@@ -12,15 +12,15 @@ import polars as pl
 import pytest
 
 from backend_run import run_with
-from gridbench.analysis import analyze_run
-from gridbench.backends.base import JobRequest, JobSizer
-from gridbench.backends.registry import create_backend
-from gridbench.backends.slurm import SlurmBackend
 from gridbench.errors import SpecError
-from gridbench.events.log import read_events
+from gridbench.jobflow.analysis import analyze_run
+from gridbench.jobflow.backends.base import JobRequest, JobSizer
+from gridbench.jobflow.backends.registry import create_backend
+from gridbench.jobflow.backends.slurm import SlurmBackend
+from gridbench.jobflow.events.log import read_events
 from gridbench.jobflow.report.headline import headline
-from gridbench.run.check import check_config
-from gridbench.spec import load_spec_text, make_plan
+from gridbench.jobflow.run.check import check_config
+from gridbench.jobflow.spec import load_spec_text, make_plan
 from psij_run import psij_backend
 from slurm_cluster import (  # noqa: F401 (fixtures)
     MULTI_NODES,

@@ -13,8 +13,8 @@ from gridbench.jobflow.loads.batch import BatchLoad
 from gridbench.jobflow.loads.open import OpenLoad
 from gridbench.jobflow.loads.probe import ProbeLoad
 from gridbench.jobflow.loads.sustain import SustainLoad
-from gridbench.spec import load_spec_text, make_plan
-from gridbench.spec.load import sweep_path
+from gridbench.jobflow.spec import load_spec_text, make_plan
+from gridbench.jobflow.spec.load import sweep_path
 
 HEAD = "name: x\nbackend: {type: noop}\n"
 

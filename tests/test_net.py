@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from gridbench.errors import SpecError
+from gridbench.jobflow.reference.server import check_host
 from gridbench.net import is_loopback
-from gridbench.reference.server import check_host
 
 
 @pytest.mark.parametrize("host", ["localhost", "127.0.0.1", "127.1.2.3", "::1", "[::1]"])

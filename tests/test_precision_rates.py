@@ -17,8 +17,8 @@ import polars as pl
 import pytest
 
 from conftest import BIN, cli_env
-from gridbench.analysis import analyze_run
-from gridbench.events.log import read_events
+from gridbench.jobflow.analysis import analyze_run
+from gridbench.jobflow.events.log import read_events
 from test_runner import events, run_spec
 
 POLL_S = 2.0  # long against the grid's ~0.3 s job: client_done is known to ±2 s only

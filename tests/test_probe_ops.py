@@ -15,14 +15,14 @@ import polars as pl
 import pytest
 
 from conftest import BIN, cli_env
-from gridbench.analysis.experiment import analyze_run
-from gridbench.backends.operations import Checkpointer, HoldingSubmitter, NamedOperations
-from gridbench.backends.registry import create_backend
 from gridbench.errors import SpecError
-from gridbench.events.log import read_events
-from gridbench.run.check import check_config
-from gridbench.run.experiment import ExperimentOutcome, ExperimentRunner
-from gridbench.spec import load_spec_text, make_plan
+from gridbench.jobflow.analysis.experiment import analyze_run
+from gridbench.jobflow.backends.operations import Checkpointer, HoldingSubmitter, NamedOperations
+from gridbench.jobflow.backends.registry import create_backend
+from gridbench.jobflow.events.log import read_events
+from gridbench.jobflow.run.check import check_config
+from gridbench.jobflow.run.experiment import ExperimentOutcome, ExperimentRunner
+from gridbench.jobflow.spec import load_spec_text, make_plan
 
 LOCAL = """
 name: probe-local

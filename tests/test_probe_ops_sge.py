@@ -10,8 +10,8 @@ import polars as pl
 import pytest
 
 from backend_run import backend_ids, run_with, trial
-from gridbench.backends.registry import create_backend
-from gridbench.backends.sge import SgeBackend
+from gridbench.jobflow.backends.registry import create_backend
+from gridbench.jobflow.backends.sge import SgeBackend
 from sge_cluster import SgeCell  # the fixture sge comes from conftest.py: one cell per session
 
 pytestmark = pytest.mark.e2e

@@ -14,15 +14,15 @@ import pytest
 from rich.console import Console
 
 from backend_run import backend_ids, run_with, trial
-from gridbench.analysis.experiment import analyze_run
-from gridbench.backends.registry import create_backend
-from gridbench.backends.slurm import SlurmBackend
+from gridbench.jobflow.analysis.experiment import analyze_run
+from gridbench.jobflow.backends.registry import create_backend
+from gridbench.jobflow.backends.slurm import SlurmBackend
 from gridbench.jobflow.metrics_schema import validate_metrics
 from gridbench.jobflow.report import build_report
 from gridbench.jobflow.report.rows import all_tables
+from gridbench.jobflow.run.cleanup import cleanup_run
+from gridbench.jobflow.run.experiment import ExperimentOutcome
 from gridbench.report import render_report
-from gridbench.run.cleanup import cleanup_run
-from gridbench.run.experiment import ExperimentOutcome
 from slurm_cluster import SlurmCluster, slurm_fixture  # noqa: F401 (fixture)
 
 

@@ -11,11 +11,16 @@ import psutil
 import pytest
 
 from backend_run import failures, run_with, trial
-from gridbench.backends.base import JobRequest, JobState, SubmitError
-from gridbench.backends.psij_backend import map_state
-from gridbench.backends.psij_options import PsijOptions, executor_class, import_psij, make_config
 from gridbench.errors import BackendError, SpecError
-from gridbench.events.model import Precision
+from gridbench.jobflow.backends.base import JobRequest, JobState, SubmitError
+from gridbench.jobflow.backends.psij_backend import map_state
+from gridbench.jobflow.backends.psij_options import (
+    PsijOptions,
+    executor_class,
+    import_psij,
+    make_config,
+)
+from gridbench.jobflow.events.model import Precision
 from psij_run import acked_ids, assert_chain_ordered, psij_backend
 
 

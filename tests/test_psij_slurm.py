@@ -13,8 +13,8 @@ import polars as pl
 import pytest
 
 from backend_run import failures, run_with, trial
-from gridbench.backends.psij_backend import PsijBackend
-from gridbench.events.model import Precision
+from gridbench.jobflow.backends.psij_backend import PsijBackend
+from gridbench.jobflow.events.model import Precision
 from psij_run import acked_ids, assert_chain_ordered, psij_backend
 from slurm_cluster import SlurmCluster, slurm_fixture  # noqa: F401 (the fixture slurm)
 

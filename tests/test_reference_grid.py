@@ -16,8 +16,8 @@ import httpx
 import pytest
 from defusedxml import ElementTree
 
-from gridbench.reference import ReferenceGrid, build_config
-from gridbench.reference.config import merge
+from gridbench.jobflow.reference import ReferenceGrid, build_config
+from gridbench.jobflow.reference.config import merge
 
 # Fast timings so a test takes a second or two; the chain is the demo's.
 FAST: dict[str, Any] = {
@@ -375,7 +375,7 @@ def test_module_entry_point_prints_url_and_refuses_remote(tmp_path: Path) -> Non
     cfg = tmp_path / "grid.yaml"
     cfg.write_text("status_update:\n  policy: batched\n")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gridbench.reference", "--config", str(cfg), "--port", "0"],
+        [sys.executable, "-m", "gridbench.jobflow.reference", "--config", str(cfg), "--port", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -391,7 +391,7 @@ def test_module_entry_point_prints_url_and_refuses_remote(tmp_path: Path) -> Non
         proc.terminate()
         proc.wait(timeout=10)
     refused = subprocess.run(
-        [sys.executable, "-m", "gridbench.reference", "--host", "0.0.0.0", "--port", "0"],
+        [sys.executable, "-m", "gridbench.jobflow.reference", "--host", "0.0.0.0", "--port", "0"],
         capture_output=True,
         text=True,
         timeout=30,

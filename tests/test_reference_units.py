@@ -10,10 +10,16 @@ import pytest
 from defusedxml import ElementTree
 
 from gridbench.errors import SpecError
-from gridbench.reference import GridConfig, build_config, config_from_dict, load_config, preset
-from gridbench.reference.config import Dist, finishing_capacity_per_s
-from gridbench.reference.dist import make_sampler
-from gridbench.reference.reports import ReportWriter
+from gridbench.jobflow.reference import (
+    GridConfig,
+    build_config,
+    config_from_dict,
+    load_config,
+    preset,
+)
+from gridbench.jobflow.reference.config import Dist, finishing_capacity_per_s
+from gridbench.jobflow.reference.dist import make_sampler
+from gridbench.jobflow.reference.reports import ReportWriter
 
 
 # -- configuration ---------------------------------------------------------------------

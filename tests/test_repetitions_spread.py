@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 
 from conftest import BIN, cli_env
-from gridbench.analysis import analyze_run
-from gridbench.backends.registry import create_backend
 from gridbench.errors import SpecError
+from gridbench.jobflow.analysis import analyze_run
+from gridbench.jobflow.backends.registry import create_backend
 from gridbench.jobflow.report.rows import all_tables
-from gridbench.run.experiment import ExperimentRunner
-from gridbench.spec import load_spec_text, make_plan
+from gridbench.jobflow.run.experiment import ExperimentRunner
+from gridbench.jobflow.spec import load_spec_text, make_plan
 
 SPEC = """\
 name: spread

@@ -10,8 +10,8 @@ import polars as pl
 import pytest
 from rich.console import Console
 
-from gridbench.analysis import analyze_run
-from gridbench.events.chain import Stage, StageChain
+from gridbench.jobflow.analysis import analyze_run
+from gridbench.jobflow.events.chain import Stage, StageChain
 from gridbench.jobflow.report import build_report
 from gridbench.jobflow.report import rows as T
 from gridbench.jobflow.report.loading import load_series

@@ -14,16 +14,16 @@ import polars as pl
 import pytest
 from rich.console import Console
 
-from gridbench.analysis import analyze_run
 from gridbench.errors import SpecError
-from gridbench.events.log import read_events
+from gridbench.jobflow.analysis import analyze_run
+from gridbench.jobflow.events.log import read_events
 from gridbench.jobflow.loads.retry import RetryLoad
 from gridbench.jobflow.report import build_report
+from gridbench.jobflow.run.experiment import ExperimentOutcome
+from gridbench.jobflow.spec import load_spec_text, make_plan
 from gridbench.report import write_reports
 from gridbench.report.html import render_page
 from gridbench.report.terminal import render_report
-from gridbench.run.experiment import ExperimentOutcome
-from gridbench.spec import load_spec_text, make_plan
 from test_runner import run_spec
 
 # fast tiers: the CE holds at most `queue` jobs (queued or in preparation), 0.3 s each

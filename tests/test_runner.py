@@ -9,9 +9,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from gridbench.events.log import read_events
-from gridbench.run.experiment import ExperimentOutcome, ExperimentRunner
-from gridbench.spec import load_spec_text, make_plan
+from gridbench.jobflow.events.log import read_events
+from gridbench.jobflow.run.experiment import ExperimentOutcome, ExperimentRunner
+from gridbench.jobflow.spec import load_spec_text, make_plan
 
 
 def run_spec(text: str, root: Path, *, abort_after: float | None = None) -> ExperimentOutcome:
@@ -103,7 +103,7 @@ timeouts: {status_interval: 0.1s, drain: 0.5s}
 def test_without_cancel_on_abort_leftovers_are_lost_and_cleanup_finds_them(
     tmp_path: Path,
 ) -> None:
-    from gridbench.run.cleanup import outstanding_jobs
+    from gridbench.jobflow.run.cleanup import outstanding_jobs
 
     out = run_spec(
         """

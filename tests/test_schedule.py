@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from gridbench.jobflow.loads.open import OpenLoad, intended_offsets, split_for_agents
-from gridbench.spec.model import TrialSpec
+from gridbench.jobflow.spec.model import TrialSpec
 
 
 def test_uniform_rate() -> None:

@@ -15,11 +15,11 @@ import polars as pl
 import pytest
 
 from backend_run import failures, run_with, submit_users, trial
-from gridbench.backends.base import JobRequest, JobState, SubmitError
-from gridbench.backends.registry import create_backend
-from gridbench.backends.sge import SgeBackend
 from gridbench.errors import BackendError
-from gridbench.events.model import Precision
+from gridbench.jobflow.backends.base import JobRequest, JobState, SubmitError
+from gridbench.jobflow.backends.registry import create_backend
+from gridbench.jobflow.backends.sge import SgeBackend
+from gridbench.jobflow.events.model import Precision
 from sge_cluster import SgeCell  # the fixture sge comes from conftest.py: one cell per session
 
 pytestmark = pytest.mark.e2e

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from gridbench.backends.base import JobRequest, JobState, SubmitError
-from gridbench.backends.sge import AccountingTail, SgeBackend, _job_name
-from gridbench.backends.sge_parse import (
+from gridbench.errors import SpecError
+from gridbench.jobflow.backends.base import JobRequest, JobState, SubmitError
+from gridbench.jobflow.backends.sge import AccountingTail, SgeBackend, _job_name
+from gridbench.jobflow.backends.sge_parse import (
     STAGE_END,
     STAGE_START,
     STAGE_SUBMIT,
@@ -23,7 +24,6 @@ from gridbench.backends.sge_parse import (
     qsub_message,
     state_of,
 )
-from gridbench.errors import SpecError
 
 DATA = Path(__file__).with_name("sge_data")
 S = 1_000_000_000

@@ -15,14 +15,14 @@ import polars as pl
 import pytest
 
 from backend_run import failures, run_with, trial
-from gridbench.backends.base import JobRequest, JobState
-from gridbench.backends.registry import create_backend
-from gridbench.backends.slurm import SlurmBackend
-from gridbench.backends.slurm_parse import parse_squeue_json
 from gridbench.errors import BackendError, SpecError
-from gridbench.events.model import Precision
-from gridbench.run.experiment import ExperimentOutcome, ExperimentRunner
-from gridbench.spec import load_spec_text, make_plan
+from gridbench.jobflow.backends.base import JobRequest, JobState
+from gridbench.jobflow.backends.registry import create_backend
+from gridbench.jobflow.backends.slurm import SlurmBackend
+from gridbench.jobflow.backends.slurm_parse import parse_squeue_json
+from gridbench.jobflow.events.model import Precision
+from gridbench.jobflow.run.experiment import ExperimentOutcome, ExperimentRunner
+from gridbench.jobflow.spec import load_spec_text, make_plan
 from slurm_cluster import (  # noqa: F401 (the fixtures slurm, slurm_acct, slurm_private)
     SlurmCluster,
     slurm_acct_fixture,

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from gridbench.backends.base import JobState
-from gridbench.backends.slurm_log import LogTail
-from gridbench.backends.slurm_parse import (
+from gridbench.jobflow.backends.base import JobState
+from gridbench.jobflow.backends.slurm_log import LogTail
+from gridbench.jobflow.backends.slurm_parse import (
     LogStamp,
     SlurmJob,
     SlurmParseError,
@@ -31,8 +31,8 @@ from gridbench.backends.slurm_parse import (
     sbatch_failure_kind,
     sbatch_message,
 )
-from gridbench.backends.slurm_stamps import StampBook
-from gridbench.events.model import Precision
+from gridbench.jobflow.backends.slurm_stamps import StampBook
+from gridbench.jobflow.events.model import Precision
 
 DATA = Path(__file__).with_name("slurm_data")
 T0 = 1795332213  # 2026-11-22T07:23:33Z, when the captured jobs were submitted

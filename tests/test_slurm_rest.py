@@ -18,13 +18,13 @@ import pytest
 
 from backend_run import backend_ids, failures, run_with, trial
 from conftest import BIN, cli_env
-from gridbench.backends.base import JobRequest, SubmitError
-from gridbench.backends.registry import create_backend
-from gridbench.backends.slurm import SlurmBackend
-from gridbench.backends.slurm_rest import token_expiry
 from gridbench.errors import BackendError, SpecError
-from gridbench.run.check import check_config
-from gridbench.spec import load_spec_text, make_plan
+from gridbench.jobflow.backends.base import JobRequest, SubmitError
+from gridbench.jobflow.backends.registry import create_backend
+from gridbench.jobflow.backends.slurm import SlurmBackend
+from gridbench.jobflow.backends.slurm_rest import token_expiry
+from gridbench.jobflow.run.check import check_config
+from gridbench.jobflow.spec import load_spec_text, make_plan
 from slurm_cluster import SlurmCluster, free_port, rest_options, slurm_fixture  # noqa: F401 (fixture)
 
 CHAIN = ["submit", "slurm_submit", "slurm_eligible", "slurm_start", "slurm_end", "client_done"]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from gridbench.backends import cli_run, spawn
+from gridbench.jobflow.backends import cli_run, spawn
 
 PY = sys.executable
 ENV = {"PATH": os.environ.get("PATH", os.defpath), "LANG": "C.UTF-8"}
@@ -160,8 +160,8 @@ def test_many_concurrent_calls_leak_no_descriptors(path: str) -> None:
 
 
 def test_submit_call_maps_a_missing_program_and_a_time_out() -> None:
-    from gridbench.backends.base import SubmitError
-    from gridbench.events.model import FAIL_SUBMIT_ERROR, FAIL_SUBMIT_TIMEOUT
+    from gridbench.jobflow.backends.base import SubmitError
+    from gridbench.jobflow.events.model import FAIL_SUBMIT_ERROR, FAIL_SUBMIT_TIMEOUT
 
     async def call(argv: list[str], timeout: float) -> cli_run.CliResult:
         return await cli_run.submit_call(cli_run.run_cli(argv, ENV, timeout), argv[0], timeout)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from gridbench.errors import SpecError
-from gridbench.spec import load_spec_text, make_plan
-from gridbench.spec.plan import needs_confirmation
-from gridbench.spec.units import parse_rate
+from gridbench.jobflow.spec import load_spec_text, make_plan
+from gridbench.jobflow.spec.plan import needs_confirmation
+from gridbench.jobflow.spec.units import parse_rate
 from gridbench.units import parse_duration
 
 BASE = """\

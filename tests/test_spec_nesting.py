@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gridbench.errors import SpecError
-from gridbench.spec.load import load_spec_text
+from gridbench.jobflow.spec.load import load_spec_text
 from gridbench.specload import MAX_SPEC_DEPTH, _flow_depth, parse_yaml, plain_data
 
 

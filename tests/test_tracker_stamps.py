@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gridbench.backends.base import Capabilities, JobState, JobStatus
-from gridbench.events.clock import AnchoredClock
-from gridbench.events.log import EventLog, read_events
-from gridbench.events.model import Event
-from gridbench.run.observer import TrialProgress
-from gridbench.run.recorder import Recorder
-from gridbench.run.tracker import UNMATCHED_CAP, StatusTracker
+from gridbench.jobflow.backends.base import Capabilities, JobState, JobStatus
+from gridbench.jobflow.events.clock import AnchoredClock
+from gridbench.jobflow.events.log import EventLog, read_events
+from gridbench.jobflow.events.model import Event
+from gridbench.jobflow.run.observer import TrialProgress
+from gridbench.jobflow.run.recorder import Recorder
+from gridbench.jobflow.run.tracker import UNMATCHED_CAP, StatusTracker
 
 
 class EarlyStamps:

@@ -12,11 +12,11 @@ import pytest
 
 from backend_run import failures, run_with, submit_users, trial
 from conftest import BIN, cli_env
-from gridbench.backends.registry import create_backend
-from gridbench.backends.slurm import SlurmBackend
 from gridbench.errors import SpecError
-from gridbench.run.trial import user_order
-from gridbench.spec import load_spec_text
+from gridbench.jobflow.backends.registry import create_backend
+from gridbench.jobflow.backends.slurm import SlurmBackend
+from gridbench.jobflow.run.trial import user_order
+from gridbench.jobflow.spec import load_spec_text
 from slurm_cluster import SlurmCluster, rest_options, slurm_fixture  # noqa: F401 (fixture)
 from unix_users import accounts_fixture  # noqa: F401 (fixture)
 
@@ -227,7 +227,7 @@ def test_plan_checks_accounts_and_credentials_up_front(tmp_path: Path) -> None:
 
 
 def test_child_environment_carries_no_tokens() -> None:
-    from gridbench.backends.cli_run import scrub_secrets
+    from gridbench.jobflow.backends.cli_run import scrub_secrets
 
     env = {
         "PATH": "/bin",

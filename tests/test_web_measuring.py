@@ -10,7 +10,7 @@ import asyncio
 
 import pytest
 
-from gridbench.backends.base import (
+from gridbench.jobflow.backends.base import (
     Backend,
     BulkSubmitter,
     OrphanStopper,
@@ -18,7 +18,7 @@ from gridbench.backends.base import (
     RuntimeInfoSource,
     RuntimeStatsSource,
 )
-from gridbench.backends.registry import create_backend
+from gridbench.jobflow.backends.registry import create_backend
 from gridbench.web.live import HOOKS, MeasuringBackend, measuring
 
 PROTOCOLS = (BulkSubmitter, RuntimeStatsSource, RuntimeInfoSource, OrphanStopper, ReportPublisher)

@@ -14,7 +14,7 @@ from gridbench.errors import SpecError
 def shipped_yaml(*folder: str) -> dict[str, Traversable]:
     """The ``.yaml`` files of a folder shipped in the gridbench package (e.g.
     ``"backends", "presets"``), by name without ``.yaml``, sorted by name."""
-    # through the regular package: gridbench.backends is a namespace package
+    # through the regular package: gridbench.jobflow.backends is a namespace package
     root = resources.files("gridbench")
     for part in folder:
         root = root / part

@@ -4,7 +4,7 @@ the ``--set``), the field, what was expected and the fix. Size, node-count and n
 caps keep hostile YAML (alias bombs, runaway brackets) a clear error.
 
 Generic core: each family validates the plain data against its own model (job flow in
-:mod:`gridbench.spec.load`, io in :mod:`gridbench.io.load`).
+:mod:`gridbench.jobflow.spec.load`, io in :mod:`gridbench.io.load`).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ the metric and ``point`` into a :class:`Selection`: the path left to read and *g
 of documents. Every document of a group must meet the limit and the worst one speaks for
 the group (job flow: a point's valid trials); every group must pass, or with
 ``Selection.any`` at least one (job flow's ``point: any``). Job flow's scopes are in
-:mod:`gridbench.analysis.thresholds`, io's in :mod:`gridbench.io.analysis`.
+:mod:`gridbench.jobflow.analysis.thresholds`, io's in :mod:`gridbench.io.analysis`.
 
 Result records (one per threshold, in order) are plain data for metrics.json::
 

@@ -1,4 +1,6 @@
-"""Backends: how jobs reach a scheduler (local, reference, slurm, sge, command, psij, ...).
+"""Old import paths, kept for backend plugins written before job flow became one package.
 
-A regular package (not a namespace one) so that import-linter sees it as a layer member.
+Job flow's backends live in :mod:`gridbench.jobflow.backends`; the modules here only
+re-export what a plugin backend imports (``base``, ``options``, ``operations``,
+``batch_cli``, ``registry``). New code imports from ``gridbench.jobflow.backends``.
 """

@@ -17,13 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from gridbench.analysis import load
-from gridbench.analysis.latency import latency_durations
-from gridbench.analysis.timelines import build_timeline, job_times, timeline_stages
 from gridbench.compare.engine import GIVE_IDS, at_least_two, compare, given_once, used_trials
 from gridbench.compare.model import F64, I64, Comparison, ExperimentMetrics, Settings
 from gridbench.compare.significance import capped
 from gridbench.errors import GridbenchError, ResultsError
+from gridbench.jobflow.analysis import load
+from gridbench.jobflow.analysis.latency import latency_durations
+from gridbench.jobflow.analysis.timelines import build_timeline, job_times, timeline_stages
 from gridbench.jobflow.report.loading import load_metrics
 from gridbench.jobflow.report.model import as_dict, as_list
 from gridbench.store.catalogue import resolve_run

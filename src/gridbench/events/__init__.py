@@ -1,5 +1,6 @@
-"""Events: the stamped facts about jobs, their append-only log, clocks and ingesters."""
+"""Old import paths, kept for backend plugins written before job flow became one package.
 
-from gridbench.events.model import EVENT_SCHEMA, Event, Precision, Source
-
-__all__ = ["EVENT_SCHEMA", "Event", "Precision", "Source"]
+Job flow's events live in :mod:`gridbench.jobflow.events`; the modules here only re-export
+what a backend's signatures use (``chain``: the stage chain, ``model``: the event).
+New code imports from ``gridbench.jobflow.events``.
+"""

@@ -34,8 +34,8 @@ def _bind(cmd: Command, ui: Ui) -> Callable[[argparse.Namespace], int]:
 
 
 def _load(args: argparse.Namespace, *, host: bool = True) -> tuple[Any, dict[str, Any], Any]:
-    from gridbench.run.check import check_config
-    from gridbench.spec import load_spec, make_plan
+    from gridbench.jobflow.run.check import check_config
+    from gridbench.jobflow.spec import load_spec, make_plan
 
     spec, data = load_spec(args.spec, args.set)
     plan = make_plan(spec, data, str(args.spec))
@@ -47,7 +47,7 @@ def _load(args: argparse.Namespace, *, host: bool = True) -> tuple[Any, dict[str
 
 
 def _print_plan(plan: Any, ui: Ui) -> None:
-    from gridbench.spec.units import format_rate
+    from gridbench.jobflow.spec.units import format_rate
 
     spec = plan.spec
     t = Table(
@@ -135,7 +135,7 @@ def cmd_plan(args: argparse.Namespace, ui: Ui) -> int:
 
 
 def _confirm(plan: Any, yes: bool, ui: Ui) -> None:
-    from gridbench.spec.plan import needs_confirmation
+    from gridbench.jobflow.spec.plan import needs_confirmation
 
     if not needs_confirmation(plan) or yes:
         return
@@ -156,7 +156,7 @@ def _confirm(plan: Any, yes: bool, ui: Ui) -> None:
 
 def _execute(plan: Any, data: dict[str, Any], root: Path, ui: Ui) -> Any:
     from gridbench.jobflow.progress import RichObserver
-    from gridbench.run.experiment import ExperimentRunner
+    from gridbench.jobflow.run.experiment import ExperimentRunner
 
     async def main() -> Any:
         with RichObserver(ui.console) as obs:
@@ -216,7 +216,7 @@ def _finish(outcome: Any, args: argparse.Namespace, ui: Ui) -> int:
 
 
 def cmd_demo(args: argparse.Namespace, ui: Ui) -> int:
-    from gridbench.examples import demo_spec_path
+    from gridbench.jobflow.examples import demo_spec_path
 
     args.spec = demo_spec_path()
     sets = list(args.set or [])
@@ -232,8 +232,8 @@ def cmd_demo(args: argparse.Namespace, ui: Ui) -> int:
 
 
 def cmd_check(args: argparse.Namespace, ui: Ui) -> int:
-    from gridbench.run.check import check
-    from gridbench.spec import load_spec
+    from gridbench.jobflow.run.check import check
+    from gridbench.jobflow.spec import load_spec
 
     spec, _ = load_spec(args.spec, args.set)
     steps = asyncio.run(check(spec, job_timeout_s=args.timeout))
@@ -256,7 +256,7 @@ def cmd_check(args: argparse.Namespace, ui: Ui) -> int:
 
 def _check_agents(spec: Any, timeout_s: float, ui: Ui) -> bool:
     """Print the agents' table (one row per agent, a column per step); all passed?"""
-    from gridbench.run.agent_check import STEP_NAMES, check_agents
+    from gridbench.jobflow.run.agent_check import STEP_NAMES, check_agents
 
     block = spec.load.remote_agents
     rows = asyncio.run(check_agents(spec, job_timeout_s=timeout_s))
@@ -281,7 +281,7 @@ def _check_agents(spec: Any, timeout_s: float, ui: Ui) -> bool:
 
 
 def _ingested(out: Any, dest: str, ui: Ui) -> int:
-    from gridbench.events.edgi import joined_by_lines
+    from gridbench.jobflow.events.edgi import joined_by_lines
 
     for w in out.warnings[:50]:
         ui.err_console.print(f"[yellow]warning[/]: {safe_markup(w)}")
@@ -295,31 +295,31 @@ def _ingested(out: Any, dest: str, ui: Ui) -> int:
 
 
 def cmd_ingest_edgi(args: argparse.Namespace, ui: Ui) -> int:
-    from gridbench.events.ingest_run import ingest_edgi_run
+    from gridbench.jobflow.events.ingest_run import ingest_edgi_run
 
     out = ingest_edgi_run(args.client, args.reports, Path(args.out), overwrite=args.force)
     return _ingested(out, args.out, ui)
 
 
 def cmd_ingest_jsonl(args: argparse.Namespace, ui: Ui) -> int:
-    from gridbench.events.ingest_run import ingest_jsonl_run
+    from gridbench.jobflow.events.ingest_run import ingest_jsonl_run
 
     out = ingest_jsonl_run(args.file, Path(args.out), overwrite=args.force)
     return _ingested(out, args.out, ui)
 
 
 def cmd_reference_serve(args: argparse.Namespace, ui: Ui) -> int:
-    from gridbench.reference.server import run
+    from gridbench.jobflow.reference.server import run
 
     return int(run(args))
 
 
 def cmd_backends(args: argparse.Namespace, ui: Ui) -> int:
-    from gridbench.backends.registry import available
+    from gridbench.jobflow.backends.registry import available
 
     for name, target in sorted(available().items()):
         ui.console.print(f"{name:12s} {target}")
-    from gridbench.backends.command_presets import listing
+    from gridbench.jobflow.backends.command_presets import listing
 
     t = Table(title="command backend presets (backend: {type: command, options: {preset: NAME}})")
     for col in ("preset", "tested here", "written for"):
@@ -332,7 +332,7 @@ def cmd_backends(args: argparse.Namespace, ui: Ui) -> int:
 
 def cmd_collect(args: argparse.Namespace, ui: Ui) -> int:
     """Fetch the agents' own logs of a run and merge the events the controller lacks."""
-    from gridbench.run.agent_collect import collect_run
+    from gridbench.jobflow.run.agent_collect import collect_run
     from gridbench.store.catalogue import resolve_run
 
     run = resolve_run(args.run, ui.results_root(args))
@@ -463,7 +463,7 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
     )
     rsub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     q = rsub.add_parser("serve", help="serve the reference grid until interrupted")
-    from gridbench.reference.server import add_arguments
+    from gridbench.jobflow.reference.server import add_arguments
 
     add_arguments(q)
     q.set_defaults(func=_bind(cmd_reference_serve, ui))

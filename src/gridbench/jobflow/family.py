@@ -54,7 +54,7 @@ class JobFlow:
 
     def analyze(self, run: RunDir) -> dict[str, Any]:
         """Analyse every trial; writes metrics.json and each trial's series.json."""
-        from gridbench.analysis.experiment import analyze_run
+        from gridbench.jobflow.analysis.experiment import analyze_run
 
         return analyze_run(run.path, write=True)
 
@@ -90,8 +90,8 @@ class JobFlow:
 
     def cleanup(self, run: RunDir, *, dry_run: bool, force: bool) -> CleanupOutcome:
         """Cancel, by id, the jobs a crashed or killed run left behind; stop only the
-        processes whose start time gridbench recorded (``gridbench.run.cleanup``)."""
-        from gridbench.run.cleanup import cleanup_run, find_outstanding
+        processes whose start time gridbench recorded (``gridbench.jobflow.run.cleanup``)."""
+        from gridbench.jobflow.run.cleanup import cleanup_run, find_outstanding
 
         todo = find_outstanding(run)
         n = sum(df.height for df in todo.values())

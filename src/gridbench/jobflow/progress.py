@@ -13,7 +13,7 @@ from rich.progress import (
 )
 
 from gridbench.fmt import safe_markup
-from gridbench.run.observer import TrialProgress
+from gridbench.jobflow.run.observer import TrialProgress
 
 
 class RichObserver:

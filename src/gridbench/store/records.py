@@ -1,7 +1,7 @@
 """A family's record files in a run (io's rows.jsonl, net's records.jsonl, ...): one JSON
 object per line, appended and flushed to disk as each result exists, so a killed run
 keeps everything it measured. Reading treats the file as foreign input.
-(Job events have their own log: :mod:`gridbench.events`.)"""
+(Job events have their own log: :mod:`gridbench.jobflow.events`.)"""
 
 from __future__ import annotations
 

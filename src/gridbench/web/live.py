@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import psutil
 
-from gridbench.backends.base import (
+from gridbench.jobflow.backends.base import (
     Backend,
     BulkSubmitter,
     Capabilities,
@@ -32,10 +32,10 @@ from gridbench.backends.base import (
     RuntimeStatsSource,
     SubmitError,
 )
-from gridbench.events.chain import StageChain
-from gridbench.events.model import Event
-from gridbench.run.observer import TrialProgress
-from gridbench.spec.plan import Plan
+from gridbench.jobflow.events.chain import StageChain
+from gridbench.jobflow.events.model import Event
+from gridbench.jobflow.run.observer import TrialProgress
+from gridbench.jobflow.spec.plan import Plan
 
 #: Chart samples at most this often (s): rates over shorter windows are mostly noise.
 SAMPLE_PERIOD_S = 0.5
@@ -50,7 +50,7 @@ class MeasuringBackend:
     """Wraps a backend to time submit calls and count job states per status sweep.
 
     The Backend methods are forwarded explicitly; the optional hooks (``isinstance`` against
-    the runtime-checkable protocols of :mod:`gridbench.backends.base`, which on Python 3.12+
+    the runtime-checkable protocols of :mod:`gridbench.jobflow.backends.base`, which on Python 3.12+
     ignore ``__getattr__``) only by the subclass :func:`measuring` builds for the inner
     backend, so the wrapper has exactly the hooks the wrapped backend has.
     """

@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from gridbench.backends.base import Backend
-from gridbench.backends.registry import create_backend
 from gridbench.errors import GridbenchError
-from gridbench.run.experiment import ExperimentRunner
-from gridbench.run.observer import TrialProgress
-from gridbench.spec.plan import Plan
+from gridbench.jobflow.backends.base import Backend
+from gridbench.jobflow.backends.registry import create_backend
+from gridbench.jobflow.run.experiment import ExperimentRunner
+from gridbench.jobflow.run.observer import TrialProgress
+from gridbench.jobflow.spec.plan import Plan
 from gridbench.store.layout import now_iso
 from gridbench.web.live import LiveRun, measuring
 

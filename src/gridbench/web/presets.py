@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from gridbench.backends import command_presets
-from gridbench.backends.registry import create_backend
 from gridbench.errors import GridbenchError, SpecError
+from gridbench.jobflow.backends import command_presets
+from gridbench.jobflow.backends.registry import create_backend
+from gridbench.jobflow.reference.presets import PRESETS as REFERENCE_PRESETS
+from gridbench.jobflow.spec.load import load_spec_text
 from gridbench.presets import shipped_yaml
-from gridbench.reference.presets import PRESETS as REFERENCE_PRESETS
-from gridbench.spec.load import load_spec_text
 from gridbench.specload import dump_yaml, parse_yaml, plain_data, set_path
 from gridbench.store.layout import write_text_atomic
 from gridbench.store.safe_open import CAPS, read_store_text
@@ -233,7 +233,10 @@ def redact_text(text: str) -> str:
 
 def example_specs() -> dict[str, str]:
     """Packaged example specs by name (YAML text)."""
-    return {name: p.read_text(encoding="utf-8") for name, p in shipped_yaml("examples").items()}
+    return {
+        name: p.read_text(encoding="utf-8")
+        for name, p in shipped_yaml("jobflow", "examples").items()
+    }
 
 
 def _strip_meta(data: dict[str, Any]) -> dict[str, Any]:
@@ -394,7 +397,7 @@ def template_rows(backend: dict[str, Any]) -> list[dict[str, str]]:
     if backend.get("type") != "command":
         return []
     if "preset" in opts:  # the shipped preset underneath, then the overrides
-        from gridbench.backends.command_options import merge
+        from gridbench.jobflow.backends.command_options import merge
 
         opts = merge(command_preset_options(str(opts["preset"])), opts)
     rows = []

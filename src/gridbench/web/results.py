@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 
 from gridbench import __version__
-from gridbench.analysis.series import MAX_POINTS, minmax_downsample
 from gridbench.errors import GridbenchError, ResultsError
 from gridbench.family import DEFAULT_KIND
+from gridbench.jobflow.analysis.series import MAX_POINTS, minmax_downsample
 from gridbench.report.html import (
     chart_ids,
     charts_html,

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gridbench.backends.registry import available
 from gridbench.jobflow import loads as load_models
+from gridbench.jobflow.backends.registry import available
 
 
 @dataclass(frozen=True)

@@ -26,20 +26,20 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
-from gridbench.run.open_loop import submit_one
+from gridbench.jobflow.run.open_loop import submit_one
 from gridbench.units import Duration
 
 if TYPE_CHECKING:  # runtime imports would cycle: the spec imports the registry
     import polars as pl
 
-    from gridbench.backends.base import Backend, JobRequest
-    from gridbench.events.chain import StageChain
-    from gridbench.run.agent_pool import AgentPools
-    from gridbench.run.observer import TrialProgress
-    from gridbench.run.recorder import Recorder
-    from gridbench.run.tracker import StatusTracker
+    from gridbench.jobflow.backends.base import Backend, JobRequest
+    from gridbench.jobflow.events.chain import StageChain
+    from gridbench.jobflow.run.agent_pool import AgentPools
+    from gridbench.jobflow.run.observer import TrialProgress
+    from gridbench.jobflow.run.recorder import Recorder
+    from gridbench.jobflow.run.tracker import StatusTracker
+    from gridbench.jobflow.spec.model import ExperimentSpec
     from gridbench.sections import Section
-    from gridbench.spec.model import ExperimentSpec
 
 
 #: The model of a ``load:`` block that names none (here, not in the registry, so that
@@ -172,7 +172,8 @@ class RequestMaker(Protocol):
 @dataclass(frozen=True)
 class TrialContext:
     """Everything a runner needs for one trial; the common parts (event log, tracker,
-    resources, collectors, safety, drain) stay with :func:`gridbench.run.trial.run_trial`."""
+    resources, collectors, safety, drain) stay with
+    :func:`gridbench.jobflow.run.trial.run_trial`."""
 
     backend: Backend
     spec: ExperimentSpec  # the point's spec: its load, trial, job and timeouts

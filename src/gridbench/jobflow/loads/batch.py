@@ -16,24 +16,24 @@ from typing import TYPE_CHECKING, Any, Literal
 import polars as pl
 from pydantic import Field
 
-from gridbench.analysis import text
-from gridbench.analysis.closed import count, job_table, over_trials, seconds, summarize
-from gridbench.backends.base import BulkSubmitter
 from gridbench.errors import BackendError, SpecError
-from gridbench.events.model import (
+from gridbench.jobflow.analysis import text
+from gridbench.jobflow.analysis.closed import count, job_table, over_trials, seconds, summarize
+from gridbench.jobflow.backends.base import BulkSubmitter
+from gridbench.jobflow.events.model import (
     STAGE_CANCELLED,
     STAGE_CLIENT_DONE,
     STAGE_SUBMIT,
     STAGE_SUBMIT_ACK,
 )
 from gridbench.jobflow.loads.base import BaseLoadModel, LoadBase, PlanEstimate, TrialContext, narrow
-from gridbench.run.open_loop import submit_chunk
+from gridbench.jobflow.run.open_loop import submit_chunk
 from gridbench.stats import describe
 
 if TYPE_CHECKING:
-    from gridbench.backends.base import Backend
-    from gridbench.events.chain import StageChain
-    from gridbench.spec.model import ExperimentSpec
+    from gridbench.jobflow.backends.base import Backend
+    from gridbench.jobflow.events.chain import StageChain
+    from gridbench.jobflow.spec.model import ExperimentSpec
 
 NO_BULK_FIX = "set load.bulk: 1, or use a backend that can (slurm: job arrays)"
 

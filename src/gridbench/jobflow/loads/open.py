@@ -17,13 +17,13 @@ import numpy.typing as npt
 from pydantic import ConfigDict, Field, model_validator
 
 from gridbench.jobflow.loads.base import BaseLoadModel, LoadBase, PlanEstimate, Strict, narrow
-from gridbench.run.open_loop import run_open_loop
-from gridbench.spec.units import Rate
+from gridbench.jobflow.run.open_loop import run_open_loop
+from gridbench.jobflow.spec.units import Rate
 from gridbench.units import Duration
 
 if TYPE_CHECKING:
     from gridbench.jobflow.loads.base import TrialContext
-    from gridbench.spec.model import ExperimentSpec, TrialSpec
+    from gridbench.jobflow.spec.model import ExperimentSpec, TrialSpec
 
 NS = 1_000_000_000
 START_LEAD_S = 0.2  # lets every submitter reach its first sleep before the schedule starts
@@ -189,7 +189,7 @@ async def run_open(ctx: TrialContext) -> None:
     ctx.info["submission_window_s"] = window
     ctx.write_info()
     if load.remote_agents is not None:
-        from gridbench.run.agents import run_remote_open  # Dask loads only when asked
+        from gridbench.jobflow.run.agents import run_remote_open  # Dask loads only when asked
 
         await run_remote_open(ctx, load.remote_agents, offsets)
         return

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import polars as pl
 from pydantic import Field, field_validator
 
-from gridbench.analysis import text
-from gridbench.analysis.closed import (
+from gridbench.jobflow.analysis import text
+from gridbench.jobflow.analysis.closed import (
     F64,
     OP_END,
     OP_START,
@@ -37,7 +37,7 @@ from gridbench.analysis.closed import (
     seconds,
     summarize,
 )
-from gridbench.events.model import STAGE_SUBMIT, STAGE_SUBMIT_ACK
+from gridbench.jobflow.events.model import STAGE_SUBMIT, STAGE_SUBMIT_ACK
 from gridbench.jobflow.loads import probe_ops
 from gridbench.jobflow.loads.base import (
     BaseLoadModel,
@@ -47,15 +47,15 @@ from gridbench.jobflow.loads.base import (
     TrialContext,
     narrow,
 )
-from gridbench.run.closed_loop import STAGE_OP_END, STAGE_OP_START, OpNames, sleep_or_stop
+from gridbench.jobflow.run.closed_loop import STAGE_OP_END, STAGE_OP_START, OpNames, sleep_or_stop
 from gridbench.stats import describe
 from gridbench.units import Duration
 
 if TYPE_CHECKING:
-    from gridbench.backends.base import Backend
-    from gridbench.events.chain import StageChain
-    from gridbench.run.recorder import Recorder
-    from gridbench.spec.model import ExperimentSpec
+    from gridbench.jobflow.backends.base import Backend
+    from gridbench.jobflow.events.chain import StageChain
+    from gridbench.jobflow.run.recorder import Recorder
+    from gridbench.jobflow.spec.model import ExperimentSpec
 
 NO_JOB_COMPLETED = "no job completed"
 

@@ -19,19 +19,19 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gridbench.backends.base import JobState
-from gridbench.backends.operations import (
+from gridbench.errors import BackendError, SpecError
+from gridbench.jobflow.backends.base import JobState
+from gridbench.jobflow.backends.operations import (
     Checkpointer,
     CredentialIssuer,
     HoldingSubmitter,
     NamedOperations,
     Reserver,
 )
-from gridbench.errors import BackendError, SpecError
-from gridbench.run.closed_loop import OpNames, timed_op
+from gridbench.jobflow.run.closed_loop import OpNames, timed_op
 
 if TYPE_CHECKING:
-    from gridbench.backends.base import Backend
+    from gridbench.jobflow.backends.base import Backend
     from gridbench.jobflow.loads.base import RequestMaker, TrialContext
 
 log = logging.getLogger(__name__)

@@ -25,23 +25,23 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
-from gridbench.backends.base import JobRequest, JobState
-from gridbench.events.model import FAIL_LOST, STAGE_CANCELLED, STAGE_FAILED
+from gridbench.jobflow.backends.base import JobRequest, JobState
+from gridbench.jobflow.events.model import FAIL_LOST, STAGE_CANCELLED, STAGE_FAILED
 from gridbench.jobflow.loads.base import BaseLoadModel, LoadBase, PlanEstimate, TrialContext, narrow
 from gridbench.jobflow.loads.retry_metrics import (
     NO_JOB_COMPLETED,
     retry_metrics,
     retry_summary,
 )
-from gridbench.run.closed_loop import sleep_or_stop
+from gridbench.jobflow.run.closed_loop import sleep_or_stop
 from gridbench.units import Duration
 
 if TYPE_CHECKING:
     import polars as pl
 
-    from gridbench.events.chain import StageChain
-    from gridbench.run.tracker import StatusTracker
-    from gridbench.spec.model import ExperimentSpec
+    from gridbench.jobflow.events.chain import StageChain
+    from gridbench.jobflow.run.tracker import StatusTracker
+    from gridbench.jobflow.spec.model import ExperimentSpec
 
 
 #: the request of (attempt, slot)

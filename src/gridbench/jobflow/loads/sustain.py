@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import polars as pl
 from pydantic import Field
 
-from gridbench.analysis import text
-from gridbench.analysis.closed import (
+from gridbench.jobflow.analysis import text
+from gridbench.jobflow.analysis.closed import (
     OP_END,
     OP_START,
     count,
@@ -33,8 +33,8 @@ from gridbench.analysis.closed import (
     seconds,
     summarize,
 )
-from gridbench.analysis.failures import SUBMIT_FAILURES
-from gridbench.events.model import (
+from gridbench.jobflow.analysis.failures import SUBMIT_FAILURES
+from gridbench.jobflow.events.model import (
     FAIL_JOB,
     FAIL_LOST,
     STAGE_CANCELLED,
@@ -43,14 +43,14 @@ from gridbench.events.model import (
     STAGE_SUBMIT_ACK,
 )
 from gridbench.jobflow.loads.base import BaseLoadModel, LoadBase, PlanEstimate, TrialContext, narrow
-from gridbench.run.closed_loop import OpNames, sleep_or_stop, timed_op
-from gridbench.run.recorder import Recorder
+from gridbench.jobflow.run.closed_loop import OpNames, sleep_or_stop, timed_op
+from gridbench.jobflow.run.recorder import Recorder
 from gridbench.stats import describe
 from gridbench.units import Duration
 
 if TYPE_CHECKING:
-    from gridbench.events.chain import StageChain
-    from gridbench.spec.model import ExperimentSpec
+    from gridbench.jobflow.events.chain import StageChain
+    from gridbench.jobflow.spec.model import ExperimentSpec
 
 
 class SustainLoad(LoadBase):

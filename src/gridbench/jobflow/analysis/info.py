@@ -1,0 +1,90 @@
+"""The trial facts analysis needs, read from a trial.json dict (tolerant of missing keys)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from gridbench.errors import ResultsError
+from gridbench.jobflow.events.chain import StageChain
+from gridbench.jobflow.loads.base import DEFAULT_MODEL
+
+DEFAULT_LATE_THRESHOLD_NS = 100_000_000  # 100 ms, as the spec's load.late_threshold default
+
+
+def _opt_int(v: Any) -> int | None:
+    return None if v is None else int(v)
+
+
+def _opt_float(v: Any) -> float | None:
+    return None if v is None else float(v)
+
+
+@dataclass(frozen=True, slots=True)
+class TrialInfo:
+    """One trial's identity, plan and environment (the analysis view of trial.json)."""
+
+    trial_id: str
+    chain: StageChain
+    point_index: int = 0
+    trial_index: int = 0
+    point: Mapping[str, Any] = field(default_factory=dict)
+    load_model: str = DEFAULT_MODEL
+    offered_rate_per_s: float | None = None
+    planned_jobs: int | None = None
+    started_ns: int | None = None
+    submit_end_ns: int | None = None
+    ended_ns: int | None = None
+    status: str = "complete"
+    cpu_count: int = 1
+    late_threshold_ns: int = DEFAULT_LATE_THRESHOLD_NS
+    background_queue: Mapping[str, int | None] = field(default_factory=dict)
+    agents: Mapping[str, Any] = field(default_factory=dict)
+    #: the controller's NTP state at the trial's start (run/host_clock.py), {} if absent
+    clock_sync: Mapping[str, Any] = field(default_factory=dict)
+    #: CPU seconds of the client programs a command-style backend spawned (None: none)
+    client_cpu_s: float | None = None
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], where: str = "trial.json") -> TrialInfo:
+        """Build from a trial.json object; raise ResultsError when the chain is missing."""
+        chain_d = d.get("chain")
+        if not isinstance(chain_d, Mapping) or not chain_d.get("stages"):
+            raise ResultsError(
+                "trial has no stage chain",
+                where=f"{where}: chain",
+                fix="the runner writes the backend's StageChain.to_dict() into trial.json",
+            )
+        try:
+            chain = StageChain.from_dict(chain_d)
+            bq = d.get("background_queue") or {}
+            return cls(
+                trial_id=str(d.get("trial_id", "trial")),
+                chain=chain,
+                point_index=int(d.get("point_index", 0)),
+                trial_index=int(d.get("trial_index", 0)),
+                point=dict(d.get("point") or {}),
+                load_model=str(d.get("load_model", DEFAULT_MODEL)),
+                offered_rate_per_s=_opt_float(d.get("offered_rate_per_s")),
+                planned_jobs=_opt_int(d.get("planned_jobs")),
+                started_ns=_opt_int(d.get("started_ns")),
+                submit_end_ns=_opt_int(d.get("submit_end_ns")),
+                ended_ns=_opt_int(d.get("ended_ns")),
+                status=str(d.get("status", "complete")),
+                cpu_count=max(1, int(d.get("cpu_count") or 1)),
+                late_threshold_ns=int(d.get("late_threshold_ns") or DEFAULT_LATE_THRESHOLD_NS),
+                background_queue={
+                    "start": _opt_int(bq.get("start")),
+                    "end": _opt_int(bq.get("end")),
+                },
+                agents=dict(d.get("agents") or {}),
+                clock_sync=dict(d.get("clock_sync") or {}),
+                client_cpu_s=_opt_float((d.get("client_processes") or {}).get("cpu_s")),
+            )
+        except (TypeError, ValueError) as exc:
+            raise ResultsError(
+                f"trial.json has a value of the wrong type: {exc}",
+                where=where,
+                fix="re-run the trial, or correct the named field",
+            ) from None

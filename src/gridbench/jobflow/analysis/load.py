@@ -1,0 +1,145 @@
+"""Reading a results directory (the only module of analysis that touches files).
+
+Layout: RUN/experiment.json, RUN/spec.yaml, RUN/trials/<trial_id>/{trial.json, events.csv,
+resources.csv}; analysis writes RUN/metrics.json and RUN/trials/<id>/series.json.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from gridbench.errors import GridbenchError, ResultsError
+from gridbench.jobflow.analysis.clocks import to_controller_time
+from gridbench.jobflow.analysis.info import TrialInfo
+from gridbench.jobflow.events.log import EVENTS_FILE, empty_events, read_events
+from gridbench.store.layout import read_json
+from gridbench.store.safe_open import opened_store_file
+
+TRIALS_DIR = "trials"
+TRIAL_FILE = "trial.json"
+RESOURCES_FILE = "resources.csv"
+SERVER_RESOURCES_FILE = "server_resources.csv"
+METRICS_FILE = "metrics.json"
+SERIES_FILE = "series.json"
+RESOURCES_SCHEMA = {
+    "t_ns": pl.Int64,
+    "cpu_percent": pl.Float64,
+    "rss_bytes": pl.Int64,
+    "children": pl.Int64,
+}
+
+
+def trial_dirs(run_dir: Path) -> list[Path]:
+    """Trial directories (those holding a trial.json), sorted by name."""
+    root = run_dir / TRIALS_DIR
+    if not run_dir.is_dir():
+        raise ResultsError(
+            "results directory not found", where=str(run_dir), fix="give the path of a run"
+        )
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.iterdir() if (p / TRIAL_FILE).is_file())
+
+
+def read_trial_info(trial_dir: Path) -> TrialInfo:
+    """The trial.json of one trial."""
+    path = trial_dir / TRIAL_FILE
+    data = read_json(path)
+    if not isinstance(data, Mapping):
+        raise ResultsError("trial.json is not a JSON object", where=str(path))
+    return TrialInfo.from_dict(data, where=str(path))
+
+
+ANALYSIS_COLUMNS = ("job", "stage", "t_ns", "precision_ns", "agent", "clock_offset_ns", "attrs")
+
+
+def read_trial_events(trial_dir: Path, agents: Mapping[str, Any] | None = None) -> pl.DataFrame:
+    """The trial's event log on the controller's clock (empty when the trial recorded
+    nothing yet): ``t_ns − clock_offset_ns``, with each stamp's clock bound from trial.json
+    ``agents`` (:func:`gridbench.jobflow.analysis.clocks.to_controller_time`)."""
+    path = trial_dir / EVENTS_FILE
+    if not path.exists():
+        events = empty_events().select(ANALYSIS_COLUMNS)
+    else:
+        # the analysis never looks at the source column: not reading it saves memory
+        events = read_events(path, columns=ANALYSIS_COLUMNS)
+    return to_controller_time(events, agents or {})
+
+
+def read_resources(trial_dir: Path) -> pl.DataFrame | None:
+    """Client CPU/RSS samples, or ``None`` when not recorded or unreadable."""
+    df = _read_samples(trial_dir / RESOURCES_FILE)
+    if df is None:
+        return None
+    cols = [pl.col(c).cast(t, strict=False) for c, t in RESOURCES_SCHEMA.items() if c in df.columns]
+    return df.select(cols) if cols else None
+
+
+SERVER_RESOURCES_SCHEMA = {
+    "t_ns": pl.Int64,
+    "label": pl.String,
+    "pid": pl.Int64,
+    "cpu_percent": pl.Float64,
+    "rss_bytes": pl.Int64,
+    "state": pl.String,
+}
+
+
+def read_server_resources(trial_dir: Path) -> pl.DataFrame | None:
+    """Server processes' CPU/RSS samples (server_resources.csv), or ``None`` when the
+    spec named none or the file cannot be read (a value that is not a number is null)."""
+    df = _read_samples(trial_dir / SERVER_RESOURCES_FILE)
+    if df is None:
+        return None
+    if not {"t_ns", "label", "cpu_percent", "rss_bytes"} <= set(df.columns):
+        return None
+    return df.select(
+        pl.col(c).cast(t, strict=False) if c in df.columns else pl.lit(None, t).alias(c)
+        for c, t in SERVER_RESOURCES_SCHEMA.items()
+    )
+
+
+def read_experiment(run_dir: Path) -> dict[str, Any]:
+    """experiment.json (empty when absent)."""
+    path = run_dir / "experiment.json"
+    if not path.is_file():
+        return {}
+    data = read_json(path)
+    return dict(data) if isinstance(data, Mapping) else {}
+
+
+def read_spec_settings(run_dir: Path) -> dict[str, Any]:
+    """``name``, ``thresholds``, ``warmup`` and ``validity`` from spec.yaml, as plain
+    data (empty if absent)."""
+    path = run_dir / "spec.yaml"
+    if not path.is_file():
+        return {}
+    from gridbench.specload import parse_yaml, read_spec_text
+
+    try:
+        root = parse_yaml(read_spec_text(path), str(path))
+    except GridbenchError as exc:
+        raise ResultsError(
+            f"the run's spec.yaml cannot be read: {exc.message}",
+            where=exc.where or str(path),
+            fix="repair spec.yaml, or pass thresholds and warm-up explicitly",
+        ) from None
+    if not isinstance(root, Mapping):
+        return {}
+    plain = json.loads(json.dumps(root, default=str))
+    return {k: plain[k] for k in ("name", "thresholds", "warmup", "validity") if k in plain}
+
+
+def _read_samples(path: Path) -> pl.DataFrame | None:
+    """A sample file of a trial, read as foreign input (never through a link, a regular
+    file only); ``None`` when it is absent, empty or unreadable."""
+    try:
+        with opened_store_file(path) as (source, size):
+            return pl.read_csv(source, infer_schema=False) if size else None
+    except (FileNotFoundError, ResultsError, pl.exceptions.PolarsError, OSError):
+        return None

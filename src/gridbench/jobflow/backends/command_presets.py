@@ -1,0 +1,105 @@
+"""Presets of the command backend: YAML data files of templates, patterns and state maps.
+
+A preset is the ``options`` of a ``command`` backend plus three metadata keys:
+``description``, ``tested`` (whether it was run against the real CLI) and ``written_for``
+(the CLI name and version its templates and patterns follow). Shipped presets live in
+``gridbench/jobflow/backends/presets/<name>.yaml``; ``preset:`` may also be a path to a file.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from importlib.resources.abc import Traversable
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+
+from gridbench.errors import SpecError
+from gridbench.presets import shipped_yaml, unknown_preset
+
+META_KEYS = ("description", "tested", "written_for")
+_WHERE = "backend.options.preset"
+
+
+@dataclass(frozen=True, slots=True)
+class PresetInfo:
+    """What a preset says about itself."""
+
+    name: str
+    description: str
+    tested: bool
+    written_for: str
+
+
+def _parse(text: str, origin: str) -> dict[str, Any]:
+    try:
+        data = YAML(typ="safe", pure=True).load(io.StringIO(text))
+    except YAMLError as exc:
+        raise SpecError(
+            f"preset {origin} is not valid YAML: {exc}".replace("\n", " "),
+            where=_WHERE,
+            fix="fix the YAML syntax of the preset file",
+        ) from None
+    if not isinstance(data, dict):
+        raise SpecError(
+            f"preset {origin} is not a mapping of options",
+            where=_WHERE,
+            fix="a preset holds the command backend's options (submit:, status:, states: ...)",
+        )
+    for key in ("tested", "written_for"):
+        if key not in data:
+            raise SpecError(
+                f"preset {origin} does not state {key!r}",
+                where=_WHERE,
+                fix="every preset says tested: true|false and written_for: '<CLI and version>'",
+            )
+    return data
+
+
+def _shipped() -> dict[str, Traversable]:
+    return shipped_yaml("jobflow", "backends", "presets")
+
+
+def names() -> list[str]:
+    """The shipped presets."""
+    return list(_shipped())
+
+
+def load(name: str) -> dict[str, Any]:
+    """A preset's raw options (metadata included), by shipped name or file path."""
+    if name.endswith((".yaml", ".yml")) or "/" in name:
+        path = Path(name).expanduser()
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise SpecError(
+                f"cannot read preset file {str(path)!r}: {exc.strerror or exc}",
+                where=_WHERE,
+                fix="give a shipped preset name or the path of a readable YAML file",
+            ) from None
+        return _parse(text, str(path))
+    shipped = _shipped()
+    if name not in shipped:
+        raise unknown_preset(
+            name, shipped, where=_WHERE, other=" (or a path to your own .yaml preset)"
+        )
+    return _parse(shipped[name].read_text(encoding="utf-8"), name)
+
+
+def info(name: str) -> PresetInfo:
+    """The metadata of one preset."""
+    data = load(name)
+    return PresetInfo(
+        name,
+        str(data.get("description", "")).strip(),
+        bool(data.get("tested")),
+        str(data.get("written_for", "")),
+    )
+
+
+def listing() -> list[PresetInfo]:
+    """Metadata of every shipped preset."""
+    return [info(n) for n in names()]

@@ -1,0 +1,285 @@
+"""HTTP client for the reference grid (``gridbench reference serve``).
+
+With no ``url`` it starts its own grid as a child process on a free loopback port, so a
+fresh checkout benchmarks something real with no setup. The grid's CPU is excluded from
+the client's resource samples (it is the system under test, not the client).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field
+
+from gridbench.errors import BackendError
+from gridbench.jobflow.backends.base import (
+    Capabilities,
+    JobRequest,
+    JobState,
+    JobStatus,
+    ReportPublisher,
+    RuntimeInfoSource,
+    SubmitError,
+)
+from gridbench.jobflow.backends.options import parse_options
+from gridbench.jobflow.backends.spawn import start_time
+from gridbench.jobflow.backends.sut import exclude_pid
+from gridbench.jobflow.events.chain import StageChain
+from gridbench.jobflow.events.ingest_run import edgi_chain
+from gridbench.jobflow.events.model import (
+    FAIL_SUBMIT_ERROR,
+    FAIL_SUBMIT_REJECTED,
+    FAIL_SUBMIT_TIMEOUT,
+    Event,
+    Precision,
+)
+
+STARTUP_TIMEOUT_S = 30.0
+
+
+class ReferenceOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    url: str | None = Field(default=None, description="base URL; none: start an embedded grid")
+    preset: str = "sequential"
+    grid: dict[str, Any] = Field(default_factory=dict, description="config overrides (embedded)")
+    reports_dir: str | None = None
+    timeout_s: float = Field(default=30.0, gt=0)
+    max_connections: int = Field(default=64, ge=1)
+    dt_precision: str = "ms"
+
+
+_STATES = {s.value: s for s in JobState}
+
+
+class ReferenceBackend:
+    name: ClassVar[str] = "reference"
+
+    def __init__(self, options: ReferenceOptions | None = None) -> None:
+        self.options = options or ReferenceOptions()
+        self.url = (self.options.url or "").rstrip("/")
+        self._client: httpx.AsyncClient | None = None
+        self._proc: asyncio.subprocess.Process | None = None
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+
+    @classmethod
+    def from_options(cls, options: dict[str, Any]) -> ReferenceBackend:
+        return cls(parse_options(ReferenceOptions, options, cls.name))
+
+    def stage_chain(self) -> StageChain:
+        prec = Precision.MS if self.options.dt_precision == "ms" else Precision.S
+        server = (
+            "ce_entry",
+            "ce_submit",
+            "bridge_entry",
+            "bridge_submit",
+            "bridge_done",
+            "ce_done",
+        )
+        return edgi_chain(precision_ns=dict.fromkeys(server, prec))
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities(queue_length=True)
+
+    def runtime_info(self) -> dict[str, Any]:
+        """What ``gridbench cleanup`` needs to reach this grid after a crash."""
+        if self._proc is None:
+            return {}
+        return {
+            "options": {"url": self.url},
+            "pid": self._proc.pid,
+            # cleanup signals the pid only if its start time is still this one
+            "create_time": start_time(self._proc.pid),
+            "cmdline_marker": "gridbench.jobflow.reference",
+        }
+
+    def report_sources(self) -> list[tuple[str, str]]:
+        """The grid's monitoring-report listings, nearest tier first."""
+        return [("ce", f"{self.url}/reports/ce/"), ("bridge", f"{self.url}/reports/bridge/")]
+
+    @property
+    def client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            raise BackendError("backend not opened", where="reference backend")
+        return self._client
+
+    async def open(self) -> None:
+        if not self.url:
+            await self._start_embedded()
+        limits = httpx.Limits(
+            max_connections=self.options.max_connections,
+            max_keepalive_connections=self.options.max_connections,
+        )
+        self._client = httpx.AsyncClient(
+            base_url=self.url, timeout=self.options.timeout_s, limits=limits, trust_env=False
+        )
+        try:
+            r = await self._client.get("/health", timeout=10)
+            r.raise_for_status()
+            r.json()
+        except (httpx.HTTPError, ValueError) as exc:
+            await self.close()
+            raise BackendError(
+                f"the reference grid does not answer: {exc}",
+                where=self.url,
+                fix="start it with 'gridbench reference serve', or drop backend.options.url "
+                "to let gridbench start an embedded grid",
+            ) from None
+
+    async def _start_embedded(self) -> None:
+        argv = [
+            sys.executable,
+            "-m",
+            "gridbench.jobflow.reference",
+            "--port",
+            "0",
+            "--preset",
+            self.options.preset,
+        ]
+        self._tmp = tempfile.TemporaryDirectory(prefix="gridbench-grid-")
+        tmp = Path(self._tmp.name)
+        if self.options.grid or self.options.dt_precision:
+            overrides = dict(self.options.grid)
+            reports = dict(overrides.get("reports", {}))
+            reports.setdefault("dt_precision", self.options.dt_precision)
+            overrides["reports"] = reports
+            cfg = tmp / "grid.json"  # JSON is valid YAML
+            cfg.write_text(json.dumps(overrides), encoding="utf-8")
+            argv += ["--config", str(cfg)]
+        if self.options.reports_dir:
+            argv += ["--reports-dir", self.options.reports_dir]
+        # stderr goes to a file: an undrained pipe could fill up and block the grid
+        errlog = tmp / "grid.stderr"
+        with open(errlog, "wb") as errfile:
+            proc = await asyncio.create_subprocess_exec(
+                *argv,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=errfile,
+                stdin=asyncio.subprocess.DEVNULL,
+                # own session: a terminal's Ctrl-C must reach gridbench only, which then
+                # still needs the grid to cancel outstanding jobs
+                start_new_session=True,
+            )
+        self._proc = proc
+        exclude_pid(proc.pid)
+        assert proc.stdout is not None
+        try:
+            line = await asyncio.wait_for(proc.stdout.readline(), STARTUP_TIMEOUT_S)
+        except TimeoutError:
+            line = b""
+        text = line.decode(errors="replace").strip()
+        if not text.startswith("listening on "):
+            with contextlib.suppress(Exception):
+                await self._stop_embedded()
+            err = errlog.read_bytes()[-4000:].decode(errors="replace").strip()
+            raise BackendError(
+                f"the embedded reference grid did not start: {err or text}",
+                where="backend.options",
+                fix="check backend.options.grid against docs/backends.md",
+            )
+        self.url = text.removeprefix("listening on ").strip()
+
+    async def _stop_embedded(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None or proc.returncode is not None:
+            return
+        proc.terminate()
+        try:
+            await asyncio.wait_for(proc.wait(), 10)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+
+    async def close(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+        await self._stop_embedded()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+    async def submit(self, job: JobRequest) -> str:
+        body = {"name": job.name, "runtime_s": job.runtime_s, "fail": job.fail}
+        try:
+            r = await self.client.post("/jobs", json=body)
+        except httpx.TimeoutException as exc:
+            raise SubmitError(FAIL_SUBMIT_TIMEOUT, f"submit timed out: {exc}") from None
+        except httpx.HTTPError as exc:
+            raise SubmitError(FAIL_SUBMIT_ERROR, f"{type(exc).__name__}: {exc}") from None
+        if r.status_code == 503:
+            kind = _field(r, "kind")
+            raise SubmitError(
+                FAIL_SUBMIT_TIMEOUT if kind == "timeout" else FAIL_SUBMIT_REJECTED,
+                _field(r, "error") or "queue full",
+            )
+        if r.status_code >= 400:
+            raise SubmitError(FAIL_SUBMIT_ERROR, f"HTTP {r.status_code}: {r.text[:200]}")
+        bid = _field(r, "id")
+        if not bid:
+            raise SubmitError(FAIL_SUBMIT_ERROR, f"answer without an id: {r.text[:200]}")
+        return bid
+
+    async def status(self, ids: Sequence[str]) -> dict[str, JobStatus]:
+        r = await self.client.post("/jobs/status", json={"ids": list(ids)})
+        if r.status_code != 200:
+            raise BackendError(
+                f"status call answered HTTP {r.status_code}: {r.text[:200]}",
+                where=f"{self.url}/jobs/status",
+            )
+        try:
+            jobs = r.json()["jobs"]
+            return {
+                str(k): JobStatus(
+                    _STATES.get(v.get("state"), JobState.UNKNOWN), str(v.get("message", ""))[:500]
+                )
+                for k, v in jobs.items()
+            }
+        except (ValueError, KeyError, TypeError, AttributeError):
+            raise BackendError(
+                "status answer is not the expected JSON",
+                where=f"{self.url}/jobs/status",
+                fix="is this URL a gridbench reference grid?",
+            ) from None
+
+    async def cancel(self, ids: Sequence[str]) -> None:
+        r = await self.client.post("/jobs/cancel", json={"ids": list(ids)})
+        r.raise_for_status()
+
+    async def fetch_output(self, backend_id: str) -> bytes:
+        r = await self.client.get(f"/jobs/{backend_id}/output")
+        if r.status_code != 200:
+            raise BackendError(
+                f"output not available (HTTP {r.status_code})",
+                where=f"{self.url}/jobs/{backend_id}/output",
+            )
+        return r.content
+
+    async def server_events(self) -> list[Event]:
+        return []
+
+    async def queue_length(self) -> int | None:
+        r = await self.client.get("/queue")
+        r.raise_for_status()
+        total = r.json().get("total")
+        return int(total) if isinstance(total, int) else None
+
+
+def _field(r: httpx.Response, key: str) -> str:
+    try:
+        v = r.json().get(key)
+    except (ValueError, AttributeError):
+        return ""
+    return str(v) if v is not None else ""
+
+
+if TYPE_CHECKING:  # mypy checks the optional hooks against their protocols
+    _publishes_reports: type[ReportPublisher] = ReferenceBackend
+    _has_runtime_info: type[RuntimeInfoSource] = ReferenceBackend

@@ -1,0 +1,53 @@
+"""Named configurations of the reference grid.
+
+``sequential`` (the default) is CREAM-like: the CE checks job statuses one call per job
+and becomes the bottleneck above ~1/per_job_cost_s jobs/s. ``batched`` is the same grid
+with one status call for all jobs: it keeps up at every demo rate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from gridbench.jobflow.reference.config import GridConfig, config_from_dict, merge, read_config_file
+from gridbench.presets import unknown_preset
+
+DEFAULT_PRESET = "sequential"
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "sequential": {},  # the model defaults
+    "batched": {"status_update": {"policy": "batched"}},
+}
+
+# Offered rates (jobs/s) of the demo ramp; the sequential preset breaks from the 3rd on.
+DEMO_RATES_PER_S: tuple[float, ...] = (1.0, 2.0, 3.0, 4.0, 5.0)
+
+
+def preset_names() -> list[str]:
+    """The names of the built-in configurations."""
+    return list(PRESETS)
+
+
+def build_config(
+    preset: str = DEFAULT_PRESET,
+    path: str | Path | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> GridConfig:
+    """A preset, then a YAML file, then ``overrides`` deep-merged over it, validated."""
+    if preset not in PRESETS:
+        raise unknown_preset(preset, PRESETS, where="preset", kind="reference grid preset")
+    data: dict[str, Any] = dict(PRESETS[preset])
+    source = f"preset {preset}"
+    if path is not None:
+        data = merge(data, read_config_file(path))
+        source = str(path)
+    if overrides:
+        data = merge(data, overrides)
+    return config_from_dict(data, source=source)
+
+
+def preset(name: str) -> GridConfig:
+    """The named built-in configuration."""
+    return build_config(name)

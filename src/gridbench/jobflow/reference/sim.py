@@ -1,0 +1,438 @@
+"""The asyncio model of the EDGI chain: client -> CE -> bridge -> worker pool (DG) -> back.
+
+Simulated time is real time. Each tier is a bounded queue served by ``concurrency``
+worker coroutines; the CE->bridge hop and the jobs running in the worker pool are event
+loop timers, not tasks, so a job costs one small slotted object. Stamps (T2..T7) go to
+the tiers' EDGI monitoring reports:
+
+    T2 CE job_entry -> T3 CE job_submission (job_id_bridge = bridge id)
+    -> T4 bridge job_entry -> T5 bridge job_submission (job_id_bridge = DG id)
+    -> T6 bridge job_status Finished|Failed -> T7 CE job_status Finished|Failed
+
+T7 happens when the CE's UpdateManager (:mod:`gridbench.jobflow.reference.updates`) learns of
+the completion; the client sees the CE's view.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import enum
+import logging
+import secrets
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from gridbench.jobflow.reference import reports as rp
+from gridbench.jobflow.reference.config import GridConfig
+from gridbench.jobflow.reference.dist import make_sampler
+
+log = logging.getLogger("gridbench.jobflow.reference")
+
+
+class Loc(enum.IntEnum):
+    """Where a job is in the chain."""
+
+    CE_QUEUED = 0
+    CE_SERVICE = 1
+    TRANSFER = 2  # between T3 and T4
+    BRIDGE_QUEUED = 3
+    BRIDGE_SERVICE = 4
+    DG_QUEUED = 5  # submitted to the DG (T5), waiting for a slot
+    DG_RUNNING = 6
+    FINISHING = 7  # the bridge knows it ended (T6), the CE does not yet (T7)
+    DONE = 8
+    CANCELLED = 9
+
+
+class BridgeState(enum.IntEnum):
+    """What a status call to the bridge answers."""
+
+    UNKNOWN = 0
+    QUEUED = 1
+    RUNNING = 2
+    FINISHED = 3
+    FAILED = 4
+
+
+@dataclass(slots=True, eq=False)
+class Job:
+    """One job; small on purpose (tens of thousands live at once)."""
+
+    ce_id: str
+    name: str
+    application: str
+    runtime_s: float | None
+    fail: bool
+    loc: Loc
+    t_entry_ns: int
+    bridge_id: str = ""
+    dg_id: str = ""
+    bridge_state: BridgeState = BridgeState.UNKNOWN
+    ce_state: str = "queued"  # the client's view: queued|running|done|failed|cancelled
+    message: str = ""
+    ran_s: float = 0.0
+    t_done_ns: int = 0
+    timer: asyncio.TimerHandle | None = None
+
+
+class SubmitRefused(Exception):
+    """The CE refused a submission; ``kind`` is ``rejected``, ``timeout`` or ``error``."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+_TERMINAL = (Loc.DONE, Loc.CANCELLED)
+
+
+def _at(job: Job, loc: Loc) -> bool:
+    # A function, not an inline test: a cancel during an await moves the job behind our back.
+    return job.loc == loc
+
+
+_BRIDGE_HOLDS = (Loc.BRIDGE_QUEUED, Loc.BRIDGE_SERVICE, Loc.DG_QUEUED, Loc.DG_RUNNING)
+
+
+class Grid:
+    """The simulated grid. All methods run on one event loop (no locking needed)."""
+
+    def __init__(
+        self,
+        config: GridConfig,
+        reports_dir: Path,
+        *,
+        clock: Callable[[], int] = time.time_ns,
+    ) -> None:
+        self.config = config
+        self.reports_dir = reports_dir
+        self._clock = clock
+        self._rng = np.random.default_rng(config.seed)
+        self._ce_service = make_sampler(config.ce.service, self._rng)
+        self._bridge_service = make_sampler(config.bridge.service, self._rng)
+        self._transfer = make_sampler(config.bridge.transfer, self._rng)
+        self._runtime = make_sampler(config.workers.runtime, self._rng)
+        rc = config.reports
+        self.ce_reports, self.bridge_reports = (
+            rp.ReportWriter(
+                kind,
+                reports_dir,
+                rotate_s=rc.rotate_s,
+                publication_delay_s=rc.publication_delay_s,
+                dt_precision=rc.dt_precision,
+                clock=clock,
+            )
+            for kind in ("ce", "bridge")
+        )
+        self._log_running = rc.log_running
+        # A random instance tag keeps ids unique across restarts sharing a reports dir.
+        self._tag = secrets.token_hex(3)
+        self._n_ce = self._n_bridge = self._n_dg = 0
+        self.jobs: dict[str, Job] = {}
+        self._tracked: dict[str, Job] = {}  # the CE's job list: T3 seen, T7 not yet
+        self._count = [0] * len(Loc)
+        self._ce_q: asyncio.Queue[Job] = asyncio.Queue()
+        self._bridge_q: asyncio.Queue[Job] = asyncio.Queue()
+        self._dg_wait: collections.deque[Job] = collections.deque()
+        self._dg_running = 0
+        self._tasks: list[asyncio.Task[None]] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    # -- lifecycle --------------------------------------------------------------------
+    async def start(self) -> None:
+        """Start the tier workers, the UpdateManager and report rotation."""
+        from gridbench.jobflow.reference.updates import update_manager
+
+        self._loop = asyncio.get_running_loop()
+        spawn = self._loop.create_task
+        for i in range(self.config.ce.concurrency):
+            self._tasks.append(spawn(self._ce_worker(), name=f"ce-worker-{i}"))
+        for i in range(self.config.bridge.concurrency):
+            self._tasks.append(spawn(self._bridge_worker(), name=f"bridge-worker-{i}"))
+        self._tasks.append(spawn(update_manager(self), name="ce-update-manager"))
+        self._tasks.append(spawn(self._housekeeping(), name="report-rotation"))
+
+    async def stop(self) -> None:
+        """Stop all activity and close the current report files."""
+        for t in self._tasks:
+            t.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+        for job in self.jobs.values():
+            if job.timer is not None:
+                job.timer.cancel()
+                job.timer = None
+        self.ce_reports.close()
+        self.bridge_reports.close()
+
+    async def _housekeeping(self) -> None:
+        period = min(0.1, self.config.reports.rotate_s / 4)
+        while True:
+            await asyncio.sleep(period)
+            self.ce_reports.tick()
+            self.bridge_reports.tick()
+
+    # -- bookkeeping ------------------------------------------------------------------
+    def _move(self, job: Job, loc: Loc) -> None:
+        self._count[job.loc] -= 1
+        self._count[loc] += 1
+        job.loc = loc
+
+    def ce_load(self) -> int:
+        """Jobs in the CE tier (queued or in preparation): what ``queue_limit`` bounds."""
+        return self._count[Loc.CE_QUEUED] + self._count[Loc.CE_SERVICE]
+
+    def queue_lengths(self) -> dict[str, int]:
+        """Jobs per tier, and the length of the CE's status-check list."""
+        c = self._count
+        out = {
+            "ce": c[Loc.CE_QUEUED] + c[Loc.CE_SERVICE],
+            "bridge": c[Loc.TRANSFER] + c[Loc.BRIDGE_QUEUED] + c[Loc.BRIDGE_SERVICE],
+            "workers": c[Loc.DG_QUEUED] + c[Loc.DG_RUNNING],
+            "finishing": c[Loc.FINISHING],
+        }
+        out["total"] = sum(out.values())
+        out["ce_list"] = len(self._tracked)
+        return out
+
+    # -- client operations ------------------------------------------------------------
+    def submit(
+        self, name: str, runtime_s: float | None, fail: bool, application: str | None
+    ) -> Job:
+        """Accept a job into the CE (T2) or raise :class:`SubmitRefused`."""
+        faults = self.config.faults
+        if faults.submit_failure_prob > 0 and self._rng.random() < faults.submit_failure_prob:
+            raise SubmitRefused("error", "injected submission failure (submit_failure_prob)")
+        if self.ce_load() >= self.config.ce.queue_limit:
+            raise SubmitRefused(
+                "rejected", f"CE queue full ({self.config.ce.queue_limit} jobs waiting)"
+            )
+        self._n_ce += 1
+        ce_id = f"ce-{self._tag}-{self._n_ce:06d}"
+        t = self._clock()
+        app = application or "reference"
+        job = Job(ce_id, name, app, runtime_s, fail, Loc.CE_QUEUED, t)
+        self._count[Loc.CE_QUEUED] += 1
+        self.jobs[ce_id] = job
+        self.ce_reports.entry(t, ce_id, app, self.config.ce.input_grid_name)
+        self._ce_q.put_nowait(job)
+        return job
+
+    async def submit_held(
+        self, name: str, runtime_s: float | None, fail: bool, application: str | None
+    ) -> Job:
+        """Like :meth:`submit`, but with ``on_full: timeout`` wait up to ``hold_s`` for room."""
+        faults = self.config.faults
+        if faults.on_full == "timeout":
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + faults.hold_s
+            while self.ce_load() >= self.config.ce.queue_limit:
+                if loop.time() >= deadline:
+                    raise SubmitRefused(
+                        "timeout", f"CE queue full; request held {faults.hold_s:g} s"
+                    )
+                await asyncio.sleep(0.02)
+        return self.submit(name, runtime_s, fail, application)
+
+    def status(self, ids: Iterable[str]) -> dict[str, tuple[str, str]]:
+        """The CE's view ``(state, message)`` of each known id; unknown ids are omitted."""
+        out: dict[str, tuple[str, str]] = {}
+        jobs = self.jobs
+        for i in ids:
+            job = jobs.get(i)
+            if job is not None:
+                out[i] = (job.ce_state, job.message)
+        return out
+
+    def cancel(self, ids: Iterable[str]) -> int:
+        """Cancel the non-terminal jobs among ``ids``; return how many were cancelled."""
+        n = 0
+        freed = False
+        for i in ids:
+            job = self.jobs.get(i)
+            if job is None or job.loc in _TERMINAL:
+                continue
+            t = self._clock()
+            bridge_knows = job.loc in _BRIDGE_HOLDS
+            if job.loc == Loc.DG_RUNNING:
+                if job.timer is not None:
+                    job.timer.cancel()
+                    job.timer = None
+                self._dg_running -= 1
+                freed = True
+            self._move(job, Loc.CANCELLED)
+            job.ce_state = "cancelled"
+            job.message = "cancelled by the client"
+            job.t_done_ns = t
+            self._tracked.pop(job.ce_id, None)
+            self.ce_reports.status(t, job.ce_id, rp.STATUS_CANCELLED)
+            if bridge_knows:
+                self.bridge_reports.status(t, self._bridge_rid(job), rp.STATUS_CANCELLED)
+            n += 1
+        if freed:
+            self._dg_fill()
+        return n
+
+    def output(self, ce_id: str) -> str | None:
+        """The job's output once terminal, else None. Raises KeyError for an unknown id."""
+        job = self.jobs[ce_id]
+        if job.ce_state == "done":
+            return f"{job.name}: finished on {job.dg_id} after {job.ran_s:.3f} s\n"
+        if job.ce_state in ("failed", "cancelled"):
+            return f"{job.name}: {job.ce_state}: {job.message}\n"
+        return None
+
+    # -- the CE -----------------------------------------------------------------------
+    async def _ce_worker(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            job = await self._ce_q.get()
+            if job.loc != Loc.CE_QUEUED:
+                continue  # cancelled while waiting
+            try:
+                self._move(job, Loc.CE_SERVICE)
+                await asyncio.sleep(self._ce_service())
+                if not _at(job, Loc.CE_SERVICE):  # cancelled meanwhile
+                    continue
+                self._n_bridge += 1
+                job.bridge_id = f"br-{self._tag}-{self._n_bridge:06d}"
+                self._move(job, Loc.TRANSFER)
+                self.ce_reports.submission(
+                    self._clock(), job.ce_id, job.bridge_id, self.config.bridge.url
+                )
+                self._tracked[job.ce_id] = job
+                loop.call_later(self._transfer(), self._bridge_arrive, job)
+            except Exception:  # keep the tier alive; the job is failed, not lost
+                log.exception("CE worker failed on %s", job.ce_id)
+                self._fail_internal(job, "internal error in the CE")
+
+    def _fail_internal(self, job: Job, message: str) -> None:
+        if job.loc in _TERMINAL:
+            return
+        job.bridge_state = BridgeState.FAILED
+        job.message = message
+        self._move(job, Loc.FINISHING)
+        self._tracked[job.ce_id] = job
+
+    # -- the bridge -------------------------------------------------------------------
+    def _bridge_arrive(self, job: Job) -> None:
+        if job.loc != Loc.TRANSFER:
+            return  # cancelled in transit
+        c = self._count
+        held = c[Loc.BRIDGE_QUEUED] + c[Loc.BRIDGE_SERVICE]
+        if held >= self.config.bridge.queue_limit:
+            # The bridge refuses; the CE learns it on its next status call.
+            job.bridge_state = BridgeState.FAILED
+            job.message = "bridge queue full"
+            self._move(job, Loc.FINISHING)
+            return
+        job.bridge_state = BridgeState.QUEUED
+        self._move(job, Loc.BRIDGE_QUEUED)
+        # The bridge names the job's source grid, as the EDGI monitoring does.
+        self.bridge_reports.entry(
+            self._clock(), self._bridge_rid(job), job.application, self.config.ce.input_grid_name
+        )
+        self._bridge_q.put_nowait(job)
+
+    async def _bridge_worker(self) -> None:
+        while True:
+            job = await self._bridge_q.get()
+            if job.loc != Loc.BRIDGE_QUEUED:
+                continue
+            try:
+                self._move(job, Loc.BRIDGE_SERVICE)
+                await asyncio.sleep(self._bridge_service())
+                if not _at(job, Loc.BRIDGE_SERVICE):
+                    continue
+                self._n_dg += 1
+                job.dg_id = f"dg-{self._tag}-{self._n_dg:06d}"
+                self.bridge_reports.submission(
+                    self._clock(), self._bridge_rid(job), job.dg_id, self.config.workers.grid_name
+                )
+                self._move(job, Loc.DG_QUEUED)
+                self._dg_wait.append(job)
+                self._dg_fill()
+            except Exception:
+                log.exception("bridge worker failed on %s", job.bridge_id)
+                self._fail_internal(job, "internal error in the bridge")
+
+    def _bridge_rid(self, job: Job) -> str:
+        """The id the bridge's reports name ``job`` by: its own, or (``reports.bridge_ids``)
+        the CE's, as some components report a job under the upstream id; ``mixed``: the
+        CE's for every other job."""
+        how = self.config.reports.bridge_ids
+        if how == "upstream" or (how == "mixed" and job.bridge_id[-1:] in "13579"):
+            return job.ce_id
+        return job.bridge_id
+
+    # -- the worker pool (DG) ---------------------------------------------------------
+    def _dg_fill(self) -> None:
+        loop = self._loop
+        assert loop is not None, "Grid.start() was not called"
+        slots = self.config.workers.slots
+        while self._dg_running < slots and self._dg_wait:
+            job = self._dg_wait.popleft()
+            if job.loc != Loc.DG_QUEUED:
+                continue
+            self._dg_running += 1
+            self._move(job, Loc.DG_RUNNING)
+            job.bridge_state = BridgeState.RUNNING
+            if self._log_running:
+                self.bridge_reports.status(self._clock(), self._bridge_rid(job), rp.STATUS_RUNNING)
+            job.ran_s = job.runtime_s if job.runtime_s is not None else self._runtime()
+            job.timer = loop.call_later(job.ran_s, self._dg_done, job)
+
+    def _dg_done(self, job: Job) -> None:
+        job.timer = None
+        if job.loc != Loc.DG_RUNNING:
+            return
+        self._dg_running -= 1
+        p = self.config.faults.job_failure_prob
+        failed = job.fail or (p > 0 and self._rng.random() < p)
+        if failed:
+            job.bridge_state = BridgeState.FAILED
+            job.message = "requested failure" if job.fail else "injected failure (job_failure_prob)"
+        else:
+            job.bridge_state = BridgeState.FINISHED
+        self.bridge_reports.status(
+            self._clock(), self._bridge_rid(job), rp.STATUS_FAILED if failed else rp.STATUS_FINISHED
+        )
+        self._move(job, Loc.FINISHING)
+        self._dg_fill()
+
+    # -- the CE's status updates (used by the UpdateManager) --------------------------
+    def tracked_snapshot(self) -> list[Job]:
+        """The CE's job list (submitted to the bridge, not finished), oldest first."""
+        return list(self._tracked.values())
+
+    def tracked_count(self) -> int:
+        """Length of the CE's job list."""
+        return len(self._tracked)
+
+    def is_tracked(self, job: Job) -> bool:
+        """True while ``job`` is still in the CE's list (not finished, not cancelled)."""
+        return job.ce_id in self._tracked
+
+    def ce_observe(self, job: Job) -> None:
+        """Apply what one status answer from the bridge says about ``job`` (T7 if terminal)."""
+        if job.ce_id not in self._tracked:
+            return
+        st = job.bridge_state
+        if st in (BridgeState.FINISHED, BridgeState.FAILED):
+            t = self._clock()
+            ok = st == BridgeState.FINISHED
+            self.ce_reports.status(t, job.ce_id, rp.STATUS_FINISHED if ok else rp.STATUS_FAILED)
+            job.ce_state = "done" if ok else "failed"
+            job.t_done_ns = t
+            del self._tracked[job.ce_id]
+            self._move(job, Loc.DONE)
+        elif st == BridgeState.RUNNING and job.ce_state == "queued":
+            job.ce_state = "running"
+            if self._log_running:
+                self.ce_reports.status(self._clock(), job.ce_id, rp.STATUS_RUNNING)

@@ -1,0 +1,282 @@
+"""Cancelling jobs a crashed or killed run left behind, by job id (never by pattern).
+
+Every file of the run is untrusted input (someone may have planted or edited it), so:
+
+- a process is signalled only when its pid exists *and* its start time equals the one
+  gridbench recorded when it spawned it (``local_start`` attrs ``create_time``; the
+  grid's ``backend_runtime.create_time``); any other pid is reported "not ours, left alone";
+- the backend is never asked to run its ``init`` template, and the command backend's
+  ``cancel`` template runs only when it is the one gridbench recorded in experiment.json
+  at run time (``backend_runtime.command.templates.cancel``): a spec.yaml edited or planted
+  afterwards is "planted", and its commands are not run;
+- ``gridbench cleanup`` shows this plan (``dry_run=True``) and asks before acting.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+import psutil
+
+from gridbench.errors import GridbenchError
+from gridbench.jobflow.backends.base import Backend, OrphanStopper
+from gridbench.jobflow.backends.command import CommandBackend
+from gridbench.jobflow.backends.registry import create_backend
+from gridbench.jobflow.events.clock import AnchoredClock
+from gridbench.jobflow.events.log import EVENTS_FILE, EventLog, read_events
+from gridbench.jobflow.events.model import (
+    FAIL_LOST,
+    STAGE_CANCELLED,
+    STAGE_CLIENT_DONE,
+    STAGE_FAILED,
+    STAGE_SUBMIT_ACK,
+)
+from gridbench.jobflow.run.cleanup_reservations import (
+    find_reservations,
+    outstanding_per_trial,
+    release_all,
+)
+from gridbench.jobflow.spec.load import load_spec
+from gridbench.store.layout import RunDir, now_iso, read_json, write_json
+from gridbench.store.spawned import live_runner, recorded_process
+
+
+def outstanding_jobs(events: pl.DataFrame) -> pl.DataFrame:
+    """(job, backend_id) of jobs acknowledged but never seen to end or be cancelled.
+
+    A job recorded as ``lost`` (still running when the run gave up on it) is outstanding.
+    """
+    acked = events.filter(pl.col("stage") == STAGE_SUBMIT_ACK).select(
+        "job", pl.col("attrs").str.json_path_match("$.backend_id").alias("backend_id")
+    )
+    kind = pl.col("attrs").str.json_path_match("$.kind")
+    ended = (
+        events.filter(
+            pl.col("stage").is_in([STAGE_CLIENT_DONE, STAGE_CANCELLED])
+            | ((pl.col("stage") == STAGE_FAILED) & (kind.is_null() | (kind != FAIL_LOST)))
+        )
+        .select("job")
+        .unique()
+    )
+    return acked.join(ended, on="job", how="anti").drop_nulls("backend_id").unique("job")
+
+
+@dataclass
+class CleanupReport:
+    per_trial: dict[str, int] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    stopped_processes: list[int] = field(default_factory=list)
+    released_reservations: int = 0  # a probe's advance reservations deleted
+    #: what was (or, in a dry run, would be) run and signalled, and what was left alone
+    plan: list[str] = field(default_factory=list)
+
+    @property
+    def cancelled(self) -> int:
+        return sum(self.per_trial.values())
+
+
+def find_outstanding(run: RunDir) -> dict[str, pl.DataFrame]:
+    """Each trial's acknowledged jobs never seen to end (trials without any left out)."""
+    return outstanding_per_trial(run, outstanding_jobs)
+
+
+def runner_alive(exp: dict[str, Any], files_made: float | None = None) -> int | None:
+    """The pid of the process still running this experiment, if any (pid reuse checked)."""
+    runner = exp.get("runner")
+    runner = runner if isinstance(runner, dict) else {}
+    return live_runner(runner.get("pid"), runner.get("create_time"), files_made)
+
+
+def started_by_us(pid: object, created: object) -> psutil.Process | None:
+    """The live process ``pid`` if its start time is ``created`` (as recorded at spawn
+    time); None for a bad, missing or mismatched record, a gone or a zombie process."""
+    return recorded_process(pid, created)[0]
+
+
+async def cleanup_run(run: RunDir, *, dry_run: bool = False, force: bool = False) -> CleanupReport:
+    """Cancel every outstanding job of ``run`` through its backend and record it; in a dry
+    run only say, in ``plan``, what would be run and signalled."""
+    report = CleanupReport()
+    exp = run.read_experiment()
+    made = run.experiment_file.stat().st_ctime if run.experiment_file.exists() else None
+    live = runner_alive(exp, made)
+    if live is not None and not force and not dry_run:
+        raise GridbenchError(
+            f"the run is still in progress (gridbench pid {live})",
+            where=str(run.path),
+            fix="stop it with Ctrl-C or 'kill -TERM' (it cancels its own jobs), "
+            "or pass --force if that process is stuck",
+        )
+    todo = find_outstanding(run)
+    runtime = exp.get("backend_runtime")
+    runtime = runtime if isinstance(runtime, dict) else {}
+    if todo:
+        backend = _cleanup_backend(run, runtime, report)
+        if backend is not None:
+            await _cancel_all(run, backend, todo, report, dry_run=dry_run)
+    reservations = find_reservations(run)
+    if reservations:
+        spec, _ = load_spec(run.spec_file)
+        backend = create_backend(spec.backend.type, spec.backend.options)
+        report.released_reservations = await release_all(
+            run, backend, reservations, report.plan, report.errors, dry_run=dry_run
+        )
+    report.stopped_processes += _stop_orphans(runtime, report.plan, dry_run=dry_run)
+    if not dry_run and exp.get("status") in ("running", "created"):
+        run.update_experiment(status="crashed", cleaned=now_iso())
+    return report
+
+
+def _cleanup_backend(run: RunDir, runtime: dict[str, Any], report: CleanupReport) -> Backend | None:
+    """The run's backend, made to cancel only: never its ``init``; a command backend's
+    cancel template only when it is the one recorded at run time."""
+    spec, _ = load_spec(run.spec_file)
+    extra = runtime.get("options")
+    options = {**spec.backend.options, **(extra if isinstance(extra, dict) else {})}
+    backend = create_backend(spec.backend.type, options)
+    if not isinstance(backend, CommandBackend):
+        return backend
+    backend = backend.without_init()
+    cancel = backend.cancel_template()
+    command = runtime.get("command")
+    templates = command.get("templates") if isinstance(command, dict) else None
+    recorded = templates.get("cancel") if isinstance(templates, dict) else None
+    if cancel is None or cancel != recorded:
+        report.errors.append(
+            "the cancel template of spec.yaml is not the one gridbench recorded in "
+            "experiment.json when the run started: it may be planted, and is not run; "
+            "cancel the jobs by hand"
+        )
+        return None
+    report.plan.append(f"cancel template (recorded at run time): {shlex.join(cancel)}")
+    return backend
+
+
+async def _cancel_all(
+    run: RunDir,
+    backend: Backend,
+    todo: dict[str, pl.DataFrame],
+    report: CleanupReport,
+    *,
+    dry_run: bool,
+) -> None:
+    """Cancel (or plan to cancel) each trial's outstanding jobs; log them as cancelled."""
+    if not dry_run:
+        await backend.open()
+    clock = AnchoredClock()
+    try:
+        for tid, left in todo.items():
+            ids = left["backend_id"].to_list()
+            try:
+                if isinstance(backend, OrphanStopper):
+                    # jobs of a dead client process (local backend): by their verified pids
+                    pids = _verified_pids(run, tid, left, report.plan, dry_run=dry_run)
+                    if not dry_run:
+                        report.stopped_processes += backend.stop_orphans(pids)
+                else:
+                    report.plan.append(f"{tid}: cancel {len(ids)} jobs by id: {_few(ids)}")
+                    if not dry_run:
+                        await backend.cancel(ids)
+            except Exception as exc:
+                report.errors.append(f"{tid}: cancel of {len(ids)} jobs failed: {exc}")
+                continue
+            report.per_trial[tid] = len(ids)
+            if dry_run:
+                continue
+            with EventLog(run.trial_dir(tid) / EVENTS_FILE) as log:
+                now = clock.now_ns()
+                for job in left["job"].to_list():
+                    log.append(job, STAGE_CANCELLED, now, attrs={"by": "cleanup"})
+            _mark_trial(run, tid)
+    finally:
+        if not dry_run:
+            await backend.close()
+
+
+def _few(ids: list[Any], n: int = 5) -> str:
+    shown = ", ".join(str(i)[:80] for i in ids[:n])
+    return shown + (f" and {len(ids) - n} more" if len(ids) > n else "")
+
+
+def _verified_pids(
+    run: RunDir, tid: str, left: pl.DataFrame, plan: list[str], *, dry_run: bool
+) -> list[int]:
+    """The pids of ``left``'s jobs whose start time matches the recorded one; the others
+    are named in ``plan`` and left alone."""
+    ev = read_events(run.trial_dir(tid) / EVENTS_FILE)
+    attrs = ev.filter((pl.col("stage") == "local_start") & pl.col("job").is_in(left["job"]))[
+        "attrs"
+    ].to_list()
+    ours = []
+    for text in attrs:
+        try:
+            rec = json.loads(text) if isinstance(text, str) else None
+        except ValueError:
+            rec = None
+        rec = rec if isinstance(rec, dict) else {}
+        pid, created = rec.get("pid"), rec.get("create_time")
+        if started_by_us(pid, created) is None:
+            plan.append(
+                f"{tid}: pid {str(pid)[:20]}: not ours (no matching start time), left alone"
+            )
+            continue
+        assert isinstance(pid, int)
+        ours.append(pid)
+        plan.append(
+            f"{tid}: pid {pid}: "
+            + ("would stop" if dry_run else "stopping")
+            + " (SIGTERM to its process group)"
+        )
+    return ours
+
+
+def _mark_trial(run: RunDir, tid: str) -> None:
+    path = run.trial_dir(tid) / "trial.json"
+    if path.exists():
+        info = read_json(path)
+        if info.get("status") == "running":
+            info["status"] = "aborted"
+            write_json(path, info)
+
+
+def _stop_orphans(runtime: dict[str, Any], plan: list[str], *, dry_run: bool) -> list[int]:
+    """Stop a helper process (an embedded grid) the crashed run started, if still alive and
+    its start time is the one recorded when it was spawned."""
+    pid, created = runtime.get("pid"), runtime.get("create_time")
+    marker = runtime.get("cmdline_marker")
+    if pid is None:
+        return []
+    proc = started_by_us(pid, created)
+    try:
+        if proc is None or not isinstance(marker, str) or marker not in " ".join(proc.cmdline()):
+            plan.append(
+                f"helper pid {str(pid)[:20]}: not ours (no matching start time), left alone"
+            )
+            return []
+        plan.append(
+            f"helper pid {proc.pid} ({marker}): " + ("would stop" if dry_run else "stopping")
+        )
+        if dry_run:
+            return []
+        os.kill(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=10)
+    except (psutil.Error, ProcessLookupError):
+        return []
+    return [proc.pid]
+
+
+def describe(report: CleanupReport) -> str:
+    return json.dumps(
+        {
+            "cancelled": report.per_trial,
+            "errors": report.errors,
+            "stopped_processes": report.stopped_processes,
+            "released_reservations": report.released_reservations,
+        }
+    )

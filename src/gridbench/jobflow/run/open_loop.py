@@ -1,0 +1,169 @@
+"""The open-loop dispatcher: a bounded pool of submitters keeping an intended schedule.
+
+Each submitter takes the next job in schedule order, sleeps until its intended time and
+submits. If every submitter is busy, jobs wait and start late; a job later than
+``max_lateness`` is dropped (counted, never silently skipped), as k6 does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from json.encoder import encode_basestring as _json_str
+
+import numpy as np
+import numpy.typing as npt
+
+from gridbench.jobflow.backends.base import Backend, BulkSubmitter, JobRequest, SubmitError
+from gridbench.jobflow.events.model import (
+    FAIL_DROPPED,
+    FAIL_SUBMIT_ERROR,
+    FAIL_SUBMIT_TIMEOUT,
+    STAGE_FAILED,
+    STAGE_INTENDED,
+    STAGE_SUBMIT,
+    STAGE_SUBMIT_ACK,
+)
+from gridbench.jobflow.run.observer import TrialProgress
+from gridbench.jobflow.run.recorder import Recorder
+from gridbench.jobflow.run.tracker import StatusTracker
+
+INTERRUPTIBLE_NS = 50_000_000
+
+
+async def submit_chunk(
+    backend: BulkSubmitter,
+    reqs: Sequence[JobRequest],
+    rec: Recorder,
+    tracker: StatusTracker,
+    progress: TrialProgress,
+    submit_timeout_s: float,
+) -> None:
+    """Submit jobs in one bulk call: every job gets the call's submit and ack stamps (or
+    its failure), so per-job latency includes the whole call, as a user would see it."""
+    for req in reqs:
+        rec.stamp(req.name, STAGE_SUBMIT, None, dict(req.attributes) if req.attributes else None)
+    progress.submitted += len(reqs)
+    results: list[str | SubmitError]
+    try:
+        async with asyncio.timeout(submit_timeout_s):
+            results = await backend.submit_bulk(reqs)
+        if len(results) != len(reqs):
+            raise SubmitError(
+                FAIL_SUBMIT_ERROR, f"bulk submit returned {len(results)} results for {len(reqs)}"
+            )
+    except SubmitError as exc:
+        results = [exc] * len(reqs)
+    except TimeoutError:
+        results = [SubmitError(FAIL_SUBMIT_TIMEOUT, f"no answer within {submit_timeout_s:g}s")]
+        results *= len(reqs)
+    except Exception as exc:  # any backend failure is a recorded failure, not a crash
+        results = [SubmitError(FAIL_SUBMIT_ERROR, f"{type(exc).__name__}: {exc}")] * len(reqs)
+    for req, res in zip(reqs, results, strict=True):
+        if isinstance(res, SubmitError):
+            rec.stamp(
+                req.name, STAGE_FAILED, None, {"kind": res.kind, "message": res.message[:500]}
+            )
+            progress.failed += 1
+        else:
+            rec.stamp(req.name, STAGE_SUBMIT_ACK, None, '{"backend_id":' + _json_str(res) + "}")
+            tracker.add(res, req.name)
+            progress.acknowledged += 1
+
+
+async def submit_one(
+    backend: Backend,
+    req: JobRequest,
+    rec: Recorder,
+    tracker: StatusTracker,
+    progress: TrialProgress,
+    submit_timeout_s: float,
+    t_start: int | None = None,
+    call: Callable[[JobRequest], Awaitable[str]] | None = None,
+) -> str | None:
+    """Submit one job with submit/submit_ack/failed stamps; return the backend id.
+    ``call`` submits instead of ``backend.submit`` (a held submission, say)."""
+    job = req.name
+    rec.stamp(job, STAGE_SUBMIT, t_start, dict(req.attributes) if req.attributes else None)
+    progress.submitted += 1
+    try:
+        async with asyncio.timeout(submit_timeout_s):  # cheaper than wait_for: no extra task
+            bid = await (call or backend.submit)(req)
+    except SubmitError as exc:
+        kind, msg = exc.kind, exc.message
+    except TimeoutError:
+        kind, msg = FAIL_SUBMIT_TIMEOUT, f"no answer within {submit_timeout_s:g}s"
+    except Exception as exc:  # any backend failure is a recorded failure, not a crash
+        kind, msg = FAIL_SUBMIT_ERROR, f"{type(exc).__name__}: {exc}"
+    else:
+        rec.stamp(job, STAGE_SUBMIT_ACK, None, '{"backend_id":' + _json_str(bid) + "}")
+        progress.acknowledged += 1
+        tracker.add(bid, job)
+        return bid
+    rec.stamp(job, STAGE_FAILED, None, {"kind": kind, "message": msg[:500]})
+    progress.failed += 1
+    return None
+
+
+async def run_open_loop(
+    backend: Backend,
+    offsets_ns: npt.NDArray[np.int64],
+    indices: npt.NDArray[np.int64],
+    make_request: Callable[[int], JobRequest],
+    rec: Recorder,
+    tracker: StatusTracker,
+    progress: TrialProgress,
+    *,
+    start_mono_ns: int,
+    pool: int,
+    max_lateness_s: float,
+    late_threshold_s: float,
+    submit_timeout_s: float,
+    stop: asyncio.Event,
+) -> None:
+    """Submit job ``indices[i]`` at ``start_mono_ns + offsets_ns[i]`` for every i."""
+    n = len(offsets_ns)
+    offsets = offsets_ns.tolist()
+    idx = indices.tolist()
+    cursor = 0
+    max_late = int(max_lateness_s * 1e9)
+    late_ns = int(late_threshold_s * 1e9)
+    clock = rec.clock
+
+    async def submitter() -> None:
+        nonlocal cursor
+        while not stop.is_set():
+            i = cursor
+            if i >= n:
+                return
+            cursor += 1
+            due = start_mono_ns + offsets[i]
+            delay = due - time.perf_counter_ns()
+            if delay > INTERRUPTIBLE_NS:
+                # long waits must end on abort; short ones use the cheaper plain sleep
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), delay / 1e9)
+            elif delay > 0:
+                await asyncio.sleep(delay / 1e9)
+            if stop.is_set():
+                return
+            now = time.perf_counter_ns()
+            req = make_request(idx[i])
+            rec.stamp(req.name, STAGE_INTENDED, clock.mono_to_wall(due))
+            lag = now - due
+            if lag > max_late:
+                rec.stamp(req.name, STAGE_FAILED, None, {"kind": FAIL_DROPPED, "lag_ns": lag})
+                progress.dropped += 1
+                continue
+            if lag > late_ns:
+                progress.late += 1
+            await submit_one(
+                backend, req, rec, tracker, progress, submit_timeout_s, clock.mono_to_wall(now)
+            )
+
+    # a TaskGroup: if one submitter fails, the others stop before the trial finalises
+    async with asyncio.TaskGroup() as tg:
+        for _ in range(min(pool, max(n, 1))):
+            tg.create_task(submitter())

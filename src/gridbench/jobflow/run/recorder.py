@@ -1,0 +1,42 @@
+"""Stamping client events for one agent into a trial's event log."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gridbench.jobflow.events.clock import AnchoredClock
+from gridbench.jobflow.events.log import EventLog
+
+
+class Recorder:
+    """Writes client-side events stamped by one agent, with that agent's clock offset."""
+
+    def __init__(
+        self, log: EventLog, clock: AnchoredClock, agent: str = "local", clock_offset_ns: int = 0
+    ) -> None:
+        self.log = log
+        self.clock = clock
+        self.agent = agent
+        self.offset = clock_offset_ns
+        self.precision = clock.precision_ns
+
+    def stamp(
+        self,
+        job: str,
+        stage: str,
+        t_ns: int | None = None,
+        attrs: dict[str, Any] | str | None = None,
+        precision_ns: int | None = None,
+    ) -> int:
+        t = self.clock.now_ns() if t_ns is None else t_ns
+        self.log.append(
+            job,
+            stage,
+            t,
+            source="client",
+            precision_ns=precision_ns or self.precision,
+            agent=self.agent,
+            clock_offset_ns=self.offset,
+            attrs=attrs,
+        )
+        return t

@@ -1,0 +1,341 @@
+"""One trial: submit per the load model, track, drain, collect server stamps, finalise.
+
+What is common to every load model is here: trial.json, the event log, the recorders, the
+status tracker, the resource monitor, the drain, cancelling on abort and the collectors.
+How submissions are offered is the load model's runner (:mod:`gridbench.jobflow.loads`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from gridbench.jobflow import loads as load_models
+from gridbench.jobflow.backends.base import Backend, JobRequest, RuntimeStatsSource
+from gridbench.jobflow.events.clock import AnchoredClock
+from gridbench.jobflow.events.log import EVENTS_FILE, EventLog
+from gridbench.jobflow.events.model import STAGE_CLIENT_DONE
+from gridbench.jobflow.loads.base import RequestMaker, TrialContext
+from gridbench.jobflow.run.collect import Collector
+from gridbench.jobflow.run.host_clock import chrony_tracking
+from gridbench.jobflow.run.observer import Observer, TrialProgress
+from gridbench.jobflow.run.recorder import Recorder
+from gridbench.jobflow.run.resources import RESOURCES_FILE, ResourceMonitor
+from gridbench.jobflow.run.server_resources import (
+    SERVER_RESOURCES_FILE,
+    ServerMonitor,
+    Target,
+    missing,
+)
+from gridbench.jobflow.run.tracker import StatusTracker
+from gridbench.jobflow.spec.model import ExperimentSpec
+from gridbench.jobflow.spec.plan import PlannedPoint, PlannedTrial
+from gridbench.store.layout import write_json
+
+if TYPE_CHECKING:
+    from gridbench.jobflow.run.agent_pool import AgentPools
+
+log = logging.getLogger(__name__)
+TRIAL_FILE = "trial.json"
+
+
+@dataclass
+class TrialOutcome:
+    trial_id: str
+    status: str  # complete | aborted | failed
+    progress: TrialProgress
+    error: str | None = None
+    started_ns: int | None = None  # the recorded start (trial.json), the schedule's anchor
+
+
+def _request_factory(spec: ExperimentSpec, trial_id: str, n_hint: int, seed: int) -> RequestMaker:
+    job = spec.job
+    command = tuple(job.command)
+    rng = np.random.default_rng(seed)
+    fails = rng.random(max(n_hint, 1)) < job.fail_fraction if job.fail_fraction > 0 else None
+    frac_rng = np.random.default_rng(seed + 1)
+
+    users = spec.users
+    order = user_order([u.weight for u in users]) if users else []
+
+    def make(i: int, slot: int | None = None) -> JobRequest:
+        """Job ``i``; ``slot`` pins a sustain model's virtual user to a declared user (by the
+        same weighted order, so weights set the share of virtual users)."""
+        if fails is not None:
+            fail = bool(fails[i]) if i < len(fails) else bool(frac_rng.random() < job.fail_fraction)
+        else:
+            fail = False
+        name = f"{trial_id}-{i:06d}"
+        if not users:
+            return JobRequest(name, command, job.runtime, fail, tasks=job.tasks, nodes=job.nodes)
+        u = users[order[(i if slot is None else slot) % len(order)]]
+        cred = u.credential.model_dump(exclude_none=True) if u.credential else {}
+        return JobRequest(
+            name,
+            command,
+            job.runtime,
+            fail,
+            u.name,
+            {"user": u.name},
+            u.account,
+            cred,
+            tasks=job.tasks,
+            nodes=job.nodes,
+        )
+
+    return make
+
+
+def user_order(weights: list[float], slots: int = 1000) -> list[int]:
+    """A repeating sequence of user indices in proportion to ``weights``, interleaved
+    (smooth weighted round robin), so any stretch of jobs is split about evenly."""
+    total = sum(weights)
+    current = [0.0] * len(weights)
+    out = []
+    for _ in range(slots):
+        current = [c + w for c, w in zip(current, weights, strict=True)]
+        k = max(range(len(weights)), key=current.__getitem__)
+        current[k] -= total
+        out.append(k)
+    return out
+
+
+async def _queue_length(backend: Backend) -> int | None:
+    if not backend.capabilities().queue_length:
+        return None
+    try:
+        return await asyncio.wait_for(backend.queue_length(), timeout=10)
+    except Exception as exc:
+        log.warning("queue length unavailable: %s", exc)
+        return None
+
+
+def _runtime_stats(backend: Backend) -> dict[str, Any]:
+    """Counters an optional ``backend.runtime_stats()`` gives since its previous call.
+
+    The command backend returns ``{"client_processes": {...}}`` (calls, wall and CPU of the
+    client programs it spawned); the keys go into trial.json as they are.
+    """
+    if not isinstance(backend, RuntimeStatsSource):
+        return {}
+    try:
+        stats = backend.runtime_stats()
+    except Exception as exc:
+        log.warning("backend runtime stats unavailable: %s", exc)
+        return {}
+    return dict(stats) if isinstance(stats, dict) else {}
+
+
+def _server_monitor(
+    spec: ExperimentSpec, trial_dir: Path, info: dict[str, Any]
+) -> ServerMonitor | None:
+    """The started sampler of the spec's ``server_processes`` (None without any); a
+    target matching no process is a note in trial.json, not an error."""
+    if not spec.server_processes:
+        return None
+    targets = [Target(p.shown, p.name, p.pid) for p in spec.server_processes]
+    notes = missing(targets)
+    if notes:
+        info.setdefault("notes", []).extend(notes)
+        for n in notes:
+            log.warning("%s", n)
+    server = ServerMonitor(trial_dir / SERVER_RESOURCES_FILE, targets)
+    server.start()
+    return server
+
+
+def _first_leaf(exc: BaseException) -> BaseException:
+    """The first real error inside (nested) exception groups from task groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+async def run_trial(
+    backend: Backend,
+    spec: ExperimentSpec,
+    point: PlannedPoint,
+    planned: PlannedTrial,
+    trial_dir: Path,
+    clock: AnchoredClock,
+    collectors: list[Collector],
+    observer: Observer,
+    stop: asyncio.Event,
+    agent_pools: AgentPools | None = None,
+) -> TrialOutcome:
+    """Run one trial of ``point``; everything it learns is on disk when it returns
+    (``agent_pools``: the experiment's agents' clusters, kept from trial to trial)."""
+    pspec = point.spec
+    load = pspec.load
+    model = load_models.get(load.model)
+    tid = planned.trial_id
+    trial_dir.mkdir(parents=True, exist_ok=True)
+    seed = load.seed * 100_003 + planned.point_index * 1009 + planned.trial_index
+    progress = TrialProgress(tid, point.jobs_per_trial)
+    info: dict[str, Any] = {
+        "trial_id": tid,
+        "point_index": planned.point_index,
+        "trial_index": planned.trial_index,
+        "point": point.values,
+        "load_model": load.model,
+        "offered_rate_per_s": None,
+        "planned_jobs": point.jobs_per_trial,
+        "started_ns": clock.now_ns(),
+        "submit_end_ns": None,
+        "ended_ns": None,
+        "status": "running",
+        # client_done is seen by polling: declared at the poll interval (events carry the
+        # actual bracket between the two status answers, longer when a pause was stretched)
+        "chain": backend.stage_chain()
+        .polled(STAGE_CLIENT_DONE, int(pspec.timeouts.status_interval * 1e9))
+        .to_dict(),
+        "backend": backend.name,
+        "agents": {
+            f"agent-{k}": {"clock_offset_ns": 0, "clock_uncertainty_ns": 0}
+            for k in range(load.agent_count)
+        }
+        if load.remote_agents is None
+        else {},
+        "background_queue": {"start": await _queue_length(backend), "end": None},
+        "cpu_count": os.cpu_count(),
+        "late_threshold_ns": int(load.late_threshold * 1e9),
+        "status_interval_ns": int(pspec.timeouts.status_interval * 1e9),
+        "pid": os.getpid(),
+        # the controller's own NTP state: how far corrected times may be from true time
+        "clock_sync": await asyncio.to_thread(chrony_tracking),
+    }
+
+    def write_info() -> None:
+        write_json(trial_dir / TRIAL_FILE, info)
+
+    write_info()
+    _runtime_stats(backend)  # start the backend's counters afresh for this trial
+    elog = EventLog(trial_dir / EVENTS_FILE)
+    # remote agents stamp their own events; the controller's one recorder is the tracker's
+    n_recs = load.agent_count if load.remote_agents is None else 1
+    recs = [Recorder(elog, clock, f"agent-{k}") for k in range(n_recs)]
+    tracker = StatusTracker(
+        backend,
+        recs[0],
+        progress,
+        pspec.timeouts.status_interval,
+        max_duty=pspec.timeouts.status_max_duty,
+    )
+    monitor = ResourceMonitor(trial_dir / RESOURCES_FILE)
+    monitor.start()
+    server = _server_monitor(spec, trial_dir, info)
+    observer.trial_started(progress)
+    submission_done = asyncio.Event()
+    flusher = asyncio.create_task(_flush_and_report(elog, progress, observer, submission_done))
+    tracking = asyncio.create_task(tracker.run_until(submission_done))
+    status, error = "complete", None
+    t = pspec.timeouts
+    try:
+        progress.phase = "submitting"
+        await model.run(
+            TrialContext(
+                backend=backend,
+                spec=pspec,
+                trial_id=tid,
+                seed=seed,
+                recorders=recs,
+                tracker=tracker,
+                progress=progress,
+                stop=stop,
+                requests=lambda n: _request_factory(pspec, tid, n, seed),
+                info=info,
+                write_info=write_info,
+                trial_dir=trial_dir,
+                agent_pools=agent_pools,
+            )
+        )
+        info["submit_end_ns"] = clock.now_ns()
+        submission_done.set()
+        await tracking
+        progress.phase = "draining"
+        observer.trial_progress(progress)
+        # without cancel_on_abort, an abort still lets the jobs drain (up to the time-out)
+        await tracker.drain(t.drain, stop if spec.safety.cancel_on_abort else None)
+        if tracker.fatal:
+            status, error = "failed", str(tracker.fatal)
+    except Exception as exc:  # record, finalise, and let the experiment decide
+        first = _first_leaf(exc)
+        status, error = "failed", f"{type(first).__name__}: {first}"
+        log.debug("trial %s failed", tid, exc_info=True)
+    finally:
+        submission_done.set()
+        with contextlib.suppress(BaseException):
+            await tracking
+        if info["submit_end_ns"] is None:
+            info["submit_end_ns"] = clock.now_ns()
+        if stop.is_set():
+            status = "aborted"
+        if tracker.inflight:
+            # past the drain time-out, or aborted: cancel unless the spec says otherwise
+            cancel = spec.safety.cancel_on_abort or not stop.is_set()
+            n_left = len(tracker.inflight)
+            n, cancel_error = await tracker.give_up(cancel=cancel)
+            if cancel_error:
+                observer.message(
+                    f"{tid}: {cancel_error}; {n_left} jobs recorded as lost "
+                    "(run 'gridbench cleanup' on this run)"
+                )
+                info["cancel_error"] = cancel_error
+            elif n:
+                observer.message(f"{tid}: cancelled {n} outstanding jobs")
+            else:
+                observer.message(
+                    f"{tid}: {n_left} jobs left running, recorded as lost "
+                    "(safety.cancel_on_abort is off; 'gridbench cleanup' cancels them)"
+                )
+        progress.phase = "collecting"
+        observer.trial_progress(progress)
+        for c in collectors:
+            try:
+                await c.collect(
+                    elog, tracker.names, final=True, settle_s=0.0 if stop.is_set() else t.settle
+                )
+            except Exception as exc:
+                observer.message(f"{tid}: collector {c.describe()} failed: {exc}")
+                info.setdefault("collector_errors", []).append(str(exc)[:500])
+        info["background_queue"]["end"] = await _queue_length(backend)
+        info["ended_ns"] = clock.now_ns()
+        info["status"] = status
+        info["error"] = error
+        info["status_calls"] = tracker.status_calls
+        info["status_sweeps"] = tracker.sweeps
+        info["status_pause_max_ns"] = int(tracker.longest_pause * 1e9)
+        info["status_pauses_stretched"] = tracker.stretched
+        # server stamps for ids this trial never acknowledged (e.g. a submit abandoned at
+        # its time-out): not ours to attribute, but counted rather than silently lost
+        info["server_stamps_unmatched"] = tracker.unmatched + tracker.unmatched_dropped
+        info["events"] = elog.count
+        info.update(_runtime_stats(backend))
+        flusher.cancel()
+        with contextlib.suppress(BaseException):
+            await flusher
+        elog.close()
+        monitor.stop()
+        if server is not None:
+            server.stop()
+        write_json(trial_dir / TRIAL_FILE, info)
+        progress.phase = status
+        observer.trial_finished(progress)
+    return TrialOutcome(tid, status, progress, error, info["started_ns"])
+
+
+async def _flush_and_report(
+    elog: EventLog, progress: TrialProgress, observer: Observer, done: asyncio.Event
+) -> None:
+    """Flush small batches often (bounded loss on kill -9) and publish progress."""
+    while True:
+        await asyncio.sleep(0.1)
+        elog.flush()
+        observer.trial_progress(progress)

@@ -1,0 +1,55 @@
+"""Loading a job-flow experiment spec: the generic YAML machinery of
+:mod:`gridbench.specload` (line marks, ``--set`` overrides, errors naming file, line, field
+and fix) validated against :class:`~gridbench.jobflow.spec.model.ExperimentSpec`, and the sweep
+keys checked against the load models."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from gridbench.errors import SpecError
+from gridbench.jobflow import loads as load_models
+from gridbench.jobflow.spec.model import ExperimentSpec
+from gridbench.specload import parse_with_overrides, read_spec_text, validate_spec
+
+
+def sweep_path(key: str) -> list[str]:
+    """Map a sweep key to its spec path: ``rate`` -> load.rate, ``job.runtime`` as is."""
+    if "." in key:
+        return key.split(".")
+    if key in load_models.field_names():  # a field of any load model
+        return ["load", key]
+    raise SpecError(
+        f"sweep key {key!r} is not a load parameter",
+        where=f"sweep.{key}",
+        fix="use a load field (rate, users, jobs_per_user, ...) or a dotted path like job.runtime",
+    )
+
+
+def validate_data(
+    data: Any, root: Any, origin: str, overridden: list[tuple[str, ...]] | None = None
+) -> ExperimentSpec:
+    spec = validate_spec(
+        ExperimentSpec, data, root, origin, overridden, keys="name:, backend:, load:, ..."
+    )
+    for key in spec.sweep:
+        sweep_path(key)
+    return spec
+
+
+def load_spec(
+    path: str | Path, overrides: list[str] | None = None
+) -> tuple[ExperimentSpec, dict[str, Any]]:
+    """Load, override and validate a spec. Returns the model and the plain data as run."""
+    origin = str(path)
+    text = read_spec_text(path)
+    return load_spec_text(text, origin, overrides)
+
+
+def load_spec_text(
+    text: str, origin: str = "<spec>", overrides: list[str] | None = None
+) -> tuple[ExperimentSpec, dict[str, Any]]:
+    root, data, overridden = parse_with_overrides(text, origin, overrides)
+    spec = validate_data(data, root, origin, overridden)
+    return spec, data
