@@ -6,7 +6,7 @@ import itertools
 
 import polars as pl
 
-from gridbench.jobflow.backends.psij_backend import PsijBackend
+from gridbench.jobflow.backends.psij.backend import PsijBackend
 from gridbench.jobflow.backends.registry import create_backend
 
 CHAIN = ["submit", "psij_queued", "psij_active", "psij_end", "client_done"]

@@ -18,12 +18,12 @@ from gridbench.jobflow.backends.base import (
     RuntimeInfoSource,
     RuntimeStatsSource,
 )
-from gridbench.jobflow.backends.command import CommandBackend
+from gridbench.jobflow.backends.command.backend import CommandBackend
 from gridbench.jobflow.backends.local import LocalBackend
 from gridbench.jobflow.backends.noop import NoopBackend
 from gridbench.jobflow.backends.reference import ReferenceBackend
-from gridbench.jobflow.backends.sge import SgeBackend
-from gridbench.jobflow.backends.slurm import SlurmBackend
+from gridbench.jobflow.backends.sge.backend import SgeBackend
+from gridbench.jobflow.backends.slurm.backend import SlurmBackend
 
 PYPROJECT = Path(__file__).parents[1] / "pyproject.toml"
 

@@ -20,7 +20,7 @@ import pytest
 from arc_site import ArcSite, arc_fixture  # noqa: F401 (the fixture arc)
 from gridbench.errors import BackendError
 from gridbench.jobflow.backends.base import JobRequest, JobState, JobStatus
-from gridbench.jobflow.backends.command import CommandBackend
+from gridbench.jobflow.backends.command.backend import CommandBackend
 from test_command_runner import failures, spec, trial_info
 from test_runner import events, run_spec, stage_counts
 

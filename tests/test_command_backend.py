@@ -14,10 +14,10 @@ import pytest
 
 from gridbench.errors import BackendError
 from gridbench.jobflow.backends.base import JobRequest, JobState, JobStatus, SubmitError
-from gridbench.jobflow.backends.command import CommandBackend
+from gridbench.jobflow.backends.command.backend import CommandBackend
 
 T = TypeVar("T")
-DEMO = ["{python}", "-m", "gridbench.jobflow.backends.command_demo", "--state-dir={state_dir}"]
+DEMO = ["{python}", "-m", "gridbench.jobflow.backends.command.demo", "--state-dir={state_dir}"]
 
 
 def demo(state: Path, **over: Any) -> dict[str, Any]:

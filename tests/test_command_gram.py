@@ -20,9 +20,9 @@ import pytest
 from gram_site import GramSite, gram_fixture  # noqa: F401 (the fixture gram)
 from gridbench.errors import BackendError
 from gridbench.jobflow.backends.base import JobRequest, JobState, JobStatus, SubmitError
-from gridbench.jobflow.backends.command import CommandBackend
-from gridbench.jobflow.backends.command_options import compile_options
-from gridbench.jobflow.backends.command_parse import parse_one
+from gridbench.jobflow.backends.command.backend import CommandBackend
+from gridbench.jobflow.backends.command.options import compile_options
+from gridbench.jobflow.backends.command.parse import parse_one
 from test_command_runner import failures, spec, trial_info
 from test_runner import events, run_spec, stage_counts
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from gridbench.jobflow.backends.base import JobRequest, JobState
-from gridbench.jobflow.backends.command import CommandBackend
-from gridbench.jobflow.backends.command_process import ProcessRunner
-from gridbench.jobflow.backends.command_template import ArgvTemplate
+from gridbench.jobflow.backends.command.backend import CommandBackend
+from gridbench.jobflow.backends.command.process import ProcessRunner
+from gridbench.jobflow.backends.command.template import ArgvTemplate
 
 PRINTF = "/usr/bin/printf"
 ECHO = "/bin/echo"

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from gridbench.errors import SpecError
-from gridbench.jobflow.backends import command_presets
 from gridbench.jobflow.backends.base import JobState
-from gridbench.jobflow.backends.command_options import compile_options, merge
+from gridbench.jobflow.backends.command import presets as command_presets
+from gridbench.jobflow.backends.command.options import compile_options, merge
 from gridbench.jobflow.backends.registry import available, create_backend
 
 PRESETS = {
@@ -65,7 +65,7 @@ def test_batched_status_where_the_cli_allows_it() -> None:
 
 
 def test_command_backend_is_registered() -> None:
-    assert available()["command"] == "gridbench.jobflow.backends.command:CommandBackend"
+    assert available()["command"] == "gridbench.jobflow.backends.command.backend:CommandBackend"
     b = create_backend("command", {"preset": "demo"})
     assert b.name == "command"
     assert b.capabilities().batch_status and b.capabilities().cancel

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from gridbench.jobflow.backends.base import JobState
-from gridbench.jobflow.backends.command_parse import (
+from gridbench.jobflow.backends.command.parse import (
     NoMatch,
     extract_id,
     key_of,

@@ -13,7 +13,7 @@ from typing import Any
 import psutil
 import pytest
 
-from gridbench.jobflow.backends.command_process import (
+from gridbench.jobflow.backends.command.process import (
     ClientStartError,
     ClientTimeout,
     ProcessRunner,

@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from gridbench.errors import BackendError
-from gridbench.jobflow.backends.command_demo import job_state
+from gridbench.jobflow.backends.command.demo import job_state
 from test_runner import events, run_spec, stage_counts
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from gridbench.jobflow.backends.base import JobRequest, JobState, JobStatus
-from gridbench.jobflow.backends.command import CommandBackend
+from gridbench.jobflow.backends.command.backend import CommandBackend
 from slurm_cluster import SlurmCluster, slurm_fixture  # noqa: F401 (the fixture slurm)
 from test_command_runner import failures, spec, trial_info
 from test_runner import events, run_spec, stage_counts

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gridbench.jobflow.backends.command_template import (
+from gridbench.jobflow.backends.command.template import (
     ArgvTemplate,
     Placeholder,
     TemplateError,

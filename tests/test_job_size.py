@@ -16,7 +16,7 @@ from gridbench.errors import SpecError
 from gridbench.jobflow.analysis import analyze_run
 from gridbench.jobflow.backends.base import JobRequest, JobSizer
 from gridbench.jobflow.backends.registry import create_backend
-from gridbench.jobflow.backends.slurm import SlurmBackend
+from gridbench.jobflow.backends.slurm.backend import SlurmBackend
 from gridbench.jobflow.events.log import read_events
 from gridbench.jobflow.report.headline import headline
 from gridbench.jobflow.run.check import check_config

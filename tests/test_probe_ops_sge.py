@@ -11,7 +11,7 @@ import pytest
 
 from backend_run import backend_ids, run_with, trial
 from gridbench.jobflow.backends.registry import create_backend
-from gridbench.jobflow.backends.sge import SgeBackend
+from gridbench.jobflow.backends.sge.backend import SgeBackend
 from sge_cluster import SgeCell  # the fixture sge comes from conftest.py: one cell per session
 
 pytestmark = pytest.mark.e2e

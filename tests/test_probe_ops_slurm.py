@@ -16,7 +16,7 @@ from rich.console import Console
 from backend_run import backend_ids, run_with, trial
 from gridbench.jobflow.analysis.experiment import analyze_run
 from gridbench.jobflow.backends.registry import create_backend
-from gridbench.jobflow.backends.slurm import SlurmBackend
+from gridbench.jobflow.backends.slurm.backend import SlurmBackend
 from gridbench.jobflow.metrics_schema import validate_metrics
 from gridbench.jobflow.report import build_report
 from gridbench.jobflow.report.rows import all_tables

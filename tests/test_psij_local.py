@@ -13,8 +13,8 @@ import pytest
 from backend_run import failures, run_with, trial
 from gridbench.errors import BackendError, SpecError
 from gridbench.jobflow.backends.base import JobRequest, JobState, SubmitError
-from gridbench.jobflow.backends.psij_backend import map_state
-from gridbench.jobflow.backends.psij_options import (
+from gridbench.jobflow.backends.psij.backend import map_state
+from gridbench.jobflow.backends.psij.options import (
     PsijOptions,
     executor_class,
     import_psij,

@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 from backend_run import failures, run_with, trial
-from gridbench.jobflow.backends.psij_backend import PsijBackend
+from gridbench.jobflow.backends.psij.backend import PsijBackend
 from gridbench.jobflow.events.model import Precision
 from psij_run import acked_ids, assert_chain_ordered, psij_backend
 from slurm_cluster import SlurmCluster, slurm_fixture  # noqa: F401 (the fixture slurm)

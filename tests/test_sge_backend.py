@@ -18,7 +18,7 @@ from backend_run import failures, run_with, submit_users, trial
 from gridbench.errors import BackendError
 from gridbench.jobflow.backends.base import JobRequest, JobState, SubmitError
 from gridbench.jobflow.backends.registry import create_backend
-from gridbench.jobflow.backends.sge import SgeBackend
+from gridbench.jobflow.backends.sge.backend import SgeBackend
 from gridbench.jobflow.events.model import Precision
 from sge_cluster import SgeCell  # the fixture sge comes from conftest.py: one cell per session
 

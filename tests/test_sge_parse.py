@@ -9,8 +9,8 @@ import pytest
 
 from gridbench.errors import SpecError
 from gridbench.jobflow.backends.base import JobRequest, JobState, SubmitError
-from gridbench.jobflow.backends.sge import AccountingTail, SgeBackend, _job_name
-from gridbench.jobflow.backends.sge_parse import (
+from gridbench.jobflow.backends.sge.backend import AccountingTail, SgeBackend, _job_name
+from gridbench.jobflow.backends.sge.parse import (
     STAGE_END,
     STAGE_START,
     STAGE_SUBMIT,

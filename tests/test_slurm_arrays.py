@@ -13,8 +13,8 @@ import pytest
 from backend_run import backend_ids, failures, run_with, submit_users, trial
 from gridbench.errors import SpecError
 from gridbench.jobflow.backends.registry import create_backend
-from gridbench.jobflow.backends.slurm import SlurmBackend
-from gridbench.jobflow.backends.slurm_parse import parse_squeue_json
+from gridbench.jobflow.backends.slurm.backend import SlurmBackend
+from gridbench.jobflow.backends.slurm.parse import parse_squeue_json
 from gridbench.jobflow.events.model import Precision
 from gridbench.jobflow.spec import load_spec_text
 from slurm_cluster import SlurmCluster, rest_options, slurm_fixture  # noqa: F401 (fixture)

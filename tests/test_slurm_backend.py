@@ -18,8 +18,8 @@ from backend_run import failures, run_with, trial
 from gridbench.errors import BackendError, SpecError
 from gridbench.jobflow.backends.base import JobRequest, JobState
 from gridbench.jobflow.backends.registry import create_backend
-from gridbench.jobflow.backends.slurm import SlurmBackend
-from gridbench.jobflow.backends.slurm_parse import parse_squeue_json
+from gridbench.jobflow.backends.slurm.backend import SlurmBackend
+from gridbench.jobflow.backends.slurm.parse import parse_squeue_json
 from gridbench.jobflow.events.model import Precision
 from gridbench.jobflow.run.experiment import ExperimentOutcome, ExperimentRunner
 from gridbench.jobflow.spec import load_spec_text, make_plan

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from gridbench.jobflow.backends.base import JobState
-from gridbench.jobflow.backends.slurm_log import LogTail
-from gridbench.jobflow.backends.slurm_parse import (
+from gridbench.jobflow.backends.slurm.log import LogTail
+from gridbench.jobflow.backends.slurm.parse import (
     LogStamp,
     SlurmJob,
     SlurmParseError,
@@ -31,7 +31,7 @@ from gridbench.jobflow.backends.slurm_parse import (
     sbatch_failure_kind,
     sbatch_message,
 )
-from gridbench.jobflow.backends.slurm_stamps import StampBook
+from gridbench.jobflow.backends.slurm.stamps import StampBook
 from gridbench.jobflow.events.model import Precision
 
 DATA = Path(__file__).with_name("slurm_data")

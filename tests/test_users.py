@@ -14,7 +14,7 @@ from backend_run import failures, run_with, submit_users, trial
 from conftest import BIN, cli_env
 from gridbench.errors import SpecError
 from gridbench.jobflow.backends.registry import create_backend
-from gridbench.jobflow.backends.slurm import SlurmBackend
+from gridbench.jobflow.backends.slurm.backend import SlurmBackend
 from gridbench.jobflow.run.trial import user_order
 from gridbench.jobflow.spec import load_spec_text
 from slurm_cluster import SlurmCluster, rest_options, slurm_fixture  # noqa: F401 (fixture)

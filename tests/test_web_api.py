@@ -502,7 +502,7 @@ backend:
   options:
     preset: demo
     submit:
-      argv: ["{python}", -m, gridbench.jobflow.backends.command_demo, submit, --, "{command}"]
+      argv: ["{python}", -m, gridbench.jobflow.backends.command.demo, submit, --, "{command}"]
       pattern: '^(?P<id>(a+)+)$'
 """
 

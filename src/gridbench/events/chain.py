@@ -1,3 +1,4 @@
-"""Old import path (a thin re-export for plugins): use :mod:`gridbench.jobflow.events.chain`."""
+"""Old import path, a thin re-export for plugins: use
+:mod:`gridbench.jobflow.events.chain`."""
 
 from gridbench.jobflow.events.chain import *  # noqa: F403

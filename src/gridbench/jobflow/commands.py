@@ -319,7 +319,7 @@ def cmd_backends(args: argparse.Namespace, ui: Ui) -> int:
 
     for name, target in sorted(available().items()):
         ui.console.print(f"{name:12s} {target}")
-    from gridbench.jobflow.backends.command_presets import listing
+    from gridbench.jobflow.backends.command.presets import listing
 
     t = Table(title="command backend presets (backend: {type: command, options: {preset: NAME}})")
     for col in ("preset", "tested here", "written for"):

@@ -670,7 +670,7 @@ def create_app(cfg: WebConfig) -> FastAPI:
     # -- presets ----------------------------------------------------------------------------
     @app.get("/presets", response_class=HTMLResponse)
     def presets_page(request: Request) -> HTMLResponse:
-        from gridbench.jobflow.backends import command_presets
+        from gridbench.jobflow.backends.command import presets as command_presets
 
         shipped = [
             {"info": i, "yaml": dump_yaml(presets_mod.command_preset_options(i.name))}

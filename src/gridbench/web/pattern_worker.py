@@ -17,8 +17,8 @@ from gridbench.errors import GridbenchError, SpecError
 
 def apply(backend: dict[str, Any], op: str, sample: str) -> list[tuple[str, str]]:
     """(job id, state or message) pairs as the backend would parse ``sample``."""
-    from gridbench.jobflow.backends.command_options import compile_options
-    from gridbench.jobflow.backends.command_parse import NoMatch, extract_id, parse_many, parse_one
+    from gridbench.jobflow.backends.command.options import compile_options
+    from gridbench.jobflow.backends.command.parse import NoMatch, extract_id, parse_many, parse_one
 
     cfg = compile_options(dict(backend.get("options") or {}))
     opc = cfg.ops.get(op)

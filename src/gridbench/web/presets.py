@@ -23,7 +23,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from gridbench.errors import GridbenchError, SpecError
-from gridbench.jobflow.backends import command_presets
+from gridbench.jobflow.backends.command import presets as command_presets
 from gridbench.jobflow.backends.registry import create_backend
 from gridbench.jobflow.reference.presets import PRESETS as REFERENCE_PRESETS
 from gridbench.jobflow.spec.load import load_spec_text
@@ -397,7 +397,7 @@ def template_rows(backend: dict[str, Any]) -> list[dict[str, str]]:
     if backend.get("type") != "command":
         return []
     if "preset" in opts:  # the shipped preset underneath, then the overrides
-        from gridbench.jobflow.backends.command_options import merge
+        from gridbench.jobflow.backends.command.options import merge
 
         opts = merge(command_preset_options(str(opts["preset"])), opts)
     rows = []

@@ -3,8 +3,8 @@ shares: submission with a bounded number of clients at once, cancellation by exp
 in chunks, reading a job's output file, and client calls whose failure to run at all is
 the backend's (not a job's).
 
-A scheduler's backend (:mod:`~gridbench.jobflow.backends.slurm`,
-:mod:`~gridbench.jobflow.backends.sge`)
+A scheduler's backend (:mod:`~gridbench.jobflow.backends.slurm.backend`,
+:mod:`~gridbench.jobflow.backends.sge.backend`)
 subclasses :class:`BatchSchedulerBackend` and supplies only its commands, options and
 parsing, as PSI/J's ``BatchSchedulerExecutor`` splits the work between the generic
 executor and each scheduler's. Every call is a child process with an argv list (never a

@@ -26,7 +26,7 @@ import psutil
 
 from gridbench.errors import GridbenchError
 from gridbench.jobflow.backends.base import Backend, OrphanStopper
-from gridbench.jobflow.backends.command import CommandBackend
+from gridbench.jobflow.backends.command.backend import CommandBackend
 from gridbench.jobflow.backends.registry import create_backend
 from gridbench.jobflow.events.clock import AnchoredClock
 from gridbench.jobflow.events.log import EVENTS_FILE, EventLog, read_events

@@ -1,6 +1,6 @@
 """A small, real batch-system CLI for trying the command backend without a scheduler.
 
-``python -m gridbench.jobflow.backends.command_demo [global options] COMMAND ...`` manages jobs as
+``python -m gridbench.jobflow.backends.command.demo [global options] COMMAND ...`` manages jobs as
 detached processes whose state lives in files under a state directory::
 
     init                       create the state directory ("the credential")
@@ -127,7 +127,7 @@ def cmd_submit(state_dir: Path, a: argparse.Namespace) -> int:
     me = [
         sys.executable,
         "-m",
-        "gridbench.jobflow.backends.command_demo",
+        "gridbench.jobflow.backends.command.demo",
         "--state-dir",
         str(state_dir),
     ]
@@ -212,7 +212,7 @@ def cmd_queue(state_dir: Path, _: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
-        prog="python -m gridbench.jobflow.backends.command_demo",
+        prog="python -m gridbench.jobflow.backends.command.demo",
         description="A tiny batch system of detached processes (for the command backend).",
     )
     ap.add_argument("--state-dir", default="", help="where jobs live (default: see module)")

@@ -28,7 +28,7 @@ from gridbench.jobflow.backends.base import (
     SubmitError,
 )
 from gridbench.jobflow.backends.options import parse_options
-from gridbench.jobflow.backends.psij_options import (
+from gridbench.jobflow.backends.psij.options import (
     PsijOptions,
     executor_class,
     import_psij,

@@ -5,7 +5,7 @@ Every Slurm call is a child process with an argv list (never a shell) and a time
 Chain: ``submit -> slurm_submit -> slurm_eligible -> slurm_start -> slurm_end ->
 client_done``. Server stamps come from the job records (1 s) and, where the slurmctld log
 is readable and written with ``LogTimeFormat=iso8601_ms``, from its lines (1 ms; they win,
-see :mod:`gridbench.jobflow.backends.slurm_stamps`).
+see :mod:`gridbench.jobflow.backends.slurm.stamps`).
 """
 
 from __future__ import annotations
@@ -28,10 +28,10 @@ from gridbench.jobflow.backends.batch_cli import short, with_bin_dir
 from gridbench.jobflow.backends.cli_run import CliResult, scrub_secrets
 from gridbench.jobflow.backends.operations import CredentialIssuer, HoldingSubmitter, Reserver
 from gridbench.jobflow.backends.options import parse_options
-from gridbench.jobflow.backends.slurm_log import LogTail
-from gridbench.jobflow.backends.slurm_ops import SlurmOperations
-from gridbench.jobflow.backends.slurm_options import SlurmOptions, minutes
-from gridbench.jobflow.backends.slurm_parse import (
+from gridbench.jobflow.backends.slurm.log import LogTail
+from gridbench.jobflow.backends.slurm.ops import SlurmOperations
+from gridbench.jobflow.backends.slurm.options import SlurmOptions, minutes
+from gridbench.jobflow.backends.slurm.parse import (
     SACCT_FORMAT,
     SQUEUE_FORMAT,
     STAGE_ELIGIBLE,
@@ -49,12 +49,12 @@ from gridbench.jobflow.backends.slurm_parse import (
     sbatch_failure_kind,
     sbatch_message,
 )
-from gridbench.jobflow.backends.slurm_rest import (
+from gridbench.jobflow.backends.slurm.rest import (
     Credential,
     SlurmRest,
     load_credential,
 )
-from gridbench.jobflow.backends.slurm_stamps import SOURCE, StampBook
+from gridbench.jobflow.backends.slurm.stamps import SOURCE, StampBook
 from gridbench.jobflow.events.chain import Segment, Stage, StageChain
 from gridbench.jobflow.events.model import FAIL_SUBMIT_AUTH, FAIL_SUBMIT_ERROR, Event, Precision
 

@@ -19,7 +19,7 @@ from gridbench.errors import BackendError
 from gridbench.jobflow.backends.batch_cli import BatchSchedulerBackend, short
 
 if TYPE_CHECKING:
-    from gridbench.jobflow.backends.slurm_options import SlurmOptions
+    from gridbench.jobflow.backends.slurm.options import SlurmOptions
 
 #: what ``scontrol token`` prints on success
 _TOKEN = re.compile(r"^SLURM_JWT=\S+", re.MULTILINE)

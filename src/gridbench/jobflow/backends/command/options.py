@@ -16,9 +16,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gridbench.errors import SpecError
-from gridbench.jobflow.backends import command_presets
 from gridbench.jobflow.backends.base import JobState
-from gridbench.jobflow.backends.command_template import (
+from gridbench.jobflow.backends.command import presets as command_presets
+from gridbench.jobflow.backends.command.template import (
     LIST_PLACEHOLDERS,
     ArgvTemplate,
     TemplateError,

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from gridbench.jobflow.backends.slurm_parse import (
+from gridbench.jobflow.backends.slurm.parse import (
     STAGE_ELIGIBLE,
     STAGE_END,
     STAGE_START,

@@ -33,8 +33,8 @@ from gridbench.jobflow.backends.base import (
     RuntimeStatsSource,
     SubmitError,
 )
-from gridbench.jobflow.backends.command_options import CommandConfig, OpConfig, compile_options
-from gridbench.jobflow.backends.command_parse import (
+from gridbench.jobflow.backends.command.options import CommandConfig, OpConfig, compile_options
+from gridbench.jobflow.backends.command.parse import (
     NoMatch,
     extract_id,
     key_of,
@@ -42,13 +42,13 @@ from gridbench.jobflow.backends.command_parse import (
     parse_one,
     snippet,
 )
-from gridbench.jobflow.backends.command_process import (
+from gridbench.jobflow.backends.command.process import (
     CallResult,
     ClientStartError,
     ClientTimeout,
     ProcessRunner,
 )
-from gridbench.jobflow.backends.command_template import TemplateError
+from gridbench.jobflow.backends.command.template import TemplateError
 from gridbench.jobflow.backends.operations import NamedOperations
 from gridbench.jobflow.events.chain import Stage, StageChain
 from gridbench.jobflow.events.model import (

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gridbench.errors import BackendError
 from gridbench.jobflow.backends.base import SubmitError
-from gridbench.jobflow.backends.slurm_parse import describe_errors
+from gridbench.jobflow.backends.slurm.parse import describe_errors
 from gridbench.jobflow.events.model import (
     FAIL_SUBMIT_AUTH,
     FAIL_SUBMIT_ERROR,

@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from gridbench.jobflow.backends.slurm_rest import SlurmRestOptions
+from gridbench.jobflow.backends.slurm.rest import SlurmRestOptions
 
 
 class SlurmOptions(BaseModel):

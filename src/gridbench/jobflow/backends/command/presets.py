@@ -3,7 +3,8 @@
 A preset is the ``options`` of a ``command`` backend plus three metadata keys:
 ``description``, ``tested`` (whether it was run against the real CLI) and ``written_for``
 (the CLI name and version its templates and patterns follow). Shipped presets live in
-``gridbench/jobflow/backends/presets/<name>.yaml``; ``preset:`` may also be a path to a file.
+``gridbench/jobflow/backends/command/preset_files/<name>.yaml``; ``preset:`` may also be a
+path to a file.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ def _parse(text: str, origin: str) -> dict[str, Any]:
 
 
 def _shipped() -> dict[str, Traversable]:
-    return shipped_yaml("jobflow", "backends", "presets")
+    return shipped_yaml("jobflow", "backends", "command", "preset_files")
 
 
 def names() -> list[str]:

@@ -4,7 +4,7 @@ Every Grid Engine call is a child process with an argv list (never a shell) and 
 time-out. qstat lists only jobs that have not ended; those that left it are resolved from
 the accounting file, read incrementally (never one ``qacct`` per job). Chain:
 ``submit -> sge_submit -> sge_start -> sge_end -> client_done``; the server stamps are the
-accounting file's whole seconds (see :mod:`gridbench.jobflow.backends.sge_parse`).
+accounting file's whole seconds (see :mod:`gridbench.jobflow.backends.sge.parse`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from gridbench.errors import BackendError
 from gridbench.jobflow.backends.base import JobRequest, JobState, JobStatus, SubmitError
 from gridbench.jobflow.backends.batch_cli import BatchSchedulerBackend, short, with_bin_dir
 from gridbench.jobflow.backends.options import parse_options
-from gridbench.jobflow.backends.sge_parse import (
+from gridbench.jobflow.backends.sge.parse import (
     STAGE_END,
     STAGE_START,
     STAGE_SUBMIT,
