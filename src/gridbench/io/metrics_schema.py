@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gridbench.io.model import FileSharing
 from gridbench.schema import (
     Count,
     Flag,
@@ -76,7 +77,7 @@ class Concurrency(OpenModel):
     target: Text = None
     test: Text = None
     clients: Count = None
-    files: Count = None
+    files: FileSharing | None = None
     last_done_kbps: Rep | None = None
     first_done_kbps: Rep | None = None
     finish_spread_s: Num = None

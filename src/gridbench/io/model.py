@@ -109,6 +109,10 @@ class BonnieSpec(_Strict):
         return self
 
 
+# One definition for the spec and the metrics schema (they disagreed once).
+FileSharing = Literal["same", "separate"]
+
+
 class ConcurrencySpec(_Strict):
     """N simultaneous clients on the same file or on separate files."""
 
@@ -116,7 +120,7 @@ class ConcurrencySpec(_Strict):
     clients: list[Annotated[int, Field(ge=1, le=256)]] = Field(
         default_factory=lambda: [1, 2], min_length=1
     )
-    files: Literal["same", "separate"] = "separate"
+    files: FileSharing = "separate"
     tests: list[ConcurrencyTest] = Field(default_factory=lambda: _write_read(), min_length=1)
     servers: list[str] = Field(
         default_factory=list,

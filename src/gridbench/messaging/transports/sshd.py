@@ -91,6 +91,9 @@ def start_sshd(spawn: Spawn, bind_host: str, workdir: Path, timeout: float) -> S
             where="transfer.tools: scp",
             fix="apt-get install openssh-server, or name an ssh server in transfer.scp",
         )
+    # sshd refuses relative key paths (it reads its config from /), and the default
+    # results folder is relative
+    workdir = workdir.resolve()
     keys = workdir / "keys"
     keys.mkdir(parents=True, exist_ok=True, mode=0o700)
     directory = workdir / "scp"

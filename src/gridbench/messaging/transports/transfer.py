@@ -316,7 +316,8 @@ def scp_transfer(
         raise PeerError(f"scp: cannot run scp: {exc}") from None
     elapsed = time.perf_counter_ns() - start
     if proc.returncode != 0:
-        err = proc.stderr.decode("utf-8", "replace").strip()[-2000:]
+        # one line: scp ends its lines with CR LF, which would show as a raw \x0d
+        err = " ".join(proc.stderr.decode("utf-8", "replace").split())[-2000:]
         raise PeerError(f"scp: {direction} {remote} failed (status {proc.returncode}): {err}")
     if direction == "down":
         try:
