@@ -24,6 +24,9 @@ from gridbench.messaging.transports.base import PeerError
 _HEADER = struct.Struct(">Q")
 #: the largest frame a server accepts (the spec's sizes stop at 1 GiB)
 MAX_FRAME = 1024**3 + 64
+#: Connections served at once (the spec's clients stop at 1024); one more is closed as
+#: soon as it is accepted.
+MAX_CONNECTIONS = 1088
 
 
 def join_host_port(host: str, port: int) -> str:
@@ -186,6 +189,9 @@ class TcpServer:
                 if self._closed:
                     conn.close()
                     return
+                if len(self._conns) >= MAX_CONNECTIONS:  # a bound on threads and buffers
+                    conn.close()
+                    continue
                 self._conns.add(conn)
                 t = threading.Thread(target=self._echo, args=(conn,), name="tcp-echo", daemon=True)
                 self._threads = [x for x in self._threads if x.is_alive()]
@@ -208,11 +214,13 @@ class TcpServer:
                 if length > MAX_FRAME:
                     return  # not our protocol: drop the connection
                 end = _HEADER.size + length
-                if end > len(buf):
-                    view.release()
-                    buf.extend(bytes(end - len(buf)))
-                    view = memoryview(buf)
                 while have < end:
+                    if have == len(buf):
+                        # grow with the bytes that arrived, never ahead of them: a header
+                        # alone cannot make the peer allocate what it claims
+                        view.release()
+                        buf.extend(bytes(min(end, 2 * len(buf)) - len(buf)))
+                        view = memoryview(buf)
                     n = conn.recv_into(view[have:])
                     if n == 0:
                         return

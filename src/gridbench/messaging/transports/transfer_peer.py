@@ -33,6 +33,9 @@ REQUEST: Final = struct.Struct("!cQ")
 #: An upload's answer: the bytes the peer saw.
 ACK: Final = struct.Struct("!Q")
 _TICK = 0.2  # seconds between looks at the stop flag
+#: Connections (tcp_streams) and unfinished uploads (zmq) served at once: a client cannot
+#: make the peer hold more threads or upload counters than this.
+MAX_CLIENTS: Final = 256
 
 
 def _block() -> bytes:
@@ -88,7 +91,8 @@ def _serve_tcp_conn(conn: socket.socket, block: memoryview) -> None:
 
 
 def serve_tcp(bind_host: str, stop: threading.Event) -> None:
-    """Accept connections until ``stop``; each is served by a daemon thread."""
+    """Accept connections until ``stop``; each is served by a daemon thread, at most
+    :data:`MAX_CLIENTS` at once (a connection beyond that is closed at once)."""
     family = socket.AF_INET6 if ":" in bind_host else socket.AF_INET
     block = memoryview(_block())
     with socket.socket(family, socket.SOCK_STREAM) as srv:
@@ -101,6 +105,9 @@ def serve_tcp(bind_host: str, stop: threading.Event) -> None:
             try:
                 conn, _ = srv.accept()
             except TimeoutError:
+                continue
+            if threading.active_count() > MAX_CLIENTS + 2:  # main and stdin watcher
+                conn.close()
                 continue
             conn.settimeout(None)
             threading.Thread(target=_serve_tcp_conn, args=(conn, block), daemon=True).start()
@@ -126,7 +133,11 @@ def serve_zmq(bind_host: str, stop: threading.Event) -> None:
         while not stop.is_set():
             if not sock.poll(int(_TICK * 1000)):
                 continue
-            ident, frame = sock.recv_multipart(copy=False)
+            parts = sock.recv_multipart(copy=False)
+            if len(parts) != 2:  # our clients send one frame per message: not our protocol
+                print(f"transfer_peer: dropped a {len(parts) - 1}-frame message", file=sys.stderr)
+                continue
+            ident, frame = parts
             who = bytes(ident.buffer)
             state = uploads.get(who)
             if state is not None:
@@ -145,6 +156,8 @@ def serve_zmq(bind_host: str, stop: threading.Event) -> None:
             if op == b"U":
                 if n == 0:
                     sock.send_multipart([who, ACK.pack(0)])
+                elif len(uploads) >= MAX_CLIENTS:
+                    print("transfer_peer: too many uploads at once, refused", file=sys.stderr)
                 else:
                     uploads[who] = (n, 0)
                 continue
