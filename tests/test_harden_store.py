@@ -35,6 +35,11 @@ HOSTILE: dict[str, tuple[bytes, str]] = {
 }
 
 
+#: Valid JSON in an ASCII file whose name escapes a lone surrogate: readable, shown with
+#: U+FFFD in its place (it once made the list, compare and history pages answer 500).
+SURROGATE = b'{"name": "s\\ud800x", "kind": "net", "status": "done", "created": "2020-01-01"}'
+
+
 def gb(*args: str, results: Path) -> subprocess.CompletedProcess[str]:
     """The CLI as a subprocess; never a traceback or an internal error."""
     p = subprocess.run(
@@ -71,6 +76,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     good = good_run(root)
     for name, (content, _) in HOSTILE.items():
         hostile_run(root, name, content)
+    hostile_run(root, "surrogate", SURROGATE)
     linked = root / "20200101T000000Z-linked-file"
     linked.mkdir()
     (linked / "experiment.json").symlink_to(outside / "experiment.json")
@@ -245,6 +251,25 @@ def test_dashboard_list_shows_bad_runs_and_the_rest(store: dict[str, Path], serv
     assert 'data-id="20200101T000000Z-huge-int"' in r.text
     assert "unreadable: " in r.text and "&#39;created&#39; is not a string" in r.text
     assert "linked-folder" not in r.text and "elsewhere" not in r.text
+
+
+def test_a_lone_surrogate_is_shown_replaced_everywhere(
+    store: dict[str, Path], server: Server
+) -> None:
+    p = gb("list", "--json", results=store["root"])
+    assert p.returncode == 0, p.stderr
+    rows = {r["id"]: r for r in json.loads(p.stdout)}
+    assert rows["20200101T000000Z-surrogate"]["name"] == "s\ufffdx"
+    p = gb("list", results=store["root"])
+    assert p.returncode == 0 and "s\ufffdx" in p.stdout, p.stderr
+    p = gb("show", "20200101T000000Z-surrogate", results=store["root"])
+    assert p.returncode == 0, p.stderr
+    assert "s\\ufffdx" in p.stdout  # the record as JSON, escaped
+    good = store["good"].name
+    assert "s\ufffdx" in get(server, "/").text
+    get(server, "/compare", ids=[good, "20200101T000000Z-surrogate"])
+    get(server, "/history", experiment=good)
+    get(server, "/history", experiment="20200101T000000Z-surrogate")
 
 
 def test_dashboard_compare_and_history_survive_bad_runs(

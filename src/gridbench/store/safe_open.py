@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import json
+import re
 import os
 import stat
 from collections.abc import Iterator
@@ -170,6 +171,26 @@ def _too_deep(obj: Any, limit: int) -> bool:
     return False
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _without_lone_surrogates(obj: Any) -> Any:
+    """``obj`` with every lone surrogate in its strings (keys too) replaced by U+FFFD: valid
+    JSON may escape one (``"\\ud800"``), and such a string cannot be encoded for a
+    terminal, a page or a JSON answer."""
+
+    def fix(v: Any) -> Any:
+        if isinstance(v, str):
+            return _LONE_SURROGATE.sub("\ufffd", v)
+        if isinstance(v, dict):
+            return {fix(k): fix(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [fix(x) for x in v]
+        return v
+
+    return fix(obj)  # depth is bounded by MAX_JSON_DEPTH, checked before
+
+
 def parse_json(text: str, where: Path | str, *, fix: str | None = None) -> Any:
     """A JSON document from the store, or one ResultsError naming the file (``where``; the
     line added when the text has several): bad syntax, NaN/Infinity, integers past
@@ -188,6 +209,8 @@ def parse_json(text: str, where: Path | str, *, fix: str | None = None) -> Any:
         _fail(f"not valid JSON: {str(exc)[:120]}", path, fix)
     if _too_deep(data, MAX_JSON_DEPTH):
         _fail(f"not valid JSON: nested deeper than {MAX_JSON_DEPTH} levels", path, fix)
+    if "\\ud" in text or "\\uD" in text:  # only an escape can make a lone surrogate
+        data = _without_lone_surrogates(data)
     return data
 
 
