@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import errno
 import json
-import re
 import os
+import re
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
