@@ -48,15 +48,35 @@ def parse_with_unit(
     raise ValueError(f"expected {what} such as {example}, got {value!r}")
 
 
+#: The longest duration a spec may give: a year (1e308 s once ended in an OverflowError).
+MAX_DURATION_S = 366 * 86400.0
+#: The shortest positive duration (:data:`PositiveDuration`): 1 us.
+MIN_POSITIVE_S = 1e-6
+
+
 def parse_duration(value: object) -> float:
-    """Seconds from a number (seconds) or a string with a unit: ns, us, ms, s, m/min, h."""
-    return parse_with_unit(
+    """Seconds from a number (seconds) or a string with a unit: ns, us, ms, s, m/min, h;
+    0 to :data:`MAX_DURATION_S`."""
+    seconds = parse_with_unit(
         value, _DUR, lambda x, unit: x * _DUR_UNITS[unit], "a duration", "30s, 2m or 500ms"
     )
+    if not seconds <= MAX_DURATION_S:  # also catches inf from a string of 400 digits
+        raise ValueError(f"a duration must be at most 366 days ({MAX_DURATION_S:.0f} s)")
+    return seconds + 0.0  # -0.0 is 0
+
+
+def parse_positive_duration(value: object) -> float:
+    """A duration that must be longer than nothing: at least :data:`MIN_POSITIVE_S`."""
+    seconds = parse_duration(value)
+    if seconds < MIN_POSITIVE_S:
+        raise ValueError(f"a duration here must be at least 1us, got {value!r}")
+    return seconds
 
 
 #: A spec field in seconds, written as a number or with a unit (30s, 2m, 500ms).
 Duration = Annotated[float, BeforeValidator(parse_duration)]
+#: A spec field in seconds that cannot be 0 (a trial's duration, a sampling interval).
+PositiveDuration = Annotated[float, BeforeValidator(parse_positive_duration)]
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
 _MULT = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
