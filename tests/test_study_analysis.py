@@ -130,6 +130,7 @@ def make_run(
         },
     )
     run.spec_file.write_text(dump_yaml(d))
+    rec.create_log(run.path)  # as create_study_run does
     for r in records:
         rec.append(run.path, r)
     return run
@@ -408,6 +409,31 @@ def test_bad_spec_in_run_is_a_results_error(tmp_path: Path) -> None:
     run.spec_file.write_text("name: x\npurpose: y\ntools: []\n")
     with pytest.raises(ResultsError, match="not a valid study spec"):
         analyze_and_write(run)
+
+
+def test_a_deleted_answer_log_is_damage_not_an_empty_study(tmp_path: Path) -> None:
+    run = make_run(tmp_path, sample_records(PEOPLE[:2]), spec_data(participants=PEOPLE[:2]))
+    before = analyze_and_write(run)
+    assert before["participants"]["started"] == 2
+    written = run.metrics_file.read_bytes()
+    rec.log_path(run.path).unlink()
+    with pytest.raises(ResultsError, match="answer log study.jsonl is missing") as err:
+        analyze_and_write(run)
+    assert "restore" in (err.value.fix or "")
+    assert run.metrics_file.read_bytes() == written  # the metrics were not overwritten
+
+
+def test_a_new_study_run_starts_its_private_log(tmp_path: Path) -> None:
+    from gridbench.study.runs import create_study_run
+
+    data = spec_data(participants=PEOPLE[:2])
+    run = create_study_run(tmp_path, StudySpec.model_validate(data), data, delivery="browser")
+    log = rec.log_path(run.path)
+    assert log.exists() and log.stat().st_size == 0 and log.stat().st_mode & 0o777 == 0o600
+    m = analyze_and_write(run)  # nobody answered yet: a valid empty study
+    assert m["participants"]["started"] == 0
+    rec.append(run.path, sample_records(PEOPLE[:1])[0])
+    assert log.stat().st_mode & 0o777 == 0o600
 
 
 def test_metrics_nobody_answered_are_noted_not_flagged() -> None:

@@ -16,14 +16,15 @@ from gridbench.store.safe_open import CAPS, parse_json, read_store_text, refuse_
 TAIL_SCAN_BYTES = 1024 * 1024
 
 
-def append_record(path: Path, obj: Any) -> None:
+def append_record(path: Path, obj: Any, *, mode: int = 0o644) -> None:
     """Append one JSON line and fsync it (results survive a crash); never through a link.
+    ``mode``: the new file's permissions (0o600 for what is private, e.g. answers).
     A torn last line (a writer killed mid-line, so never acknowledged) is cut first:
     gluing a new line onto it would corrupt both. A whole record that only lacks its
     newline (a hand edit) is kept and ended."""
     refuse_links(path)
     data = (json.dumps(obj, default=str) + "\n").encode("utf-8")
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o644)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, mode)
     try:
         _end_last_line(fd)
         _write_all(fd, data)

@@ -277,6 +277,13 @@ def analyze_and_write(run: RunDir) -> dict[str, Any]:
             where=str(run.experiment_file),
             fix="use 'gridbench analyze RUN', which finds the run's family by itself",
         )
+    if rec.log_missing(run.path):  # never a valid-looking empty study over lost answers
+        raise ResultsError(
+            f"the study's answer log {rec.LOG_FILE} is missing: its answers are lost",
+            where=str(run.path),
+            fix=f"restore {rec.LOG_FILE} from a backup; if truly nobody ever answered, "
+            f"create it empty (touch) to analyse an empty study",
+        )
     metrics = analyze(_spec_of(run), rec.read_log(run.path), exp)
     write_json(run.metrics_file, metrics)
     return metrics

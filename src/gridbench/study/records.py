@@ -9,6 +9,7 @@ error naming the file and line.
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -17,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from gridbench.errors import ResultsError
 from gridbench.store.records import append_record, read_records
+from gridbench.store.safe_open import refuse_links
 from gridbench.study.model import Ident
 
 LOG_FILE = "study.jsonl"
@@ -188,9 +190,22 @@ def log_path(run_path: Path) -> Path:
     return run_path / LOG_FILE
 
 
+def create_log(run_path: Path) -> None:
+    """Start the run's (empty) log, private to its owner: from then on a missing log is
+    lost answers, not a study nobody answered yet."""
+    refuse_links(log_path(run_path))
+    fd = os.open(log_path(run_path), os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    os.close(fd)
+
+
+def log_missing(run_path: Path) -> bool:
+    """Whether the run's log is gone (a link counts as present: reading it is refused)."""
+    return not os.path.lexists(log_path(run_path))
+
+
 def append(run_path: Path, record: Record) -> None:
     """Write one record to the run's log and fsync it before returning."""
-    append_record(log_path(run_path), record.model_dump(mode="json"))
+    append_record(log_path(run_path), record.model_dump(mode="json"), mode=0o600)
 
 
 def parse_record(obj: Any, where: str) -> Record:

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from gridbench.errors import ResultsError
 from gridbench.store.layout import RunDir, now_iso
+from gridbench.study import records as rec
 from gridbench.study.model import StudySpec
 
 Delivery = Literal["browser", "import"]
@@ -48,6 +49,7 @@ def create_study_run(
             delivery=delivery,
             participants=len(spec.participants) if participants is None else participants,
         )
+        rec.create_log(run.path)
     except OSError as exc:
         discard_run(run)  # a run without its spec or record is no run
         raise ResultsError(
