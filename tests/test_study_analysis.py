@@ -417,7 +417,7 @@ def test_a_deleted_answer_log_is_damage_not_an_empty_study(tmp_path: Path) -> No
     assert before["participants"]["started"] == 2
     written = run.metrics_file.read_bytes()
     rec.log_path(run.path).unlink()
-    with pytest.raises(ResultsError, match="answer log study.jsonl is missing") as err:
+    with pytest.raises(ResultsError, match=r"answer log study\.jsonl is missing") as err:
         analyze_and_write(run)
     assert "restore" in (err.value.fix or "")
     assert run.metrics_file.read_bytes() == written  # the metrics were not overwritten
