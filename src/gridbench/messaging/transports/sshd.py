@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import getpass
 import shutil
 import signal
@@ -136,6 +137,17 @@ def _accepts(host: str, port: int) -> bool:
     return False
 
 
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: the kernel kills sshd when this wrapper dies, even by
+    SIGKILL (a root sshd with key login must never outlive the run that started it)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+
+
 def _start(keys: Path, host: str, deadline: float) -> tuple[subprocess.Popen[bytes], int]:
     sshd = sshd_path() or "sshd"
     Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege-separation directory
@@ -144,7 +156,10 @@ def _start(keys: Path, host: str, deadline: float) -> tuple[subprocess.Popen[byt
         cfg = write_config(keys, host, port)
         # stdout to our stderr: the READY line must be the only thing on stdout
         proc = subprocess.Popen(
-            [sshd, "-D", "-e", "-f", str(cfg)], stdin=subprocess.DEVNULL, stdout=sys.stderr
+            [sshd, "-D", "-e", "-f", str(cfg)],
+            stdin=subprocess.DEVNULL,
+            stdout=sys.stderr,
+            preexec_fn=_die_with_parent,  # safe: no other thread runs yet
         )
         while proc.poll() is None and time.monotonic() < deadline:
             if _accepts(host, port):
