@@ -26,7 +26,7 @@ import polars as pl
 
 from gridbench.errors import IngestError, ResultsError
 from gridbench.jobflow.events.chain import Segment, Stage, StageChain
-from gridbench.jobflow.events.edgi import ingest_edgi
+from gridbench.jobflow.events.edgi.collector import ingest_edgi
 from gridbench.jobflow.events.ingest import SHOWN_CHARS, IngestResult, clip
 from gridbench.jobflow.events.jsonl import read_jsonl
 from gridbench.jobflow.events.log import EVENTS_FILE, concat_events, read_events
