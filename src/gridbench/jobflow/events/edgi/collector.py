@@ -26,13 +26,11 @@ from gridbench.jobflow.events.sources import (
     FetchLimits,
     FileMeta,
     ReportFile,
-    ReportSource,
     fetch_file,
     list_source,
     make_client,
-    parse_report_sources,
-    tier_order_key,
 )
+from gridbench.jobflow.events.tiers import ReportSource, parse_report_sources, tier_order_key
 
 #: parsing holds the GIL, so one worker thread is as fast as many and keeps memory flatter;
 #: it keeps the event loop (the runner's) free while a large report is parsed
