@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from gridbench.errors import IngestError
-from gridbench.jobflow.events.edgi import ReportCollector, ingest_edgi
+from gridbench.jobflow.events.edgi.collector import ReportCollector, ingest_edgi
 from gridbench.jobflow.events.sources import FetchLimits, child_links
 from test_ingest_helpers import (
     _Handler,

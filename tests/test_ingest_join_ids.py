@@ -12,7 +12,8 @@ from typing import Any
 import httpx
 import polars as pl
 
-from gridbench.jobflow.events.edgi import ReportCollector, ingest_edgi, joined_by_lines
+from gridbench.jobflow.events.edgi.collector import ReportCollector, ingest_edgi
+from gridbench.jobflow.events.edgi.join import joined_by_lines
 from gridbench.jobflow.events.model import EVENT_SCHEMA
 from gridbench.jobflow.reference import ReferenceGrid, build_config
 from gridbench.jobflow.reference.config import merge

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import polars as pl
 
-from gridbench.jobflow.events.edgi import ReportCollector
+from gridbench.jobflow.events.edgi.collector import ReportCollector
 from gridbench.jobflow.events.model import EVENT_SCHEMA
 from gridbench.jobflow.reference import ReferenceGrid, build_config
 from gridbench.jobflow.reference.config import merge

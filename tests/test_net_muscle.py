@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from gridbench.messaging.transports.muscle import RECORDS, ROLE, muscle_pingpong
+from gridbench.messaging.transports.muscle import RECORDS, ROLE, PingpongPlan, muscle_pingpong
 
 # A mirror that answers four messages, then fails the way a crashing submodel does.
 _DYING_MIRROR = """
@@ -46,7 +46,7 @@ def _explain(work: Path, records: list[dict[str, Any]]) -> str:
 def test_pingpong_yields_one_record_per_test(tmp_path: Path) -> None:
     book = Book()
     sizes = [0, 1024, 65536]
-    records = list(muscle_pingpong(sizes, 2, 3, tmp_path, 60.0, book))
+    records = list(muscle_pingpong(PingpongPlan(tuple(sizes), 2, 3), tmp_path, 60.0, book))
     assert all(r["ok"] for r in records), _explain(tmp_path, records)
     assert [(r["size_bytes"], r["test"]) for r in records] == [
         (s, t) for s in sizes for t in (0, 1)
@@ -71,7 +71,7 @@ def test_work_directory_can_be_reused(tmp_path: Path) -> None:
     # MUSCLE3 refuses a run directory whose instance directories exist; a second run in
     # the same work directory must still measure
     for _ in range(2):
-        records = list(muscle_pingpong([8], 1, 2, tmp_path, 60.0, Book()))
+        records = list(muscle_pingpong(PingpongPlan((8,), 1, 2), tmp_path, 60.0, Book()))
         assert [r["ok"] for r in records] == [True], _explain(tmp_path, records)
 
 
@@ -79,9 +79,7 @@ def test_failing_mirror_gives_error_records(tmp_path: Path) -> None:
     book = Book()
     records = list(
         muscle_pingpong(
-            [16, 32, 64],
-            2,
-            2,
+            PingpongPlan((16, 32, 64), 2, 2),
             tmp_path,
             120.0,
             book,
@@ -109,7 +107,9 @@ def test_failing_mirror_gives_error_records(tmp_path: Path) -> None:
 def test_mirror_dying_midway_keeps_what_was_measured(tmp_path: Path) -> None:
     # warm-up 1 + test 0 (2 round trips) = 3 messages; the 5th message kills the mirror
     records = list(
-        muscle_pingpong([16, 32], 3, 2, tmp_path, 120.0, Book(), mirror_args=["-c", _DYING_MIRROR])
+        muscle_pingpong(
+            PingpongPlan((16, 32), 3, 2), tmp_path, 120.0, Book(), mirror_args=["-c", _DYING_MIRROR]
+        )
     )
     assert [(r["size_bytes"], r["test"], r["ok"]) for r in records] == [
         (16, 0, True),
@@ -139,7 +139,11 @@ def test_hung_mirror_is_stopped_after_the_timeout(tmp_path: Path) -> None:
     book = Book()
     records = list(
         muscle_pingpong(
-            [16, 32], 1, 1, tmp_path, 4.0, book, mirror_args=["-c", f"import time; {marker}"]
+            PingpongPlan((16, 32), 1, 1),
+            tmp_path,
+            4.0,
+            book,
+            mirror_args=["-c", f"import time; {marker}"],
         )
     )
     assert [(r["size_bytes"], r["ok"]) for r in records] == [(16, False), (32, False)]
@@ -151,7 +155,7 @@ def test_hung_mirror_is_stopped_after_the_timeout(tmp_path: Path) -> None:
 
 def test_generator_closed_early_stops_the_pair(tmp_path: Path) -> None:
     book = Book()
-    gen = muscle_pingpong([16, 32], 50, 5, tmp_path, 60.0, book)
+    gen = muscle_pingpong(PingpongPlan((16, 32), 50, 5), tmp_path, 60.0, book)
     first = next(gen)
     assert first["ok"], _explain(tmp_path, [first])
     gen.close()

@@ -14,15 +14,13 @@ from pathlib import Path
 import pytest
 
 from gridbench.jobflow.backends.base import JobState
+from gridbench.jobflow.backends.slurm.ctld_log import LogStamp, parse_log, parse_log_line
 from gridbench.jobflow.backends.slurm.log import LogTail
 from gridbench.jobflow.backends.slurm.parse import (
-    LogStamp,
     SlurmJob,
     SlurmParseError,
     expand_task_string,
     job_state,
-    parse_log,
-    parse_log_line,
     parse_sacct,
     parse_sbatch_id,
     parse_scontrol_jobs,

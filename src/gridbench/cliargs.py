@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from gridbench.errors import GridbenchError
@@ -86,27 +87,35 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class ActionArgs:
+    """The shared arguments an action takes, added in this order: the spec's (``spec``),
+    the run (``run``) and ``--results`` (``results``)."""
+
+    spec: SpecArgs | None = None
+    run: bool = False
+    results: bool = False
+
+
 def add_action(
     actions: argparse._SubParsersAction[Any],
     name: str,
     command: FamilyCommand,
     ui: Ui,
     *,
-    spec: SpecArgs | None = None,
-    run: bool = False,
-    results: bool = False,
+    args: ActionArgs | None = None,
     **parser: Any,
 ) -> argparse.ArgumentParser:
     """One action of a family's command (``gridbench io run``): its parser (``parser``:
-    ``help``, ``description``, ...), then, in this order, the spec arguments, the run and
-    ``--results``; calling it runs ``command(args, ui)``. Returns the parser for the
-    action's own options."""
+    ``help``, ``description``, ...), then the shared ``args``; calling it runs
+    ``command(args, ui)``. Returns the parser for the action's own options."""
     p: argparse.ArgumentParser = actions.add_parser(name, **parser)
-    if spec is not None:
-        spec(p)
-    if run:
+    shared = args or ActionArgs()
+    if shared.spec is not None:
+        shared.spec(p)
+    if shared.run:
         add_run_arg(p)
-    if results:
+    if shared.results:
         add_results_arg(p)
     p.set_defaults(func=lambda a: command(a, ui))
     return p

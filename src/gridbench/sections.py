@@ -275,28 +275,37 @@ def shown_table(
 Field = tuple[Column, Callable[[Any], Any]]
 
 
+@dataclass(frozen=True, slots=True)
+class RecordLook:
+    """How a :func:`record_table` shows its records beyond their fields: each record's
+    row ``style`` and ``status``, and the text of a raw cell (``default``;
+    :func:`format_cell` without one)."""
+
+    style: Callable[[Any], RowStyle | None] | None = None
+    status: Callable[[Any], Status | None] | None = None
+    default: Callable[[Any], str] | None = None
+
+
 def record_table(
     id: str,
     title: str,
     records: Sequence[Any],
     fields: Sequence[Field],
     *,
-    style: Callable[[Any], RowStyle | None] | None = None,
-    status: Callable[[Any], Status | None] | None = None,
-    default: Callable[[Any], str] | None = None,
+    look: RecordLook | None = None,
     **kw: Unpack[TableOptions],
 ) -> Table | None:
     """A table of ``records``, one column per :data:`Field` (declared once, as data);
-    None when there are no records. ``style`` and ``status`` give each record's row style
-    and status."""
+    None when there are no records. ``look`` gives each record's row style and status."""
     if not records:
         return None
-    if style is not None:
-        kw["row_style"] = tuple(style(r) for r in records)
-    if status is not None:
-        kw["row_status"] = tuple(status(r) for r in records)
+    look = look or RecordLook()
+    if look.style is not None:
+        kw["row_style"] = tuple(look.style(r) for r in records)
+    if look.status is not None:
+        kw["row_status"] = tuple(look.status(r) for r in records)
     cells = ([f(r) for _, f in fields] for r in records)
-    return shown_table(id, title, [c for c, _ in fields], cells, default=default, **kw)
+    return shown_table(id, title, [c for c, _ in fields], cells, default=look.default, **kw)
 
 
 def _is_number(v: Cell) -> bool:

@@ -135,27 +135,35 @@ def thresholds_finding(total: int, failed: Sequence[str]) -> Finding | None:
     return Finding("fail", f"thresholds: FAILED ({len(failed)} of {total})", "; ".join(failed))
 
 
+class Masthead(NamedTuple):
+    """Whose report it is: titled "``name`` — gridbench ``family`` report", headlined
+    "``name``: ``subject``", with ``meta`` (schema and the like) under the title."""
+
+    family: str
+    name: str
+    subject: str
+    meta: str = ""
+
+
 def family_report(
-    family: str,
-    name: str,
-    subject: str,
+    head: Masthead,
     story: Story,
     configured: Configured,
     sections: Iterable[Section | None],
     *,
     data: Mapping[str, Any],
     notes: Iterable[str] = (),
-    meta: str = "",
     exports: Iterable[Table] = (),
 ) -> Report:
     """The :class:`~gridbench.sections.Report` of a family's run, in the shape every
-    family's report takes: titled "``name`` — gridbench ``family`` report", headlined
-    "``name``: ``subject``" with ``story``'s findings, the evaluation summary from
-    ``story`` and ``configured``, and the ``sections`` that exist (None is left out)."""
+    family's report takes: titled and headlined as ``head`` says with ``story``'s
+    findings, the evaluation summary from ``story`` and ``configured``, and the
+    ``sections`` that exist (None is left out)."""
+    family, name = head.family, head.name
     return Report(
         family=family,
         title=f"{name} — gridbench {family} report",
-        headline=Headline(title=f"{name}: {subject}", findings=tuple(story.findings)),
+        headline=Headline(title=f"{name}: {head.subject}", findings=tuple(story.findings)),
         summary=EvaluationSummary(
             tested=tuple(story.tested),
             spec_yaml=configured.get("spec_yaml", ""),
@@ -166,7 +174,7 @@ def family_report(
         ),
         sections=tuple(s for s in sections if s is not None),
         notes=tuple(notes),
-        meta=meta,
+        meta=head.meta,
         exports=tuple(exports),
         data=data,
     )

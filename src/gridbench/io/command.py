@@ -11,7 +11,7 @@ import argparse
 import functools
 from typing import Any
 
-from gridbench.cliargs import add_action, add_spec_args, report_command, run_and_show
+from gridbench.cliargs import ActionArgs, add_action, add_spec_args, report_command, run_and_show
 from gridbench.errors import EXIT_OK
 from gridbench.family import Ui
 from gridbench.fmt import safe_markup
@@ -64,7 +64,7 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
         "validate",
         cmd_validate,
         ui,
-        spec=_spec_args,
+        args=ActionArgs(spec=_spec_args),
         help="check an io spec and report every problem with its line",
     )
     q = add_action(
@@ -72,8 +72,7 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
         "run",
         cmd_run,
         ui,
-        spec=_spec_args,
-        results=True,
+        args=ActionArgs(spec=_spec_args, results=True),
         help="run an io spec against its targets, then report",
     )
     q.add_argument("--force", action="store_true", help="allow targets that already hold data")
@@ -82,7 +81,6 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
         "report",
         report_command,
         ui,
-        run=True,
-        results=True,
+        args=ActionArgs(run=True, results=True),
         help="re-analyse an io results directory and rewrite its reports",
     )

@@ -41,7 +41,14 @@ from gridbench.sections import (
     Statements,
     Status,
 )
-from gridbench.testplan import Configured, Story, family_report, run_span, thresholds_finding
+from gridbench.testplan import (
+    Configured,
+    Masthead,
+    Story,
+    family_report,
+    run_span,
+    thresholds_finding,
+)
 from gridbench.units import format_size
 
 __all__ = ["build_report"]
@@ -71,15 +78,13 @@ def build_report(metrics: Mapping[str, Any], **configured: Unpack[Configured]) -
         *charts(metrics),
     ]
     exports = matrix_export(metrics)
+    meta = f"{metrics.get('schema')} · baseline {metrics.get('baseline')}"
     return family_report(
-        "io",
-        name,
-        "storage benchmark",
+        Masthead("io", name, "storage benchmark", meta),
         story,
         configured,
         sections,
         notes=_notes(metrics),
-        meta=f"{metrics.get('schema')} · baseline {metrics.get('baseline')}",
         exports=(exports,) if exports is not None else (),
         data=metrics,
     )

@@ -11,7 +11,7 @@ from typing import Any
 
 from gridbench.io.matrix import LABEL
 from gridbench.io.report_tables import MISSING, as_str, fixed, num, status_of, verdict
-from gridbench.sections import Column, Field, Shown, Table, record_table
+from gridbench.sections import Column, Field, RecordLook, Shown, Table, record_table
 
 
 def _verdict(ok: object) -> Shown:
@@ -35,7 +35,7 @@ def consistency_table(metrics: Mapping[str, Any]) -> Table | None:
         "Consistency and functional checks",
         [c for c in metrics.get("consistency", []) if isinstance(c, Mapping)],
         CONSISTENCY,
-        status=lambda c: status_of(c.get("ok")),
+        look=RecordLook(status=lambda c: status_of(c.get("ok"))),
     )
 
 
@@ -74,7 +74,7 @@ def threshold_table(metrics: Mapping[str, Any]) -> Table | None:
             (Column("ok", "result"), lambda t: _verdict(t[2])),
             (Column("detail"), lambda t: t[3]),
         ],
-        status=lambda t: status_of(t[2]),
+        look=RecordLook(status=lambda t: status_of(t[2])),
     )
 
 
@@ -164,7 +164,7 @@ def validity_table(metrics: Mapping[str, Any]) -> Table | None:
         _flags(metrics),
         VALIDITY,
         note="docs/io.md, 'Validity rules': why a flagged figure is not a storage figure.",
-        status=lambda _: "warn",
+        look=RecordLook(status=lambda _: "warn"),
     )
 
 
@@ -204,11 +204,13 @@ def runtime_table(metrics: Mapping[str, Any]) -> Table | None:
         RUNTIMES,
         note="fio times a job in whole ms: a figure is good to 1 ms / run time"
         + (f"; above {limit:.0%} it is flagged" if limit is not None else ""),
-        status=lambda g: (
-            "warn"
-            if limit is not None
-            and (num(g.get("resolution")) is None or (g.get("resolution") or 0) > limit)
-            else None
+        look=RecordLook(
+            status=lambda g: (
+                "warn"
+                if limit is not None
+                and (num(g.get("resolution")) is None or (g.get("resolution") or 0) > limit)
+                else None
+            )
         ),
         scope="full",
         collapsed=True,

@@ -18,6 +18,7 @@ from gridbench.sections import (
     Cell,
     Column,
     Field,
+    RecordLook,
     RowStyle,
     Shown,
     Status,
@@ -392,5 +393,5 @@ def http_table(metrics: Mapping[str, Any]) -> Table | None:
         "HTTP transfers",
         metrics.get("http", []),
         HTTP,
-        status=lambda h: None if h["ok"] else "fail",
+        look=RecordLook(status=lambda h: None if h["ok"] else "fail"),
     )

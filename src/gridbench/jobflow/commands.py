@@ -281,7 +281,7 @@ def _check_agents(spec: Any, timeout_s: float, ui: Ui) -> bool:
 
 
 def _ingested(out: Any, dest: str, ui: Ui) -> int:
-    from gridbench.jobflow.events.edgi import joined_by_lines
+    from gridbench.jobflow.events.edgi.join import joined_by_lines
 
     for w in out.warnings[:50]:
         ui.err_console.print(f"[yellow]warning[/]: {safe_markup(w)}")

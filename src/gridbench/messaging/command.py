@@ -14,7 +14,7 @@ from typing import Any
 
 from rich.table import Table
 
-from gridbench.cliargs import add_action, add_spec_args, report_command, run_and_show
+from gridbench.cliargs import ActionArgs, add_action, add_spec_args, report_command, run_and_show
 from gridbench.errors import EXIT_OK
 from gridbench.family import Ui
 from gridbench.fmt import safe_markup
@@ -109,7 +109,7 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
         "validate",
         cmd_validate,
         ui,
-        spec=_spec_args,
+        args=ActionArgs(spec=_spec_args),
         help="check a net spec and report every problem with its line",
     )
     q = add_action(
@@ -117,7 +117,7 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
         "plan",
         cmd_plan,
         ui,
-        spec=_spec_args,
+        args=ActionArgs(spec=_spec_args),
         help="show the steps a net spec runs, without running them",
     )
     q.add_argument("--json", action="store_true", help="print the plan as JSON")
@@ -126,8 +126,7 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
         "run",
         cmd_run,
         ui,
-        spec=_spec_args,
-        results=True,
+        args=ActionArgs(spec=_spec_args, results=True),
         help="run a net spec (root for lan), then analyse and report",
     )
     add_action(
@@ -135,7 +134,6 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
         "report",
         report_command,
         ui,
-        run=True,
-        results=True,
+        args=ActionArgs(run=True, results=True),
         help="re-analyse a net results directory, rewrite its reports",
     )

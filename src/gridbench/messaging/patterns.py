@@ -191,20 +191,13 @@ def _pp_base(ctx: Context, transport: str, size: int, test: int) -> dict[str, An
 
 
 def _muscle(ctx: Context) -> Iterator[dict[str, Any]]:
-    from gridbench.messaging.transports.muscle import muscle_pingpong
+    from gridbench.messaging.transports.muscle import PingpongPlan, muscle_pingpong
 
     spec = ctx.spec.pingpong
     work = ctx.work / "muscle3"
     work.mkdir(exist_ok=True)
-    yield from muscle_pingpong(
-        spec.sizes.values(),
-        spec.tests,
-        spec.round_trips,
-        work,
-        ctx.timeout,
-        ctx.book.register,
-        warmup=spec.warmup,
-    )
+    plan = PingpongPlan(spec.sizes.values(), spec.tests, spec.round_trips, warmup=spec.warmup)
+    yield from muscle_pingpong(plan, work, ctx.timeout, ctx.book.register)
 
 
 # -- echo, scaling and burst ---------------------------------------------------------------

@@ -26,7 +26,14 @@ from gridbench.sections import (
     Statements,
     Status,
 )
-from gridbench.testplan import Configured, Story, family_report, run_span, thresholds_finding
+from gridbench.testplan import (
+    Configured,
+    Masthead,
+    Story,
+    family_report,
+    run_span,
+    thresholds_finding,
+)
 
 __all__ = ["build_report"]
 
@@ -51,15 +58,13 @@ def build_report(metrics: Mapping[str, Any], **configured: Unpack[Configured]) -
         _notes_section(metrics),
         *charts(metrics),
     ]
+    meta = f"{metrics.get('schema')} · floor factor {fmt4(metrics.get('floor_factor'))}×"
     return family_report(
-        "net",
-        name,
-        "messaging benchmark",
+        Masthead("net", name, "messaging benchmark", meta),
         story,
         configured,
         sections,
         notes=(str(metrics.get("formulas") or ""), str(metrics.get("precision") or "")),
-        meta=f"{metrics.get('schema')} · floor factor {fmt4(metrics.get('floor_factor'))}×",
         data=metrics,
     )
 

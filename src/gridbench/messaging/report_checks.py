@@ -11,7 +11,7 @@ from typing import Any
 
 from gridbench.messaging.overheads import size_text
 from gridbench.messaging.report_tables import cell, fmt4, num, ratio_cell, row_status
-from gridbench.sections import Column, Shown, Status, Table, record_table, shown_table
+from gridbench.sections import Column, RecordLook, Shown, Status, Table, record_table, shown_table
 
 
 def _list(metrics: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
@@ -110,7 +110,7 @@ def overhead_table(metrics: Mapping[str, Any]) -> Table | None:
             (Column("ratio", "Ratio", numeric=True), lambda o: ratio_cell(o.get("ratio"), True)),
             (Column("statement", "Finding"), lambda o: str(o.get("statement"))),
         ],
-        status=lambda o: row_status(False, True),
+        look=RecordLook(status=lambda o: row_status(False, True)),
     )
 
 
@@ -130,7 +130,7 @@ def validity_table(metrics: Mapping[str, Any]) -> Table | None:
             (Column("at", "At"), lambda f: str(f.get("at") or "")),
             (Column("detail", "Detail"), lambda f: str(f.get("detail") or "")),
         ],
-        status=lambda f: row_status(False, True),
+        look=RecordLook(status=lambda f: row_status(False, True)),
     )
 
 
@@ -155,7 +155,7 @@ def threshold_table(metrics: Mapping[str, Any]) -> Table | None:
             (Column("passed", "Result"), verdict),
             (Column("reason", "Reason"), lambda t: str(t.get("reason") or "")),
         ],
-        status=status,
+        look=RecordLook(status=status),
     )
 
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gridbench.messaging.overheads import env_phrase, size_text
-from gridbench.sections import Column, Field, Shown, Status, Table, record_table
+from gridbench.sections import Column, Field, RecordLook, Shown, Status, Table, record_table
 
 MISSING = "–"
 
@@ -157,7 +157,9 @@ def pingpong_tables(metrics: Mapping[str, Any]) -> list[Table]:
                 title,
                 rows,
                 fields,
-                status=lambda r: row_status(r.get("failed_tests"), r.get("overhead")),
+                look=RecordLook(
+                    status=lambda r: row_status(r.get("failed_tests"), r.get("overhead"))
+                ),
                 note=PINGPONG_NOTE,
                 scope="full" if scope == "full" else "brief",
                 export=scope == "full",
@@ -223,7 +225,7 @@ def echo_table(metrics: Mapping[str, Any]) -> Table | None:
         "Echo service: series of calls",
         rows,
         with_errors(ECHO, rows),
-        status=lambda r: row_status(r.get("failed_reps"), r["_s"].get("overhead")),
+        look=RecordLook(status=lambda r: row_status(r.get("failed_reps"), r["_s"].get("overhead"))),
         note=(
             "Avg and StdDev over every call of every repetition; Series: the series' time "
             "(sum of its calls), mean ± sd across repetitions; Ratio: the series' mean per "
@@ -263,7 +265,7 @@ def scaling_table(metrics: Mapping[str, Any]) -> Table | None:
         "Echo service: concurrent clients",
         rows,
         with_errors(SCALING, rows),
-        status=lambda r: row_status(r.get("failed_reps")),
+        look=RecordLook(status=lambda r: row_status(r.get("failed_reps"))),
         note="Client spread: the sd of the clients' own mean latencies (how evenly served).",
     )
 
@@ -300,7 +302,7 @@ def burst_table(metrics: Mapping[str, Any]) -> Table | None:
         "Bursts of asynchronous calls",
         bursts,
         with_errors(BURST, bursts),
-        status=lambda b: row_status(b.get("failed_reps")),
+        look=RecordLook(status=lambda b: row_status(b.get("failed_reps"))),
         note="From the first send: until every call was enqueued (wall time, and the CPU "
         "time the client's enqueuing thread spent meanwhile: the client's own cost, without "
         "the time a loaded machine gave to other processes), until the first and the last "
@@ -350,7 +352,7 @@ def transfer_table(metrics: Mapping[str, Any]) -> Table | None:
         "Transfers",
         transfers,
         with_errors(TRANSFER, transfers),
-        status=lambda t: row_status(t.get("failed_reps"), t.get("overhead")),
+        look=RecordLook(status=lambda t: row_status(t.get("failed_reps"), t.get("overhead"))),
         note="MB/s = 10^6 bytes/s, mean ± sd across repetitions; the floor is iperf3 in the "
         "same direction with the same number of streams; ratio = floor / MB/s.",
     )

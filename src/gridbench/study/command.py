@@ -18,6 +18,7 @@ from typing import Any
 from rich.table import Table
 
 from gridbench.cliargs import (
+    ActionArgs,
     FamilyCommand,
     add_action,
     add_results_arg,
@@ -261,7 +262,7 @@ def _action(
     command: FamilyCommand,
     text: str,
     epilog: str,
-    **args: Any,
+    args: ActionArgs | None = None,
 ) -> argparse.ArgumentParser:
     """An action whose --help says ``text`` as a sentence, then ``epilog`` as written."""
     return add_action(
@@ -272,8 +273,8 @@ def _action(
         help=text,
         description=text[0].upper() + text[1:] + ".",
         epilog=epilog,
+        args=args,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        **args,
     )
 
 
@@ -297,7 +298,7 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
         cmd_validate,
         "check a study spec and report every problem with its line",
         _EPILOG_VALIDATE,
-        spec=_spec_args,
+        args=ActionArgs(spec=_spec_args),
     )
     q = _action(
         nsub,
@@ -306,7 +307,7 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
         cmd_plan,
         "show the test plan and the counterbalanced order each participant gets",
         _EPILOG_PLAN,
-        spec=_spec_args,
+        args=ActionArgs(spec=_spec_args),
     )
     q.add_argument("--json", action="store_true", help="print the design as JSON")
     q = _action(
@@ -316,7 +317,7 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
         cmd_import,
         "import a survey tool's CSV export into a study run, then analyse it",
         _EPILOG_IMPORT,
-        spec=_spec_args,
+        args=ActionArgs(spec=_spec_args),
     )
     q.add_argument(
         "--responses", required=True, metavar="CSV", help="the responses (generic layout or mapped)"
@@ -365,8 +366,7 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
         cmd_report,
         "re-analyse a study run and rewrite its reports",
         "",
-        run=True,
-        results=True,
+        args=ActionArgs(run=True, results=True),
     )
     q.add_argument("--json", action="store_true", help="print the metrics as JSON")
     q.add_argument(

@@ -162,8 +162,9 @@ def import_responses(
             people.append(who)
         if who and tool:
             tools_of.setdefault(who, set()).add(tool)
+        read = _Row(reader, row, cells, who, tool, t)
         if len(sus_cols) == 10:
-            records += _sus(reader, row, cells, who, tool, t, accept_low_sus, warnings)
+            records += _sus(read, accept_low_sus, warnings)
         tasks = {tk.id for tk in spec.tool(tool).tasks} if tool else set()
         by_task: dict[str, dict[str, str]] = {}
         for task, field in task_cols:
@@ -175,7 +176,7 @@ def import_responses(
             by_task.setdefault(task, {})[field] = col
         if who and tool:
             for task, cols in by_task.items():
-                records += _task(reader, row, cells, who, tool, task, cols, t)
+                records += _task(read, task, cols)
     problems.raise_if_any()
     for who in spec.participants:
         if who not in people:
@@ -190,16 +191,21 @@ def import_responses(
     return ImportResult(tuple(records), tuple(warnings), tuple(people), len(table.rows))
 
 
-def _sus(
-    reader: CellReader,
-    row: int,
-    cells: dict[str, str],
-    who: str,
-    tool: str,
-    t: int,
-    accept_low: bool,
-    warnings: list[str],
-) -> list[Record]:
+@dataclass(frozen=True, slots=True)
+class _Row:
+    """One response row being read: its reader, number and cells, and whose answers it
+    holds (``who``/``tool`` are '' when the row names no valid one)."""
+
+    reader: CellReader
+    row: int
+    cells: dict[str, str]
+    who: str
+    tool: str
+    t: int  # the records' t_ns
+
+
+def _sus(read: _Row, accept_low: bool, warnings: list[str]) -> list[Record]:
+    reader, row, cells, who, tool = read.reader, read.row, read.cells, read.who, read.tool
     if not any(cells.get(c, "") for c in SUS_COLUMNS):
         warnings.append(f"row {row}: no SUS answer")
         return []
@@ -222,26 +228,18 @@ def _sus(
             reader.problems.add(row, "sus1..sus10", f"{text}; fix: {SUS_FIX}")
             return []
         warnings.append(f"row {row}: {text}; kept (--accept-low-sus)")
-    return [SusAnswer(t_ns=t, source="import", participant=who, tool=tool, items=answers)]
+    return [SusAnswer(t_ns=read.t, source="import", participant=who, tool=tool, items=answers)]
 
 
-def _task(
-    reader: CellReader,
-    row: int,
-    cells: dict[str, str],
-    who: str,
-    tool: str,
-    task: str,
-    cols: dict[str, str],
-    t: int,
-) -> list[Record]:
+def _task(read: _Row, task: str, cols: dict[str, str]) -> list[Record]:
+    reader, row, cells = read.reader, read.row, read.cells
     out: list[Record] = []
     label = reader.table.label
     key: dict[str, object] = {
-        "t_ns": t,
+        "t_ns": read.t,
         "source": "import",
-        "participant": who,
-        "tool": tool,
+        "participant": read.who,
+        "tool": read.tool,
         "task": task,
     }
     if "time_s" in cols and (text := cells.get(cols["time_s"], "")):

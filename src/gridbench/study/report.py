@@ -57,7 +57,7 @@ from gridbench.study.report_tables import (
     table2,
     task_table,
 )
-from gridbench.testplan import Configured, Story, family_report, run_span
+from gridbench.testplan import Configured, Masthead, Story, family_report, run_span
 
 __all__ = ["build_report", "without_free_text"]
 
@@ -117,14 +117,12 @@ def build_report(
         notes_section(metrics, free_text),
         *charts(metrics),
     ]
+    meta = f"{metrics.get('schema')} · {_people(metrics)}"
     return family_report(
-        "study",
-        name,
-        "usability study",
+        Masthead("study", name, "usability study", meta),
         story,
         configured,
         sections,
-        meta=f"{metrics.get('schema')} · {_people(metrics)}",
         data=dict(metrics) if free_text else without_free_text(metrics),
     )
 

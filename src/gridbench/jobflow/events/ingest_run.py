@@ -26,7 +26,7 @@ import polars as pl
 
 from gridbench.errors import IngestError, ResultsError
 from gridbench.jobflow.events.chain import Segment, Stage, StageChain
-from gridbench.jobflow.events.edgi import ingest_edgi
+from gridbench.jobflow.events.edgi.collector import ingest_edgi
 from gridbench.jobflow.events.ingest import SHOWN_CHARS, IngestResult, clip
 from gridbench.jobflow.events.jsonl import read_jsonl
 from gridbench.jobflow.events.log import EVENTS_FILE, concat_events, read_events
@@ -243,24 +243,33 @@ def _prepare(out_dir: Path, overwrite: bool) -> Path:
     return trial
 
 
+@dataclass(frozen=True, slots=True)
+class IngestInfo:
+    """What ``ingest.json`` says about an ingest: the format (``kind``: "edgi", "jsonl"),
+    the inputs read, and the warnings and counts of reading them."""
+
+    kind: str
+    inputs: Mapping[str, Any]
+    warnings: Sequence[str] = ()
+    stats: Mapping[str, Any] | None = None
+
+
 def build_run_from_ingest(
     out_dir: str | os.PathLike[str],
     events: pl.DataFrame,
     *,
     chain: StageChain,
-    kind: str,
-    inputs: Mapping[str, Any],
-    warnings: Sequence[str] = (),
-    stats: Mapping[str, Any] | None = None,
+    info: IngestInfo,
     name: str | None = None,
     overwrite: bool = False,
 ) -> Path:
     """Write a one-trial results directory from ingested events; returns its path.
 
-    Writes ``experiment.json``, ``ingest.json`` (inputs, warnings, stats), and
-    ``trials/ingested/{events.csv,trial.json}``. ``kind`` names the format ("edgi").
+    Writes ``experiment.json``, ``ingest.json`` (``info``), and
+    ``trials/ingested/{events.csv,trial.json}``.
     """
     out = Path(out_dir)
+    kind = info.kind
     if events.is_empty():
         raise IngestError(
             "no events to write", fix="check the inputs: every line or record was rejected"
@@ -270,38 +279,7 @@ def build_run_from_ingest(
     tmp = trial_dir / (EVENTS_FILE + ".tmp")
     events.write_csv(tmp, include_header=True, null_value="", line_terminator="\n")
     os.replace(tmp, trial_dir / EVENTS_FILE)
-
-    rate = estimate_offered_rate(events)
-    client_jobs = events.filter(
-        pl.col("stage").is_in([STAGE_INTENDED, STAGE_SUBMIT, STAGE_SUBMIT_ACK])
-    ).get_column("job")
-    planned = client_jobs.n_unique() if client_jobs.len() else events.get_column("job").n_unique()
-    starts = _times(events, STAGE_INTENDED)
-    if starts.is_empty():
-        starts = _times(events, STAGE_SUBMIT)
-    submits = _times(events, STAGE_SUBMIT)
-    t_min, t_max = int(events["t_ns"].min()), int(events["t_ns"].max())  # type: ignore[arg-type]
-    agents = _agent_clocks(events)
-    trial = {
-        "trial_id": TRIAL_ID,
-        "point_index": 0,
-        "trial_index": 0,
-        "point": {"rate": round(rate * 60, 6)} if rate else {},
-        "load_model": "open",
-        "offered_rate_per_s": rate,
-        "planned_jobs": planned,
-        "started_ns": int(starts.min()) if starts.len() else t_min,  # type: ignore[arg-type]
-        "submit_end_ns": int(submits.max()) if submits.len() else t_max,  # type: ignore[arg-type]
-        "ended_ns": t_max,
-        "status": "complete",
-        "chain": chain.to_dict(),
-        "agents": agents,
-        "background_queue": {"start": None, "end": None},
-        "cpu_count": None,
-        "late_threshold_ns": DEFAULT_LATE_THRESHOLD_NS,
-        "ingested": {"kind": kind},
-    }
-    _write_json(trial_dir / "trial.json", trial)
+    _write_json(trial_dir / "trial.json", _trial_record(events, chain, kind))
     created = datetime.now(UTC).isoformat(timespec="seconds")
     _write_json(
         out / "experiment.json",
@@ -320,14 +298,48 @@ def build_run_from_ingest(
         {
             "kind": kind,
             "created": created,
-            "inputs": dict(inputs),
+            "inputs": dict(info.inputs),
             "events": events.height,
             "jobs": events.get_column("job").n_unique(),
-            "warnings": [clip(w, 4 * SHOWN_CHARS) for w in warnings],
-            "stats": dict(stats or {}),
+            "warnings": [clip(w, 4 * SHOWN_CHARS) for w in info.warnings],
+            "stats": dict(info.stats or {}),
         },
     )
     return out
+
+
+def _trial_record(events: pl.DataFrame, chain: StageChain, kind: str) -> dict[str, Any]:
+    """``trial.json`` of the one ingested trial, derived from its (sorted) events."""
+    rate = estimate_offered_rate(events)
+    client_jobs = events.filter(
+        pl.col("stage").is_in([STAGE_INTENDED, STAGE_SUBMIT, STAGE_SUBMIT_ACK])
+    ).get_column("job")
+    planned = client_jobs.n_unique() if client_jobs.len() else events.get_column("job").n_unique()
+    starts = _times(events, STAGE_INTENDED)
+    if starts.is_empty():
+        starts = _times(events, STAGE_SUBMIT)
+    submits = _times(events, STAGE_SUBMIT)
+    t_min, t_max = int(events["t_ns"].min()), int(events["t_ns"].max())  # type: ignore[arg-type]
+    agents = _agent_clocks(events)
+    return {
+        "trial_id": TRIAL_ID,
+        "point_index": 0,
+        "trial_index": 0,
+        "point": {"rate": round(rate * 60, 6)} if rate else {},
+        "load_model": "open",
+        "offered_rate_per_s": rate,
+        "planned_jobs": planned,
+        "started_ns": int(starts.min()) if starts.len() else t_min,  # type: ignore[arg-type]
+        "submit_end_ns": int(submits.max()) if submits.len() else t_max,  # type: ignore[arg-type]
+        "ended_ns": t_max,
+        "status": "complete",
+        "chain": chain.to_dict(),
+        "agents": agents,
+        "background_queue": {"start": None, "end": None},
+        "cpu_count": None,
+        "late_threshold_ns": DEFAULT_LATE_THRESHOLD_NS,
+        "ingested": {"kind": kind},
+    }
 
 
 def read_client_events(path: str | os.PathLike[str]) -> IngestResult:
@@ -379,10 +391,9 @@ def ingest_edgi_run(
         out_dir,
         all_events,
         chain=chain,
-        kind="edgi",
-        inputs={"client": str(client), "reports": list(reports)},
-        warnings=warnings,
-        stats=res.stats,
+        info=IngestInfo(
+            "edgi", {"client": str(client), "reports": list(reports)}, warnings, res.stats
+        ),
         overwrite=overwrite,
     )
     return IngestRunResult(
@@ -409,10 +420,7 @@ def ingest_jsonl_run(
         out_dir,
         res.events,
         chain=ch,
-        kind="jsonl",
-        inputs={"file": str(file)},
-        warnings=res.warnings,
-        stats=res.stats,
+        info=IngestInfo("jsonl", {"file": str(file)}, res.warnings, res.stats),
         overwrite=overwrite,
     )
     return IngestRunResult(

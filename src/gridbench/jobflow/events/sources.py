@@ -6,11 +6,10 @@ followed (same scheme and host, no ``..``, no query), redirects are followed onl
 they stay under the source URL, and every download is streamed and abandoned past a size
 limit before anything is parsed. Requests time out and are retried once.
 
-A source is tagged with the tier (component) whose reports it holds. Tiers are given
-nearest first: ``ce=URL`` names one explicitly; bare sources take ``ce``, ``bridge``,
-``tier2``, ``tier3``... by position. A single bare source whose listing holds no report
-files but sub-directories is a *tier root*: each sub-directory (``ce/``, ``bridge/``) is a
-tier named after it.
+A source is tagged with the tier (component) whose reports it holds
+(:mod:`gridbench.jobflow.events.tiers`). A single bare source whose listing holds no
+report files but sub-directories is a *tier root*: each sub-directory (``ce/``,
+``bridge/``) is a tier named after it.
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ import asyncio
 import email.utils
 import hashlib
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -31,6 +29,7 @@ from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
 import httpx
 
 from gridbench.errors import IngestError
+from gridbench.jobflow.events.tiers import TIER_RE, ReportSource, is_url
 
 DEFAULT_MAX_FILE_BYTES = 32 * 1024 * 1024
 DEFAULT_MAX_LISTING_BYTES = 4 * 1024 * 1024
@@ -42,9 +41,6 @@ REPORT_SUFFIX = ".xml"
 #: a server whose Last-Modified is this close to its Date may still be writing the file,
 #: so If-Modified-Since (1 s resolution) is not trusted for it
 STABLE_AFTER_S = 2.0
-KNOWN_TIERS = ("ce", "bridge")
-TIER_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
-_SPEC_RE = re.compile(r"^([A-Za-z][A-Za-z0-9_.-]{0,63})=(.+)$")
 
 UNREACHABLE_FIX = (
     "check that the report server is running and the URL is right (open it with a browser "
@@ -61,102 +57,6 @@ class FetchLimits:
     max_links: int = DEFAULT_MAX_LINKS
     timeout_s: float = DEFAULT_TIMEOUT_S
     concurrency: int = 8
-
-
-def default_tier_name(index: int) -> str:
-    """Tier name of the ``index``-th bare source: ce, bridge, tier2, tier3..."""
-    return KNOWN_TIERS[index] if index < len(KNOWN_TIERS) else f"tier{index}"
-
-
-def tier_order_key(name: str, first_seen: int) -> tuple[int, int]:
-    """Sort key putting known tiers in chain order (ce, bridge, tier2...), others after."""
-    if name in KNOWN_TIERS:
-        return (KNOWN_TIERS.index(name), 0)
-    m = re.fullmatch(r"tier(\d+)", name)
-    if m:
-        return (int(m.group(1)), 0)
-    return (1_000_000, first_seen)
-
-
-@dataclass(frozen=True, slots=True)
-class ReportSource:
-    """One report location and the tier it belongs to.
-
-    ``discover`` marks a single bare source that may turn out to be a tier root.
-    """
-
-    location: str
-    tier: str
-    explicit: bool = False
-    discover: bool = False
-
-    @property
-    def is_url(self) -> bool:
-        return _is_url(self.location)
-
-
-def _is_url(s: str) -> bool:
-    return s.lower().startswith(("http://", "https://"))
-
-
-def parse_report_sources(specs: Sequence[str | ReportSource]) -> list[ReportSource]:
-    """Turn ``--reports`` values (``LOC`` or ``TIER=LOC``) into tagged sources, nearest first.
-
-    A value that is an existing local path is never split at ``=``.
-    """
-    if not specs:
-        raise IngestError(
-            "no monitoring-report source given",
-            fix="pass --reports DIR_OR_URL (nearest component first), e.g. --reports ce=URL",
-        )
-    out: list[ReportSource] = []
-    bare_index = 0
-    for spec in specs:
-        if isinstance(spec, ReportSource):
-            out.append(spec)
-            continue
-        text = spec.strip()
-        m = _SPEC_RE.match(text)
-        if m and not _is_url(text) and not Path(text).exists():
-            tier, loc = m.group(1), m.group(2).strip()
-            out.append(ReportSource(_normalise(loc), tier, explicit=True))
-        else:
-            out.append(ReportSource(_normalise(text), default_tier_name(bare_index)))
-        bare_index += 1
-    tiers = [s.tier for s in out]
-    dup = sorted({t for t in tiers if tiers.count(t) > 1})
-    if dup:
-        raise IngestError(
-            f"tier {dup[0]!r} is given more than once",
-            where="--reports",
-            fix="give each component's reports once, nearest first, or name them: "
-            "ce=URL bridge=URL",
-        )
-    if len(out) == 1 and not out[0].explicit:
-        out[0] = replace(out[0], discover=True)
-    return out
-
-
-def _normalise(loc: str) -> str:
-    if not loc:
-        raise IngestError("empty report location", where="--reports", fix="give a directory or URL")
-    if not _is_url(loc):
-        if "://" in loc:
-            raise IngestError(
-                "only http://, https:// or local directories are supported",
-                where=loc,
-                fix="serve the reports over HTTP(S) or copy them to a local directory",
-            )
-        return loc
-    parts = urlsplit(loc)
-    if parts.username or parts.password:
-        raise IngestError(
-            "credentials in report URLs are not supported (they would end up in logs)",
-            where=parts._replace(netloc=parts.hostname or "").geturl(),
-            fix="give the URL without user:password@",
-        )
-    path = parts.path if parts.path.endswith("/") else parts.path + "/"
-    return urlunsplit((parts.scheme.lower(), parts.netloc, path, parts.query, ""))
 
 
 # --- listings -------------------------------------------------------------------------
@@ -542,7 +442,7 @@ async def fetch_http_file(
 async def _list_any(
     client: httpx.AsyncClient | None, loc: str, root: str, limits: FetchLimits
 ) -> Listing:
-    if _is_url(loc):
+    if is_url(loc):
         if client is None:  # pragma: no cover - the collector always passes one for URLs
             raise IngestError("no HTTP client for a URL source", where=loc)
         return await list_http_dir(client, loc, root=root, limits=limits)
@@ -550,7 +450,7 @@ async def _list_any(
 
 
 def _file(tier: str, loc: str) -> ReportFile:
-    if _is_url(loc):
+    if is_url(loc):
         return ReportFile(tier, loc, url=loc)
     p = Path(loc).absolute()
     return ReportFile(tier, str(p), path=p)

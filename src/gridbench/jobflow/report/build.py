@@ -13,6 +13,7 @@ from gridbench.jobflow.report.model import Row
 from gridbench.sections import (
     Cell,
     Column,
+    RecordLook,
     RowStyle,
     Scope,
     Shown,
@@ -83,7 +84,8 @@ def spec_table(
     rows. ``style`` and ``status`` give each row's style and status."""
     cols = [(col(s.label, s.numeric), s.cell) for s in spec]
     kw.setdefault("export", False)
-    return record_table(id, title, rows, cols, style=style, status=status, default=_text, **kw)
+    look = RecordLook(style=style, status=status, default=_text)
+    return record_table(id, title, rows, cols, look=look, **kw)
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ The per-trial time series are in :mod:`gridbench.jobflow.report.timeseries`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import plotly.graph_objects as go
@@ -59,11 +60,18 @@ def layout(fig: Any, title: str, **kw: Any) -> Any:
     return fig
 
 
+@dataclass(frozen=True, slots=True)
+class ChartSection:
+    """The report section around a figure: its anchor id, title and caption."""
+
+    id: str
+    title: str
+    caption: str
+
+
 def finish(
     fig: Any,
-    id: str,
-    title: str,
-    caption: str,
+    section: ChartSection,
     *,
     heading: str,
     axes: Sequence[tuple[Literal["x", "y"], str]] = (),
@@ -76,7 +84,7 @@ def finish(
     extra = {"rangemode": "tozero"} if tozero else {}
     for axis, text in axes:
         (fig.update_xaxes if axis == "x" else fig.update_yaxes)(title_text=text, **extra)
-    return chart(id, title, caption, fig)
+    return chart(section.id, section.title, section.caption, fig)
 
 
 def _rate_axis(metrics: Mapping[str, Any]) -> list[str]:
@@ -137,10 +145,12 @@ def latency_breakdown(metrics: Mapping[str, Any]) -> Chart | None:
     )
     return finish(
         fig,
-        "latency-breakdown",
-        "Latency breakdown per rate",
-        "Mean latency of each component segment, stacked; 'other' is the rest of the overall "
-        "latency (network, polling, queues outside the components). Means of trial means.",
+        ChartSection(
+            "latency-breakdown",
+            "Latency breakdown per rate",
+            "Mean latency of each component segment, stacked; 'other' is the rest of the overall "
+            "latency (network, polling, queues outside the components). Means of trial means.",
+        ),
         heading="Latency breakdown per offered rate",
         axes=[("y", "mean latency (s)"), ("x", "offered rate")],
         barmode="relative",
@@ -156,9 +166,11 @@ def latency_share(metrics: Mapping[str, Any]) -> Chart | None:
     _component_bars(fig, metrics, lat, "share_pct", "%{y:.1f}%")
     return finish(
         fig,
-        "latency-share",
-        "Latency share per component",
-        "Each component's mean as a percentage of the overall mean latency.",
+        ChartSection(
+            "latency-share",
+            "Latency share per component",
+            "Each component's mean as a percentage of the overall mean latency.",
+        ),
         heading="Share of each component in the overall latency",
         axes=[("y", "share of overall mean latency (%)"), ("x", "offered rate")],
         barmode="relative",
@@ -195,10 +207,12 @@ def throughput_vs_rate(metrics: Mapping[str, Any]) -> Chart | None:
         )
     return finish(
         fig,
-        "throughput",
-        "Throughput against offered rate",
-        "Average throughput of each stage (EDGI definition, warm-up trimmed), mean ± standard "
-        "deviation across trials. A stage below the dashed line does not keep up.",
+        ChartSection(
+            "throughput",
+            "Throughput against offered rate",
+            "Average throughput of each stage (EDGI definition, warm-up trimmed), mean ± standard "
+            "deviation across trials. A stage below the dashed line does not keep up.",
+        ),
         heading="Throughput against offered rate",
         axes=[("x", "offered rate (jobs/s)"), ("y", "throughput (jobs/s, mean ± std)")],
         tozero=True,
@@ -226,10 +240,12 @@ def expected_ratio(metrics: Mapping[str, Any]) -> Chart | None:
     fig.add_hline(y=1.0, line_dash="dash", line_color="#888888", annotation_text="expected")
     return finish(
         fig,
-        "expected-ratio",
-        "Actual ÷ expected throughput per stage",
-        "Expected throughput is the offered rate. The first stage whose ratio breaks is the "
-        "bottleneck; every stage after it is limited by it.",
+        ChartSection(
+            "expected-ratio",
+            "Actual ÷ expected throughput per stage",
+            "Expected throughput is the offered rate. The first stage whose ratio breaks is the "
+            "bottleneck; every stage after it is limited by it.",
+        ),
         heading="Actual ÷ expected throughput per stage",
         axes=[("y", "actual / expected")],
         tozero=True,

@@ -16,7 +16,8 @@ import polars as pl
 
 from gridbench.errors import SpecError
 from gridbench.jobflow.backends.base import Backend, ReportPublisher
-from gridbench.jobflow.events.edgi import ReportCollector, joined_by_lines
+from gridbench.jobflow.events.edgi.collector import ReportCollector
+from gridbench.jobflow.events.edgi.join import joined_by_lines
 from gridbench.jobflow.events.log import EVENTS_FILE, EventLog
 from gridbench.jobflow.events.model import EVENT_SCHEMA, STAGE_SUBMIT_ACK
 from gridbench.jobflow.events.sources import FetchLimits

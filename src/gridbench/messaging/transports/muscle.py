@@ -26,6 +26,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -159,15 +160,27 @@ def _failed(size: int, test: int, error: str) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True, slots=True)
+class PingpongPlan:
+    """What the driver measures: ``tests`` tests of ``round_trips`` round trips per size,
+    each test after ``warmup`` unmeasured round trips."""
+
+    sizes: tuple[int, ...]
+    tests: int
+    round_trips: int
+    warmup: int = 1
+
+    def expected(self) -> list[tuple[int, int]]:
+        """(size, test) of every record, in the order the driver writes them."""
+        return [(s, t) for s in self.sizes for t in range(self.tests)]
+
+
 def muscle_pingpong(
-    sizes: Sequence[int],
-    tests: int,
-    round_trips: int,
+    plan: PingpongPlan,
     workdir: Path,
     timeout: float,
     register: Register,
     *,
-    warmup: int = 1,
     mirror_args: Sequence[str] | None = None,
 ) -> Generator[dict[str, Any], None, None]:
     """Run the driver/mirror pair under ``muscle_manager --start-all`` and yield one
@@ -181,6 +194,31 @@ def muscle_pingpong(
     gets one such record (test 0) saying it was not measured. ``register(proc, role)`` is
     called with the manager's Popen at once. ``mirror_args`` replaces the mirror's python
     arguments (tests use it to start a failing mirror)."""
+    config = _prepare(plan, workdir, mirror_args)
+    proc = _start_manager(workdir, config)
+    register(proc, ROLE)
+    follower = _Follower(proc, _Lines(workdir / RECORDS), plan.expected(), timeout)
+    try:
+        yield from follower.records()
+    finally:
+        if not follower.finished:
+            _stop(proc)
+    if follower.error is None:
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            _stop(proc)
+        return
+    context = failure_context(workdir)
+    message = f"muscle3: {follower.error}" + (f"\n{context}" if context else "")
+    size, test = follower.expected[follower.done]
+    yield _failed(size, test, message)
+    for later in plan.sizes[plan.sizes.index(size) + 1 :]:
+        yield _failed(later, 0, f"muscle3: not measured, the pair failed at {size} bytes")
+
+
+def _prepare(plan: PingpongPlan, workdir: Path, mirror_args: Sequence[str] | None) -> Path:
+    """A clean work directory holding the plan and the yMMSL; returns the yMMSL path."""
     workdir.mkdir(parents=True, exist_ok=True)
     records = workdir / RECORDS
     records.unlink(missing_ok=True)
@@ -188,31 +226,34 @@ def muscle_pingpong(
     # MUSCLE3 refuses (and then hangs) when an instance directory already exists
     shutil.rmtree(rundir, ignore_errors=True)
     rundir.mkdir()
-    plan = {
-        "sizes": list(sizes),
-        "tests": tests,
-        "round_trips": round_trips,
-        "warmup": warmup,
+    doc = {
+        "sizes": list(plan.sizes),
+        "tests": plan.tests,
+        "round_trips": plan.round_trips,
+        "warmup": plan.warmup,
         "out": str(records),
     }
-    (workdir / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
-    config = write_ymmsl(
+    (workdir / "plan.json").write_text(json.dumps(doc), encoding="utf-8")
+    return write_ymmsl(
         workdir,
         ["-m", _driver_module(), str(workdir / "plan.json")],
         list(mirror_args) if mirror_args is not None else ["-m", _mirror_module()],
     )
-    expected = [(s, t) for s in sizes for t in range(tests)]
+
+
+def _start_manager(workdir: Path, config: Path) -> subprocess.Popen[bytes]:
+    """``muscle_manager --start-all`` in its own session, output to muscle_manager.out."""
     argv = [
         sys.executable,
         "-m",
         "muscle3.muscle_manager",
         "--start-all",
         "--run-dir",
-        str(rundir),
+        str(workdir / "run"),
         str(config),
     ]
     with (workdir / "muscle_manager.out").open("wb") as out:
-        proc = subprocess.Popen(
+        return subprocess.Popen(
             argv,
             cwd=workdir,
             stdin=subprocess.DEVNULL,
@@ -220,57 +261,68 @@ def muscle_pingpong(
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    register(proc, ROLE)
-    done = 0
-    error: str | None = None
-    lines = _Lines(records)
-    try:
-        deadline = time.monotonic() + timeout
-        while done < len(expected):
-            exited = proc.poll() is not None  # look before reading: no record is missed
-            new = lines.new()
+
+
+class _Follower:
+    """Reads the driver's records as they come; ends at the last one, a bad one, the
+    manager's exit or the timeout (``error`` then says which)."""
+
+    def __init__(
+        self,
+        proc: subprocess.Popen[bytes],
+        lines: _Lines,
+        expected: list[tuple[int, int]],
+        timeout: float,
+    ) -> None:
+        self.proc = proc
+        self.lines = lines
+        self.expected = expected
+        self.timeout = timeout
+        self.done = 0
+        self.error: str | None = None
+
+    @property
+    def finished(self) -> bool:
+        """Every record came and none was wrong."""
+        return self.error is None and self.done == len(self.expected)
+
+    def records(self) -> Generator[dict[str, Any], None, None]:
+        deadline = time.monotonic() + self.timeout
+        while self.done < len(self.expected):
+            exited = self.proc.poll() is not None  # look before reading: no record is missed
+            new = self.lines.new()
             for line in new:
-                try:
-                    rec = json.loads(line)
-                except ValueError:
-                    error = f"the driver wrote a line that is not JSON: {line[:200]!r}"
-                    break
-                if (
-                    not isinstance(rec, dict)
-                    or (
-                        rec.get("size_bytes"),
-                        rec.get("test"),
-                    )
-                    != expected[done]
-                ):
-                    error = f"the driver wrote an unexpected record: {line[:200]!r}"
-                    break
-                done += 1
+                rec = self._check(line)
+                if rec is None:
+                    return
+                self.done += 1
                 yield rec
-            if error is not None or done == len(expected):
-                break
+            if self.done == len(self.expected):
+                return
             if new:
-                deadline = time.monotonic() + timeout
+                deadline = time.monotonic() + self.timeout
             elif exited:
-                error = f"muscle_manager exited with status {proc.returncode} early"
-                break
+                self.error = f"muscle_manager exited with status {self.proc.returncode} early"
+                return
             elif time.monotonic() > deadline:
-                error = f"no result from the MUSCLE3 pair within {timeout:g} s; stopped it"
-                break
+                self.error = (
+                    f"no result from the MUSCLE3 pair within {self.timeout:g} s; stopped it"
+                )
+                return
             else:
                 time.sleep(_POLL)
-    finally:
-        if error is not None or done < len(expected):
-            _stop(proc)
-    if error is None:
+
+    def _check(self, line: str) -> dict[str, Any] | None:
+        """The record in ``line`` if it is the next expected one; else None and ``error``."""
         try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            _stop(proc)
-        return
-    context = failure_context(workdir)
-    message = f"muscle3: {error}" + (f"\n{context}" if context else "")
-    size, test = expected[done]
-    yield _failed(size, test, message)
-    for later in sizes[sizes.index(size) + 1 :]:
-        yield _failed(later, 0, f"muscle3: not measured, the pair failed at {size} bytes")
+            rec = json.loads(line)
+        except ValueError:
+            self.error = f"the driver wrote a line that is not JSON: {line[:200]!r}"
+            return None
+        if (
+            not isinstance(rec, dict)
+            or (rec.get("size_bytes"), rec.get("test")) != self.expected[self.done]
+        ):
+            self.error = f"the driver wrote an unexpected record: {line[:200]!r}"
+            return None
+        return rec

@@ -28,19 +28,21 @@ from gridbench.jobflow.backends.batch_cli import short, with_bin_dir
 from gridbench.jobflow.backends.cli_run import CliResult, scrub_secrets
 from gridbench.jobflow.backends.operations import CredentialIssuer, HoldingSubmitter, Reserver
 from gridbench.jobflow.backends.options import parse_options
+from gridbench.jobflow.backends.slurm.ctld_log import (
+    STAGE_ELIGIBLE,
+    STAGE_END,
+    STAGE_START,
+    STAGE_SUBMIT,
+    parse_log,
+)
 from gridbench.jobflow.backends.slurm.log import LogTail
 from gridbench.jobflow.backends.slurm.ops import SlurmOperations
 from gridbench.jobflow.backends.slurm.options import SlurmOptions, minutes
 from gridbench.jobflow.backends.slurm.parse import (
     SACCT_FORMAT,
     SQUEUE_FORMAT,
-    STAGE_ELIGIBLE,
-    STAGE_END,
-    STAGE_START,
-    STAGE_SUBMIT,
     SlurmJob,
     SlurmParseError,
-    parse_log,
     parse_sacct,
     parse_sbatch_id,
     parse_scontrol_jobs,

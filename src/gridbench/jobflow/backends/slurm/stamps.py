@@ -22,14 +22,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from gridbench.jobflow.backends.slurm.parse import (
+from gridbench.jobflow.backends.slurm.ctld_log import (
     STAGE_ELIGIBLE,
     STAGE_END,
     STAGE_START,
     STAGE_SUBMIT,
     LogStamp,
-    SlurmJob,
 )
+from gridbench.jobflow.backends.slurm.parse import SlurmJob
 from gridbench.jobflow.events.model import Event, Precision
 
 SERVER_STAGES = (STAGE_SUBMIT, STAGE_ELIGIBLE, STAGE_START, STAGE_END)
