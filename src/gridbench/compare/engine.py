@@ -33,6 +33,7 @@ from gridbench.compare.model import (
 )
 from gridbench.errors import ResultsError
 from gridbench.family import (
+    Family,
     Measure,
     SweepPoint,
     SweptComparable,
@@ -196,7 +197,7 @@ def _effect(base: float | None, other: float | None) -> tuple[float | None, floa
     return other - base, ratio
 
 
-def swept(fam: Any) -> SweptComparable:
+def swept(fam: Family) -> SweptComparable:
     """``fam`` as a swept-comparable family; ResultsError when it is not one."""
     if not isinstance(fam, SweptComparable):
         raise not_applicable(fam, "compare", "its family gives no swept figures")

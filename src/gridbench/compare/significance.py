@@ -22,17 +22,20 @@ from numpy.typing import NDArray
 from scipy import stats
 from scipy.special import ndtr, stdtr
 
+from gridbench.family import Test
+
 # down-sampling is shared with the families that load samples (core)
 from gridbench.stats import capped as capped
 
 F64 = NDArray[np.float64]
 TestResult = tuple[float, float] | None
 
-WELCH = "welch-t"
+# the tests a family's figure can ask for (gridbench.family.Test)
+WELCH: Test = "welch-t"
 MANN_WHITNEY = "mann-whitney-u"
-WELCH_CLUSTERED = "welch-t-clustered"
-MWU_CLUSTERED = "mann-whitney-u-clustered"
-FISHER = "fisher-exact"
+WELCH_CLUSTERED: Test = "welch-t-clustered"
+MWU_CLUSTERED: Test = "mann-whitney-u-clustered"
+FISHER: Test = "fisher-exact"
 
 
 def _finite(x: F64) -> F64:
