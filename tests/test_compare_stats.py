@@ -9,7 +9,7 @@ from scipy import stats
 from gridbench.compare import Settings
 from gridbench.compare import significance as sig
 from gridbench.compare.engine import judge
-from gridbench.compare.history import better_direction
+from gridbench.jobflow.compare.history import better_direction
 
 
 def clustered(

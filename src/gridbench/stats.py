@@ -88,3 +88,17 @@ def ols_slope(x: NDArray[np.float64], y: NDArray[np.float64]) -> float | None:
     if sxx <= 0.0:
         return None
     return float(np.dot(xm, y - y.mean()) / sxx)
+
+
+def capped(
+    x: NDArray[np.float64], groups: NDArray[np.int64], cap: int | None, seed: int
+) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """At most ``cap`` of the finite values of ``x`` (and their groups): a seeded uniform
+    sample without replacement."""
+    ok = np.isfinite(x)
+    x, groups = x[ok], groups[ok]
+    if cap is None or x.size <= cap:
+        return x, groups
+    rng = np.random.default_rng(seed)
+    idx = np.sort(rng.choice(x.size, size=cap, replace=False))
+    return x[idx], groups[idx]

@@ -1,35 +1,42 @@
 """Compare analysed experiments, and follow one metric across the runs of a spec.
 
+Generic: this package knows no family's metrics. A family says what its runs measured
+through :class:`gridbench.family.SweptComparable` (points, per-repetition values,
+per-unit samples, counts: job flow, in :mod:`gridbench.jobflow.compare`) or
+:class:`gridbench.family.Comparable` (flat figures with their samples: io, net, study);
+here they are tested, corrected, judged, rendered and exported.
+
 Public API (stable; the web dashboard and ``gridbench compare`` / ``gridbench history`` use it):
 
 - :func:`load_comparison` ``(root, experiment_ids, *, metrics=None, samples=True,
   settings=None) -> Comparison``: load the runs (ids as ``gridbench list`` shows them, a
   unique prefix, a path, or ``latest``) and compare them; the first is the baseline.
-- :func:`compare` ``(runs, *, metrics=None, settings=None) -> Comparison``: the pure part.
+- :func:`compare` ``(runs, *, metrics=None, settings=None) -> Comparison``: the pure part
+  (runs of a swept-comparable family).
 - :func:`history` ``(root, experiment_id, metric, *, settings=None) -> History``: ``metric``
-  (a threshold-style path, e.g. ``latency.overall.p99``) across every analysed run with the
-  same spec name as ``experiment_id``, oldest first.
+  (job flow: a threshold-style path, e.g. ``latency.overall.p99``; else a figure key)
+  across every analysed run with the same spec name as ``experiment_id``, oldest first.
 - :func:`load_experiment` ``(root, ref, *, samples=True, max_samples=...) -> ExperimentMetrics``.
 
 Each result has ``to_dict()`` (JSON-safe; shapes in docs/compare.md). Bad input raises
 :class:`gridbench.errors.GridbenchError` (a ``ResultsError``) with ``where`` and ``fix``.
 
-Statistics: per-job latencies (pooled over a point's used trials, capped at
-``Settings.max_samples`` per experiment, point and segment by a seeded uniform
-sub-sample) are tested with Welch's t-test (means) and the Mann-Whitney U test (medians),
-both trial-clustered (Kish design effect, df capped at trials - 2); per-trial metrics
-(p99, throughput, queue growth) with Welch's t-test over the trials;
-failure rates with Fisher's exact test on pooled job counts. The p-values of each metric
-(over all points and experiments) are adjusted together with Benjamini-Hochberg; a
+Statistics (:mod:`gridbench.compare.significance`): per-unit samples (job flow: per-job
+latencies, capped per experiment, point and key by the family) are tested with Welch's
+t-test (means) and the Mann-Whitney U test (medians), both clustered by repetition
+(Kish design effect, df capped at repetitions - 2); per-repetition values with Welch's
+t-test; proportions with Fisher's exact test on pooled counts. The p-values of each
+metric (over all points and experiments) are adjusted together with Benjamini-Hochberg; a
 difference is *significant* when the adjusted p < ``alpha`` and the relative change is
 at least ``min_effect``.
 """
 
 from __future__ import annotations
 
-from gridbench.compare.engine import compare, default_metrics
-from gridbench.compare.history import history
-from gridbench.compare.loading import load_comparison, load_experiment
+from gridbench.compare.dispatch import compare_runs as load_comparison
+from gridbench.compare.dispatch import history_of as history
+from gridbench.compare.engine import compare
+from gridbench.compare.loading import load_experiment
 from gridbench.compare.model import (
     COMPARE_SCHEMA,
     HISTORY_SCHEMA,
@@ -59,7 +66,6 @@ __all__ = [
     "Settings",
     "Value",
     "compare",
-    "default_metrics",
     "history",
     "load_comparison",
     "load_experiment",

@@ -24,15 +24,6 @@ from gridbench.fmt import fmt_pm, safe_markup
 
 EXIT_OK, EXIT_REGRESSION = 0, 1
 
-#: Rows shown by default (plus every significant one); --all shows every metric.
-KEY_METRICS = (
-    "latency.overall.mean",
-    "latency.overall.p50",
-    "latency.overall.p99",
-    "throughput.overall.steady",
-    "failures.rate",
-)
-
 console = Console(highlight=False)
 
 
@@ -115,12 +106,12 @@ def render_comparison(c: Comparison, out: Console, *, show_all: bool = False) ->
         )
     out.print(t)
     infos = {m.metric: m for m in c.metric_info}
-    # another family's figures have no key metrics: every one is shown
-    keyed = any(m.metric in KEY_METRICS for m in c.metric_info)
+    # the family's key metrics are shown by default; without any, every one is
+    keyed = any(m.metric in c.key_metrics for m in c.metric_info)
     show_all = show_all or not keyed
     for p in c.points:
         rows: list[MetricComparison] = [
-            m for m in p.metrics if show_all or m.metric in KEY_METRICS or m.significant
+            m for m in p.metrics if show_all or m.metric in c.key_metrics or m.significant
         ]
         if not rows:
             continue

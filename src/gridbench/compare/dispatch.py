@@ -1,9 +1,9 @@
-"""Compare and history of any family's runs: dispatch on the kind recorded in each run.
+"""Compare and history of any family's runs: dispatch on what the runs' family offers.
 
-All job flow: the job-flow engine (:mod:`gridbench.compare.loading`,
-:mod:`gridbench.compare.history`), unchanged. All of one other family that is
-:class:`~gridbench.family.Comparable`: the figure comparison
-(:mod:`gridbench.compare.figures`). A family that is not comparable, or runs of different
+A :class:`~gridbench.family.SweptComparable` family (job flow) goes through the swept
+comparison (:mod:`gridbench.compare.engine`, :mod:`gridbench.compare.history`); a
+:class:`~gridbench.family.Comparable` one through the figure comparison
+(:mod:`gridbench.compare.figures`). A family that is neither, or runs of different
 families: one ResultsError with where and fix. The CLI and the dashboard both come here.
 """
 
@@ -11,30 +11,27 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from gridbench.compare.engine import GIVE_IDS, at_least_two, given_once
+from gridbench.compare.engine import GIVE_IDS, at_least_two, compare_points, given_once
 from gridbench.compare.figures import FigureRun, compare_figures, figure_history
+from gridbench.compare.history import build_history
+from gridbench.compare.loading import (
+    DEFAULT_MAX_SAMPLES,
+    find_run,
+    load_figure_run,
+    load_swept,
+)
 from gridbench.compare.model import Comparison, ExperimentMetrics, History, Settings
 from gridbench.errors import GridbenchError, ResultsError
-from gridbench.family import DEFAULT_KIND, Comparable, Family, family, kind_of, not_applicable
-from gridbench.store.catalogue import list_runs, resolve_run
-from gridbench.store.layout import RunDir, read_json
-
-
-def _run(root: Path, ref: str) -> RunDir:
-    try:
-        return resolve_run(ref, root)
-    except ResultsError:
-        raise ResultsError(
-            f"no experiment {ref!r}",
-            where=str(root),
-            fix="give an id from 'gridbench list' (or a unique prefix, a path, or 'latest')",
-        ) from None
+from gridbench.family import Comparable, Family, SweptComparable, family, kind_of, not_applicable
+from gridbench.store.catalogue import list_runs
+from gridbench.store.layout import RunDir
 
 
 def family_of_runs(root: Path, refs: Sequence[str], command: str) -> tuple[Family, list[RunDir]]:
     """The one family of the runs ``refs``; ResultsError when they are of several."""
-    runs = [_run(root, r) for r in refs]
+    runs = [find_run(root, r) for r in refs]
     kinds = [kind_of(r.read_experiment()) for r in runs]
     if len(set(kinds)) > 1:
         which = ", ".join(f"{r.path.name} is {k}" for r, k in zip(runs, kinds, strict=True))
@@ -47,32 +44,10 @@ def family_of_runs(root: Path, refs: Sequence[str], command: str) -> tuple[Famil
     return family(kinds[0]), runs
 
 
-def _comparable(fam: Family, command: str) -> Comparable:
-    if not isinstance(fam, Comparable):
-        raise not_applicable(fam, command, "its family gives no comparable figures")
-    return fam
-
-
-def load_figure_run(fam: Comparable, run: RunDir) -> FigureRun:
-    """An analysed run of a comparable family and its figures (ResultsError when it is not
-    analysed or its metrics.json is not its family's)."""
-    if not run.metrics_file.is_file():
-        raise ResultsError(
-            "the experiment has not been analysed (no metrics.json)",
-            where=str(run.path),
-            fix=f"run 'gridbench analyze {run.path.name}' first",
-        )
-    metrics = read_json(run.metrics_file)
-    schema = getattr(fam, "schema", None)
-    if not isinstance(metrics, dict) or metrics.get("schema") != schema:
-        raise ResultsError(
-            f"metrics.json is not a {schema} document",
-            where=str(run.metrics_file),
-            fix=f"re-analyse it: gridbench analyze {run.path.name}",
-        )
-    record = run.read_experiment()
-    exp = ExperimentMetrics(id=run.path.name, metrics=metrics, record=record)
-    return FigureRun.of(exp, fam.figures(run, metrics))
+def _comparable(fam: Family, command: str) -> SweptComparable | Comparable:
+    if isinstance(fam, SweptComparable | Comparable):
+        return fam
+    raise not_applicable(fam, command, "its family gives no comparable figures")
 
 
 def compare_runs(
@@ -83,56 +58,81 @@ def compare_runs(
     samples: bool = True,
     settings: Settings | None = None,
 ) -> Comparison:
-    """Compare two or more runs of one family (the first is the baseline): job flow by its
-    engine, any other comparable family by its figures."""
+    """Compare two or more runs of one family (the first is the baseline): point by point
+    for a swept-comparable family, by its figures for a comparable one.
+
+    ``metrics`` filters the compared metrics by glob pattern (e.g. ``latency.overall.*``);
+    ``samples`` (swept) reads per-unit samples. Raises ResultsError (with where and fix)
+    for fewer than two or repeated ids, unknown ids, unanalysed runs, torn metrics.json,
+    and runs the family finds incompatible or with nothing in common.
+    """
     at_least_two(refs, GIVE_IDS)
     fam, runs = family_of_runs(root, refs, "compare")
-    if fam.name == DEFAULT_KIND:
-        from gridbench.compare.loading import load_comparison
-
-        return load_comparison(root, refs, metrics=metrics, samples=samples, settings=settings)
     comparable = _comparable(fam, "compare")
+    if isinstance(comparable, SweptComparable):
+        s = settings or Settings()
+        loaded = [
+            load_swept(comparable, r, samples=samples, max_samples=s.max_samples) for r in runs
+        ]
+        given_once(refs, [r.id for r in loaded])
+        return compare_points(comparable, loaded, metrics=metrics, settings=s)
     given_once(refs, [r.path.name for r in runs])
-    loaded = [load_figure_run(comparable, r) for r in runs]
-    return compare_figures(loaded, metrics=metrics, settings=settings)
+    figure_runs = [load_figure_run(comparable, fam.schema, r) for r in runs]
+    return compare_figures(figure_runs, metrics=metrics, settings=settings)
+
+
+def _same_name(root: Path, name: str) -> list[dict[str, Any]]:
+    return [e for e in list_runs(root) if str(e.get("name")) == name]
+
+
+def _swept_history(
+    fam: SweptComparable, root: Path, run: RunDir, metric: str, settings: Settings | None
+) -> History:
+    reference = load_swept(fam, run, samples=False)
+    runs: list[ExperimentMetrics] = []
+    skipped: dict[str, str] = {}
+    for entry in _same_name(root, reference.name):
+        try:
+            runs.append(load_swept(fam, find_run(root, str(entry["path"])), samples=False))
+        except ResultsError as exc:
+            skipped[str(entry.get("id"))] = exc.message
+    return build_history(fam, reference, runs, metric, settings, skipped)
 
 
 def history_of(root: Path, ref: str, metric: str, *, settings: Settings | None = None) -> History:
-    """``metric`` (a job-flow metric path, or a figure key) across every analysed run of
-    the same family with the same spec name as ``ref``, oldest first."""
+    """``metric`` (a swept family's metric path, e.g. job flow's ``latency.overall.p99``,
+    or a figure key) across every analysed run with the same spec name as ``ref``, oldest
+    first. Runs of that name that cannot be used are listed in ``skipped`` with the
+    reason; ResultsError for an unknown or unanalysed ``ref`` and for a metric that names
+    nothing in it."""
     fam, [run] = family_of_runs(root, [ref], "history")
-    if fam.name == DEFAULT_KIND:
-        from gridbench.compare.history import history
-
-        return history(root, ref, metric, settings=settings)
     comparable = _comparable(fam, "history")
-    reference = load_figure_run(comparable, run)
+    if isinstance(comparable, SweptComparable):
+        return _swept_history(comparable, root, run, metric, settings)
+    reference = load_figure_run(comparable, fam.schema, run)
     runs: list[FigureRun] = []
     skipped: dict[str, str] = {}
-    for entry in list_runs(root):
-        if str(entry.get("name")) != reference.experiment.name:
-            continue
+    for entry in _same_name(root, reference.experiment.name):
         other = RunDir(Path(str(entry["path"])))
         if kind_of(entry) != fam.name:
             skipped[other.path.name] = f"a {kind_of(entry)} run"
             continue
         try:
-            runs.append(load_figure_run(comparable, other))
+            runs.append(load_figure_run(comparable, fam.schema, other))
         except ResultsError as exc:
             skipped[other.path.name] = exc.message
     return figure_history(reference, runs, metric, settings, skipped)
 
 
 def metric_choices(root: Path, ref: str) -> list[str]:
-    """What ``history`` can follow for ``ref``: job-flow metric paths or figure keys
-    (empty when the run cannot be read)."""
+    """What ``history`` can follow for ``ref``: a swept family's compared metrics or the
+    figure keys (empty when the run cannot be read)."""
     try:
         fam, [run] = family_of_runs(root, [ref], "history")
-        if fam.name == DEFAULT_KIND:
-            from gridbench.compare.engine import default_metrics
-            from gridbench.compare.loading import load_experiment
-
-            return [m.metric for m in default_metrics([load_experiment(root, ref, samples=False)])]
-        return [f.key for f in load_figure_run(_comparable(fam, "history"), run).figures]
+        comparable = _comparable(fam, "history")
+        if isinstance(comparable, SweptComparable):
+            loaded = load_swept(comparable, run, samples=False, max_samples=DEFAULT_MAX_SAMPLES)
+            return [f.key for f in comparable.swept_figures([loaded])]
+        return [f.key for f in load_figure_run(comparable, fam.schema, run).figures]
     except GridbenchError:
         return []

@@ -1,9 +1,14 @@
-"""The comparison itself (pure): align points, pick metrics, test each pair, correct, judge.
+"""The swept comparison (pure): align points, test each pair, correct, judge.
 
-Points are matched by their swept values (the point's ``k=v`` label), so a run with more
-rates than the baseline is still comparable on the rates they share. Every experiment is
-tested against the first (the baseline). The p-values of one metric (over every point and
-experiment) form one family for the Benjamini-Hochberg correction.
+Any :class:`~gridbench.family.SweptComparable` family (job flow) says which figures its
+runs share, their points and each run's measurements of a figure at a point
+(:class:`~gridbench.family.Measure`: per-repetition values, per-unit samples clustered by
+repetition, counts); this module knows nothing of its metrics. Points are matched by
+key (job flow: the swept values, so a run with more rates than the baseline is still
+comparable on the rates they share). Every experiment is tested against the first (the
+baseline), by the figure's test when its data are there, else by Welch's t-test over
+the repetitions. The p-values of one figure (over every point and experiment) form one
+family for the Benjamini-Hochberg correction.
 """
 
 from __future__ import annotations
@@ -17,8 +22,6 @@ import numpy as np
 
 from gridbench.compare import significance as sig
 from gridbench.compare.model import (
-    F64,
-    I64,
     Comparison,
     Diff,
     ExperimentMetrics,
@@ -29,127 +32,37 @@ from gridbench.compare.model import (
     Value,
 )
 from gridbench.errors import ResultsError
-from gridbench.jobflow.report.model import (
-    as_dict,
-    chain_view,
-    latency_keys,
-    point_label,
-    points,
-    queue_segments,
-    throughput_stages,
+from gridbench.family import (
+    Family,
+    Measure,
+    SweepPoint,
+    SweptComparable,
+    SweptFigure,
+    family,
+    kind_of,
+    not_applicable,
 )
-from gridbench.paths import PathError, number, resolve
 from gridbench.stats import rep
 
-FAILURE_RATE = "failures.rate"
-LATENCY_STATS = (("mean", sig.WELCH_CLUSTERED), ("p50", sig.MWU_CLUSTERED), ("p99", sig.WELCH))
+
+def metric_info(figure: SweptFigure) -> MetricInfo:
+    """The compare model's description of a swept figure."""
+    better = "higher" if figure.higher_is_better else "lower"
+    return MetricInfo(figure.key, figure.label, figure.unit, better, figure.test)
 
 
-def point_key(point: Mapping[str, Any]) -> str:
-    """The key that matches a point across experiments: its swept values, or its index."""
-    return point_label(point) or f"point {point.get('index', 0)}"
-
-
-def used_trials(point: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The trial objects a point's summary used: valid and not excluded as outliers."""
-    summary = as_dict(point.get("summary"))
-    excluded = {as_dict(e).get("trial_id") for e in summary.get("excluded") or []}
-    return [
-        as_dict(t)
-        for t in point.get("trials") or []
-        if as_dict(t).get("valid") and as_dict(t).get("trial_id") not in excluded
-    ]
-
-
-def trial_value(trial: Mapping[str, Any], metric: str) -> float | None:
-    """A trial's value of a trial path (``failures.rate`` is the trial's failure_rate)."""
-    if metric == FAILURE_RATE:
-        return number(trial.get("failure_rate"))
-    try:
-        return number(resolve(trial, metric))
-    except PathError:
-        return None
-
-
-def _common(lists: Sequence[Sequence[str]]) -> list[str]:
-    first = list(lists[0])
-    rest = [set(x) for x in lists[1:]]
-    return [k for k in first if all(k in r for r in rest)]
-
-
-def default_metrics(runs: Sequence[ExperimentMetrics]) -> list[MetricInfo]:
-    """The metrics every experiment has, overall ones first.
-
-    Latency (seconds, lower is better) of every common segment: ``.mean`` (Welch on
-    per-job samples, trial-clustered), ``.p50`` (Mann-Whitney U on per-job samples,
-    trial-clustered), ``.p99`` (Welch on per-trial values); steady throughput (jobs/s,
-    higher is better) of every common stage; the failure rate (Fisher's exact test);
-    queue growth (jobs/s, lower is better).
-    """
-    if not runs:
-        return []
-    ms = [r.metrics for r in runs]
-    chain = chain_view(ms[0])
-    lat = _common([latency_keys(m) for m in ms])
-    lat = sorted(lat, key=lambda k: (k != "overall", lat.index(k)))
-    out: list[MetricInfo] = []
-    for key in lat:
-        label = chain.segment_label(key)
-        for stat, test in LATENCY_STATS:
-            out.append(MetricInfo(f"latency.{key}.{stat}", f"{label} ({stat})", "s", "lower", test))
-    stages = _common([throughput_stages(m) for m in ms])
-    stages = sorted(stages, key=lambda s: (s != "overall", stages.index(s)))
-    for st in stages:
-        label = "overall" if st == "overall" else chain.stage_label(st)
-        out.append(
-            MetricInfo(
-                f"throughput.{st}.steady",
-                f"steady throughput at {label}",
-                "jobs/s",
-                "higher",
-                sig.WELCH,
-            )
-        )
-    out.append(MetricInfo(FAILURE_RATE, "failed jobs / planned jobs", "ratio", "lower", sig.FISHER))
-    for q in _common([queue_segments(m) for m in ms]):
-        out.append(
-            MetricInfo(
-                f"queues.{q}.growth_per_s",
-                f"queue growth in {chain.segment_label(q)}",
-                "jobs/s",
-                "lower",
-                sig.WELCH,
-            )
-        )
-    return out
-
-
-def _select(infos: list[MetricInfo], patterns: Sequence[str] | None) -> list[MetricInfo]:
+def _select(infos: list[SweptFigure], patterns: Sequence[str] | None) -> list[SweptFigure]:
     if not patterns:
         return infos
-    chosen = [i for i in infos if any(fnmatch.fnmatchcase(i.metric, p) for p in patterns)]
+    chosen = [i for i in infos if any(fnmatch.fnmatchcase(i.key, p) for p in patterns)]
     if not chosen:
-        names = ", ".join(i.metric for i in infos[:12])
+        names = ", ".join(i.key for i in infos[:12])
         raise ResultsError(
             f"no compared metric matches {', '.join(patterns)}",
             where="--metric",
             fix=f"use a name or glob pattern of a metric the experiments share, e.g. {names}",
         )
     return chosen
-
-
-def _check_compatible(runs: Sequence[ExperimentMetrics]) -> None:
-    at_least_two(runs, "give two or more experiments; the first is the baseline")
-    base = runs[0]
-    for r in runs[1:]:
-        if r.load_model != base.load_model:
-            raise ResultsError(
-                f"incompatible experiments: {r.id} uses the {r.load_model} load model, "
-                f"the baseline {base.id} the {base.load_model} one",
-                where=r.id,
-                fix="compare experiments of the same load model (open with open, closed "
-                "with closed)",
-            )
 
 
 def at_least_two(runs: Sequence[Any], fix: str) -> None:
@@ -225,10 +138,6 @@ def welch_diff(
     )
 
 
-Jobs = tuple[F64, I64] | None  # per-job samples and their trial labels
-Data = tuple[F64, Jobs, tuple[int, int]]
-
-
 @dataclass
 class _Pending:
     """A test result waiting for the multiple-comparison correction."""
@@ -244,56 +153,37 @@ class _Pending:
     note: str | None
 
 
-def _values(
-    run: ExperimentMetrics, point: Mapping[str, Any], info: MetricInfo
-) -> tuple[Value, Data]:
-    """Value, per-trial values, per-job samples (or None) and pooled failure counts."""
-    trials = used_trials(point)
-    vals = [trial_value(t, info.metric) for t in trials]
-    per_trial = np.array([v for v in vals if v is not None], dtype=np.float64)
-    r = rep(per_trial)
-    jobs: Jobs = None
-    total: int | None = None
-    parts = info.metric.split(".")
-    if parts[0] == "latency" and parts[-1] in ("mean", "p50"):
-        idx = int(point.get("index", 0) or 0)
-        key = ".".join(parts[1:-1])
-        got = run.samples.get(idx, {}).get(key)
-        labels = run.sample_trials.get(idx, {}).get(key)
-        if got is not None:
-            jobs = (got, labels if labels is not None else np.zeros(got.size, dtype=np.int64))
-            total = run.samples_total.get(idx, {}).get(key, int(got.size))
-    failed = sum(int(as_dict(t.get("jobs")).get("failed") or 0) for t in trials)
-    planned = sum(int(as_dict(t.get("jobs")).get("planned") or 0) for t in trials)
-    value = Value(
-        experiment=run.id,
+def _value(experiment: str, m: Measure) -> Value:
+    """Mean, CI, range and n over the repetitions; the per-unit sample counts."""
+    r = rep(m.repeats)
+    return Value(
+        experiment=experiment,
         value=r["mean"],
         ci95=r["ci95"],
         min=r["min"],
         max=r["max"],
         n=int(r["n"]),
-        jobs=None if jobs is None else int(jobs[0].size),
-        jobs_total=total,
+        jobs=None if m.units is None else int(m.units.values.size),
+        jobs_total=None if m.units is None else m.units.total,
     )
-    return value, (per_trial, jobs, (failed, planned))
 
 
 def _test(
-    info: MetricInfo,
-    base: Data,
-    other: Data,
+    figure: SweptFigure, base: Measure, other: Measure
 ) -> tuple[str | None, sig.TestResult, str | None]:
-    (bt, bj, bf), (ot, oj, of) = base, other
-    if info.test == sig.FISHER:
+    if figure.test == sig.FISHER:
+        bf, of = base.counts or (0, 0), other.counts or (0, 0)
         res = sig.fisher(bf[0], bf[1], of[0], of[1])
         return sig.FISHER, res, None if res else "no planned jobs to compare"
-    if bj is not None and oj is not None and bj[0].size >= 2 and oj[0].size >= 2:
-        fn = sig.mann_whitney_clustered if info.test == sig.MWU_CLUSTERED else sig.welch_clustered
-        res = fn(bj[0], bj[1], oj[0], oj[1])
-        return info.test, res, None if res else "per-job samples have no variance"
+    bj, oj = base.units, other.units
+    if bj is not None and oj is not None and bj.values.size >= 2 and oj.values.size >= 2:
+        fn = sig.mann_whitney_clustered if figure.test == sig.MWU_CLUSTERED else sig.welch_clustered
+        res = fn(bj.values, bj.repetitions, oj.values, oj.repetitions)
+        return figure.test, res, None if res else "per-job samples have no variance"
+    bt, ot = base.repeats, other.repeats
     res = sig.welch(bt, ot)
     if res is not None:
-        note = "per-trial test" if info.test != sig.WELCH else None
+        note = "per-trial test" if figure.test != sig.WELCH else None
         return sig.WELCH, res, note
     if bt.size < 2 or ot.size < 2:
         return None, None, "fewer than 2 used trials: not tested"
@@ -307,23 +197,65 @@ def _effect(base: float | None, other: float | None) -> tuple[float | None, floa
     return other - base, ratio
 
 
+def swept(fam: Family) -> SweptComparable:
+    """``fam`` as a swept-comparable family; ResultsError when it is not one."""
+    if not isinstance(fam, SweptComparable):
+        raise not_applicable(fam, "compare", "its family gives no swept figures")
+    return fam
+
+
 def compare(
     runs: Sequence[ExperimentMetrics],
     *,
     metrics: Sequence[str] | None = None,
     settings: Settings | None = None,
 ) -> Comparison:
-    """Compare ``runs`` point by point against the first (pure; no file access).
+    """Compare ``runs`` (of one swept-comparable family, by the kind recorded in the
+    baseline) point by point against the first (pure; no file access).
 
-    ``metrics``: glob patterns selecting among :func:`default_metrics`. Raises
-    ResultsError when fewer than two runs are given, their load models differ, or they
-    share no sweep point.
+    ``metrics``: glob patterns selecting among the family's figures. Raises ResultsError
+    when fewer than two runs are given, the family finds them incompatible, or they
+    share no point.
     """
+    at_least_two(runs, "give two or more experiments; the first is the baseline")
+    return compare_points(
+        swept(family(kind_of(runs[0].record))), runs, metrics=metrics, settings=settings
+    )
+
+
+def _measure_all(
+    fam: SweptComparable,
+    runs: Sequence[ExperimentMetrics],
+    by_run: list[dict[str, SweepPoint]],
+    key: str,
+    figure: SweptFigure,
+) -> tuple[list[Value], dict[str, Measure]]:
+    """Each run's value and measurements of ``figure`` at point ``key`` (where measured)."""
+    vals: list[Value] = []
+    data: dict[str, Measure] = {}
+    for r, per in zip(runs, by_run, strict=True):
+        if key not in per:
+            continue
+        data[r.id] = fam.measure(r, per[key], figure)
+        vals.append(_value(r.id, data[r.id]))
+    return vals, data
+
+
+def compare_points(
+    fam: SweptComparable,
+    runs: Sequence[ExperimentMetrics],
+    *,
+    metrics: Sequence[str] | None = None,
+    settings: Settings | None = None,
+) -> Comparison:
+    """Compare ``runs`` of ``fam`` point by point against the first (pure)."""
     s = settings or Settings()
-    _check_compatible(runs)
+    at_least_two(runs, "give two or more experiments; the first is the baseline")
+    fam.check_compatible(runs)
     base = runs[0]
-    infos = _select(default_metrics(runs), metrics)
-    by_run = [{point_key(p): p for p in points(r.metrics)} for r in runs]
+    figures = _select(fam.swept_figures(runs), metrics)
+    infos = [metric_info(f) for f in figures]
+    by_run = [{p.key: p for p in fam.sweep_points(r)} for r in runs]
     keys, unmatched = shared_keys(
         [r.id for r in runs],
         by_run,
@@ -334,19 +266,13 @@ def compare(
     table: list[list[list[Value]]] = []
     for pi, key in enumerate(keys):
         rows: list[list[Value]] = []
-        for mi, info in enumerate(infos):
-            vals: list[Value] = []
-            data: dict[str, Data] = {}
-            for r, per in zip(runs, by_run, strict=True):
-                if key not in per:
-                    continue
-                v, data[r.id] = _values(r, per[key], info)
-                vals.append(v)
+        for mi, figure in enumerate(figures):
+            vals, data = _measure_all(fam, runs, by_run, key, figure)
             rows.append(vals)
             if base.id not in data:
                 continue
             for v in vals[1:]:
-                test, res, note = _test(info, data[base.id], data[v.experiment])
+                test, res, note = _test(figure, data[base.id], data[v.experiment])
                 diff, ratio = _effect(vals[0].value, v.value)
                 pending.append(
                     _Pending(
@@ -362,17 +288,7 @@ def compare(
                     )
                 )
         table.append(rows)
-    p_raw = np.array([np.nan if x.p is None else x.p for x in pending], dtype=np.float64)
-    family = np.array([x.metric for x in pending], dtype=np.int64)
-    p_adj = np.full(p_raw.shape, np.nan)
-    for mi in np.unique(family):  # one family per metric: every point and experiment
-        sel = family == mi
-        p_adj[sel] = sig.benjamini_hochberg(p_raw[sel])
-    diffs: dict[tuple[int, int], list[Diff]] = {}
-    for x, pa in zip(pending, p_adj, strict=True):
-        diffs.setdefault((x.point, x.metric), []).append(
-            _diff(x, None if np.isnan(pa) else float(pa), base.id, infos[x.metric], s)
-        )
+    diffs = _corrected(pending, base.id, infos, s)
     # a metric no experiment has a value for at any point is noise in every view
     keep = [
         mi
@@ -385,12 +301,10 @@ def compare(
         out_points.append(
             PointComparison(
                 key=key,
-                point=dict(as_dict(p0.get("point"))),
-                offered_rate_per_s=number(p0.get("offered_rate_per_s")),
+                point=dict(p0.values),
+                offered_rate_per_s=p0.x,
                 indices={
-                    r.id: int(per[key].get("index", 0) or 0)
-                    for r, per in zip(runs, by_run, strict=True)
-                    if key in per
+                    r.id: per[key].index for r, per in zip(runs, by_run, strict=True) if key in per
                 },
                 metrics=tuple(
                     MetricComparison(
@@ -407,8 +321,27 @@ def compare(
         points=tuple(out_points),
         settings=s,
         unmatched=unmatched,
-        notes=tuple(_notes(runs, s)),
+        notes=tuple(fam.comparison_notes(runs, s.max_samples) + spec_notes(runs)),
+        key_metrics=tuple(fam.key_figures),
     )
+
+
+def _corrected(
+    pending: list[_Pending], baseline: str, infos: list[MetricInfo], s: Settings
+) -> dict[tuple[int, int], list[Diff]]:
+    """The diffs by (point, metric), Benjamini-Hochberg adjusted per metric."""
+    p_raw = np.array([np.nan if x.p is None else x.p for x in pending], dtype=np.float64)
+    family_of = np.array([x.metric for x in pending], dtype=np.int64)
+    p_adj = np.full(p_raw.shape, np.nan)
+    for mi in np.unique(family_of):  # one family per metric: every point and experiment
+        sel = family_of == mi
+        p_adj[sel] = sig.benjamini_hochberg(p_raw[sel])
+    diffs: dict[tuple[int, int], list[Diff]] = {}
+    for x, pa in zip(pending, p_adj, strict=True):
+        diffs.setdefault((x.point, x.metric), []).append(
+            _diff(x, None if np.isnan(pa) else float(pa), baseline, infos[x.metric], s)
+        )
+    return diffs
 
 
 def judge(
@@ -443,23 +376,6 @@ def _diff(x: _Pending, p_adj: float | None, baseline: str, info: MetricInfo, s: 
         verdict=verdict,
         note=x.note,
     )
-
-
-def _notes(runs: Sequence[ExperimentMetrics], s: Settings) -> list[str]:
-    notes: list[str] = []
-    cut = [r.id for r in runs if r.downsampled]
-    if cut:
-        notes.append(
-            f"per-job latencies were down-sampled to at most {s.max_samples} per point and "
-            f"segment (seeded uniform sample) for: {', '.join(cut)}"
-        )
-    no_samples = [r.id for r in runs if not r.samples]
-    if no_samples:
-        notes.append(
-            "no per-job samples for " + ", ".join(no_samples) + ": latency means and medians "
-            "were tested across trials (Welch), which has little power with few trials"
-        )
-    return notes + spec_notes(runs)
 
 
 def spec_notes(runs: Sequence[ExperimentMetrics]) -> list[str]:

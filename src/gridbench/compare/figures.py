@@ -7,10 +7,11 @@ run: the mean, its 95% confidence interval (Student t) and the range; per figure
 non-baseline run: Welch's t-test of the samples against the baseline's. The p-values of
 every compared figure and run form one family for the Benjamini-Hochberg correction. A
 difference is *significant* when the adjusted p < ``alpha`` and the relative change is at
-least ``min_effect`` (the same :class:`~gridbench.compare.model.Settings` as job flow);
-its verdict follows the figure's ``higher_is_better`` ("changed" when it has none).
+least ``min_effect`` (the same :class:`~gridbench.compare.model.Settings` as the swept
+comparison); its verdict follows the figure's ``higher_is_better`` ("changed" when it
+has none).
 
-The result is the job-flow engine's own model (:class:`~gridbench.compare.model.
+The result is the swept comparison's model (:class:`~gridbench.compare.model.
 Comparison` with one point, :data:`POINT`; :class:`~gridbench.compare.model.History`), so
 the terminal, ``--json`` and the dashboard show it unchanged.
 """
@@ -124,7 +125,7 @@ def verdict_of(
     fig: Figure,
     settings: Settings,
 ) -> tuple[bool, str]:
-    """(significant, verdict): as job flow, with 'changed' for a figure without a better
+    """(significant, verdict): as the swept comparison, with 'changed' for a figure without a better
     direction."""
     better = better_of(fig)
     significant, verdict = judge(

@@ -5,25 +5,21 @@ the same: the spec hash changes with every edit (another rate, one more trial), 
 history should survive that; each entry says whether its spec hash equals the reference
 run's (``same_config``), so a chart can mark where the spec changed.
 
-``metric`` uses the threshold path grammar (docs/metrics.md): a trial path such as
-``latency.overall.p99`` is averaged over each point's used trials (with a 95% CI); a
-``summary.`` path is read from each point's summary; ``experiment.`` / ``knee.`` /
-``bottleneck.`` paths give one value per run (point key ``experiment``). Each entry is
-compared with the previous one by Welch's t-test over the per-trial values (trial paths
-only); the p-values of the whole history are adjusted together with Benjamini-Hochberg.
+This is the history of a :class:`~gridbench.family.SweptComparable` family: the family
+reads ``metric`` in each run as values per point (job flow: a threshold path, docs/
+metrics.md); here they are averaged (with a 95% CI), each entry is compared with the
+previous one by Welch's t-test over the values (two or more a side), and the p-values of
+the whole history are adjusted together with Benjamini-Hochberg.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from gridbench.compare import significance as sig
-from gridbench.compare.engine import judge, point_key, trial_value, used_trials, welch_diff
-from gridbench.compare.loading import load_experiment
+from gridbench.compare.engine import judge, welch_diff
 from gridbench.compare.model import (
     F64,
     Diff,
@@ -34,78 +30,23 @@ from gridbench.compare.model import (
     Value,
 )
 from gridbench.errors import ResultsError
-from gridbench.jobflow.report.model import as_dict, points
-from gridbench.paths import PathError, number, resolve
+from gridbench.family import SweptComparable
 from gridbench.stats import rep
-from gridbench.store.catalogue import list_runs
-
-EXPERIMENT_KEY = "experiment"
-_TOP = ("experiment.", "knee.", "bottleneck.")
-_HIGHER = (
-    "throughput.",
-    "summary.throughput",
-    "summary.expected_ratio",
-    "summary.edgi_ratio",
-    "knee.capacity",
-    "experiment.knee.capacity",
-    "jobs.completed",
-    "summary.valid_trials",
-    "summary.used_trials",
-)
 
 
-def better_direction(metric: str) -> str:
-    """'higher' for throughput-like paths, else 'lower' (latency, failures, queues)."""
-    return "higher" if metric.startswith(_HIGHER) or ".expected_ratio" in metric else "lower"
-
-
-def _kind(metric: str) -> str:
-    if metric.startswith(_TOP):
-        return "top"
-    if metric.startswith("summary."):
-        return "summary"
-    return "trial"
-
-
-def _top_value(metrics: Mapping[str, Any], metric: str) -> float | None:
-    path = metric[len("experiment.") :] if metric.startswith("experiment.") else metric
-    try:
-        return number(resolve(metrics, path))
-    except PathError:
-        return None
-
-
-def run_values(run: ExperimentMetrics, metric: str) -> dict[str, tuple[Value, F64]]:
-    """Point key -> (value, per-trial values) of ``metric`` in one run (pure)."""
-    kind = _kind(metric)
-    if kind == "top":
-        v = _top_value(run.metrics, metric)
-        if v is None:
-            return {}
-        return {EXPERIMENT_KEY: (Value(run.id, v, None, v, v, 1), np.array([v]))}
+def run_values(
+    fam: SweptComparable, run: ExperimentMetrics, metric: str
+) -> dict[str, tuple[Value, F64]]:
+    """Point key -> (value, values) of ``metric`` in one run (pure)."""
     out: dict[str, tuple[Value, F64]] = {}
-    for p in points(run.metrics):
-        if kind == "summary":
-            try:
-                v = number(resolve(as_dict(p.get("summary")), metric[len("summary.") :]))
-            except PathError:
-                v = None
-            if v is not None:
-                out[point_key(p)] = (Value(run.id, v, None, v, v, 1), np.array([v]))
-            continue
-        vals = [trial_value(t, metric) for t in used_trials(p)]
-        arr = np.array([x for x in vals if x is not None], dtype=np.float64)
-        if arr.size == 0:
-            continue
+    for key, arr in fam.history_values(run, metric).items():
         r = rep(arr)
-        out[point_key(p)] = (
-            Value(run.id, r["mean"], r["ci95"], r["min"], r["max"], int(r["n"])),
-            arr,
-        )
+        out[key] = (Value(run.id, r["mean"], r["ci95"], r["min"], r["max"], int(r["n"])), arr)
     return out
 
 
 def build_history(
+    fam: SweptComparable,
     reference: ExperimentMetrics,
     runs: list[ExperimentMetrics],
     metric: str,
@@ -114,17 +55,15 @@ def build_history(
 ) -> History:
     """The history of ``metric`` over ``runs`` (pure; sorted oldest first here)."""
     s = settings or Settings()
-    better = better_direction(metric)
+    better = "higher" if fam.history_higher_is_better(metric) else "lower"
     ordered = sorted(runs, key=lambda r: (r.created or "", r.id))
-    per_run = [run_values(r, metric) for r in ordered]
-    ref_vals = run_values(reference, metric)
+    per_run = [run_values(fam, r, metric) for r in ordered]
+    ref_vals = run_values(fam, reference, metric)
     if not ref_vals:
         raise ResultsError(
             f"the metric {metric!r} names no number in {reference.id}",
             where="--metric",
-            fix="use a path such as latency.overall.p99, throughput.<stage>.steady, "
-            "failures.rate, summary.latency.overall.mean or knee.capacity_per_s "
-            "(docs/metrics.md)",
+            fix=fam.history_fix,
         )
     keys: list[str] = list(ref_vals)
     for pv in per_run:
@@ -136,7 +75,7 @@ def build_history(
             prev = per_run[i - 1].get(key)
             if prev is None:
                 continue
-            res = sig.welch(prev[1], arr) if _kind(metric) == "trial" else None
+            res = sig.welch(prev[1], arr)  # None below two values a side (single values)
             diff = None if v.value is None or prev[0].value is None else v.value - prev[0].value
             ratio = (
                 v.value / prev[0].value
@@ -181,25 +120,3 @@ def build_history(
         settings=s,
         skipped=dict(skipped or {}),
     )
-
-
-def history(
-    root: Path, experiment_id: str, metric: str, *, settings: Settings | None = None
-) -> History:
-    """``metric`` across every analysed run with the same spec name as ``experiment_id``.
-
-    Oldest first. Runs of that name that are not analysed (or unreadable) are listed in
-    ``skipped`` with the reason. Raises ResultsError for an unknown or unanalysed
-    ``experiment_id`` and for a metric path that names nothing in it.
-    """
-    reference = load_experiment(root, experiment_id, samples=False)
-    runs: list[ExperimentMetrics] = []
-    skipped: dict[str, str] = {}
-    for entry in list_runs(root):
-        if str(entry.get("name")) != reference.name:
-            continue
-        try:
-            runs.append(load_experiment(root, str(entry["path"]), samples=False))
-        except ResultsError as exc:
-            skipped[str(entry.get("id"))] = exc.message
-    return build_history(reference, runs, metric, settings, skipped)

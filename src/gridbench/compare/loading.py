@@ -1,39 +1,29 @@
-"""Reading runs for a comparison: metrics.json, experiment.json and per-job latency samples.
+"""Finding and loading the runs of a comparison, whatever their family.
 
-This is the only module of the package that touches files. Per-job samples come from the
-trials' events (the same timeline and latency code as the analysis), pooled over each
-point's *used* trials (valid and not dropped as outliers), and capped per experiment,
-point and latency key by a seeded uniform sub-sample, so a comparison of million-job runs
-stays fast. Loaded experiments are cached by path and metrics.json modification time.
+A run is found as ``gridbench list`` shows it (id, unique prefix, path or ``latest``)
+and loaded by its family: a :class:`~gridbench.family.SweptComparable` one loads it
+itself (job flow reads per-job samples from the events and caches the result); a
+:class:`~gridbench.family.Comparable` one gives its figures from metrics.json.
 """
 
 from __future__ import annotations
 
-import zlib
-from collections.abc import Mapping, Sequence
-from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
-import numpy as np
-
-from gridbench.compare.engine import GIVE_IDS, at_least_two, compare, given_once, used_trials
-from gridbench.compare.model import F64, I64, Comparison, ExperimentMetrics, Settings
-from gridbench.compare.significance import capped
-from gridbench.errors import GridbenchError, ResultsError
-from gridbench.jobflow.analysis import load
-from gridbench.jobflow.analysis.latency import latency_durations
-from gridbench.jobflow.analysis.timelines import build_timeline, job_times, timeline_stages
-from gridbench.jobflow.report.loading import load_metrics
-from gridbench.jobflow.report.model import as_dict, as_list
+from gridbench.compare.figures import FigureRun
+from gridbench.compare.model import ExperimentMetrics, Settings
+from gridbench.errors import ResultsError
+from gridbench.family import Comparable, SweptComparable, family_of, not_applicable
 from gridbench.store.catalogue import resolve_run
+from gridbench.store.layout import RunDir, read_json
 
 DEFAULT_MAX_SAMPLES = Settings().max_samples
 
 
-def _resolve(root: Path, ref: str) -> Path:
+def find_run(root: Path, ref: str) -> RunDir:
+    """The run ``ref`` names in ``root``; ResultsError naming the ref and the fix."""
     try:
-        return resolve_run(ref, root).path
+        return resolve_run(ref, root)
     except ResultsError:
         raise ResultsError(
             f"no experiment {ref!r}",
@@ -42,130 +32,52 @@ def _resolve(root: Path, ref: str) -> Path:
         ) from None
 
 
-def _metrics(path: Path) -> dict[str, Any]:
-    if not (path / load.METRICS_FILE).is_file():
-        raise ResultsError(
-            "the experiment has not been analysed (no metrics.json)",
-            where=str(path),
-            fix=f"run 'gridbench analyze {path.name}' first",
-        )
-    try:
-        return load_metrics(path)
-    except ResultsError as exc:
-        raise ResultsError(
-            f"metrics.json cannot be used: {exc.message}",
-            where=exc.where or str(path / load.METRICS_FILE),
-            fix=f"re-run 'gridbench analyze {path.name}' (the file may be cut short)",
-        ) from None
-
-
-def _seed(*parts: object) -> int:
-    return zlib.crc32("\x1f".join(str(p) for p in parts).encode())
-
-
-def _trial_durations(trial_dir: Path) -> dict[str, F64]:
-    info = load.read_trial_info(trial_dir)
-    events = load.read_trial_events(trial_dir, info.agents)
-    tl = build_timeline(events, timeline_stages(info.chain.names()))
-    del events
-    origin = info.started_ns if info.started_ns is not None else 0
-    return latency_durations(job_times(tl, origin), info.chain)
-
-
-Samples = tuple[dict[int, dict[str, F64]], dict[int, dict[str, int]], dict[int, dict[str, I64]]]
-
-
-def _samples(path: Path, run_id: str, metrics: Mapping[str, Any], cap: int | None) -> Samples:
-    samples: dict[int, dict[str, F64]] = {}
-    totals: dict[int, dict[str, int]] = {}
-    groups: dict[int, dict[str, I64]] = {}
-    for p in as_list(metrics.get("points")):
-        point = as_dict(p)
-        index = int(point.get("index", 0) or 0)
-        pooled: dict[str, list[F64]] = {}
-        labels: dict[str, list[I64]] = {}
-        for ti, t in enumerate(used_trials(point)):
-            trial_dir = path / load.TRIALS_DIR / str(t.get("trial_id"))
-            if not (trial_dir / load.TRIAL_FILE).is_file():
-                continue  # an ingested or pruned run: per-trial tests only for this trial
-            # one trial's events at a time; keep only the finite durations
-            for key, d in _trial_durations(trial_dir).items():
-                d = d[np.isfinite(d)]
-                pooled.setdefault(key, []).append(d)
-                labels.setdefault(key, []).append(np.full(d.size, ti, dtype=np.int64))
-        samples[index], totals[index], groups[index] = {}, {}, {}
-        for key, parts in pooled.items():
-            allv = np.concatenate(parts)
-            totals[index][key] = int(allv.size)
-            samples[index][key], groups[index][key] = capped(
-                allv, np.concatenate(labels[key]), cap, _seed(run_id, index, key)
-            )
-    return samples, totals, groups
-
-
-@lru_cache(maxsize=32)
-def _load_cached(path: str, mtime_ns: int, samples: bool, cap: int | None) -> ExperimentMetrics:
-    p = Path(path)
-    metrics = _metrics(p)
-    record = load.read_experiment(p)
-    run_id = str(record.get("id") or p.name)
-    smp: Samples = ({}, {}, {})
-    if samples:
-        try:
-            smp = _samples(p, run_id, metrics, cap)
-        except GridbenchError as exc:
-            raise ResultsError(
-                f"the per-job samples cannot be read: {exc.message}",
-                where=exc.where or str(p),
-                fix="repair or re-record the trial, or compare without per-job samples "
-                "(--no-samples)",
-            ) from None
-    return ExperimentMetrics(
-        id=p.name,
-        metrics=metrics,
-        record=record,
-        samples=smp[0],
-        samples_total=smp[1],
-        sample_trials=smp[2],
-        sample_cap=cap if samples else None,
-    )
+def load_swept(
+    fam: SweptComparable,
+    run: RunDir,
+    *,
+    samples: bool = True,
+    max_samples: int | None = DEFAULT_MAX_SAMPLES,
+) -> ExperimentMetrics:
+    """An analysed run of a swept-comparable family, loaded by it."""
+    return fam.load_compared(run, samples=samples, max_samples=max_samples)
 
 
 def load_experiment(
     root: Path, ref: str, *, samples: bool = True, max_samples: int | None = DEFAULT_MAX_SAMPLES
 ) -> ExperimentMetrics:
-    """One analysed experiment (``ref``: id, unique id prefix, path or ``latest``).
+    """One analysed experiment (``ref``: id, unique id prefix, path or ``latest``) of a
+    swept-comparable family (job flow).
 
-    With ``samples`` the per-job latencies are read from the trials' events, at most
-    ``max_samples`` per point and latency key (``None``: no cap). Raises ResultsError
-    for an unknown id, a run without metrics.json, or a torn one.
+    With ``samples`` the per-unit samples (job flow: per-job latencies from the trials'
+    events) are read too, at most ``max_samples`` per point and sample key (``None``: no
+    cap). Raises ResultsError for an unknown id, a run without metrics.json, or a torn
+    one, and for a run of a family that is not swept-comparable.
     """
-    path = _resolve(root, ref)
-    mfile = path / load.METRICS_FILE
-    mtime = mfile.stat().st_mtime_ns if mfile.is_file() else -1
-    if mtime < 0:
-        _metrics(path)  # raises the "not analysed" error
-    return _load_cached(str(path.resolve()), mtime, samples, max_samples)
+    run = find_run(root, ref)
+    fam = family_of(run)
+    if not isinstance(fam, SweptComparable):
+        raise not_applicable(fam, "compare", "its family gives no swept figures")
+    return load_swept(fam, run, samples=samples, max_samples=max_samples)
 
 
-def load_comparison(
-    root: Path,
-    experiment_ids: Sequence[str],
-    *,
-    metrics: Sequence[str] | None = None,
-    samples: bool = True,
-    settings: Settings | None = None,
-) -> Comparison:
-    """Load two or more experiments and compare them; the first is the baseline.
-
-    ``metrics`` filters the compared metrics by glob pattern (e.g. ``latency.overall.*``).
-    Raises ResultsError (with where and fix) for fewer than two or repeated ids, unknown
-    ids, unanalysed runs, torn metrics.json, and incompatible runs (different load
-    models, no sweep point in common).
-    """
-    s = settings or Settings()
-    ids = [str(i) for i in experiment_ids]
-    at_least_two(ids, GIVE_IDS)
-    runs = [load_experiment(root, i, samples=samples, max_samples=s.max_samples) for i in ids]
-    given_once(ids, [r.id for r in runs])
-    return compare(runs, metrics=metrics, settings=s)
+def load_figure_run(fam: Comparable, schema: str, run: RunDir) -> FigureRun:
+    """An analysed run of a comparable family (whose metrics are ``schema``) and its
+    figures (ResultsError when it is not analysed or its metrics.json is not its
+    family's)."""
+    if not run.metrics_file.is_file():
+        raise ResultsError(
+            "the experiment has not been analysed (no metrics.json)",
+            where=str(run.path),
+            fix=f"run 'gridbench analyze {run.path.name}' first",
+        )
+    metrics = read_json(run.metrics_file)
+    if not isinstance(metrics, dict) or metrics.get("schema") != schema:
+        raise ResultsError(
+            f"metrics.json is not a {schema} document",
+            where=str(run.metrics_file),
+            fix=f"re-analyse it: gridbench analyze {run.path.name}",
+        )
+    record = run.read_experiment()
+    exp = ExperimentMetrics(id=run.path.name, metrics=metrics, record=record)
+    return FigureRun.of(exp, fam.figures(run, metrics))

@@ -10,98 +10,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-from numpy.typing import NDArray
-
+# the run of a comparison is core's (families build it); re-exported for old imports
+from gridbench.family import F64 as F64
+from gridbench.family import I64 as I64
+from gridbench.family import ExperimentMetrics as ExperimentMetrics
 from gridbench.store.layout import json_safe
 
 COMPARE_SCHEMA = "gridbench.compare/1"
 HISTORY_SCHEMA = "gridbench.history/1"
-
-F64 = NDArray[np.float64]
-I64 = NDArray[np.int64]
-
-
-def _text(v: Any) -> str | None:
-    """``v`` as text; None when it is missing or empty."""
-    return str(v) if v else None
-
-
-@dataclass(frozen=True)
-class ExperimentMetrics:
-    """One analysed experiment as a comparison sees it.
-
-    ``metrics`` is its metrics.json (gridbench.metrics/1), ``record`` its experiment.json.
-    ``samples`` holds per-job latencies in seconds, pooled over the point's used trials
-    (valid and not dropped as outliers): ``samples[point_index][latency_key]``, at most
-    ``sample_cap`` values each (a seeded uniform sub-sample; ``samples_total`` has the
-    count before the cap). ``sample_trials`` gives, per sample, the trial it came from
-    (its position among the point's used trials), for the trial-clustered tests. Empty
-    ``samples`` means per-trial tests only.
-    """
-
-    id: str
-    metrics: Mapping[str, Any]
-    record: Mapping[str, Any] = field(default_factory=dict)
-    samples: Mapping[int, Mapping[str, F64]] = field(default_factory=dict)
-    samples_total: Mapping[int, Mapping[str, int]] = field(default_factory=dict)
-    sample_trials: Mapping[int, Mapping[str, I64]] = field(default_factory=dict)
-    sample_cap: int | None = None
-
-    @property
-    def name(self) -> str:
-        return str(self.record.get("name") or self.metrics.get("experiment") or self.id)
-
-    @property
-    def spec_hash(self) -> str | None:
-        return _text(self.record.get("spec_hash"))
-
-    @property
-    def created(self) -> str | None:
-        return _text(self.record.get("created"))
-
-    @property
-    def backend(self) -> str | None:
-        return _text(self.record.get("backend"))
-
-    @property
-    def load_model(self) -> str | None:
-        return _text(self.metrics.get("load_model") or self.record.get("load_model"))
-
-    @property
-    def valid(self) -> bool | None:
-        v = self.metrics.get("validity")
-        return bool(v.get("valid")) if isinstance(v, Mapping) else None
-
-    @property
-    def downsampled(self) -> bool:
-        """Whether any per-job sample was cut to ``sample_cap``."""
-        return any(
-            n > self.samples[p][k].size
-            for p, per in self.samples_total.items()
-            for k, n in per.items()
-            if p in self.samples and k in self.samples[p]
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON-safe identity of the experiment (no metrics, no samples)."""
-        out: dict[str, Any] = json_safe(self.summary())
-        return out
-
-    def summary(self) -> dict[str, Any]:
-        """The identity of the experiment for tables and JSON (no metrics)."""
-        return {
-            "id": self.id,
-            "name": self.name,
-            "backend": self.backend,
-            "load_model": self.load_model,
-            "created": self.created,
-            "spec_hash": self.spec_hash,
-            "status": self.record.get("status"),
-            "valid": self.valid,
-            "per_job_samples": bool(self.samples),
-            "downsampled": self.downsampled,
-        }
 
 
 @dataclass(frozen=True)
@@ -292,6 +208,8 @@ class Comparison:
     #: points measured by only some experiments: experiment id -> point keys left out
     unmatched: Mapping[str, tuple[str, ...]]
     notes: tuple[str, ...] = ()
+    #: the metrics the terminal shows by default (the family's; not in the JSON)
+    key_metrics: tuple[str, ...] = ()
 
     @property
     def baseline(self) -> str:

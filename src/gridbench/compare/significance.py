@@ -22,14 +22,20 @@ from numpy.typing import NDArray
 from scipy import stats
 from scipy.special import ndtr, stdtr
 
+from gridbench.family import Test
+
+# down-sampling is shared with the families that load samples (core)
+from gridbench.stats import capped as capped
+
 F64 = NDArray[np.float64]
 TestResult = tuple[float, float] | None
 
-WELCH = "welch-t"
+# the tests a family's figure can ask for (gridbench.family.Test)
+WELCH: Test = "welch-t"
 MANN_WHITNEY = "mann-whitney-u"
-WELCH_CLUSTERED = "welch-t-clustered"
-MWU_CLUSTERED = "mann-whitney-u-clustered"
-FISHER = "fisher-exact"
+WELCH_CLUSTERED: Test = "welch-t-clustered"
+MWU_CLUSTERED: Test = "mann-whitney-u-clustered"
+FISHER: Test = "fisher-exact"
 
 
 def _finite(x: F64) -> F64:
@@ -151,15 +157,3 @@ def benjamini_hochberg(p: F64) -> F64:
     if ok.any():
         out[ok] = stats.false_discovery_control(np.clip(p[ok], 0.0, 1.0), method="bh")
     return out
-
-
-def capped(x: F64, groups: I64, cap: int | None, seed: int) -> tuple[F64, I64]:
-    """At most ``cap`` of the finite values of ``x`` (and their groups): a seeded uniform
-    sample without replacement."""
-    ok = np.isfinite(x)
-    x, groups = x[ok], groups[ok]
-    if cap is None or x.size <= cap:
-        return x, groups
-    rng = np.random.default_rng(seed)
-    idx = np.sort(rng.choice(x.size, size=cap, replace=False))
-    return x[idx], groups[idx]

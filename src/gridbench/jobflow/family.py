@@ -5,11 +5,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gridbench.errors import EXIT_OK, EXIT_THRESHOLD
-from gridbench.family import CatalogueEntry, CleanupOutcome, Ui, ValidityRule
+from gridbench.family import (
+    F64,
+    CatalogueEntry,
+    CleanupOutcome,
+    ExperimentMetrics,
+    Measure,
+    SweepPoint,
+    SweptFigure,
+    Ui,
+    ValidityRule,
+)
 from gridbench.sections import Report
 from gridbench.store.layout import RunDir
 from gridbench.testplan import report_inputs
@@ -109,6 +119,74 @@ class JobFlow:
             + (f"; deleted {resv} reservations" if resv else "")
         )
         return CleanupOutcome(tuple(lines), tuple(report.errors))
+
+    # -- compare and history (SweptComparable): gridbench.jobflow.compare ------------------
+
+    #: the rows ``gridbench compare`` shows by default (plus every significant one)
+    key_figures = (
+        "latency.overall.mean",
+        "latency.overall.p50",
+        "latency.overall.p99",
+        "throughput.overall.steady",
+        "failures.rate",
+    )
+    history_fix = (
+        "use a path such as latency.overall.p99, throughput.<stage>.steady, "
+        "failures.rate, summary.latency.overall.mean or knee.capacity_per_s "
+        "(docs/metrics.md)"
+    )
+
+    def load_compared(
+        self, run: RunDir, *, samples: bool, max_samples: int | None
+    ) -> ExperimentMetrics:
+        """metrics.json, experiment.json and (``samples``) per-job latencies, cached."""
+        from gridbench.jobflow.compare.loading import load_compared
+
+        return load_compared(run, samples=samples, max_samples=max_samples)
+
+    def check_compatible(self, runs: Sequence[ExperimentMetrics]) -> None:
+        """Runs of one load model only."""
+        from gridbench.jobflow.compare.figures import check_compatible
+
+        check_compatible(runs)
+
+    def swept_figures(self, runs: Sequence[ExperimentMetrics]) -> list[SweptFigure]:
+        """Latency, throughput, failure rate and queue growth that every run has."""
+        from gridbench.jobflow.compare.figures import default_metrics
+
+        return default_metrics(runs)
+
+    def sweep_points(self, run: ExperimentMetrics) -> list[SweepPoint]:
+        """The points by their swept values, at their offered rates."""
+        from gridbench.jobflow.compare.figures import sweep_points
+
+        return sweep_points(run)
+
+    def measure(self, run: ExperimentMetrics, point: SweepPoint, figure: SweptFigure) -> Measure:
+        """Per-trial values, per-job samples (latency means, medians), job counts."""
+        from gridbench.jobflow.compare.figures import measure
+
+        return measure(run, point, figure)
+
+    def comparison_notes(
+        self, runs: Sequence[ExperimentMetrics], max_samples: int | None
+    ) -> list[str]:
+        """Down-sampled and missing per-job samples."""
+        from gridbench.jobflow.compare.figures import comparison_notes
+
+        return comparison_notes(runs, max_samples)
+
+    def history_values(self, run: ExperimentMetrics, metric: str) -> dict[str, F64]:
+        """A threshold-style metric path per point (or per run)."""
+        from gridbench.jobflow.compare.history import history_values
+
+        return history_values(run, metric)
+
+    def history_higher_is_better(self, metric: str) -> bool:
+        """Throughput-like paths are better higher, the rest lower."""
+        from gridbench.jobflow.compare.history import higher_is_better
+
+        return higher_is_better(metric)
 
 
 FAMILY = JobFlow()
