@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
@@ -24,9 +23,9 @@ def test_sshd_dies_when_its_wrapper_is_killed_9(tmp_path: Path) -> None:
     keygen(keys / "host")
     keygen(keys / "client")
     (keys / "authorized_keys").write_text((keys / "client.pub").read_text())
+    argv = [sys.executable, "-m", "gridbench.messaging.transports.sshd", "--bind", "127.0.0.1"]
     wrapper = subprocess.Popen(
-        [sys.executable, "-m", "gridbench.messaging.transports.sshd"]
-        + ["--bind", "127.0.0.1", "--dir", str(keys)],
+        [*argv, "--dir", str(keys)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
