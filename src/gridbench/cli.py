@@ -38,6 +38,15 @@ console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
+class _Settings:
+    """What the whole command line was asked for, beyond one command's arguments."""
+
+    verbose = False
+
+
+SETTINGS = _Settings()
+
+
 def _results_root(args: argparse.Namespace) -> Path:
     from gridbench.store.layout import results_root
 
@@ -82,7 +91,7 @@ def _analyze_and_show(run_path: Path, *, as_json: bool = False) -> int:
     if as_json:
         print(json.dumps(done.metrics, indent=1, default=str))
         return done.exit_code
-    render_report(done.report, console)
+    render_report(done.report, console, verbose=SETTINGS.verbose)
     if "html" in done.paths:
         console.print(f"HTML report: [cyan]{safe_markup(done.paths['html'])}[/]")
     csvs = [p for p in done.paths.values() if p.suffix == ".csv"]
@@ -161,7 +170,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         from gridbench.report.terminal import render_report
 
         _, _, report = report_of(run)
-        render_report(report, console)
+        render_report(report, console, verbose=SETTINGS.verbose)
     else:
         console.print(f"[dim]not analysed yet: run 'gridbench analyze {safe_markup(run.path)}'[/]")
     return EXIT_OK
@@ -225,7 +234,13 @@ def build_parser() -> argparse.ArgumentParser:
         "4 invalid measurement (--fail-invalid), 130 interrupted. Docs: docs/.",
     )
     ap.add_argument("--version", action="version", version=f"gridbench {__version__}")
-    ap.add_argument("-v", "--verbose", action="store_true", help="log warnings and details")
+    ap.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="the full report tables after a run, and log warnings and details "
+        "(anywhere on the line: 'gridbench run SPEC --verbose')",
+    )
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     ui = CliUi()
@@ -283,10 +298,16 @@ COMMAND_MODULES: tuple[str, ...] = (
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # -v/--verbose is global but users put it after the command (k6 and fio take it there)
+    cut = argv.index("--") if "--" in argv else len(argv)
+    verbose = any(a in ("-v", "--verbose") for a in argv[:cut])
+    head = [a for a in argv[:cut] if a not in ("-v", "--verbose")]
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser().parse_args([*(["--verbose"] if verbose else []), *head, *argv[cut:]])
     except KeyboardInterrupt:  # Ctrl-C while the parser's imports load
         return EXIT_INTERRUPTED
+    SETTINGS.verbose = bool(args.verbose)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.ERROR,
         format="%(levelname)s %(name)s: %(message)s",

@@ -80,16 +80,69 @@ def statements(s: Statements) -> Panel:
                  border_style=border or "none")  # fmt: skip
 
 
-def render_report(report: Report, console: Console) -> None:
-    """Print the brief report: headline, lead statements, then the sections meant for it."""
+#: Findings the brief headline shows; the rest are counted (all of them with --verbose).
+BRIEF_FINDINGS = 5
+
+
+def brief_headline_panel(hl: Headline) -> Panel:
+    """The headline as a calm summary: each finding's sentence (no evidence), at most
+    :data:`BRIEF_FINDINGS`, failures first, the rest counted."""
+    order = sorted(hl.findings, key=lambda f: {"fail": 0, "warn": 1}.get(f.status, 2))
+    shown = order[:BRIEF_FINDINGS]
+    lines = Text()
+    for i, f in enumerate(shown):
+        if i:
+            lines.append("\n")
+        lines.append(MARK[f.status] + visible(f.text), style=STYLE[f.status])
+    if len(order) > len(shown):
+        lines.append(f"\n… {len(order) - len(shown)} more finding(s): --verbose", style="dim")
+    return Panel(lines, title=safe_text(hl.title, "bold"), title_align="left")
+
+
+def _full(report: Report) -> list[Any]:
     parts: list[Any] = [headline_panel(report.headline)]
     for s in report.sections:
         if isinstance(s, Statements) and (s.lead or s.scope != "full"):
             parts.append(statements(s))
         elif isinstance(s, Table) and s.scope != "full" and s.rows:
             parts.append(table(s))
+    return parts
+
+
+def _brief(report: Report) -> list[Any]:
+    """The headline, the thresholds, what failed; the rest counted."""
+    parts: list[Any] = [brief_headline_panel(report.headline)]
+    hidden_tables = warnings = 0
+    for s in report.sections:
+        if isinstance(s, Table) and s.rows:
+            if s.id == "thresholds":
+                parts.append(table(s))
+            elif s.scope != "full":
+                hidden_tables += 1
+        elif isinstance(s, Statements) and (s.lead or s.scope != "full"):
+            failed = [(st, line) for st, line in s.lines if st == "fail"]
+            if failed:
+                parts.append(statements(Statements(s.id, s.title, tuple(failed), lead=s.lead)))
+            warnings += sum(1 for st, _ in s.lines if st == "warn")
+    more = []
+    if warnings:
+        more.append(f"{warnings} warning(s)")
+    if hidden_tables:
+        more.append(f"{hidden_tables} table(s)")
+    if more:
+        parts.append(
+            Text(f"{' and '.join(more)} more in the report (--verbose shows them here)", "dim")
+        )
+    return parts
+
+
+def render_report(report: Report, console: Console, *, verbose: bool = False) -> None:
+    """Print the report: a calm summary (headline, thresholds, failures; the rest counted),
+    or with ``verbose`` the full brief: headline with evidence, lead statements, then
+    every section meant for the terminal."""
+    parts = _full(report) if verbose else _brief(report)
     parts.extend(safe_text(n) for n in report.notes)
     console.print(Group(*parts))
 
 
-__all__ = ["headline_panel", "render_report", "statements", "table"]
+__all__ = ["brief_headline_panel", "headline_panel", "render_report", "statements", "table"]
