@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -132,10 +133,20 @@ def report_command(args: argparse.Namespace, ui: Ui) -> int:
 # -- a family's run command -----------------------------------------------------------
 
 
+#: Seconds between progress lines when the output is not a terminal (a file, a CI log).
+LOG_EVERY_S = 5.0
+
+
 @contextmanager
 def step_progress(ui: Ui, label: str, total: int) -> Iterator[Callable[[str], None]]:
     """A progress bar for a family's run command: ``step(msg)`` marks the previous step
-    done and shows ``msg`` (text from data, shown safely); leaving marks the last one."""
+    done and shows ``msg`` (text from data, shown safely); leaving marks the last one.
+    When the output is not a terminal, one timestamped line every :data:`LOG_EVERY_S`
+    seconds instead (a bar would show only at the end)."""
+    if not ui.console.is_terminal:
+        with line_progress(ui, label, total) as step:
+            yield step
+        return
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -169,6 +180,41 @@ def step_progress(ui: Ui, label: str, total: int) -> Iterator[Callable[[str], No
             yield step
         finally:
             progress.advance(task)
+
+
+@contextmanager
+def line_progress(ui: Ui, label: str, total: int) -> Iterator[Callable[[str], None]]:
+    """Progress as plain lines for a log: ``HH:MM:SS label i/total (elapsed) step``, the
+    first step at once, then at most one line every :data:`LOG_EVERY_S` seconds."""
+    from gridbench.fmt import visible
+
+    start = time.monotonic()
+    last = -LOG_EVERY_S
+    done = 0
+
+    def line(msg: str) -> None:
+        stamp = time.strftime("%H:%M:%S")
+        elapsed = time.monotonic() - start
+        ui.console.print(
+            f"{stamp} {label} {done}/{total} ({elapsed:.0f} s) {visible(msg)}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+
+    def step(msg: str) -> None:
+        nonlocal last, done
+        now = time.monotonic()
+        if now - last >= LOG_EVERY_S:
+            last = now
+            line(msg)
+        done += 1
+
+    try:
+        yield step
+    finally:
+        done = total
+        line("done")
 
 
 class Executes(Protocol):
