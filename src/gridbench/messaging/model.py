@@ -7,7 +7,7 @@ Pydantic models with forbid-extra, so a typo is an error that names the field an
 from __future__ import annotations
 
 import builtins
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -209,6 +209,10 @@ class FloorSpec(_Strict):
     )
 
 
+#: The patterns a spec may name; naming any turns the unnamed ones off.
+PATTERNS = ("pingpong", "echo", "burst", "transfer")
+
+
 class NetSpec(_Strict):
     """A messaging evaluation: patterns x transports x environments, with a native floor."""
 
@@ -231,6 +235,15 @@ class NetSpec(_Strict):
     plan: TestPlan | None = Field(
         default=None, description="the IEEE 829 test plan: items, features, approach, criteria"
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _named_patterns_only(cls, data: Any) -> Any:
+        """A spec that names any pattern runs the patterns it names; one that names none
+        runs them all (a spec with only ``transfer:`` once ran every default pattern)."""
+        if not isinstance(data, dict) or not any(k in data for k in PATTERNS):
+            return data
+        return {**{k: {"enabled": False} for k in PATTERNS if k not in data}, **data}
 
     @model_validator(mode="after")
     def _consistent(self) -> NetSpec:
