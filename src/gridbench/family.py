@@ -155,6 +155,43 @@ class Comparable(Protocol):
         ...
 
 
+class WebContext(Protocol):
+    """What the dashboard lends a family's pages (as :class:`Ui` lends its commands), so
+    that a family never imports the web layer. Login, CSRF and the Host/Origin checks are
+    the dashboard's middleware: they guard a family's routes as they guard its own."""
+
+    root: Path  # the results root the dashboard serves
+
+    def render(self, request: Any, template: str, status: int = 200, **ctx: Any) -> Any:
+        """An HTML response: ``template`` (the dashboard's or the family's own) rendered
+        with the CSRF token and the context every page has (``base.html`` to extend)."""
+        ...
+
+    def resolve(self, rid: str) -> RunDir | None:
+        """The run ``rid`` names in the results root (folder name or id), or None."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Pages:
+    """A family's own dashboard pages."""
+
+    #: FastAPI ``APIRouter`` objects, included in the app after the dashboard's routes
+    #: (typed ``Any``: core does not depend on the web framework)
+    routers: tuple[Any, ...]
+    #: a package with a ``templates/`` folder of the pages' Jinja templates, if any
+    templates: str | None = None
+
+
+@runtime_checkable
+class WebPages(Protocol):
+    """A family with pages of its own in the dashboard (a study's participant links)."""
+
+    def web_pages(self, web: WebContext) -> Pages:
+        """The family's routers, built on ``web`` (called once, when the app is made)."""
+        ...
+
+
 # -- a family made of its own modules -----------------------------------------------------
 
 
