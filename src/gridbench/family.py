@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from rich.console import Console
 
@@ -35,6 +35,9 @@ from gridbench.errors import (
 from gridbench.sections import Report
 from gridbench.store.layout import RunDir
 from gridbench.testplan import report_inputs
+
+if TYPE_CHECKING:
+    from gridbench.cliargs import Executes  # a run command's runner
 
 ENTRY_POINT_GROUP = "gridbench.families"
 #: Runs written before families existed carry no ``kind``: they are job flow.
@@ -152,6 +155,18 @@ class Comparable(Protocol):
 
     def figures(self, run: RunDir, metrics: Mapping[str, Any]) -> list[Figure]:
         """Every comparable figure of an analysed run."""
+        ...
+
+
+@runtime_checkable
+class StartsFromSpec(Protocol):
+    """A family whose runs can be started from a spec's text: the dashboard's ``/start``
+    page offers it (job flow has its own page, ``/new``, with a live view)."""
+
+    def runner_for(self, text: str, root: Path) -> Executes:  # (gridbench.cliargs)
+        """Validate ``text`` (SpecError naming where and the fix) and check what can be
+        checked before anything is written; the runner writes one results folder under
+        ``root`` when executed, in a worker thread."""
         ...
 
 

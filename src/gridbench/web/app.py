@@ -32,13 +32,14 @@ from gridbench.web.routes import (
     new_run,
     presets,
     run_control,
+    start,
 )
 from gridbench.web.security import BodyLimit, HeadAsGet, make_middleware
 
 __all__ = ["WebConfig", "create_app"]
 
 #: the dashboard's own routers; job flow's pages (new, presets, agents) among them
-ROUTERS = (auth, experiments, run_control, new_run, presets, agents, compare, metrics)
+ROUTERS = (auth, experiments, run_control, new_run, start, presets, agents, compare, metrics)
 WARM_RECENT = 20
 WARM_SAMPLES = 5
 

@@ -30,6 +30,7 @@ from gridbench.web.manager import RunManager
 from gridbench.web.metrics import make_registry
 from gridbench.web.runs import resolve_in_root
 from gridbench.web.security import AccessPolicy, csrf_token
+from gridbench.web.spec_runs import SpecRuns
 
 MAX_CHECKS = 2  # connectivity checks at once (each may submit a job)
 
@@ -77,6 +78,7 @@ class Dashboard:
         self.root = cfg.root
         self.policy = cfg.policy
         self.manager = RunManager(cfg.root, max_running=cfg.max_running, max_queued=cfg.max_queued)
+        self.spec_runs = SpecRuns(cfg.root, cfg.max_running)
         self.registry: CollectorRegistry = make_registry(self.manager.live)
         # the dashboard's templates first: a family's templates add pages, never replace one
         self._loaders: list[BaseLoader] = [PackageLoader("gridbench.web", "templates")]

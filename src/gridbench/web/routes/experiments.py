@@ -89,9 +89,11 @@ def experiment(request: Request, dash: Dash, rid: str) -> HTMLResponse:
         live=live.snapshot() if live is not None else None,
         active=active,
         # a study being delivered is "running" without a runner: its pages are served here
+        # (and a run started on /start runs here, in a thread)
         external=not active
         and exp.get("status") in ("running", "created")
-        and exp.get("kind") != "study",
+        and exp.get("kind") != "study"
+        and not dash.spec_runs.running(run.id),
         view=view,
         view_error=view_error,
         tables=tables,
