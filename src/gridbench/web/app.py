@@ -18,7 +18,7 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from gridbench import __version__
-from gridbench.family import WebPages, families
+from gridbench.family import DEFAULT_KIND, WebPages, families
 from gridbench.store.catalogue import list_runs
 from gridbench.web.compare_view import warm_samples
 from gridbench.web.dashboard import Dashboard, WebConfig
@@ -38,8 +38,12 @@ from gridbench.web.security import BodyLimit, HeadAsGet, make_middleware
 
 __all__ = ["WebConfig", "create_app"]
 
-#: the dashboard's own routers; job flow's pages (new, presets, agents) among them
-ROUTERS = (auth, experiments, run_control, new_run, start, presets, agents, compare, metrics)
+#: the dashboard's own pages, for runs of every family
+ROUTERS = (auth, experiments, start, compare, metrics)
+#: a family's pages that live in the web layer, included when the family is installed:
+#: job flow's drive the dashboard's run manager (live runs, SSE), which a family's own
+#: pages (:class:`~gridbench.family.WebPages`, handed a WebContext only) cannot reach
+FAMILY_ROUTERS = {DEFAULT_KIND: (run_control, new_run, presets, agents)}
 WARM_RECENT = 20
 WARM_SAMPLES = 5
 
@@ -69,13 +73,17 @@ def create_app(cfg: WebConfig) -> FastAPI:
     app.add_middleware(BodyLimit)  # caps bodies before anything reads them
     app.add_middleware(HeadAsGet)  # outermost: HEAD is GET without the body
     app.mount("/static", StaticFiles(packages=[("gridbench.web", "static")]), name="static")
-    for fam in families():  # a family's own pages (the study's) come first, as before
+    installed = families()
+    for fam in installed:  # a family's own pages (the study's) come first, as before
         if isinstance(fam, WebPages):
             pages = fam.web_pages(dash)
             if pages.templates is not None:
                 dash.add_templates(pages.templates)
             for router in pages.routers:
                 app.include_router(router)
+    for fam in installed:
+        for module in FAMILY_ROUTERS.get(fam.name, ()):
+            app.include_router(module.router)
     for module in ROUTERS:
         app.include_router(module.router)
     return app

@@ -13,10 +13,13 @@ reference an SSH agent, a key file or an environment variable instead.
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import re
 import shlex
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +27,7 @@ from urllib.parse import urlsplit
 
 from gridbench.errors import GridbenchError, SpecError
 from gridbench.jobflow.backends.command import presets as command_presets
+from gridbench.jobflow.backends.command.options import merge
 from gridbench.jobflow.backends.registry import create_backend
 from gridbench.jobflow.reference.presets import PRESETS as REFERENCE_PRESETS
 from gridbench.jobflow.spec.load import load_spec_text
@@ -213,8 +217,6 @@ REDACTED = "<redacted>"
 
 def redact(data: Any) -> Any:
     """A copy of ``data`` with every literal secret replaced by a marker."""
-    import copy
-
     out = copy.deepcopy(data)
     for path in find_secrets(out):
         set_path(out, path.split("."), REDACTED)
@@ -397,8 +399,6 @@ def template_rows(backend: dict[str, Any]) -> list[dict[str, str]]:
     if backend.get("type") != "command":
         return []
     if "preset" in opts:  # the shipped preset underneath, then the overrides
-        from gridbench.jobflow.backends.command.options import merge
-
         opts = merge(command_preset_options(str(opts["preset"])), opts)
     rows = []
     for op in OPS:
@@ -442,9 +442,6 @@ def try_pattern(backend: dict[str, Any], op: str, sample: str) -> list[tuple[str
 
     The match runs in a child process with a timeout (see :mod:`pattern_worker`), so a
     regex that backtracks catastrophically costs that child, not the server."""
-    import subprocess
-    import sys
-
     if backend.get("type") != "command":
         raise SpecError("only command-backend presets have patterns", where="backend.type")
     if op not in OPS:
