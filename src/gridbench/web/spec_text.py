@@ -16,8 +16,8 @@ from gridbench.jobflow.spec.plan import Plan, make_plan
 from gridbench.jobflow.spec.units import format_rate
 from gridbench.specload import MAX_SPEC_BYTES, parse_yaml, plain_data
 from gridbench.store.layout import json_safe
-from gridbench.web import presets as presets_mod
 from gridbench.web.bodies import error_dict
+from gridbench.web.literal_secrets import redact, refuse_secrets
 
 NEW_SPEC = """\
 name: my-experiment
@@ -104,14 +104,14 @@ def parse_for_form(text: str) -> dict[str, Any]:
         load_spec_text(text, "spec")
     except GridbenchError as exc:
         error = error_dict(exc)
-    return {"data": json_safe(presets_mod.redact(data)), "error": error}
+    return {"data": json_safe(redact(data)), "error": error}
 
 
 def parse_spec(text: str) -> tuple[Plan, dict[str, Any]]:
     """Validate a posted spec, refuse literal secrets, plan it and check its backend config."""
     check_size(text)
     spec, data = load_spec_text(text, "spec")
-    presets_mod.refuse_secrets(data, "spec")  # the whole spec: job argv, collectors' URLs...
+    refuse_secrets(data, "spec")  # the whole spec: job argv, collectors' URLs...
     plan = make_plan(spec, data, "spec")
     check_config([p.spec for p in plan.points])
     return plan, data

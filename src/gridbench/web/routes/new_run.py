@@ -19,6 +19,7 @@ from gridbench.specload import MAX_SPEC_BYTES
 from gridbench.web import presets as presets_mod
 from gridbench.web.bodies import STRING, body_doc, error_dict, json_or_422
 from gridbench.web.dashboard import MAX_CHECKS, Dash, Dashboard
+from gridbench.web.literal_secrets import redact_text
 from gridbench.web.manager import QueueFull
 from gridbench.web.spec_form import fields as form_fields
 from gridbench.web.spec_text import NEW_SPEC, parse_for_form, parse_spec, plan_view, spec_yaml
@@ -42,7 +43,7 @@ def new_page(
         request,
         "new.html",
         status,
-        yaml_text=presets_mod.redact_text(yaml_text),
+        yaml_text=redact_text(yaml_text),
         sections=form_fields(),
         presets=pres,
         preset_data={p.key: p.data for p in pres},

@@ -15,6 +15,7 @@ from gridbench.jobflow.backends.command import presets as command_presets
 from gridbench.specload import dump_yaml
 from gridbench.web import presets as presets_mod
 from gridbench.web.dashboard import Dash, Dashboard
+from gridbench.web.literal_secrets import redact_text
 
 NEW_PRESET = "description: ''\nbackend:\n  type: command\n  options: {}\n"
 
@@ -65,7 +66,7 @@ def preset_page(
         rows = presets_mod.template_rows(presets_mod.parse_preset(text, "preset")["backend"])
     ctx: dict[str, Any] = {"error": None, "tried": None, "op": "status", "sample": ""}
     ctx.update(extra)
-    text = presets_mod.redact_text(text)
+    text = redact_text(text)
     return dash.render(request, "preset_edit.html", status, name=name, text=text, rows=rows, **ctx)
 
 
