@@ -38,12 +38,13 @@ from gridbench.web.security import BodyLimit, HeadAsGet, make_middleware
 
 __all__ = ["WebConfig", "create_app"]
 
-#: the dashboard's own pages, for runs of every family
-ROUTERS = (auth, experiments, start, compare, metrics)
+#: the dashboard's own pages, for runs of every family (analyse is any family's; stop,
+#: abort and the event stream are the run manager's, whatever started the run)
+ROUTERS = (auth, experiments, run_control, start, compare, metrics)
 #: a family's pages that live in the web layer, included when the family is installed:
-#: job flow's drive the dashboard's run manager (live runs, SSE), which a family's own
-#: pages (:class:`~gridbench.family.WebPages`, handed a WebContext only) cannot reach
-FAMILY_ROUTERS = {DEFAULT_KIND: (run_control, new_run, presets, agents)}
+#: job flow's start runs on the dashboard's run manager (live runs, SSE), which a family's
+#: own pages (:class:`~gridbench.family.WebPages`, handed a WebContext only) cannot reach
+FAMILY_ROUTERS = {DEFAULT_KIND: (new_run, presets, agents)}
 WARM_RECENT = 20
 WARM_SAMPLES = 5
 
@@ -68,7 +69,6 @@ def create_app(cfg: WebConfig) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.dashboard = dash
-    app.state.manager = dash.manager
     app.middleware("http")(make_middleware(cfg.policy))
     app.add_middleware(BodyLimit)  # caps bodies before anything reads them
     app.add_middleware(HeadAsGet)  # outermost: HEAD is GET without the body
