@@ -4,6 +4,7 @@ gridbench.family), from its YAML; job flow has its own page (/new)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -13,8 +14,10 @@ from gridbench.errors import GridbenchError
 from gridbench.family import StartsFromSpec, families
 from gridbench.web.bodies import error_dict, form_doc
 from gridbench.web.dashboard import Dash, Dashboard
+from gridbench.web.manager import QueueFull
 from gridbench.web.spec_text import check_size
 
+log = logging.getLogger(__name__)
 router = APIRouter()
 
 
@@ -51,6 +54,16 @@ async def start_submit(request: Request, dash: Dash) -> Response:
         runner = await asyncio.to_thread(fam.runner_for, text, dash.root)
         run = await dash.spec_runs.start(runner)
     except GridbenchError as exc:
+        status = 429 if isinstance(exc, QueueFull) else 422
         error = error_dict(exc)
-        return start_page(request, dash, 422, kind=kind, yaml_text=text, error=error)
+        return start_page(request, dash, status, kind=kind, yaml_text=text, error=error)
+    except Exception as exc:  # a bug: the log has the traceback, the page does not
+        log.exception("starting a %s run failed", kind)
+        return dash.error(
+            request,
+            500,
+            "The run could not start",
+            f"an internal error ({type(exc).__name__}) stopped the run from starting; "
+            "the server's log has the details",
+        )
     return RedirectResponse(f"/experiments/{run.id}", status_code=303)
