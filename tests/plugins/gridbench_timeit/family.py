@@ -36,7 +36,7 @@ from gridbench.errors import (
     ResultsError,
     SpecError,
 )
-from gridbench.family import CatalogueEntry, Figure, Ui, ValidityRule
+from gridbench.family import CatalogueEntry, Figure, Pages, Ui, ValidityRule, WebContext
 from gridbench.sections import (
     Chart,
     Column,
@@ -371,9 +371,9 @@ class Timeit:
         """``StartsFromSpec``: the dashboard's /start offers timeit runs."""
         return TimeitRunner(parse_spec(text, "spec"), text, root, say=lambda _: None)
 
-    def web_pages(self, web: Any) -> Any:
+    def web_pages(self, web: WebContext) -> Pages:
         """``WebPages``: a page of the plugin's own in the dashboard (``/timeit``)."""
-        from gridbench_timeit.pages import pages
+        from gridbench_timeit.pages import pages  # FastAPI loads only with a dashboard
 
         return pages(web)
 
