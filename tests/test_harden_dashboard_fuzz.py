@@ -17,7 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gridbench.cli import main
-from gridbench.web.app import DOWNLOADS, WebConfig, create_app
+from gridbench.web.app import WebConfig, create_app
+from gridbench.web.routes.experiments import DOWNLOADS
 from test_harden_store_fuzz import SENTINEL, TARGETS, plant, planted, snapshot
 from test_net_analysis import make_run, ping, sockperf
 

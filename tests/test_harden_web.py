@@ -126,7 +126,7 @@ def test_parallel_login_guesses_are_checked_one_at_a_time(tmp_path: Path) -> Non
 
 
 def test_secret_finder_catches_headers_flags_and_token_values() -> None:
-    from gridbench.web.presets import find_secrets, redact
+    from gridbench.web.literal_secrets import find_secrets, redact
 
     spec = {
         "job": {"command": ["curl", "-H", "Authorization: Bearer abcdef123", "http://h"]},

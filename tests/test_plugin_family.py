@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -224,3 +225,38 @@ def test_dashboard_analyses_through_the_family(store: dict[str, Path], server: S
         assert "Wall time per repetition" in page.text
         r = c.get("/history", params={"experiment": run.name})
         assert r.status_code == 200 and 'value="wall_time"' in r.text
+
+
+def test_the_plugin_adds_its_page_and_starts_a_run_from_a_spec(
+    store: dict[str, Path], server: Server
+) -> None:
+    """The family seams of the dashboard: a plugin's own page (WebPages), and a run of the
+    plugin's family started from its spec on /start (StartsFromSpec), analysed after."""
+    from web_server import csrf_of
+
+    with httpx.Client(base_url=server.url, timeout=60) as c:
+        r = c.get("/timeit")
+        assert r.status_code == 200, server.tail()
+        assert 'id="timeit-count"' in r.text and "2 timeit runs" in r.text
+        assert 'href="/start?kind=timeit"' in r.text
+        page = c.get("/start", params={"kind": "timeit"})
+        assert page.status_code == 200 and '<option value="timeit" selected>' in page.text
+        assert '<option value="jobflow"' not in page.text  # job flow starts on /new
+        csrf = csrf_of(page.text)
+        r = c.post("/start", data={"csrf": csrf, "kind": "timeit", "yaml": "name: x\n"})
+        assert r.status_code == 422 and 'id="spec-error"' in r.text  # no command: refused
+        r = c.post("/start", data={"csrf": csrf, "kind": "nope", "yaml": SPEC.format(reps=2)})
+        assert r.status_code == 422 and "no family &#39;nope&#39;" in r.text
+        r = c.post("/start", data={"kind": "timeit", "yaml": SPEC.format(reps=2)})
+        assert r.status_code == 403  # no CSRF token: refused like every form
+        spec = SPEC.format(reps=2).replace("plugin-timing", "started-on-the-web")
+        r = c.post("/start", data={"csrf": csrf, "kind": "timeit", "yaml": spec})
+        assert r.status_code == 303, r.text[-2000:]
+        rid = r.headers["location"].rsplit("/", 1)[1]
+    [run] = [p for p in store["results"].iterdir() if p.name == rid or rid in p.name]
+    deadline = time.monotonic() + 60
+    while not (run / "metrics.json").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    m = json.loads((run / "metrics.json").read_text())
+    assert m["schema"] == "gridbench.timeit/1" and m["wall_s"]["n"] == 2
+    assert json.loads((run / "experiment.json").read_text())["kind"] == "timeit"

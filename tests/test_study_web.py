@@ -26,9 +26,9 @@ from gridbench.study.records import (
     read_log,
 )
 from gridbench.study.runs import create_study_run
+from gridbench.study.web_pages import NOT_VALID
 from gridbench.web.app import WebConfig, create_app
 from gridbench.web.security import AccessPolicy, hash_token
-from gridbench.web.study_pages import NOT_VALID
 
 TOKEN = "study-admin-token-0123456789abcdef"
 XSS = '<script>alert("x")</script><img src=x onerror=alert(1)>'

@@ -369,8 +369,8 @@ def test_short_token_is_refused(tmp_path: Path) -> None:
 
 
 def test_matches_and_secret_finder() -> None:
-    from gridbench.web.app import matches
-    from gridbench.web.presets import find_secrets
+    from gridbench.web.literal_secrets import find_secrets
+    from gridbench.web.routes.experiments import matches
     from gridbench.web.security import hash_token, token_matches
 
     entry = {"id": "20260101-a", "name": "Slurm ramp", "backend": "slurm", "status": "complete"}
@@ -610,7 +610,7 @@ def test_literal_secrets_anywhere_are_refused_and_not_echoed(
 
 
 def test_secret_finder_values_and_key_names() -> None:
-    from gridbench.web.presets import find_secrets, redact
+    from gridbench.web.literal_secrets import find_secrets, redact
 
     assert find_secrets({"argv": ["curl", "-u", "bob:S3", "-u", "bob:{password}"]}) == ["argv.2"]
     assert find_secrets({"argv": ["x", "--password=S", "--token", "T", "--token", "$T"]}) == [
@@ -712,7 +712,7 @@ def test_bodies_are_cut_off_at_the_cap_as_they_arrive(server: Server) -> None:
 def test_event_streams_and_queue_are_capped(tmp_path: Path) -> None:
     import contextlib
 
-    from gridbench.web.app import MAX_SUBSCRIBERS
+    from gridbench.web.routes.run_control import MAX_SUBSCRIBERS
 
     limits = httpx.Limits(max_connections=MAX_SUBSCRIBERS + 8)
     with (

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
@@ -37,6 +37,9 @@ from gridbench.errors import (
 from gridbench.sections import Report
 from gridbench.store.layout import RunDir, json_safe
 from gridbench.testplan import report_inputs
+
+if TYPE_CHECKING:
+    from gridbench.cliargs import Executes  # a run command's runner
 
 ENTRY_POINT_GROUP = "gridbench.families"
 #: Runs written before families existed carry no ``kind``: they are job flow.
@@ -338,6 +341,55 @@ class SweptComparable(Protocol):
 
     def history_higher_is_better(self, metric: str) -> bool:
         """The better direction of a ``history`` metric."""
+        ...
+
+
+@runtime_checkable
+class StartsFromSpec(Protocol):
+    """A family whose runs can be started from a spec's text: the dashboard's ``/start``
+    page offers it (job flow has its own page, ``/new``, with a live view)."""
+
+    def runner_for(self, text: str, root: Path) -> Executes:  # (gridbench.cliargs)
+        """Validate ``text`` (SpecError naming where and the fix) and check what can be
+        checked before anything is written; the runner writes one results folder under
+        ``root`` when executed, in a worker thread."""
+        ...
+
+
+class WebContext(Protocol):
+    """What the dashboard lends a family's pages (as :class:`Ui` lends its commands), so
+    that a family never imports the web layer. Login, CSRF and the Host/Origin checks are
+    the dashboard's middleware: they guard a family's routes as they guard its own."""
+
+    root: Path  # the results root the dashboard serves
+
+    def render(self, request: Any, template: str, status: int = 200, **ctx: Any) -> Any:
+        """An HTML response: ``template`` (the dashboard's or the family's own) rendered
+        with the CSRF token and the context every page has (``base.html`` to extend)."""
+        ...
+
+    def resolve(self, rid: str) -> RunDir | None:
+        """The run ``rid`` names in the results root (folder name or id), or None."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Pages:
+    """A family's own dashboard pages."""
+
+    #: FastAPI ``APIRouter`` objects, included in the app after the dashboard's routes
+    #: (typed ``Any``: core does not depend on the web framework)
+    routers: tuple[Any, ...]
+    #: a package with a ``templates/`` folder of the pages' Jinja templates, if any
+    templates: str | None = None
+
+
+@runtime_checkable
+class WebPages(Protocol):
+    """A family with pages of its own in the dashboard (a study's participant links)."""
+
+    def web_pages(self, web: WebContext) -> Pages:
+        """The family's routers, built on ``web`` (called once, when the app is made)."""
         ...
 
 

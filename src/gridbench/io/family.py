@@ -4,10 +4,20 @@ speedups against a baseline, consistency checks, analysed into ``gridbench.io/1`
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from gridbench.family import CatalogueEntry, ModuleFamily, status_exit_code, status_verdict
+from gridbench.family import (
+    CatalogueEntry,
+    ModuleFamily,
+    lazy,
+    status_exit_code,
+    status_verdict,
+)
 from gridbench.io.metrics import SCHEMA
+
+if TYPE_CHECKING:
+    from gridbench.cliargs import Executes
 
 
 class Storage(ModuleFamily):
@@ -21,6 +31,12 @@ class Storage(ModuleFamily):
     analysis_at = "gridbench.io.metrics:analyze_and_write"
     check_at = "gridbench.io.metrics_schema:validate_metrics"
     report_at = "gridbench.io.report:build_report"
+
+    def runner_for(self, text: str, root: Path) -> Executes:
+        """A run of the spec ``text`` (:class:`~gridbench.family.StartsFromSpec`: the
+        dashboard's /start), validated now, not started."""
+        made: Executes = lazy("gridbench.io.runner:runner_for_text")(text, root)
+        return made
 
     def exit_code(self, metrics: Mapping[str, Any]) -> int:
         """3 when the run failed, 130 when aborted, 1 when a threshold or check failed."""

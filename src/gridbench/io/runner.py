@@ -25,6 +25,7 @@ from gridbench.errors import BackendError, GridbenchError, ResultsError
 from gridbench.io import bonnie as bon
 from gridbench.io import cache
 from gridbench.io.fio import FioJob, find_fio, fio_argv, job_file_text, run_fio
+from gridbench.io.load import load_io_spec_text
 from gridbench.io.matrix import CLOSE_NOTE, DATA_FILE, job_options, needs_cache_drop, ordered_tests
 from gridbench.io.model import IoSpec
 from gridbench.io.parse import JobResult, parse_fio_text
@@ -487,3 +488,10 @@ class IoRunner:
                 cleanup_errors=errors,
             )
         return run
+
+
+def runner_for_text(text: str, root: Path) -> IoRunner:
+    """A runner of the spec ``text``, validated now and not started (``Storage.runner_for``,
+    the dashboard's /start): as ``gridbench io run`` without ``--force``."""
+    spec, data = load_io_spec_text(text, "spec")
+    return IoRunner(spec, data, root)

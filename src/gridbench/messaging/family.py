@@ -5,16 +5,21 @@ run; analysed into ``gridbench.net/1``."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from gridbench.family import (
     CatalogueEntry,
     CleanupOutcome,
     ComparableFamily,
+    lazy,
     status_exit_code,
     status_verdict,
 )
 from gridbench.store.layout import RunDir
+
+if TYPE_CHECKING:
+    from gridbench.cliargs import Executes
 
 SCHEMA = "gridbench.net/1"
 
@@ -32,6 +37,12 @@ class Messaging(ComparableFamily):
     report_at = "gridbench.messaging.report:build_report"
     # per-size RTTs, echo latencies, transfer speeds, each with its repeated samples
     figures_at = "gridbench.messaging.analysis:figures"
+
+    def runner_for(self, text: str, root: Path) -> Executes:
+        """A run of the spec ``text`` (:class:`~gridbench.family.StartsFromSpec`: the
+        dashboard's /start), validated now, not started."""
+        made: Executes = lazy("gridbench.messaging.runner:runner_for_text")(text, root)
+        return made
 
     def exit_code(self, metrics: Mapping[str, Any]) -> int:
         """3 when the run failed, 130 when aborted, 1 when a threshold failed."""

@@ -30,6 +30,7 @@ import psutil
 from gridbench.errors import GridbenchError
 from gridbench.messaging import patterns, scaling, transfers
 from gridbench.messaging.environments import NetEnvironment, open_environment
+from gridbench.messaging.load import load_net_spec_text
 from gridbench.messaging.model import Environment, NetSpec
 from gridbench.messaging.plan import check_memory, steps
 from gridbench.messaging.processes import ProcessBook
@@ -208,3 +209,10 @@ class NetRunner:
             yield from patterns.burst(ctx, what)
         elif pattern == "transfer":
             yield from transfers.transfer(ctx, what)
+
+
+def runner_for_text(text: str, root: Path) -> NetRunner:
+    """A runner of the spec ``text``, validated now and not started (``Messaging.runner_for``,
+    the dashboard's /start): as ``gridbench net run``."""
+    spec, data = load_net_spec_text(text, "spec")
+    return NetRunner(spec, data, root)

@@ -7,7 +7,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gridbench.family import CatalogueEntry, ComparableFamily, status_exit_code, status_verdict
+from gridbench.family import (
+    CatalogueEntry,
+    ComparableFamily,
+    Pages,
+    WebContext,
+    lazy,
+    status_exit_code,
+    status_verdict,
+)
 
 SCHEMA = "gridbench.study/1"
 
@@ -24,6 +32,12 @@ class Study(ComparableFamily):
     check_at = "gridbench.study.metrics_schema:validate_metrics"
     report_at = "gridbench.study.report:build_report"
     figures_at = "gridbench.study.analysis:figures"  # per-tool SUS scores and task times
+
+    def web_pages(self, web: WebContext) -> Pages:
+        """The participant, admin and observer pages (:class:`~gridbench.family.WebPages`),
+        imported only when a dashboard is made."""
+        pages: Pages = lazy("gridbench.study.web_pages:pages")(web)
+        return pages
 
     def exit_code(self, metrics: Mapping[str, Any]) -> int:
         """3 when the run failed, 130 when aborted, else 0: a study has no pass mark."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 from pathlib import Path
 
 from gridbench.cliargs import add_serve_args
@@ -61,8 +62,6 @@ def read_token(args: argparse.Namespace) -> str | None:
 
 def _check_port(host: str, port: int) -> None:
     """One clear error for a port in use or an address this machine does not have."""
-    import socket
-
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
         family, _, _, _, addr = infos[0]
@@ -78,6 +77,7 @@ def _check_port(host: str, port: int) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    # the server's modules load only when serving: the CLI imports this module at start
     import uvicorn
 
     from gridbench.net import is_loopback

@@ -22,8 +22,10 @@ from gridbench.jobflow.backends.registry import create_backend
 from gridbench.jobflow.run.experiment import ExperimentRunner
 from gridbench.jobflow.run.observer import TrialProgress
 from gridbench.jobflow.spec.plan import Plan
+from gridbench.pipeline import analyze_and_report
 from gridbench.store.layout import now_iso
 from gridbench.web.live import LiveRun, measuring
+from gridbench.web.results import warm
 
 log = logging.getLogger(__name__)
 
@@ -196,8 +198,5 @@ class RunManager:
 
 def analyse(path: Path, root: Path) -> None:
     """Analyse and report as ``gridbench run`` does, then build the results page's view."""
-    from gridbench.pipeline import analyze_and_report
-    from gridbench.web.results import warm
-
     analyze_and_report(path)
     warm(path, root)

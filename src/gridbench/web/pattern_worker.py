@@ -13,13 +13,12 @@ import sys
 from typing import Any
 
 from gridbench.errors import GridbenchError, SpecError
+from gridbench.jobflow.backends.command.options import compile_options
+from gridbench.jobflow.backends.command.parse import NoMatch, extract_id, parse_many, parse_one
 
 
 def apply(backend: dict[str, Any], op: str, sample: str) -> list[tuple[str, str]]:
     """(job id, state or message) pairs as the backend would parse ``sample``."""
-    from gridbench.jobflow.backends.command.options import compile_options
-    from gridbench.jobflow.backends.command.parse import NoMatch, extract_id, parse_many, parse_one
-
     cfg = compile_options(dict(backend.get("options") or {}))
     opc = cfg.ops.get(op)
     if opc is None or opc.pattern is None:

@@ -29,6 +29,7 @@ from gridbench import __version__
 from gridbench.errors import GridbenchError, ResultsError
 from gridbench.family import DEFAULT_KIND
 from gridbench.jobflow.analysis.series import MAX_POINTS, minmax_downsample
+from gridbench.pipeline import report_of
 from gridbench.report.html import (
     chart_ids,
     charts_html,
@@ -222,8 +223,6 @@ def _mac(stamp: int, view: Any) -> str:
 
 
 def _report(run: RunDir) -> tuple[dict[str, Any], Report]:
-    from gridbench.pipeline import report_of
-
     _, metrics, report = report_of(run)
     if report is None:
         raise ResultsError("this run's family has no typed report", where=str(run.path), fix=None)

@@ -21,7 +21,7 @@ import shlex
 import statistics
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,7 @@ from gridbench.errors import (
     ResultsError,
     SpecError,
 )
-from gridbench.family import CatalogueEntry, Figure, Ui, ValidityRule
+from gridbench.family import CatalogueEntry, Figure, Pages, Ui, ValidityRule, WebContext
 from gridbench.sections import (
     Chart,
     Column,
@@ -68,13 +68,18 @@ class TimeitSpec(BaseModel):
 
 def load_spec(path: Path) -> tuple[TimeitSpec, str]:
     """The spec at ``path`` and its text; SpecError with where and fix."""
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import YAMLError
-
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise SpecError(f"cannot read the spec: {exc.strerror}", where=str(path)) from None
+    return parse_spec(text, path), text
+
+
+def parse_spec(text: str, path: Path | str) -> TimeitSpec:
+    """The spec in ``text`` (read from ``path``); SpecError with where and fix."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
     try:
         data = YAML(typ="safe", pure=True).load(text)
     except YAMLError as exc:
@@ -100,13 +105,27 @@ def load_spec(path: Path) -> tuple[TimeitSpec, str]:
                 where=f"{path}: thresholds.{i}",
                 fix='e.g. {metric: wall_s.p50, op: "<", value: 1}',
             ) from None
-    return spec, text
+    return spec
 
 
 # -- running -----------------------------------------------------------------------------
-def run_spec(spec: TimeitSpec, text: str, root: Path, ui: Ui) -> RunDir:
-    """Time the command ``repetitions`` times into a new results directory."""
-    run = RunDir.create(root, spec.name)
+class TimeitRunner:
+    """Times the command ``repetitions`` times into a new results directory: the plugin's
+    run command drives it, and so does the dashboard's /start (``StartsFromSpec``)."""
+
+    def __init__(
+        self, spec: TimeitSpec, text: str, root: Path, say: Callable[[str], None] = print
+    ) -> None:
+        self.spec, self.text, self.root, self.say = spec, text, root, say
+        self.run: RunDir | None = None
+
+    def execute(self) -> RunDir:
+        run = self.run = RunDir.create(self.root, self.spec.name)
+        return run_spec(self.spec, self.text, run, self.say)
+
+
+def run_spec(spec: TimeitSpec, text: str, run: RunDir, say: Callable[[str], None]) -> RunDir:
+    """Time the command ``repetitions`` times into the new results directory ``run``."""
     (run.path / "trials").rmdir()  # made for job flow's trials: a timeit run has none
     run.spec_file.write_text(text, encoding="utf-8")
     run.update_experiment(
@@ -135,7 +154,7 @@ def run_spec(spec: TimeitSpec, text: str, root: Path, ui: Ui) -> RunDir:
                 row = {"i": i, "wall_s": wall, "returncode": done.returncode, "at": now_iso()}
                 out.write(json.dumps(row) + "\n")
                 out.flush()  # each timing is on disk as it happens
-                ui.console.print(f"  {i + 1}/{spec.repetitions}: {wall * 1e3:.2f} ms")
+                say(f"  {i + 1}/{spec.repetitions}: {wall * 1e3:.2f} ms")
     except OSError as exc:  # the command cannot be started
         status, error = "failed", f"{spec.command[0]}: {exc.strerror or exc}"
     except KeyboardInterrupt:
@@ -147,7 +166,7 @@ def run_spec(spec: TimeitSpec, text: str, root: Path, ui: Ui) -> RunDir:
 
 def cmd_run(args: argparse.Namespace, ui: Ui) -> int:
     spec, text = load_spec(Path(args.spec))
-    run = run_spec(spec, text, ui.results_root(args), ui)
+    run = TimeitRunner(spec, text, ui.results_root(args), ui.console.print).execute()
     ui.console.print(f"results: [cyan]{run.path}[/]")
     return ui.analyze_and_show(run.path)
 
@@ -347,6 +366,16 @@ class Timeit:
         )
         reps = experiment.get("repetitions")
         return CatalogueEntry(target=target or "?", variant=f"{reps} repetitions")
+
+    def runner_for(self, text: str, root: Path) -> TimeitRunner:
+        """``StartsFromSpec``: the dashboard's /start offers timeit runs."""
+        return TimeitRunner(parse_spec(text, "spec"), text, root, say=lambda _: None)
+
+    def web_pages(self, web: WebContext) -> Pages:
+        """``WebPages``: a page of the plugin's own in the dashboard (``/timeit``)."""
+        from gridbench_timeit.pages import pages  # FastAPI loads only with a dashboard
+
+        return pages(web)
 
     def figures(self, run: RunDir, metrics: Mapping[str, Any]) -> list[Figure]:
         samples = metrics.get("samples_s")

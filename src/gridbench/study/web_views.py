@@ -1,6 +1,6 @@
 """What the study's pages show: the context of each participant step, the admin and
 observer pages, and the observer's form read back (pure apart from the clock and, for the
-admin page, the run's log). The routes are in :mod:`gridbench.web.study_pages`."""
+admin page, the run's log). The routes are in :mod:`gridbench.study.web_pages`."""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
 """The study's pages in the dashboard: the participant's session, the admin page and the
-observer page (docs/study.md).
+observer page (docs/study.md). The dashboard includes them through the family's
+:class:`~gridbench.family.WebPages` seam (``Study.web_pages``), handing in the
+:class:`~gridbench.family.WebContext` that renders templates and finds runs: nothing here
+imports the web layer.
 
 The participant pages (``/p/<run>/<secret>``) need no admin token: the secret in the URL
 is the participant's personal link, and it reaches that participant's session only. They
@@ -18,19 +21,19 @@ import asyncio
 import logging
 import threading
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from gridbench.errors import GridbenchError
+from gridbench.family import Pages, WebContext
 from gridbench.store.layout import EXPERIMENT_FILE, RunDir
 from gridbench.study.answers import AnswerError, StepConflict
 from gridbench.study.delivery import StudyDelivery
 from gridbench.study.model import StudySpec
 from gridbench.study.steps import SessionView
-from gridbench.web.runs import resolve_in_root
-from gridbench.web.study_views import (
+from gridbench.study.web_views import (
     admin_context,
     answers_of,
     error_of,
@@ -44,22 +47,15 @@ log = logging.getLogger(__name__)
 NOT_VALID = "This link is not valid (it may have been replaced)."
 
 
-class PageFn(Protocol):
-    """app.py's ``page``: a template rendered with the CSRF token and the common context."""
-
-    def __call__(
-        self, request: Request, template: str, status: int = 200, **ctx: Any
-    ) -> HTMLResponse: ...
-
-
 class Studies:
     """The study runs this server delivers: one :class:`StudyDelivery` per run, opened on
     first use and kept (it holds the run's log in memory and serialises its appends, so
     there must be one per run and process). The log on disk is the truth: a restarted
     server opens it again and every session resumes where it was."""
 
-    def __init__(self, root: Path) -> None:
-        self.root = root
+    def __init__(self, web: WebContext) -> None:
+        self.root = web.root
+        self._resolve = web.resolve
         self._open: dict[Path, StudyDelivery] = {}
         self._runs: dict[str, RunDir] = {}  # rid -> a study run found before
         self._lock = threading.Lock()
@@ -70,7 +66,7 @@ class Studies:
         known = self._runs.get(rid)
         if known is not None and known.experiment_file.is_file():
             return known  # (a participant's every page: no scan of the root, no JSON read)
-        run = resolve_in_root(self.root, rid)
+        run = self._resolve(rid)
         if run is None:
             return None
         try:
@@ -113,74 +109,104 @@ class Studies:
 
 def is_run_folder(root: Path, rid: str) -> bool:
     """Whether ``rid`` is the name of a run folder right under ``root`` (one stat; the
-    name is checked again, links and all, by :func:`resolve_in_root`)."""
+    name is checked again, links and all, when the run is resolved)."""
     return (
         "/" not in rid and rid not in ("", ".", "..") and (root / rid / EXPERIMENT_FILE).is_file()
     )
 
 
 # -- routes ------------------------------------------------------------------------------------
-def mount_study(app: FastAPI, root: Path, page: PageFn) -> None:
-    """Add the participant, admin and observer routes to the dashboard ``app``."""
-    studies = Studies(root)
-    app.state.studies = studies
+def pages(web: WebContext) -> Pages:
+    """The study's routers and templates (``Study.web_pages``)."""
+    return StudyPages(web).pages()
 
-    def invalid(request: Request) -> HTMLResponse:
-        return page(request, "study_invalid.html", 404, message=NOT_VALID)
+
+class StudyPages:
+    """The participant, admin and observer pages of every study run in ``web.root``; each
+    handler is a method, so the routes share the :class:`Studies` of this dashboard."""
+
+    def __init__(self, web: WebContext) -> None:
+        self.web = web
+        self.studies = Studies(web)
+
+    def pages(self) -> Pages:
+        """The routers (participants' first, the catch-all under /p/ last) and templates."""
+        r = APIRouter()
+        html = (
+            ("/p/{rid}/{secret}", self.participant_page, "GET"),
+            ("/p/{rid}/{secret}", self.participant_answer, "POST"),
+            ("/studies/{rid}", self.study_admin, "GET"),
+            ("/studies/{rid}/links/{participant}", self.study_link, "POST"),
+            ("/studies/{rid}/observer", self.study_observer, "GET"),
+            ("/studies/{rid}/observer", self.study_observe, "POST"),
+        )
+        for path, endpoint, method in html:
+            r.add_api_route(path, endpoint, methods=[method], response_class=HTMLResponse)
+        # after /p/{rid}/{secret}: any other path under /p/ answers as a forged link does
+        r.add_api_route(
+            "/p/{rest:path}", self.participant_other, methods=["GET", "POST"],
+            include_in_schema=False,
+        )  # fmt: skip
+        return Pages(routers=(r,), templates="gridbench.study")
+
+    def page(self, request: Request, template: str, status: int = 200, **ctx: Any) -> HTMLResponse:
+        response: HTMLResponse = self.web.render(request, template, status, **ctx)
+        return response
+
+    # -- the participant's session (no token: the secret in the link is the key) -----------
+    def invalid(self, request: Request) -> HTMLResponse:
+        return self.page(request, "study_invalid.html", 404, message=NOT_VALID)
 
     def show_step(
+        self,
         request: Request,
         spec: StudySpec,
         view: SessionView,
-        here: str,
         status: int = 200,
         error: dict[str, str] | None = None,
         values: dict[str, str] | None = None,
     ) -> HTMLResponse:
         ctx = step_context(spec, view)
-        return page(
+        return self.page(
             request,
             f"study_{view.step.kind}.html",
             status,
-            here=here,
+            here=request.url.path,
             error=error,
             values=values or {},
             **ctx,
         )
 
-    def unsaved(request: Request, exc: GridbenchError) -> HTMLResponse:
+    def unsaved(self, request: Request, exc: GridbenchError) -> HTMLResponse:
         # the log could not be read or written: say so, keep the link (nothing was lost)
         log.error("study answer not saved: %s", exc)
         msg = "Your answer could not be saved just now. Please try again in a minute."
-        return page(request, "study_invalid.html", 503, message=msg)
+        return self.page(request, "study_invalid.html", 503, message=msg)
 
-    @app.get("/p/{rid}/{secret}", response_class=HTMLResponse)
-    async def participant_page(request: Request, rid: str, secret: str) -> Response:
+    async def participant_page(self, request: Request, rid: str, secret: str) -> Response:
         def render() -> HTMLResponse:
-            found = studies.participant(rid, secret)
+            found = self.studies.participant(rid, secret)
             if found is None:
-                return invalid(request)
+                return self.invalid(request)
             delivery, who = found
             try:
                 view = delivery.view(who)  # the first visit starts the session: a write
             except GridbenchError as exc:
-                return unsaved(request, exc)
-            return show_step(request, delivery.spec, view, request.url.path)
+                return self.unsaved(request, exc)
+            return self.show_step(request, delivery.spec, view)
 
         # one hop to the thread pool: the loop stays free for live runs and 40 participants
         return await asyncio.to_thread(render)
 
-    @app.post("/p/{rid}/{secret}", response_class=HTMLResponse)
-    async def participant_answer(request: Request, rid: str, secret: str) -> Response:
+    async def participant_answer(self, request: Request, rid: str, secret: str) -> Response:
         form = await request.form()
         step, action = str(form.get("step") or ""), str(form.get("action") or "")
         fields = answers_of(form)
-        here = request.url.path
 
         def answer() -> Response:
-            found = studies.participant(rid, secret)
+            found = self.studies.participant(rid, secret)
             if found is None:
-                return invalid(request)
+                return self.invalid(request)
             delivery, who = found
             try:
                 # the engine appends (fsync) before it returns: acknowledged means on disk
@@ -190,65 +216,54 @@ def mount_study(app: FastAPI, root: Path, page: PageFn) -> None:
             except AnswerError as exc:
                 view = delivery.view(who)
                 if view.step.id == step:
-                    return show_step(request, delivery.spec, view, here, 422, error_of(exc), fields)
+                    return self.show_step(request, delivery.spec, view, 422, error_of(exc), fields)
             except GridbenchError as exc:
-                return unsaved(request, exc)
-            return RedirectResponse(here, status_code=303)
+                return self.unsaved(request, exc)
+            return RedirectResponse(request.url.path, status_code=303)
 
         return await asyncio.to_thread(answer)
 
-    @app.api_route("/p/{rest:path}", methods=["GET", "POST"], include_in_schema=False)
-    def participant_other(request: Request, rest: str) -> HTMLResponse:
+    def participant_other(self, request: Request, rest: str) -> HTMLResponse:
         """Any other path under /p/: the same answer as a forged link."""
-        return invalid(request)
+        return self.invalid(request)
 
+    # -- the admin page (behind the token, like every dashboard page) ------------------------
     def admin_page(
-        request: Request, rid: str, run: RunDir, status: int = 200, **extra: Any
+        self, request: Request, rid: str, run: RunDir, status: int = 200, **extra: Any
     ) -> HTMLResponse:
         try:
-            delivery = studies.delivery(run)
-            ctx = admin_context(run, delivery)
+            ctx = admin_context(run, self.studies.delivery(run))
         except GridbenchError as exc:
-            return page(request, "error.html", 422, title="Unreadable study", message=str(exc))
-        return page(
-            request,
-            "study_admin.html",
-            status,
-            rid=rid,
-            **{"new_link": None, "error": None, **extra},
-            **ctx,
-        )
+            return self.unreadable(request, exc)
+        extra = {"new_link": None, "error": None, **extra}
+        return self.page(request, "study_admin.html", status, rid=rid, **extra, **ctx)
 
-    def unknown(request: Request, rid: str) -> HTMLResponse:
-        return page(
-            request,
-            "error.html",
-            404,
-            title="Not found",
-            message=f"No study {rid!r} in the results store.",
-        )
+    def unreadable(self, request: Request, exc: GridbenchError) -> HTMLResponse:
+        return self.page(request, "error.html", 422, title="Unreadable study", message=str(exc))
 
-    @app.get("/studies/{rid}", response_class=HTMLResponse)
-    def study_admin(request: Request, rid: str) -> HTMLResponse:
-        run = studies.run(rid)
-        return unknown(request, rid) if run is None else admin_page(request, rid, run)
+    def unknown(self, request: Request, rid: str) -> HTMLResponse:
+        message = f"No study {rid!r} in the results store."
+        return self.page(request, "error.html", 404, title="Not found", message=message)
 
-    @app.post("/studies/{rid}/links/{participant}", response_class=HTMLResponse)
-    async def study_link(request: Request, rid: str, participant: str) -> Response:
-        run = await asyncio.to_thread(studies.run, rid)
+    def study_admin(self, request: Request, rid: str) -> HTMLResponse:
+        run = self.studies.run(rid)
+        return self.unknown(request, rid) if run is None else self.admin_page(request, rid, run)
+
+    async def study_link(self, request: Request, rid: str, participant: str) -> Response:
+        run = await asyncio.to_thread(self.studies.run, rid)
         if run is None:
-            return unknown(request, rid)
+            return self.unknown(request, rid)
         action = (await request.form()).get("action")
 
         def change() -> Response:
             try:
-                delivery = studies.delivery(run)  # an unreadable log: the 422 below, not a 500
+                delivery = self.studies.delivery(run)  # unreadable log: the 422, not a 500
                 if action == "issue":
                     secret = delivery.issue_link(participant, "admin")
                     url = f"{str(request.base_url).rstrip('/')}/p/{run.id}/{secret}"
                     # shown once, on this answer only: the log keeps the hash alone
                     link = {"participant": participant, "url": url}
-                    return admin_page(request, rid, run, new_link=link)
+                    return self.admin_page(request, rid, run, new_link=link)
                 if action == "revoke":
                     delivery.revoke_link(participant)
                     return RedirectResponse(f"/studies/{rid}", status_code=303)
@@ -256,44 +271,43 @@ def mount_study(app: FastAPI, root: Path, page: PageFn) -> None:
                     f"unknown action {action!r}", where="action", fix="issue or revoke"
                 )
             except GridbenchError as exc:
-                return admin_page(request, rid, run, 422, error=str(exc))
+                return self.admin_page(request, rid, run, 422, error=str(exc))
 
         return await asyncio.to_thread(change)
 
+    # -- the observer page ----------------------------------------------------------------
     def observer_page(
-        request: Request, rid: str, run: RunDir, only: str, status: int = 200, **extra: Any
+        self, request: Request, rid: str, run: RunDir, only: str, status: int = 200, **extra: Any
     ) -> HTMLResponse:
         try:
-            ctx = observer_context(studies.delivery(run), only)
+            ctx = observer_context(self.studies.delivery(run), only)
         except GridbenchError as exc:
-            return page(request, "error.html", 422, title="Unreadable study", message=str(exc))
-        return page(
-            request, "study_observer.html", status, rid=rid, **{"error": None, **extra}, **ctx
-        )
+            return self.unreadable(request, exc)
+        extra = {"error": None, **extra}
+        return self.page(request, "study_observer.html", status, rid=rid, **extra, **ctx)
 
-    @app.get("/studies/{rid}/observer", response_class=HTMLResponse)
-    def study_observer(request: Request, rid: str, participant: str = "") -> HTMLResponse:
-        run = studies.run(rid)
+    def study_observer(self, request: Request, rid: str, participant: str = "") -> HTMLResponse:
+        run = self.studies.run(rid)
         if run is None:
-            return unknown(request, rid)
-        return observer_page(request, rid, run, participant)
+            return self.unknown(request, rid)
+        return self.observer_page(request, rid, run, participant)
 
-    @app.post("/studies/{rid}/observer", response_class=HTMLResponse)
-    async def study_observe(request: Request, rid: str) -> Response:
-        run = await asyncio.to_thread(studies.run, rid)
+    async def study_observe(self, request: Request, rid: str) -> Response:
+        run = await asyncio.to_thread(self.studies.run, rid)
         if run is None:
-            return unknown(request, rid)
+            return self.unknown(request, rid)
         form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
         who, only = form.get("participant", ""), form.get("only", "")
 
         def record() -> Response:
+            studies = self.studies
             try:
                 success, failure, note = parse_observation(form)
                 studies.delivery(run).observe(
                     who, form.get("tool", ""), form.get("task", ""), success, failure, note
                 )
             except GridbenchError as exc:
-                return observer_page(request, rid, run, only, 422, error=error_of(exc))
+                return self.observer_page(request, rid, run, only, 422, error=error_of(exc))
             back = f"?participant={only}" if only in studies.delivery(run).spec.participants else ""
             return RedirectResponse(f"/studies/{rid}/observer{back}#p-{who}", status_code=303)
 

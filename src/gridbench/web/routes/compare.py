@@ -1,0 +1,63 @@
+"""``/compare`` (experiments side by side), ``/compare.json`` and ``/history`` (one
+metric across runs of a spec); the views are built by web/compare_view.py."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse, JSONResponse
+
+from gridbench.compare.dispatch import compare_runs
+from gridbench.errors import GridbenchError
+from gridbench.store.catalogue import list_runs
+from gridbench.web.bodies import error_dict
+from gridbench.web.compare_view import compare_context, history_context, metric_choices, run_paths
+from gridbench.web.dashboard import Dash
+from gridbench.web.runs import RUN_ID
+
+MAX_COMPARE = 10  # experiments on one compare page
+TOO_MANY = f"compare at most {MAX_COMPARE} experiments at once"
+
+router = APIRouter()
+Ids = Annotated[list[str] | None, Query()]
+
+
+@router.get("/compare", response_class=HTMLResponse)
+def compare(request: Request, dash: Dash, ids: Ids = None) -> HTMLResponse:
+    runs = list_runs(dash.root)
+    # ids begin with their creation time: the oldest is the baseline
+    chosen = sorted(dict.fromkeys(i for i in (ids or []) if RUN_ID.match(i)))
+    if len(chosen) > MAX_COMPARE:
+        return dash.error(request, 422, "Too many experiments", TOO_MANY)
+    ctx = compare_context(dash.root, chosen) if len(chosen) >= 2 else {}
+    return dash.render(request, "compare.html", runs=runs, chosen=chosen, **ctx)
+
+
+@router.get("/history", response_class=HTMLResponse)
+def history(request: Request, dash: Dash, experiment: str = "", metric: str = "") -> HTMLResponse:
+    runs = list_runs(dash.root)
+    known = bool(RUN_ID.match(experiment))  # never a path from the URL
+    ctx = history_context(dash.root, experiment, metric) if known and metric else {}
+    choices = metric_choices(dash.root, experiment) if known else []
+    return dash.render(
+        request,
+        "history.html",
+        runs=runs,
+        experiment=experiment,
+        metric=metric,
+        metric_list=choices,
+        **ctx,
+    )
+
+
+@router.get("/compare.json")
+def compare_json(dash: Dash, ids: Ids = None) -> JSONResponse:
+    chosen = [i for i in (ids or []) if RUN_ID.match(i)]
+    if len(chosen) > MAX_COMPARE:
+        return JSONResponse({"message": TOO_MANY, "where": "ids"}, status_code=422)
+    try:
+        data = compare_runs(dash.root, run_paths(dash.root, chosen)).to_dict()
+    except GridbenchError as exc:
+        return JSONResponse(error_dict(exc), status_code=422)
+    return JSONResponse(data)
