@@ -297,6 +297,51 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
+#: The verbs that take a spec and work for a spec of any family.
+SPEC_VERBS = ("validate", "plan", "run", "check")
+
+
+def route_spec(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+    """``gridbench VERB SPEC ...`` for a spec of another family than job flow: that
+    family's ``VERB`` (``gridbench io run SPEC``), found from the spec itself; the words
+    unchanged when the spec cannot be read (the verb's own loader then says why)."""
+    from gridbench.family import DEFAULT_KIND, command_of, family_of_spec
+    from gridbench.specload import parse_yaml, plain_data, read_spec_text
+
+    if len(argv) < 2 or argv[0] not in SPEC_VERBS or argv[1].startswith("-"):
+        return argv
+    try:
+        data = plain_data(parse_yaml(read_spec_text(argv[1]), argv[1]))
+    except (GridbenchError, OSError, ValueError):
+        return argv
+    fam = family_of_spec(data)
+    if fam is None or fam.name == DEFAULT_KIND:
+        return argv
+    words = command_of(fam)
+    verbs = _verbs(parser, words)
+    if argv[0] not in verbs:
+        raise GridbenchError(
+            f"{argv[1]} is a {fam.name} spec, and {fam.name} has no '{argv[0]}'",
+            fix="one of: "
+            + ", ".join(
+                f"gridbench {' '.join([*words, v])} {argv[1]}"
+                for v in sorted(verbs - {"report"})  # report takes a run, not a spec
+            ),
+        )
+    return [*words, *argv]
+
+
+def _verbs(parser: argparse.ArgumentParser, words: list[str]) -> set[str]:
+    """The subcommands under ``gridbench WORDS``."""
+    for action in parser._actions:  # argparse keeps its subparsers there (no public API)
+        if isinstance(action, argparse._SubParsersAction):
+            if not words:
+                return set(action.choices)
+            sub = action.choices.get(words[0])
+            return _verbs(sub, words[1:]) if sub is not None else set()
+    return set()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # -v/--verbose is global but users put it after the command (k6 and fio take it there)
@@ -304,9 +349,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     verbose = any(a in ("-v", "--verbose") for a in argv[:cut])
     head = [a for a in argv[:cut] if a not in ("-v", "--verbose")]
     try:
-        args = build_parser().parse_args([*(["--verbose"] if verbose else []), *head, *argv[cut:]])
+        parser = build_parser()
+        head = route_spec(parser, head)
+        args = parser.parse_args([*(["--verbose"] if verbose else []), *head, *argv[cut:]])
     except KeyboardInterrupt:  # Ctrl-C while the parser's imports load
         return EXIT_INTERRUPTED
+    except GridbenchError as exc:  # a spec routed to a family without that verb
+        err_console.print(f"[red]error[/]: {safe_markup(exc)}")
+        return EXIT_INPUT
     SETTINGS.verbose = bool(args.verbose)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.ERROR,

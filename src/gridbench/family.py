@@ -393,6 +393,18 @@ class WebPages(Protocol):
         ...
 
 
+@runtime_checkable
+class OwnsSpecs(Protocol):
+    """A family whose specs are told apart from other families' by their top-level keys,
+    so that ``gridbench validate|plan|run SPEC`` reaches it and a spec handed to another
+    family's command is named for what it is (:func:`family_of_spec`)."""
+
+    #: top-level keys that only this family's specs use (any one of them marks a spec)
+    spec_marks: frozenset[str]
+    #: what its spec is called in an error, "a storage spec"
+    spec_noun: str
+
+
 # -- a family made of its own modules -----------------------------------------------------
 
 
@@ -520,6 +532,26 @@ def kind_of(experiment: Mapping[str, Any]) -> str:
 def family_of(run: RunDir) -> Family:
     """The family of a results directory, by the kind recorded in it."""
     return family(kind_of(run.read_experiment()))
+
+
+def command_of(fam: Family) -> list[str]:
+    """The words before a family's own verbs: ``[]`` for job flow (``gridbench run``),
+    else its name (``gridbench io run``)."""
+    return [] if fam.name == DEFAULT_KIND else [fam.name]
+
+
+def family_of_spec(data: Any) -> Family | None:
+    """The family a spec's plain data belongs to: the one its ``kind:`` names, else the
+    one family whose :attr:`OwnsSpecs.spec_marks` its top-level keys carry (None when no
+    family, or more than one, claims it)."""
+    if not isinstance(data, Mapping):
+        return None
+    kind = data.get("kind")
+    if isinstance(kind, str) and kind in available():
+        return family(kind)
+    keys = {k for k in data if isinstance(k, str)}
+    owners = [f for f in families() if isinstance(f, OwnsSpecs) and keys & f.spec_marks]
+    return owners[0] if len(owners) == 1 else None
 
 
 def not_applicable(fam: Family, command: str, why: str) -> ResultsError:

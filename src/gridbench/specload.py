@@ -319,6 +319,40 @@ def dump_yaml(data: Any) -> str:
     return buf.getvalue()
 
 
+def own_kind(data: Any, kind: str, origin: str) -> Any:
+    """``data`` without its ``kind:`` when that names this family (``kind``); a SpecError
+    naming the family and its command when it names another."""
+    if not kind or not isinstance(data, dict) or "kind" not in data:
+        return data
+    if data["kind"] == kind:
+        return {k: v for k, v in data.items() if k != "kind"}
+    raise SpecError(
+        f"this spec says kind: {data['kind']!r}, not {kind!r}",
+        where=f"{origin}: kind",
+        fix=f"run it with 'gridbench validate|plan|run {origin}', which finds its family, "
+        f"or correct kind:",
+    )
+
+
+def other_family(data: Any, kind: str, what: str, origin: str) -> SpecError | None:
+    """The one error for a spec of another family handed to this one's command (instead
+    of this family's complaints about every key it does not know), or None."""
+    # imported here: the registry loads every family, and only a refused spec needs it
+    from gridbench.family import OwnsSpecs, command_of, family_of_spec
+
+    fam = family_of_spec(data)
+    if fam is None or fam.name == kind or not isinstance(fam, OwnsSpecs):
+        return None
+    words = " ".join(["gridbench", *command_of(fam)])
+    return SpecError(
+        f"this is {fam.spec_noun}, not {what} (its keys: "
+        f"{', '.join(sorted(k for k in data if k in fam.spec_marks))})",
+        where=origin,
+        fix=f"'{words} validate {origin}', or 'gridbench validate {origin}', which finds "
+        "the family from the spec",
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class SpecLoader(Generic[M]):
     """How a family loads its spec: the model and the words of its "must be a mapping"
@@ -330,23 +364,31 @@ class SpecLoader(Generic[M]):
     keys: str  # the top-level keys named in the error, "name:, targets:, ..."
     template: str  # an example spec, "examples/io-local-quick.yaml"
     docs: str  # where the fixes point, "docs/io.md"
+    kind: str = ""  # the family's name: a spec may say ``kind: <it>``
 
     def load_text(
         self, text: str, origin: str = "<spec>", overrides: list[str] | None = None
     ) -> tuple[M, dict[str, Any]]:
         """Parse, override and validate spec text; returns the model and the plain data."""
         root, data, overridden = parse_with_overrides(text, origin, overrides)
-        spec = validate_spec(
-            self.model,
-            data,
-            root,
-            origin,
-            overridden,
-            what=self.what,
-            keys=self.keys,
-            template=self.template,
-            docs=self.docs,
-        )
+        data = own_kind(data, self.kind, origin)
+        try:
+            spec = validate_spec(
+                self.model,
+                data,
+                root,
+                origin,
+                overridden,
+                what=self.what,
+                keys=self.keys,
+                template=self.template,
+                docs=self.docs,
+            )
+        except SpecError:
+            other = other_family(data, self.kind, self.what, origin)
+            if other is None:
+                raise
+            raise other from None
         return spec, data
 
     def load(

@@ -24,6 +24,20 @@ class Storage(ModuleFamily):
     """The io family (the ``kind`` of runs made by ``gridbench io run``)."""
 
     name = "io"
+    spec_marks = frozenset(
+        {
+            "targets",
+            "iozone",
+            "bonnie",
+            "baseline",
+            "concurrency",
+            "consistency",
+            "http",
+            "fio",
+            "cache",
+        }
+    )
+    spec_noun = "a storage spec"
     title = "storage: iozone and Bonnie matrices, speedups against a baseline"
     schema = SCHEMA
     rules_at = "gridbench.io.validity:IO_VALIDITY_RULES"

@@ -12,6 +12,7 @@ LOADER = SpecLoader(
     keys="name:, targets:, ...",
     template="examples/io-local-quick.yaml",
     docs="docs/io.md",
+    kind="io",
 )
 load_io_spec_text = LOADER.load_text
 load_io_spec = LOADER.load

@@ -28,6 +28,10 @@ class Messaging(ComparableFamily):
     """The net family (the ``kind`` of runs made by ``gridbench net run``)."""
 
     name = "net"
+    spec_marks = frozenset(
+        {"environments", "pingpong", "echo", "burst", "transfer", "floor", "relay", "lan"}
+    )
+    spec_noun = "a messaging spec"
     title = "messaging: ping-pong, echo, burst and transfers against the network's floor"
     schema = SCHEMA
     rules_at = "gridbench.messaging.validity:NET_VALIDITY_RULES"

@@ -12,6 +12,7 @@ LOADER = SpecLoader(
     keys="name:, environments:, pingpong:, echo:, burst:, transfer:, floor:",
     template="examples/net-loopback-quick.yaml",
     docs="docs/net.md",
+    kind="net",
 )
 load_net_spec_text = LOADER.load_text
 load_net_spec = LOADER.load

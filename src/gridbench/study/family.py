@@ -24,6 +24,10 @@ class Study(ComparableFamily):
     """The study family (the ``kind`` of runs made by ``gridbench study serve|import``)."""
 
     name = "study"
+    spec_marks = frozenset(
+        {"purpose", "tools", "participants", "questionnaires", "comparisons", "install_survey"}
+    )
+    spec_noun = "a usability-study spec"
     title = "usability studies: SUS, timed tasks, Likert ratings, paired comparisons"
     schema = SCHEMA
     rules_at = "gridbench.study.validity:STUDY_VALIDITY_RULES"

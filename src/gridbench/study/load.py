@@ -12,6 +12,7 @@ LOADER = SpecLoader(
     keys="name:, purpose:, tools:, participants:, questionnaires:, comparisons:",
     template="examples/study-ahe.yaml",
     docs="docs/study.md",
+    kind="study",
 )
 load_study_spec_text = LOADER.load_text
 load_study_spec = LOADER.load
