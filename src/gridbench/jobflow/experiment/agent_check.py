@@ -32,7 +32,7 @@ from gridbench.errors import GridbenchError
 from gridbench.jobflow.run.check import Step, check
 
 if TYPE_CHECKING:
-    from gridbench.jobflow.loads.base import AgentsBlock
+    from gridbench.jobflow.specbase.load import AgentsBlock
     from gridbench.jobflow.run.agent_pool import AgentPool
     from gridbench.jobflow.spec.model import ExperimentSpec
 
