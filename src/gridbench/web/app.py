@@ -1,7 +1,7 @@
 """The dashboard's FastAPI application: pages, downloads, live events and /metrics.
 
 The same results store and runner as the CLI: pages read RUN directories through the
-store, runs go through :class:`~gridbench.jobflow.run.experiment.ExperimentRunner`, reports
+store, runs go through :class:`~gridbench.jobflow.experiment.runner.ExperimentRunner`, reports
 through the HTML report's builders. Heavy page work runs in the thread pool (sync
 endpoints) so that the event loop, shared with live runs, stays free for their timing.
 """
@@ -39,7 +39,7 @@ from gridbench.errors import GridbenchError, ResultsError, SpecError
 from gridbench.family import DEFAULT_KIND
 from gridbench.jobflow.spec.load import load_spec_text
 from gridbench.jobflow.spec.plan import Plan, make_plan, needs_confirmation
-from gridbench.jobflow.spec.units import format_rate
+from gridbench.jobflow.specbase.units import format_rate
 from gridbench.report.html import json_for_script, offline_plotlyjs
 from gridbench.specload import MAX_SPEC_BYTES, dump_yaml
 from gridbench.store.catalogue import list_runs
@@ -214,7 +214,7 @@ def parse_for_form(text: str) -> dict[str, Any]:
 
 def parse_spec(text: str) -> tuple[Plan, dict[str, Any]]:
     """Validate a posted spec, refuse literal secrets, plan it and check its backend config."""
-    from gridbench.jobflow.run.check import check_config
+    from gridbench.jobflow.experiment.check import check_config
 
     _check_size(text)
     spec, data = load_spec_text(text, "spec")
@@ -585,7 +585,7 @@ def create_app(cfg: WebConfig) -> FastAPI:
             "confirm_needed": confirm_needed,
         }
         if action == "check":
-            from gridbench.jobflow.run.check import check
+            from gridbench.jobflow.experiment.check import check
 
             if not checks:
                 checks.append(asyncio.Semaphore(MAX_CHECKS))
@@ -748,7 +748,7 @@ def create_app(cfg: WebConfig) -> FastAPI:
         return agents_view(request)
 
     def agents_view(request: Request, status: int = 200, **extra: Any) -> HTMLResponse:
-        from gridbench.jobflow.run.agent_check import STEP_NAMES
+        from gridbench.jobflow.experiment.agent_check import STEP_NAMES
         from gridbench.web.agents_page import agent_presets
 
         ctx: dict[str, Any] = {"error": None, "result": None, **extra}
@@ -765,7 +765,7 @@ def create_app(cfg: WebConfig) -> FastAPI:
         """Test the connectivity of a saved preset's agents (bounded as the other checks)."""
         import time
 
-        from gridbench.jobflow.run.agent_check import check_agents
+        from gridbench.jobflow.experiment.agent_check import check_agents
         from gridbench.web import agents_page
 
         form = await request.form()

@@ -23,6 +23,7 @@ from gridbench.jobflow.events.model import (
 from gridbench.paths import number
 from gridbench.stats import rep
 
+
 def failure_counts(jt: JobTimes) -> dict[str, int]:
     """Jobs per failure kind (each job counted once, by its first failure)."""
     if not jt.kinds:

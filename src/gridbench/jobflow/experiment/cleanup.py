@@ -31,18 +31,14 @@ from gridbench.jobflow.backends.registry import create_backend
 from gridbench.jobflow.events.clock import AnchoredClock
 from gridbench.jobflow.events.log import EVENTS_FILE, EventLog, read_events
 from gridbench.jobflow.events.model import (
-    FAIL_LOST,
     STAGE_CANCELLED,
-    STAGE_CLIENT_DONE,
-    STAGE_FAILED,
-    STAGE_SUBMIT_ACK,
 )
-from gridbench.jobflow.run.outstanding import outstanding_jobs
 from gridbench.jobflow.run.cleanup_reservations import (
     find_reservations,
     outstanding_per_trial,
     release_all,
 )
+from gridbench.jobflow.run.outstanding import outstanding_jobs
 from gridbench.jobflow.spec.load import load_spec
 from gridbench.store.layout import RunDir, now_iso, read_json, write_json
 from gridbench.store.spawned import live_runner, recorded_process

@@ -18,7 +18,6 @@ from pydantic import Field
 
 from gridbench.errors import BackendError, SpecError
 from gridbench.jobflow import text
-from gridbench.jobflow.loads.closed import count, job_table, over_trials, seconds, summarize
 from gridbench.jobflow.backends.base import BulkSubmitter
 from gridbench.jobflow.events.model import (
     STAGE_CANCELLED,
@@ -27,6 +26,7 @@ from gridbench.jobflow.events.model import (
     STAGE_SUBMIT_ACK,
 )
 from gridbench.jobflow.loads.base import BaseLoadModel, LoadBase, PlanEstimate, TrialContext, narrow
+from gridbench.jobflow.loads.closed import count, job_table, over_trials, seconds, summarize
 from gridbench.jobflow.run.open_loop import submit_chunk
 from gridbench.stats import describe
 

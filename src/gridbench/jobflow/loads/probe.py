@@ -26,6 +26,16 @@ import polars as pl
 from pydantic import Field, field_validator
 
 from gridbench.jobflow import text
+from gridbench.jobflow.events.model import STAGE_SUBMIT, STAGE_SUBMIT_ACK
+from gridbench.jobflow.loads import probe_ops
+from gridbench.jobflow.loads.base import (
+    BaseLoadModel,
+    LoadBase,
+    PlanEstimate,
+    Strict,
+    TrialContext,
+    narrow,
+)
 from gridbench.jobflow.loads.closed import (
     F64,
     OP_END,
@@ -36,16 +46,6 @@ from gridbench.jobflow.loads.closed import (
     over_trials,
     seconds,
     summarize,
-)
-from gridbench.jobflow.events.model import STAGE_SUBMIT, STAGE_SUBMIT_ACK
-from gridbench.jobflow.loads import probe_ops
-from gridbench.jobflow.loads.base import (
-    BaseLoadModel,
-    LoadBase,
-    PlanEstimate,
-    Strict,
-    TrialContext,
-    narrow,
 )
 from gridbench.jobflow.run.closed_loop import STAGE_OP_END, STAGE_OP_START, OpNames, sleep_or_stop
 from gridbench.stats import describe

@@ -23,6 +23,16 @@ import polars as pl
 from pydantic import Field
 
 from gridbench.jobflow import text
+from gridbench.jobflow.events.model import (
+    FAIL_JOB,
+    FAIL_LOST,
+    STAGE_CANCELLED,
+    STAGE_CLIENT_DONE,
+    STAGE_SUBMIT,
+    STAGE_SUBMIT_ACK,
+    SUBMIT_FAILURES,
+)
+from gridbench.jobflow.loads.base import BaseLoadModel, LoadBase, PlanEstimate, TrialContext, narrow
 from gridbench.jobflow.loads.closed import (
     OP_END,
     OP_START,
@@ -33,16 +43,6 @@ from gridbench.jobflow.loads.closed import (
     seconds,
     summarize,
 )
-from gridbench.jobflow.events.model import SUBMIT_FAILURES
-from gridbench.jobflow.events.model import (
-    FAIL_JOB,
-    FAIL_LOST,
-    STAGE_CANCELLED,
-    STAGE_CLIENT_DONE,
-    STAGE_SUBMIT,
-    STAGE_SUBMIT_ACK,
-)
-from gridbench.jobflow.loads.base import BaseLoadModel, LoadBase, PlanEstimate, TrialContext, narrow
 from gridbench.jobflow.run.closed_loop import OpNames, sleep_or_stop, timed_op
 from gridbench.jobflow.run.recorder import Recorder
 from gridbench.stats import describe

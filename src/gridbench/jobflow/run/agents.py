@@ -39,7 +39,6 @@ from gridbench.jobflow.events.model import EVENT_COLUMNS, FAIL_LOST, STAGE_CANCE
 from gridbench.jobflow.run import clock_sync
 from gridbench.jobflow.run.agent_live import merge_live
 from gridbench.jobflow.run.agent_pool import AgentPool, AgentPools
-from gridbench.jobflow.run.open_loop import OpenLoop, split_for_agents
 from gridbench.jobflow.run.agent_worker import (
     AgentTask,
     host_clock_state,
@@ -48,6 +47,7 @@ from gridbench.jobflow.run.agent_worker import (
     run_agent,
     stop_agent,
 )
+from gridbench.jobflow.run.open_loop import OpenLoop, split_for_agents
 from gridbench.jobflow.run.outstanding import outstanding_jobs
 from gridbench.store.layout import RunDir
 
