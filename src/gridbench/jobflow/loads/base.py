@@ -26,10 +26,10 @@ from gridbench.jobflow.run.load_model import (
     BaseLoadModel,
     LoadModel,
     PlanEstimate,
-    RequestMaker,
     SectionBuilder,
     TrialContext,
 )
+from gridbench.jobflow.run.requests import RequestMaker
 from gridbench.jobflow.specbase.load import (
     DEFAULT_MODEL,
     AgentsBlock,

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from gridbench.jobflow.run.open_loop import Submitter, submit_one
+from gridbench.jobflow.run.requests import RequestMaker
 
 if TYPE_CHECKING:
     import polars as pl
@@ -36,12 +37,6 @@ class PlanEstimate:
     jobs_per_trial: int | None  # None: open-ended (closed loop)
     seconds_per_trial: float
     peak_rate_per_s: float | None  # None: no offered rate (closed loop)
-
-
-class RequestMaker(Protocol):
-    """Job ``i``'s request; ``slot`` pins a sustain virtual user to a declared user."""
-
-    def __call__(self, i: int, slot: int | None = None) -> JobRequest: ...
 
 
 @dataclass(frozen=True)

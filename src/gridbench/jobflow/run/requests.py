@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import numpy as np
 
 from gridbench.jobflow.backends.base import JobRequest
-from gridbench.jobflow.run.load_model import RequestMaker
 from gridbench.jobflow.specbase.model import ExperimentBase
+
+
+class RequestMaker(Protocol):
+    """Job ``i``'s request; ``slot`` pins a sustain virtual user to a declared user."""
+
+    def __call__(self, i: int, slot: int | None = None) -> JobRequest: ...
 
 
 def request_factory(spec: ExperimentBase, trial_id: str, n_hint: int, seed: int) -> RequestMaker:
