@@ -39,9 +39,9 @@ import polars as pl
 
 from gridbench.jobflow.events.clock import AnchoredClock
 from gridbench.jobflow.events.log import EventLog, read_events
+from gridbench.jobflow.experiment.runner import ExperimentRunner
 from gridbench.jobflow.run.agent_collect import merge_logs
 from gridbench.jobflow.run.agents import _Merger
-from gridbench.jobflow.run.experiment import ExperimentRunner
 from gridbench.jobflow.spec import load_spec_text, make_plan
 
 

@@ -30,7 +30,7 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from gridbench.jobflow.analysis.experiment import analyze_run
-from gridbench.jobflow.run.experiment import ExperimentRunner
+from gridbench.jobflow.experiment.runner import ExperimentRunner
 from gridbench.jobflow.spec import load_spec_text, make_plan
 from slurm_cluster import SlurmCluster, running_cluster
 

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import psutil
 
+from gridbench.jobflow.experiment.runner import ExperimentRunner
 from gridbench.jobflow.run import tracker as tracker_mod
-from gridbench.jobflow.run.experiment import ExperimentRunner
 from gridbench.jobflow.run.observer import NullObserver, TrialProgress
 from gridbench.jobflow.spec import load_spec_text, make_plan
 

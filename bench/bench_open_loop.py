@@ -21,7 +21,7 @@ import numpy as np
 import polars as pl
 
 from gridbench.jobflow.events.log import read_events
-from gridbench.jobflow.run.experiment import ExperimentRunner
+from gridbench.jobflow.experiment.runner import ExperimentRunner
 from gridbench.jobflow.spec import load_spec_text, make_plan
 
 

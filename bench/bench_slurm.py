@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from gridbench.jobflow.backends.registry import create_backend
 from gridbench.jobflow.events.log import read_events
-from gridbench.jobflow.run.experiment import ExperimentRunner
+from gridbench.jobflow.experiment.runner import ExperimentRunner
 from gridbench.jobflow.spec import load_spec_text, make_plan
 from slurm_cluster import PARTITION, SlurmCluster, running_cluster
 

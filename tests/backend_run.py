@@ -11,7 +11,7 @@ import polars as pl
 
 from gridbench.jobflow.backends.base import Backend
 from gridbench.jobflow.events.log import read_events
-from gridbench.jobflow.run.experiment import ExperimentOutcome, ExperimentRunner
+from gridbench.jobflow.experiment.runner import ExperimentOutcome, ExperimentRunner
 from gridbench.jobflow.spec import load_spec_text, make_plan
 
 

@@ -14,8 +14,8 @@ import pytest
 from conftest import BIN, cli_env
 from gridbench import __version__
 from gridbench.errors import GridbenchError
+from gridbench.jobflow.experiment.agent_check import STEP_NAMES, AgentCheck, check_agents
 from gridbench.jobflow.reference import ReferenceGrid
-from gridbench.jobflow.run.agent_check import STEP_NAMES, AgentCheck, check_agents
 from gridbench.jobflow.spec.load import load_spec_text
 from test_agents import grid  # noqa: F401  # the shared reference grid (module fixture)
 from test_agents_hosts import Hosts, hosts  # noqa: F401  # the namespace hosts (module fixture)

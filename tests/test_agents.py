@@ -26,7 +26,7 @@ from conftest import BIN, cli_env
 from gridbench.jobflow.analysis import analyze_run
 from gridbench.jobflow.events.log import read_events
 from gridbench.jobflow.reference import ReferenceGrid, build_config
-from gridbench.jobflow.run.cleanup import outstanding_jobs
+from gridbench.jobflow.run.outstanding import outstanding_jobs
 from test_runner import run_spec
 
 DASK = Path(sys.executable).with_name("dask")
@@ -558,7 +558,7 @@ def test_trials_reuse_the_agents_and_a_lost_one_is_replaced(
 ) -> None:
     """Three trials: the first two run on the same agent processes (started once); an agent
     killed after the second makes the third start a fresh pair, and that trial is whole."""
-    from gridbench.jobflow.run.experiment import ExperimentRunner
+    from gridbench.jobflow.experiment.runner import ExperimentRunner
     from gridbench.jobflow.run.observer import NullObserver
     from gridbench.jobflow.spec import load_spec_text, make_plan
 

@@ -171,7 +171,7 @@ def test_agents_on_hosts_outlive_a_killed_controller_and_cancel(
     hear nothing more, stop submitting and cancel every job they had submitted."""
     import signal
 
-    from gridbench.jobflow.run.cleanup import outstanding_jobs
+    from gridbench.jobflow.run.outstanding import outstanding_jobs
     from test_agents import _agent_logs, _run_background, _wait_for
 
     ssh = f'{{port: {hosts.port}, username: root, client_keys: ["{hosts.key}"], known_hosts: null}}'

@@ -18,11 +18,11 @@ import pytest
 
 from gridbench.growth import fit_growth
 from gridbench.jobflow.analysis import analyze_run
-from gridbench.jobflow.analysis.closed import ci_statement, pm_text, pooled
 from gridbench.jobflow.analysis.growth import sweep_growth
 from gridbench.jobflow.events.chain import Segment, Stage, StageChain
 from gridbench.jobflow.events.log import read_events
-from gridbench.jobflow.run.experiment import ExperimentOutcome, ExperimentRunner
+from gridbench.jobflow.experiment.runner import ExperimentOutcome, ExperimentRunner
+from gridbench.jobflow.loads.closed import ci_statement, pm_text, pooled
 from gridbench.jobflow.spec import load_spec_text, make_plan
 from gridbench.stats import describe
 from test_analysis_fixtures import edgi_chain, frame, info, simple_chain, write_trial

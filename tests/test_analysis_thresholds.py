@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from gridbench.jobflow.analysis.thresholds import evaluate_threshold, evaluate_thresholds
-from gridbench.jobflow.spec.model import ThresholdSpec
+from gridbench.thresholds import ThresholdSpec
 
 
 def _trial(tid: str, p99: float, valid: bool = True) -> dict[str, Any]:

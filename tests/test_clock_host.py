@@ -13,7 +13,7 @@ import pytest
 from clock_fixtures import PrivateChronyd
 from gridbench.jobflow.analysis.clocks import sync_text
 from gridbench.jobflow.analysis.experiment import analyze_run
-from gridbench.jobflow.run.experiment import ExperimentRunner
+from gridbench.jobflow.experiment.runner import ExperimentRunner
 from gridbench.jobflow.run.host_clock import TRACKING_FIELDS, chrony_tracking, parse_tracking
 from gridbench.jobflow.spec import load_spec_text, make_plan
 

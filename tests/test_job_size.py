@@ -18,8 +18,8 @@ from gridbench.jobflow.backends.base import JobRequest, JobSizer
 from gridbench.jobflow.backends.registry import create_backend
 from gridbench.jobflow.backends.slurm.backend import SlurmBackend
 from gridbench.jobflow.events.log import read_events
+from gridbench.jobflow.experiment.check import check_config
 from gridbench.jobflow.report.headline import headline
-from gridbench.jobflow.run.check import check_config
 from gridbench.jobflow.spec import load_spec_text, make_plan
 from psij_run import psij_backend
 from slurm_cluster import (  # noqa: F401 (fixtures)

@@ -20,8 +20,8 @@ from gridbench.jobflow.analysis.experiment import analyze_run
 from gridbench.jobflow.backends.operations import Checkpointer, HoldingSubmitter, NamedOperations
 from gridbench.jobflow.backends.registry import create_backend
 from gridbench.jobflow.events.log import read_events
-from gridbench.jobflow.run.check import check_config
-from gridbench.jobflow.run.experiment import ExperimentOutcome, ExperimentRunner
+from gridbench.jobflow.experiment.check import check_config
+from gridbench.jobflow.experiment.runner import ExperimentOutcome, ExperimentRunner
 from gridbench.jobflow.spec import load_spec_text, make_plan
 
 LOCAL = """

@@ -17,7 +17,7 @@ from arc_site import ArcSite, arc_fixture  # noqa: F401 (the fixture arc)
 from gram_site import GramSite, gram_fixture  # noqa: F401 (the fixture gram)
 from gridbench.jobflow.analysis.experiment import analyze_run
 from gridbench.jobflow.events.log import read_events
-from gridbench.jobflow.run.experiment import ExperimentRunner
+from gridbench.jobflow.experiment.runner import ExperimentRunner
 from gridbench.jobflow.spec import load_spec_text, make_plan
 
 pytestmark = pytest.mark.e2e

@@ -17,11 +17,11 @@ from backend_run import backend_ids, run_with, trial
 from gridbench.jobflow.analysis.experiment import analyze_run
 from gridbench.jobflow.backends.registry import create_backend
 from gridbench.jobflow.backends.slurm.backend import SlurmBackend
+from gridbench.jobflow.experiment.cleanup import cleanup_run
+from gridbench.jobflow.experiment.runner import ExperimentOutcome
 from gridbench.jobflow.metrics_schema import validate_metrics
 from gridbench.jobflow.report import build_report
 from gridbench.jobflow.report.rows import all_tables
-from gridbench.jobflow.run.cleanup import cleanup_run
-from gridbench.jobflow.run.experiment import ExperimentOutcome
 from gridbench.report import render_report
 from slurm_cluster import SlurmCluster, slurm_fixture  # noqa: F401 (fixture)
 

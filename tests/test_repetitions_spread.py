@@ -20,8 +20,8 @@ from conftest import BIN, cli_env
 from gridbench.errors import SpecError
 from gridbench.jobflow.analysis import analyze_run
 from gridbench.jobflow.backends.registry import create_backend
+from gridbench.jobflow.experiment.runner import ExperimentRunner
 from gridbench.jobflow.report.rows import all_tables
-from gridbench.jobflow.run.experiment import ExperimentRunner
 from gridbench.jobflow.spec import load_spec_text, make_plan
 
 SPEC = """\

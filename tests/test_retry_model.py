@@ -17,9 +17,9 @@ from rich.console import Console
 from gridbench.errors import SpecError
 from gridbench.jobflow.analysis import analyze_run
 from gridbench.jobflow.events.log import read_events
+from gridbench.jobflow.experiment.runner import ExperimentOutcome
 from gridbench.jobflow.loads.retry import RetryLoad
 from gridbench.jobflow.report import build_report
-from gridbench.jobflow.run.experiment import ExperimentOutcome
 from gridbench.jobflow.spec import load_spec_text, make_plan
 from gridbench.report import write_reports
 from gridbench.report.html import render_page

@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from gridbench.jobflow.events.log import read_events
-from gridbench.jobflow.run.experiment import ExperimentOutcome, ExperimentRunner
+from gridbench.jobflow.experiment.runner import ExperimentOutcome, ExperimentRunner
 from gridbench.jobflow.spec import load_spec_text, make_plan
 
 
@@ -103,7 +103,7 @@ timeouts: {status_interval: 0.1s, drain: 0.5s}
 def test_without_cancel_on_abort_leftovers_are_lost_and_cleanup_finds_them(
     tmp_path: Path,
 ) -> None:
-    from gridbench.jobflow.run.cleanup import outstanding_jobs
+    from gridbench.jobflow.run.outstanding import outstanding_jobs
 
     out = run_spec(
         """

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gridbench.jobflow.loads.open import OpenLoad, intended_offsets, split_for_agents
-from gridbench.jobflow.spec.model import TrialSpec
+from gridbench.jobflow.loads.open import OpenLoad, intended_offsets
+from gridbench.jobflow.run.open_loop import split_for_agents
+from gridbench.jobflow.specbase.model import TrialSpec
 
 
 def test_uniform_rate() -> None:

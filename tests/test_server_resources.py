@@ -20,10 +20,10 @@ from rich.console import Console
 from gridbench.errors import ResultsError, SpecError
 from gridbench.jobflow.analysis.experiment import analyze_run
 from gridbench.jobflow.analysis.server import cpu_seconds, server_resources
+from gridbench.jobflow.experiment.runner import ExperimentOutcome, ExperimentRunner
 from gridbench.jobflow.metrics_schema import validate_metrics
 from gridbench.jobflow.report import build_report
 from gridbench.jobflow.report.rows import all_tables
-from gridbench.jobflow.run.experiment import ExperimentOutcome, ExperimentRunner
 from gridbench.jobflow.spec import load_spec_text, make_plan
 from gridbench.report import render_report
 from gridbench.report.html import render_page

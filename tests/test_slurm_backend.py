@@ -21,7 +21,7 @@ from gridbench.jobflow.backends.registry import create_backend
 from gridbench.jobflow.backends.slurm.backend import SlurmBackend
 from gridbench.jobflow.backends.slurm.parse import parse_squeue_json
 from gridbench.jobflow.events.model import Precision
-from gridbench.jobflow.run.experiment import ExperimentOutcome, ExperimentRunner
+from gridbench.jobflow.experiment.runner import ExperimentOutcome, ExperimentRunner
 from gridbench.jobflow.spec import load_spec_text, make_plan
 from slurm_cluster import (  # noqa: F401 (the fixtures slurm, slurm_acct, slurm_private)
     SlurmCluster,

@@ -23,7 +23,7 @@ from gridbench.jobflow.backends.base import JobRequest, SubmitError
 from gridbench.jobflow.backends.registry import create_backend
 from gridbench.jobflow.backends.slurm.backend import SlurmBackend
 from gridbench.jobflow.backends.slurm.rest import token_expiry
-from gridbench.jobflow.run.check import check_config
+from gridbench.jobflow.experiment.check import check_config
 from gridbench.jobflow.spec import load_spec_text, make_plan
 from slurm_cluster import SlurmCluster, free_port, rest_options, slurm_fixture  # noqa: F401 (fixture)
 

@@ -7,7 +7,7 @@ import pytest
 from gridbench.errors import SpecError
 from gridbench.jobflow.spec import load_spec_text, make_plan
 from gridbench.jobflow.spec.plan import needs_confirmation
-from gridbench.jobflow.spec.units import parse_rate
+from gridbench.jobflow.specbase.units import parse_rate
 from gridbench.units import parse_duration
 
 BASE = """\

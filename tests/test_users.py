@@ -15,7 +15,7 @@ from conftest import BIN, cli_env
 from gridbench.errors import SpecError
 from gridbench.jobflow.backends.registry import create_backend
 from gridbench.jobflow.backends.slurm.backend import SlurmBackend
-from gridbench.jobflow.run.trial import user_order
+from gridbench.jobflow.run.requests import user_order
 from gridbench.jobflow.spec import load_spec_text
 from slurm_cluster import SlurmCluster, rest_options, slurm_fixture  # noqa: F401 (fixture)
 from unix_users import accounts_fixture  # noqa: F401 (fixture)

@@ -155,7 +155,7 @@ def test_metrics_endpoint_is_openmetrics(finished: tuple[str, list, str]) -> Non
 
 
 def test_abort_cleans_up_like_ctrl_c(server: Server, client: httpx.Client) -> None:
-    from gridbench.jobflow.run.cleanup import find_outstanding
+    from gridbench.jobflow.experiment.cleanup import find_outstanding
     from gridbench.store.layout import RunDir
 
     rid = start_run(client, fast_spec("api-abort", rate="4/s", duration="60s"))
@@ -424,7 +424,7 @@ def test_stop_finishes_the_trial_and_starts_no_more(server: Server, client: http
 
 
 def test_stopping_the_server_aborts_its_runs_like_ctrl_c(tmp_path: Path) -> None:
-    from gridbench.jobflow.run.cleanup import find_outstanding
+    from gridbench.jobflow.experiment.cleanup import find_outstanding
     from gridbench.store.layout import RunDir
 
     with (

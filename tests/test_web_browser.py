@@ -176,7 +176,7 @@ def test_create_from_preset_start_and_watch_live(page: Any, server: Server) -> N
 
 
 def test_abort_a_second_run_and_verify_cleanup(page: Any, server: Server) -> None:
-    from gridbench.jobflow.run.cleanup import find_outstanding
+    from gridbench.jobflow.experiment.cleanup import find_outstanding
 
     pg = page
     # a second run of the first one's spec name (batched this time) runs at the same time

@@ -109,7 +109,7 @@ def single(doc: Any, where: str, *, strip_head: bool = False) -> Scope:
 
 
 def _num(x: float) -> str:
-    # three significant digits, whole above 100; as analysis.text.num, which core cannot import
+    # three significant digits, whole above 100; as jobflow.text.num, which core cannot import
     return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
 
 

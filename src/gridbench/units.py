@@ -1,6 +1,6 @@
 """Durations and byte sizes in any family's spec: a number of seconds or a string with a
 unit ("15s", "2m", "100ms"); a number of bytes or a string with a binary multiple ("128k",
-"2G"). Job rates stay with job flow (:mod:`gridbench.jobflow.spec.units`)."""
+"2G"). Job rates stay with job flow (:mod:`gridbench.jobflow.specbase.units`)."""
 
 from __future__ import annotations
 

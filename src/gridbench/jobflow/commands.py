@@ -34,7 +34,7 @@ def _bind(cmd: Command, ui: Ui) -> Callable[[argparse.Namespace], int]:
 
 
 def _load(args: argparse.Namespace, *, host: bool = True) -> tuple[Any, dict[str, Any], Any]:
-    from gridbench.jobflow.run.check import check_config
+    from gridbench.jobflow.experiment.check import check_config
     from gridbench.jobflow.spec import load_spec, make_plan
 
     spec, data = load_spec(args.spec, args.set)
@@ -47,7 +47,7 @@ def _load(args: argparse.Namespace, *, host: bool = True) -> tuple[Any, dict[str
 
 
 def _print_plan(plan: Any, ui: Ui) -> None:
-    from gridbench.jobflow.spec.units import format_rate
+    from gridbench.jobflow.specbase.units import format_rate
 
     spec = plan.spec
     t = Table(
@@ -155,8 +155,8 @@ def _confirm(plan: Any, yes: bool, ui: Ui) -> None:
 
 
 def _execute(plan: Any, data: dict[str, Any], root: Path, ui: Ui) -> Any:
+    from gridbench.jobflow.experiment.runner import ExperimentRunner
     from gridbench.jobflow.progress import RichObserver
-    from gridbench.jobflow.run.experiment import ExperimentRunner
 
     async def main() -> Any:
         with RichObserver(ui.console) as obs:
@@ -232,7 +232,7 @@ def cmd_demo(args: argparse.Namespace, ui: Ui) -> int:
 
 
 def cmd_check(args: argparse.Namespace, ui: Ui) -> int:
-    from gridbench.jobflow.run.check import check
+    from gridbench.jobflow.experiment.check import check
     from gridbench.jobflow.spec import load_spec
 
     spec, _ = load_spec(args.spec, args.set)
@@ -256,7 +256,7 @@ def cmd_check(args: argparse.Namespace, ui: Ui) -> int:
 
 def _check_agents(spec: Any, timeout_s: float, ui: Ui) -> bool:
     """Print the agents' table (one row per agent, a column per step); all passed?"""
-    from gridbench.jobflow.run.agent_check import STEP_NAMES, check_agents
+    from gridbench.jobflow.experiment.agent_check import STEP_NAMES, check_agents
 
     block = spec.load.remote_agents
     rows = asyncio.run(check_agents(spec, job_timeout_s=timeout_s))

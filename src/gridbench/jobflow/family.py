@@ -100,8 +100,8 @@ class JobFlow:
 
     def cleanup(self, run: RunDir, *, dry_run: bool, force: bool) -> CleanupOutcome:
         """Cancel, by id, the jobs a crashed or killed run left behind; stop only the
-        processes whose start time gridbench recorded (``gridbench.jobflow.run.cleanup``)."""
-        from gridbench.jobflow.run.cleanup import cleanup_run, find_outstanding
+        processes whose start time gridbench recorded (``gridbench.jobflow.experiment.cleanup``)."""
+        from gridbench.jobflow.experiment.cleanup import cleanup_run, find_outstanding
 
         todo = find_outstanding(run)
         n = sum(df.height for df in todo.values())

@@ -1,6 +1,6 @@
 """The dashboard's agents page: the saved presets that name agents (``agents:``, a
 ``load.agents`` block), where their agents run, and the per-agent connectivity check
-(:mod:`gridbench.jobflow.run.agent_check`) behind each one's *Test connectivity* button."""
+(:mod:`gridbench.jobflow.experiment.agent_check`) behind each one's *Test connectivity* button."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from gridbench.errors import SpecError
-from gridbench.jobflow.run.agent_check import STEP_NAMES, AgentCheck
+from gridbench.jobflow.experiment.agent_check import STEP_NAMES, AgentCheck
 from gridbench.jobflow.spec.load import load_spec_text
 from gridbench.jobflow.spec.model import ExperimentSpec
 from gridbench.specload import dump_yaml

@@ -2,7 +2,7 @@
 the routers of each concern (web/routes/) and of each family with pages of its own.
 
 The same results store and runner as the CLI: pages read RUN directories through the
-store, runs go through :class:`~gridbench.jobflow.run.experiment.ExperimentRunner`, reports
+store, runs go through :class:`~gridbench.jobflow.experiment.runner.ExperimentRunner`, reports
 through the HTML report's builders. Heavy page work runs in the thread pool (sync
 endpoints) so that the event loop, shared with live runs, stays free for their timing.
 """

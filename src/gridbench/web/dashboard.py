@@ -23,7 +23,7 @@ from markupsafe import Markup
 from prometheus_client.registry import CollectorRegistry
 
 from gridbench import __version__
-from gridbench.jobflow.spec.units import format_rate
+from gridbench.jobflow.specbase.units import format_rate
 from gridbench.report.html import json_for_script, offline_plotlyjs
 from gridbench.store.layout import RunDir, json_safe
 from gridbench.web.manager import RunManager

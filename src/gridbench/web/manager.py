@@ -19,7 +19,7 @@ from typing import Any, cast
 from gridbench.errors import GridbenchError
 from gridbench.jobflow.backends.base import Backend
 from gridbench.jobflow.backends.registry import create_backend
-from gridbench.jobflow.run.experiment import ExperimentRunner
+from gridbench.jobflow.experiment.runner import ExperimentRunner
 from gridbench.jobflow.run.observer import TrialProgress
 from gridbench.jobflow.spec.plan import Plan
 from gridbench.pipeline import analyze_and_report

@@ -9,11 +9,11 @@ from typing import Any
 from ruamel.yaml import YAML
 
 from gridbench.errors import GridbenchError, SpecError
-from gridbench.jobflow.run.check import check_config
+from gridbench.jobflow.experiment.check import check_config
 from gridbench.jobflow.spec.load import load_spec_text
 from gridbench.jobflow.spec.model import ExperimentSpec
 from gridbench.jobflow.spec.plan import Plan, make_plan
-from gridbench.jobflow.spec.units import format_rate
+from gridbench.jobflow.specbase.units import format_rate
 from gridbench.specload import MAX_SPEC_BYTES, parse_yaml, plain_data
 from gridbench.store.layout import json_safe
 from gridbench.web.bodies import error_dict

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gridbench.jobflow.analysis import text
+from gridbench.jobflow import text
 from gridbench.jobflow.events.chain import StageChain
 
 DEFAULT_TOLERANCE = 0.1

@@ -16,23 +16,12 @@ import numpy as np
 from gridbench.jobflow.analysis.timelines import JobTimes
 from gridbench.jobflow.events.model import (
     FAIL_DROPPED,
-    FAIL_SUBMIT_AUTH,
-    FAIL_SUBMIT_ERROR,
-    FAIL_SUBMIT_REJECTED,
-    FAIL_SUBMIT_TIMEOUT,
     STAGE_INTENDED,
     STAGE_SUBMIT,
+    SUBMIT_FAILURES,
 )
 from gridbench.paths import number
 from gridbench.stats import rep
-
-SUBMIT_FAILURES = (
-    FAIL_DROPPED,
-    FAIL_SUBMIT_REJECTED,
-    FAIL_SUBMIT_TIMEOUT,
-    FAIL_SUBMIT_ERROR,
-    FAIL_SUBMIT_AUTH,
-)
 
 
 def failure_counts(jt: JobTimes) -> dict[str, int]:

@@ -8,7 +8,7 @@ from typing import Any
 
 from gridbench.errors import ResultsError
 from gridbench.jobflow.events.chain import StageChain
-from gridbench.jobflow.loads.base import DEFAULT_MODEL
+from gridbench.jobflow.specbase.load import DEFAULT_MODEL
 
 DEFAULT_LATE_THRESHOLD_NS = 100_000_000  # 100 ms, as the spec's load.late_threshold default
 

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from gridbench.jobflow.analysis import text
+from gridbench.jobflow import text
 
 F64 = NDArray[np.float64]
 DEFAULT_RESAMPLES = 1000

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from gridbench.jobflow.analysis import text
+from gridbench.jobflow import text
 from gridbench.paths import PathError, number, resolve
 from gridbench.stats import rep
 

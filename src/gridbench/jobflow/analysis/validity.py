@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from gridbench.jobflow.analysis import text
+from gridbench.jobflow import text
 from gridbench.jobflow.analysis.info import TrialInfo
 from gridbench.jobflow.analysis.latency import (
     backwards_jobs,

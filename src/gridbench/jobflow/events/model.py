@@ -49,6 +49,14 @@ FAIL_SUBMIT_ERROR: Final = "submit_error"
 FAIL_SUBMIT_AUTH: Final = "submit_auth"  # the credential was refused or has expired
 FAIL_JOB: Final = "job_failed"  # the backend reported the job as failed
 FAIL_LOST: Final = "lost"  # never reached a terminal state before the drain time-out
+#: the kinds that fail a job at submission (it never reached the system under test)
+SUBMIT_FAILURES: Final = (
+    FAIL_DROPPED,
+    FAIL_SUBMIT_REJECTED,
+    FAIL_SUBMIT_TIMEOUT,
+    FAIL_SUBMIT_ERROR,
+    FAIL_SUBMIT_AUTH,
+)
 
 EVENT_COLUMNS: Final = (
     "job",

@@ -17,8 +17,7 @@ import polars as pl
 from pydantic import Field
 
 from gridbench.errors import BackendError, SpecError
-from gridbench.jobflow.analysis import text
-from gridbench.jobflow.analysis.closed import count, job_table, over_trials, seconds, summarize
+from gridbench.jobflow import text
 from gridbench.jobflow.backends.base import BulkSubmitter
 from gridbench.jobflow.events.model import (
     STAGE_CANCELLED,
@@ -27,13 +26,14 @@ from gridbench.jobflow.events.model import (
     STAGE_SUBMIT_ACK,
 )
 from gridbench.jobflow.loads.base import BaseLoadModel, LoadBase, PlanEstimate, TrialContext, narrow
+from gridbench.jobflow.loads.closed import count, job_table, over_trials, seconds, summarize
 from gridbench.jobflow.run.open_loop import submit_chunk
 from gridbench.stats import describe
 
 if TYPE_CHECKING:
     from gridbench.jobflow.backends.base import Backend
     from gridbench.jobflow.events.chain import StageChain
-    from gridbench.jobflow.spec.model import ExperimentSpec
+    from gridbench.jobflow.specbase.model import ExperimentBase
 
 NO_BULK_FIX = "set load.bulk: 1, or use a backend that can (slurm: job arrays)"
 
@@ -49,7 +49,7 @@ class BatchLoad(LoadBase):
     )
 
 
-def batch_jobs(spec: ExperimentSpec) -> int:
+def batch_jobs(spec: ExperimentBase) -> int:
     """N: load.jobs, else trial.jobs."""
     load = narrow(spec.load, BatchLoad)
     return load.jobs or spec.trial.jobs or 0
@@ -180,12 +180,12 @@ class Batch(BaseLoadModel):
     run = staticmethod(run_batch)
     summary = staticmethod(batch_summary)
 
-    def check_spec(self, spec: ExperimentSpec) -> None:
+    def check_spec(self, spec: ExperimentBase) -> None:
         """N must be given."""
         if narrow(spec.load, BatchLoad).jobs is None and spec.trial.jobs is None:
             raise ValueError("the batch model needs load.jobs (N jobs to submit)")
 
-    def check_backend(self, spec: ExperimentSpec, backend: Backend) -> None:
+    def check_backend(self, spec: ExperimentBase, backend: Backend) -> None:
         """Bulk submission needs a backend that can (job arrays)."""
         if narrow(spec.load, BatchLoad).bulk > 1 and not isinstance(backend, BulkSubmitter):
             raise SpecError(
@@ -194,7 +194,7 @@ class Batch(BaseLoadModel):
                 fix=NO_BULK_FIX,
             )
 
-    def plan(self, spec: ExperimentSpec, drain_s: float) -> PlanEstimate:
+    def plan(self, spec: ExperimentBase, drain_s: float) -> PlanEstimate:
         """N jobs; about 10 ms of submitting each, then the drain."""
         n = batch_jobs(spec)
         return PlanEstimate(n, drain_s + n * 0.01, None)

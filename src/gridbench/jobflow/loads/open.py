@@ -17,13 +17,13 @@ import numpy.typing as npt
 from pydantic import ConfigDict, Field, model_validator
 
 from gridbench.jobflow.loads.base import BaseLoadModel, LoadBase, PlanEstimate, Strict, narrow
-from gridbench.jobflow.run.open_loop import run_open_loop
-from gridbench.jobflow.spec.units import Rate
+from gridbench.jobflow.run.open_loop import OpenLoop, Submitter, run_open_loop, split_for_agents
+from gridbench.jobflow.specbase.units import Rate
 from gridbench.units import Duration
 
 if TYPE_CHECKING:
     from gridbench.jobflow.loads.base import TrialContext
-    from gridbench.jobflow.spec.model import ExperimentSpec, TrialSpec
+    from gridbench.jobflow.specbase.model import ExperimentBase, TrialSpec
 
 NS = 1_000_000_000
 START_LEAD_S = 0.2  # lets every submitter reach its first sleep before the schedule starts
@@ -165,11 +165,6 @@ def intended_offsets(load: OpenLoad, trial: TrialSpec, seed: int = 1) -> npt.NDA
     return np.round(np.sort(sec) * NS).astype(np.int64)
 
 
-def split_for_agents(offsets: npt.NDArray[np.int64], agents: int) -> list[npt.NDArray[np.int64]]:
-    """Interleave a schedule across agents so each keeps an even share of the rate."""
-    return [offsets[k::agents] for k in range(agents)]
-
-
 def offered_rate_per_s(offsets: npt.NDArray[np.int64], window_s: float) -> float:
     """Jobs per second a schedule offers over its window."""
     return float(len(offsets)) / window_s if window_s > 0 else 0.0
@@ -188,10 +183,11 @@ async def run_open(ctx: TrialContext) -> None:
     ctx.info["planned_jobs"] = ctx.progress.planned = len(offsets)
     ctx.info["submission_window_s"] = window
     ctx.write_info()
+    loop = OpenLoop(load.pool, load.max_lateness, load.late_threshold)
     if load.remote_agents is not None:
         from gridbench.jobflow.run.agents import run_remote_open  # Dask loads only when asked
 
-        await run_remote_open(ctx, load.remote_agents, offsets)
+        await run_remote_open(ctx, load.remote_agents, offsets, loop)
         return
     make = ctx.requests(len(offsets))
     start = time.perf_counter_ns() + int(START_LEAD_S * 1e9)
@@ -200,18 +196,18 @@ async def run_open(ctx: TrialContext) -> None:
         for k, part in enumerate(split_for_agents(offsets, load.agent_count)):
             tg.create_task(
                 run_open_loop(
-                    ctx.backend,
+                    Submitter(
+                        ctx.backend,
+                        ctx.recorders[k],
+                        ctx.tracker,
+                        ctx.progress,
+                        ctx.submit_timeout_s,
+                    ),
                     part,
                     idx_parts[k],
                     make,
-                    ctx.recorders[k],
-                    ctx.tracker,
-                    ctx.progress,
+                    loop,
                     start_mono_ns=start,
-                    pool=load.pool,
-                    max_lateness_s=load.max_lateness,
-                    late_threshold_s=load.late_threshold,
-                    submit_timeout_s=ctx.submit_timeout_s,
                     stop=ctx.stop,
                 )
             )
@@ -228,14 +224,14 @@ class Open(BaseLoadModel):
     # throughput, queues, knee, bottleneck)
     run = staticmethod(run_open)
 
-    def check_spec(self, spec: ExperimentSpec) -> None:
+    def check_spec(self, spec: ExperimentBase) -> None:
         """A plain rate needs a window or a job count; steps and ramps carry their own."""
         load = narrow(spec.load, OpenLoad)
         plain = load.schedule is None and load.ramp is None
         if plain and spec.trial.duration is None and spec.trial.jobs is None:
             raise ValueError("trial needs a duration or a job count (e.g. trial: {duration: 60s})")
 
-    def plan(self, spec: ExperimentSpec, drain_s: float) -> PlanEstimate:
+    def plan(self, spec: ExperimentBase, drain_s: float) -> PlanEstimate:
         """The schedule's jobs over its window, plus the drain."""
         load = narrow(spec.load, OpenLoad)
         return PlanEstimate(

@@ -25,18 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import polars as pl
 from pydantic import Field, field_validator
 
-from gridbench.jobflow.analysis import text
-from gridbench.jobflow.analysis.closed import (
-    F64,
-    OP_END,
-    OP_START,
-    below_statement,
-    ci_statement,
-    job_table,
-    over_trials,
-    seconds,
-    summarize,
-)
+from gridbench.jobflow import text
 from gridbench.jobflow.events.model import STAGE_SUBMIT, STAGE_SUBMIT_ACK
 from gridbench.jobflow.loads import probe_ops
 from gridbench.jobflow.loads.base import (
@@ -47,6 +36,17 @@ from gridbench.jobflow.loads.base import (
     TrialContext,
     narrow,
 )
+from gridbench.jobflow.loads.closed import (
+    F64,
+    OP_END,
+    OP_START,
+    below_statement,
+    ci_statement,
+    job_table,
+    over_trials,
+    seconds,
+    summarize,
+)
 from gridbench.jobflow.run.closed_loop import STAGE_OP_END, STAGE_OP_START, OpNames, sleep_or_stop
 from gridbench.stats import describe
 from gridbench.units import Duration
@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from gridbench.jobflow.backends.base import Backend
     from gridbench.jobflow.events.chain import StageChain
     from gridbench.jobflow.run.recorder import Recorder
-    from gridbench.jobflow.spec.model import ExperimentSpec
+    from gridbench.jobflow.specbase.model import ExperimentBase
 
 NO_JOB_COMPLETED = "no job completed"
 
@@ -339,12 +339,12 @@ class Probe(BaseLoadModel):
     summary = staticmethod(probe_summary)
     adjust_validity = staticmethod(adjust_validity)
 
-    def check_backend(self, spec: ExperimentSpec, backend: Backend) -> None:
+    def check_backend(self, spec: ExperimentBase, backend: Backend) -> None:
         """The operation's capability (a held job, reservations, credentials, ...)."""
         load = narrow(spec.load, ProbeLoad)
         probe_ops.check_backend(load.operation, backend, spec.backend.type, load.status_of)
 
-    def plan(self, spec: ExperimentSpec, drain_s: float) -> PlanEstimate:
+    def plan(self, spec: ExperimentBase, drain_s: float) -> PlanEstimate:
         """count spaced by gap, plus the bursts' requests."""
         load = narrow(spec.load, ProbeLoad)
         burst = load.burst

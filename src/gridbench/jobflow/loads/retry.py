@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
     from gridbench.jobflow.events.chain import StageChain
     from gridbench.jobflow.run.tracker import StatusTracker
-    from gridbench.jobflow.spec.model import ExperimentSpec
+    from gridbench.jobflow.specbase.model import ExperimentBase
 
 
 #: the request of (attempt, slot)
@@ -63,7 +63,7 @@ class RetryLoad(LoadBase):
     pause: Duration = Field(default=0.0, description="wait between two attempts (retry)")
 
 
-def retry_jobs(spec: ExperimentSpec) -> int:
+def retry_jobs(spec: ExperimentBase) -> int:
     """M: load.jobs, else trial.jobs."""
     load = narrow(spec.load, RetryLoad)
     return load.jobs or spec.trial.jobs or 0
@@ -232,12 +232,12 @@ class Retry(BaseLoadModel):
     run = staticmethod(run_retry)
     summary = staticmethod(retry_summary)
 
-    def check_spec(self, spec: ExperimentSpec) -> None:
+    def check_spec(self, spec: ExperimentBase) -> None:
         """M must be given."""
         if narrow(spec.load, RetryLoad).jobs is None and spec.trial.jobs is None:
             raise ValueError("the retry model needs load.jobs (M jobs submitted at once)")
 
-    def plan(self, spec: ExperimentSpec, drain_s: float) -> PlanEstimate:
+    def plan(self, spec: ExperimentBase, drain_s: float) -> PlanEstimate:
         """Jobs: the most a trial can submit, M × (R + 1), so that the safety caps hold
         whatever fails. Seconds: one attempt and the drain (nothing fails); each retry
         adds about pause + drain."""

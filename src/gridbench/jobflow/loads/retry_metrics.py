@@ -22,9 +22,9 @@ from typing import Any
 
 import polars as pl
 
-from gridbench.jobflow.analysis import text
-from gridbench.jobflow.analysis.closed import job_table, over_trials, summarize
+from gridbench.jobflow import text
 from gridbench.jobflow.events.model import STAGE_CANCELLED, STAGE_SUBMIT, STAGE_SUBMIT_ACK
+from gridbench.jobflow.loads.closed import job_table, over_trials, summarize
 
 NO_JOB_COMPLETED = "no job completed"
 

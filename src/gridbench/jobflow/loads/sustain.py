@@ -22,8 +22,18 @@ from typing import TYPE_CHECKING, Any, Literal
 import polars as pl
 from pydantic import Field
 
-from gridbench.jobflow.analysis import text
-from gridbench.jobflow.analysis.closed import (
+from gridbench.jobflow import text
+from gridbench.jobflow.events.model import (
+    FAIL_JOB,
+    FAIL_LOST,
+    STAGE_CANCELLED,
+    STAGE_CLIENT_DONE,
+    STAGE_SUBMIT,
+    STAGE_SUBMIT_ACK,
+    SUBMIT_FAILURES,
+)
+from gridbench.jobflow.loads.base import BaseLoadModel, LoadBase, PlanEstimate, TrialContext, narrow
+from gridbench.jobflow.loads.closed import (
     OP_END,
     OP_START,
     count,
@@ -33,16 +43,6 @@ from gridbench.jobflow.analysis.closed import (
     seconds,
     summarize,
 )
-from gridbench.jobflow.analysis.failures import SUBMIT_FAILURES
-from gridbench.jobflow.events.model import (
-    FAIL_JOB,
-    FAIL_LOST,
-    STAGE_CANCELLED,
-    STAGE_CLIENT_DONE,
-    STAGE_SUBMIT,
-    STAGE_SUBMIT_ACK,
-)
-from gridbench.jobflow.loads.base import BaseLoadModel, LoadBase, PlanEstimate, TrialContext, narrow
 from gridbench.jobflow.run.closed_loop import OpNames, sleep_or_stop, timed_op
 from gridbench.jobflow.run.recorder import Recorder
 from gridbench.stats import describe
@@ -50,7 +50,7 @@ from gridbench.units import Duration
 
 if TYPE_CHECKING:
     from gridbench.jobflow.events.chain import StageChain
-    from gridbench.jobflow.spec.model import ExperimentSpec
+    from gridbench.jobflow.specbase.model import ExperimentBase
 
 
 class SustainLoad(LoadBase):
@@ -262,7 +262,7 @@ class Sustain(BaseLoadModel):
     run = staticmethod(run_sustain)
     summary = staticmethod(sustain_summary)
 
-    def check_spec(self, spec: ExperimentSpec) -> None:
+    def check_spec(self, spec: ExperimentBase) -> None:
         """A duration, and a virtual user for every declared user."""
         load = narrow(spec.load, SustainLoad)
         if spec.trial.duration is None:
@@ -273,7 +273,7 @@ class Sustain(BaseLoadModel):
                 "some would get no virtual user; raise load.users"
             )
 
-    def plan(self, spec: ExperimentSpec, drain_s: float) -> PlanEstimate:
+    def plan(self, spec: ExperimentBase, drain_s: float) -> PlanEstimate:
         """Open-ended: as many jobs as the users get through in the duration."""
         return PlanEstimate(None, (spec.trial.duration or 0.0) + drain_s, None)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from gridbench.jobflow import loads
 from gridbench.jobflow.report.brief import (
     failures_brief,
     latency_brief,
@@ -89,9 +90,6 @@ def chart_notes(series: Mapping[str, Mapping[str, Any]]) -> Statements | None:
 def model_sections(metrics: Mapping[str, Any]) -> list[Section | None]:
     """The load models' own sections, in registration order (each model's ``sections()``
     hooks; a hook gives one section, several, or None)."""
-    # at call time: the load models import the analysis, which imports this package
-    from gridbench.jobflow import loads
-
     made: list[Section | None] = []
     for model in loads.LOAD_MODELS.values():
         for build in model.sections():

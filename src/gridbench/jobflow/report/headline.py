@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gridbench.fmt import fmt_number, fmt_rate
+from gridbench.jobflow import loads
 from gridbench.jobflow.report.growth import growth_statements
 from gridbench.jobflow.report.model import (
     all_trials,
@@ -63,9 +64,6 @@ class Facts:
 
 def _rate_based(load_model: str) -> bool:
     """The registered model offers a rate (an unknown model, e.g. foreign results: no)."""
-    # at call time: the load models import the analysis, which imports this package
-    from gridbench.jobflow import loads
-
     model = loads.find(load_model)
     return model is not None and model.rate_based
 

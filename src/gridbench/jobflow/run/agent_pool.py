@@ -21,7 +21,7 @@ from gridbench.jobflow.run.agent_processes import CLOSE_WAIT_S, LocalAgents, Tls
 from gridbench.jobflow.run.agent_worker import agent_identity
 
 if TYPE_CHECKING:
-    from gridbench.jobflow.loads.base import AgentsBlock
+    from gridbench.jobflow.specbase.load import AgentsBlock
 
 T = TypeVar("T")
 JOIN_TIMEOUT_S = 60.0  # local agents' workers must have joined the scheduler by then

@@ -38,11 +38,12 @@ from gridbench.jobflow.events.log import EventLog
 from gridbench.jobflow.run.agent_live import LiveRecorder
 from gridbench.jobflow.run.host_clock import chrony_tracking
 from gridbench.jobflow.run.observer import TrialProgress
-from gridbench.jobflow.run.open_loop import run_open_loop
+from gridbench.jobflow.run.open_loop import OpenLoop, Submitter, run_open_loop
+from gridbench.jobflow.run.requests import request_factory
 from gridbench.jobflow.run.tracker import StatusTracker
 
 if TYPE_CHECKING:
-    from gridbench.jobflow.spec.model import ExperimentSpec
+    from gridbench.jobflow.specbase.model import ExperimentBase
 
 #: trial key -> time.monotonic() of the controller's last word (a pull or a probe)
 _heard: dict[str, float] = {}
@@ -60,7 +61,7 @@ class AgentTask:
     key: str  # run id + trial id + agent: unique per worker
     name: str  # agent-0, agent-1, ...
     trial_id: str
-    spec: ExperimentSpec  # the point's spec (backend block, job, timeouts)
+    spec: ExperimentBase  # the point's spec (backend block, job, timeouts)
     offsets_ns: npt.NDArray[np.int64]  # its share of the intended offsets
     indices: npt.NDArray[np.int64]  # the job numbers of that share
     n_total: int  # jobs of the whole trial (sizes the request factory as the controller's)
@@ -157,8 +158,6 @@ def run_agent(task: AgentTask) -> dict[str, Any]:
 
 
 async def _run(task: AgentTask, stop_flag: threading.Event) -> dict[str, Any]:
-    from gridbench.jobflow.run.trial import _request_factory  # the controller's exact job requests
-
     os.environ.update(task.env)
     cpu0 = time.process_time()  # the agent's process is its own: its CPU is the client's
     spec = task.spec
@@ -197,18 +196,13 @@ async def _run(task: AgentTask, stop_flag: threading.Event) -> dict[str, Any]:
         progress.phase = "submitting"  # the live page shows each agent's phase
         if not stop.is_set():
             await run_open_loop(
-                backend,
+                Submitter(backend, rec, tracker, progress, t.submit),
                 task.offsets_ns,
                 task.indices,
-                _request_factory(spec, task.trial_id, task.n_total, task.seed),
-                rec,
-                tracker,
-                progress,
+                # the controller's exact job requests
+                request_factory(spec, task.trial_id, task.n_total, task.seed),
+                OpenLoop(task.pool, task.max_lateness_s, task.late_threshold_s),
                 start_mono_ns=start_mono,
-                pool=task.pool,
-                max_lateness_s=task.max_lateness_s,
-                late_threshold_s=task.late_threshold_s,
-                submit_timeout_s=t.submit,
                 stop=stop,
             )
         result["submit_end_ns"] = clock.now_ns()

@@ -47,11 +47,13 @@ from gridbench.jobflow.run.agent_worker import (
     run_agent,
     stop_agent,
 )
-from gridbench.jobflow.run.cleanup import outstanding_jobs
+from gridbench.jobflow.run.open_loop import OpenLoop, split_for_agents
+from gridbench.jobflow.run.outstanding import outstanding_jobs
 from gridbench.store.layout import RunDir
 
 if TYPE_CHECKING:
-    from gridbench.jobflow.loads.base import AgentsBlock, TrialContext
+    from gridbench.jobflow.run.load_model import TrialContext
+    from gridbench.jobflow.specbase.load import AgentsBlock
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -106,10 +108,11 @@ class _Merger:
 
 
 async def run_remote_open(
-    ctx: TrialContext, block: AgentsBlock, offsets: npt.NDArray[np.int64]
+    ctx: TrialContext, block: AgentsBlock, offsets: npt.NDArray[np.int64], loop: OpenLoop
 ) -> None:
-    """Run an open-model trial's schedule on the agents of ``block`` (on the experiment's
-    cluster of them, :class:`AgentPools`, when the runner keeps one; else on one of its own)."""
+    """Run an open-model trial's schedule on the agents of ``block``, each keeping its share
+    as ``loop`` says (on the experiment's cluster of agents, :class:`AgentPools`, when the
+    runner keeps one; else on one of its own)."""
     assert ctx.trial_dir is not None
     run_dir = ctx.trial_dir.parent.parent
     log_dir = run_dir / "agents" if block.processes else None
@@ -117,7 +120,7 @@ async def run_remote_open(
     try:
         pool = await pools.get(block, log_dir)
         try:
-            await _run_on(pool, ctx, block, offsets, run_dir)
+            await _run_on(pool, ctx, block, loop, offsets, run_dir)
         finally:
             pool.released = time.monotonic()
     finally:
@@ -129,13 +132,10 @@ async def _run_on(
     pool: AgentPool,
     ctx: TrialContext,
     block: AgentsBlock,
+    loop: OpenLoop,
     offsets: npt.NDArray[np.int64],
     run_dir: Path,
 ) -> None:
-    from gridbench.jobflow.loads.open import OpenLoad, split_for_agents
-
-    load = ctx.spec.load
-    assert isinstance(load, OpenLoad)
     elog = ctx.recorders[0].log
     assert pool.client is not None
     addrs, names = pool.addresses, pool.names
@@ -161,9 +161,9 @@ async def _run_on(
             log_path=log_path(block, run_dir, name, ctx.trial_id),
             heartbeat_s=block.heartbeat,
             cancel_on_loss=block.on_controller_loss == "cancel",
-            pool=load.pool,
-            max_lateness_s=load.max_lateness,
-            late_threshold_s=load.late_threshold,
+            pool=loop.pool,
+            max_lateness_s=loop.max_lateness_s,
+            late_threshold_s=loop.late_threshold_s,
             env=dict(block.env.get(name, {})),
         )
         for k, (name, a) in enumerate(zip(names, addrs, strict=True))

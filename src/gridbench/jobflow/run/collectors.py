@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from gridbench.jobflow.backends.base import Backend
 from gridbench.jobflow.run.collect import Collector
-from gridbench.jobflow.spec.model import ExperimentSpec
+from gridbench.jobflow.specbase.model import ExperimentBase
 
 
-def build_collectors(spec: ExperimentSpec, backend: Backend) -> list[Collector]:
+def build_collectors(spec: ExperimentBase, backend: Backend) -> list[Collector]:
     out: list[Collector] = []
     for c in spec.collectors:
         if c.type == "edgi":

@@ -21,7 +21,7 @@ from gridbench.jobflow.events.edgi.join import joined_by_lines
 from gridbench.jobflow.events.log import EVENTS_FILE, EventLog
 from gridbench.jobflow.events.model import EVENT_SCHEMA, STAGE_SUBMIT_ACK
 from gridbench.jobflow.events.sources import FetchLimits
-from gridbench.jobflow.spec.model import CollectorSpec
+from gridbench.jobflow.specbase.model import CollectorSpec
 
 log = logging.getLogger(__name__)
 

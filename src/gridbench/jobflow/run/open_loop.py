@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from json.encoder import encode_basestring as _json_str
 
 import numpy as np
@@ -73,18 +74,43 @@ async def submit_chunk(
             progress.acknowledged += 1
 
 
+@dataclass(frozen=True)
+class Submitter:
+    """Where one agent's submissions go and are counted: the backend, the agent's
+    recorder, the trial's tracker and progress, and the time-out of one call."""
+
+    backend: Backend
+    rec: Recorder
+    tracker: StatusTracker
+    progress: TrialProgress
+    timeout_s: float
+
+
+@dataclass(frozen=True)
+class OpenLoop:
+    """How an agent keeps its share of an open schedule: ``pool`` concurrent submitters;
+    a job later than ``max_lateness_s`` is dropped, later than ``late_threshold_s`` late."""
+
+    pool: int
+    max_lateness_s: float
+    late_threshold_s: float
+
+
+def split_for_agents(offsets: npt.NDArray[np.int64], agents: int) -> list[npt.NDArray[np.int64]]:
+    """Interleave a schedule across agents so each keeps an even share of the rate."""
+    return [offsets[k::agents] for k in range(agents)]
+
+
 async def submit_one(
-    backend: Backend,
+    sub: Submitter,
     req: JobRequest,
-    rec: Recorder,
-    tracker: StatusTracker,
-    progress: TrialProgress,
-    submit_timeout_s: float,
     t_start: int | None = None,
     call: Callable[[JobRequest], Awaitable[str]] | None = None,
 ) -> str | None:
     """Submit one job with submit/submit_ack/failed stamps; return the backend id.
     ``call`` submits instead of ``backend.submit`` (a held submission, say)."""
+    backend, rec, tracker, progress = sub.backend, sub.rec, sub.tracker, sub.progress
+    submit_timeout_s = sub.timeout_s
     job = req.name
     rec.stamp(job, STAGE_SUBMIT, t_start, dict(req.attributes) if req.attributes else None)
     progress.submitted += 1
@@ -108,19 +134,13 @@ async def submit_one(
 
 
 async def run_open_loop(
-    backend: Backend,
+    sub: Submitter,
     offsets_ns: npt.NDArray[np.int64],
     indices: npt.NDArray[np.int64],
     make_request: Callable[[int], JobRequest],
-    rec: Recorder,
-    tracker: StatusTracker,
-    progress: TrialProgress,
+    loop: OpenLoop,
     *,
     start_mono_ns: int,
-    pool: int,
-    max_lateness_s: float,
-    late_threshold_s: float,
-    submit_timeout_s: float,
     stop: asyncio.Event,
 ) -> None:
     """Submit job ``indices[i]`` at ``start_mono_ns + offsets_ns[i]`` for every i."""
@@ -128,8 +148,9 @@ async def run_open_loop(
     offsets = offsets_ns.tolist()
     idx = indices.tolist()
     cursor = 0
-    max_late = int(max_lateness_s * 1e9)
-    late_ns = int(late_threshold_s * 1e9)
+    max_late = int(loop.max_lateness_s * 1e9)
+    late_ns = int(loop.late_threshold_s * 1e9)
+    rec, progress = sub.rec, sub.progress
     clock = rec.clock
 
     async def submitter() -> None:
@@ -159,11 +180,9 @@ async def run_open_loop(
                 continue
             if lag > late_ns:
                 progress.late += 1
-            await submit_one(
-                backend, req, rec, tracker, progress, submit_timeout_s, clock.mono_to_wall(now)
-            )
+            await submit_one(sub, req, clock.mono_to_wall(now))
 
     # a TaskGroup: if one submitter fails, the others stop before the trial finalises
     async with asyncio.TaskGroup() as tg:
-        for _ in range(min(pool, max(n, 1))):
+        for _ in range(min(loop.pool, max(n, 1))):
             tg.create_task(submitter())

@@ -2,7 +2,8 @@
 
 What is common to every load model is here: trial.json, the event log, the recorders, the
 status tracker, the resource monitor, the drain, cancelling on abort and the collectors.
-How submissions are offered is the load model's runner (:mod:`gridbench.jobflow.loads`).
+How submissions are offered is the load model's runner (:mod:`gridbench.jobflow.loads`),
+handed over by the experiment's runner in :class:`TrialEnv`.
 """
 
 from __future__ import annotations
@@ -11,22 +12,21 @@ import asyncio
 import contextlib
 import logging
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from gridbench.jobflow import loads as load_models
-from gridbench.jobflow.backends.base import Backend, JobRequest, RuntimeStatsSource
+from gridbench.jobflow.backends.base import Backend, RuntimeStatsSource
 from gridbench.jobflow.events.clock import AnchoredClock
 from gridbench.jobflow.events.log import EVENTS_FILE, EventLog
 from gridbench.jobflow.events.model import STAGE_CLIENT_DONE
-from gridbench.jobflow.loads.base import RequestMaker, TrialContext
 from gridbench.jobflow.run.collect import Collector
 from gridbench.jobflow.run.host_clock import chrony_tracking
+from gridbench.jobflow.run.load_model import LoadModel, TrialContext
 from gridbench.jobflow.run.observer import Observer, TrialProgress
 from gridbench.jobflow.run.recorder import Recorder
+from gridbench.jobflow.run.requests import request_factory
 from gridbench.jobflow.run.resources import RESOURCES_FILE, ResourceMonitor
 from gridbench.jobflow.run.server_resources import (
     SERVER_RESOURCES_FILE,
@@ -35,8 +35,7 @@ from gridbench.jobflow.run.server_resources import (
     missing,
 )
 from gridbench.jobflow.run.tracker import StatusTracker
-from gridbench.jobflow.spec.model import ExperimentSpec
-from gridbench.jobflow.spec.plan import PlannedPoint, PlannedTrial
+from gridbench.jobflow.specbase.model import ExperimentBase
 from gridbench.store.layout import write_json
 
 if TYPE_CHECKING:
@@ -53,58 +52,6 @@ class TrialOutcome:
     progress: TrialProgress
     error: str | None = None
     started_ns: int | None = None  # the recorded start (trial.json), the schedule's anchor
-
-
-def _request_factory(spec: ExperimentSpec, trial_id: str, n_hint: int, seed: int) -> RequestMaker:
-    job = spec.job
-    command = tuple(job.command)
-    rng = np.random.default_rng(seed)
-    fails = rng.random(max(n_hint, 1)) < job.fail_fraction if job.fail_fraction > 0 else None
-    frac_rng = np.random.default_rng(seed + 1)
-
-    users = spec.users
-    order = user_order([u.weight for u in users]) if users else []
-
-    def make(i: int, slot: int | None = None) -> JobRequest:
-        """Job ``i``; ``slot`` pins a sustain model's virtual user to a declared user (by the
-        same weighted order, so weights set the share of virtual users)."""
-        if fails is not None:
-            fail = bool(fails[i]) if i < len(fails) else bool(frac_rng.random() < job.fail_fraction)
-        else:
-            fail = False
-        name = f"{trial_id}-{i:06d}"
-        if not users:
-            return JobRequest(name, command, job.runtime, fail, tasks=job.tasks, nodes=job.nodes)
-        u = users[order[(i if slot is None else slot) % len(order)]]
-        cred = u.credential.model_dump(exclude_none=True) if u.credential else {}
-        return JobRequest(
-            name,
-            command,
-            job.runtime,
-            fail,
-            u.name,
-            {"user": u.name},
-            u.account,
-            cred,
-            tasks=job.tasks,
-            nodes=job.nodes,
-        )
-
-    return make
-
-
-def user_order(weights: list[float], slots: int = 1000) -> list[int]:
-    """A repeating sequence of user indices in proportion to ``weights``, interleaved
-    (smooth weighted round robin), so any stretch of jobs is split about evenly."""
-    total = sum(weights)
-    current = [0.0] * len(weights)
-    out = []
-    for _ in range(slots):
-        current = [c + w for c, w in zip(current, weights, strict=True)]
-        k = max(range(len(weights)), key=current.__getitem__)
-        current[k] -= total
-        out.append(k)
-    return out
 
 
 async def _queue_length(backend: Backend) -> int | None:
@@ -134,7 +81,7 @@ def _runtime_stats(backend: Backend) -> dict[str, Any]:
 
 
 def _server_monitor(
-    spec: ExperimentSpec, trial_dir: Path, info: dict[str, Any]
+    spec: ExperimentBase, trial_dir: Path, info: dict[str, Any]
 ) -> ServerMonitor | None:
     """The started sampler of the spec's ``server_processes`` (None without any); a
     target matching no process is a note in trial.json, not an error."""
@@ -158,36 +105,41 @@ def _first_leaf(exc: BaseException) -> BaseException:
     return exc
 
 
-async def run_trial(
-    backend: Backend,
-    spec: ExperimentSpec,
-    point: PlannedPoint,
-    planned: PlannedTrial,
-    trial_dir: Path,
-    clock: AnchoredClock,
-    collectors: list[Collector],
-    observer: Observer,
-    stop: asyncio.Event,
-    agent_pools: AgentPools | None = None,
-) -> TrialOutcome:
-    """Run one trial of ``point``; everything it learns is on disk when it returns
-    (``agent_pools``: the experiment's agents' clusters, kept from trial to trial)."""
-    pspec = point.spec
-    load = pspec.load
-    model = load_models.get(load.model)
-    tid = planned.trial_id
-    trial_dir.mkdir(parents=True, exist_ok=True)
-    seed = load.seed * 100_003 + planned.point_index * 1009 + planned.trial_index
-    progress = TrialProgress(tid, point.jobs_per_trial)
-    info: dict[str, Any] = {
-        "trial_id": tid,
-        "point_index": planned.point_index,
-        "trial_index": planned.trial_index,
-        "point": point.values,
+@dataclass(frozen=True)
+class TrialEnv:
+    """One trial as the experiment's runner hands it over: which trial of which point, the
+    point's backend and load model (the runner looks the model up; it knows every model),
+    and what the experiment's trials share."""
+
+    trial_id: str
+    point_index: int
+    trial_index: int
+    values: dict[str, Any]  # the point's sweep values as written
+    spec: ExperimentBase  # the point's spec (its sweep values applied)
+    planned_jobs: int | None  # None: open-ended (closed loop)
+    model: LoadModel
+    backend: Backend  # the point's backend
+    trial_dir: Path
+    experiment: ExperimentBase  # the experiment's spec: safety, server processes
+    clock: AnchoredClock
+    collectors: Sequence[Collector]
+    observer: Observer
+    stop: asyncio.Event
+    agent_pools: AgentPools | None = None  # the experiment's agents' clusters, kept
+
+
+async def _start_info(env: TrialEnv) -> dict[str, Any]:
+    """trial.json as the trial starts."""
+    pspec, load, backend = env.spec, env.spec.load, env.backend
+    return {
+        "trial_id": env.trial_id,
+        "point_index": env.point_index,
+        "trial_index": env.trial_index,
+        "point": env.values,
         "load_model": load.model,
         "offered_rate_per_s": None,
-        "planned_jobs": point.jobs_per_trial,
-        "started_ns": clock.now_ns(),
+        "planned_jobs": env.planned_jobs,
+        "started_ns": env.clock.now_ns(),
         "submit_end_ns": None,
         "ended_ns": None,
         "status": "running",
@@ -212,6 +164,64 @@ async def run_trial(
         "clock_sync": await asyncio.to_thread(chrony_tracking),
     }
 
+
+async def _give_up(env: TrialEnv, tracker: StatusTracker, info: dict[str, Any]) -> None:
+    """Past the drain time-out, or aborted: cancel the jobs in flight unless the spec says
+    otherwise, and say what became of them."""
+    stop, tid = env.stop, env.trial_id
+    cancel = env.experiment.safety.cancel_on_abort or not stop.is_set()
+    n_left = len(tracker.inflight)
+    n, cancel_error = await tracker.give_up(cancel=cancel)
+    if cancel_error:
+        env.observer.message(
+            f"{tid}: {cancel_error}; {n_left} jobs recorded as lost "
+            "(run 'gridbench cleanup' on this run)"
+        )
+        info["cancel_error"] = cancel_error
+    elif n:
+        env.observer.message(f"{tid}: cancelled {n} outstanding jobs")
+    else:
+        env.observer.message(
+            f"{tid}: {n_left} jobs left running, recorded as lost "
+            "(safety.cancel_on_abort is off; 'gridbench cleanup' cancels them)"
+        )
+
+
+async def _collect(
+    env: TrialEnv, elog: EventLog, tracker: StatusTracker, info: dict[str, Any]
+) -> None:
+    """The collectors' server-side stamps of this trial (a failure is noted, not raised)."""
+    settle_s = 0.0 if env.stop.is_set() else env.spec.timeouts.settle
+    for c in env.collectors:
+        try:
+            await c.collect(elog, tracker.names, final=True, settle_s=settle_s)
+        except Exception as exc:
+            env.observer.message(f"{env.trial_id}: collector {c.describe()} failed: {exc}")
+            info.setdefault("collector_errors", []).append(str(exc)[:500])
+
+
+def _end_info(info: dict[str, Any], tracker: StatusTracker, elog: EventLog) -> None:
+    """What the tracker and the event log counted, into trial.json."""
+    info["status_calls"] = tracker.status_calls
+    info["status_sweeps"] = tracker.sweeps
+    info["status_pause_max_ns"] = int(tracker.longest_pause * 1e9)
+    info["status_pauses_stretched"] = tracker.stretched
+    # server stamps for ids this trial never acknowledged (e.g. a submit abandoned at
+    # its time-out): not ours to attribute, but counted rather than silently lost
+    info["server_stamps_unmatched"] = tracker.unmatched + tracker.unmatched_dropped
+    info["events"] = elog.count
+
+
+async def run_trial(env: TrialEnv) -> TrialOutcome:
+    """Run one trial of a point; everything it learns is on disk when it returns."""
+    pspec, load, backend, clock = env.spec, env.spec.load, env.backend, env.clock
+    observer, stop, tid = env.observer, env.stop, env.trial_id
+    trial_dir = env.trial_dir
+    trial_dir.mkdir(parents=True, exist_ok=True)
+    seed = load.seed * 100_003 + env.point_index * 1009 + env.trial_index
+    progress = TrialProgress(tid, env.planned_jobs)
+    info = await _start_info(env)
+
     def write_info() -> None:
         write_json(trial_dir / TRIAL_FILE, info)
 
@@ -230,16 +240,15 @@ async def run_trial(
     )
     monitor = ResourceMonitor(trial_dir / RESOURCES_FILE)
     monitor.start()
-    server = _server_monitor(spec, trial_dir, info)
+    server = _server_monitor(env.experiment, trial_dir, info)
     observer.trial_started(progress)
     submission_done = asyncio.Event()
     flusher = asyncio.create_task(_flush_and_report(elog, progress, observer, submission_done))
     tracking = asyncio.create_task(tracker.run_until(submission_done))
     status, error = "complete", None
-    t = pspec.timeouts
     try:
         progress.phase = "submitting"
-        await model.run(
+        await env.model.run(
             TrialContext(
                 backend=backend,
                 spec=pspec,
@@ -249,11 +258,11 @@ async def run_trial(
                 tracker=tracker,
                 progress=progress,
                 stop=stop,
-                requests=lambda n: _request_factory(pspec, tid, n, seed),
+                requests=lambda n: request_factory(pspec, tid, n, seed),
                 info=info,
                 write_info=write_info,
                 trial_dir=trial_dir,
-                agent_pools=agent_pools,
+                agent_pools=env.agent_pools,
             )
         )
         info["submit_end_ns"] = clock.now_ns()
@@ -262,7 +271,8 @@ async def run_trial(
         progress.phase = "draining"
         observer.trial_progress(progress)
         # without cancel_on_abort, an abort still lets the jobs drain (up to the time-out)
-        await tracker.drain(t.drain, stop if spec.safety.cancel_on_abort else None)
+        cancel_on_abort = env.experiment.safety.cancel_on_abort
+        await tracker.drain(pspec.timeouts.drain, stop if cancel_on_abort else None)
         if tracker.fatal:
             status, error = "failed", str(tracker.fatal)
     except Exception as exc:  # record, finalise, and let the experiment decide
@@ -278,45 +288,15 @@ async def run_trial(
         if stop.is_set():
             status = "aborted"
         if tracker.inflight:
-            # past the drain time-out, or aborted: cancel unless the spec says otherwise
-            cancel = spec.safety.cancel_on_abort or not stop.is_set()
-            n_left = len(tracker.inflight)
-            n, cancel_error = await tracker.give_up(cancel=cancel)
-            if cancel_error:
-                observer.message(
-                    f"{tid}: {cancel_error}; {n_left} jobs recorded as lost "
-                    "(run 'gridbench cleanup' on this run)"
-                )
-                info["cancel_error"] = cancel_error
-            elif n:
-                observer.message(f"{tid}: cancelled {n} outstanding jobs")
-            else:
-                observer.message(
-                    f"{tid}: {n_left} jobs left running, recorded as lost "
-                    "(safety.cancel_on_abort is off; 'gridbench cleanup' cancels them)"
-                )
+            await _give_up(env, tracker, info)
         progress.phase = "collecting"
         observer.trial_progress(progress)
-        for c in collectors:
-            try:
-                await c.collect(
-                    elog, tracker.names, final=True, settle_s=0.0 if stop.is_set() else t.settle
-                )
-            except Exception as exc:
-                observer.message(f"{tid}: collector {c.describe()} failed: {exc}")
-                info.setdefault("collector_errors", []).append(str(exc)[:500])
+        await _collect(env, elog, tracker, info)
         info["background_queue"]["end"] = await _queue_length(backend)
         info["ended_ns"] = clock.now_ns()
         info["status"] = status
         info["error"] = error
-        info["status_calls"] = tracker.status_calls
-        info["status_sweeps"] = tracker.sweeps
-        info["status_pause_max_ns"] = int(tracker.longest_pause * 1e9)
-        info["status_pauses_stretched"] = tracker.stretched
-        # server stamps for ids this trial never acknowledged (e.g. a submit abandoned at
-        # its time-out): not ours to attribute, but counted rather than silently lost
-        info["server_stamps_unmatched"] = tracker.unmatched + tracker.unmatched_dropped
-        info["events"] = elog.count
+        _end_info(info, tracker, elog)
         info.update(_runtime_stats(backend))
         flusher.cancel()
         with contextlib.suppress(BaseException):

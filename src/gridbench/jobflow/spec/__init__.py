@@ -1,4 +1,5 @@
-"""Experiment specs: models, YAML loading with precise errors, and sweep planning."""
+"""Experiment specs: the model (the load models' union), YAML loading with precise errors,
+and sweep planning. The blocks below the load models are in :mod:`gridbench.jobflow.specbase`."""
 
 from __future__ import annotations
 
@@ -23,8 +24,8 @@ _WHERE = {
 
 
 def __getattr__(name: str) -> Any:
-    # Lazy: the load models import gridbench.jobflow.spec.units, and the spec model imports the
-    # load models' registry; eager imports here would make that a cycle.
+    # Lazy: importing one of these modules (the spec model, say) need not import the others
+    # (the loader's YAML machinery, the planner).
     if name in _WHERE:
         return getattr(importlib.import_module(_WHERE[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,21 +1,16 @@
-"""The experiment spec: pydantic models with forbid-extra, so typos are caught with a fix.
+"""The experiment spec: :class:`~gridbench.jobflow.specbase.model.ExperimentBase` with
+``load`` as the union of the registered load models' specs, discriminated on ``model``.
 
-Durations are seconds (strings like ``30s`` or ``2m`` accepted); rates are stored in jobs
-per second (a bare number in the YAML means jobs per minute, the seeds' unit).
+It sits above the load models (it knows every one); code below them reads a spec as an
+``ExperimentBase``, whose ``load`` is the models' common part.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
-
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from typing import TYPE_CHECKING, TypeAlias
 
 from gridbench.jobflow import loads as load_models
-from gridbench.jobflow.spec.units import Rate as Rate
-from gridbench.jobflow.spec.units import parse_rate
-from gridbench.testplan import TestPlan
-from gridbench.thresholds import ThresholdSpec as ThresholdSpec  # one model for all families
-from gridbench.units import Duration
+from gridbench.jobflow.specbase.model import ExperimentBase
 
 if TYPE_CHECKING:  # code outside a load model sees the common fields only
     LoadSpec: TypeAlias = load_models.LoadBase
@@ -23,224 +18,10 @@ else:  # the registered models' specs, discriminated on ``model``
     LoadSpec = load_models.load_spec_type()
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class BackendSpec(_Strict):
-    """Which system to test; ``options`` go to the backend unchanged."""
-
-    type: str = Field(description="backend name from the registry (local, reference, null, ...)")
-    options: dict[str, Any] = Field(default_factory=dict)
-
-
-class JobSpec(_Strict):
-    """What each job runs."""
-
-    command: list[str] = Field(default_factory=lambda: ["/bin/true"])
-    runtime: Duration | None = Field(
-        default=None, description="job run time for simulating backends (reference, null)"
-    )
-    fail_fraction: float = Field(default=0.0, ge=0.0, le=1.0)
-    application: str = "gridbench"
-    tasks: int | None = Field(
-        default=None,
-        ge=1,
-        le=1_000_000,
-        description="processes per job (Slurm --ntasks, PSI/J process_count); "
-        "unset: the backend's default",
-    )
-    nodes: int | None = Field(
-        default=None,
-        ge=1,
-        le=100_000,
-        description="nodes per job (Slurm --nodes, PSI/J node_count); unset: the backend's default",
-    )
-
-    @model_validator(mode="after")
-    def _size(self) -> JobSpec:
-        if self.tasks is not None and self.nodes is not None and self.tasks < self.nodes:
-            raise ValueError(
-                f"job.tasks ({self.tasks}) is below job.nodes ({self.nodes}): every node "
-                "needs at least one task; raise tasks or lower nodes"
-            )
-        return self
-
-
-class CredentialRef(_Strict):
-    """Where a user's credential lives: an environment variable or a file, never the value."""
-
-    env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
-    file: str | None = None
-
-    @model_validator(mode="after")
-    def _one(self) -> CredentialRef:
-        if (self.env is None) == (self.file is None):
-            raise ValueError(
-                "give exactly one of env (a variable name) or file (a path); "
-                "the secret itself never goes into a spec"
-            )
-        return self
-
-
-class UserSpec(_Strict):
-    """A virtual user: load is split among users by weight, results break down per user."""
-
-    name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.@-]+$")
-    account: str | None = Field(
-        default=None,
-        pattern=r"^[a-z_][a-z0-9_.-]*\$?$",
-        description="local Unix account to submit as (slurm, sge, local; needs root)",
-    )
-    credential: CredentialRef | None = Field(
-        default=None, description="token or proxy of this user (slurmrestd JWT, grid CE)"
-    )
-    weight: float = Field(default=1.0, gt=0, le=1e6)
-
-
-class TrialSpec(_Strict):
-    duration: Duration | None = Field(default=None, description="submission window")
-    jobs: int | None = Field(default=None, ge=1, description="or a job count")
-
-
-class WarmupSpec(_Strict):
-    method: Literal["fraction", "steady_state"] = "fraction"
-    fraction: float = Field(default=0.15, ge=0.0, lt=1.0)
-
-
-class ValiditySpec(_Strict):
-    """Limits of the validity rules that a spec may tune (docs/metrics.md, Validity)."""
-
-    clock_factor: float = Field(
-        default=0.1,
-        gt=0.0,
-        le=10.0,
-        description="a clock-offset bound above this share of a segment's median latency "
-        "invalidates the trial",
-    )
-
-
-class TimeoutSpec(_Strict):
-    submit: Annotated[Duration, Field(gt=0)] = 30.0
-    drain: Duration = 120.0
-    # one status call per interval: below 10 ms the client would poll itself to saturation
-    status_interval: Annotated[Duration, Field(ge=0.01)] = 1.0
-    status_max_duty: float = Field(
-        default=0.25,
-        ge=0.01,
-        le=1.0,
-        description="the largest share of the time status sweeps may take: after a sweep "
-        "of t seconds the next waits at least t*(1-d)/d (1: always status_interval)",
-    )
-    settle: Duration = Field(default=0.0, description="extra wait for server-side reports")
-
-
-class ScheduleSpec(_Strict):
-    """When trials run (METHODS 1.10: the seeds spread 10 repetitions over 24 hours).
-
-    ``interleave`` runs round-robin over the points (p0 t0, p1 t0, …, p0 t1, …) instead of
-    all of a point's trials in a row; ``pause`` is the least time from one trial's end to
-    the next one's start; ``window`` spreads the starts: trial k of N starts no earlier
-    than k·window/N after the first (and never sooner than ``pause`` after the previous).
-    """
-
-    interleave: bool = Field(default=True, description="round-robin over the points")
-    pause: Annotated[Duration, Field(ge=0)] = Field(
-        default=0.0, description="least gap between one trial's end and the next start"
-    )
-    window: Annotated[Duration, Field(gt=0)] | None = Field(
-        default=None, description="spread the trials' starts evenly over this window"
-    )
-
-
-class CollectorSpec(_Strict):
-    type: Literal["edgi"] = "edgi"
-    reports: list[str] | Literal["auto"] = "auto"
-    poll: Duration = 5.0
-    max_file_bytes: int = 32 * 1024 * 1024
-
-
-class SafetySpec(_Strict):
-    max_rate: Rate = Field(default=parse_rate("100/s"))
-    max_jobs: int = Field(default=100_000, ge=1)
-    confirm_above: int = Field(default=10_000, ge=0, description="ask before more jobs than this")
-    cancel_on_abort: bool = True
-
-
-class ServerProcessSpec(_Strict):
-    """A server process whose CPU and RSS are sampled during each trial (never signalled).
-
-    ``name`` is the process name as psutil reports it (``slurmctld``; every process of that
-    name, found again at each sample so a restarted daemon is followed), or ``pid`` one
-    process; ``label`` names it in the results (default: the name, or ``pid <n>``).
-    """
-
-    name: str | None = Field(default=None, min_length=1, max_length=255)
-    pid: int | None = Field(default=None, gt=0, description="a process id (> 0)")
-    label: str | None = Field(default=None, min_length=1, max_length=64)
-
-    @model_validator(mode="after")
-    def _one(self) -> ServerProcessSpec:
-        if (self.name is None) == (self.pid is None):
-            raise ValueError(
-                "give exactly one of name (the process name, e.g. slurmctld) or pid "
-                "(a process id), e.g. {name: slurmctld} or {pid: 1234, label: ARC}"
-            )
-        return self
-
-    @property
-    def shown(self) -> str:
-        """The label in the results: ``label``, else the name, else ``pid <n>``."""
-        return self.label or self.name or f"pid {self.pid}"
-
-
-class ExperimentSpec(_Strict):
+class ExperimentSpec(ExperimentBase):
     """A whole experiment: system under test, workload, sweep, trials and checks."""
 
-    name: str = Field(min_length=1, max_length=200)
-    description: str = ""
-    backend: BackendSpec
-    job: JobSpec = Field(default_factory=JobSpec)
-    users: list[UserSpec] = Field(
-        default_factory=list, description="virtual users sharing the load (MAPPER)"
-    )
     load: LoadSpec
-    sweep: dict[str, list[Any]] = Field(default_factory=dict)
-    trials: int = Field(default=1, ge=1, le=1000)
-    trial: TrialSpec = Field(default_factory=TrialSpec)
-    schedule: ScheduleSpec | None = Field(
-        default=None,
-        description="interleave points and trials, with a pause, over a window (METHODS 1.10)",
-    )
-    warmup: WarmupSpec = Field(default_factory=WarmupSpec)
-    validity: ValiditySpec = Field(default_factory=ValiditySpec)
-    timeouts: TimeoutSpec = Field(default_factory=TimeoutSpec)
-    collectors: list[CollectorSpec] = Field(default_factory=list)
-    thresholds: list[ThresholdSpec] = Field(default_factory=list)
-    plan: TestPlan | None = Field(
-        default=None, description="the IEEE 829 test plan: items, features, approach, criteria"
-    )
-    safety: SafetySpec = Field(default_factory=SafetySpec)
-    server_processes: list[ServerProcessSpec] = Field(
-        default_factory=list,
-        description="server processes (by name or pid) whose CPU and RSS are sampled",
-    )
 
-    @model_validator(mode="after")
-    def _check_size(self) -> ExperimentSpec:
+    def _check_load(self) -> None:
         load_models.get(self.load.model).check_spec(self)  # the load model's own checks
-        names = [u.name for u in self.users]
-        dup = sorted({n for n in names if names.count(n) > 1})
-        if dup:
-            raise ValueError(f"users: names must be unique; repeated: {', '.join(dup)}")
-        shown = [p.shown for p in self.server_processes]
-        dup = sorted({n for n in shown if shown.count(n) > 1})
-        if dup:
-            raise ValueError(
-                f"server_processes: labels must be unique; repeated: {', '.join(dup)} "
-                "(give each entry its own label)"
-            )
-        for key, values in self.sweep.items():
-            if not values:
-                raise ValueError(f"sweep.{key} is empty; give at least one value")
-        return self

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from gridbench.errors import GridbenchError
-from gridbench.jobflow.run.agent_check import STEP_NAMES, check_agents
+from gridbench.jobflow.experiment.agent_check import STEP_NAMES, check_agents
 from gridbench.web import agents_page
 from gridbench.web.bodies import error_dict, form_doc
 from gridbench.web.dashboard import Dash, Dashboard

@@ -31,40 +31,17 @@ from gridbench.jobflow.backends.registry import create_backend
 from gridbench.jobflow.events.clock import AnchoredClock
 from gridbench.jobflow.events.log import EVENTS_FILE, EventLog, read_events
 from gridbench.jobflow.events.model import (
-    FAIL_LOST,
     STAGE_CANCELLED,
-    STAGE_CLIENT_DONE,
-    STAGE_FAILED,
-    STAGE_SUBMIT_ACK,
 )
 from gridbench.jobflow.run.cleanup_reservations import (
     find_reservations,
     outstanding_per_trial,
     release_all,
 )
+from gridbench.jobflow.run.outstanding import outstanding_jobs
 from gridbench.jobflow.spec.load import load_spec
 from gridbench.store.layout import RunDir, now_iso, read_json, write_json
 from gridbench.store.spawned import live_runner, recorded_process
-
-
-def outstanding_jobs(events: pl.DataFrame) -> pl.DataFrame:
-    """(job, backend_id) of jobs acknowledged but never seen to end or be cancelled.
-
-    A job recorded as ``lost`` (still running when the run gave up on it) is outstanding.
-    """
-    acked = events.filter(pl.col("stage") == STAGE_SUBMIT_ACK).select(
-        "job", pl.col("attrs").str.json_path_match("$.backend_id").alias("backend_id")
-    )
-    kind = pl.col("attrs").str.json_path_match("$.kind")
-    ended = (
-        events.filter(
-            pl.col("stage").is_in([STAGE_CLIENT_DONE, STAGE_CANCELLED])
-            | ((pl.col("stage") == STAGE_FAILED) & (kind.is_null() | (kind != FAIL_LOST)))
-        )
-        .select("job")
-        .unique()
-    )
-    return acked.join(ended, on="job", how="anti").drop_nulls("backend_id").unique("job")
 
 
 @dataclass

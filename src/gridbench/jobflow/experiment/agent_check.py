@@ -1,7 +1,7 @@
 """The agents' connectivity check (``gridbench check`` and the dashboard's agents page).
 
 For a spec whose open load has ``load.agents`` as a block, one :class:`AgentCheck` per agent,
-each a list of :class:`~gridbench.jobflow.run.check.Step`:
+each a list of :class:`~gridbench.jobflow.experiment.check.Step`:
 
 1. ``ssh`` (hosts only): the host answers over SSH with ``ssh_options`` and its venv's python
    prints gridbench's version. Checked per host before any cluster starts, so one host that
@@ -9,8 +9,8 @@ each a list of :class:`~gridbench.jobflow.run.check.Step`:
 2. ``gridbench version``: the agent's, as :class:`AgentPool` reads it, equals the controller's;
 3. ``clock offset``: the four-timestamp estimate (offset ± bound, ms) and the host's own sync
    state (chronyc);
-4. ``backend on that host``: :func:`gridbench.jobflow.run.check.check` run on the agent itself,
-   which builds that host's backend and submits one tiny job.
+4. ``backend on that host``: :func:`gridbench.jobflow.experiment.check.check` run on the
+   agent itself, which builds that host's backend and submits one tiny job.
 
 Every step is time-boxed: a host that hangs fails its step, it does not hang the check.
 """
@@ -29,12 +29,12 @@ from typing import TYPE_CHECKING, Any
 
 from gridbench import __version__
 from gridbench.errors import GridbenchError
-from gridbench.jobflow.run.check import Step, check
+from gridbench.jobflow.experiment.check import Step, check
 
 if TYPE_CHECKING:
-    from gridbench.jobflow.loads.base import AgentsBlock
     from gridbench.jobflow.run.agent_pool import AgentPool
     from gridbench.jobflow.spec.model import ExperimentSpec
+    from gridbench.jobflow.specbase.load import AgentsBlock
 
 SSH_TIMEOUT_S = 20.0  # connect, log in and run python on one host
 POOL_TIMEOUT_S = 90.0  # start the agents' cluster (local workers may take a while to join)
@@ -272,8 +272,9 @@ async def _offset(pool: AgentPool, addr: str) -> Step:
 def agent_backend_check(
     spec: ExperimentSpec, job_timeout_s: float, env: dict[str, str]
 ) -> list[Step]:
-    """On the agent: :func:`gridbench.jobflow.run.check.check` in its own event loop (a Dask task in
-    the worker's thread, as a trial's share runs), with the agent's ``env`` set first."""
+    """On the agent: :func:`gridbench.jobflow.experiment.check.check` in its own event loop
+    (a Dask task in the worker's thread, as a trial's share runs), with the agent's ``env``
+    set first."""
     os.environ.update(env)
     return asyncio.run(check(spec, job_timeout_s=job_timeout_s))
 

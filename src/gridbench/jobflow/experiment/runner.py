@@ -17,6 +17,7 @@ from typing import Any
 import psutil
 
 from gridbench.errors import GridbenchError
+from gridbench.jobflow import loads as load_models
 from gridbench.jobflow.backends.base import Backend, RuntimeInfoSource
 from gridbench.jobflow.backends.registry import create_backend
 from gridbench.jobflow.events.clock import AnchoredClock
@@ -24,7 +25,7 @@ from gridbench.jobflow.run.closed_loop import sleep_or_stop
 from gridbench.jobflow.run.collect import Collector, Summarised
 from gridbench.jobflow.run.collectors import build_collectors
 from gridbench.jobflow.run.observer import NullObserver, Observer
-from gridbench.jobflow.run.trial import TrialOutcome, run_trial
+from gridbench.jobflow.run.trial import TrialEnv, TrialOutcome, run_trial
 from gridbench.jobflow.spec.model import ExperimentSpec
 from gridbench.jobflow.spec.plan import Plan, PlannedTrial
 from gridbench.specload import dump_yaml
@@ -184,16 +185,23 @@ class ExperimentRunner:
                     opened[key] = (other, build_collectors(point.spec, other))
                 point_backend, collectors = opened[key]
                 res = await run_trial(
-                    point_backend,
-                    spec,
-                    point,
-                    planned,
-                    run.trial_dir(planned.trial_id),
-                    clock,
-                    collectors,
-                    self.observer,
-                    self.stop,
-                    pools,
+                    TrialEnv(
+                        trial_id=planned.trial_id,
+                        point_index=planned.point_index,
+                        trial_index=planned.trial_index,
+                        values=point.values,
+                        spec=point.spec,
+                        planned_jobs=point.jobs_per_trial,
+                        model=load_models.get(point.spec.load.model),
+                        backend=point_backend,
+                        trial_dir=run.trial_dir(planned.trial_id),
+                        experiment=spec,
+                        clock=clock,
+                        collectors=collectors,
+                        observer=self.observer,
+                        stop=self.stop,
+                        agent_pools=pools,
+                    )
                 )
                 last_end = clock.now_ns()
                 if first is None:

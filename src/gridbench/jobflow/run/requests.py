@@ -1,0 +1,71 @@
+"""The job requests of a trial, as the spec's ``job`` and ``users`` describe them."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+
+from gridbench.jobflow.backends.base import JobRequest
+from gridbench.jobflow.specbase.model import ExperimentBase
+
+
+class RequestMaker(Protocol):
+    """Job ``i``'s request; ``slot`` pins a sustain virtual user to a declared user."""
+
+    def __call__(self, i: int, slot: int | None = None) -> JobRequest: ...
+
+
+def request_factory(spec: ExperimentBase, trial_id: str, n_hint: int, seed: int) -> RequestMaker:
+    """Job requests of one trial: names, command, the pre-drawn failure flags (sized by
+    ``n_hint``, drawn on past it) and users by weight. The controller and its remote agents
+    use this one factory, so an agent's job ``i`` is the controller's."""
+    job = spec.job
+    command = tuple(job.command)
+    rng = np.random.default_rng(seed)
+    fails = rng.random(max(n_hint, 1)) < job.fail_fraction if job.fail_fraction > 0 else None
+    frac_rng = np.random.default_rng(seed + 1)
+
+    users = spec.users
+    order = user_order([u.weight for u in users]) if users else []
+
+    def make(i: int, slot: int | None = None) -> JobRequest:
+        """Job ``i``; ``slot`` pins a sustain model's virtual user to a declared user (by the
+        same weighted order, so weights set the share of virtual users)."""
+        if fails is not None:
+            fail = bool(fails[i]) if i < len(fails) else bool(frac_rng.random() < job.fail_fraction)
+        else:
+            fail = False
+        name = f"{trial_id}-{i:06d}"
+        if not users:
+            return JobRequest(name, command, job.runtime, fail, tasks=job.tasks, nodes=job.nodes)
+        u = users[order[(i if slot is None else slot) % len(order)]]
+        cred = u.credential.model_dump(exclude_none=True) if u.credential else {}
+        return JobRequest(
+            name,
+            command,
+            job.runtime,
+            fail,
+            u.name,
+            {"user": u.name},
+            u.account,
+            cred,
+            tasks=job.tasks,
+            nodes=job.nodes,
+        )
+
+    return make
+
+
+def user_order(weights: list[float], slots: int = 1000) -> list[int]:
+    """A repeating sequence of user indices in proportion to ``weights``, interleaved
+    (smooth weighted round robin), so any stretch of jobs is split about evenly."""
+    total = sum(weights)
+    current = [0.0] * len(weights)
+    out = []
+    for _ in range(slots):
+        current = [c + w for c, w in zip(current, weights, strict=True)]
+        k = max(range(len(weights)), key=current.__getitem__)
+        current[k] -= total
+        out.append(k)
+    return out

@@ -1,0 +1,125 @@
+"""The common part of every load model's ``load:`` block: :class:`LoadBase` (with the
+agents, as a count or an :class:`AgentsBlock`), and :func:`narrow` to a model's own spec.
+
+A load model's spec subclasses :class:`LoadBase`; the spec's ``load`` is the union of the
+registered models' specs (:func:`gridbench.jobflow.loads.load_spec_type`).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
+
+from gridbench.units import Duration
+
+#: The model of a ``load:`` block that names none (here, not in the registry, so that
+#: code below the load models can read it).
+DEFAULT_MODEL = "open"
+
+
+class Strict(BaseModel):
+    """A spec block: unknown fields are errors (typos are caught), values are frozen."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class AgentsBlock(Strict):
+    """``load.agents`` as a block: agents in other processes or on other hosts, run on Dask
+    (exactly one of ``processes``, ``hosts`` or ``scheduler``; see docs/spec.md)."""
+
+    processes: int | None = Field(default=None, ge=1, le=256)
+    hosts: list[str] | None = Field(default=None, min_length=1)
+    venv: str | None = None  # the remote venv (hosts): its bin/python runs the agent
+    scheduler: str | None = None  # tcp://host:port of a running Dask scheduler
+    #: per agent (agent-0, agent-1, ...): environment variables set in its process before
+    #: it builds its backend (its backend's client programs inherit them)
+    env: dict[str, dict[str, str]] = Field(default_factory=dict)
+    on_controller_loss: Literal["cancel", "keep"] = "cancel"
+    heartbeat: Duration = Field(default=5.0, gt=0)  # no word this long: controller lost
+    #: where agents on hosts/scheduler keep their logs (relative: under their home)
+    workdir: str = ".gridbench/agents"
+    ssh_options: dict[str, Any] = Field(default_factory=dict)  # asyncssh connect options
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> AgentsBlock:
+        given = [k for k in ("processes", "hosts", "scheduler") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(
+                "agents needs exactly one of processes, hosts or scheduler "
+                "(e.g. agents: {processes: 2})"
+            )
+        if self.hosts is not None and not self.venv:
+            raise ValueError(
+                "agents.hosts needs venv: the path of the venv holding gridbench on every host"
+            )
+        if self.scheduler is not None and not self.scheduler.startswith(("tcp://", "tls://")):
+            raise ValueError("agents.scheduler is an address like tcp://host:8786")
+        bad = [k for k in self.env if not k.startswith("agent-")]
+        if bad:
+            raise ValueError(f"agents.env keys are agent names (agent-0, agent-1, ...), not {bad}")
+        return self
+
+    @property
+    def kind(self) -> str:
+        """processes | hosts | scheduler."""
+        return "processes" if self.processes else "hosts" if self.hosts else "scheduler"
+
+
+def _agents_kind(value: Any) -> str:
+    """A mapping is a block, anything else a count (so an error names one form, not both)."""
+    return "block" if isinstance(value, dict | AgentsBlock) else "count"
+
+
+AgentsField = Annotated[
+    Annotated[int, Tag("count")] | Annotated[AgentsBlock, Tag("block")],
+    Discriminator(_agents_kind),
+]
+
+
+class LoadBase(Strict):
+    """The fields every load model has (METHODS 1.5-1.9); a model's spec adds its own."""
+
+    model: str
+    late_threshold: Duration = Field(default=0.1, description="later than this: counted late")
+    agents: AgentsField = Field(
+        default=1,
+        description="submitter agents sharing the schedule: a count (coroutines in this "
+        "process) or a block (processes, hosts or a Dask scheduler)",
+    )
+    seed: int = 1
+
+    @model_validator(mode="after")
+    def _agent_count(self) -> LoadBase:
+        if isinstance(self.agents, int) and not 1 <= self.agents <= 256:
+            raise ValueError("agents is a count from 1 to 256, or a block (processes: N)")
+        if not isinstance(self.agents, int) and self.model != "open":
+            raise ValueError(
+                f"agents as a block (processes, hosts, scheduler) runs the open model only, "
+                f"not {self.model}; use a count (agents: 2) here"
+            )
+        return self
+
+    @property
+    def agent_count(self) -> int:
+        """Agents known from the spec (coroutines, processes or hosts; 1 for a scheduler,
+        whose workers are only counted at connect time)."""
+        a = self.agents
+        if isinstance(a, int):
+            return a
+        return a.processes or len(a.hosts or ()) or 1
+
+    @property
+    def remote_agents(self) -> AgentsBlock | None:
+        """The block when agents run outside this process (on Dask), else None."""
+        return self.agents if isinstance(self.agents, AgentsBlock) else None
+
+
+L = TypeVar("L", bound=LoadBase)
+
+
+def narrow(load: LoadBase, cls: type[L]) -> L:
+    """``load`` as its model's spec class (a model's hooks only ever get their own spec)."""
+    if not isinstance(load, cls):
+        raise TypeError(f"expected a {cls.__name__}, got a {type(load).__name__}")
+    return load
