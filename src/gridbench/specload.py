@@ -343,13 +343,14 @@ def other_family(data: Any, kind: str, what: str, origin: str) -> SpecError | No
     fam = family_of_spec(data)
     if fam is None or fam.name == kind or not isinstance(fam, OwnsSpecs):
         return None
-    words = " ".join(["gridbench", *command_of(fam)])
+    own = " ".join(["gridbench", *command_of(fam), "validate", origin])
+    generic = f"gridbench validate {origin}"
     return SpecError(
         f"this is {fam.spec_noun}, not {what} (its keys: "
         f"{', '.join(sorted(k for k in data if k in fam.spec_marks))})",
         where=origin,
-        fix=f"'{words} validate {origin}', or 'gridbench validate {origin}', which finds "
-        "the family from the spec",
+        fix=f"'{own}'"
+        + ("" if own == generic else f", or '{generic}', which finds the family from the spec"),
     )
 
 

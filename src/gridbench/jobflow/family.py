@@ -53,6 +53,8 @@ class JobFlow:
 
     name = "jobflow"
     title = "job flow through a scheduler, CE or cloud job service"
+    spec_marks = frozenset({"backend", "load", "job", "sweep", "trials", "trial", "collectors"})
+    spec_noun = "a job-flow spec"
     schema = "gridbench.metrics/1"
     validity_rules = JOBFLOW_VALIDITY_RULES
 

@@ -11,7 +11,16 @@ from typing import Any
 from gridbench.errors import SpecError
 from gridbench.jobflow import loads as load_models
 from gridbench.jobflow.spec.model import ExperimentSpec
-from gridbench.specload import parse_with_overrides, read_spec_text, validate_spec
+from gridbench.specload import (
+    other_family,
+    own_kind,
+    parse_with_overrides,
+    read_spec_text,
+    validate_spec,
+)
+
+#: job flow's family name: a spec may say ``kind: jobflow``
+KIND = "jobflow"
 
 
 def sweep_path(key: str) -> list[str]:
@@ -30,9 +39,16 @@ def sweep_path(key: str) -> list[str]:
 def validate_data(
     data: Any, root: Any, origin: str, overridden: list[tuple[str, ...]] | None = None
 ) -> ExperimentSpec:
-    spec = validate_spec(
-        ExperimentSpec, data, root, origin, overridden, keys="name:, backend:, load:, ..."
-    )
+    data = own_kind(data, KIND, origin)
+    try:
+        spec = validate_spec(
+            ExperimentSpec, data, root, origin, overridden, keys="name:, backend:, load:, ..."
+        )
+    except SpecError:
+        other = other_family(data, KIND, "a job-flow spec", origin)
+        if other is None:
+            raise
+        raise other from None
     for key in spec.sweep:
         sweep_path(key)
     return spec
@@ -52,4 +68,4 @@ def load_spec_text(
 ) -> tuple[ExperimentSpec, dict[str, Any]]:
     root, data, overridden = parse_with_overrides(text, origin, overrides)
     spec = validate_data(data, root, origin, overridden)
-    return spec, data
+    return spec, own_kind(data, KIND, origin)
