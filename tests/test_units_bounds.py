@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from pydantic import BaseModel, ValidationError
 
@@ -37,3 +39,24 @@ def test_minus_zero_is_zero_and_ordinary_values_pass() -> None:
 def test_bad_durations_stay_refused(value: object) -> None:
     with pytest.raises(ValidationError):
         Spec(any=value)
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        ("trials: true", "field 'trials'"),
+        ("trial: {duration: 0}", "at least 1us"),
+        ("trial: {duration: -0.0}", "at least 1us"),
+        ("trial: {duration: 1e-320}", "at least 1us"),
+        ("trial: {duration: 1e308}", "at most 366 days"),
+    ],
+)
+def test_a_job_flow_spec_refuses_unbounded_numbers(extra: str, says: str) -> None:
+    from pathlib import Path
+
+    from gridbench.errors import SpecError
+    from gridbench.jobflow.spec.load import load_spec_text
+
+    text = (Path(__file__).parent.parent / "examples" / "batch-local.yaml").read_text()
+    with pytest.raises(SpecError, match=re.escape(says)):
+        load_spec_text(text.replace("trials: 3\n", "") + extra + "\n", "b.yaml")

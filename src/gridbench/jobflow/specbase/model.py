@@ -19,7 +19,7 @@ from gridbench.jobflow.specbase.load import LoadBase, Strict
 from gridbench.jobflow.specbase.units import Rate, parse_rate
 from gridbench.testplan import TestPlan
 from gridbench.thresholds import ThresholdSpec  # one model for all families
-from gridbench.units import Duration
+from gridbench.units import Duration, PositiveDuration
 
 
 class BackendSpec(Strict):
@@ -94,7 +94,7 @@ class UserSpec(Strict):
 
 
 class TrialSpec(Strict):
-    duration: Duration | None = Field(default=None, description="submission window")
+    duration: PositiveDuration | None = Field(default=None, description="submission window")
     jobs: int | None = Field(default=None, ge=1, description="or a job count")
 
 
@@ -202,7 +202,7 @@ class ExperimentBase(Strict):
     )
     load: LoadBase
     sweep: dict[str, list[Any]] = Field(default_factory=dict)
-    trials: int = Field(default=1, ge=1, le=1000)
+    trials: int = Field(default=1, ge=1, le=1000, strict=True)  # strict: true is no count
     trial: TrialSpec = Field(default_factory=TrialSpec)
     schedule: ScheduleSpec | None = Field(
         default=None,
