@@ -125,6 +125,30 @@ def test_parallel_login_guesses_are_checked_one_at_a_time(tmp_path: Path) -> Non
             assert c.post("/login", data={"csrf": csrf, "token": TOKEN}).status_code == 303
 
 
+def test_the_login_throttle_ignores_x_forwarded_for(tmp_path: Path) -> None:
+    with serve(
+        tmp_path / "results",
+        tmp_path / "serve.log",
+        extra=["--token-env", "GB_WEB_TOKEN"],
+        env={"GB_WEB_TOKEN": TOKEN},
+    ) as s:
+
+        def guess(n: int, ready: threading.Barrier | None) -> int:
+            xff = {"X-Forwarded-For": f"203.0.113.{n}"}  # a new "address" every time
+            with httpx.Client(base_url=s.url, timeout=60, headers=xff) as c:
+                csrf = csrf_of(c.get("/login").text)
+                if ready is not None:
+                    ready.wait(timeout=60)
+                return c.post("/login", data={"csrf": csrf, "token": "wrong"}).status_code
+
+        assert [guess(n, None) for n in range(5)] == [401] * 5
+        ready = threading.Barrier(8)
+        with ThreadPoolExecutor(8) as pool:
+            codes = list(pool.map(guess, range(10, 18), [ready] * 8))
+        # one socket peer: one guess is checked (after its wait), the others are refused
+        assert sorted(codes) == [401] + [429] * 7, codes
+
+
 def test_secret_finder_catches_headers_flags_and_token_values() -> None:
     from gridbench.web.literal_secrets import find_secrets, redact
 

@@ -128,6 +128,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         timeout_graceful_shutdown=3,
         server_header=False,
         limit_concurrency=LIMIT_CONCURRENCY,
+        # the client is the socket's peer: uvicorn would otherwise take X-Forwarded-For
+        # from a loopback peer, and the login throttle, keyed on the client, was bypassed
+        # by rotating that header
+        proxy_headers=False,
     )
     uvicorn.Server(config).run()
     return 0
