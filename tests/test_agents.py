@@ -635,3 +635,29 @@ def test_local_agents_speak_tls_that_a_stranger_cannot_join(tmp_path: Path) -> N
 
     tls_dir = asyncio.run(main())
     assert not tls_dir.exists()  # removed with the cluster
+
+
+def test_a_local_agent_listens_on_loopback_only(tmp_path: Path) -> None:
+    """A Dask worker serves HTTP (/health, /metrics, /sitemap.json) without
+    authentication: it must not listen beyond loopback (issue 22, item 3)."""
+    from gridbench.jobflow.loads.base import AgentsBlock
+    from gridbench.jobflow.run.agent_pool import AgentPool
+
+    async def main() -> list[str]:
+        async with AgentPool(AgentsBlock(processes=1), tmp_path) as pool:
+            assert pool.addresses
+            workers = [
+                p
+                for p in psutil.Process().children(recursive=True)
+                if "dask_worker" in " ".join(p.cmdline())
+            ]
+            assert len(workers) == 1
+            return [
+                c.laddr.ip
+                for c in workers[0].net_connections(kind="inet")
+                if c.status == psutil.CONN_LISTEN
+            ]
+
+    listening = asyncio.run(main())
+    assert listening, "the worker listens nowhere?"
+    assert all(ip in ("127.0.0.1", "::1") for ip in listening), listening

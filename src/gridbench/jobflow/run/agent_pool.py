@@ -73,7 +73,8 @@ class AgentPool:
                 self.cluster = await dd.SSHCluster(
                     [b.hosts[0], *b.hosts],
                     connect_options=dict(b.ssh_options),
-                    worker_options={"nthreads": 1},
+                    # the workers' HTTP (/health, /metrics) unauthenticated: loopback only
+                    worker_options={"nthreads": 1, "dashboard_address": "127.0.0.1:0"},
                     # the scheduler on the first host closes when no trial has run for a
                     # while (its workers then exit): a killed controller leaves nothing
                     # running there once its agents have cancelled

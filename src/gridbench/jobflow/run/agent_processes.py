@@ -80,6 +80,10 @@ class LocalAgents:
                 "1",
                 "--no-nanny",
                 "--no-dashboard",
+                # the worker still serves /health, /metrics and /sitemap.json over HTTP,
+                # without authentication: on loopback only (its default is every address)
+                "--dashboard-address",
+                "127.0.0.1:0",
                 "--host",
                 "127.0.0.1",
                 "--death-timeout",
