@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
+
+import psutil
 
 from gridbench.errors import GridbenchError
 
@@ -33,13 +36,39 @@ NO_SCHEDULER_S = 60  # a worker that cannot reach the scheduler this long exits
 QUIET_WORKER = {"DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False"}
 
 
+#: The start of a TLS folder's name: then the controller's pid, a dash, random letters.
+TLS_PREFIX = "gridbench-agents-"
+
+
+def sweep_stale_tls(tmp: Path | None = None) -> list[Path]:
+    """Remove the TLS folders (a key inside) that killed controllers of this user left in
+    the temporary directory: each is named after its controller's pid, and is removed
+    when that process is gone. Returns what was removed."""
+    removed = []
+    for d in Path(tmp or tempfile.gettempdir()).glob(f"{TLS_PREFIX}*-*"):
+        pid = d.name.removeprefix(TLS_PREFIX).split("-", 1)[0]
+        try:
+            st = d.lstat()
+        except OSError:
+            continue
+        if not pid.isdigit() or not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+            continue  # not ours, or a link: never followed
+        if psutil.pid_exists(int(pid)):
+            continue  # its controller still runs (or the pid was reused: keep it)
+        shutil.rmtree(d, ignore_errors=True)
+        removed.append(d)
+    return removed
+
+
 class TlsFiles:
     """A throw-away certificate and key for one cluster's TLS (Dask's ``Security.temporary``:
     one self-signed pair that every party presents and trusts), written to a private
     directory for the workers' command line; removed with :meth:`remove`."""
 
     def __init__(self, cert_pem: str, key_pem: str) -> None:
-        self.dir = Path(tempfile.mkdtemp(prefix="gridbench-agents-"))  # mode 0700
+        sweep_stale_tls()
+        # named after this process, so that a folder left by a killed controller is known
+        self.dir = Path(tempfile.mkdtemp(prefix=f"{TLS_PREFIX}{os.getpid()}-"))  # mode 0700
         self.cert = self.dir / "cert.pem"
         self.key = self.dir / "key.pem"
         self.cert.write_text(cert_pem)
