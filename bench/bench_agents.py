@@ -38,7 +38,7 @@ from typing import Any
 import polars as pl
 
 from gridbench.jobflow.events.clock import AnchoredClock
-from gridbench.jobflow.events.log import EventLog, read_events
+from gridbench.jobflow.events.log import EventLog, Origin, read_events
 from gridbench.jobflow.experiment.runner import ExperimentRunner
 from gridbench.jobflow.run.agent_collect import merge_logs
 from gridbench.jobflow.run.agents import _Merger
@@ -126,7 +126,8 @@ def synth_logs(root: Path, agents: int, total: int) -> list[Path]:
                 job = f"p00-t00-{k:02d}{i:07d}"
                 for j, stage in enumerate(("intended", "submit", "submit_ack", "client_done")):
                     attrs = f'{{"backend_id":"{i}"}}' if stage == "submit_ack" else None
-                    log.append(job, stage, t + i * 1000 + j, agent=f"agent-{k}", attrs=attrs)
+                    who = Origin(agent=f"agent-{k}")
+                    log.append(job, stage, t + i * 1000 + j, who, attrs=attrs)
         paths.append(p)
     return paths
 

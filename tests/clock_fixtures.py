@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from daemons import log_tail, spawn_logged, stop_pids, wait_until
-from gridbench.jobflow.events.log import EventLog
+from gridbench.jobflow.events.log import EventLog, Origin
 from gridbench.jobflow.run.clock_sync import OffsetEstimate, measure
 
 HERE = Path(__file__).resolve().parent
@@ -133,11 +133,11 @@ class StampingServer:
             for line in f:
                 job = line.split()[1]
                 time.sleep(self.queue_s)
-                self.log.append(job, "queued", time.time_ns(), source="server")
+                self.log.append(job, "queued", time.time_ns(), Origin(source="server"))
                 f.write("ACK\n")
                 f.flush()
                 time.sleep(self.run_s)
-                self.log.append(job, "finished", time.time_ns(), source="server")
+                self.log.append(job, "finished", time.time_ns(), Origin(source="server"))
                 f.write("DONE\n")
                 f.flush()
 

@@ -19,7 +19,7 @@ import psutil
 import pytest
 
 from conftest import BIN, cli_env
-from gridbench.jobflow.events.log import EVENTS_FILE, EventLog
+from gridbench.jobflow.events.log import EVENTS_FILE, EventLog, Origin
 
 
 def _plant(results: Path, folder: str, created: str) -> Path:
@@ -92,7 +92,7 @@ def _crashed_run(
             log.append(f"j{i}", "submit", 1_000 + i)
             log.append(f"j{i}", "submit_ack", 2_000 + i, attrs={"backend_id": bid})
             if start:
-                log.append(f"j{i}", "local_start", 3_000 + i, source="local", attrs=start)
+                log.append(f"j{i}", "local_start", 3_000 + i, Origin(source="local"), attrs=start)
     return run
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from gridbench.errors import IngestError
 from gridbench.jobflow.events.jsonl import read_jsonl, rfc3339_to_ns, write_jsonl
-from gridbench.jobflow.events.log import EventLog, read_events
+from gridbench.jobflow.events.log import EventLog, Origin, read_events
 from gridbench.jobflow.events.model import EVENT_SCHEMA
 
 T = 1_718_000_000_000_000_000  # 2024-06-10T06:13:20Z
@@ -113,8 +113,7 @@ def test_size_limits(tmp_path: Path) -> None:
 def test_export_round_trip(tmp_path: Path) -> None:
     with EventLog(tmp_path / "events.csv") as log:
         log.append("a", "submit", T, attrs={"backend_id": 'x,"y"'})
-        log.append("a", "ce_entry", T + 5, source="ce", precision_ns=10**9, agent="ce1",
-                   clock_offset_ns=-3)  # fmt: skip
+        log.append("a", "ce_entry", T + 5, Origin("ce", 10**9, "ce1", -3))
         log.append("b", "failed", T + 9, attrs={"kind": "dropped"})
     ev = read_events(tmp_path / "events.csv")
     n = write_jsonl(ev, tmp_path / "out.jsonl")

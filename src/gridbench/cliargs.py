@@ -7,12 +7,12 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from gridbench.errors import GridbenchError
 
 if TYPE_CHECKING:
-    from gridbench.family import Ui
+    from gridbench.family import Executes, Ui
     from gridbench.store.layout import RunDir
 
 #: A family's command: the parsed arguments and what the CLI lends it -> the exit code.
@@ -215,17 +215,6 @@ def line_progress(ui: Ui, label: str, total: int) -> Iterator[Callable[[str], No
     finally:
         done = total
         line("done")
-
-
-class Executes(Protocol):
-    """A family's runner as its run command drives it: ``run`` is set once the results
-    folder exists."""
-
-    run: RunDir | None
-
-    def execute(self) -> object:
-        """Run the spec into ``run``."""
-        ...
 
 
 def run_and_show(

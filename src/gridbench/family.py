@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
@@ -37,9 +37,6 @@ from gridbench.errors import (
 from gridbench.sections import Report
 from gridbench.store.layout import RunDir, json_safe
 from gridbench.testplan import report_inputs
-
-if TYPE_CHECKING:
-    from gridbench.cliargs import Executes  # a run command's runner
 
 ENTRY_POINT_GROUP = "gridbench.families"
 #: Runs written before families existed carry no ``kind``: they are job flow.
@@ -344,12 +341,23 @@ class SweptComparable(Protocol):
         ...
 
 
+class Executes(Protocol):
+    """A family's runner as its run command drives it: ``run`` is set once the results
+    folder exists."""
+
+    run: RunDir | None
+
+    def execute(self) -> object:
+        """Run the spec into ``run``."""
+        ...
+
+
 @runtime_checkable
 class StartsFromSpec(Protocol):
     """A family whose runs can be started from a spec's text: the dashboard's ``/start``
     page offers it (job flow has its own page, ``/new``, with a live view)."""
 
-    def runner_for(self, text: str, root: Path) -> Executes:  # (gridbench.cliargs)
+    def runner_for(self, text: str, root: Path) -> Executes:
         """Validate ``text`` (SpecError naming where and the fix) and check what can be
         checked before anything is written; the runner writes one results folder under
         ``root`` when executed, in a worker thread."""

@@ -17,7 +17,7 @@ from gridbench.family import (
 from gridbench.io.metrics import SCHEMA
 
 if TYPE_CHECKING:
-    from gridbench.cliargs import Executes
+    from gridbench.family import Executes
 
 
 class Storage(ModuleFamily):

@@ -19,7 +19,7 @@ from gridbench.family import (
 from gridbench.store.layout import RunDir
 
 if TYPE_CHECKING:
-    from gridbench.cliargs import Executes
+    from gridbench.family import Executes
 
 SCHEMA = "gridbench.net/1"
 

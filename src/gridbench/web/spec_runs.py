@@ -10,8 +10,8 @@ import asyncio
 import logging
 from pathlib import Path
 
-from gridbench.cliargs import Executes
 from gridbench.errors import GridbenchError
+from gridbench.family import Executes
 from gridbench.store.layout import RunDir
 from gridbench.web.manager import QueueFull, analyse
 

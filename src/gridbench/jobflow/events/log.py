@@ -13,6 +13,7 @@ import io
 import json
 import os
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,21 @@ from gridbench.store.safe_open import opened_store_file
 
 EVENTS_FILE = "events.csv"
 _dumps = json.JSONEncoder(separators=(",", ":"), default=str).encode
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Who stamped an event and how: its source, the stamp's precision, the agent and that
+    agent's clock offset. A recorder keeps one, so an event costs no new object."""
+
+    source: str = "client"
+    precision_ns: int = 1_000
+    agent: str = "local"
+    clock_offset_ns: int = 0
+
+
+#: The controller's own client stamps (microsecond clock, no offset).
+CLIENT = Origin()
 
 
 class EventLog:
@@ -49,11 +65,8 @@ class EventLog:
         job: str,
         stage: str,
         t_ns: int,
+        origin: Origin = CLIENT,
         *,
-        source: str = "client",
-        precision_ns: int = 1_000,
-        agent: str = "local",
-        clock_offset_ns: int = 0,
         attrs: dict[str, Any] | str | None = None,
     ) -> None:
         """Record one event (flushed with its batch); ``attrs`` may be pre-encoded JSON."""
@@ -62,10 +75,10 @@ class EventLog:
                 job,
                 stage,
                 t_ns,
-                source,
-                precision_ns,
-                agent,
-                clock_offset_ns,
+                origin.source,
+                origin.precision_ns,
+                origin.agent,
+                origin.clock_offset_ns,
                 attrs if isinstance(attrs, str) else (_dumps(attrs) if attrs else ""),
             )
         )
@@ -75,16 +88,8 @@ class EventLog:
 
     def add(self, event: Event) -> None:
         """Record an :class:`Event`."""
-        self.append(
-            event.job,
-            event.stage,
-            event.t_ns,
-            source=event.source,
-            precision_ns=event.precision_ns,
-            agent=event.agent,
-            clock_offset_ns=event.clock_offset_ns,
-            attrs=event.attrs,
-        )
+        origin = Origin(event.source, event.precision_ns, event.agent, event.clock_offset_ns)
+        self.append(event.job, event.stage, event.t_ns, origin, attrs=event.attrs)
 
     def extend(self, events: Iterable[Event]) -> None:
         for e in events:

@@ -18,7 +18,7 @@ from gridbench.errors import SpecError
 from gridbench.jobflow.backends.base import Backend, ReportPublisher
 from gridbench.jobflow.events.edgi.collector import ReportCollector
 from gridbench.jobflow.events.edgi.join import joined_by_lines
-from gridbench.jobflow.events.log import EVENTS_FILE, EventLog
+from gridbench.jobflow.events.log import EVENTS_FILE, EventLog, Origin
 from gridbench.jobflow.events.model import EVENT_SCHEMA, STAGE_SUBMIT_ACK
 from gridbench.jobflow.events.sources import FetchLimits
 from gridbench.jobflow.specbase.model import CollectorSpec
@@ -145,16 +145,13 @@ def _trial_log_path(current: EventLog | None, run_dir: Path | None, tid: str) ->
 
 def _append(log_: EventLog, df: pl.DataFrame) -> None:
     for row in df.iter_rows(named=True):
-        log_.append(
-            row["job"],
-            row["stage"],
-            row["t_ns"],
-            source=row["source"],
-            precision_ns=row["precision_ns"],
-            agent=row["agent"] or "server",
-            clock_offset_ns=row["clock_offset_ns"] or 0,
-            attrs=row["attrs"] or None,
+        origin = Origin(
+            row["source"],
+            row["precision_ns"],
+            row["agent"] or "server",
+            row["clock_offset_ns"] or 0,
         )
+        log_.append(row["job"], row["stage"], row["t_ns"], origin, attrs=row["attrs"] or None)
 
 
 def _quote(s: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gridbench.jobflow.events.clock import AnchoredClock
-from gridbench.jobflow.events.log import EventLog
+from gridbench.jobflow.events.log import EventLog, Origin
 
 
 class Recorder:
@@ -19,6 +19,10 @@ class Recorder:
         self.agent = agent
         self.offset = clock_offset_ns
         self.precision = clock.precision_ns
+        self.origin = Origin("client", self.precision, agent, clock_offset_ns)
+
+    def _with_precision(self, precision_ns: int) -> Origin:
+        return Origin("client", precision_ns, self.agent, self.offset)
 
     def stamp(
         self,
@@ -29,14 +33,6 @@ class Recorder:
         precision_ns: int | None = None,
     ) -> int:
         t = self.clock.now_ns() if t_ns is None else t_ns
-        self.log.append(
-            job,
-            stage,
-            t,
-            source="client",
-            precision_ns=precision_ns or self.precision,
-            agent=self.agent,
-            clock_offset_ns=self.offset,
-            attrs=attrs,
-        )
+        origin = self._with_precision(precision_ns) if precision_ns else self.origin
+        self.log.append(job, stage, t, origin, attrs=attrs)
         return t
