@@ -127,32 +127,39 @@ def validation_error(
 M = TypeVar("M", bound=BaseModel)
 
 
+@dataclass(frozen=True, slots=True)
+class SpecWords:
+    """How a family's spec errors speak of it: what the spec is called, its top-level
+    keys, an example file to copy and the doc the fixes point at."""
+
+    what: str = "a spec"
+    keys: str = "name:, ..."
+    template: str = "examples/"
+    docs: str = "docs/spec.md"
+
+
 def validate_spec(
     model: type[M],
     data: Any,
     root: Any,
     origin: str,
     overridden: list[tuple[str, ...]] | None = None,
-    *,
-    what: str = "a spec",
-    keys: str = "name:, ...",
-    template: str = "examples/",
-    docs: str = "docs/spec.md",
+    words: SpecWords = SpecWords(),
 ) -> M:
     """Plain spec data as a family's ``model``: a mapping (else "``what`` must be a YAML
     mapping (``keys``)", fix: see ``template``), validated, every problem in one SpecError
     whose fixes point at ``docs``."""
     if not isinstance(data, dict):
         raise SpecError(
-            f"{what} must be a YAML mapping ({keys})",
+            f"{words.what} must be a YAML mapping ({words.keys})",
             where=origin,
-            fix=f"see {template} for a template",
+            fix=f"see {words.template} for a template",
         )
     try:
         return model.model_validate(data)
     except ValidationError as exc:
         err = validation_error(exc, root, origin, overridden)
-        raise SpecError(err.message.replace("docs/spec.md", docs)) from None
+        raise SpecError(err.message.replace("docs/spec.md", words.docs)) from None
 
 
 MAX_SPEC_NODES = 100_000
@@ -374,17 +381,8 @@ class SpecLoader(Generic[M]):
         root, data, overridden = parse_with_overrides(text, origin, overrides)
         data = own_kind(data, self.kind, origin)
         try:
-            spec = validate_spec(
-                self.model,
-                data,
-                root,
-                origin,
-                overridden,
-                what=self.what,
-                keys=self.keys,
-                template=self.template,
-                docs=self.docs,
-            )
+            words = SpecWords(self.what, self.keys, self.template, self.docs)
+            spec = validate_spec(self.model, data, root, origin, overridden, words)
         except SpecError:
             other = other_family(data, self.kind, self.what, origin)
             if other is None:

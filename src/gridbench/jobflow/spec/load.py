@@ -12,6 +12,7 @@ from gridbench.errors import SpecError
 from gridbench.jobflow import loads as load_models
 from gridbench.jobflow.spec.model import ExperimentSpec
 from gridbench.specload import (
+    SpecWords,
     other_family,
     own_kind,
     parse_with_overrides,
@@ -41,9 +42,8 @@ def validate_data(
 ) -> ExperimentSpec:
     data = own_kind(data, KIND, origin)
     try:
-        spec = validate_spec(
-            ExperimentSpec, data, root, origin, overridden, keys="name:, backend:, load:, ..."
-        )
+        words = SpecWords(keys="name:, backend:, load:, ...")
+        spec = validate_spec(ExperimentSpec, data, root, origin, overridden, words)
     except SpecError:
         other = other_family(data, KIND, "a job-flow spec", origin)
         if other is None:
