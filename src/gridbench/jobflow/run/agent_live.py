@@ -37,23 +37,14 @@ class LiveRecorder(Recorder):
         self._lock = threading.Lock()  # the trial records in its thread, pulls read in another
         self._submit: dict[str, int] = {}
 
-    def stamp(
-        self,
-        job: str,
-        stage: str,
-        t_ns: int | None = None,
-        attrs: dict[str, Any] | str | None = None,
-        precision_ns: int | None = None,
-    ) -> int:
-        """Stamp as :class:`Recorder` does; a submit_ack adds to the histogram."""
-        t = super().stamp(job, stage, t_ns, attrs, precision_ns)
+    def stamped(self, job: str, stage: str, t_ns: int) -> None:
+        """A submit_ack adds its job's submit latency to the histogram."""
         if stage == STAGE_SUBMIT:
-            self._submit[job] = t
+            self._submit[job] = t_ns
         elif stage == STAGE_SUBMIT_ACK and job in self._submit:
-            lat = t - self._submit.pop(job)
+            lat = t_ns - self._submit.pop(job)
             with self._lock:
                 self.hist.record_value(min(max(lat, LOWEST_NS), HIGHEST_NS))
-        return t
 
     def snapshot(self, progress: TrialProgress) -> dict[str, Any]:
         """Counters so far and the histogram since the previous snapshot (then reset)."""

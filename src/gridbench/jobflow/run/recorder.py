@@ -35,4 +35,8 @@ class Recorder:
         t = self.clock.now_ns() if t_ns is None else t_ns
         origin = self._with_precision(precision_ns) if precision_ns else self.origin
         self.log.append(job, stage, t, origin, attrs=attrs)
+        self.stamped(job, stage, t)
         return t
+
+    def stamped(self, job: str, stage: str, t_ns: int) -> None:
+        """Called after each stamp is recorded: nothing here; a live recorder counts."""
