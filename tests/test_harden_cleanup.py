@@ -20,6 +20,7 @@ import pytest
 
 from conftest import BIN, cli_env
 from gridbench.jobflow.events.log import EVENTS_FILE, EventLog, Origin
+from gridbench.store.spawned import RUN_ENV
 
 
 def _plant(results: Path, folder: str, created: str) -> Path:
@@ -79,7 +80,7 @@ def _crashed_run(
 ) -> Path:
     """A run folder as a killed run leaves it: jobs acknowledged, never seen to end.
     ``jobs`` maps a backend id to the attrs of its ``local_start`` event ({} for none)."""
-    run = _plant(results, "20260101T000000Z-planted", "2026-01-01T00:00:00+00:00")
+    run = _plant(results, PLANTED, "2026-01-01T00:00:00+00:00")
     exp = json.loads((run / "experiment.json").read_text())
     (run / "experiment.json").write_text(
         json.dumps({**exp, "status": "running", "backend_runtime": runtime})
@@ -107,21 +108,50 @@ def bystander() -> Iterator[psutil.Process]:
         proc.wait()
 
 
+PLANTED = "20260101T000000Z-planted"
+
+
+def _job_of(run: Path) -> subprocess.Popen[bytes]:
+    """A local job as gridbench starts it for ``run``: its own session, and the run folder
+    in its environment (inherited from the controller, which marks it)."""
+    env = {**os.environ, RUN_ENV: str(run.resolve())}
+    return subprocess.Popen(["/bin/sleep", "60"], start_new_session=True, env=env)
+
+
 def _alive(p: psutil.Process) -> bool:
     return bool(p.is_running() and p.status() != psutil.STATUS_ZOMBIE)
 
 
-def test_without_yes_and_no_terminal_cleanup_shows_the_plan_and_refuses(
+def test_without_yes_and_no_terminal_cleanup_shows_the_plan_and_refuses(tmp_path: Path) -> None:
+    job = _job_of(tmp_path / "r" / PLANTED)
+    try:
+        proc = psutil.Process(job.pid)
+        started = {"pid": job.pid, "create_time": proc.create_time()}
+        run = _crashed_run(tmp_path / "r", LOCAL_SPEC, {"local-1-1": started}, {})
+        p = _gb(tmp_path / "r", "cleanup", str(run))  # stdin is a pipe, not a terminal
+        assert p.returncode == 2, p.stdout + p.stderr
+        assert "needs confirmation" in p.stderr and "--yes" in p.stderr
+        assert f"pid {job.pid}: would stop" in p.stdout  # the plan came first
+        assert _alive(proc)
+        assert json.loads((run / "experiment.json").read_text())["status"] == "running"
+    finally:
+        job.kill()
+        job.wait()
+
+
+def test_a_planted_pid_with_the_real_start_time_is_left_alone(
     tmp_path: Path, bystander: psutil.Process
 ) -> None:
+    """Anyone can read a process's start time in /proc: a run folder naming it, with the
+    right start time and a helper's name, still does not make cleanup signal it."""
     started = {"pid": bystander.pid, "create_time": bystander.create_time()}
-    run = _crashed_run(tmp_path / "r", LOCAL_SPEC, {"local-1-1": started}, {})
-    p = _gb(tmp_path / "r", "cleanup", str(run))  # stdin is a pipe, not a terminal
-    assert p.returncode == 2, p.stdout + p.stderr
-    assert "needs confirmation" in p.stderr and "--yes" in p.stderr
-    assert f"pid {bystander.pid}: would stop" in p.stdout  # the plan came first
+    helper = {**started, "cmdline_marker": "sleep"}
+    run = _crashed_run(tmp_path / "r", LOCAL_SPEC, {"local-1-1": started}, helper)
+    p = _gb(tmp_path / "r", "cleanup", str(run), "--yes")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.stdout.count("not provably this run's") >= 2, p.stdout
+    assert "stopped leftover processes" not in p.stdout
     assert _alive(bystander)
-    assert json.loads((run / "experiment.json").read_text())["status"] == "running"
 
 
 def test_a_pid_without_its_recorded_start_time_is_left_alone(
@@ -143,7 +173,7 @@ def test_a_pid_without_its_recorded_start_time_is_left_alone(
 
 def test_a_verified_pid_is_stopped_and_listed(tmp_path: Path) -> None:
     # a local job as gridbench records it: pid and start time, read at spawn
-    job = subprocess.Popen(["/bin/sleep", "60"], start_new_session=True)
+    job = _job_of(tmp_path / "r" / PLANTED)
     try:
         started = {"pid": job.pid, "create_time": psutil.Process(job.pid).create_time()}
         run = _crashed_run(tmp_path / "r", LOCAL_SPEC, {"local-1-1": started}, {})
@@ -200,3 +230,36 @@ def test_at_a_terminal_cleanup_asks_and_a_no_does_nothing(
     assert "Run and signal what is listed above? [y/N]" in p.stdout
     assert "not confirmed: nothing was done" in p.stdout
     assert _alive(bystander)
+
+
+def _slurm_spec(options: str) -> str:
+    return (
+        f"name: planted\nbackend: {{type: slurm, options: {options}}}\n"
+        "job: {command: [/bin/true]}\nload: {model: open, rate: 1/s}\ntrial: {duration: 1s}\n"
+    )
+
+
+def test_a_run_folder_cannot_choose_the_programs_cleanup_runs(tmp_path: Path) -> None:
+    """A planted run of another backend than command, whose options name a folder of
+    client programs: cleanup --yes runs none of them and says which it refused."""
+    evil = tmp_path / "evil-bin"
+    evil.mkdir()
+    for prog in ("scancel", "scontrol", "squeue", "sbatch", "sacct"):
+        script = evil / prog
+        script.write_text(f"#!/bin/sh\ntouch {tmp_path}/RAN-{prog}\n")
+        script.chmod(0o755)
+    run = _crashed_run(tmp_path / "r", _slurm_spec(f"{{bin_dir: {evil}}}"), {"17": {}}, {})
+    p = _gb(tmp_path / "r", "cleanup", str(run), "--yes")
+    assert "Traceback" not in p.stderr, p.stderr
+    assert f"{evil}/scancel" in p.stdout + p.stderr and "may be planted" in p.stdout + p.stderr
+    assert not list(tmp_path.glob("RAN-*")), "a planted client program ran"
+
+
+def test_a_run_folder_cannot_hand_loader_variables_to_cleanup(tmp_path: Path) -> None:
+    lib = tmp_path / "evil.so"
+    spec = _slurm_spec(f"{{env: {{LD_PRELOAD: {lib}}}}}")
+    run = _crashed_run(tmp_path / "r", spec, {"17": {}}, {})
+    p = _gb(tmp_path / "r", "cleanup", str(run), "--yes")
+    assert "Traceback" not in p.stderr, p.stderr
+    assert "LD_PRELOAD" in p.stdout + p.stderr and "may be planted" in p.stdout + p.stderr
+    assert "cancelled 1 jobs" not in p.stdout

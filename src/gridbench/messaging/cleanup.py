@@ -33,7 +33,7 @@ from gridbench.errors import GridbenchError
 from gridbench.family import CleanupOutcome
 from gridbench.messaging.processes import NAME_PATTERN, PROCESSES_FILE, RESOURCES_FILE
 from gridbench.store.layout import RunDir
-from gridbench.store.spawned import live_runner, recorded_process
+from gridbench.store.spawned import live_runner, run_process
 
 #: seconds between SIGTERM and SIGKILL
 GRACE = 3.0
@@ -85,18 +85,19 @@ def _procs(run: RunDir, errors: list[str]) -> list[_Proc]:
     return out
 
 
-def _ours(p: _Proc) -> tuple[psutil.Process | None, str]:
-    """The live process if it is the one recorded, else None and why not."""
+def _ours(p: _Proc, run_path: Path) -> tuple[psutil.Process | None, str]:
+    """The live process if it is the one recorded and works for this run, else None and
+    why not."""
     label = f"pid {p.pid} ({p.role})"
-    proc, why = recorded_process(p.pid, p.create_time)
-    if proc is None or proc.pid == os.getpid():
-        why = why or "not ours (a different process has this pid)"
+    proc, why = run_process(p.pid, p.create_time, run_path)
+    if proc is None:
         return None, f"{label}: {why}" + ("" if why == "already gone" else ", left alone")
     return proc, label
 
 
 def _signal(proc: psutil.Process, sig: signal.Signals) -> None:
-    """Signal the process, and its group when it leads one (the children it forked)."""
+    """Signal the process, and its group when it leads one (the children it forked; the
+    process is proven this run's, so the group is one gridbench made)."""
     with contextlib.suppress(psutil.Error, OSError):
         if os.getpgid(proc.pid) == proc.pid:
             os.killpg(proc.pid, sig)
@@ -205,7 +206,7 @@ def cleanup_run(run: RunDir, *, dry_run: bool, force: bool) -> CleanupOutcome:
         )
     found: list[tuple[psutil.Process, str]] = []
     for p in _procs(run, errors):
-        proc, label = _ours(p)
+        proc, label = _ours(p, run.path)
         if proc is None:
             lines.append(label)
         elif dry_run:

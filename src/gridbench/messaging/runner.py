@@ -37,6 +37,7 @@ from gridbench.messaging.processes import ProcessBook
 from gridbench.messaging.records import RECORDS_FILE
 from gridbench.store.layout import RunDir, now_iso
 from gridbench.store.records import append_record
+from gridbench.store.spawned import mark_run
 
 Progress = Callable[[str], None]
 
@@ -100,6 +101,7 @@ class NetRunner:
         check_tools(spec)
         check_memory(spec)
         run = RunDir.create(self.root, spec.name)
+        mark_run(run.path)  # every peer started from now on is provably this run's
         self.run = run
         (run.path / "work").mkdir()
         run.begin(

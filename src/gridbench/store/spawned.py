@@ -1,16 +1,24 @@
-"""Processes a run recorded as its own, recognised again by pid and start time.
+"""Processes a run recorded as its own, recognised again by pid, start time and the run
+folder in their environment.
 
 A pid in a results folder is foreign input: the run may be old, copied in, or planted, and
-the pid may since belong to someone else. A recorded process is taken to be the one the
-run started only when its start time matches the one recorded at spawn time, so cleanup
-never signals a process that gridbench did not start.
+the pid may since belong to someone else. A start time proves little (anyone can read a
+victim's in /proc), so a run marks its own children: :func:`mark_run` puts the run folder's
+path into the controller's environment as soon as the folder exists, every child inherits
+it, and :func:`run_process` takes a recorded process to be the run's only when its start
+time matches *and* its environment names this run folder, which only its parent could set.
 """
 
 from __future__ import annotations
 
 import math
+import os
+from pathlib import Path
 
 import psutil
+
+#: The variable that names, in every child's environment, the run folder it works for.
+RUN_ENV = "GRIDBENCH_RUN"
 
 #: a recorded start time matches within this many seconds
 TIME_TOLERANCE = 0.01
@@ -66,3 +74,32 @@ def live_runner(pid: object, created: object, files_made: float | None) -> int |
     if files_made is not None and actual > files_made + 1.0:
         return None
     return pid
+
+
+def mark_run(run_path: Path) -> None:
+    """From now on every child of this process carries ``run_path`` (absolute) in its
+    environment as :data:`RUN_ENV`: cleanup's proof that a process is this run's."""
+    os.environ[RUN_ENV] = str(run_path.resolve())
+
+
+def of_run(proc: psutil.Process, run_path: Path) -> bool:
+    """Whether ``proc`` was started for ``run_path`` (its environment says so)."""
+    try:
+        return bool(proc.environ().get(RUN_ENV) == str(run_path.resolve()))
+    except (psutil.Error, OSError):
+        return False
+
+
+def run_process(pid: object, created: object, run_path: Path) -> tuple[psutil.Process | None, str]:
+    """The live process ``pid`` if it started at ``created`` and works for ``run_path``
+    (:func:`of_run`); else None and why not, in a few words."""
+    proc, why = recorded_process(pid, created)
+    if proc is None:
+        return None, why
+    if proc.pid == os.getpid() or not of_run(proc, run_path):
+        return None, NOT_THIS_RUN
+    return proc, ""
+
+
+#: Why a process whose start time matches is still left alone.
+NOT_THIS_RUN = f"not provably this run's (no {RUN_ENV} of this run in its environment)"

@@ -175,6 +175,17 @@ class OrphanStopper(Protocol):
 
 
 @runtime_checkable
+class CancelClient(Protocol):
+    """A backend that cancels by running a client program (scancel, qdel): which one, and
+    where it resolves with the backend's own environment (``bin_dir``, ``env``), so that
+    ``gridbench cleanup`` can show it and refuse one a run folder points elsewhere."""
+
+    def cancel_client(self) -> tuple[str, str | None]:
+        """(the program's name, its full path as the backend would run it, or None)."""
+        ...
+
+
+@runtime_checkable
 class ReportPublisher(Protocol):
     """A backend whose system publishes EDGI monitoring reports (``reports: auto``)."""
 

@@ -200,6 +200,12 @@ class BatchSchedulerBackend(ABC):
         except ValueError as exc:
             raise SubmitError(FAIL_SUBMIT_ERROR, str(exc)) from None
 
+    def cancel_client(self) -> tuple[str, str | None]:
+        """The cancel program and where it resolves on this backend's PATH
+        (:class:`~gridbench.jobflow.backends.base.CancelClient`)."""
+        prog = self.cancel_program
+        return prog, shutil.which(prog, path=self._env.get("PATH"))
+
     async def cancel(self, ids: Sequence[str]) -> None:
         """The cancel client with explicit ids (never a user-wide pattern), in chunks;
         jobs that already ended are not an error."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import signal
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,7 +26,7 @@ import polars as pl
 import psutil
 
 from gridbench.errors import GridbenchError
-from gridbench.jobflow.backends.base import Backend, OrphanStopper
+from gridbench.jobflow.backends.base import Backend, CancelClient, OrphanStopper
 from gridbench.jobflow.backends.command.backend import CommandBackend
 from gridbench.jobflow.backends.registry import create_backend
 from gridbench.jobflow.events.clock import AnchoredClock
@@ -41,7 +42,7 @@ from gridbench.jobflow.run.cleanup_reservations import (
 from gridbench.jobflow.run.outstanding import outstanding_jobs
 from gridbench.jobflow.spec.load import load_spec
 from gridbench.store.layout import RunDir, now_iso, read_json, write_json
-from gridbench.store.spawned import live_runner, recorded_process
+from gridbench.store.spawned import NOT_THIS_RUN, live_runner, run_process
 
 
 @dataclass
@@ -68,12 +69,6 @@ def runner_alive(exp: dict[str, Any], files_made: float | None = None) -> int | 
     runner = exp.get("runner")
     runner = runner if isinstance(runner, dict) else {}
     return live_runner(runner.get("pid"), runner.get("create_time"), files_made)
-
-
-def started_by_us(pid: object, created: object) -> psutil.Process | None:
-    """The live process ``pid`` if its start time is ``created`` (as recorded at spawn
-    time); None for a bad, missing or mismatched record, a gone or a zombie process."""
-    return recorded_process(pid, created)[0]
 
 
 async def cleanup_run(run: RunDir, *, dry_run: bool = False, force: bool = False) -> CleanupReport:
@@ -104,7 +99,7 @@ async def cleanup_run(run: RunDir, *, dry_run: bool = False, force: bool = False
         report.released_reservations = await release_all(
             run, backend, reservations, report.plan, report.errors, dry_run=dry_run
         )
-    report.stopped_processes += _stop_orphans(runtime, report.plan, dry_run=dry_run)
+    report.stopped_processes += _stop_orphans(run, runtime, report.plan, dry_run=dry_run)
     if not dry_run and exp.get("status") in ("running", "created"):
         run.update_experiment(status="crashed", cleaned=now_iso())
     return report
@@ -118,7 +113,7 @@ def _cleanup_backend(run: RunDir, runtime: dict[str, Any], report: CleanupReport
     options = {**spec.backend.options, **(extra if isinstance(extra, dict) else {})}
     backend = create_backend(spec.backend.type, options)
     if not isinstance(backend, CommandBackend):
-        return backend
+        return backend if _trusted_client(backend, options, report) else None
     backend = backend.without_init()
     cancel = backend.cancel_template()
     command = runtime.get("command")
@@ -198,10 +193,9 @@ def _verified_pids(
             rec = None
         rec = rec if isinstance(rec, dict) else {}
         pid, created = rec.get("pid"), rec.get("create_time")
-        if started_by_us(pid, created) is None:
-            plan.append(
-                f"{tid}: pid {str(pid)[:20]}: not ours (no matching start time), left alone"
-            )
+        proc, why = run_process(pid, created, run.path)
+        if proc is None:
+            plan.append(f"{tid}: pid {str(pid)[:20]}: {_not_ours(why)}, left alone")
             continue
         assert isinstance(pid, int)
         ours.append(pid)
@@ -222,19 +216,20 @@ def _mark_trial(run: RunDir, tid: str) -> None:
             write_json(path, info)
 
 
-def _stop_orphans(runtime: dict[str, Any], plan: list[str], *, dry_run: bool) -> list[int]:
-    """Stop a helper process (an embedded grid) the crashed run started, if still alive and
-    its start time is the one recorded when it was spawned."""
+def _stop_orphans(
+    run: RunDir, runtime: dict[str, Any], plan: list[str], *, dry_run: bool
+) -> list[int]:
+    """Stop a helper process (an embedded grid) the crashed run started, if still alive,
+    its start time is the one recorded when it was spawned, and its environment names this
+    run (:func:`gridbench.store.spawned.run_process`)."""
     pid, created = runtime.get("pid"), runtime.get("create_time")
-    marker = runtime.get("cmdline_marker")
+    marker = str(runtime.get("cmdline_marker") or "helper")[:60]
     if pid is None:
         return []
-    proc = started_by_us(pid, created)
+    proc, why = run_process(pid, created, run.path)
     try:
-        if proc is None or not isinstance(marker, str) or marker not in " ".join(proc.cmdline()):
-            plan.append(
-                f"helper pid {str(pid)[:20]}: not ours (no matching start time), left alone"
-            )
+        if proc is None:
+            plan.append(f"helper pid {str(pid)[:20]}: {_not_ours(why)}, left alone")
             return []
         plan.append(
             f"helper pid {proc.pid} ({marker}): " + ("would stop" if dry_run else "stopping")
@@ -246,6 +241,46 @@ def _stop_orphans(runtime: dict[str, Any], plan: list[str], *, dry_run: bool) ->
     except (psutil.Error, ProcessLookupError):
         return []
     return [proc.pid]
+
+
+#: Environment variables a run's options may not hand to the programs cleanup runs.
+_LOADER_VARS = ("LD_", "PYTHON", "PERL5", "RUBY")
+
+
+def _trusted_client(backend: Backend, options: dict[str, Any], report: CleanupReport) -> bool:
+    """Whether cleanup may run the backend's cancel program: the one on the user's own
+    PATH, shown with its full path in the plan, and no loader variables from the run's
+    options (a run folder is data: it must not choose what cleanup executes)."""
+    env = options.get("env")
+    env_keys = sorted(str(k) for k in env) if isinstance(env, dict) else []
+    bad = [k for k in env_keys if k.startswith(_LOADER_VARS)]
+    if bad:
+        report.errors.append(
+            f"the run's backend options set {', '.join(bad)} for the client programs: the "
+            "run folder may be planted, and cleanup runs nothing under them; cancel by hand"
+        )
+        return False
+    if not isinstance(backend, CancelClient):
+        return True
+    name, path = backend.cancel_client()
+    mine = shutil.which(name)
+    if path is None or path != mine:
+        report.errors.append(
+            f"the run's backend options make cleanup run {path or name}, not the {name} on "
+            f"your PATH ({mine or 'none'}): the run folder may be planted, so it is not run; "
+            "cancel the jobs by hand, or put that folder first on your PATH if you trust it"
+        )
+        return False
+    report.plan.append(
+        f"cancel program: {path}"
+        + (f" (with the run's environment variables {', '.join(env_keys)})" if env_keys else "")
+    )
+    return True
+
+
+def _not_ours(why: str) -> str:
+    """Why a recorded pid is left alone, in the plan's words."""
+    return why if why == NOT_THIS_RUN else "not ours (no matching start time)"
 
 
 def describe(report: CleanupReport) -> str:

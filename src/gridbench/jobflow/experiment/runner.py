@@ -30,6 +30,7 @@ from gridbench.jobflow.spec.model import ExperimentSpec
 from gridbench.jobflow.spec.plan import Plan, PlannedTrial
 from gridbench.specload import dump_yaml
 from gridbench.store.layout import RunDir, now_iso, write_json
+from gridbench.store.spawned import mark_run
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +93,7 @@ class ExperimentRunner:
         """Create the results directory with the spec as run and the plan."""
         spec = self.plan.spec
         run = RunDir.create(self.root, spec.name)
+        mark_run(run.path)  # every helper and job started from now on is provably this run's
         run.spec_file.write_text(dump_yaml(self.data), encoding="utf-8")
         write_json(run.plan_file, self.plan.to_dict())
         run.update_experiment(
