@@ -30,6 +30,7 @@ from gridbench.errors import (
     EXIT_OK,
     BackendError,
     GridbenchError,
+    resource_error,
 )
 from gridbench.family import Cleanable, CleanupOutcome, families, kind_of, not_applicable
 from gridbench.fmt import safe_markup
@@ -376,15 +377,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # e.g. piped into head: not an error of ours
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (keeps the exit flush quiet)
         return EXIT_OK
-    except Exception as exc:  # a bug of ours: one line, the trace only on request
-        if args.verbose:
-            raise
-        err_console.print(
-            f"[red]internal error[/]: {safe_markup(f'{type(exc).__name__}: {exc}')}\n"
-            "  fix: re-run with -v for the traceback and report it; recorded results are kept "
-            "and can be re-analysed with 'gridbench analyze'"
-        )
+    except OSError as exc:  # a full disk or a read-only store is the machine's, not a bug
+        err = resource_error(exc)
+        if err is None:
+            return _internal_error(args, exc)
+        err_console.print(f"[red]error[/]: {safe_markup(err)}")
         return EXIT_INPUT
+    except Exception as exc:
+        return _internal_error(args, exc)
+
+
+def _internal_error(args: argparse.Namespace, exc: Exception) -> int:
+    """A bug of ours: one line, the trace only on request (-v)."""
+    if args.verbose:
+        raise exc
+    err_console.print(
+        f"[red]internal error[/]: {safe_markup(f'{type(exc).__name__}: {exc}')}\n"
+        "  fix: re-run with -v for the traceback and report it; recorded results are kept "
+        "and can be re-analysed with 'gridbench analyze'"
+    )
+    return EXIT_INPUT
 
 
 if __name__ == "__main__":

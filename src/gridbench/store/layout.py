@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from gridbench.errors import ResultsError
+from gridbench.errors import ResultsError, resource_error
 from gridbench.store.safe_open import CAPS, parse_json, read_store_text, refuse_links
 from gridbench.store.safe_open import EXPERIMENT_FILE as EXPERIMENT_FILE  # re-exported
 
@@ -44,16 +44,22 @@ def results_root(given: str | None) -> Path:
 def write_text_atomic(path: Path, text: str) -> None:
     """Write ``text`` through a temporary file and a rename, so readers never see half;
     never through a link (the file or its folder)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    refuse_links(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        refuse_links(path)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise resource_error(exc, path) or exc from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
-        raise
+        err = resource_error(exc, path) if isinstance(exc, OSError) else None
+        if err is None:
+            raise
+        raise err from None
 
 
 def json_safe(obj: Any) -> Any:

@@ -8,6 +8,7 @@ A torn last line (the process died mid-write) is ignored on reading.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -19,7 +20,7 @@ from typing import Any
 
 import polars as pl
 
-from gridbench.errors import ResultsError
+from gridbench.errors import ResultsError, resource_error
 from gridbench.jobflow.events.model import EVENT_COLUMNS, EVENT_SCHEMA, Event
 from gridbench.store.records import drop_torn_tail
 from gridbench.store.safe_open import opened_store_file
@@ -96,16 +97,27 @@ class EventLog:
             self.add(e)
 
     def flush(self) -> None:
-        """Write the pending batch and hand it to the kernel."""
-        if self._buf:
-            self._writer.writerows(self._buf)
-            self._buf.clear()
-        self._fh.flush()
+        """Write the pending batch and hand it to the kernel. A full disk is one error
+        naming this file and the space left (a torn last line is skipped on reading)."""
+        try:
+            if self._buf:
+                self._writer.writerows(self._buf)
+                self._buf.clear()
+            self._fh.flush()
+        except OSError as exc:
+            self._buf.clear()  # never retried: the log stays what reached the file
+            err = resource_error(exc, self.path)
+            if err is None:
+                raise
+            raise err from None
 
     def close(self) -> None:
         if not self._fh.closed:
-            self.flush()
-            self._fh.close()
+            try:
+                self.flush()
+            finally:
+                with contextlib.suppress(OSError):  # the buffer is gone: nothing to lose
+                    self._fh.close()
 
     def __enter__(self) -> EventLog:
         return self

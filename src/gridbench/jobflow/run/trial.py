@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gridbench.errors import ResourceError
 from gridbench.jobflow.backends.base import Backend, RuntimeStatsSource
 from gridbench.jobflow.events.clock import AnchoredClock
 from gridbench.jobflow.events.log import EVENTS_FILE, EventLog
@@ -243,7 +244,8 @@ async def run_trial(env: TrialEnv) -> TrialOutcome:
     server = _server_monitor(env.experiment, trial_dir, info)
     observer.trial_started(progress)
     submission_done = asyncio.Event()
-    flusher = asyncio.create_task(_flush_and_report(elog, progress, observer, submission_done))
+    full: list[ResourceError] = []
+    flusher = asyncio.create_task(_flush_and_report(elog, progress, observer, stop, full))
     tracking = asyncio.create_task(tracker.run_until(submission_done))
     status, error = "complete", None
     try:
@@ -301,6 +303,8 @@ async def run_trial(env: TrialEnv) -> TrialOutcome:
         flusher.cancel()
         with contextlib.suppress(BaseException):
             await flusher
+        if full:  # what reached the disk stays; say which file, and stop here
+            raise full[0]
         elog.close()
         monitor.stop()
         if server is not None:
@@ -312,10 +316,20 @@ async def run_trial(env: TrialEnv) -> TrialOutcome:
 
 
 async def _flush_and_report(
-    elog: EventLog, progress: TrialProgress, observer: Observer, done: asyncio.Event
+    elog: EventLog,
+    progress: TrialProgress,
+    observer: Observer,
+    stop: asyncio.Event,
+    failed: list[ResourceError],
 ) -> None:
-    """Flush small batches often (bounded loss on kill -9) and publish progress."""
+    """Flush small batches often (bounded loss on kill -9) and publish progress; a disk
+    that refuses the log stops the run (``stop``), its error kept in ``failed``."""
     while True:
         await asyncio.sleep(0.1)
-        elog.flush()
+        try:
+            elog.flush()
+        except ResourceError as exc:
+            failed.append(exc)
+            stop.set()
+            return
         observer.trial_progress(progress)
