@@ -11,9 +11,11 @@ take a bool or a numeric string for a number; :func:`validate_document` raises o
 from __future__ import annotations
 
 import numbers
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from difflib import get_close_matches
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from types import UnionType
+from typing import TYPE_CHECKING, Annotated, Any, Union, get_args, get_origin
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, PlainValidator, ValidationError
@@ -184,3 +186,70 @@ def validate_document(
     except ValidationError as exc:
         raise schema_error(exc, where) from None
     return data if isinstance(data, dict) else dict(data)
+
+
+# -- threshold paths checked against the schema before a run ------------------------------
+
+#: How close a name must be to a known one to be taken for a misspelling of it.
+NEAR_MISS = 0.75
+
+
+def _models_in(annotation: Any) -> list[Any]:
+    """The alternatives of a (possibly optional or annotated) type, ``None`` left out."""
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _models_in(get_args(annotation)[0])
+    if origin in (Union, UnionType):
+        return [a for arg in get_args(annotation) for a in _models_in(arg)]
+    return [] if annotation is type(None) else [annotation]
+
+
+def _instead(parts: tuple[str, ...], i: int, near: list[str]) -> str | None:
+    """The path with part ``i`` replaced by its nearest known name, if there is one."""
+    return ".".join([*parts[:i], near[0], *parts[i + 1 :]]) if near else None
+
+
+def path_problem(
+    model: type[BaseModel],
+    path: str,
+    known_keys: Callable[[tuple[str, ...]], Collection[str] | None] = lambda _: None,
+) -> tuple[str, str | None] | None:
+    """Why ``path`` cannot name a figure of a document shaped like ``model``: (what is
+    wrong, the name it probably meant or None); None when it may. Only what is surely a
+    misspelling is refused: a near miss of a model's field (an open model may hold others),
+    or of a mapping's key that ``known_keys(prefix)`` names (a key nobody declared may
+    still appear, as a collector's stage does); a list takes an index, and a single value
+    ends the path."""
+    parts = tuple(p for p in path.split(".") if p)
+    if not parts:
+        return "an empty path", None
+    current: Any = model
+    for i, part in enumerate(parts):
+        here = ".".join(parts[: i + 1])
+        kinds = _models_in(current)
+        cls = next((k for k in kinds if isinstance(k, type) and issubclass(k, BaseModel)), None)
+        origin = next((get_origin(k) for k in kinds if get_origin(k) in (dict, list)), None)
+        if cls is not None:
+            if part not in cls.model_fields:
+                # an open model may hold fields it does not declare: refuse near misses only
+                near = get_close_matches(part, list(cls.model_fields), 1, NEAR_MISS)
+                return (f"'{here}' names nothing", _instead(parts, i, near)) if near else None
+            current = cls.model_fields[part].annotation
+        elif origin is dict:
+            known = known_keys(parts[:i])
+            if known and part not in known:
+                near = get_close_matches(part, sorted(known), 1, NEAR_MISS)
+                if near:
+                    return f"'{here}' names nothing", _instead(parts, i, near)
+            args = get_args(next(k for k in kinds if get_origin(k) is dict))
+            current = args[1] if len(args) == 2 else Any
+        elif origin is list:
+            if not part.isdigit():
+                return f"'{'.'.join(parts[:i])}' is a list: '{part}' is not an index", None
+            args = get_args(next(k for k in kinds if get_origin(k) is list))
+            current = args[0] if args else Any
+        elif Any in kinds or not kinds:
+            return None  # free-form data: nothing to check further
+        else:
+            return f"'{'.'.join(parts[:i])}' is a single value: '{part}' cannot follow it", None
+    return None

@@ -195,6 +195,10 @@ class Rates(OpenModel):
     per_second: PerSecond | None = None
 
 
+#: The latencies every trial has beside its chain's segments (analysis/latency.py).
+DERIVED = ("overall", "other", "running_time", "submit_lag", "submit_call")
+
+
 class Trial(OpenModel):
     trial_id: Text = None
     trial_index: Count = None

@@ -38,7 +38,6 @@ from gridbench.jobflow.events.model import (
 from gridbench.stats import Stats, describe
 
 Durations = dict[str, NDArray[np.float64]]
-DERIVED = ("overall", "other", "running_time", "submit_lag", "submit_call")
 
 
 def end_stage(jt: JobTimes, chain: StageChain) -> str:

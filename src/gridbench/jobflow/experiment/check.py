@@ -17,6 +17,7 @@ from gridbench.jobflow.backends.base import Backend, JobRequest, JobSizer, JobSt
 from gridbench.jobflow.backends.registry import create_backend
 from gridbench.jobflow.run.collectors import build_collectors
 from gridbench.jobflow.spec.model import ExperimentSpec
+from gridbench.jobflow.spec.threshold_paths import threshold_problem
 
 
 @dataclass
@@ -89,8 +90,26 @@ def check_config(specs: list[ExperimentSpec], *, host: bool = True) -> None:
         build_collectors(spec, backend)
         load_models.get(spec.load.model).check_backend(spec, backend)  # e.g. bulk: arrays
         check_job_size(spec, backend)
+        check_thresholds(spec, backend)
         if host:
             check_users(spec)
+
+
+def check_thresholds(spec: ExperimentSpec, backend: Backend) -> None:
+    """Every threshold names a figure this run can have (the metrics schema and the
+    backend's stages and segments): a misspelling is refused before anything runs."""
+    chain = backend.stage_chain()
+    for i, th in enumerate(spec.thresholds):
+        problem = threshold_problem(th.metric, chain)
+        if problem is None:
+            continue
+        message, instead = problem
+        raise SpecError(
+            f"threshold metric {th.metric!r}: {message}",
+            where=f"thresholds.{i}.metric",
+            fix=(f"did you mean {instead!r}? " if instead else "")
+            + "the paths are listed in docs/metrics.md (Thresholds)",
+        )
 
 
 def check_job_size(spec: ExperimentSpec, backend: Backend) -> None:
