@@ -189,3 +189,22 @@ def test_secret_finder_catches_headers_flags_and_token_values() -> None:
         "g": "Authorization: Bearer {token}",
     }
     assert find_secrets(fine) == []
+
+
+def test_a_form_part_over_the_parser_s_limit_is_400_not_500(tmp_path: Path) -> None:
+    """Starlette refuses a form part over 1 MiB while the CSRF check reads the form: that
+    is a bad request (400, one line), never a 500 with a traceback in the log."""
+    with serve(
+        tmp_path / "results",
+        tmp_path / "serve.log",
+        extra=["--token-env", "GB_WEB_TOKEN"],
+        env={"GB_WEB_TOKEN": TOKEN},
+    ) as s:
+        with httpx.Client(base_url=s.url, timeout=60) as c:
+            csrf = csrf_of(c.get("/login").text)
+            assert c.post("/login", data={"csrf": csrf, "token": TOKEN}).status_code == 303
+            for path in ("/new", "/start", "/presets/edit", "/login"):
+                files = {"spec": (None, "a" * 1_500_000)}
+                r = c.post(path, data={"csrf": csrf}, files=files)
+                assert r.status_code in (400, 413), (path, r.status_code, r.text[:200])
+        assert "Traceback" not in s.tail(400), s.tail(60)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
+from starlette.formparsers import MultiPartException
 
 from gridbench import __version__
 from gridbench.family import DEFAULT_KIND, WebPages, families
@@ -34,7 +35,7 @@ from gridbench.web.routes import (
     run_control,
     start,
 )
-from gridbench.web.security import BodyLimit, HeadAsGet, make_middleware
+from gridbench.web.security import BodyLimit, HeadAsGet, bad_form, make_middleware
 
 __all__ = ["WebConfig", "create_app"]
 
@@ -69,6 +70,8 @@ def create_app(cfg: WebConfig) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.dashboard = dash
+    # a form an endpoint cannot read (its CSRF token came in a header) is 400, not 500
+    app.add_exception_handler(MultiPartException, lambda _r, exc: bad_form(exc))
     app.middleware("http")(make_middleware(cfg.policy))
     app.add_middleware(BodyLimit)  # caps bodies before anything reads them
     app.add_middleware(HeadAsGet)  # outermost: HEAD is GET without the body

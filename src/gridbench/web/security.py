@@ -20,6 +20,8 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from starlette.exceptions import HTTPException
+from starlette.formparsers import MultiPartException
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -173,6 +175,12 @@ def csrf_token(request: Request) -> str:
     return new
 
 
+def bad_form(exc: Exception) -> PlainTextResponse:
+    """400 for a form body that cannot be read (not a 500 with a traceback)."""
+    why = exc.detail if isinstance(exc, HTTPException) else str(exc)
+    return PlainTextResponse(f"the form could not be read: {why}", status_code=400)
+
+
 async def csrf_ok(request: Request) -> bool:
     """The request repeats the cookie's CSRF token in a header or a form field."""
     cookie = request.cookies.get(CSRF_COOKIE)
@@ -208,7 +216,11 @@ def make_middleware(policy: AccessPolicy) -> Callable[[Request, Endpoint], Await
                 return _secure(RedirectResponse("/login", status_code=303))
             return _secure(PlainTextResponse("a valid token is required", status_code=401))
         # (the body size is capped by BodyLimit, outside this middleware)
-        if request.method not in SAFE_METHODS and not await csrf_ok(request):
+        try:
+            checked = request.method in SAFE_METHODS or await csrf_ok(request)
+        except (MultiPartException, HTTPException) as exc:  # a part over 1 MiB, a bad boundary
+            return _secure(bad_form(exc))
+        if not checked:
             return _secure(
                 PlainTextResponse(
                     "CSRF check failed: reload the page and try again", status_code=403
