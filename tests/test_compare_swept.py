@@ -14,18 +14,17 @@ from gridbench.compare import significance as sig
 from gridbench.compare.engine import compare_points
 from gridbench.compare.history import build_history
 from gridbench.errors import ResultsError
-from gridbench.family import (
+from gridbench.family import Comparable, family
+from gridbench.store.layout import RunDir
+from gridbench.swept import (
     F64,
-    Comparable,
     ExperimentMetrics,
     Measure,
     SweepPoint,
     SweptComparable,
     SweptFigure,
     UnitSamples,
-    family,
 )
-from gridbench.store.layout import RunDir
 
 
 class Toy:

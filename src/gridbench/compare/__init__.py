@@ -1,7 +1,7 @@
 """Compare analysed experiments, and follow one metric across the runs of a spec.
 
 Generic: this package knows no family's metrics. A family says what its runs measured
-through :class:`gridbench.family.SweptComparable` (points, per-repetition values,
+through :class:`gridbench.swept.SweptComparable` (points, per-repetition values,
 per-unit samples, counts: job flow, in :mod:`gridbench.jobflow.compare`) or
 :class:`gridbench.family.Comparable` (flat figures with their samples: io, net, study);
 here they are tested, corrected, judged, rendered and exported.

@@ -1,6 +1,6 @@
 """Compare and history of any family's runs: dispatch on what the runs' family offers.
 
-A :class:`~gridbench.family.SweptComparable` family (job flow) goes through the swept
+A :class:`~gridbench.swept.SweptComparable` family (job flow) goes through the swept
 comparison (:mod:`gridbench.compare.engine`, :mod:`gridbench.compare.history`); a
 :class:`~gridbench.family.Comparable` one through the figure comparison
 (:mod:`gridbench.compare.figures`). A family that is neither, or runs of different
@@ -24,9 +24,10 @@ from gridbench.compare.loading import (
 )
 from gridbench.compare.model import Comparison, ExperimentMetrics, History, Settings
 from gridbench.errors import GridbenchError, ResultsError
-from gridbench.family import Comparable, Family, SweptComparable, family, kind_of, not_applicable
+from gridbench.family import Comparable, Family, family, kind_of, not_applicable
 from gridbench.store.catalogue import list_runs
 from gridbench.store.layout import RunDir
+from gridbench.swept import SweptComparable
 
 
 def family_of_runs(root: Path, refs: Sequence[str], command: str) -> tuple[Family, list[RunDir]]:

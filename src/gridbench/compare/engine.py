@@ -1,8 +1,8 @@
 """The swept comparison (pure): align points, test each pair, correct, judge.
 
-Any :class:`~gridbench.family.SweptComparable` family (job flow) says which figures its
+Any :class:`~gridbench.swept.SweptComparable` family (job flow) says which figures its
 runs share, their points and each run's measurements of a figure at a point
-(:class:`~gridbench.family.Measure`: per-repetition values, per-unit samples clustered by
+(:class:`~gridbench.swept.Measure`: per-repetition values, per-unit samples clustered by
 repetition, counts); this module knows nothing of its metrics. Points are matched by
 key (job flow: the swept values, so a run with more rates than the baseline is still
 comparable on the rates they share). Every experiment is tested against the first (the
@@ -32,17 +32,9 @@ from gridbench.compare.model import (
     Value,
 )
 from gridbench.errors import ResultsError
-from gridbench.family import (
-    Family,
-    Measure,
-    SweepPoint,
-    SweptComparable,
-    SweptFigure,
-    family,
-    kind_of,
-    not_applicable,
-)
+from gridbench.family import Family, family, kind_of, not_applicable
 from gridbench.stats import rep
+from gridbench.swept import Measure, SweepPoint, SweptComparable, SweptFigure
 
 
 def metric_info(figure: SweptFigure) -> MetricInfo:

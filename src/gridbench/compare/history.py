@@ -5,7 +5,7 @@ the same: the spec hash changes with every edit (another rate, one more trial), 
 history should survive that; each entry says whether its spec hash equals the reference
 run's (``same_config``), so a chart can mark where the spec changed.
 
-This is the history of a :class:`~gridbench.family.SweptComparable` family: the family
+This is the history of a :class:`~gridbench.swept.SweptComparable` family: the family
 reads ``metric`` in each run as values per point (job flow: a threshold path, docs/
 metrics.md); here they are averaged (with a 95% CI), each entry is compared with the
 previous one by Welch's t-test over the values (two or more a side), and the p-values of
@@ -30,8 +30,8 @@ from gridbench.compare.model import (
     Value,
 )
 from gridbench.errors import ResultsError
-from gridbench.family import SweptComparable
 from gridbench.stats import rep
+from gridbench.swept import SweptComparable
 
 
 def run_values(

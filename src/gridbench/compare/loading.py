@@ -1,7 +1,7 @@
 """Finding and loading the runs of a comparison, whatever their family.
 
 A run is found as ``gridbench list`` shows it (id, unique prefix, path or ``latest``)
-and loaded by its family: a :class:`~gridbench.family.SweptComparable` one loads it
+and loaded by its family: a :class:`~gridbench.swept.SweptComparable` one loads it
 itself (job flow reads per-job samples from the events and caches the result); a
 :class:`~gridbench.family.Comparable` one gives its figures from metrics.json.
 """
@@ -13,9 +13,10 @@ from pathlib import Path
 from gridbench.compare.figures import FigureRun
 from gridbench.compare.model import ExperimentMetrics, Settings
 from gridbench.errors import ResultsError
-from gridbench.family import Comparable, SweptComparable, family_of, not_applicable
+from gridbench.family import Comparable, family_of, not_applicable
 from gridbench.store.catalogue import resolve_run
 from gridbench.store.layout import RunDir, read_json
+from gridbench.swept import SweptComparable
 
 DEFAULT_MAX_SAMPLES = Settings().max_samples
 

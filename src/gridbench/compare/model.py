@@ -10,11 +10,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-# the run of a comparison is core's (families build it); re-exported for old imports
-from gridbench.family import F64 as F64
-from gridbench.family import I64 as I64
-from gridbench.family import ExperimentMetrics as ExperimentMetrics
 from gridbench.store.layout import json_safe
+
+# the run of a comparison is core's (families build it); re-exported for old imports
+from gridbench.swept import F64 as F64
+from gridbench.swept import I64 as I64
+from gridbench.swept import ExperimentMetrics as ExperimentMetrics
 
 COMPARE_SCHEMA = "gridbench.compare/1"
 HISTORY_SCHEMA = "gridbench.history/1"

@@ -22,15 +22,14 @@ from numpy.typing import NDArray
 from scipy import stats
 from scipy.special import ndtr, stdtr
 
-from gridbench.family import Test
-
 # down-sampling is shared with the families that load samples (core)
 from gridbench.stats import capped as capped
+from gridbench.swept import Test
 
 F64 = NDArray[np.float64]
 TestResult = tuple[float, float] | None
 
-# the tests a family's figure can ask for (gridbench.family.Test)
+# the tests a family's figure can ask for (gridbench.swept.Test)
 WELCH: Test = "welch-t"
 MANN_WHITNEY = "mann-whitney-u"
 WELCH_CLUSTERED: Test = "welch-t-clustered"

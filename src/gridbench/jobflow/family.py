@@ -9,19 +9,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gridbench.errors import EXIT_OK, EXIT_THRESHOLD
-from gridbench.family import (
-    F64,
-    CatalogueEntry,
-    CleanupOutcome,
-    ExperimentMetrics,
-    Measure,
-    SweepPoint,
-    SweptFigure,
-    Ui,
-    ValidityRule,
-)
+from gridbench.family import CatalogueEntry, CleanupOutcome, Ui, ValidityRule
 from gridbench.sections import Report
 from gridbench.store.layout import RunDir
+from gridbench.swept import F64, ExperimentMetrics, Measure, SweepPoint, SweptFigure
 from gridbench.testplan import report_inputs
 
 #: The rules of analysis/validity.py, in the words the report uses.

@@ -11,14 +11,6 @@ from typing import Any
 import numpy as np
 
 from gridbench.errors import ResultsError
-from gridbench.family import (
-    ExperimentMetrics,
-    Measure,
-    SweepPoint,
-    SweptFigure,
-    Test,
-    UnitSamples,
-)
 from gridbench.jobflow.report.model import (
     as_dict,
     chain_view,
@@ -29,6 +21,7 @@ from gridbench.jobflow.report.model import (
     throughput_stages,
 )
 from gridbench.paths import PathError, number, resolve
+from gridbench.swept import ExperimentMetrics, Measure, SweepPoint, SweptFigure, Test, UnitSamples
 
 FAILURE_RATE = "failures.rate"
 #: the latency statistics compared, and the test each asks for (significance names)

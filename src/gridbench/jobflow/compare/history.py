@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from gridbench.family import F64, ExperimentMetrics
 from gridbench.jobflow.compare.figures import point_key, trial_value, used_trials
 from gridbench.jobflow.report.model import as_dict, points
 from gridbench.paths import PathError, number, resolve
+from gridbench.swept import F64, ExperimentMetrics
 
 EXPERIMENT_KEY = "experiment"
 _TOP = ("experiment.", "knee.", "bottleneck.")

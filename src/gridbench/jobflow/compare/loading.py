@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 
 from gridbench.errors import GridbenchError, ResultsError
-from gridbench.family import F64, I64, ExperimentMetrics
 from gridbench.jobflow.analysis import load
 from gridbench.jobflow.analysis.latency import latency_durations
 from gridbench.jobflow.analysis.timelines import build_timeline, job_times, timeline_stages
@@ -28,6 +27,7 @@ from gridbench.jobflow.report.loading import load_metrics
 from gridbench.jobflow.report.model import as_dict, as_list
 from gridbench.stats import capped
 from gridbench.store.layout import RunDir
+from gridbench.swept import F64, I64, ExperimentMetrics
 
 
 def _metrics(path: Path) -> dict[str, Any]:
