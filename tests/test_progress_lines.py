@@ -47,3 +47,32 @@ def test_lines_are_throttled(monkeypatch: pytest.MonkeyPatch) -> None:
             step(msg)
     lines = out.getvalue().splitlines()
     assert len(lines) == 2 and lines[0].endswith("0/3 (0 s) a") and lines[1].endswith("done")
+
+
+def test_a_job_flow_run_into_a_log_prints_timestamped_progress(tmp_path: Any) -> None:
+    """gridbench run with its output in a file (not a terminal): a line per trial start
+    and end, and the running trial's counters every few seconds, as it goes."""
+    import subprocess
+
+    from conftest import BIN, cli_env
+
+    spec = tmp_path / "s.yaml"
+    spec.write_text(
+        "name: log-progress\nbackend: {type: noop}\njob: {command: [/bin/true]}\n"
+        "load: {model: open, rate: 20/s}\ntrial: {duration: 11s}\n"
+    )
+    log = tmp_path / "out.log"
+    with log.open("w") as fh:
+        p = subprocess.run(
+            [str(BIN), "run", str(spec), "--yes"],
+            env=cli_env(tmp_path / "results"),
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            timeout=300,
+        )
+    text = log.read_text()
+    assert p.returncode == 0, text[-3000:]
+    lines = [x for x in text.splitlines() if re.match(r"^\d\d:\d\d:\d\d trials \d+/1 ", x)]
+    assert any("trial p00-t00 started" in x for x in lines), text[-3000:]
+    assert any("submitting: done" in x for x in lines), lines  # counters while it runs
+    assert lines[-1].endswith("done 220 · failed 0") or "complete" in lines[-1], lines

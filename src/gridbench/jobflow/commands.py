@@ -156,10 +156,10 @@ def _confirm(plan: Any, yes: bool, ui: Ui) -> None:
 
 def _execute(plan: Any, data: dict[str, Any], root: Path, ui: Ui) -> Any:
     from gridbench.jobflow.experiment.runner import ExperimentRunner
-    from gridbench.jobflow.progress import RichObserver
+    from gridbench.jobflow.progress import observer_for
 
     async def main() -> Any:
-        with RichObserver(ui.console) as obs:
+        with observer_for(ui.console) as obs:
             runner = ExperimentRunner(plan, data, root, observer=obs)
             loop = asyncio.get_running_loop()
             hits = 0
