@@ -64,7 +64,7 @@ def test_report_strings_render_as_literal_text() -> None:
         notes=(HOSTILE,),
     )
     console = Console(record=True, width=300, force_terminal=True, color_system="truecolor")
-    render_report(report, console)
+    render_report(report, console, verbose=True)
     out = console.export_text(styles=True)
     _assert_literal(out)
     assert out.count(SHOWN) >= 6

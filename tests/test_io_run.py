@@ -79,7 +79,7 @@ def test_local_vs_tmpfs(tmp_path: Path, tmpfs: Path) -> None:  # noqa: F811
     disk.mkdir()
     results = tmp_path / "results"
     spec = _spec(tmp_path, SPEC.format(disk=disk, ram=tmpfs))
-    p = gb("io", "run", str(spec), results=results)
+    p = gb("io", "run", str(spec), "--verbose", results=results)  # the full tables
     no_traceback(p)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "speedup = (candidate − baseline) / baseline" in p.stdout

@@ -32,7 +32,11 @@ def test_local_vs_sshfs(tmp_path: Path, sshfs: Sshfs) -> None:  # noqa: F811
     results = tmp_path / "results"
     env = cli_env(results)
     p = subprocess.run(
-        [str(BIN), "io", "run", str(spec)], env=env, capture_output=True, text=True, timeout=600
+        [str(BIN), "io", "run", str(spec), "--verbose"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert "Traceback" not in p.stdout + p.stderr
     # exit 1: a consistency check failed (below), the benchmark itself completed

@@ -40,7 +40,7 @@ def _table(report: Report, id: str) -> Table:
 
 def _terminal(report: Report) -> str:
     console = Console(record=True, width=240, color_system=None)
-    render_report(report, console)
+    render_report(report, console, verbose=True)
     return console.export_text()
 
 
@@ -127,7 +127,7 @@ def test_terminal_and_html_render(built: tuple[RunDir, dict[str, Any], Report]) 
     for col in SEED_COLUMNS:
         assert col in out
     narrow = Console(record=True, width=80, color_system=None)
-    render_report(report, narrow)
+    render_report(report, narrow, verbose=True)
     lines = narrow.export_text().splitlines()
     # the seed's header on one line of a standard terminal, not wrapped
     assert any(all(col in line for col in SEED_COLUMNS) for line in lines)

@@ -86,7 +86,7 @@ def quick_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, 
     spec = d / "quick.yaml"
     spec.write_text(QUICK, encoding="utf-8")
     results = d / "results"
-    p = gridbench(results, "net", "run", str(spec))
+    p = gridbench(results, "net", "run", str(spec), "--verbose")  # the full tables
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     run = only_run(results)
     yield results, run, p

@@ -62,7 +62,7 @@ def ops(ev: pl.DataFrame, op: str, stage: str = "op_end") -> list[dict[str, Any]
 
 def report_text(metrics: dict[str, Any]) -> str:
     console = Console(record=True, width=250)
-    render_report(build_report(metrics, {}), console)
+    render_report(build_report(metrics, {}), console, verbose=True)
     return console.export_text()
 
 

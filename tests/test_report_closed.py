@@ -26,7 +26,7 @@ HOSTILE_STAGE = "[red]<img src=x onerror=alert(1)>[/red]_submit"
 
 def _render(metrics: dict[str, Any]) -> str:
     console = Console(record=True, width=200, color_system=None)
-    render_report(build_report(metrics, {}), console)
+    render_report(build_report(metrics, {}), console, verbose=True)
     return console.export_text()
 
 

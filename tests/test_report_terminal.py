@@ -15,7 +15,7 @@ from gridbench.report import render_report
 
 def _render(metrics: dict[str, Any], width: int = 140) -> str:
     console = Console(record=True, width=width, color_system=None)
-    render_report(build_report(metrics, {}), console)
+    render_report(build_report(metrics, {}), console, verbose=True)
     return console.export_text()
 
 

@@ -199,7 +199,7 @@ def test_sweep_over_the_jobs_at_once_changes_the_first_failure_rate(tmp_path: Pa
     # the report shows the failure rate per attempt, in text and in HTML
     report = build_report(metrics, {})
     console = Console(file=io.StringIO(), width=200, record=True)
-    render_report(report, console)
+    render_report(report, console, verbose=True)
     txt = console.export_text()
     assert "Retry: failure rate per attempt" in txt and "66.7%" in txt and "50.0%" in txt
     page = render_page(report)

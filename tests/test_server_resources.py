@@ -139,7 +139,7 @@ def test_server_processes_are_sampled_analysed_and_reported(
     page = render_page(report)
     assert "Server processes during the trials" in page
     console = Console(record=True, width=200)
-    render_report(report, console)
+    render_report(report, console, verbose=True)
     text = console.export_text()
     assert "Server processes during the trials" in text and "busy" in text
     rows = all_tables(metrics)["server_processes"]

@@ -58,7 +58,7 @@ def _table(report: Report, id: str) -> Table:
 
 def _terminal(report: Report) -> str:
     console = Console(record=True, width=240, color_system=None)
-    render_report(report, console)
+    render_report(report, console, verbose=True)
     return console.export_text()
 
 

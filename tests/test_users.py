@@ -44,7 +44,7 @@ timeouts: {status_interval: 0.1s}
 """
     )
     p = subprocess.run(
-        [str(BIN), "run", str(spec)],
+        [str(BIN), "run", str(spec), "--verbose"],  # the full tables
         env=cli_env(results),
         capture_output=True,
         text=True,

@@ -10,6 +10,7 @@ Every text here is plain (unescaped): renderers escape for their own medium.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict, Unpack
@@ -38,6 +39,10 @@ class Column:
     def title(self) -> str:
         """The label, or the key when no label was given."""
         return self.label or self.key
+
+
+def _filled(cell: Any) -> bool:
+    return cell is not None and not (isinstance(cell, float) and math.isnan(cell))
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +85,17 @@ class Table:
         ):
             if per_row is not None and len(per_row) != len(self.rows):
                 raise ValueError(f"table {self.id!r}: {name} and rows differ in length")
+
+    def has_data(self) -> bool:
+        """Whether any row holds a figure: a table whose numeric columns are all empty
+        (a per-component table for a load model without those stages) says nothing, and
+        renderers leave it out rather than draw a grid of dashes."""
+        numeric = [j for j, c in enumerate(self.columns) if c.numeric]
+        if not self.rows:
+            return False
+        if not numeric:
+            return True
+        return any(_filled(r[j]) for r in self.rows for j in numeric)
 
     def cell_text(self, i: int, j: int) -> str:
         """What to show for row ``i``, column ``j``."""

@@ -195,7 +195,7 @@ def statements_html(s: Statements) -> str:
 def section_html(section: Section) -> str:
     """Any section of a report."""
     if isinstance(section, Table):
-        return table_html(section)
+        return table_html(section) if section.has_data() or not section.rows else ""
     if isinstance(section, Chart):
         return chart_html(section)
     return statements_html(section)

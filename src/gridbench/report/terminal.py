@@ -104,7 +104,7 @@ def _full(report: Report) -> list[Any]:
     for s in report.sections:
         if isinstance(s, Statements) and (s.lead or s.scope != "full"):
             parts.append(statements(s))
-        elif isinstance(s, Table) and s.scope != "full" and s.rows:
+        elif isinstance(s, Table) and s.scope != "full" and s.has_data():
             parts.append(table(s))
     return parts
 
@@ -114,7 +114,7 @@ def _brief(report: Report) -> list[Any]:
     parts: list[Any] = [brief_headline_panel(report.headline)]
     hidden_tables = warnings = 0
     for s in report.sections:
-        if isinstance(s, Table) and s.rows:
+        if isinstance(s, Table) and s.has_data():
             if s.id == "thresholds":
                 parts.append(table(s))
             elif s.scope != "full":

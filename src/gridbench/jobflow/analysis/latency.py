@@ -116,7 +116,8 @@ def latency_durations(jt: JobTimes, chain: StageChain) -> Durations:
     for seg in segments:
         if seg.component:
             comp = comp + out[seg.name]  # NaN propagates: jobs missing a component drop out
-    out["other"] = overall - comp
+    # to the nanosecond the stamps have: a sum of float seconds leaves -1e-19 s "others"
+    out["other"] = np.round(overall - comp, 9)
     first = jt.get(chain.stages[0].name) if chain.stages else np.full(jt.n_jobs, np.nan)
     out["running_time"] = np.where(ok, end - first, np.nan)
     out["submit_lag"] = jt.get(STAGE_SUBMIT) - jt.get(STAGE_INTENDED)
