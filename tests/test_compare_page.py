@@ -158,3 +158,18 @@ def test_near_zero_baseline_in_the_full_table(client: TestClient) -> None:
     html = client.get("/compare", params={"ids": [BASE, TEST]}).text
     assert "+2500.0 %" not in html and "+2400.0 %" not in html
     assert "+5.0 %" in html  # 0.2 -> 0.21 at r=2: a baseline far from zero keeps its %
+
+
+def test_the_terminal_table_uses_the_same_rule() -> None:
+    from gridbench.compare.command import _change
+    from gridbench.compare.model import Diff, Value
+
+    def diff(b: float, t: float) -> Diff:
+        return Diff(TEST, BASE, "welch", 1.0, 0.5, 0.5, False, t - b, t / b, "unchanged")
+
+    def val(v: float) -> Value:
+        return Value(BASE, v, None, v, v, 3)
+
+    assert "+50.0%" in _change(diff(2.0, 3.0), val(2.0), val(3.0), 3.0)
+    near = _change(diff(0.01, 0.26), val(0.01), val(0.26), 0.26)
+    assert "%" not in near and "+0.25" in near and NEAR_ZERO_NOTE in near
