@@ -222,13 +222,23 @@ def test_compare_two_experiments(page: Any, server: Server) -> None:
     pg.check(f'input[name="ids"][value="{STATE["live"]}"]')
     pg.check(f'input[name="ids"][value="{STATE["again"]}"]')
     pg.click("#compare-btn")
+    # the full table is folded (a closed <details>): attached, not visible, until opened
+    pg.wait_for_selector("#compare-table", state="attached")
+    assert not pg.is_visible("#compare-table")
+    pg.wait_for_selector("body[data-charts=drawn]")
+    compare_leads_with_findings(pg)
+    shot(pg, "compare")
+    pg.click("#compare-all summary")
     pg.wait_for_selector("#compare-table")
     rows = pg.locator("#compare-table tbody tr")
     assert rows.count() > 5
     assert STATE["live"] in pg.inner_text("#comparison p")  # the older run is the baseline
     values = pg.locator("#compare-table tbody tr").first.locator("td.n").all_inner_texts()
     assert len(values) == 2 and all(re.match(r"\d", v.strip()) for v in values), values
+    # every metric's chart (the default draws only those that differ, maybe none here)
+    pg.goto(pg.url + "&charts=all")
     pg.wait_for_selector("body[data-charts=drawn]")
+    print(f"compare page with every chart: {pg.evaluate('document.body.scrollHeight')} px")
     traces = pg.evaluate(
         "Array.from(document.querySelectorAll('#comparison .plot')).map(e => e.data.length)"
     )
@@ -236,12 +246,35 @@ def test_compare_two_experiments(page: Any, server: Server) -> None:
     ys = pg.evaluate("document.querySelector('#comparison .plot').data.map(t => t.y.length)")
     assert ys == [2, 2]  # two rates each, overlaid
     assert re.match(r"\d+", pg.inner_text("#sig-count"))
-    shot(pg, "compare")
     pg.goto(f"/history?experiment={STATE['again']}&metric=latency.overall.p99")
     pg.wait_for_selector("body[data-charts=drawn]")
     n = pg.evaluate("document.getElementById('plot-history').data[0].y.length")
     assert n == 2  # both runs named browser-live
     shot(pg, "history")
+
+
+#: The compare page of two job-flow runs was about 30,000 px tall (every metric's row, then
+#: 54 charts of 380 px): findings, a folded table and the charts of the metrics that differ
+#: stay far below. 8000 px leaves room for about a dozen differing metrics' charts.
+COMPARE_MAX_HEIGHT = 8000
+
+
+def compare_leads_with_findings(pg: Any) -> None:
+    """The findings are on the first screen, the page far shorter than the old one, and
+    charts only for the metrics with a significant difference."""
+    box = pg.locator("#findings").bounding_box()
+    assert box and box["y"] < 900, box  # visible in the 1280x900 viewport without scrolling
+    assert pg.is_visible("#findings")
+    height = pg.evaluate("document.body.scrollHeight")
+    print(f"compare page: {height} px tall")  # pytest -s shows it
+    assert height < COMPARE_MAX_HEIGHT, height
+    findings = pg.locator("#findings li.finding").count()
+    sig = int(pg.inner_text("#sig-count"))
+    assert findings == sig, (findings, sig)
+    charts = pg.locator("#comparison figure.chart").count()
+    assert charts <= findings
+    if not charts or pg.locator("#charts-left-out").count():
+        assert "charts=all" in (pg.get_attribute("#charts-left-out a", "href") or "")
 
 
 def test_list_search_and_keyboard(page: Any, server: Server) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from gridbench.compare.change import NEAR_ZERO_NOTE, metric_scale, relative_change
 from gridbench.compare.model import (
     Comparison,
     Diff,
@@ -68,15 +69,31 @@ WORDS = {"improved": "better", "regressed": "worse"}
 COLOURS = {"improved": "green", "regressed": "red"}
 
 
-def _change(d: Diff | None) -> str:
+def _change(d: Diff | None, base: Value | None, test: Value | None, scale: float) -> str:
     if d is None:
         return "–"
-    rel = "–" if d.relative is None else f"{d.relative * 100:+.1f}%"
+    b, t = (None if v is None else v.value for v in (base, test))
+    r = relative_change(b, t, scale)
+    if r is not None:
+        rel = f"{r * 100:+.1f}%"
+    elif b is not None and t is not None:  # near-zero baseline: a percentage means nothing
+        rel = f"{t - b:+.3g} (abs, {NEAR_ZERO_NOTE})"
+    else:
+        rel = "–"
     p = "untested" if d.p_adjusted is None else f"p={d.p_adjusted:.2g}"
     if not d.significant:
         return f"[dim]{rel} {p}[/]"
     colour = COLOURS.get(d.verdict, "yellow")
     return f"[bold {colour}]{rel} {p} {WORDS.get(d.verdict, d.verdict)}[/]"
+
+
+def _scales(c: Comparison) -> dict[str, float]:
+    """Each metric's largest magnitude over the comparison: what "near zero" is against."""
+    out: dict[str, list[float | None]] = {m.metric: [] for m in c.metric_info}
+    for p in c.points:
+        for m in p.metrics:
+            out.setdefault(m.metric, []).extend(v.value for v in m.values)
+    return {k: metric_scale(vs) for k, vs in out.items()}
 
 
 def _kind_target(e: ExperimentMetrics) -> tuple[str, str]:
@@ -109,6 +126,7 @@ def render_comparison(c: Comparison, out: Console, *, show_all: bool = False) ->
     # the family's key metrics are shown by default; without any, every one is
     keyed = any(m.metric in c.key_metrics for m in c.metric_info)
     show_all = show_all or not keyed
+    scales = _scales(c)
     for p in c.points:
         rows: list[MetricComparison] = [
             m for m in p.metrics if show_all or m.metric in c.key_metrics or m.significant
@@ -130,7 +148,12 @@ def render_comparison(c: Comparison, out: Console, *, show_all: bool = False) ->
                 _cell(vals.get(c.baseline), info.unit),
             ]
             for e in c.experiments[1:]:
-                cells += [_cell(vals.get(e.id), info.unit), _change(diffs.get(e.id))]
+                cells += [
+                    _cell(vals.get(e.id), info.unit),
+                    _change(
+                        diffs.get(e.id), vals.get(c.baseline), vals.get(e.id), scales[m.metric]
+                    ),
+                ]
             pt.add_row(*cells)
         out.print(pt)
     for k, keys in c.unmatched.items():

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from gridbench.compare import load_comparison, load_experiment
+from gridbench.compare.change import change_text, metric_scale
 from gridbench.compare.dispatch import compare_runs, family_of_runs, history_of
 from gridbench.compare.dispatch import metric_choices as dispatch_metric_choices
 from gridbench.errors import GridbenchError
@@ -114,18 +115,20 @@ def warm_samples(root: Path, paths: list[str]) -> None:
                 _WARMING.discard(path)
 
 
-def compare_context(root: Path, ids: list[str]) -> dict[str, Any]:
+def compare_context(root: Path, ids: list[str], *, all_charts: bool = False) -> dict[str, Any]:
     """Template context of the compare page (``error`` when the runs cannot be compared).
 
     Per-job samples of big runs take seconds to read from their events: until they are in
     the cache (read in the background), the page compares per-trial values and says so.
+    Charts are drawn for the metrics with a significant difference only, unless
+    ``all_charts``.
     """
     try:
         paths = run_paths(root, ids)
         fam, _ = family_of_runs(root, paths, "compare")
         if fam.name != DEFAULT_KIND:  # another family: its figures (no per-job samples)
             cmp = compare_runs(root, paths).to_dict()
-            return _compare_ctx(cmp, pending=False)
+            return _compare_ctx(cmp, pending=False, all_charts=all_charts)
         with _GUARD:
             ready = all(_version(p) in _READY for p in paths)
         pending = not ready and sum(_jobs(p) for p in paths) > SAMPLES_INLINE_MAX_JOBS
@@ -137,21 +140,91 @@ def compare_context(root: Path, ids: list[str]) -> dict[str, Any]:
                 _READY.update(_version(p) for p in paths)
     except GridbenchError as exc:
         return {"error": str(exc)}
-    return _compare_ctx(cmp, pending=pending)
+    return _compare_ctx(cmp, pending=pending, all_charts=all_charts)
 
 
-def _compare_ctx(cmp: dict[str, Any], *, pending: bool) -> dict[str, Any]:
+def _scales(cmp: dict[str, Any]) -> dict[str, float]:
+    """Each metric's largest magnitude over the comparison: what "near zero" is against."""
+    vals: dict[str, list[float | None]] = {}
+    for p in cmp["points"]:
+        for name, m in p["metrics"].items():
+            vals.setdefault(name, []).extend(v["value"] for v in m["values"])
+    return {k: metric_scale(vs) for k, vs in vals.items()}
+
+
+def _rows(cmp: dict[str, Any], scales: dict[str, float]) -> list[dict[str, Any]]:
+    """Every (point, metric) row of the full table, each diff with its change as shown."""
+    rows = []
+    for p in cmp["points"]:
+        for name, m in p["metrics"].items():
+            values = {v["experiment"]: v["value"] for v in m["values"]}
+            base = values.get(cmp["baseline"])
+            diffs = {
+                d["experiment"]: {
+                    **d,
+                    "change": change_text(base, values.get(d["experiment"]), scales[name]),
+                }
+                for d in m["diffs"]
+            }
+            rows.append({"key": p["key"], "metric": name, "m": m, "base": base, "diffs": diffs})
+    return rows
+
+
+def _findings(
+    rows: list[dict[str, Any]], scales: dict[str, float], names: dict[str, str]
+) -> list[dict[str, Any]]:
+    """The significant differences, regressions first, each by the size of its change
+    against the metric's scale (so near-zero baselines sort sensibly too)."""
+    out = []
+    for r in rows:
+        values = {v["experiment"]: v["value"] for v in r["m"]["values"]}
+        for exp, d in r["diffs"].items():
+            if not d["significant"]:
+                continue
+            size = abs(d["difference"] or 0.0) / (scales[r["metric"]] or 1.0)
+            out.append(
+                {
+                    "metric": r["metric"],
+                    "key": r["key"],
+                    "experiment": names.get(exp, exp),
+                    "base": r["base"],
+                    "test": values.get(exp),
+                    "change": d["change"],
+                    "verdict": d["verdict"],
+                    "size": size,
+                }
+            )
+    out.sort(key=lambda f: (f["verdict"] != "regressed", -f["size"]))
+    return out
+
+
+def _compare_ctx(cmp: dict[str, Any], *, pending: bool, all_charts: bool) -> dict[str, Any]:
     names = {e["id"]: f"{e['name']} ({e['id']})" for e in cmp["experiments"]}
+    scales = _scales(cmp)
+    rows = _rows(cmp, scales)
+    findings = _findings(rows, scales, names)
+    differing = {f["metric"] for f in findings}
+    drawable = [m for m in cmp["metrics"] if m["metric"] in cmp["series"]]
     charts = [
         {
             "id": f"cmp-{i}",
             "metric": m["metric"],
             "figure": _overlay(m, cmp["series"][m["metric"]], names),
         }
-        for i, m in enumerate(cmp["metrics"])
-        if m["metric"] in cmp["series"]
+        for i, m in enumerate(drawable)
+        if all_charts or m["metric"] in differing
     ]
-    return {"cmp": cmp, "charts": charts, "names": names, "error": None, "pending": pending}
+    return {
+        "cmp": cmp,
+        "rows": rows,
+        "findings": findings,
+        "charts": charts,
+        "charts_left_out": len(drawable) - len(charts),
+        "all_charts": all_charts,
+        "names": names,
+        "error": None,
+        "pending": pending,
+    }
 
 
 def metric_choices(root: Path, experiment: str) -> list[str]:

@@ -24,13 +24,15 @@ Ids = Annotated[list[str] | None, Query()]
 
 
 @router.get("/compare", response_class=HTMLResponse)
-def compare(request: Request, dash: Dash, ids: Ids = None) -> HTMLResponse:
+def compare(request: Request, dash: Dash, ids: Ids = None, charts: str = "") -> HTMLResponse:
     runs = list_runs(dash.root)
     # ids begin with their creation time: the oldest is the baseline
     chosen = sorted(dict.fromkeys(i for i in (ids or []) if RUN_ID.match(i)))
     if len(chosen) > MAX_COMPARE:
         return dash.error(request, 422, "Too many experiments", TOO_MANY)
-    ctx = compare_context(dash.root, chosen) if len(chosen) >= 2 else {}
+    # charts of every metric only when asked (?charts=all): the page leads with what differs
+    all_charts = charts == "all"
+    ctx = compare_context(dash.root, chosen, all_charts=all_charts) if len(chosen) >= 2 else {}
     return dash.render(request, "compare.html", runs=runs, chosen=chosen, **ctx)
 
 
