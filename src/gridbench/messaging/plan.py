@@ -30,7 +30,8 @@ TRANSFER_COPIES = 2
 
 # Calibration: examples/net-loopback-quick.yaml on 2 shared cores (loopback, environments
 # process and host, floor.duration 1 s), 112 s in all; step times from its peers' start
-# times (processes.jsonl), per-message times from its records.
+# times (processes.jsonl), per-message times from its records. The relay and MUSCLE3 from
+# the quick variant of examples/net-seed-muscle-relay.yaml (161 s).
 
 #: sockperf per message size beyond its ``floor.duration`` (its warm-up and start: the 12
 #: sizes it accepts took 39 s at 1 s each); sizes it refuses cost nothing.
@@ -55,8 +56,18 @@ BURST_CALL_S = 200e-6
 #: One transfer's fixed part per tool (scp: an ssh handshake, 0.6 s per 16 MB transfer),
 #: the payload moving at LOOPBACK_BPS.
 TRANSFER_FIXED_S = {"scp": 0.55, "tcp_streams": 0.01, "zmq": 0.01}
-#: A MUSCLE3 run: muscle_manager and its two instances starting and registering.
-MUSCLE_START_S = 6.0
+#: A MUSCLE3 run: muscle_manager and its two instances starting and registering (3.6 s
+#: with 22 sizes × 51 round trips, examples/net-seed-muscle-relay.yaml's quick variant).
+MUSCLE_START_S = 3.0
+#: The relay's own cost per pass beyond its delay (asyncio's timer, the copy): the quick
+#: muscle-relay variant's 1122 round trips through a 5 ms relay took 13..15 ms each.
+RELAY_PASS_S = 2e-3
+#: The relay's copy rate per pass, and building each test's message (random bytes, the
+#: framing copy) once per test: from the full muscle-relay run (64 MiB round trips took
+#: 56..99 ms directly and 158..286 ms through the relay; each 64M step spent 20..60 s
+#: beyond its round trips), on the same 2 shared cores while other runs used them.
+RELAY_BPS = 1.0e9
+PAYLOAD_BPS = 150e6
 #: Starting the command, analysis and the reports (4 s measured).
 RUN_FIXED_S = 4.0
 
@@ -149,15 +160,17 @@ def steps(spec: NetSpec) -> list[Step]:
 def round_trip_s(spec: NetSpec, env: Environment, size: int) -> float:
     """One ping-pong round trip of ``size`` bytes: the fixed part, the message copied each
     way, and (through the relay) its delay line held twice."""
-    relay = 2 * spec.relay.delay if env == "relay" else 0.0
+    relay = 2 * (spec.relay.delay + RELAY_PASS_S + size / RELAY_BPS) if env == "relay" else 0.0
     return ROUND_TRIP_S + 2 * size / LOOPBACK_BPS + relay
 
 
 def pingpong_seconds(spec: NetSpec, env: Environment, transport: str) -> float:
-    """A peer's start, then every size's warm-up and T tests of M round trips."""
+    """A peer's start, then every size's warm-up and T tests of M round trips, each test
+    building its message first."""
     pp = spec.pingpong
     per_size = pp.warmup + pp.tests * pp.round_trips
-    trips = sum(per_size * round_trip_s(spec, env, n) for n in pp.sizes.values())
+    builds = (pp.tests + (1 if pp.warmup else 0)) / PAYLOAD_BPS
+    trips = sum(per_size * round_trip_s(spec, env, n) + n * builds for n in pp.sizes.values())
     start = MUSCLE_START_S if transport == "muscle3" else peer_start_s(env)
     return start + trips
 
