@@ -110,3 +110,10 @@ def format_size(n: float) -> str:
 
 #: A spec field in bytes, written as a number or with a binary multiple (128k, 2G).
 Size = Annotated[int, BeforeValidator(parse_size)]
+
+
+def format_duration(s: float) -> str:
+    """Seconds as '45 s', '10.0 min' or '24.0 h' (schedules, plans' estimates)."""
+    if s < 120:
+        return f"{s:g} s"
+    return f"{s / 60:.1f} min" if s < 7200 else f"{s / 3600:.1f} h"

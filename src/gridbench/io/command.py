@@ -1,4 +1,4 @@
-"""``gridbench io``: validate, run and report storage benchmarks (docs/io.md).
+"""``gridbench io``: validate, plan, run and report storage benchmarks (docs/io.md).
 
 Exit codes as for job flow: 0 ok, 1 a threshold or consistency check failed, 2 bad input,
 3 fio/bonnie++/the target failed, 130 interrupted. Analysis and reports go through the
@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 from typing import Any
+
+from rich.table import Table
 
 from gridbench.cliargs import ActionArgs, add_action, add_spec_args, report_command, run_and_show
 from gridbench.errors import EXIT_OK
@@ -26,6 +29,41 @@ def cmd_validate(args: argparse.Namespace, ui: Ui) -> int:
         f"[green]ok[/]: {safe_markup(args.spec)} is a valid io spec ({len(spec.targets)} targets, "
         f"{spec.repetitions} repetitions, {plan_steps(spec)} steps)"
     )
+    return EXIT_OK
+
+
+def cmd_plan(args: argparse.Namespace, ui: Ui) -> int:
+    from gridbench.io.load import load_io_spec
+    from gridbench.io.plan import estimated_seconds, steps
+    from gridbench.io.runner import needed_bytes
+    from gridbench.units import format_duration, format_size
+
+    spec, _ = load_io_spec(args.spec, args.set)
+    plan, secs = steps(spec), estimated_seconds(spec)
+    if args.json:
+        doc = {
+            "name": spec.name,
+            "steps": [
+                {"target": s.target, "rep": s.rep, "what": s.what, "seconds": round(s.seconds, 2)}
+                for s in plan
+            ],
+            "estimated_seconds": round(secs, 1),
+        }
+        print(json.dumps(doc, indent=1))
+        return EXIT_OK
+    table = Table(title=f"io plan: {safe_markup(spec.name)}")
+    for col in ("target", "repetition", "step", "seconds"):
+        table.add_column(col, justify="right" if col in ("repetition", "seconds") else "left")
+    for s in plan:
+        rep = str(s.rep + 1) if s.rep is not None else "-"
+        table.add_row(safe_markup(s.target or "-"), rep, safe_markup(s.what), f"{s.seconds:.1f}")
+    ui.console.print(table)
+    ui.console.print(
+        f"{len(plan)} steps; estimated duration about {format_duration(round(secs))} (fio runs "
+        f"at an assumed local-disk rate: a slower target takes longer); data on a target at "
+        f"once up to {format_size(needed_bytes(spec))}"
+    )
+    ui.console.print("[dim]dry run: nothing was started[/]")
     return EXIT_OK
 
 
@@ -67,6 +105,15 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
         args=ActionArgs(spec=_spec_args),
         help="check an io spec and report every problem with its line",
     )
+    q = add_action(
+        isub,
+        "plan",
+        cmd_plan,
+        ui,
+        args=ActionArgs(spec=_spec_args),
+        help="show the steps an io spec runs and their estimated duration, without running them",
+    )
+    q.add_argument("--json", action="store_true", help="print the plan as JSON")
     q = add_action(
         isub,
         "run",

@@ -29,6 +29,7 @@ from gridbench.io.load import load_io_spec_text
 from gridbench.io.matrix import CLOSE_NOTE, DATA_FILE, job_options, needs_cache_drop, ordered_tests
 from gridbench.io.model import IoSpec
 from gridbench.io.parse import JobResult, parse_fio_text
+from gridbench.io.plan import steps as plan_of
 from gridbench.io.safety import (
     PreparedTarget,
     check_free_space,
@@ -81,20 +82,8 @@ def needed_bytes(spec: IoSpec, target: str | None = None) -> int:
 
 
 def plan_steps(spec: IoSpec) -> int:
-    """How many progress steps a run has (for the progress bar)."""
-    per_target = 0
-    if spec.iozone.enabled:
-        per_target += len(ordered_tests(spec.iozone))
-    if spec.concurrency.enabled:
-        per_target += len(spec.concurrency.clients) * len(spec.concurrency.tests)
-    if spec.bonnie.enabled:
-        per_target += 1
-    n = per_target * len(spec.targets) * spec.repetitions
-    if spec.consistency.enabled:
-        n += sum(1 for t in spec.targets)
-    if spec.http is not None:
-        n += 1
-    return n
+    """How many progress steps a run has (for the progress bar): those of the plan."""
+    return len(plan_of(spec))
 
 
 def row_of(r: JobResult, **keys: Any) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from gridbench.errors import (
 )
 from gridbench.family import Ui
 from gridbench.fmt import safe_markup
+from gridbench.units import format_duration
 
 Command = Callable[[argparse.Namespace, Ui], int]
 
@@ -77,13 +78,6 @@ def _print_plan(plan: Any, ui: Ui) -> None:
     sched = plan.schedule_dict()
     if sched is not None:
         _print_schedule(sched, plan.estimated_seconds, ui)
-
-
-def format_duration(s: float) -> str:
-    """Seconds as '45 s', '10.0 min' or '24.0 h' for the schedule table."""
-    if s < 120:
-        return f"{s:g} s"
-    return f"{s / 60:.1f} min" if s < 7200 else f"{s / 3600:.1f} h"
 
 
 def _print_schedule(sched: dict[str, Any], seconds: float, ui: Ui) -> None:

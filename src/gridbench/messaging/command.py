@@ -34,12 +34,13 @@ def cmd_validate(args: argparse.Namespace, ui: Ui) -> int:
 
 def cmd_plan(args: argparse.Namespace, ui: Ui) -> int:
     from gridbench.messaging.load import load_net_spec
-    from gridbench.messaging.plan import memory_needed, steps
-    from gridbench.units import format_size
+    from gridbench.messaging.plan import estimated_seconds, memory_needed, step_seconds, steps
+    from gridbench.units import format_duration, format_size
 
     spec, _ = load_net_spec(args.spec, args.set)
     plan = steps(spec)
     need, where = memory_needed(spec)
+    secs = estimated_seconds(spec)
     if args.json:
         doc = {
             "name": spec.name,
@@ -50,22 +51,28 @@ def cmd_plan(args: argparse.Namespace, ui: Ui) -> int:
                     "what": s.what,
                     "config": s.config,
                     "measurements": s.measurements,
+                    "seconds": round(step_seconds(spec, s), 2),
                 }
                 for s in plan
             ],
             "memory_bytes": need,
+            "estimated_seconds": round(secs, 1),
         }
         print(json.dumps(doc, indent=1))
         return EXIT_OK
     table = Table(title=f"net plan: {safe_markup(spec.name)}")
-    for col in ("environment", "pattern", "transport/tool", "configuration", "measurements"):
-        table.add_column(col, justify="right" if col == "measurements" else "left")
+    cols = ("environment", "pattern", "transport/tool", "configuration", "measurements", "seconds")
+    for col in cols:
+        table.add_column(col, justify="right" if col in ("measurements", "seconds") else "left")
     for s in plan:
-        table.add_row(
-            *(safe_markup(x) for x in (s.env, s.pattern, s.what, s.config, s.measurements))
-        )
+        cells = (s.env, s.pattern, s.what, s.config, s.measurements)
+        table.add_row(*(safe_markup(x) for x in cells), f"{step_seconds(spec, s):.1f}")
     ui.console.print(table)
-    ui.console.print(f"{len(plan)} steps; memory held at once about {format_size(need)} ({where})")
+    ui.console.print(
+        f"{len(plan)} steps; estimated duration about {format_duration(round(secs))} (times "
+        f"measured on loopback: a real network adds its latency); memory held at once about "
+        f"{format_size(need)} ({where})"
+    )
     ui.console.print("[dim]dry run: nothing was started[/]")
     return EXIT_OK
 
@@ -118,7 +125,7 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
         cmd_plan,
         ui,
         args=ActionArgs(spec=_spec_args),
-        help="show the steps a net spec runs, without running them",
+        help="show the steps a net spec runs and their estimated duration, without running them",
     )
     q.add_argument("--json", action="store_true", help="print the plan as JSON")
     add_action(

@@ -1,17 +1,23 @@
-"""What a net spec will run, step by step: for ``gridbench net plan`` and the progress bar.
+"""What a net spec will run, step by step, and about how long: for ``gridbench net plan``
+and the progress bar.
 
 A step is one (environment, pattern, transport or tool, configuration) combination; the
-runner (:mod:`gridbench.messaging.runner`) walks the same steps in the same order. Pure:
-nothing here starts a process.
+runner (:mod:`gridbench.messaging.runner`) walks the same steps in the same order. Each
+step's duration comes from a cost model in plain data (the constants below): the floor
+tools' fixed run times, a peer's start, and per message or transfer a time measured on
+loopback; a real network is slower by its own latency and rate. Pure: nothing here
+starts a process.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import psutil
 
 from gridbench.errors import SpecError
+from gridbench.messaging.floor import SOCKPERF_MAX, SOCKPERF_MIN
 from gridbench.messaging.model import Environment, NetSpec
 from gridbench.units import format_size
 
@@ -20,6 +26,50 @@ from gridbench.units import format_size
 PINGPONG_COPIES = 4
 #: Copies of a ZeroMQ transfer payload alive at once (the message and its receive buffer).
 TRANSFER_COPIES = 2
+
+
+# Calibration: examples/net-loopback-quick.yaml on 2 shared cores (loopback, environments
+# process and host, floor.duration 1 s), 112 s in all; step times from its peers' start
+# times (processes.jsonl), per-message times from its records. The relay and MUSCLE3 from
+# the quick variant of examples/net-seed-muscle-relay.yaml (161 s).
+
+#: sockperf per message size beyond its ``floor.duration`` (its warm-up and start: the 12
+#: sizes it accepts took 39 s at 1 s each); sizes it refuses cost nothing.
+SOCKPERF_EXTRA_S = 2.25
+#: iperf3 per run beyond ``floor.duration`` (4 runs of 1 s took 4.1 s).
+IPERF3_EXTRA_S = 0.03
+#: Starting a peer process and connecting to it (tcp 0.5 s, zmq 1.0 s, grpc 0.2..0.5 s);
+#: in environment ``process`` the peer is a thread.
+PEER_START_S = 0.5
+THREAD_PEER_START_S = 0.05
+#: One round trip's fixed part, and the rate a message is copied at on loopback (a 1 MiB
+#: ZeroMQ round trip took 1.7 ms, raw TCP 0.4 ms at 256 KiB).
+ROUND_TRIP_S = 60e-6
+LOOPBACK_BPS = 1.3e9
+#: One sequential echo call per configuration (gRPC, 64 B: in process 0.26 ms, over
+#: loopback 0.33 ms, with TLS 0.38 ms).
+ECHO_CALL_S = {"inprocess": 260e-6, "network": 330e-6, "tls": 380e-6}
+#: One scaling round: starting k client processes and releasing them (6 rounds in 2.9 s).
+SCALE_ROUND_S = 0.4
+#: One call of a burst (1200 calls took 0.1..0.3 s).
+BURST_CALL_S = 200e-6
+#: One transfer's fixed part per tool (scp: an ssh handshake, 0.6 s per 16 MB transfer),
+#: the payload moving at LOOPBACK_BPS.
+TRANSFER_FIXED_S = {"scp": 0.55, "tcp_streams": 0.01, "zmq": 0.01}
+#: A MUSCLE3 run: muscle_manager and its two instances starting and registering (3.6 s
+#: with 22 sizes × 51 round trips, examples/net-seed-muscle-relay.yaml's quick variant).
+MUSCLE_START_S = 3.0
+#: The relay's own cost per pass beyond its delay (asyncio's timer, the copy): the quick
+#: muscle-relay variant's 1122 round trips through a 5 ms relay took 13..15 ms each.
+RELAY_PASS_S = 2e-3
+#: The relay's copy rate per pass, and building each test's message (random bytes, the
+#: framing copy) once per test: from the full muscle-relay run (64 MiB round trips took
+#: 56..99 ms directly and 158..286 ms through the relay; each 64M step spent 20..60 s
+#: beyond its round trips), on the same 2 shared cores while other runs used them.
+RELAY_BPS = 1.0e9
+PAYLOAD_BPS = 150e6
+#: Starting the command, analysis and the reports (4 s measured).
+RUN_FIXED_S = 4.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +155,69 @@ def steps(spec: NetSpec) -> list[Step]:
                     )
                 )
     return out
+
+
+def round_trip_s(spec: NetSpec, env: Environment, size: int) -> float:
+    """One ping-pong round trip of ``size`` bytes: the fixed part, the message copied each
+    way, and (through the relay) its delay line held twice."""
+    relay = 2 * (spec.relay.delay + RELAY_PASS_S + size / RELAY_BPS) if env == "relay" else 0.0
+    return ROUND_TRIP_S + 2 * size / LOOPBACK_BPS + relay
+
+
+def pingpong_seconds(spec: NetSpec, env: Environment, transport: str) -> float:
+    """A peer's start, then every size's warm-up and T tests of M round trips, each test
+    building its message first."""
+    pp = spec.pingpong
+    per_size = pp.warmup + pp.tests * pp.round_trips
+    builds = (pp.tests + (1 if pp.warmup else 0)) / PAYLOAD_BPS
+    trips = sum(per_size * round_trip_s(spec, env, n) + n * builds for n in pp.sizes.values())
+    start = MUSCLE_START_S if transport == "muscle3" else peer_start_s(env)
+    return start + trips
+
+
+def peer_start_s(env: Environment) -> float:
+    """A peer in its own process, or a thread in environment ``process``; through the relay
+    the forwarder starts too."""
+    if env == "process":
+        return THREAD_PEER_START_S
+    return 2 * PEER_START_S if env == "relay" else PEER_START_S
+
+
+def floor_seconds(spec: NetSpec, tool: str) -> float:
+    """sockperf once per size it accepts, iperf3 four times (1 and N streams, both ways)."""
+    secs = max(1, math.ceil(spec.floor.duration))
+    if tool == "iperf3":
+        return 4 * (spec.floor.duration + IPERF3_EXTRA_S)
+    sizes = [n for n in floor_sizes(spec) if SOCKPERF_MIN <= n <= SOCKPERF_MAX]
+    return len(sizes) * (secs + SOCKPERF_EXTRA_S)
+
+
+def step_seconds(spec: NetSpec, step: Step) -> float:
+    """About how long one step takes (see the calibration constants above)."""
+    env, e = step.env, spec.echo
+    if step.pattern == "floor":
+        return floor_seconds(spec, step.what)
+    if step.pattern == "pingpong":
+        return pingpong_seconds(spec, env, step.what)
+    if step.pattern == "echo":
+        calls = sum(e.calls) * e.repetitions
+        start = THREAD_PEER_START_S if step.config == "inprocess" else peer_start_s(env)
+        return start + calls * ECHO_CALL_S[step.config]
+    if step.pattern == "echo_scale":
+        call = ECHO_CALL_S[scaling_config(spec)]
+        rounds = [SCALE_ROUND_S + k * e.client_calls * call for k in e.clients]
+        return peer_start_s(env) + e.scale_repetitions * sum(rounds)
+    if step.pattern == "burst":
+        b = spec.burst
+        return peer_start_s(env) + b.repetitions * b.calls * BURST_CALL_S
+    t = spec.transfer  # transfer
+    one = TRANSFER_FIXED_S.get(step.what, 0.0) + t.size / LOOPBACK_BPS
+    return peer_start_s(env) + 2 * t.repetitions * one
+
+
+def estimated_seconds(spec: NetSpec) -> float:
+    """The whole run: every step plus the fixed start and reports."""
+    return RUN_FIXED_S + sum(step_seconds(spec, s) for s in steps(spec))
 
 
 def scaling_config(spec: NetSpec) -> str:

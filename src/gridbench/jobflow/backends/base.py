@@ -40,6 +40,12 @@ class Capabilities:
     server_events: bool = False
     queue_length: bool = False
     max_concurrent_submits: int | None = None
+    #: jobs the system holds at once before it refuses a submission (None: unknown or no
+    #: bound); the plan uses it to count the retry model's attempts
+    admission_limit: int | None = None
+    #: jobs per second the system completes at most (None: unknown); the plan uses it to
+    #: estimate how long a burst's backlog takes to drain
+    throughput_per_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

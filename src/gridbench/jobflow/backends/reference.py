@@ -86,7 +86,20 @@ class ReferenceBackend:
         return edgi_chain(precision_ns=dict.fromkeys(server, prec))
 
     def capabilities(self) -> Capabilities:
-        return Capabilities(queue_length=True)
+        """The embedded grid's bounds from its configuration: the CE's queue (queued or in
+        preparation) and the slower of the CE and bridge tiers (servers over mean service
+        time); a grid at ``url`` runs a configuration not known here."""
+        if self.options.url:
+            return Capabilities(queue_length=True)
+        from gridbench.jobflow.reference.presets import build_config
+
+        cfg = build_config(self.options.preset, overrides=self.options.grid)
+        tiers = [(cfg.ce.concurrency, cfg.ce.service.mean)]
+        tiers.append((cfg.bridge.concurrency, cfg.bridge.service.mean))
+        rate = min((n / mean for n, mean in tiers if mean > 0), default=None)
+        return Capabilities(
+            queue_length=True, admission_limit=cfg.ce.queue_limit, throughput_per_s=rate
+        )
 
     def runtime_info(self) -> dict[str, Any]:
         """What ``gridbench cleanup`` needs to reach this grid after a crash."""

@@ -13,7 +13,7 @@ from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Protocol, cast
 
 from gridbench.errors import SpecError
-from gridbench.jobflow.backends.base import Backend
+from gridbench.jobflow.backends.base import Backend, Capabilities
 
 ENTRY_POINT_GROUP = "gridbench.backends"
 # the distribution whose entry points are the built-ins: they win over a plugin's of the
@@ -44,6 +44,11 @@ def _is_own(ep: EntryPoint) -> bool:
 def available() -> dict[str, str]:
     """Backend names and where they come from (module:attribute)."""
     return {name: ep.value for name, ep in _entry_points().items()}
+
+
+def capabilities_of(name: str, options: dict[str, Any] | None = None) -> Capabilities:
+    """What a backend, as configured, can do: for the plan, before anything starts."""
+    return create_backend(name, options).capabilities()
 
 
 def create_backend(name: str, options: dict[str, Any] | None = None) -> Backend:

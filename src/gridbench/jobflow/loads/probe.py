@@ -345,11 +345,17 @@ class Probe(BaseLoadModel):
         probe_ops.check_backend(load.operation, backend, spec.backend.type, load.status_of)
 
     def plan(self, spec: ExperimentBase, drain_s: float) -> PlanEstimate:
-        """count spaced by gap, plus the bursts' requests."""
+        """count spaced by gap, plus the bursts' requests; the bursts leave a backlog that
+        drains at the backend's throughput (``Capabilities.throughput_per_s``) before the
+        trial's own drain."""
+        from gridbench.jobflow.backends.registry import capabilities_of
+
         load = narrow(spec.load, ProbeLoad)
         burst = load.burst
-        n = load.count + (burst.requests * len(burst.threads) if burst else 0)
-        return PlanEstimate(n, load.count * load.gap + drain_s, None)
+        bursts = burst.requests * len(burst.threads) if burst else 0
+        rate = capabilities_of(spec.backend.type, spec.backend.options).throughput_per_s
+        backlog = bursts / rate if rate else 0.0
+        return PlanEstimate(load.count + bursts, load.count * load.gap + backlog + drain_s, None)
 
     def trial_metrics(self, events: pl.DataFrame, chain: StageChain) -> dict[str, Any] | None:
         """See :func:`probe_metrics`."""

@@ -69,6 +69,30 @@ def retry_jobs(spec: ExperimentBase) -> int:
     return load.jobs or spec.trial.jobs or 0
 
 
+def expected_attempts(m: int, retries: int, admitted: int | None) -> int:
+    """Attempts a trial of M jobs takes when the system admits ``admitted`` at once and
+    refuses the rest (each attempt resubmits the refused): ceil(M / admitted), at most
+    R + 1; one when nothing bounds admission."""
+    if not admitted or m <= admitted:
+        return 1
+    return min(retries + 1, -(-m // admitted))
+
+
+def retry_seconds(spec: ExperimentBase, drain_s: float) -> float:
+    """One trial: every attempt submits (10 ms a job) and, retrying any failure, waits
+    for its jobs to end (about the drain); the pauses between attempts; the final drain
+    when only refusals are retried. The attempts come from the backend's admission bound
+    (``Capabilities.admission_limit``)."""
+    from gridbench.jobflow.backends.registry import capabilities_of
+
+    m, load = retry_jobs(spec), narrow(spec.load, RetryLoad)
+    admitted = capabilities_of(spec.backend.type, spec.backend.options).admission_limit
+    n = expected_attempts(m, load.retries, admitted)
+    wait = drain_s if load.retry_on == "any" else 0.0
+    tail = 0.0 if load.retry_on == "any" else drain_s
+    return n * (wait + m * 0.01) + (n - 1) * load.pause + tail
+
+
 # --- runner -------------------------------------------------------------------------------
 
 
@@ -239,10 +263,9 @@ class Retry(BaseLoadModel):
 
     def plan(self, spec: ExperimentBase, drain_s: float) -> PlanEstimate:
         """Jobs: the most a trial can submit, M × (R + 1), so that the safety caps hold
-        whatever fails. Seconds: one attempt and the drain (nothing fails); each retry
-        adds about pause + drain."""
+        whatever fails. Seconds: see :func:`retry_seconds`."""
         m, load = retry_jobs(spec), narrow(spec.load, RetryLoad)
-        return PlanEstimate(m * (load.retries + 1), drain_s + m * 0.01, None)
+        return PlanEstimate(m * (load.retries + 1), retry_seconds(spec, drain_s), None)
 
     def trial_metrics(self, events: pl.DataFrame, chain: StageChain) -> dict[str, Any] | None:
         """See :func:`retry_metrics`."""

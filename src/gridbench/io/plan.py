@@ -1,0 +1,131 @@
+"""What an io spec will run, step by step, and about how long it takes: for ``gridbench io
+plan``, ``validate`` and the progress bar.
+
+A step is one progress step of the runner (:mod:`gridbench.io.runner` walks the same
+steps in the same order). The duration is a cost model in plain data: every fio run costs
+its start-up plus the bytes it moves at an assumed rate, a cache drop and a check a fixed
+time. The target's real rate is unknown before the run, so the estimate is for a local
+disk; a slower target (NFS, a WAN) takes longer by about its rate's ratio. Pure: nothing
+here starts a process.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gridbench.io.matrix import needs_cache_drop, ordered_tests
+from gridbench.io.model import IoSpec
+
+# Calibration: examples/io-local-quick.yaml (64 MiB files, direct I/O, two /tmp directories
+# on one SSD, 2 shared cores), 90 fio runs in 37 s: each run 0.32..0.45 s from job file to
+# JSON, of which fio's own runtime was 0.05..0.1 s for 64 MiB and 0.6 s for 4 × 64 MiB.
+
+#: One fio process: start, lay out its job, parse, write its JSON+ output (measured 0.27 s).
+FIO_START_S = 0.28
+#: The data rate assumed for a target (64 MiB in 0.07 s direct on the local SSD, 4 × 64 MiB
+#: in 0.16..0.2 s of wall time: about 1 GiB/s).
+ASSUMED_RATE_BPS = 1024**3
+#: The runner's own work between two fio runs (rows, latency-log summary: 0.01..0.03 s).
+STEP_GAP_S = 0.02
+#: Dropping the page cache (sync, then drop_caches); not measured by the shipped example
+#: (it uses direct I/O), a sync of a quiet disk is well under a second.
+DROP_CACHES_S = 0.5
+#: The consistency checks of one target without a peer or fill (0.3 s measured).
+CONSISTENCY_S = 0.3
+#: bonnie++ passes over its file (per-char and block write, rewrite, per-char and block
+#: read), plus its small-file create/stat/delete phase.
+BONNIE_PASSES = 5
+BONNIE_FILES_S = 5.0
+#: Starting the command, preparing the targets, analysis and the reports (2 s measured).
+RUN_FIXED_S = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class IoStep:
+    """One progress step and its estimated seconds."""
+
+    target: str  # "" for a step over all targets (HTTP)
+    rep: int | None  # None for a step done once (consistency, HTTP)
+    what: str  # test, "N clients test", "bonnie++", "consistency checks", "HTTP transfers"
+    seconds: float
+
+    def label(self) -> str:
+        """Short text for the plan's table."""
+        rep = f"rep {self.rep + 1}: " if self.rep is not None else ""
+        return f"{self.target} {rep}{self.what}".strip()
+
+
+def fio_seconds(bytes_moved: int) -> float:
+    """One fio run moving ``bytes_moved`` bytes at the assumed rate."""
+    return FIO_START_S + STEP_GAP_S + bytes_moved / ASSUMED_RATE_BPS
+
+
+def iozone_steps(spec: IoSpec, target: str, rep: int) -> list[IoStep]:
+    """The matrix on one target: one fio run per test, the layout run (a matrix without
+    ``write``) counted with the first test."""
+    z = spec.iozone
+    tests = ordered_tests(z)
+    layout = 0.0 if "write" in tests else fio_seconds(z.file_size)
+    out: list[IoStep] = []
+    for i, test in enumerate(tests):
+        drop = DROP_CACHES_S if spec.cache == "drop_caches" and needs_cache_drop(test) else 0.0
+        extra = layout if i == 0 else 0.0
+        out.append(IoStep(target, rep, test, fio_seconds(z.file_size) + drop + extra))
+    return out
+
+
+def concurrency_steps(spec: IoSpec, target: str, rep: int) -> list[IoStep]:
+    """N clients at once per test: one fio run moving N files' worth."""
+    c = spec.concurrency
+    out: list[IoStep] = []
+    for n in c.clients:
+        for test in c.tests:
+            read = test in ("read", "random_read")
+            drop = DROP_CACHES_S if spec.cache == "drop_caches" and read else 0.0
+            secs = fio_seconds(n * spec.iozone.file_size) + drop
+            out.append(IoStep(target, rep, f"{n} clients {test}", secs))
+    return out
+
+
+def consistency_seconds(spec: IoSpec, has_peer: bool) -> float:
+    """One target's checks: fixed, plus the fill at the assumed rate, plus (with a peer)
+    up to the visibility time-out, the most a slow peer makes them wait."""
+    c = spec.consistency
+    secs = CONSISTENCY_S + (c.max_fill / ASSUMED_RATE_BPS if c.fill else 0.0)
+    return secs + (c.timeout if has_peer else 0.0)
+
+
+def http_seconds(spec: IoSpec) -> float:
+    """Every size up and down, per repetition, at the assumed rate (plus the file-system
+    copy on the compare target)."""
+    h = spec.http
+    if h is None:
+        return 0.0
+    copies = 4 if h.compare_target else 2
+    return h.repetitions * sum(copies * s / ASSUMED_RATE_BPS + FIO_START_S for s in h.sizes)
+
+
+def steps(spec: IoSpec) -> list[IoStep]:
+    """Every step, in the order the runner takes them."""
+    out: list[IoStep] = []
+    for rep in range(spec.repetitions):
+        for t in spec.targets:
+            if spec.iozone.enabled:
+                out += iozone_steps(spec, t.name, rep)
+            if spec.concurrency.enabled:
+                out += concurrency_steps(spec, t.name, rep)
+            if spec.bonnie.enabled:
+                secs = BONNIE_PASSES * spec.bonnie.size / ASSUMED_RATE_BPS + BONNIE_FILES_S
+                out.append(IoStep(t.name, rep, "bonnie++", secs))
+    if spec.consistency.enabled:
+        for t in spec.targets:
+            secs = consistency_seconds(spec, t.peer is not None)
+            out.append(IoStep(t.name, None, "consistency checks", secs))
+    if spec.http is not None:
+        out.append(IoStep("", None, "HTTP transfers", http_seconds(spec)))
+    return out
+
+
+def estimated_seconds(spec: IoSpec) -> float:
+    """The whole run: every step plus the fixed start and reports."""
+    return RUN_FIXED_S + sum(s.seconds for s in steps(spec))
