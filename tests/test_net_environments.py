@@ -239,7 +239,9 @@ KILLED_RUN = textwrap.dedent(
     from gridbench.messaging.environments import open_environment
     from gridbench.messaging.model import NetSpec
     from gridbench.messaging.processes import ProcessBook
+    from gridbench.store.spawned import mark_run
     run = Path(sys.argv[1])
+    mark_run(run)  # as the net runner does once the run folder exists
     spec = NetSpec(name="killed", environments=["lan", "host"], lan={"subnet": "10.246.4"})
     book = ProcessBook(run)
     stubborn = [sys.executable, "-c",

@@ -148,7 +148,7 @@ def test_quick_run_through_the_generic_commands(quick_run: tuple[Path, RunDir, A
     a = gridbench(results, "analyze", run.id, "--json")
     assert a.returncode == 0, a.stderr
     assert json.loads(a.stdout)["schema"] == "gridbench.net/1"
-    rep = gridbench(results, "net", "report", run.id)
+    rep = gridbench(results, "net", "report", run.id, "--verbose")  # the full tables
     assert rep.returncode == 0 and "Size (kiB)" in rep.stdout
     c = gridbench(results, "cleanup", run.id, "--dry-run")
     assert c.returncode == 0, c.stdout + c.stderr
