@@ -74,7 +74,10 @@ def test_node_sweep_spans_that_many_nodes(slurm4: SlurmCluster, tmp_path: Path) 
     (g,) = [g for g in m["growth"] if g["parameter"] == "job.nodes"]
     assert g["n"] == 4 and g["x"] == [1.0, 2.0, 3.0, 4.0]
     assert g["model"] in ("constant", "linear", "nlogn", "quadratic")
-    assert g["statement"].startswith("submission time grows") or "constant" in g["statement"]
+    # sbatch's time hardly depends on the node count: with 2 jobs a point the fitted slope
+    # is noise and may fall as well as grow (a falling fit failed one run on a loaded VM)
+    assert g["statement"].startswith("submission time ")
+    assert "x = job.nodes" in g["statement"] or "constant" in g["statement"]
     texts = [f.text for f in headline(m).findings]
     assert f"growth: {g['statement']}" in texts
 
