@@ -115,22 +115,29 @@ def unmount_sshfs(m: SshfsMount) -> None:
         m.proc.wait(5)
 
 
-@pytest.fixture
-def tmpfs(tmp_path: Path) -> Iterator[Path]:
-    """A 64 MiB tmpfs mounted on a fresh directory."""
-    mnt = tmp_path / "tmpfs"
+@contextlib.contextmanager
+def mounted_tmpfs(mnt: Path, size: str) -> Iterator[Path]:
+    """A tmpfs of ``size`` (mount's words: 64m, 384k) on the new directory ``mnt``, lazily
+    unmounted afterwards; a mount that fails fails the test with mount's message."""
     mnt.mkdir()
     r = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(mnt)],
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mnt)],
         capture_output=True,
         text=True,
     )
     if r.returncode != 0:
-        pytest.fail(f"mount -t tmpfs failed: {r.stderr.strip()}")
+        pytest.fail(f"mount -t tmpfs failed (root needed): {r.stderr.strip()}")
     try:
         yield mnt
     finally:
         subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+@pytest.fixture
+def tmpfs(tmp_path: Path) -> Iterator[Path]:
+    """A 64 MiB tmpfs mounted on a fresh directory."""
+    with mounted_tmpfs(tmp_path / "tmpfs", "64m") as mnt:
+        yield mnt
 
 
 def small_tmpfs(base: Path, size: str) -> Path:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import BIN, cli_env
+from io_fixtures import mounted_tmpfs
 
 SPEC = """\
 name: disk-full
@@ -25,18 +26,8 @@ safety: {max_rate: 200000, max_jobs: 100000}  # jobs per minute
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    mnt = tmp_path / "small"
-    mnt.mkdir()
-    p = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=384k", "tmpfs", str(mnt)],
-        capture_output=True,
-        text=True,
-    )
-    assert p.returncode == 0, f"cannot mount a small tmpfs (root needed): {p.stderr}"
-    try:
+    with mounted_tmpfs(tmp_path / "small", "384k") as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
 def test_a_full_disk_names_the_file_and_keeps_what_was_written(
