@@ -77,7 +77,8 @@ class _Fifo:
     __slots__ = ("after", "col", "draw", "env", "free", "limit", "queue")
 
     def __init__(self, env: simpy.Environment, tier: Tier, draw: Draw, col: int) -> None:
-        self.env, self.free, self.draw, self.col = env, tier.concurrency, draw, col
+        self.env, self.draw, self.col = env, draw, col
+        self.free = tier.concurrency if tier.concurrency is not None else 1 << 62
         self.limit = tier.queue_limit
         self.queue: collections.deque[list[float]] = collections.deque()
         self.after: Callable[[list[float]], None] = lambda job: None

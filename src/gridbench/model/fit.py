@@ -3,8 +3,10 @@
 Service time is separated from waiting by in-flight-aware estimation: in a FIFO tier with
 ``c`` servers a job starts when it has arrived and when ``c`` fewer jobs than had arrived
 before it are still being served, i.e. at ``max(arrival_i, departure_(i-c))`` with
-departures sorted. ``c`` is the most jobs seen in the tier at once (a lower bound at low
-load; declare it in the model when known). The status-update policy is read from the
+departures sorted. ``c`` is read from the data only where it shows (jobs that arrived at
+the tier's highest occupancy waited); else the tier is left unbounded, since the most
+jobs seen at once is only a lower bound: declare it in the model when known. Fitting on
+low-load trials keeps waiting out of the service times in the first place. The status-update policy is read from the
 gaps between consecutive T7 stamps: a sequential poller spaces them by multiples of its
 per-job cost (plus its pause at a pass's end); a batched one stamps many at one instant.
 """
@@ -111,20 +113,40 @@ def read_measured(run: Path, rates: Sequence[float] | None = None) -> Measured:
     return Measured(times, np.concatenate(trial_no), fs, fj, ids, used)
 
 
-def max_in_flight(start: F64, end: F64, trial: NDArray[np.int64]) -> int:
-    """The most intervals [start, end) open at once within one trial."""
-    best = 1
+def in_flight_at_arrival(start: F64, end: F64, trial: NDArray[np.int64]) -> NDArray[np.int64]:
+    """How many jobs were in the tier when each job arrived (itself included)."""
+    out = np.zeros(start.size, dtype=np.int64)
     for t in np.unique(trial):
-        m = trial == t
-        at = np.concatenate([start[m], end[m]])
-        step = np.concatenate([np.ones(m.sum()), -np.ones(m.sum())])
-        order = np.lexsort((step, at))  # an end before a start at the same instant
-        best = max(best, int(np.cumsum(step[order]).max(initial=1)))
-    return best
+        idx = np.flatnonzero(trial == t)
+        a, d = start[idx], end[idx]
+        arrived = np.searchsorted(np.sort(a), a, side="right")
+        left = np.searchsorted(np.sort(d), a, side="right")
+        out[idx] = arrived - left
+    return out
 
 
-def service_times(arrive: F64, depart: F64, trial: NDArray[np.int64], c: int) -> F64:
+def limit_seen(start: F64, end: F64, trial: NDArray[np.int64]) -> int | None:
+    """The tier's concurrency when the data shows it, else None (no limit seen).
+
+    A limit shows as jobs that arrived with the tier at its most-ever occupancy taking
+    clearly longer (they waited) than the others; without that the most seen at once is
+    only a lower bound and the model leaves the tier unbounded (declare it when known).
+    """
+    occ = in_flight_at_arrival(start, end, trial)
+    if occ.size == 0:
+        return None
+    c = int(occ.max())
+    took = end - start
+    at_max, below = took[occ >= c], took[occ < c]
+    if at_max.size >= 5 and below.size >= 5 and np.median(at_max) > 1.5 * np.median(below):
+        return max(c - 1, 1)
+    return None
+
+
+def service_times(arrive: F64, depart: F64, trial: NDArray[np.int64], c: int | None) -> F64:
     """In-flight-aware service times of a FIFO tier with ``c`` servers (see the module)."""
+    if c is None:
+        return np.clip(depart - arrive, 0.0, None)
     out = np.empty_like(arrive)
     for t in np.unique(trial):
         idx = np.flatnonzero(trial == t)
@@ -167,9 +189,9 @@ def status_policy(done: F64, trial: NDArray[np.int64]) -> StatusUpdate:
 def fit_model(m: Measured, run_id: str, name: str = "model") -> ChainModel:
     """The chain model of the measured per-job times ``m`` (pure)."""
     t, tr = m.times, m.trial
-    c_ce = max_in_flight(t["ce_entry"], t["ce_submit"], tr)
-    c_br = max_in_flight(t["bridge_entry"], t["bridge_submit"], tr)
-    slots = max_in_flight(t["bridge_submit"], t["bridge_done"], tr)
+    c_ce = limit_seen(t["ce_entry"], t["ce_submit"], tr)
+    c_br = limit_seen(t["bridge_entry"], t["bridge_submit"], tr)
+    slots = limit_seen(t["bridge_submit"], t["bridge_done"], tr)
     n = len(tr) + m.failed_submit
     return ChainModel(
         name=name,
@@ -177,7 +199,7 @@ def fit_model(m: Measured, run_id: str, name: str = "model") -> ChainModel:
             run=run_id,
             trials=m.trial_ids,
             rates_per_s=sorted(set(m.rates)),
-            note="concurrency and slots are the most seen at once (lower bounds): "
+            note="concurrency or slots null: no limit was seen at the rates fitted; "
             "declare them when known",
         ),
         client=Client(

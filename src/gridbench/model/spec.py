@@ -44,9 +44,10 @@ class Duration(_Strict):
 
 
 class Tier(_Strict):
-    """A FIFO tier: ``concurrency`` servers, each job holding one for a ``service`` time."""
+    """A FIFO tier: ``concurrency`` servers (null: no limit seen), each job holding one for
+    a ``service`` time."""
 
-    concurrency: int = Field(ge=1, le=10_000_000)
+    concurrency: int | None = Field(default=None, ge=1, le=10_000_000)
     concurrency_source: Literal["inferred", "declared"] = "declared"
     queue_limit: int | None = Field(default=None, ge=1)
     service: Duration
@@ -59,9 +60,9 @@ class Delay(_Strict):
 
 
 class Workers(_Strict):
-    """The worker pool: ``slots`` jobs run at once for ``runtime`` each."""
+    """The worker pool: ``slots`` jobs run at once (null: no limit seen) for ``runtime``."""
 
-    slots: int = Field(ge=1, le=10_000_000)
+    slots: int | None = Field(default=None, ge=1, le=10_000_000)
     slots_source: Literal["inferred", "declared"] = "declared"
     runtime: Duration
 
