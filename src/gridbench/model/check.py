@@ -74,6 +74,8 @@ def measured_window(run: Path) -> tuple[Window, list[float], float | None]:
 
 
 def _rel(m: float | None, p: float | None) -> float | None:
+    if m is None and p is None:
+        return 0.0  # neither has one (e.g. no capacity found below the rates tried): agree
     if m is None or p is None or m == 0:
         return None
     return abs(p - m) / abs(m)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from gridbench.model.predict import Marking, Repeat, predict
 from gridbench.model.spec import ChainModel, durations, load_model, model_text
 from gridbench.model.sweep import Window, parse_sweeps, points
 from gridbench.store.catalogue import resolve_run
-from gridbench.store.layout import write_text_atomic
+from gridbench.store.layout import RunDir, write_text_atomic
 from gridbench.units import parse_duration
 
 SWEEP_HELP = (
@@ -142,10 +143,13 @@ def cmd_check(args: argparse.Namespace, ui: Ui) -> int:
     verdict = chk.compare(analyze_run(run.path), analyze_run(pred, write=True))
     model = chk.record(model, run.id, verdict)
     write_text_atomic(Path(args.model), model_text(model))
+    pred_run = RunDir(pred)
+    marked = dict(pred_run.read_experiment().get("predicted") or {})
+    pred_run.update_experiment(predicted=marked | {"checks": [c.model_dump() for c in model.checks]})
     _show_check(ui, verdict, run.id, fitted)
     ui.console.print(f"predicted run: [cyan]{safe_markup(pred)}[/]; the check is recorded in {safe_markup(args.model)}")
     if args.json:
-        print(json.dumps([r.__dict__ for r in verdict.rows], default=str))
+        print(json.dumps([asdict(r) for r in verdict.rows], default=str))
     return EXIT_OK if verdict.within else EXIT_THRESHOLD
 
 

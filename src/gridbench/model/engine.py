@@ -40,6 +40,8 @@ COLUMNS = (
 OK, REFUSED, FAILED, LOST = 0.0, 1.0, 2.0, 3.0
 Sink = Callable[[F64], None]
 CHUNK = 65_536
+#: simulated seconds of arrivals drawn at once (an unbounded CE refuses nobody)
+ARRIVAL_BATCH_S = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +135,9 @@ class ChainSim:
         self.tracked: dict[int, list[float]] = {}  # the CE's list: T3 seen, T7 not yet
         self.finished: list[list[float]] = []  # for batched polling: ended, not yet seen
         self.gap = 1.0 / offer.rate_per_s
+        self.first = 0.0
         self.uniform = offer.arrival == "uniform"
+        self.gaps = s(Duration(dist="exponential", mean=self.gap, cv=1.0))
 
     def _s(self, d: Duration) -> Draw:
         return sampler(d, self.rng)
@@ -151,23 +155,41 @@ class ChainSim:
 
     # -- arrivals and the chain -------------------------------------------------------
     def _arrive(self, _ev: Any) -> None:
-        now = self.env.now
-        if now >= self.offer.duration_s:
+        """The jobs of the next ``ARRIVAL_BATCH_S`` of simulated time at once (their hop to
+        the CE is their first event); one at a time when the CE queue is bounded, since
+        a refusal depends on the queue at each job's own arrival."""
+        now, end = self.env.now, self.offer.duration_s
+        if now >= end:
             return
+        bounded = self.ce.limit is not None
+        upto = now if bounded else min(now + ARRIVAL_BATCH_S, end)
+        t = now
+        while True:
+            self._one(t, t - now)
+            t = self._next_arrival(t)
+            if t >= upto or t >= end:
+                break
+        if t < end:
+            self.env.timeout(t - now).callbacks.append(self._arrive)
+
+    def _next_arrival(self, t: float) -> float:
+        if self.uniform:
+            return self.first + self.n * self.gap
+        return t + self.gaps()
+
+    def _one(self, t: float, ahead: float) -> None:
         job = [math.nan] * 12
-        job[INT] = job[SUB] = now
+        job[INT] = job[SUB] = t
         job[IDX] = self.n
         job[OUT] = OK
         self.n += 1
         self.events += 1
-        gap = self.gap if self.uniform else float(self.rng.exponential(self.gap))
-        self.env.timeout(gap).callbacks.append(self._arrive)
         p = self.m.failures.submit
         if self.ce.full() or (p > 0 and self.rng.random() < p):
             job[OUT] = REFUSED
             self._emit(job)
             return
-        self.env.timeout(self.to_ce(), job).callbacks.append(self._ce_entry)
+        self.env.timeout(ahead + self.to_ce(), job).callbacks.append(self._ce_entry)
 
     def _ce_entry(self, ev: Any) -> None:
         job: list[float] = ev.value
