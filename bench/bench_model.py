@@ -51,7 +51,9 @@ def tier(src, dst, mean):
     def run():
         a, b = Mailbox.by_name(src), Mailbox.by_name(dst)
         while True:
-            j = a.get(); this_actor.sleep_for(float(rng.exponential(mean))); b.put_init(j, 0).detach()
+            j = a.get()
+            this_actor.sleep_for(float(rng.exponential(mean)))
+            b.put_init(j, 0).detach()
     return run
 def slot():
     a = Mailbox.by_name("dg")
@@ -156,11 +158,16 @@ def main() -> None:
     rows = [0]
     offer = Offer(a.rate, secs, secs + 60.0, "poisson", None)
     t = time.perf_counter()
-    stats = ChainSim(scale_model(a.workers), offer, 1, lambda c: rows.__setitem__(0, rows[0] + len(c))).run()
+    stats = ChainSim(
+        scale_model(a.workers), offer, 1, lambda c: rows.__setitem__(0, rows[0] + len(c))
+    ).run()
     wall = time.perf_counter() - t
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"   {stats.jobs:,} jobs, {stats.events:,} simulated events in {wall:.0f} s: "
-          f"{stats.events / wall:,.0f} events/s, {stats.jobs / wall:,.0f} jobs/s; peak RSS {rss:.0f} MiB")
+    print(
+        f"   {stats.jobs:,} jobs, {stats.events:,} simulated events in {wall:.0f} s: "
+        f"{stats.events / wall:,.0f} events/s, {stats.jobs / wall:,.0f} jobs/s; "
+        f"peak RSS {rss:.0f} MiB"
+    )
     print(f"   target: 600 s for 3.6 M jobs; this pace: {3.6e6 / (stats.jobs / wall):.0f} s "
           f"({'met' if 3.6e6 / (stats.jobs / wall) <= 600 else 'NOT met'})")  # fmt: skip
 

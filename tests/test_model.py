@@ -26,17 +26,32 @@ RAMP = "[1/s,2/s,4/s,6/s]"
 BATCHED = "[4/s,6/s]"
 
 
-def gridbench(args: list[str], results: Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def gridbench(
+    args: list[str], results: Path, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     p = subprocess.run(
-        [str(BIN), *args], env=cli_env(results), capture_output=True, text=True, timeout=600, cwd=cwd
+        [str(BIN), *args],
+        env=cli_env(results),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=cwd,
     )
     assert "Traceback" not in p.stderr, p.stderr
     return p
 
 
-def measure(policy: str, rates: str, results: Path) -> Path:
+def measure(policy: str, rates: str, results: Path, seconds: int) -> Path:
     before = set(results.iterdir()) if results.exists() else set()
-    p = gridbench(["demo", "--policy", policy, "--set", "trials=1", "--set", f"sweep.rate={rates}"], results)
+    sets = [
+        "--set",
+        "trials=1",
+        "--set",
+        f"sweep.rate={rates}",
+        "--set",
+        f"trial.duration={seconds}s",
+    ]
+    p = gridbench(["demo", "--policy", policy, *sets], results)
     assert p.returncode in (0, 1), p.stdout[-2000:] + p.stderr[-2000:]
     (run,) = set(results.iterdir()) - before
     return run
@@ -47,8 +62,9 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     results = tmp_path_factory.mktemp("model") / "results"
     return {
         "results": results,
-        "sequential": measure("sequential", RAMP, results),
-        "batched": measure("batched", BATCHED, results),
+        # 15 s: 15 jobs at 1/s, so a mean latency is not one poll cycle's luck
+        "sequential": measure("sequential", RAMP, results, 15),
+        "batched": measure("batched", BATCHED, results, 10),
     }
 
 
@@ -126,7 +142,10 @@ def test_batched_polling_what_if_is_confirmed_by_the_grid(
         assert m_pt["trials"][0]["throughput"]["ce_done"]["expected_ratio"] > 0.9
     # fitted on the batched run itself, the policy is read as batched
     out = tmp_path / "b.yaml"
-    assert gridbench(["model", "fit", str(measured["batched"]), "--out", str(out)], results).returncode == 0
+    assert (
+        gridbench(["model", "fit", str(measured["batched"]), "--out", str(out)], results).returncode
+        == 0
+    )
     from gridbench.model.spec import load_model
 
     assert load_model(out).status_update.policy == "batched"
@@ -148,19 +167,26 @@ status_update: {policy: sequential, per_job_cost_s: 0.35, interval_s: 0.5}
     ("old", "new", "said"),
     [
         ("runtime: {mean: 1.0}", "runtime: {mean: -1.0}", ":8: field 'tiers.workers.runtime.mean'"),
-        ("  bridge: {service: {mean: 0.05}}\n", "  bridge: {concurrency: 2}\n", "field 'tiers.bridge.service': Field required"),
+        (
+            "  bridge: {service: {mean: 0.05}}\n",
+            "  bridge: {concurrency: 2}\n",
+            "field 'tiers.bridge.service': Field required",
+        ),
         ("policy: sequential", "policy: polled", ":9: field 'status_update.policy'"),
     ],
     ids=["negative-time", "tier-without-service", "unknown-policy"],
 )
 def test_a_bad_model_is_one_clear_error(tmp_path: Path, old: str, new: str, said: str) -> None:
+    from gridbench.errors import SpecError
+    from gridbench.model.spec import load_model
+
     bad = tmp_path / "bad.yaml"
     assert old in GOOD
     bad.write_text(GOOD.replace(old, new))
-    p = gridbench(["model", "predict", str(bad)], tmp_path / "r")
-    assert p.returncode == 2
-    assert said in p.stderr, p.stderr
-    assert "fix:" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    with pytest.raises(SpecError) as err:
+        load_model(bad)
+    text = str(err.value)
+    assert said in text and "(fix:" in text and len(text.splitlines()) == 1, text
 
 
 def test_the_hand_written_model_runs(tmp_path: Path) -> None:
@@ -170,6 +196,12 @@ def test_the_hand_written_model_runs(tmp_path: Path) -> None:
                    "--drain", "5s", "--sweep", "rate=1/s,2/s"], tmp_path / "r")  # fmt: skip
     assert p.returncode in (0, 1), p.stderr
     assert "never checked" in p.stdout
+    # the command line says a bad model in one line, exit code 2, no traceback
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(GOOD.replace("policy: sequential", "policy: polled"))
+    p = gridbench(["model", "predict", str(bad)], tmp_path / "r")
+    assert p.returncode == 2 and "status_update.policy" in p.stderr, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
 
 
 def test_status_policy_and_service_times_from_synthetic_stamps() -> None:

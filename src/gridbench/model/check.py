@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from gridbench.jobflow.analysis import load
-from gridbench.model.spec import Check, ChainModel
+from gridbench.model.spec import ChainModel, Check
 from gridbench.model.sweep import Window
 from gridbench.store.layout import RunDir, now_iso
 from gridbench.units import parse_duration
@@ -44,7 +44,11 @@ class Verdict:
         for r in self.rows:
             if r.point == "run":
                 out[r.figure] = r.error if r.error is not None else f"{r.measured} vs {r.predicted}"
-        lat = [r.error for r in self.rows if r.figure == "latency below the knee" and r.error is not None]
+        lat = [
+            r.error
+            for r in self.rows
+            if r.figure == "latency below the knee" and r.error is not None
+        ]
         out["latency_below_knee_max"] = max(lat) if lat else None
         return out
 
@@ -67,7 +71,8 @@ def measured_window(run: Path) -> tuple[Window, list[float], float | None]:
     window = Window(
         duration_s=parse_duration(get("trial.duration", "10s")),
         drain_s=parse_duration(get("timeouts.drain", "60s")),
-        arrival=str(get("load.arrival", "uniform")),
+        # the engine's arrivals: poisson, or evenly spaced for every other schedule
+        arrival="poisson" if get("load.arrival", "uniform") == "poisson" else "uniform",
         rate_per_s=rates[0] if rates else 1.0,
     )
     return window, rates, parse_duration(runtime) if runtime is not None else None
@@ -91,7 +96,9 @@ def _per_point(metrics: Mapping[str, Any]) -> dict[float, dict[str, float | None
     for p in metrics.get("points") or []:
         trials = p.get("trials") or []
         out[float(p["offered_rate_per_s"])] = {
-            "latency": _mean([(t.get("latency") or {}).get("overall", {}).get("mean") for t in trials]),
+            "latency": _mean(
+                [(t.get("latency") or {}).get("overall", {}).get("mean") for t in trials]
+            ),
             "throughput": _mean(
                 [(t.get("throughput") or {}).get("overall", {}).get("steady") for t in trials]
             ),
@@ -102,15 +109,20 @@ def _per_point(metrics: Mapping[str, Any]) -> dict[float, dict[str, float | None
 def compare(measured: Mapping[str, Any], predicted: Mapping[str, Any]) -> Verdict:
     """The error per figure of a prediction against the measured run (pure)."""
     mk, pk = measured.get("knee") or {}, predicted.get("knee") or {}
-    mb, pb = (measured.get("bottleneck") or {}).get("stage"), (predicted.get("bottleneck") or {}).get("stage")
+    mb, pb = (
+        (measured.get("bottleneck") or {}).get("stage"),
+        (predicted.get("bottleneck") or {}).get("stage"),
+    )
     cap = _rel(mk.get("capacity_per_s"), pk.get("capacity_per_s"))
     rows = [
-        Row("capacity", "run", mk.get("capacity_per_s"), pk.get("capacity_per_s"), cap, CAPACITY_TOL),
+        Row("capacity", "run", mk.get("capacity_per_s"), pk.get("capacity_per_s"), cap,
+            CAPACITY_TOL),
         Row("breaking stage", "run", mb or "none", pb or "none", None if mb == pb else 1.0, 0.0),
         Row(
             "highest sustained rate", "run", mk.get("highest_sustained_rate_per_s"),
             pk.get("highest_sustained_rate_per_s"),
-            _rel(mk.get("highest_sustained_rate_per_s"), pk.get("highest_sustained_rate_per_s")), None,
+            _rel(mk.get("highest_sustained_rate_per_s"),
+                 pk.get("highest_sustained_rate_per_s")), None,
         ),
     ]  # fmt: skip
     knee = mk.get("highest_sustained_rate_per_s")
@@ -127,7 +139,9 @@ def compare(measured: Mapping[str, Any], predicted: Mapping[str, Any]) -> Verdic
         rows.append(Row("completion rate", point, m["throughput"], p["throughput"],
                         _rel(m["throughput"], p["throughput"]), None))  # fmt: skip
     within = all(
-        r.limit is None or (r.error is not None and r.error <= r.limit) or (r.limit == 0.0 and r.error is None)
+        r.limit is None
+        or (r.error is not None and r.error <= r.limit)
+        or (r.limit == 0.0 and r.error is None)
         for r in rows
     )
     return Verdict(tuple(rows), within)

@@ -12,7 +12,7 @@ from typing import Any
 from rich.table import Table
 
 from gridbench.cliargs import ActionArgs, add_action, add_results_arg
-from gridbench.errors import EXIT_THRESHOLD, EXIT_OK, SpecError
+from gridbench.errors import EXIT_OK, EXIT_THRESHOLD, SpecError
 from gridbench.family import Ui
 from gridbench.fmt import safe_markup
 from gridbench.jobflow.specbase.units import parse_rate
@@ -42,7 +42,9 @@ def _fit_rates(run: Path, given: str | None) -> list[float] | None:
     knee = (metrics.get("knee") or {}).get("highest_sustained_rate_per_s")
     if knee is None:
         return None
-    return [float(p["offered_rate_per_s"]) for p in metrics["points"] if p["offered_rate_per_s"] <= knee]
+    return [
+        float(p["offered_rate_per_s"]) for p in metrics["points"] if p["offered_rate_per_s"] <= knee
+    ]
 
 
 def cmd_fit(args: argparse.Namespace, ui: Ui) -> int:
@@ -73,12 +75,19 @@ def _show_model(ui: Ui, model: ChainModel) -> None:
         )  # fmt: skip
     ui.console.print(t)
     tiers, su = model.tiers, model.status_update
-    lim = lambda v: "no limit seen" if v is None else str(v)  # noqa: E731
     ui.console.print(
-        f"ce concurrency {lim(tiers.ce.concurrency)} · bridge concurrency "
-        f"{lim(tiers.bridge.concurrency)} · worker slots {lim(tiers.workers.slots)} · status "
+        f"ce concurrency {_limit(tiers.ce.concurrency)} · bridge concurrency "
+        f"{_limit(tiers.bridge.concurrency)} · worker slots {_limit(tiers.workers.slots)} · status "
         f"updates {su.policy} (cost {su.per_job_cost_s:g} s, interval {su.interval_s:g} s)"
     )
+
+
+def _limit(v: int | None) -> str:
+    return "no limit seen" if v is None else str(v)
+
+
+def _show(v: float | str | None) -> str:
+    return f"{v:.3g}" if isinstance(v, float) else str(v)
 
 
 def _window(args: argparse.Namespace) -> Window:
@@ -108,7 +117,9 @@ def cmd_predict(args: argparse.Namespace, ui: Ui) -> int:
         "trial": {"duration": args.duration},
         "warmup": {"method": "fraction", "fraction": 0.15},
     }
-    run, info = predict(pts, ui.results_root(args), spec, Marking(str(args.model), model), rep, _progress(ui))
+    run, info = predict(
+        pts, ui.results_root(args), spec, Marking(str(args.model), model), rep, _progress(ui)
+    )
     ui.console.print(
         f"predicted {len(pts)} point(s) × {rep.reps}: {info['events']:,} simulated events in "
         f"{info['wall_s']:.1f} s; {_checked(model)}"
@@ -134,37 +145,55 @@ def cmd_check(args: argparse.Namespace, ui: Ui) -> int:
     if runtime is not None:
         sweeps.append(("job.runtime", [f"{runtime}s"]))
     pts = points(model, sweeps, window)
-    spec = {"name": f"check of {model.name} on {run.id}", "warmup": {"method": "fraction", "fraction": 0.15}}
+    spec = {
+        "name": f"check of {model.name} on {run.id}",
+        "warmup": {"method": "fraction", "fraction": 0.15},
+    }
     _, measured_spec = run.read_spec()
     if isinstance(measured_spec, dict) and "warmup" in measured_spec:
         spec["warmup"] = measured_spec["warmup"]
     rep = Repeat(reps=args.reps, seed=args.seed)
-    pred, _ = predict(pts, ui.results_root(args), spec, Marking(str(args.model), model, run.id), rep)
+    pred, _ = predict(
+        pts, ui.results_root(args), spec, Marking(str(args.model), model, run.id), rep
+    )
     verdict = chk.compare(analyze_run(run.path), analyze_run(pred, write=True))
     model = chk.record(model, run.id, verdict)
     write_text_atomic(Path(args.model), model_text(model))
     pred_run = RunDir(pred)
     marked = dict(pred_run.read_experiment().get("predicted") or {})
-    pred_run.update_experiment(predicted=marked | {"checks": [c.model_dump() for c in model.checks]})
+    pred_run.update_experiment(
+        predicted=marked | {"checks": [c.model_dump() for c in model.checks]}
+    )
     _show_check(ui, verdict, run.id, fitted)
-    ui.console.print(f"predicted run: [cyan]{safe_markup(pred)}[/]; the check is recorded in {safe_markup(args.model)}")
+    ui.console.print(
+        f"predicted run: [cyan]{safe_markup(pred)}[/]; the check is recorded in "
+        f"{safe_markup(args.model)}"
+    )
     if args.json:
         print(json.dumps([asdict(r) for r in verdict.rows], default=str))
     return EXIT_OK if verdict.within else EXIT_THRESHOLD
 
 
 def _show_check(ui: Ui, verdict: chk.Verdict, run_id: str, fitted: str | None) -> None:
-    note = " (the run it was fitted on: only its other rates are independent)" if fitted == run_id else ""
+    note = (
+        " (the run it was fitted on: only its other rates are independent)"
+        if fitted == run_id
+        else ""
+    )
     ui.console.print(f"model check against {safe_markup(run_id)}{note}")
     t = Table(box=None, header_style="bold")
     for col in ("figure", "point", "measured", "predicted", "error", "limit"):
         t.add_column(col)
-    show = lambda v: f"{v:.3g}" if isinstance(v, float) else str(v)  # noqa: E731
     for r in verdict.rows:
-        bad = r.limit is not None and not (r.error is None and r.limit == 0.0) and (r.error is None or r.error > r.limit)
+        bad = (
+            r.limit is not None
+            and not (r.error is None and r.limit == 0.0)
+            and (r.error is None or r.error > r.limit)
+        )
         err = "-" if r.error is None else f"{r.error:.1%}"
-        t.add_row(r.figure, r.point, show(r.measured), show(r.predicted),
-                  f"[red]{err}[/]" if bad else err, "-" if r.limit is None else f"{r.limit:.0%}")  # fmt: skip
+        t.add_row(r.figure, r.point, _show(r.measured), _show(r.predicted),
+                  f"[red]{err}[/]" if bad else err,
+                  "-" if r.limit is None else f"{r.limit:.0%}")  # fmt: skip
     ui.console.print(t)
     ui.console.print("[green]within bounds[/]" if verdict.within else "[red]not within bounds[/]")
 
@@ -180,10 +209,13 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
     q.add_argument("--name", help="the model's name")
     q.add_argument("--force", action="store_true", help="overwrite an existing model file")
     q = add_action(msub, "predict", cmd_predict, ui, args=ActionArgs(results=True),
-                   help="run a model over rates and settings never measured; writes a run marked predicted")  # fmt: skip
+                   help="run a model over rates and settings never measured "
+                   "(writes a run marked predicted)")  # fmt: skip
     q.add_argument("model", help="a model file (gridbench model fit)")
     q.add_argument("--sweep", action="append", metavar="KEY=V1,V2", help=SWEEP_HELP)
-    q.add_argument("--set", action="append", metavar="FIELD=VALUE", help="change a model field first")
+    q.add_argument(
+        "--set", action="append", metavar="FIELD=VALUE", help="change a model field first"
+    )
     q.add_argument("--rate", default="1/s", help="the offered rate when not swept (default 1/s)")
     q.add_argument("--duration", default="10s", help="submission window per trial (default 10s)")
     q.add_argument("--drain", default="60s", help="simulated time after it (default 60s)")
@@ -191,10 +223,12 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
     q.add_argument("--reps", type=int, default=3, help="repetitions per point, different seeds")
     q.add_argument("--seed", type=int, default=1)
     q.add_argument("--no-fit-uncertainty", action="store_true",
-                   help="repetitions keep the fitted means (default: drawn from their uncertainty)")  # fmt: skip
+                   help="repetitions keep the fitted means "
+                   "(default: drawn from their uncertainty)")  # fmt: skip
     q.add_argument("--name", help="the predicted run's name")
     q = add_action(msub, "check", cmd_check, ui,
-                   help="predict a measured run the model was not fitted on; error per figure")  # fmt: skip
+                   help="predict a measured run the model was not fitted on: "
+                   "the error per figure")  # fmt: skip
     q.add_argument("model", help="a model file")
     q.add_argument("run", help="a measured run: a results directory, an id, or latest")
     add_results_arg(q)

@@ -6,9 +6,10 @@ before it are still being served, i.e. at ``max(arrival_i, departure_(i-c))`` wi
 departures sorted. ``c`` is read from the data only where it shows (jobs that arrived at
 the tier's highest occupancy waited); else the tier is left unbounded, since the most
 jobs seen at once is only a lower bound: declare it in the model when known. Fitting on
-low-load trials keeps waiting out of the service times in the first place. The status-update policy is read from the
-gaps between consecutive T7 stamps: a sequential poller spaces them by multiples of its
-per-job cost (plus its pause at a pass's end); a batched one stamps many at one instant.
+low-load trials keeps waiting out of the service times in the first place. The
+status-update policy is read from the gaps between consecutive T7 stamps: a sequential
+poller spaces them by multiples of its per-job cost (plus its pause at a pass's end); a
+batched one stamps many at one instant.
 """
 
 from __future__ import annotations
@@ -97,7 +98,7 @@ def read_measured(run: Path, rates: Sequence[float] | None = None) -> Measured:
                 fix="fit a run of the reference grid's chain with its EDGI reports collected",
             )
         wide = wide.drop_nulls(list(STAGES))
-        t0 = int(wide.get_column("submit").min() or 0)
+        t0 = int(wide.get_column("submit").to_numpy().min())
         for s in STAGES:
             cols[s].append((wide.get_column(s).to_numpy() - t0) / 1e9)
         trial_no.append(np.full(wide.height, len(ids), dtype=np.int64))
@@ -172,7 +173,9 @@ def status_policy(done: F64, trial: NDArray[np.int64]) -> StatusUpdate:
     cost = float(np.median(lowest)) if lowest.size else unit
     if same > 0.05:
         # one call for all: stamps come in bursts, one per pass of cost + interval
-        return StatusUpdate(policy="batched", per_job_cost_s=0.0, interval_s=cost, source="inferred")
+        return StatusUpdate(
+            policy="batched", per_job_cost_s=0.0, interval_s=cost, source="inferred"
+        )
     k = pos / cost
     off = pos[np.abs(k - np.round(k)) > 0.08]
     # the shortest gap spanning a pass boundary is cost + interval
@@ -224,7 +227,9 @@ def fit_model(m: Measured, run_id: str, name: str = "model") -> ChainModel:
             workers=Workers(
                 slots=slots,
                 slots_source="inferred",
-                runtime=fit_duration(service_times(t["bridge_submit"], t["bridge_done"], tr, slots)),
+                runtime=fit_duration(
+                    service_times(t["bridge_submit"], t["bridge_done"], tr, slots)
+                ),
             ),
         ),
         status_update=status_policy(t["ce_done"], tr),

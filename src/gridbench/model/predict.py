@@ -20,7 +20,17 @@ import polars as pl
 
 from gridbench.jobflow.events.ingest_run import edgi_chain
 from gridbench.jobflow.events.model import EVENT_COLUMNS, FAIL_JOB, FAIL_LOST, FAIL_SUBMIT_REJECTED
-from gridbench.model.engine import COLUMNS, IDX, LOST, OUT, REFUSED, FAILED, F64, draw_model, simulate
+from gridbench.model.engine import (
+    COLUMNS,
+    F64,
+    FAILED,
+    IDX,
+    LOST,
+    OUT,
+    REFUSED,
+    draw_model,
+    simulate,
+)
 from gridbench.model.spec import ChainModel
 from gridbench.model.sweep import Point
 from gridbench.store.layout import RunDir, write_json
@@ -138,7 +148,7 @@ def predict(
     """Simulate every point ``rep.reps`` times into a new run under ``root``; return it and
     what experiment.json records of the prediction (events, wall time)."""
     run = RunDir.create(root, str(spec.get("name") or mark.model.name))
-    predicted = {
+    predicted: dict[str, Any] = {
         "model": mark.model_path,
         "model_name": mark.model.name,
         "fitted_from": mark.model.fitted_from.model_dump() if mark.model.fitted_from else None,

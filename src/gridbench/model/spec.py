@@ -118,7 +118,7 @@ class FittedFrom(_Strict):
 class ChainModel(_Strict):
     """A job-flow chain model."""
 
-    schema_: Literal["gridbench.model/1"] = Field(default=SCHEMA, alias="schema")
+    schema_: Literal["gridbench.model/1"] = Field(default="gridbench.model/1", alias="schema")
     name: str = Field(default="model", max_length=200)
     fitted_from: FittedFrom | None = None
     client: Client

@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
@@ -27,7 +27,7 @@ class Window:
 
     duration_s: float = 10.0
     drain_s: float = 60.0
-    arrival: str = "uniform"
+    arrival: Literal["uniform", "poisson"] = "uniform"
     rate_per_s: float = 1.0
 
 
@@ -86,7 +86,11 @@ def points(model: ChainModel, sweeps: Sequence[tuple[str, list[str]]], w: Window
         if rate <= 0:
             raise SpecError(f"rate {rate:g}/s is not positive", where="--sweep", fix=FIX)
         offer = Offer(
-            rate, w.duration_s, w.duration_s + w.drain_s, w.arrival, runtime  # type: ignore[arg-type]
+            rate,
+            w.duration_s,
+            w.duration_s + w.drain_s,
+            w.arrival,
+            runtime,
         )
         out.append(Point(dict(zip(keys, combo, strict=True)), m, offer))
     return out

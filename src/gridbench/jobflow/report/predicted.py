@@ -15,11 +15,15 @@ def _pct(v: Any) -> str:
 
 
 def _check_text(c: Mapping[str, Any]) -> str:
-    e = c.get("errors") if isinstance(c.get("errors"), Mapping) else {}
+    raw = c.get("errors")
+    e: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
     stage = e.get("breaking stage")
-    same = "the same breaking stage" if stage in (None, 0.0) or (
-        isinstance(stage, str) and stage.split(" vs ")[0] == stage.split(" vs ")[-1]
-    ) else f"breaking stage {stage}"
+    same = (
+        "the same breaking stage"
+        if stage in (None, 0.0)
+        or (isinstance(stage, str) and stage.split(" vs ")[0] == stage.split(" vs ")[-1])
+        else f"breaking stage {stage}"
+    )
     return (
         f"run {str(c.get('run'))[:120]}: capacity off {_pct(e.get('capacity'))}, mean latency "
         f"below the knee off {_pct(e.get('latency_below_knee_max'))} at most, {same}"
@@ -28,11 +32,12 @@ def _check_text(c: Mapping[str, Any]) -> str:
 
 def predicted_findings(experiment: Mapping[str, Any] | None) -> tuple[Finding, ...]:
     """The findings that mark a predicted run; none for a measured one."""
-    p = (experiment or {}).get("predicted")
+    p: Any = (experiment or {}).get("predicted")
     if not isinstance(p, Mapping):
         return ()
     name = str(p.get("model_name") or p.get("model") or "a model")[:120]
-    fitted = p.get("fitted_from") if isinstance(p.get("fitted_from"), Mapping) else {}
+    raw = p.get("fitted_from")
+    fitted: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
     out = [
         Finding(
             "info",
@@ -43,7 +48,11 @@ def predicted_findings(experiment: Mapping[str, Any] | None) -> tuple[Finding, .
     ]
     checks = [c for c in p.get("checks") or [] if isinstance(c, Mapping)]
     for c in checks:
-        out.append(Finding("pass" if c.get("within") else "warn", "Model checked on " + _check_text(c) + "."))
+        out.append(
+            Finding(
+                "pass" if c.get("within") else "warn", "Model checked on " + _check_text(c) + "."
+            )
+        )
     if not checks:
         out.append(
             Finding(
@@ -53,5 +62,11 @@ def predicted_findings(experiment: Mapping[str, Any] | None) -> tuple[Finding, .
             )
         )
     if p.get("checking"):
-        out.append(Finding("info", f"This prediction re-runs the measured run {str(p['checking'])[:120]} to check the model."))
+        out.append(
+            Finding(
+                "info",
+                f"This prediction re-runs the measured run {str(p['checking'])[:120]} "
+                "to check the model.",
+            )
+        )
     return tuple(out)
