@@ -223,3 +223,19 @@ def test_status_policy_and_service_times_from_synthetic_stamps() -> None:
     assert s.tolist() == [1.0, 1.0]
     d = fit_duration(rng.lognormal(0.0, 0.5, 2000))
     assert d.dist == "lognormal" and d.fit is not None and d.fit.ks_d is not None
+
+
+def test_a_predicted_run_is_marked_in_its_report_and_the_catalogue() -> None:
+    from gridbench.family import family
+    from gridbench.jobflow.report.predicted import predicted_findings
+
+    assert predicted_findings({"id": "r1"}) == ()  # a measured run
+    never = predicted_findings({"id": "p1", "predicted": {"model_name": "m", "checks": []}})
+    assert never[0].text.startswith("Predicted, not measured") and never[1].status == "warn"
+    check = {"run": "r1", "within": False, "errors": {"capacity": 0.2, "breaking stage": "a vs b"}}
+    marks = predicted_findings({"id": "p2", "predicted": {"model_name": "m", "checks": [check]}})
+    texts = " ".join(f.text for f in marks)
+    assert "capacity off 20.0%" in texts and "breaking stage a vs b" in texts
+    assert "gridbench compare r1 p2" in texts and marks[1].status == "warn"
+    entry = family("jobflow").catalogue({"load_model": "open", "predicted": {}})
+    assert entry.variant == "open · predicted"

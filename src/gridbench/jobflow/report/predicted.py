@@ -61,6 +61,16 @@ def predicted_findings(experiment: Mapping[str, Any] | None) -> tuple[Finding, .
                 "(gridbench model check MODEL RUN).",
             )
         )
+    against = p.get("checking") or (checks[-1].get("run") if checks else None)
+    me = (experiment or {}).get("id")
+    if isinstance(against, str) and isinstance(me, str):
+        out.append(
+            Finding(
+                "info",
+                f"Overlay it on the measured run: gridbench compare {against[:120]} {me[:120]} "
+                f"(dashboard: /compare?ids={against[:120]}&ids={me[:120]}).",
+            )
+        )
     if p.get("checking"):
         out.append(
             Finding(
