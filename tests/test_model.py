@@ -111,6 +111,9 @@ def test_fit_below_the_knee_predicts_capacity_bottleneck_and_latency(
             lp = np.mean([t["latency"]["overall"]["mean"] for t in pp["trials"]])
             assert abs(lp - lm) / lm <= 0.15, (mp["offered_rate_per_s"], lm, lp)
     assert {r["figure"] for r in rows} >= {"capacity", "breaking stage", "latency below the knee"}
+    # the prediction has the measured run's points, so compare overlays it point by point
+    p = gridbench(["compare", str(run), str(latest_predicted(results))], results)
+    assert "point rate=1/s" in p.stdout and "point rate=6/s" in p.stdout, p.stdout + p.stderr
     # the model keeps where it was checked, and a prediction's report says it
     checked = load_model(model).checks
     assert [c.run for c in checked] == [run.name] and checked[0].within

@@ -10,13 +10,13 @@ the knee within 15 %.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from gridbench.jobflow.analysis import load
 from gridbench.model.spec import ChainModel, Check
-from gridbench.model.sweep import Window
+from gridbench.model.sweep import Point, Window
 from gridbench.store.layout import RunDir, now_iso
 from gridbench.units import parse_duration
 
@@ -53,13 +53,27 @@ class Verdict:
         return out
 
 
+def measured_points(run: Path) -> dict[float, dict[str, str]]:
+    """The measured run's sweep point (as trial.json names it) by offered rate, so that a
+    check's prediction has the same points and compares with it point by point."""
+    out: dict[float, dict[str, str]] = {}
+    for d in load.trial_dirs(run):
+        info = load.read_trial_info(d)
+        if info.offered_rate_per_s:
+            out[info.offered_rate_per_s] = {str(k): str(v) for k, v in info.point.items()}
+    return dict(sorted(out.items()))
+
+
+def as_measured(pts: Sequence[Point], named: Mapping[float, dict[str, str]]) -> list[Point]:
+    """``pts`` named as the measured run named its points (by offered rate)."""
+    return [replace(p, values=named.get(p.offer.rate_per_s, p.values)) for p in pts]
+
+
 def measured_window(run: Path) -> tuple[Window, list[float], float | None]:
     """The measured run's trial shape, its offered rates and the job size it declared."""
     _, spec = RunDir.open(run).read_spec()
     spec = spec if isinstance(spec, Mapping) else {}
-    rates = sorted(
-        {r for d in load.trial_dirs(run) if (r := load.read_trial_info(d).offered_rate_per_s)}
-    )
+    rates = list(measured_points(run))
 
     def get(path: str, default: Any) -> Any:
         node: Any = spec

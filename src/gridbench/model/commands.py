@@ -144,7 +144,7 @@ def cmd_check(args: argparse.Namespace, ui: Ui) -> int:
     sweeps = [("rate", [f"{r}/s" for r in rates])]
     if runtime is not None:
         sweeps.append(("job.runtime", [f"{runtime}s"]))
-    pts = points(model, sweeps, window)
+    pts = chk.as_measured(points(model, sweeps, window), chk.measured_points(run.path))
     spec = {
         "name": f"check of {model.name} on {run.id}",
         "warmup": {"method": "fraction", "fraction": 0.15},
