@@ -239,6 +239,8 @@ def test_a_predicted_run_is_marked_in_its_report_and_the_catalogue() -> None:
     marks = predicted_findings({"id": "p2", "predicted": {"model_name": "m", "checks": [check]}})
     texts = " ".join(f.text for f in marks)
     assert "capacity off 20.0%" in texts and "breaking stage a vs b" in texts
-    assert "gridbench compare r1 p2" in texts and marks[1].status == "warn"
+    assert marks[1].status == "warn"
+    checking = predicted_findings({"id": "p3", "predicted": {"checks": [], "checking": "r1"}})
+    assert "gridbench compare r1 p3" in " ".join(f.text for f in checking)
     entry = family("jobflow").catalogue({"load_model": "open", "predicted": {}})
     assert entry.variant == "open · predicted"

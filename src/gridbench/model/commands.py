@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,13 @@ def _show_model(ui: Ui, model: ChainModel) -> None:
     )
 
 
+def _positive(text: str) -> int:
+    n = int(text) if text.strip().isdigit() else 0
+    if not 1 <= n <= 1000:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number from 1 to 1000")
+    return n
+
+
 def _limit(v: int | None) -> str:
     return "no limit seen" if v is None else str(v)
 
@@ -100,8 +108,17 @@ def _window(args: argparse.Namespace) -> Window:
 
 
 def _progress(ui: Ui) -> Any:
+    """Trials simulated so far: in place in a terminal, a line every 5 s in a log."""
+    term = ui.err_console.is_terminal
+    last = [time.monotonic()]
+
     def show(done: int, total: int) -> None:
-        ui.err_console.print(f"simulated {done}/{total} trials", end="\r")
+        now = time.monotonic()
+        if term:
+            ui.err_console.print(f"simulated {done}/{total} trials", end="\r")
+        elif now - last[0] >= 5.0 and done < total:
+            last[0] = now
+            ui.err_console.print(f"simulated {done}/{total} trials")
 
     return show
 
@@ -220,7 +237,9 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
     q.add_argument("--duration", default="10s", help="submission window per trial (default 10s)")
     q.add_argument("--drain", default="60s", help="simulated time after it (default 60s)")
     q.add_argument("--arrival", choices=("uniform", "poisson"), default="uniform")
-    q.add_argument("--reps", type=int, default=3, help="repetitions per point, different seeds")
+    q.add_argument(
+        "--reps", type=_positive, default=3, help="repetitions per point, different seeds"
+    )
     q.add_argument("--seed", type=int, default=1)
     q.add_argument("--no-fit-uncertainty", action="store_true",
                    help="repetitions keep the fitted means "
@@ -232,6 +251,6 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
     q.add_argument("model", help="a model file")
     q.add_argument("run", help="a measured run: a results directory, an id, or latest")
     add_results_arg(q)
-    q.add_argument("--reps", type=int, default=3, help="repetitions per point (default 3)")
+    q.add_argument("--reps", type=_positive, default=3, help="repetitions per point (default 3)")
     q.add_argument("--seed", type=int, default=1)
     q.add_argument("--json", action="store_true", help="print the rows as JSON too")

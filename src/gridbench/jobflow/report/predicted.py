@@ -61,7 +61,7 @@ def predicted_findings(experiment: Mapping[str, Any] | None) -> tuple[Finding, .
                 "(gridbench model check MODEL RUN).",
             )
         )
-    against = p.get("checking") or (checks[-1].get("run") if checks else None)
+    against = p.get("checking")  # a check's prediction has the measured run's points
     me = (experiment or {}).get("id")
     if isinstance(against, str) and isinstance(me, str):
         out.append(
