@@ -81,9 +81,9 @@ def read_measured(run: Path, rates: Sequence[float] | None = None) -> Measured:
         if rates is not None and (rate is None or not any(abs(rate - r) < 1e-9 for r in rates)):
             continue
         ev = load.read_trial_events(d, info.agents)
-        kinds = ev.filter(pl.col("stage") == STAGE_FAILED).get_column("attrs").to_list()
-        fs += sum(1 for a in kinds if any(k in (a or "") for k in SUBMIT_FAILURES))
-        fj += sum(1 for a in kinds if FAIL_JOB in (a or ""))
+        kinds = ev.filter(pl.col("stage") == STAGE_FAILED).get_column("attrs").fill_null("")
+        fs += int(kinds.str.contains_any(list(SUBMIT_FAILURES)).sum())
+        fj += int(kinds.str.contains(FAIL_JOB, literal=True).sum())
         wide = (
             ev.filter(pl.col("stage").is_in(STAGES))
             .group_by("job", "stage")

@@ -73,7 +73,8 @@ def chain_dict(model: ChainModel) -> dict[str, Any]:
 def events_frame(rows: F64, trial_id: str, chain: dict[str, Any]) -> pl.DataFrame:
     """The simulated rows as an event log (columnar: one frame per stage)."""
     prec = {s["name"]: int(s["precision_ns"]) for s in chain["stages"]}
-    ids = np.array([f"{trial_id}-{int(i):06d}" for i in rows[:, IDX]], dtype=object)
+    numbers = pl.Series(rows[:, IDX].astype(np.int64)).cast(pl.String).str.zfill(6)
+    ids = (f"{trial_id}-" + numbers).to_numpy()
     frames: list[pl.DataFrame] = []
 
     def add(stage: str, t: F64, mask: np.ndarray[Any, Any], attrs: str = "") -> None:
@@ -83,7 +84,7 @@ def events_frame(rows: F64, trial_id: str, chain: dict[str, Any]) -> pl.DataFram
         frames.append(
             pl.DataFrame(
                 {
-                    "job": ids[mask].tolist(),
+                    "job": ids[mask],
                     "t_ns": (EPOCH_NS + np.round(t[mask] * 1e9)).astype(np.int64),
                 }
             ).with_columns(
