@@ -190,12 +190,21 @@ def test_a_bad_model_is_one_clear_error(tmp_path: Path, old: str, new: str, said
 
 
 def test_the_hand_written_model_runs(tmp_path: Path) -> None:
+    from gridbench.jobflow.analysis.experiment import analyze_run
+    from gridbench.model.predict import Marking, Repeat, predict
+    from gridbench.model.spec import load_model
+    from gridbench.model.sweep import Window, parse_sweeps, points
+
     good = tmp_path / "good.yaml"
     good.write_text(GOOD)  # the bad models above are this one with one edit
-    p = gridbench(["model", "predict", str(good), "--reps", "1", "--duration", "2s",
-                   "--drain", "5s", "--sweep", "rate=1/s,2/s"], tmp_path / "r")  # fmt: skip
-    assert p.returncode in (0, 1), p.stderr
-    assert "never checked" in p.stdout
+    model = load_model(good, ["tiers.workers.slots=2"])  # 2 slots of 1 s jobs: 2 jobs/s
+    pts = points(model, parse_sweeps(["rate=1/s,4/s"]), Window(duration_s=8.0, drain_s=30.0))
+    run, info = predict(pts, tmp_path / "r", {"name": "hand"}, Marking("good.yaml", model),
+                        Repeat(reps=2))  # fmt: skip
+    assert info["events"] > 0 and info["checks"] == []
+    m = analyze_run(run)
+    assert m["bottleneck"]["stage"] == "bridge_done", m["bottleneck"]  # the edited pool limits
+    assert m["knee"]["highest_sustained_rate_per_s"] == 1.0
     # the command line says a bad model in one line, exit code 2, no traceback
     bad = tmp_path / "bad.yaml"
     bad.write_text(GOOD.replace("policy: sequential", "policy: polled"))

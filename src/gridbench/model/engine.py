@@ -76,17 +76,18 @@ def draw_model(model: ChainModel, rng: np.random.Generator) -> ChainModel:
 class _Fifo:
     """A FIFO tier of ``free`` servers; ``after`` takes each job it finishes."""
 
-    __slots__ = ("after", "col", "draw", "env", "free", "limit", "queue")
+    __slots__ = ("after", "cap", "col", "draw", "env", "free", "limit", "queue")
 
     def __init__(self, env: simpy.Environment, tier: Tier, draw: Draw, col: int) -> None:
         self.env, self.draw, self.col = env, draw, col
-        self.free = tier.concurrency if tier.concurrency is not None else 1 << 62
+        self.cap = self.free = tier.concurrency if tier.concurrency is not None else 1 << 62
         self.limit = tier.queue_limit
         self.queue: collections.deque[list[float]] = collections.deque()
         self.after: Callable[[list[float]], None] = lambda job: None
 
     def full(self) -> bool:
-        return self.limit is not None and len(self.queue) >= self.limit
+        """The tier holds ``queue_limit`` jobs, waiting or in service (as the reference CE)."""
+        return self.limit is not None and len(self.queue) + self.cap - self.free >= self.limit
 
     def put(self, job: list[float]) -> None:
         if self.free:
