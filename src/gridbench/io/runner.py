@@ -158,6 +158,7 @@ class IoRunner:
         self.targets: list[TargetState] = []
         self.run: RunDir | None = None
         self._seq = 0
+        self.servers: Any = None  # the resilience phase's servers (gridbench.io.resilience)
 
     # -- set-up and tear-down ----------------------------------------------------------
     def prepare(self) -> RunDir:
@@ -175,6 +176,10 @@ class IoRunner:
                     fix="give the same storage's path through the other client or mount",
                 )
             checked.append((t, root))
+        if spec.resilience is not None:  # the servers faults name exist, before any write
+            from gridbench.io.resilience import prepare_servers
+
+            self.servers = prepare_servers(spec.resilience)
         run = RunDir.create(self.root, spec.name)
         self.run = run
         (run.path / "raw").mkdir()
@@ -448,6 +453,12 @@ class IoRunner:
                 )
                 for res in run_http(self.spec.http, run.id, compare):
                     append_record(run.path / "http.jsonl", res)
+            if self.spec.resilience is not None:
+                from gridbench.io.resilience import run_resilience
+
+                rs = self.spec.resilience
+                st = next(s for s in self.targets if s.prepared.name == rs.target)
+                run_resilience(rs, st.prepared, run.path, self.servers, self.progress)
         except KeyboardInterrupt:
             status, error = "aborted", "interrupted"
             raise
