@@ -137,37 +137,35 @@ class Injector:
             self._refresh()
         self.record({"event": "restore", "servers": names, "t": t, "ok": True})
 
+    def _left_to_heal(self, asked: list[bool]) -> tuple[bool, int | None]:
+        """(all bricks online, entries left to heal or None); asks for a heal once."""
+        bricks = self.gluster.bricks()
+        whole = bool(bricks) and all(b.online for b in bricks)
+        if not whole:
+            return False, None
+        if not asked:
+            self.gluster.heal()
+            asked.append(True)
+        return True, self.gluster.heal_count()
+
     def wait_recovered(
         self, since: float, now: Callable[[], float], timeout: float, cause: str
     ) -> None:
         """Poll until every brick is online and nothing is left to heal; record how long
         it took from ``since`` (seconds into the load): the time to recover."""
         t_online: float | None = None
-        heal_asked = False
+        asked: list[bool] = []
+        last = ""
         while True:
             t = now()
-            bricks = self.gluster.bricks()
-            if bricks and all(b.online for b in bricks):
-                if t_online is None:
-                    t_online = t
-                if not heal_asked:
-                    self.gluster.heal()
-                    heal_asked = True
-                left = self.gluster.heal_count()
-                if left == 0:
-                    self.record(
-                        {
-                            "event": "recovered",
-                            "cause": cause,
-                            "since": since,
-                            "t": t,
-                            "online_s": t_online - since,
-                            "healed_s": t - since,
-                            "ok": True,
-                        }
-                    )
-                    return
-            if t - since > timeout:
+            try:
+                whole, left = self._left_to_heal(asked)
+            except BackendError as exc:  # glusterd busy or restarting: ask again
+                whole, left, last = False, None, exc.message
+            if whole and t_online is None:
+                t_online = t
+            healed = left == 0
+            if healed or t - since > timeout:
                 self.record(
                     {
                         "event": "recovered",
@@ -175,9 +173,12 @@ class Injector:
                         "since": since,
                         "t": t,
                         "online_s": None if t_online is None else t_online - since,
-                        "healed_s": None,
-                        "ok": False,
-                        "detail": f"not healed within {timeout:g} s",
+                        "healed_s": t - since if healed else None,
+                        "ok": healed,
+                        "detail": ""
+                        if healed
+                        else f"not healed within {timeout:g} s"
+                        + (f" (last answer: {last})" if last else ""),
                     }
                 )
                 return

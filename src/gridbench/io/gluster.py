@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 import shlex
 import subprocess
+import threading
+import time
 from dataclasses import dataclass
 from xml.etree.ElementTree import Element
 
@@ -17,6 +19,10 @@ from gridbench.errors import BackendError
 from gridbench.io.resilience_model import GlusterSystem
 
 CLI_TIMEOUT_S = 30.0
+#: glusterd runs one transaction per volume at a time and refuses a second meanwhile.
+BUSY = "Another transaction is in progress"
+BUSY_RETRIES = 40
+BUSY_PAUSE_S = 0.25
 _ENTRIES = re.compile(r"^Number of entries:\s*(\d+)\s*$", re.M)
 
 
@@ -82,8 +88,20 @@ class Gluster:
     def __init__(self, system: GlusterSystem) -> None:
         self.system = system
         self.volume = system.volume
+        self.lock = threading.Lock()  # one command at a time from this process
 
     def _run(self, *args: str, check: bool = True) -> str:
+        """The command's output; retried while glusterd is busy with another transaction
+        (the self-heal daemon's or another client's)."""
+        for _ in range(BUSY_RETRIES):
+            with self.lock:
+                out = self._run_once(*args, check=check)
+            if BUSY not in out:
+                return out
+            time.sleep(BUSY_PAUSE_S)
+        return out
+
+    def _run_once(self, *args: str, check: bool) -> str:
         argv = [*self.system.cli, "--mode=script", *args]
         try:
             done = subprocess.run(
@@ -101,6 +119,8 @@ class Gluster:
                 where=shlex.join(argv),
                 fix="check glusterd is running",
             ) from None
+        if BUSY in done.stdout + done.stderr:
+            return BUSY
         if check and done.returncode != 0:
             why = (done.stdout + done.stderr).strip().splitlines()
             raise BackendError(
