@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
 from io_fixtures import log_tail
 
 STATE = Path("/tmp/gridbench-test-gluster")

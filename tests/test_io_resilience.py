@@ -5,15 +5,15 @@ and bytes corrupted or removed behind the file system's back are caught and fail
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from gluster_fixtures import GlusterVolume, gluster_volume  # noqa: F401 (fixture)
+import pytest
 
+from gluster_fixtures import GlusterVolume, gluster_volume  # noqa: F401 (fixture)
+from gridbench.cli import main
 from gridbench.io.family import FAMILY
 from gridbench.io.load import load_io_spec_text
 from gridbench.io.metrics import analyze_and_write
@@ -149,27 +149,17 @@ def test_corrupt_and_lost_bytes_fail_the_run_and_are_named(
     assert f"{first} corrupt" in head.text and f"{second} lost" in head.text
 
 
-def _cli(tmp_path: Path, spec: str, *args: str) -> subprocess.CompletedProcess[str]:
-    p = tmp_path / "io.yaml"
-    p.write_text(spec)
-    return subprocess.run(
-        [sys.executable, "-m", "gridbench", "io", *args, str(p)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-    )
-
-
 def test_fault_on_a_server_the_volume_lacks_is_one_clear_error(
     tmp_path: Path,
     gluster_volume: GlusterVolume,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     v = gluster_volume
-    spec = _spec(v, "  duration: 3s\n  faults: [{at: 1s, action: kill, server: brick9}]\n")
-    done = _cli(tmp_path, spec, "run", "--results", str(tmp_path / "results"))
-    assert done.returncode == 2, done.stderr
-    err = done.stderr
+    p = tmp_path / "io.yaml"
+    p.write_text(_spec(v, "  duration: 3s\n  faults: [{at: 1s, action: kill, server: brick9}]\n"))
+    code = main(["io", "run", str(p), "--results", str(tmp_path / "results")])
+    err = capsys.readouterr().err
+    assert code == 2, err
     assert "resilience.faults.0.server" in err and "brick9" in err and "brick1" in err
     assert "Traceback" not in err
     assert not (tmp_path / "results").exists() or not any((tmp_path / "results").iterdir())

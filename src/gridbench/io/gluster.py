@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass
 from xml.etree.ElementTree import Element
 
+from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import ParseError, fromstring
 
 from gridbench.errors import BackendError
@@ -45,7 +46,7 @@ def parse_status_xml(text: str, where: str) -> list[Brick]:
     """The bricks of ``gluster volume status VOL --xml`` (self-heal daemons left out)."""
     try:
         root = fromstring(text)
-    except ParseError as exc:
+    except (ParseError, DefusedXmlException) as exc:
         raise BackendError(
             f"gluster's volume status is not XML: {exc}",
             where=where,
