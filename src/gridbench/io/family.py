@@ -56,6 +56,7 @@ class Storage(ModuleFamily):
         """3 when the run failed, 130 when aborted, 1 when a threshold or check failed."""
         ok = metrics.get("thresholds_ok") is True and metrics.get("consistency_ok") is True
         ok = ok and metrics.get("resilience_ok") is not False  # a lost or corrupt byte
+        ok = ok and metrics.get("http_clients_ok") is not False
         return status_exit_code(metrics, passed=ok)
 
     def verdict(self, metrics: Mapping[str, Any]) -> str:

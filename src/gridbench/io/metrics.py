@@ -18,6 +18,8 @@ from gridbench.io.analysis import (
     threshold_scopes,
 )
 from gridbench.io.bonnie import COLUMNS as BONNIE_COLUMNS
+from gridbench.io.http_clients_analysis import all_ok as http_clients_all_ok
+from gridbench.io.http_clients_analysis import summarise as http_clients_summary
 from gridbench.io.load import load_io_spec_text
 from gridbench.io.parse import Histogram
 from gridbench.io.resilience_analysis import summarise as resilience_summary
@@ -186,6 +188,7 @@ def build_metrics(run: RunDir) -> dict[str, Any]:
     thresholds = [table_keys(r, names) for r in evaluate_thresholds(spec.thresholds, scopes)]
     consistency = read_records(run.path / "consistency.jsonl")
     resilience = resilience_summary(read_records(run.path / "resilience.jsonl"))
+    http_clients = http_clients_summary(read_records(run.path / "http_clients.jsonl"))
     valid = validity(rows, exp.get("targets", []), include_flush=spec.iozone.include_flush)
     if extra := resilience_flags(resilience):
         valid = {**valid, "valid": False, "flags": [*valid["flags"], *extra]}
@@ -222,6 +225,8 @@ def build_metrics(run: RunDir) -> dict[str, Any]:
         "resilience": resilience,
         # a lost or corrupt byte fails the run (None: no resilience phase)
         "resilience_ok": None if resilience is None else resilience["ok"],
+        "http_clients": http_clients,
+        "http_clients_ok": http_clients_all_ok(http_clients),
         "thresholds_ok": all(t["passed"] for t in thresholds),
         # a check that was not run (ok None) neither passes nor fails the run
         "consistency_ok": all(

@@ -179,6 +179,22 @@ class Resilience(OpenModel):
     ok: Flag = None
 
 
+class HttpClients(OpenModel):
+    """N concurrent HTTP clients, one direction."""
+
+    clients: Count = None
+    op: Text = None
+    transfers: Count = None
+    per_client_mib_s: dict[str, Num] = {}
+    client_mib_s: Rep | None = None
+    aggregate_mib_s: Rep | None = None
+    sum_mib_s: Rep | None = None
+    refused: Count = None
+    refusal_s: Rep | None = None
+    statuses: list[Text] = []
+    failed: list[Text] = []
+
+
 class Threshold(ThresholdResult):
     """One threshold's result, with io's own fields for its tables."""
 
@@ -252,6 +268,8 @@ class IoMetrics(OpenModel):
     consistency_ok: Flag = None
     resilience: Resilience | None = None
     resilience_ok: Flag = None
+    http_clients: list[HttpClients] = []
+    http_clients_ok: Flag = None
 
 
 def validate_metrics(data: Any, where: str = "metrics.json") -> dict[str, Any]:

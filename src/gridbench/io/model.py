@@ -20,7 +20,7 @@ from pydantic import (
     model_validator,
 )
 
-from gridbench.io.resilience_model import ResilienceSpec
+from gridbench.io.resilience_model import HttpClientsSpec, ResilienceSpec
 from gridbench.testplan import TestPlan
 from gridbench.thresholds import Op, ThresholdSpec
 from gridbench.units import Duration, Size, parse_size
@@ -259,6 +259,9 @@ class IoSpec(_Strict):
     http: HttpSpec | None = None
     resilience: ResilienceSpec | None = Field(
         default=None, description="faults on a replicated file system, recovery, integrity"
+    )
+    http_clients: HttpClientsSpec | None = Field(
+        default=None, description="N concurrent HTTP/WebDAV clients, upload and download"
     )
     thresholds: list[ThresholdSpec] = Field(
         default_factory=list,

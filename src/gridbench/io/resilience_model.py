@@ -4,7 +4,8 @@ written. Kept apart from :mod:`gridbench.io.model`, which only holds the field."
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -77,4 +78,32 @@ class ResilienceSpec(_Strict):
                     f"faults.{i} at {f.at:g} s is not before the end of the load "
                     f"({self.duration:g} s): make it earlier or the duration longer"
                 )
+        return self
+
+
+class HttpClientsSpec(_Strict):
+    """N HTTP/WebDAV clients at once: each PUTs its own file, then each GETs it back
+    (checked by sha256); per-client and aggregate rates, and the time until a refused
+    upload was refused."""
+
+    url: str = Field(pattern=r"^https?://")
+    clients: list[Annotated[int, Field(ge=1, le=256)]] = Field(
+        default_factory=lambda: [1, 4], min_length=1
+    )
+    size: Size = Field(default=16 * 1024**2, gt=0, le=64 * 1024**3)
+    repetitions: int = Field(default=1, ge=1, le=100)
+    timeout: Duration = Field(default=600.0, gt=0, description="per request")
+    auth_env: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        description="name of an environment variable holding USER:PASSWORD (HTTP basic auth)",
+    )
+
+    @model_validator(mode="after")
+    def _no_credentials(self) -> HttpClientsSpec:
+        if "@" in urlsplit(self.url).netloc:
+            raise ValueError(
+                "http_clients.url must not contain credentials (user:password@); put "
+                "USER:PASSWORD in an environment variable and name it in auth_env"
+            )
         return self

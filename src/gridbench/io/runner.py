@@ -459,6 +459,10 @@ class IoRunner:
                 rs = self.spec.resilience
                 st = next(s for s in self.targets if s.prepared.name == rs.target)
                 run_resilience(rs, st.prepared, run.path, self.servers, self.progress)
+            if self.spec.http_clients is not None:
+                from gridbench.io.http_clients import run_http_clients
+
+                run_http_clients(self.spec.http_clients, run.id, run.path, self.progress)
         except KeyboardInterrupt:
             status, error = "aborted", "interrupted"
             raise
