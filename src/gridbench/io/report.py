@@ -22,6 +22,8 @@ from gridbench.io.report_checks import (
     threshold_table,
     validity_table,
 )
+from gridbench.io.report_http_clients import findings as http_clients_findings
+from gridbench.io.report_http_clients import sections as http_clients_sections
 from gridbench.io.report_resilience import findings as resilience_findings
 from gridbench.io.report_resilience import sections as resilience_sections
 from gridbench.io.report_tables import (
@@ -79,6 +81,7 @@ def build_report(metrics: Mapping[str, Any], **configured: Unpack[Configured]) -
         runtime_table(metrics),
         *charts(metrics),
         *resilience_sections(metrics),
+        *http_clients_sections(metrics),
     ]
     exports = matrix_export(metrics)
     meta = f"{metrics.get('schema')} · baseline {metrics.get('baseline')}"
@@ -220,6 +223,7 @@ def _findings(metrics: Mapping[str, Any]) -> list[Finding]:
         _threshold_finding(metrics),
         *_consistency_findings(metrics),
         *resilience_findings(metrics),
+        *http_clients_findings(metrics),
         *_validity_findings(metrics),
         *_speedup_findings(metrics),
     ]
@@ -296,6 +300,7 @@ def _outcome(metrics: Mapping[str, Any]) -> list[Finding]:
         out.append(Finding("pass" if ok else "fail", f"{test} on {target}: {detail}"))
     out += _consistency_findings(metrics)
     out += resilience_findings(metrics)
+    out += http_clients_findings(metrics)
     v = metrics.get("validity")
     if isinstance(v, Mapping):
         n = len(v.get("flags") or [])
