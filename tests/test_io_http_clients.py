@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 
 from gridbench.errors import SpecError
 from gridbench.io.family import FAMILY
@@ -16,6 +17,8 @@ from gridbench.io.metrics import analyze_and_write
 from gridbench.io.report import build_report
 from gridbench.io.runner import IoRunner
 from gridbench.store.records import read_records
+from gridbench.web.app import create_app
+from gridbench.web.dashboard import WebConfig
 from io_fixtures import DavServer, nginx_dav  # noqa: F401 (fixture)
 
 
@@ -59,6 +62,10 @@ def test_n_clients_upload_and_download_at_once(tmp_path: Path, nginx_dav: DavSer
     assert list(nginx_dav.root.iterdir()) == []  # uploads deleted afterwards
     ids = {s.id for s in build_report(m).sections}
     assert {"http-clients", "http-clients-scaling"} <= ids
+    # the dashboard draws the same sections on the run's page, with no page of its own
+    web = TestClient(create_app(WebConfig(run.parent)), base_url="http://127.0.0.1")
+    page = web.get(f"/experiments/{run.name}").text
+    assert 'id="table-http-clients"' in page and "HTTP aggregate rate against clients" in page
 
 
 def test_refused_upload_has_its_time_to_refusal(tmp_path: Path, nginx_dav: DavServer) -> None:  # noqa: F811

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 
 from gluster_fixtures import GlusterVolume, gluster_volume  # noqa: F401 (fixture)
 from gridbench.cli import main
@@ -19,6 +20,8 @@ from gridbench.io.load import load_io_spec_text
 from gridbench.io.metrics import analyze_and_write
 from gridbench.io.report import build_report
 from gridbench.io.runner import IoRunner
+from gridbench.web.app import create_app
+from gridbench.web.dashboard import WebConfig
 
 
 def _spec(v: GlusterVolume, body: str, name: str = "res") -> str:
@@ -100,6 +103,9 @@ def test_bricks_killed_and_paused_mid_write_all_data_verified(
     assert any(t.startswith(f"integrity: all {integ['files']} files") for t in texts), texts
     ids = {s.id for s in rep.sections}
     assert {"resilience-faults", "resilience-recovery", "resilience-overtime"} <= ids
+    web = TestClient(create_app(WebConfig(run.parent)), base_url="http://127.0.0.1")
+    page = web.get(f"/experiments/{run.name}").text  # the dashboard, no page of its own
+    assert 'id="table-resilience-faults"' in page and "around the faults" in page
     assert list(v.mount.iterdir()) == []  # the work directory is removed afterwards
 
 

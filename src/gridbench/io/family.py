@@ -33,6 +33,8 @@ class Storage(ModuleFamily):
             "concurrency",
             "consistency",
             "http",
+            "resilience",
+            "http_clients",
             "fio",
             "cache",
         }
