@@ -158,3 +158,18 @@ def test_summary_flags_and_schema() -> None:
     bad = {**doc, "resilience": {**r, "integrity": {"ok": "yes"}}}
     with pytest.raises(ResultsError, match=r"resilience\.integrity\.ok"):
         validate_metrics(bad)
+
+
+def test_missing_gluster_command_is_one_clear_error() -> None:
+    from gridbench.io.resilience import prepare_servers
+
+    spec, _ = load_io_spec_text(
+        BASE.replace("system: {volume: v}", "system: {volume: v, cli: [/nonexistent/gluster]}")
+        + "  faults: [{at: 1s, action: kill, server: brick1}]\n",
+        "s.yaml",
+    )
+    assert spec.resilience is not None
+    with pytest.raises(BackendError) as ei:
+        prepare_servers(spec.resilience)
+    assert ei.value.message == "the gluster command was not found"
+    assert ei.value.where == "spec field 'resilience.system.cli'"

@@ -87,13 +87,15 @@ class Injector:
                         self.down.add(b.name)
                         self.pids[b.name] = None
             elif action == "resume":
-                self._continue(b.name)
+                detail = "" if self._continue(b.name) else "was not paused: nothing to do"
             else:  # restart
-                self._continue(b.name)
+                was_paused = self._continue(b.name)
                 if b.name in self.down:
                     self.gluster.start_force()
                     self.down.discard(b.name)
                     self._refresh()
+                elif not was_paused:
+                    detail = "was running: nothing to do"
         except (OSError, BackendError) as exc:
             ok, detail = False, str(exc)
         self.record(
@@ -110,10 +112,12 @@ class Injector:
             }
         )
 
-    def _continue(self, name: str) -> None:
+    def _continue(self, name: str) -> bool:
+        """SIGCONT to a brick gridbench paused; False when it was not paused."""
         pid = self.paused.pop(name, None)
         if pid is not None:
             os.kill(pid, signal.SIGCONT)
+        return pid is not None
 
     def _refresh(self) -> None:
         for b in self.gluster.bricks():

@@ -10,6 +10,7 @@ clock)."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import threading
@@ -18,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from gridbench.errors import GridbenchError
 from gridbench.io import cache
 from gridbench.io.faults import Injector, check_servers
 from gridbench.io.gluster import Brick, Gluster
@@ -28,11 +30,13 @@ from gridbench.store.layout import now_iso
 from gridbench.store.records import append_record
 
 RECORDS = "resilience.jsonl"
+#: A volume's command line and its bricks as checked before the run.
+Servers = tuple[Gluster, list[Brick]]
 #: A writer whose write failed waits this long before the next (no busy loop on EIO).
 ERROR_PAUSE_S = 0.05
 
 
-def prepare_servers(spec: ResilienceSpec) -> tuple[Gluster, list[Brick]] | None:
+def prepare_servers(spec: ResilienceSpec) -> Servers | None:
     """Check the servers the faults name, before anything is written (None: no system)."""
     if spec.system is None:
         return None
@@ -155,7 +159,7 @@ def run_resilience(
     spec: ResilienceSpec,
     target: PreparedTarget,
     run_path: Path,
-    servers: tuple[Gluster, list[Brick]] | None,
+    servers: Servers | None,
     progress: Callable[[str], None],
 ) -> dict[str, Any]:
     """The whole phase; returns the integrity result (also recorded)."""
@@ -196,6 +200,11 @@ def run_resilience(
                 w.join(spec.recovery_timeout)
             # the integrity check reads a whole, healed volume
             injector.wait_recovered(now(), now, spec.recovery_timeout, "end of load")
+    except BaseException:
+        if injector is not None:  # failed or interrupted: leave the volume whole again
+            with contextlib.suppress(GridbenchError, OSError):
+                injector.restore(now())
+        raise
     finally:
         writers.stop.set()
         if injector is not None:

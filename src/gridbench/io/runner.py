@@ -19,7 +19,7 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gridbench.errors import BackendError, GridbenchError, ResultsError
 from gridbench.io import bonnie as bon
@@ -41,6 +41,9 @@ from gridbench.store.layout import RunDir, now_iso
 from gridbench.store.records import append_record
 
 Progress = Callable[[str], None]
+
+if TYPE_CHECKING:
+    from gridbench.io.resilience import Servers
 
 
 @dataclass
@@ -158,7 +161,7 @@ class IoRunner:
         self.targets: list[TargetState] = []
         self.run: RunDir | None = None
         self._seq = 0
-        self.servers: Any = None  # the resilience phase's servers (gridbench.io.resilience)
+        self.servers: Servers | None = None  # the resilience phase's (gridbench.io.resilience)
 
     # -- set-up and tear-down ----------------------------------------------------------
     def prepare(self) -> RunDir:
