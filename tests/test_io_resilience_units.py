@@ -173,3 +173,25 @@ def test_missing_gluster_command_is_one_clear_error() -> None:
         prepare_servers(spec.resilience)
     assert ei.value.message == "the gluster command was not found"
     assert ei.value.where == "spec field 'resilience.system.cli'"
+
+
+def test_max_bytes_caps_the_load_and_is_checked_as_free_space(tmp_path: Path) -> None:
+    from gridbench.io.metrics import analyze_and_write
+    from gridbench.io.report import build_report
+    from gridbench.io.runner import IoRunner, needed_bytes
+
+    text = (
+        f"name: cap\ntargets: [{{name: d, path: {tmp_path / 't'}}}]\niozone: {{enabled: false}}\n"
+        "resilience: {target: d, duration: 2s, writers: 2, file_size: 64k, max_bytes: 1M}\n"
+    )
+    (tmp_path / "t").mkdir()
+    spec, data = load_io_spec_text(text, "s.yaml")
+    assert needed_bytes(spec, "d") == 2**20 and needed_bytes(spec) == 2**20
+    m = analyze_and_write(IoRunner(spec, data, tmp_path / "results").execute())
+    r = m["resilience"]
+    # no system: the load and the integrity check on a plain directory, no faults
+    assert r["writes"] == 16 and r["bytes_written"] == 2**20 and r["faults"] == []
+    assert r["integrity"]["ok"] and r["integrity"]["files"] == 16 and m["resilience_ok"]
+    assert r["capped_s"] is not None and r["capped_s"] < 2.0
+    texts = [f.text for f in build_report(m).headline.findings]
+    assert any(t.startswith("the writers reached max_bytes") for t in texts), texts

@@ -176,6 +176,7 @@ class Resilience(OpenModel):
     faults: list[Fault] = []
     recoveries: list[Recovery] = []
     integrity: Integrity | None = None
+    capped_s: Num = None
     ok: Flag = None
 
 

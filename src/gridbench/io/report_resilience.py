@@ -78,6 +78,14 @@ def findings(metrics: Mapping[str, Any]) -> list[Finding]:
                 f"(of {int(r.get('writes') or 0) + int(r.get('write_errors') or 0)})",
             )
         )
+    if isinstance(r.get("capped_s"), int | float):
+        out.append(
+            Finding(
+                "warn",
+                f"the writers reached max_bytes after {r['capped_s']:.1f} s: later faults "
+                "hit a volume without load (raise max_bytes or shorten the duration)",
+            )
+        )
     if r.get("stuck_writers"):
         out.append(Finding("fail", f"writer(s) {r.get('stuck_writers')} never returned"))
     return out

@@ -5,8 +5,8 @@ file written is read back and verified (:mod:`gridbench.io.integrity`).
 
 Every event reaches ``RUN/resilience.jsonl`` as it happens (one line each, fsynced):
 ``start``, ``write`` (per file: times, bytes, sha256, ok/error), ``fault``, ``restore``,
-``recovered`` and ``integrity``. Times are seconds since the load started (monotonic
-clock)."""
+``recovered``, ``cap`` (the writers reached ``max_bytes``) and ``integrity``. Times are
+seconds since the load started (monotonic clock)."""
 
 from __future__ import annotations
 
@@ -80,14 +80,28 @@ class _Writers:
         self.stop = threading.Event()
         self.written: list[Written] = []
         self.lock = threading.Lock()
+        self.claimed = 0
+        self.capped = False
         self.threads = [
             threading.Thread(target=self._run, args=(w,), daemon=True, name=f"gridbench-w{w}")
             for w in range(spec.writers)
         ]
 
+    def _claim(self) -> bool:
+        """Room for one more file under ``max_bytes``; the first writer refused records
+        when the cap stopped the load."""
+        with self.lock:
+            if self.claimed + self.spec.file_size > self.spec.max_bytes:
+                if not self.capped:
+                    self.capped = True
+                    self.log({"event": "cap", "t": self.now(), "bytes": self.claimed})
+                return False
+            self.claimed += self.spec.file_size
+            return True
+
     def _run(self, w: int) -> None:
         seq = 0
-        while not self.stop.is_set():
+        while not self.stop.is_set() and self._claim():
             name = f"w{w:02d}-{seq:06d}.dat"
             path = inside(self.workdir / name, self.workdir)
             data = os.urandom(self.spec.file_size)

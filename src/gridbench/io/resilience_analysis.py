@@ -126,6 +126,7 @@ def summarise(records: Sequence[Rec]) -> dict[str, Any] | None:
         }
     )
     stuck = [r for r in records if r.get("event") == "stuck"]
+    cap = next((r for r in records if r.get("event") == "cap"), None)
     written = float(size[ok].sum())
     return {
         "target": start.get("target"),
@@ -143,6 +144,7 @@ def summarise(records: Sequence[Rec]) -> dict[str, Any] | None:
         "recoveries": recoveries,
         "integrity": integrity,
         "stuck_writers": [w for r in stuck for w in r.get("writers") or []],
+        "capped_s": _num(cap.get("t")) if cap else None,
         "ok": _ok(integrity, recoveries, stuck),
     }
 

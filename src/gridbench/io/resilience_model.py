@@ -58,6 +58,11 @@ class ResilienceSpec(_Strict):
     duration: Duration = Field(default=20.0, gt=0, le=3600, description="the write load")
     writers: int = Field(default=2, ge=1, le=64)
     file_size: Size = Field(default=1024**2, gt=0, le=1024**3)
+    max_bytes: Size = Field(
+        default=2 * 1024**3,
+        gt=0,
+        description="the writers stop once this much is written (the target never fills up)",
+    )
     interval: Duration = Field(default=0.5, gt=0, description="bins of the series over time")
     faults: list[FaultSpec] = Field(default_factory=list)
     recovery_timeout: Duration = Field(

@@ -79,6 +79,8 @@ def needed_bytes(spec: IoSpec, target: str | None = None) -> int:
         need = max(need, spec.bonnie.size)
     if spec.consistency.enabled:
         need = max(need, 4 * spec.consistency.file_size)
+    if spec.resilience is not None and target in (None, spec.resilience.target):
+        need = max(need, spec.resilience.max_bytes)
     if spec.http is not None and target is not None and spec.http.compare_target == target:
         need = max(need, max(spec.http.sizes, default=0))
     return need
