@@ -16,6 +16,7 @@ from fastapi.testclient import TestClient
 from gluster_fixtures import GlusterVolume, gluster_volume  # noqa: F401 (fixture)
 from gridbench.cli import main
 from gridbench.io.family import FAMILY
+from gridbench.io.gluster import parse_heal_count
 from gridbench.io.load import load_io_spec_text
 from gridbench.io.metrics import analyze_and_write
 from gridbench.io.report import build_report
@@ -169,3 +170,69 @@ def test_fault_on_a_server_the_volume_lacks_is_one_clear_error(
     assert "resilience.faults.0.server" in err and "brick9" in err and "brick1" in err
     assert "Traceback" not in err
     assert not (tmp_path / "results").exists() or not any((tmp_path / "results").iterdir())
+
+
+def test_cleanup_continues_a_brick_a_killed_run_left_paused(
+    tmp_path: Path,
+    gluster_volume: GlusterVolume,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import os
+    import shutil
+    import signal
+    import subprocess
+
+    import psutil
+
+    from conftest import BIN
+
+    v = gluster_volume
+    spec = tmp_path / "io.yaml"
+    spec.write_text(
+        _spec(
+            v,
+            "  duration: 20s\n  writers: 1\n  faults: [{at: 1s, action: pause, server: brick1}]\n",
+        )
+    )
+    results = tmp_path / "results"
+    proc = subprocess.Popen(
+        [str(BIN), "io", "run", str(spec), "--results", str(results)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", "")},
+    )
+    pid = None
+    deadline = time.monotonic() + 60
+    try:
+        while pid is None and time.monotonic() < deadline and proc.poll() is None:
+            for f in results.glob("*/resilience.jsonl"):
+                for line in f.read_text().splitlines():
+                    if '"action": "pause"' in line:
+                        pid = json.loads(line)["pid"]
+            time.sleep(0.1)
+    finally:
+        proc.send_signal(signal.SIGKILL)  # gridbench killed mid-run: no finally runs
+        proc.wait(10)
+    assert pid is not None, "the run recorded no pause"
+    brick = psutil.Process(pid)
+    try:
+        assert brick.status() == psutil.STATUS_STOPPED  # left paused by the killed run
+        [run] = [p for p in results.iterdir() if p.is_dir()]
+        assert main(["cleanup", str(run), "--dry-run", "--results", str(results)]) == 0
+        assert "would continue pid" in " ".join(capsys.readouterr().out.split())
+        assert brick.status() == psutil.STATUS_STOPPED  # a dry run signals nothing
+        assert main(["cleanup", str(run), "--yes", "--results", str(results)]) == 0
+        assert f"continued pid {pid}" in " ".join(capsys.readouterr().out.split())
+        assert brick.status() != psutil.STATUS_STOPPED
+    finally:
+        brick.resume()  # the volume is shared with the other tests
+    # what the killed run left on the volume goes, and the volume heals for the next test
+    for d in v.mount.glob("gridbench-io-*"):
+        shutil.rmtree(d)
+    t0 = time.monotonic()
+    subprocess.run([*v.cli, "--mode=script", "volume", "heal", v.volume], capture_output=True)
+    left = None
+    while left != 0 and time.monotonic() - t0 < 60:
+        time.sleep(0.2)
+        left = parse_heal_count(v.gluster("volume", "heal", v.volume, "statistics", "heal-count"))
+    assert left == 0, f"the volume did not heal after the cleanup: {left} entries left"

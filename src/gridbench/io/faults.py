@@ -15,6 +15,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import psutil
+
 from gridbench.errors import BackendError, SpecError
 from gridbench.io.gluster import Brick, Gluster, find_brick
 from gridbench.io.resilience_model import ResilienceSpec
@@ -54,6 +56,13 @@ def check_servers(spec: ResilienceSpec, gluster: Gluster) -> list[Brick]:
     return bricks
 
 
+def _created(pid: int) -> float | None:
+    try:
+        return float(psutil.Process(pid).create_time())
+    except psutil.Error:
+        return None
+
+
 class Injector:
     """Applies the faults and brings servers back; ``record`` stores each action."""
 
@@ -74,12 +83,13 @@ class Injector:
         """One fault at ``t`` seconds into the load (planned for ``at``)."""
         b = self._brick(server)
         pid = self.pids.get(b.name)
-        ok, detail = True, ""
+        ok, detail, created = True, "", None
         try:
             if action in SIGNALS:
                 if pid is None:
                     ok, detail = False, "no process to signal (brick already down)"
                 else:
+                    created = _created(pid)  # cleanup's proof that the pid is the same
                     os.kill(pid, SIGNALS[action])
                     if action == "pause":
                         self.paused[b.name] = pid
@@ -105,6 +115,7 @@ class Injector:
                 "server": b.name,
                 "address": b.address,
                 "pid": pid,
+                "created": created,
                 "at": at,
                 "t": t,
                 "ok": ok,

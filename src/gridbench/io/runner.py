@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import psutil
+
 from gridbench.errors import BackendError, GridbenchError, ResultsError
 from gridbench.io import bonnie as bon
 from gridbench.io import cache
@@ -196,6 +198,7 @@ class IoRunner:
             baseline=spec.baseline,
             repetitions=spec.repetitions,
             pid=os.getpid(),
+            create_time=psutil.Process().create_time(),  # cleanup knows this process again
             ram_bytes=cache.total_ram(),
         )
         try:
