@@ -195,3 +195,17 @@ def test_max_bytes_caps_the_load_and_is_checked_as_free_space(tmp_path: Path) ->
     assert r["capped_s"] is not None and r["capped_s"] < 2.0
     texts = [f.text for f in build_report(m).headline.findings]
     assert any(t.startswith("the writers reached max_bytes") for t in texts), texts
+
+
+def test_cleanup_finds_what_was_left_paused_or_down() -> None:
+    from gridbench.io.resilience_cleanup import left_down
+
+    recs: list[dict[str, Any]] = [
+        {"event": "fault", "action": "pause", "server": "brick1", "ok": True, "pid": 5},
+        {"event": "fault", "action": "resume", "server": "brick1", "ok": True},
+        {"event": "fault", "action": "kill", "server": "brick2", "ok": True, "pid": 6},
+        {"event": "fault", "action": "pause", "server": "brick3", "ok": True, "pid": 7},
+        {"event": "fault", "action": "stop", "server": "brick4", "ok": False, "pid": 8},
+    ]
+    assert sorted(left_down(recs)) == ["brick2", "brick3"]  # a failed fault left nothing
+    assert left_down([*recs, {"event": "restore", "servers": ["brick2", "brick3"]}]) == {}

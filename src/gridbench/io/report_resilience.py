@@ -37,11 +37,12 @@ def findings(metrics: Mapping[str, Any]) -> list[Finding]:
     if not isinstance(integ, Mapping):
         out.append(Finding("fail", "integrity check did not run: the data is not verified"))
     elif integ.get("ok") is True:
+        after = "after recovery" if r.get("recoveries") else "after the load"
         out.append(
             Finding(
                 "pass",
                 f"integrity: all {integ.get('files')} files "
-                f"({format_size(int(integ.get('bytes') or 0))}) read back intact after recovery",
+                f"({format_size(int(integ.get('bytes') or 0))}) read back intact {after}",
             )
         )
     else:
