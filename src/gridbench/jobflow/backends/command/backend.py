@@ -20,6 +20,7 @@ import shlex
 import shutil
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -28,11 +29,13 @@ from gridbench.errors import BackendError
 from gridbench.jobflow.backends.base import (
     Capabilities,
     JobRequest,
+    JobState,
     JobStatus,
     RuntimeInfoSource,
     RuntimeStatsSource,
     SubmitError,
 )
+from gridbench.jobflow.backends.command import serverside
 from gridbench.jobflow.backends.command.options import CommandConfig, OpConfig, compile_options
 from gridbench.jobflow.backends.command.parse import (
     NoMatch,
@@ -48,9 +51,10 @@ from gridbench.jobflow.backends.command.process import (
     ClientTimeout,
     ProcessRunner,
 )
+from gridbench.jobflow.backends.command.serverside import ServerStamps
 from gridbench.jobflow.backends.command.template import TemplateError
 from gridbench.jobflow.backends.operations import NamedOperations
-from gridbench.jobflow.events.chain import Stage, StageChain
+from gridbench.jobflow.events.chain import StageChain
 from gridbench.jobflow.events.model import (
     FAIL_SUBMIT_ERROR,
     FAIL_SUBMIT_REJECTED,
@@ -72,6 +76,12 @@ class CommandBackend:
         self._runner: ProcessRunner | None = None
         self._values: dict[str, str] = {}
         self._own_rdir: str | None = None
+        cfg = config
+        self._stamps = (
+            ServerStamps(cfg.stamps, cfg.stamp_locations) if cfg.stamps is not None else None
+        )
+        self._downloaded: set[str] = set()
+        self._download_events: list[Event] = []
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> CommandBackend:
@@ -79,7 +89,7 @@ class CommandBackend:
 
     # -- protocol ----------------------------------------------------------------------------
     def stage_chain(self) -> StageChain:
-        return StageChain((Stage("submit", "client"), Stage("client_done", "client")))
+        return serverside.chain(self.cfg.stamps, "download" in self.cfg.ops)
 
     def capabilities(self) -> Capabilities:
         ops = self.cfg.ops
@@ -87,7 +97,7 @@ class CommandBackend:
             batch_status=ops["status"].mode != "single",
             cancel="cancel" in ops,
             fetch_output="output" in ops,
-            server_events=False,
+            server_events=self._stamps is not None or "download" in ops,
             queue_length="queue" in ops,
         )
 
@@ -241,6 +251,7 @@ class CommandBackend:
         missing = [i for i in ids if i not in found]
         if missing:
             found.update(await self._missing(op, missing))
+        await self._download_done(found)
         return found
 
     async def cancel(self, ids: Sequence[str]) -> None:
@@ -299,7 +310,42 @@ class CommandBackend:
         return data
 
     async def server_events(self) -> list[Event]:
-        return []
+        """New server stamps (one read of each declared source) and finished downloads."""
+        out, self._download_events = self._download_events, []
+        if self._stamps is not None:
+            out += await self._stamps.collect(list(self._names))
+        return out
+
+    async def _download_done(self, found: dict[str, JobStatus]) -> None:
+        """Download each job first seen done (the ``download`` template), timed."""
+        op = self.cfg.ops.get("download")
+        if op is None:
+            return
+        new = [i for i, st in found.items() if st.state is JobState.DONE]
+        new = [i for i in new if i not in self._downloaded]
+        self._downloaded.update(new)
+        sem = asyncio.Semaphore(op.parallel)
+        clock = time.time_ns  # the wall clock, as the tracker's client stamps
+
+        async def one(bid: str) -> None:
+            root = serverside.download_dir(self._values["rdir"], self._names.get(bid, ""), bid)
+            root.mkdir(parents=True, exist_ok=True)
+            argv = self._argv(op, {**self._job_values(bid), "download_dir": str(root)})
+            async with sem:
+                t0 = clock()
+                error = ""
+                try:
+                    res = await self._run(op, argv, None)
+                    if res.exit_code not in op.ok_codes:
+                        error = f"{res.argv[0]} exited with {res.exit_code}: " + snippet(
+                            _decode(res.stderr) or _decode(res.stdout)
+                        )
+                except (ClientStartError, ClientTimeout) as exc:
+                    error = str(exc)
+                t1 = clock()
+            self._download_events += serverside.download_events(bid, t0, t1, root, error)
+
+        await asyncio.gather(*(one(i) for i in new))
 
     async def queue_length(self) -> int | None:
         op = self.cfg.ops.get("queue")
@@ -341,7 +387,10 @@ class CommandBackend:
         """Client-process counters since the previous call, for trial.json."""
         if self._runner is None:
             return {}
-        return {"client_processes": self._runner.take_window()}
+        out: dict[str, Any] = {"client_processes": self._runner.take_window()}
+        if self._stamps is not None:
+            out["server_stamps"] = self._stamps.report(list(self._names))
+        return out
 
     def runtime_info(self) -> dict[str, Any]:
         """What experiment.json records about this configuration."""
@@ -509,6 +558,7 @@ class CommandBackend:
             )
         if gone:
             found.update(await self._missing(op, gone))
+        await self._download_done(found)
         return found
 
     async def _missing(self, op: OpConfig, ids: list[str]) -> dict[str, JobStatus]:

@@ -1,0 +1,85 @@
+"""The command backend's timed extras: server stamps from declared sources
+(:mod:`gridbench.jobflow.events.stamps`) and the output download as a stage.
+
+A job the status call first sees ``done`` is downloaded (the ``download`` template, into a
+directory of its own) before that status call returns, so the tracker's final sweep
+always finds its stamps: ``download_start`` and ``downloaded`` (client, 1 µs), the latter
+with the bytes and files that landed and the rate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from gridbench.jobflow.events.chain import Stage, StageChain
+from gridbench.jobflow.events.model import Event, Precision
+from gridbench.jobflow.events.stamps.collector import StampCollector
+from gridbench.jobflow.events.stamps.declare import StampPlan
+
+STAGE_DOWNLOAD_START = "download_start"
+STAGE_DOWNLOADED = "downloaded"
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def chain(plan: StampPlan | None, download: bool) -> StageChain:
+    """client submit → the declared server stages → client_done → the download."""
+    stages = [Stage("submit", "client")]
+    if plan is not None:
+        stages += [Stage(n, tier, precision_ns=p) for n, tier, p in plan.stages()]
+    stages.append(Stage("client_done", "client"))
+    if download:
+        stages += [Stage(STAGE_DOWNLOAD_START, "client"), Stage(STAGE_DOWNLOADED, "client")]
+    return StageChain(tuple(stages))
+
+
+def tree_size(root: Path) -> tuple[int, int]:
+    """(bytes, files) of the regular files under ``root`` (no link followed)."""
+    total = files = 0
+    for dirpath, _dirs, names in os.walk(root):
+        for n in names:
+            try:
+                st = os.lstat(os.path.join(dirpath, n))
+            except OSError:
+                continue
+            if not os.path.islink(os.path.join(dirpath, n)):
+                total += st.st_size
+                files += 1
+    return total, files
+
+
+def download_dir(rdir: str, name: str, backend_id: str) -> Path:
+    """A fresh directory for one job's output (named after gridbench's job name)."""
+    return Path(rdir) / "download" / _UNSAFE.sub("_", name or backend_id)[:120]
+
+
+def download_events(bid: str, t0_ns: int, t1_ns: int, root: Path, error: str) -> list[Event]:
+    """The two stamps of one download; the end carries size, file count and rate."""
+    size, files = tree_size(root)
+    dur_s = max(t1_ns - t0_ns, 1) / 1e9
+    attrs: dict[str, Any] = {"bytes": size, "files": files, "rate_bps": size / dur_s}
+    if error:
+        attrs["error"] = error
+    return [
+        Event(bid, STAGE_DOWNLOAD_START, t0_ns, precision_ns=Precision.US),
+        Event(bid, STAGE_DOWNLOADED, t1_ns, precision_ns=Precision.US, attrs=attrs),
+    ]
+
+
+class ServerStamps:
+    """The stamp collector of one backend instance, run off the event loop."""
+
+    def __init__(self, plan: StampPlan, locations: Sequence[str]) -> None:
+        self.collector = StampCollector(plan, locations)
+        self._lock = asyncio.Lock()
+
+    async def collect(self, backend_ids: Sequence[str]) -> list[Event]:
+        async with self._lock:  # one read of each source at a time
+            return await asyncio.to_thread(self.collector.collect, list(backend_ids))
+
+    def report(self, backend_ids: Sequence[str]) -> dict[str, Any]:
+        return {**self.collector.report(), "unjoined_jobs": self.collector.unjoined(backend_ids)}
