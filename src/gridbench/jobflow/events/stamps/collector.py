@@ -15,7 +15,7 @@ import polars as pl
 from gridbench.jobflow.events.model import Event
 from gridbench.jobflow.events.stamps.declare import StampPlan
 from gridbench.jobflow.events.stamps.join import backend_keys, join_stamps
-from gridbench.jobflow.events.stamps.parse import empty
+from gridbench.jobflow.events.stamps.parse import ID_ONLY, empty
 from gridbench.jobflow.events.stamps.readers import Reader, make_reader
 
 PENDING_CAP = 200_000  # unjoined stamps kept for later sweeps (other users' jobs age out)
@@ -64,6 +64,7 @@ class StampCollector:
             rest = rest.tail(PENDING_CAP)
         self._pending = rest
         # the earliest stamp of each (job, stage): a database may list an event twice
+        hit = hit.filter(pl.col("stage") != ID_ONLY)
         first = hit.sort("t_ns").unique(["backend_id", "stage"], keep="first", maintain_order=True)
         out: list[Event] = []
         for bid, tier, stage, t_ns, prec in first.iter_rows():

@@ -24,9 +24,17 @@ import re
 from typing import Annotated, Any, Literal
 
 import polars as pl
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from gridbench.errors import SpecError
+from gridbench.jobflow.events.stamps import library
 from gridbench.jobflow.events.tiers import TIER_RE
 
 _PRECISIONS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
@@ -63,22 +71,23 @@ class TimeFormat(_Base):
 
 
 class LineRule(_Base):
-    """One log-line pattern and the stage it stamps."""
+    """One log-line pattern and the stage it stamps; without a stage, a line that only
+    tells the local id this tier gave the job (A-REX's ``localid=`` in ``job.<id>.local``)."""
 
-    stage: str
+    stage: str | None = None
     pattern: str
 
     @field_validator("stage")
     @classmethod
-    def _stage(cls, v: str) -> str:
-        if not STAGE_RE.match(v):
+    def _stage(cls, v: str | None) -> str | None:
+        if v is not None and not STAGE_RE.match(v):
             raise ValueError(f"{v!r} is not a stage name (lower case letters, digits, _)")
         return v
 
-    @field_validator("pattern")
-    @classmethod
-    def _pattern(cls, v: str) -> str:
-        return _regex(v, ("time", "id"))
+    @model_validator(mode="after")
+    def _pattern(self) -> LineRule:
+        _regex(self.pattern, ("time", "id") if self.stage else ("id", "local_id"))
+        return self
 
 
 class SourceBase(_Base):
@@ -149,6 +158,9 @@ class LogSource(SourceBase):
 
 
 class FilesSource(SourceBase):
+    """One small file per job; each line is matched as ``<file name><TAB><line>``, so a
+    pattern can take the job's id from the name (``^job\\.(?P<id>[^.]+)\\.local\\t``)."""
+
     kind: Literal["files"]
     glob: str = Field(description="one file per job, e.g. {controldir}/job.*.errors")
     lines: list[LineRule] = Field(min_length=1)
@@ -169,7 +181,10 @@ class StampPlan(_Base):
         """``(stage, tier, precision_ns)`` in chain order."""
         by: dict[str, tuple[str, int]] = {}
         for s in self.sources:
-            names = s.stages.values() if isinstance(s, SqliteSource) else [r.stage for r in s.lines]
+            if isinstance(s, SqliteSource):
+                names = list(s.stages.values())
+            else:
+                names = [r.stage for r in s.lines if r.stage]
             for n in names:
                 by.setdefault(n, (s.tier, s.precision_ns))
         ordered = [n for n in self.order if n in by]
@@ -179,6 +194,7 @@ class StampPlan(_Base):
 
 def parse_plan(data: Any, where: str) -> StampPlan:
     """Validate a ``stamps:`` block; one SpecError naming each bad field and the fix."""
+    data = library.resolve(data, where)
     try:
         plan = StampPlan.model_validate(data)
     except ValidationError as exc:
@@ -193,6 +209,14 @@ def parse_plan(data: Any, where: str) -> StampPlan:
             fix="see docs/backends.md, 'Server stamps', for the fields of a stamp source",
         ) from None
     tiers = [s.tier for s in plan.sources]
+    for s in plan.sources:
+        first = next(x for x in plan.sources if x.tier == s.tier)
+        if (s.key, s.backend_pattern) != (first.key, first.backend_pattern):
+            raise SpecError(
+                f"the sources of tier {s.tier!r} meet the jobs in different ways",
+                where=f"{where}.sources",
+                fix="give every source of one tier the same key and backend_pattern",
+            )
     for s in plan.sources:
         if s.via is not None and s.via not in tiers:
             raise SpecError(

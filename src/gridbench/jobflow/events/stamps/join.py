@@ -29,7 +29,9 @@ JOINED_SCHEMA = pl.Schema(
 
 def tier_order(plan: StampPlan) -> list[str]:
     """Tiers so that each comes after the tier whose local ids it joins through."""
-    via = {s.tier: s.via for s in plan.sources}
+    via: dict[str, str | None] = {}
+    for s in plan.sources:
+        via.setdefault(s.tier, s.via)
     out: list[str] = []
     while len(out) < len(via):
         ready = [t for t, v in via.items() if t not in out and (v is None or v in out)]
@@ -44,9 +46,11 @@ def backend_keys(plan: StampPlan, backend_ids: Sequence[str]) -> pl.DataFrame:
     """``(tier, key, backend_id)``: each ``backend``-keyed tier's id of each backend id."""
     ids = pl.Series("backend_id", list(backend_ids), dtype=pl.String)
     frames = []
+    done: set[str] = set()
     for s in plan.sources:
-        if s.via is not None:
+        if s.via is not None or s.tier in done:
             continue
+        done.add(s.tier)
         if s.backend_pattern is None:
             key = ids
         else:
@@ -79,7 +83,9 @@ def join_stamps(
     ``keys`` is ``(tier, key, backend_id)``: the backend keys and the local ids learnt in
     earlier sweeps; the returned keys add those learnt now.
     """
-    key_of = {s.tier: s.key if s.via is not None else s.tier for s in plan.sources}
+    key_of: dict[str, str] = {}
+    for s in plan.sources:  # the sources of one tier share its key (parse_plan checks)
+        key_of.setdefault(s.tier, s.key if s.via is not None else s.tier)
     joined: list[pl.DataFrame] = []
     left: list[pl.DataFrame] = []
     all_keys = keys

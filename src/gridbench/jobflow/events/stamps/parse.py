@@ -27,6 +27,8 @@ STAMP_SCHEMA = pl.Schema(
 )
 _EPOCH_SCALE = {"epoch": 1_000_000_000, "epoch_ms": 1_000_000, "epoch_us": 1_000}
 MAX_ID_CHARS = 256
+#: the stage of a row that only tells a local id (joined, never emitted)
+ID_ONLY = ""
 
 
 def empty() -> pl.DataFrame:
@@ -36,8 +38,16 @@ def empty() -> pl.DataFrame:
 def parse_times(col: pl.Expr, tf: TimeFormat) -> pl.Expr:
     """Epoch nanoseconds of a column of times written as ``tf`` declares (null: unparsable)."""
     scale = _EPOCH_SCALE.get(tf.format)
-    if scale is not None:
-        return (col.cast(pl.String).cast(pl.Float64, strict=False) * scale).round().cast(pl.Int64)
+    if scale is not None:  # exact: whole part and fraction apart (a float64 loses the ns)
+        digits = len(str(scale)) - 1
+        parts = (
+            col.cast(pl.String)
+            .str.strip_chars()
+            .str.extract_groups(r"^(?P<whole>\d{1,12})(?:\.(?P<frac>\d{1,9}))?$")
+        )
+        whole = parts.struct.field("whole").cast(pl.Int64)
+        frac = parts.struct.field("frac").fill_null("").str.pad_end(9, "0").str.slice(0, digits)
+        return whole * scale + frac.cast(pl.Int64, strict=False)
     parsed = col.cast(pl.String).str.to_datetime(tf.format, strict=False, time_unit="ns")
     if "%z" not in tf.format and "%:z" not in tf.format and "%#z" not in tf.format:
         parsed = parsed.dt.replace_time_zone(tf.timezone)
@@ -53,7 +63,7 @@ def _finish(df: pl.DataFrame, src: SourceBase) -> tuple[pl.DataFrame, int]:
         pl.col("local_id").cast(pl.String).str.strip_chars(),
     )
     ok = df.filter(
-        pl.col("t_ns").is_not_null()
+        (pl.col("t_ns").is_not_null() | (pl.col("stage") == ID_ONLY))
         & (pl.col("id").str.len_chars() > 0)
         & (pl.col("id").str.len_chars() <= MAX_ID_CHARS)
         & pl.col("stage").is_not_null()
@@ -82,12 +92,12 @@ def lines_frame(
         if not hit.any():
             continue
         g = groups.filter(hit)
-        local = g["local_id"] if "local_id" in g.columns else pl.Series([None] * g.height)
+        nulls = pl.Series([None] * g.height, dtype=pl.String)
+        local = g["local_id"] if "local_id" in g.columns else nulls
+        times = g["time"] if "time" in g.columns else nulls
         frames.append(
-            pl.DataFrame(
-                {"id": g["id"], "local_id": local.cast(pl.String), "time": g["time"]}
-            ).with_columns(
-                pl.lit(rule.stage).alias("stage"),
+            pl.DataFrame({"id": g["id"], "local_id": local, "time": times}).with_columns(
+                pl.lit(rule.stage or ID_ONLY).alias("stage"),
                 parse_times(pl.col("time"), src.time).alias("t_ns"),
             )
         )

@@ -31,6 +31,7 @@ from gridbench.jobflow.events.stamps.parse import check_columns, empty, lines_fr
 MAX_READ_BYTES = 16 * 1024 * 1024  # of one file per call; the rest waits for the next
 MAX_ROWS = 200_000  # of one query per call
 MAX_FILES = 100_000  # of one glob
+MAX_FILE_BYTES = 1024 * 1024  # of one per-job file
 BUSY_TIMEOUT_S = 2.0
 
 
@@ -126,12 +127,13 @@ class LogReader:
 
 @dataclass(slots=True)
 class FilesReader:
-    """New lines of every file a glob matches (one file per job), one directory scan a call."""
+    """Every file a glob matches (one small file per job), one directory scan a call; a
+    file is read whole again only when its size or time changed (the middleware rewrites
+    them), so a stamp may come twice: the collector emits each (job, stage) once."""
 
     src: FilesSource
     pattern: str
-    tails: dict[str, _Tail] = field(default_factory=dict)
-    sizes: dict[str, int] = field(default_factory=dict)
+    seen: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     def read(self) -> ReadResult:
         lines: list[str] = []
@@ -141,16 +143,17 @@ class FilesReader:
                 problem = f"{self.pattern}: more than {MAX_FILES} files; the rest not read"
                 break
             try:
-                size = os.stat(name).st_size
+                st = os.stat(name)
+                if self.seen.get(name) == (st.st_size, st.st_mtime_ns):
+                    continue  # unchanged since the last call: not opened
+                self.seen[name] = (st.st_size, st.st_mtime_ns)
+                with open(name, "rb") as fh:
+                    data = fh.read(MAX_FILE_BYTES)
             except OSError:
-                continue
-            if self.sizes.get(name) == size:
-                continue  # unchanged since the last call: not opened
-            self.sizes[name] = size
-            try:
-                lines += read_new_lines(Path(name), self.tails.setdefault(name, _Tail()))
-            except OSError:
-                continue
+                continue  # vanished (the job was cleaned) or unreadable
+            base = os.path.basename(name)
+            text = data.decode("utf-8", errors="replace")
+            lines += [f"{base}\t{ln}" for ln in text.splitlines()]
         frame, dropped = lines_frame(lines, self.src.lines, self.src)
         return ReadResult(frame, dropped, problem)
 

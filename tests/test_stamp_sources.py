@@ -1,0 +1,185 @@
+"""Server stamp sources as data (gridbench.jobflow.events.stamps): declarations, the
+parsers on real captured records, the incremental readers and the id join across tiers.
+
+tests/stamp_data/ holds what a live ARC 6.17 A-REX over Slurm 22.05 wrote for one job
+(tests/arc_site.py with lrms=slurm): the accounting database (``.dump``), the control
+directory's ``job.<id>.local`` and the slurmctld log; and A-REX's database with the fork
+LRMS.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from gridbench.errors import SpecError
+from gridbench.jobflow.events.stamps.collector import StampCollector
+from gridbench.jobflow.events.stamps.declare import LogSource, TimeFormat, parse_plan
+from gridbench.jobflow.events.stamps.parse import lines_frame, parse_times
+from gridbench.jobflow.events.stamps.readers import LogReader
+
+DATA = Path(__file__).parent / "stamp_data"
+AREX_ID = "d0EODmsY2qAoOSAtDmABFKDmABFKDmABFKDmw0MKDmABFKDm4PT3gm"
+BACKEND_ID = f"https://localhost:54689/arex/rest/1.0/jobs/{AREX_ID}"
+
+
+def ns(text: str) -> int:
+    """Epoch ns of an ISO time in UTC (ms allowed)."""
+    return int(datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp() * 1000) * 1_000_000
+
+
+def load_db(sql: str, path: Path) -> Path:
+    con = sqlite3.connect(path)
+    con.executescript((DATA / sql).read_text())
+    con.close()
+    return path
+
+
+def arc_slurm_site(tmp_path: Path) -> list[str]:
+    """The captured A-REX-over-Slurm files laid out as the site had them."""
+    control = tmp_path / "control"
+    (control / "accounting").mkdir(parents=True)
+    load_db("arex-slurm-accounting.sql", control / "accounting" / "accounting.db")
+    for f in (DATA / "arex-control").iterdir():
+        shutil.copy(f, control / f.name)
+    log = tmp_path / "slurmctld.log"
+    shutil.copy(DATA / "arex-slurm-slurmctld.log", log)
+    return [str(control / "accounting" / "accounting.db"), f"{control}/job.*.local", str(log)]
+
+
+def test_arc_over_slurm_two_tiers_join_with_their_own_precision(tmp_path: Path) -> None:
+    plan = parse_plan({"use": "arc-slurm"}, "stamps")
+    c = StampCollector(plan, arc_slurm_site(tmp_path))
+    events = {e.stage: e for e in c.collect([BACKEND_ID, "https://elsewhere/jobs/other"])}
+    assert {e.job for e in events.values()} == {BACKEND_ID}
+    assert [n for n, _, _ in plan.stages()] == [
+        "arex_accepted", "arex_preparing", "arex_submit", "slurm_submit", "slurm_start",
+        "slurm_end", "arex_finishing", "arex_finished",
+    ]  # fmt: skip
+    assert set(events) == {n for n, _, _ in plan.stages()}
+    assert events["arex_accepted"].t_ns == ns("2026-11-27T04:16:18")
+    assert events["arex_finished"].t_ns == ns("2026-11-27T04:16:30")
+    assert events["arex_accepted"].precision_ns == 1_000_000_000
+    assert events["slurm_submit"].t_ns == ns("2026-11-27T04:16:21.467")  # Slurm job 1
+    assert events["slurm_end"].t_ns == ns("2026-11-27T04:16:24.175")
+    assert events["slurm_start"].precision_ns == 1_000_000
+    assert events["slurm_start"].source == "slurm"
+    assert c.unjoined([BACKEND_ID]) == {"arex": 0, "slurm": 0}
+    assert c.collect([BACKEND_ID]) == []  # nothing new: nothing twice
+    assert c.report()["reads"] == 6  # one read of each of the three sources per sweep
+
+
+def test_lower_tier_stamps_wait_for_the_local_id(tmp_path: Path) -> None:
+    """Slurm logs the submission before A-REX writes the id it got back: the stamp waits."""
+    locs = arc_slurm_site(tmp_path)
+    local = Path(locs[1].replace("*", AREX_ID))
+    saved = local.read_bytes()
+    local.unlink()
+    with sqlite3.connect(locs[0]) as con:  # as during the run: A-REX fills it at the end
+        con.execute("UPDATE AAR SET LocalJobID = NULL")
+    plan = parse_plan({"use": "arc-slurm"}, "stamps")
+    c = StampCollector(plan, locs)
+    first = c.collect([BACKEND_ID])
+    assert {e.source for e in first} == {"arex"}
+    assert c.report()["waiting_unjoined"] > 0
+    local.write_bytes(saved)
+    second = {e.stage for e in c.collect([BACKEND_ID])}
+    assert second == {"slurm_submit", "slurm_start", "slurm_end"}
+
+
+def test_arc_fork_reads_the_lrms_times_a_rex_recorded(tmp_path: Path) -> None:
+    db = load_db("arex-fork-accounting.sql", tmp_path / "accounting.db")
+    plan = parse_plan({"use": "arc-fork"}, "stamps")
+    c = StampCollector(plan, [str(db)])
+    bid = "https://localhost:41235/arex/rest/1.0/jobs/neeLDm5S2qAoOSAtDmABFKDmABFKDmABFKDms9HKDmABFKDmY9sAUn"
+    got = {e.stage: e.t_ns for e in c.collect([bid])}
+    assert got["arex_lrms_start"] == ns("2026-11-27T04:10:20")
+    assert got["arex_lrms_end"] == ns("2026-11-27T04:10:21")
+    assert got["arex_finished"] == ns("2026-11-27T04:10:33")
+    assert len(got) == 7
+
+
+def test_log_reader_is_incremental_and_survives_partial_lines_and_rotation(
+    tmp_path: Path,
+) -> None:
+    src = parse_plan({"use": "arc-slurm"}, "s").sources[2]
+    assert isinstance(src, LogSource)
+    log = tmp_path / "ctld.log"
+    log.write_text("[2026-11-27T04:16:21.467] _slurm_rpc_submit_batch_job: JobId=7 Init")
+    r = LogReader(src, src.lines, str(log))
+    assert r.read().frame.height == 0  # no newline yet: the line may still be written
+    with log.open("a") as fh:
+        fh.write("Prio=1\n[2026-11-27T04:16:22.000] sched: Allocate JobId=7 NodeList=x\n")
+    f = r.read().frame
+    assert f["stage"].to_list() == ["slurm_submit", "slurm_start"]
+    assert r.read().frame.height == 0
+    log.write_text("[2026-11-27T04:17:00.000] _job_complete: JobId=8 done\n")  # rotated
+    assert r.read().frame["id"].to_list() == ["8"]
+
+
+def test_unparsable_times_and_foreign_lines_are_dropped_and_counted() -> None:
+    src = parse_plan({"use": "arc-slurm"}, "s").sources[2]
+    assert isinstance(src, LogSource)
+    frame, dropped = lines_frame(
+        [
+            "[2026-13-45T99:00:00.000] _slurm_rpc_submit_batch_job: JobId=1 x",
+            "[2026-11-27T04:16:21.467] _slurm_rpc_submit_batch_job: JobId=2 x",
+            "no stamp here JobId=3",
+        ],
+        src.lines,
+        src,
+    )
+    assert frame["id"].to_list() == ["2"] and dropped == 1
+
+
+def test_epoch_and_offset_time_formats() -> None:
+    s = pl.DataFrame({"t": ["1795752619.25", "x"]})
+    got = s.select(parse_times(pl.col("t"), TimeFormat(format="epoch")).alias("t"))["t"].to_list()
+    assert got == [1_795_752_619_250_000_000, None]
+    s = pl.DataFrame({"t": ["1795752619123", "1795752619123.5"]})
+    got = s.select(parse_times(pl.col("t"), TimeFormat(format="epoch_ms")).alias("t"))[
+        "t"
+    ].to_list()
+    assert got == [1_795_752_619_123_000_000, 1_795_752_619_123_500_000]
+    s = pl.DataFrame({"t": ["2026-11-27T05:10:19+01:00"]})
+    got = s.select(parse_times(pl.col("t"), TimeFormat(format="%Y-%m-%dT%H:%M:%S%:z")))
+    assert got["t"][0] == ns("2026-11-27T04:10:19")
+
+
+@pytest.mark.parametrize(
+    ("data", "words"),
+    [
+        ({"sources": []}, "at least 1"),
+        ({"use": "no-such"}, "unknown stamp declaration"),
+        (
+            {"sources": [{"tier": "x", "kind": "log", "path": "p",
+                          "lines": [{"stage": "a", "pattern": "(?P<id>x)"}]}]},
+            "time",
+        ),
+        (
+            {"sources": [{"tier": "x", "kind": "log", "path": "p", "key": "y.local_id",
+                          "lines": [{"stage": "a", "pattern": "(?P<id>x)(?P<time>y)"}]}]},
+            "joins through tier 'y'",
+        ),
+        (
+            {"sources": [{"tier": "x", "kind": "sqlite", "path": "p", "query": "DELETE FROM t",
+                          "stages": {}}]},
+            "SELECT using :after",
+        ),
+        (
+            {"sources": [{"tier": "x", "kind": "log", "path": "p",
+                          "lines": [{"stage": "a", "pattern": "(?P<id>x)(?=y)(?P<time>y)"}]}]},
+            "not supported by the matcher",
+        ),
+    ],
+)  # fmt: skip
+def test_bad_declarations_say_where_and_how_to_fix(data: object, words: str) -> None:
+    with pytest.raises(SpecError) as info:
+        parse_plan(data, "backend.options.stamps")
+    assert words in str(info.value)
+    assert "backend.options.stamps" in str(info.value)
