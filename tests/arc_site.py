@@ -116,7 +116,9 @@ logfile = {root}/log/infoprovider.log
 #: the ``[lrms]`` lines of each LRMS the tests run A-REX over (REAL-SYSTEMS.md)
 LRMS_LINES = {
     "fork": "lrms = fork",
-    "slurm": "lrms = slurm\nslurm_bin_path = /usr/bin\nslurm_wakeupperiod = 5\nslurm_use_sacct = no",
+    # without slurmdbd, sacct fails and A-REX never sees a job end: scontrol instead
+    "slurm": "lrms = slurm\nslurm_bin_path = /usr/bin\nslurm_wakeupperiod = 5\n"
+    "slurm_use_sacct = no",
 }
 
 

@@ -43,9 +43,10 @@ def parse_times(col: pl.Expr, tf: TimeFormat) -> pl.Expr:
         parts = (
             col.cast(pl.String)
             .str.strip_chars()
-            .str.extract_groups(r"^(?P<whole>\d{1,12})(?:\.(?P<frac>\d{1,9}))?$")
+            .str.extract_groups(r"^(?P<whole>\d{1,18})(?:\.(?P<frac>\d{1,9}))?$")
         )
         whole = parts.struct.field("whole").cast(pl.Int64)
+        whole = pl.when(whole <= (2**63 - 1) // scale - 1).then(whole)  # else null
         frac = parts.struct.field("frac").fill_null("").str.pad_end(9, "0").str.slice(0, digits)
         return whole * scale + frac.cast(pl.Int64, strict=False)
     parsed = col.cast(pl.String).str.to_datetime(tf.format, strict=False, time_unit="ns")
