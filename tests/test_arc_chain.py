@@ -94,7 +94,7 @@ def check_chain(out: Any, tiers: dict[str, tuple[str, ...]]) -> pl.DataFrame:
     info = trial_info(out)
     stamps = info["server_stamps"]
     assert stamps["unjoined_jobs"] == dict.fromkeys(tiers, 0), stamps
-    assert stamps["problems"] == {} or all("not there" in p for p in stamps["problems"].values())
+    assert stamps["problems"] == {}, stamps  # every source read at the end of the run
     # the output download, timed, with its size and rate
     dl = ev.filter(pl.col("stage") == "downloaded")
     assert sorted(dl["job"]) == sorted(jobs)

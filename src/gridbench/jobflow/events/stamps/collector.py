@@ -39,18 +39,23 @@ class StampCollector:
         self.dropped = 0
         self.pending_dropped = 0
         self.problems: dict[str, str] = {}
+        self.failed_reads = 0
         self.joined: dict[str, int] = {}
         self._tier_jobs: dict[str, set[str]] = {}
 
     def collect(self, backend_ids: Sequence[str]) -> list[Event]:
         """New stamps of these backend ids (one read of each source); blocking I/O."""
         frames = [self._pending]
-        for r, s in zip(self.readers, self.plan.sources, strict=True):
+        for i, r in enumerate(self.readers):
             res = r.read()
             self.reads += 1
             self.dropped += res.dropped
-            if res.problem:
-                self.problems[s.tier] = res.problem
+            where = f"sources[{i}] ({self.plan.sources[i].tier})"
+            if res.problem:  # the latest problem of each source; gone once it reads again
+                self.problems[where] = res.problem
+                self.failed_reads += 1
+            else:
+                self.problems.pop(where, None)
             frames.append(res.frame)
         new_ids = [i for i in backend_ids if i not in self._known]
         if new_ids:
@@ -89,5 +94,6 @@ class StampCollector:
             "dropped_unparsable": self.dropped,
             "waiting_unjoined": self._pending.height,
             "pending_dropped": self.pending_dropped,
+            "failed_reads": self.failed_reads,
             "problems": dict(self.problems),
         }
