@@ -51,7 +51,7 @@ AREX_STAGES = ("arex_accepted", "arex_preparing", "arex_submit", "arex_finishing
 
 
 @pytest.fixture(scope="module", name="arc_slurm")
-def arc_slurm_fixture(slurm: SlurmCluster) -> Iterator[ArcSite]:  # noqa: F811
+def arc_slurm_fixture(slurm: SlurmCluster) -> Iterator[ArcSite]:
     """A-REX with lrms=slurm over the suite's shared Slurm cluster."""
     with running_site("slurm", PARTITION, slurm.env) as site:
         yield site
@@ -105,13 +105,14 @@ def check_chain(out: Any, tiers: dict[str, tuple[str, ...]]) -> pl.DataFrame:
 
 
 def test_arc_over_slurm_and_fork_give_one_chain_per_job_across_tiers(
-    arc_slurm: ArcSite, arc: ArcSite, slurm: SlurmCluster, tmp_path: Path  # noqa: F811
+    arc_slurm: ArcSite,
+    arc: ArcSite,
+    slurm: SlurmCluster,
+    tmp_path: Path,
 ) -> None:
     (tmp_path / "s").mkdir()
     (tmp_path / "f").mkdir()
-    s_opts = options(
-        arc_slurm, tmp_path / "s", "arc-slurm", slurmctld_log=str(slurm.ctld_log)
-    )
+    s_opts = options(arc_slurm, tmp_path / "s", "arc-slurm", slurmctld_log=str(slurm.ctld_log))
     f_opts = options(arc, tmp_path / "f", "arc-fork")
     with ThreadPoolExecutor(2) as pool:
         s_f = pool.submit(run_spec, spec("arc-slurm", s_opts, RUN_BODY), tmp_path / "rs")
@@ -123,12 +124,15 @@ def test_arc_over_slurm_and_fork_give_one_chain_per_job_across_tiers(
     assert prec["slurm_start"] == 1_000_000
     # the chain is in order for each job, tiers interleaved (1 s stamps truncate: +1 s)
     wide = ev.filter(pl.col("stage").is_in(["arex_submit", "slurm_submit", "slurm_end",
-                                             "arex_finished", "downloaded"]))  # fmt: skip
+                                             "arex_finished", "client_done", "download_start",
+                                             "downloaded"]))  # fmt: skip
     wide = wide.pivot(on="stage", index="job", values="t_ns")
     s = 1_000_000_000
     assert (wide["arex_submit"] <= wide["slurm_submit"]).all()
     assert (wide["slurm_end"] <= wide["arex_finished"] + s).all()
-    assert (wide["arex_finished"] < wide["downloaded"]).all()
+    assert (wide["arex_finished"] < wide["client_done"]).all()
+    assert (wide["client_done"] <= wide["download_start"]).all()  # seen done, then fetched
+    assert (wide["download_start"] < wide["downloaded"]).all()
 
     check_chain(f_out, {"arex": (*AREX_STAGES, "arex_lrms_start", "arex_lrms_end")})
 
@@ -145,4 +149,3 @@ def test_arc_over_slurm_and_fork_give_one_chain_per_job_across_tiers(
     assert report is not None
     assert not list(arc_slurm.control.glob("job.*.local"))
     assert slurm.run("squeue", "-h", "-n", "gb_chain", "-o", "%i").strip() == ""
-

@@ -82,6 +82,7 @@ class CommandBackend:
         )
         self._downloaded: set[str] = set()
         self._download_events: list[Event] = []
+        self._downloads: set[asyncio.Task[None]] = set()
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> CommandBackend:
@@ -146,6 +147,8 @@ class CommandBackend:
                 )
 
     async def close(self) -> None:
+        if self._downloads:
+            await asyncio.gather(*self._downloads, return_exceptions=True)
         if self._runner is not None:
             await self._runner.close()
         if self._own_rdir is not None:
@@ -251,7 +254,7 @@ class CommandBackend:
         missing = [i for i in ids if i not in found]
         if missing:
             found.update(await self._missing(op, missing))
-        await self._download_done(found)
+        self._download_done(found)
         return found
 
     async def cancel(self, ids: Sequence[str]) -> None:
@@ -311,13 +314,17 @@ class CommandBackend:
 
     async def server_events(self) -> list[Event]:
         """New server stamps (one read of each declared source) and finished downloads."""
+        if self._downloads:  # started by the previous status call: their stamps now
+            await asyncio.gather(*self._downloads, return_exceptions=True)
         out, self._download_events = self._download_events, []
         if self._stamps is not None:
             out += await self._stamps.collect(list(self._names))
         return out
 
-    async def _download_done(self, found: dict[str, JobStatus]) -> None:
-        """Download each job first seen done (the ``download`` template), timed."""
+    def _download_done(self, found: dict[str, JobStatus]) -> None:
+        """Start downloading each job first seen done (the ``download`` template), timed;
+        after the status call returns, so the client saw it done first, and the next
+        :meth:`server_events` waits for them (the tracker calls it after its last sweep)."""
         op = self.cfg.ops.get("download")
         if op is None:
             return
@@ -329,12 +336,12 @@ class CommandBackend:
 
         async def one(bid: str) -> None:
             root = serverside.download_dir(self._values["rdir"], self._names.get(bid, ""), bid)
-            root.mkdir(parents=True, exist_ok=True)
             argv = self._argv(op, {**self._job_values(bid), "download_dir": str(root)})
             async with sem:
                 t0 = clock()
                 error = ""
                 try:
+                    root.mkdir(parents=True, exist_ok=True)
                     res = await self._run(op, argv, None)
                     if res.exit_code not in op.ok_codes:
                         error = f"{res.argv[0]} exited with {res.exit_code}: " + snippet(
@@ -342,10 +349,15 @@ class CommandBackend:
                         )
                 except (ClientStartError, ClientTimeout) as exc:
                     error = str(exc)
+                except OSError as exc:
+                    error = f"cannot create {root}: {exc.strerror or exc}"
                 t1 = clock()
             self._download_events += serverside.download_events(bid, t0, t1, root, error)
 
-        await asyncio.gather(*(one(i) for i in new))
+        for i in new:
+            task = asyncio.create_task(one(i))
+            self._downloads.add(task)
+            task.add_done_callback(self._downloads.discard)
 
     async def queue_length(self) -> int | None:
         op = self.cfg.ops.get("queue")
@@ -558,7 +570,7 @@ class CommandBackend:
             )
         if gone:
             found.update(await self._missing(op, gone))
-        await self._download_done(found)
+        self._download_done(found)
         return found
 
     async def _missing(self, op: OpConfig, ids: list[str]) -> dict[str, JobStatus]:
