@@ -183,3 +183,82 @@ def test_bad_declarations_say_where_and_how_to_fix(data: object, words: str) -> 
         parse_plan(data, "backend.options.stamps")
     assert words in str(info.value)
     assert "backend.options.stamps" in str(info.value)
+
+
+def test_gram_joins_the_gatekeeper_through_two_hops_of_ids(tmp_path: Path) -> None:
+    """Lines captured from tests/gram_site.py (GCT 6.2): the gatekeeper knows the job
+    manager's id, which it ties to the LRM id the job manager logged with the gramid."""
+    plan = parse_plan({"use": "gram"}, "stamps")
+    gk = str(DATA / "gram-gatekeeper.log")
+    c = StampCollector(plan, [str(DATA / "gram-job-manager.log"), gk, gk])
+    bid = "https://localhost:40045/17370695933512080696/72057598265982370/"
+    got = {e.stage: e for e in c.collect([bid])}
+    assert got["gram_lrm_submitted"].t_ns == 1_795_753_806_048_794_000  # µs kept exactly
+    assert got["gram_lrm_submitted"].precision_ns == 1_000
+    assert got["gram_end"].t_ns == 1_795_753_809_588_229_000
+    assert got["gatekeeper_mapped"].t_ns == ns("2026-11-27T04:30:06")
+    assert got["gatekeeper_authorized"].source == "gatekeeper"
+    assert c.unjoined([bid]) == {"gatekeeper": 0, "gram": 0}
+
+
+# Sample lines as the vendors document them (never run against a live service here).
+HTCONDOR_LOG = """\
+000 (1234.000.000) 2024-03-05 10:11:12 Job submitted from host: <10.0.0.1:9618?addrs=10.0.0.1-9618>
+...
+001 (1234.000.000) 2024-03-05 10:11:20 Job executing on host: <10.0.0.2:9618?addrs=10.0.0.2-9618>
+...
+006 (1234.000.000) 2024-03-05 10:11:25 Image size of job updated: 2500
+\t1  -  MemoryUsage of job (MB)
+...
+005 (1234.000.000) 2024-03-05 10:12:20 Job terminated.
+\t(1) Normal termination (return value 0)
+...
+"""
+PBS_LOG = """\
+03/05/2024 10:11:12;Q;1234.pbsserver;queue=workq
+03/05/2024 10:11:13;S;1234.pbsserver;user=alice group=users jobname=gb queue=workq ctime=1709633472
+03/05/2024 10:12:20;E;1234.pbsserver;user=alice Exit_status=0 resources_used.walltime=00:01:07
+"""
+
+
+@pytest.mark.parametrize(
+    ("use", "var_text", "bid", "expect"),
+    [
+        ("htcondor-userlog", HTCONDOR_LOG, "1234.0",
+         {"condor_submitted": "2024-03-05T10:11:12", "condor_executing": "2024-03-05T10:11:20",
+          "condor_terminated": "2024-03-05T10:12:20"}),
+        ("pbs-accounting", PBS_LOG, "1234.pbsserver",
+         {"pbs_queued": "2024-03-05T10:11:12", "pbs_started": "2024-03-05T10:11:13",
+          "pbs_ended": "2024-03-05T10:12:20"}),
+    ],
+)  # fmt: skip
+def test_declarations_for_systems_not_run_here_parse_their_documented_lines(
+    tmp_path: Path, use: str, var_text: str, bid: str, expect: dict[str, str]
+) -> None:
+    log = tmp_path / "log"
+    log.write_text(var_text)
+    plan = parse_plan({"use": use}, "stamps")
+    c = StampCollector(plan, [str(log)])
+    got = {e.stage: e.t_ns for e in c.collect([bid])}
+    assert got == {k: ns(v) for k, v in expect.items()}
+
+
+def test_every_shipped_declaration_loads_and_says_whether_it_ran() -> None:
+    from gridbench.jobflow.events.stamps import library
+
+    for name in library.names():
+        raw = library.load(name, "stamps.use")
+        assert isinstance(raw["tested"], bool) and raw["written_for"], name
+        if not raw["tested"]:
+            assert "NEVER RUN" in raw["description"], name
+        parse_plan({"use": name}, "stamps")
+
+
+def test_a_bad_stamps_block_fails_the_backend_options_with_the_place() -> None:
+    from gridbench.jobflow.backends.command.backend import CommandBackend
+
+    base = {"preset": "arc", "vars": {"url": "u", "app": "a"}}
+    with pytest.raises(SpecError) as info:
+        CommandBackend.from_options({**base, "stamps": {"use": "arc-slurm"}})
+    assert "{arc_controldir}" in str(info.value)  # the declaration's variable is not set
+    assert "stamps.sources.0" in str(info.value)

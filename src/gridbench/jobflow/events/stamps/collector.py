@@ -82,9 +82,11 @@ class StampCollector:
         return out
 
     def unjoined(self, backend_ids: Sequence[str]) -> dict[str, int]:
-        """Per tier: how many of these jobs got no stamp at all from it."""
+        """Per tier that stamps stages: how many of these jobs got no stamp at all from it
+        (a tier that only maps ids has no stamps to count)."""
         ids = set(backend_ids)
-        return {s.tier: len(ids - self._tier_jobs.get(s.tier, set())) for s in self.plan.sources}
+        tiers = dict.fromkeys(t for _, t, _ in self.plan.stages())
+        return {t: len(ids - self._tier_jobs.get(t, set())) for t in tiers}
 
     def report(self) -> dict[str, Any]:
         """Counters for trial.json: reads, stamps joined per tier, dropped, waiting."""
