@@ -185,20 +185,48 @@ def test_bad_declarations_say_where_and_how_to_fix(data: object, words: str) -> 
     assert "backend.options.stamps" in str(info.value)
 
 
-def test_gram_joins_the_gatekeeper_through_two_hops_of_ids(tmp_path: Path) -> None:
-    """Lines captured from tests/gram_site.py (GCT 6.2): the gatekeeper knows the job
-    manager's id, which it ties to the LRM id the job manager logged with the gramid."""
+def test_gram_joins_the_gatekeeper_through_the_lrm_id() -> None:
+    """Three jobs captured from tests/gram_site.py (GCT 6.2): the gatekeeper's lines name
+    one job manager id for all three, so only its per-job line (the LRM id) is joined."""
     plan = parse_plan({"use": "gram"}, "stamps")
-    gk = str(DATA / "gram-gatekeeper.log")
-    c = StampCollector(plan, [str(DATA / "gram-job-manager.log"), gk, gk])
-    bid = "https://localhost:40045/17370695933512080696/72057598265982370/"
-    got = {e.stage: e for e in c.collect([bid])}
-    assert got["gram_lrm_submitted"].t_ns == 1_795_753_806_048_794_000  # µs kept exactly
-    assert got["gram_lrm_submitted"].precision_ns == 1_000
-    assert got["gram_end"].t_ns == 1_795_753_809_588_229_000
-    assert got["gatekeeper_mapped"].t_ns == ns("2026-11-27T04:30:06")
-    assert got["gatekeeper_authorized"].source == "gatekeeper"
-    assert c.unjoined([bid]) == {"gatekeeper": 0, "gram": 0}
+    c = StampCollector(
+        plan, [str(DATA / "gram-job-manager.log"), str(DATA / "gram-gatekeeper.log")]
+    )
+    bids = [
+        f"https://localhost:41991/{x}/72057598265980800/"
+        for x in ("17370695930565556866", "17370695930329909891", "17370695929986721411")
+    ]
+    ev = c.collect(bids)
+    got = {(e.job, e.stage): e for e in ev}
+    assert len(got) == len(ev) == 9  # three stages of three jobs, each once
+    first = bids[0]
+    assert got[first, "gram_lrm_submitted"].t_ns == ns("2026-11-27T04:32:11.003") + 986_000
+    assert got[first, "gram_lrm_submitted"].precision_ns == 1_000  # µs kept exactly
+    assert got[first, "gram_end"].t_ns == ns("2026-11-27T04:32:13.788") + 37_000
+    assert got[bids[2], "gatekeeper_lrm_id"].t_ns == ns("2026-11-27T04:32:12")
+    assert got[first, "gatekeeper_lrm_id"].source == "gatekeeper"
+    assert c.unjoined(bids) == {"gram": 0, "gatekeeper": 0}
+
+
+def test_a_local_id_naming_two_jobs_joins_neither(tmp_path: Path) -> None:
+    top = tmp_path / "top.log"
+    low = tmp_path / "low.log"
+    top.write_text("1 a L7\n1 b L7\n2 c L8\n")
+    low.write_text("5 L7 end\n6 L8 end\n")
+    tf = {"format": "epoch"}
+    plan = parse_plan(
+        {"sources": [
+            {"tier": "top", "kind": "log", "path": "p", "time": tf, "lines": [
+                {"stage": "top_in", "pattern": "^(?P<time>\\d+) (?P<id>\\w) (?P<local_id>\\w+)$"}]},
+            {"tier": "low", "kind": "log", "path": "p", "key": "top.local_id", "time": tf,
+             "lines": [{"stage": "low_end", "pattern": "^(?P<time>\\d+) (?P<id>\\w+) end$"}]},
+        ]},
+        "stamps",
+    )  # fmt: skip
+    c = StampCollector(plan, [str(top), str(low)])
+    got = {(e.job, e.stage) for e in c.collect(["a", "b", "c"])}
+    assert got == {("a", "top_in"), ("b", "top_in"), ("c", "top_in"), ("c", "low_end")}
+    assert c.unjoined(["a", "b", "c"]) == {"top": 0, "low": 2}
 
 
 # Sample lines as the vendors document them (never run against a live service here).

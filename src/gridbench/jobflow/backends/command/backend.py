@@ -81,6 +81,7 @@ class CommandBackend:
             ServerStamps(cfg.stamps, cfg.stamp_locations) if cfg.stamps is not None else None
         )
         self._downloaded: set[str] = set()
+        self._ended: set[str] = set()  # ids a status call saw in a terminal state
         self._download_events: list[Event] = []
         self._downloads: set[asyncio.Task[None]] = set()
 
@@ -318,13 +319,17 @@ class CommandBackend:
             await asyncio.gather(*self._downloads, return_exceptions=True)
         out, self._download_events = self._download_events, []
         if self._stamps is not None:
-            out += await self._stamps.collect(list(self._names))
+            ids = list(self._names)
+            out += await self._stamps.collect(ids)
+            if ids and self._ended.issuperset(ids):  # nothing in flight: the tracker's last call
+                out += await self._stamps.settle(ids)
         return out
 
     def _download_done(self, found: dict[str, JobStatus]) -> None:
         """Start downloading each job first seen done (the ``download`` template), timed;
         after the status call returns, so the client saw it done first, and the next
         :meth:`server_events` waits for them (the tracker calls it after its last sweep)."""
+        self._ended.update(i for i, st in found.items() if st.state.terminal)
         op = self.cfg.ops.get("download")
         if op is None:
             return

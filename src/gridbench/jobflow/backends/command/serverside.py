@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from gridbench.jobflow.events.stamps.declare import StampPlan
 
 STAGE_DOWNLOAD_START = "download_start"
 STAGE_DOWNLOADED = "downloaded"
+SETTLE_POLL_S = 0.5
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
 
@@ -80,6 +82,15 @@ class ServerStamps:
     async def collect(self, backend_ids: Sequence[str]) -> list[Event]:
         async with self._lock:  # one read of each source at a time
             return await asyncio.to_thread(self.collector.collect, list(backend_ids))
+
+    async def settle(self, backend_ids: Sequence[str]) -> list[Event]:
+        """Read again until every job has the chain's last server stage, or ``settle_s``."""
+        out: list[Event] = []
+        deadline = time.monotonic() + self.collector.plan.settle_s
+        while self.collector.lacking_last(backend_ids) and time.monotonic() < deadline:
+            await asyncio.sleep(SETTLE_POLL_S)
+            out += await self.collect(backend_ids)
+        return out
 
     def report(self, backend_ids: Sequence[str]) -> dict[str, Any]:
         return {**self.collector.report(), "unjoined_jobs": self.collector.unjoined(backend_ids)}

@@ -81,6 +81,14 @@ class StampCollector:
             out.append(Event(bid, stage, t_ns, source=tier, precision_ns=prec, agent=tier))
         return out
 
+    def lacking_last(self, backend_ids: Sequence[str]) -> list[str]:
+        """The ids without the chain's last server stage yet."""
+        stages = self.plan.stages()
+        if not stages:
+            return []
+        last = stages[-1][0]
+        return [b for b in backend_ids if (b, last) not in self._emitted]
+
     def unjoined(self, backend_ids: Sequence[str]) -> dict[str, int]:
         """Per tier that stamps stages: how many of these jobs got no stamp at all from it
         (a tier that only maps ids has no stamps to count)."""

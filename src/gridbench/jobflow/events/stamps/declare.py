@@ -176,6 +176,9 @@ class StampPlan(_Base):
     #: the stages in chain order (client ``submit`` first and ``client_done`` after are
     #: added); a stage a source stamps but this list leaves out is appended in source order
     order: list[str] = Field(default_factory=list)
+    #: after the last job ended, how long to keep reading for the chain's last stage: a
+    #: server may log a job's end after the client saw it (GRAM's fork polling, ~2 s)
+    settle_s: float = Field(default=10.0, ge=0, le=600)
 
     def stages(self) -> list[tuple[str, str, int]]:
         """``(stage, tier, precision_ns)`` in chain order."""

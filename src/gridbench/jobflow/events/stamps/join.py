@@ -68,11 +68,13 @@ def local_keys(stamps: pl.DataFrame, joined: pl.DataFrame) -> pl.DataFrame:
         stamps.filter(pl.col("local_id").is_not_null()).select("tier", "id", "local_id").unique()
     )
     ids = joined.select("tier", "id", "backend_id").unique(["tier", "id"])
-    return pairs.join(ids, on=["tier", "id"]).select(
+    keys = pairs.join(ids, on=["tier", "id"]).select(
         (pl.col("tier") + ".local_id").alias("tier"),
         pl.col("local_id").alias("key"),
         "backend_id",
     )
+    # a local id naming more than one job cannot attribute a stamp: it is not a key
+    return keys.filter(pl.col("backend_id").n_unique().over("tier", "key") == 1)
 
 
 def join_stamps(
