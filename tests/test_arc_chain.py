@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -101,6 +103,14 @@ def check_chain(out: Any, tiers: dict[str, tuple[str, ...]]) -> pl.DataFrame:
     attrs = [json.loads(a) for a in dl["attrs"]]
     assert all(a["bytes"] == OUT_BYTES + len(IN_TEXT) and a["files"] == 2 for a in attrs), attrs
     assert all(a["rate_bps"] > 0 and "error" not in a for a in attrs)
+    # beside a plain copy of the same bytes, now: arcget (a process, TLS, A-REX's REST)
+    # moves them slower than a local copy, and its rate is in bytes per second
+    src = out.run.path / "plain-copy-src"
+    src.write_bytes(b"\0" * (OUT_BYTES + len(IN_TEXT)))
+    t0 = time.perf_counter()
+    shutil.copyfile(src, out.run.path / "plain-copy-dst")
+    plain_bps = src.stat().st_size / max(time.perf_counter() - t0, 1e-9)
+    assert all(1e3 < a["rate_bps"] < plain_bps for a in attrs), (plain_bps, attrs)
     return ev
 
 
