@@ -11,6 +11,8 @@ from pathlib import Path
 
 import polars as pl
 
+from gridbench.jobflow.analysis.experiment import analyze_run
+from gridbench.jobflow.report.staging import staging_table
 from test_command_runner import demo, spec
 from test_runner import events, run_spec
 
@@ -56,3 +58,10 @@ sweep: {{backend.options.vars.kib: {json.dumps([str(k) for k in SIZES_KIB])}}}
     assert max(rates[SIZES_KIB[-1]]) < plain * 4, (rates, plain)  # same order at most
     # the fixed cost of a client process weighs less on the larger transfer
     assert min(rates[SIZES_KIB[-1]]) > max(rates[SIZES_KIB[0]]), rates
+    # analysis and report carry the rate beside the latency
+    m = analyze_run(out.run.path, write=True)
+    staged = [t["staging"]["download"] for p in m["points"] for t in p["trials"]]
+    assert [s["bytes_p50"] for s in staged] == [k * 1024 for k in SIZES_KIB]
+    assert [s["jobs"] for s in staged] == [3, 3] and all(s["errors"] == 0 for s in staged)
+    table = staging_table(m)
+    assert table is not None and len(table.rows) == 2
