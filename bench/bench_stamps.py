@@ -13,7 +13,11 @@ to a slurmctld log with ``--noise`` foreign lines per job. Printed:
    difference is what collection costs;
 3. a per-job reader for contrast: one query per job per sweep (what "never one call per
    job" avoids), on the same database;
-4. queries the collector made against the database per sweep (1, by construction).
+4. queries the collector made against the database per sweep (1, by construction);
+5. end to end through the runner on the demo CLI (the command backend's demo preset): the
+   CPU of gridbench's own process per job with and without ``stamps: {use: demo}`` (one
+   directory scan of the demo's per-job ``started`` files each sweep), and of the client
+   processes it ran, alternating the two ``--repeat`` times.
 
     PYTHONPATH=src .venv/bin/python bench/bench_stamps.py [--sweeps 40] [--per-sweep 50]
 """
@@ -21,13 +25,19 @@ to a slurmctld log with ``--noise`` foreign lines per job. Printed:
 from __future__ import annotations
 
 import argparse
+import asyncio
+import json
+import resource
 import sqlite3
+import statistics
 import tempfile
 import time
 from pathlib import Path
 
 from gridbench.jobflow.events.stamps.collector import StampCollector
 from gridbench.jobflow.events.stamps.declare import parse_plan
+from gridbench.jobflow.experiment.runner import ExperimentRunner
+from gridbench.jobflow.spec import load_spec_text, make_plan
 
 SCHEMA = """
 CREATE TABLE AAR (RecordID INTEGER PRIMARY KEY AUTOINCREMENT, JobID TEXT NOT NULL UNIQUE,
@@ -116,11 +126,37 @@ def run(mode: str, sweeps: int, per: int, noise: int) -> tuple[float, int, int]:
         return cpu, emitted, queries
 
 
+def runner_cpu(stamps: bool, jobs: int) -> tuple[float, float]:
+    """(gridbench's own CPU s per job, its client processes' CPU s per job) for one run."""
+    with tempfile.TemporaryDirectory(prefix="gb-bench-stamps-run-") as tmp:
+        opts: dict[str, object] = {"preset": "demo", "vars": {"state_dir": f"{tmp}/state"}}
+        if stamps:
+            opts["stamps"] = {"use": "demo"}
+        text = (
+            f"name: bench-stamps\nbackend: {json.dumps({'type': 'command', 'options': opts})}\n"
+            "job: {command: [/bin/true]}\nload: {model: open, rate: 20/s}\n"
+            f"trial: {{jobs: {jobs}}}\ntimeouts: {{status_interval: 0.2s, drain: 60s}}\n"
+        )
+        spec, data = load_spec_text(text)
+        runner = ExperimentRunner(make_plan(spec, data), data, Path(tmp) / "results")
+        r0 = resource.getrusage(resource.RUSAGE_SELF)
+        c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        out = asyncio.run(runner.execute())
+        r1 = resource.getrusage(resource.RUSAGE_SELF)
+        c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        assert out.status == "complete", out
+        own = (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
+        kids = (c1.ru_utime + c1.ru_stime) - (c0.ru_utime + c0.ru_stime)
+        return own / jobs, kids / jobs
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sweeps", type=int, default=20)
     ap.add_argument("--per-sweep", default="5,50,250", help="new jobs per sweep (a list)")
     ap.add_argument("--noise", type=int, default=5, help="foreign log lines per job")
+    ap.add_argument("--jobs", type=int, default=60, help="jobs per end-to-end run")
+    ap.add_argument("--repeat", type=int, default=3, help="end-to-end runs of each kind")
     a = ap.parse_args()
     print(f"{a.sweeps} sweeps, {a.noise} foreign slurmctld lines per job; CPU of this process")
     print(
@@ -142,6 +178,25 @@ def main() -> None:
         "declared: one query, one log read and one directory scan per sweep, then the join "
         "(µs CPU per job); per-job query: one A-REX query per job and sweep (no Slurm tier); "
         "ratio: per-job / declared CPU"
+    )
+    runner_cpu(False, 5)  # warm the imports and the page cache
+    got: dict[bool, list[tuple[float, float]]] = {False: [], True: []}
+    for _ in range(a.repeat):
+        for with_stamps in (False, True):
+            got[with_stamps].append(runner_cpu(with_stamps, a.jobs))
+    own = {k: statistics.median(x for x, _ in v) for k, v in got.items()}
+    kids = {k: statistics.median(y for _, y in v) for k, v in got.items()}
+    print(f"end to end, demo CLI, {a.jobs} jobs at 20/s, median of {a.repeat} runs each:")
+    for k, label in ((False, "without stamps"), (True, "with stamps   ")):
+        print(
+            f"  {label}: gridbench {own[k] * 1e3:7.2f} ms CPU/job, "
+            f"its client processes {kids[k] * 1e3:7.2f} ms CPU/job"
+        )
+    print(
+        f"  ratio gridbench with/without: {own[True] / own[False]:.2f}x; collection adds "
+        f"{(own[True] - own[False]) * 1e3:.2f} ms/job, "
+        f"{(own[True] - own[False]) / (own[False] + kids[False]) * 100:.1f}% of the client's "
+        "CPU per job"
     )
 
 

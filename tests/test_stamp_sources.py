@@ -290,3 +290,25 @@ def test_a_bad_stamps_block_fails_the_backend_options_with_the_place() -> None:
         CommandBackend.from_options({**base, "stamps": {"use": "arc-slurm"}})
     assert "{arc_controldir}" in str(info.value)  # the declaration's variable is not set
     assert "stamps.sources.0" in str(info.value)
+
+
+def test_demo_cli_start_stamps_through_the_runner(tmp_path: Path) -> None:
+    """A files source end to end: the demo CLI's per-job ``started`` files (epoch ns)."""
+    from test_command_runner import demo, spec
+    from test_runner import events, run_spec
+
+    state = tmp_path / "state"
+    opts = demo(state, stamps={"use": "demo"})
+    body = """
+job: {command: [/bin/true]}
+load: {model: open, rate: 20/s}
+trial: {jobs: 3}
+timeouts: {status_interval: 0.2s, drain: 30s}
+"""
+    out = run_spec(spec("demo-stamps", opts, body), tmp_path / "results")
+    ev = events(out)
+    started = ev.filter(pl.col("stage") == "demo_started")
+    assert started.height == 3 and set(started["source"]) == {"demo"}
+    wide = ev.pivot(on="stage", index="job", values="t_ns", aggregate_function="min")
+    assert (wide["submit"] < wide["demo_started"]).all()
+    assert (wide["demo_started"] < wide["client_done"]).all()

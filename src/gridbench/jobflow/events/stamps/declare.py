@@ -63,7 +63,7 @@ class _Base(BaseModel):
 
 class TimeFormat(_Base):
     """How a source writes times: ``epoch`` (seconds, fractions allowed), ``epoch_ms``,
-    ``epoch_us``, or a strftime format (``%Y-%m-%d %H:%M:%S``, ``%Y-%m-%dT%H:%M:%S%.3f``)
+    ``epoch_us``, ``epoch_ns``, or a strftime format (``%Y-%m-%d %H:%M:%S``, ``%Y-%m-%dT%H:%M:%S%.3f``)
     read in ``timezone`` unless it carries its own offset."""
 
     format: str = "epoch"
@@ -158,8 +158,8 @@ class LogSource(SourceBase):
 
 
 class FilesSource(SourceBase):
-    """One small file per job; each line is matched as ``<file name><TAB><line>``, so a
-    pattern can take the job's id from the name (``^job\\.(?P<id>[^.]+)\\.local\\t``)."""
+    """One small file per job; each line is matched as ``<path><TAB><line>``, so a pattern
+    can take the job's id from the file's name or directory (``/job\\.(?P<id>\\w+)\\.local\\t``)."""
 
     kind: Literal["files"]
     glob: str = Field(description="one file per job, e.g. {controldir}/job.*.errors")

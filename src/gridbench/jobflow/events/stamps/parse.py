@@ -25,7 +25,7 @@ STAMP_SCHEMA = pl.Schema(
         "precision_ns": pl.Int64,
     }
 )
-_EPOCH_SCALE = {"epoch": 1_000_000_000, "epoch_ms": 1_000_000, "epoch_us": 1_000}
+_EPOCH_SCALE = {"epoch": 1_000_000_000, "epoch_ms": 1_000_000, "epoch_us": 1_000, "epoch_ns": 1}
 MAX_ID_CHARS = 256
 #: the stage of a row that only tells a local id (joined, never emitted)
 ID_ONLY = ""
@@ -39,15 +39,17 @@ def parse_times(col: pl.Expr, tf: TimeFormat) -> pl.Expr:
     """Epoch nanoseconds of a column of times written as ``tf`` declares (null: unparsable)."""
     scale = _EPOCH_SCALE.get(tf.format)
     if scale is not None:  # exact: whole part and fraction apart (a float64 loses the ns)
-        digits = len(str(scale)) - 1
+        digits = len(str(scale)) - 1  # of the fraction that is still whole nanoseconds
         parts = (
             col.cast(pl.String)
             .str.strip_chars()
-            .str.extract_groups(r"^(?P<whole>\d{1,18})(?:\.(?P<frac>\d{1,9}))?$")
+            .str.extract_groups(r"^(?P<whole>\d{1,19})(?:\.(?P<frac>\d{1,9}))?$")
         )
-        whole = parts.struct.field("whole").cast(pl.Int64)
+        whole = parts.struct.field("whole").cast(pl.Int64, strict=False)
         whole = pl.when(whole <= (2**63 - 1) // scale - 1).then(whole)  # else null
         frac = parts.struct.field("frac").fill_null("").str.pad_end(9, "0").str.slice(0, digits)
+        if not digits:  # epoch_ns: no fraction of a nanosecond
+            return whole
         return whole * scale + frac.cast(pl.Int64, strict=False)
     parsed = col.cast(pl.String).str.to_datetime(tf.format, strict=False, time_unit="ns")
     if "%z" not in tf.format and "%:z" not in tf.format and "%#z" not in tf.format:

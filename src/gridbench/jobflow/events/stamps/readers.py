@@ -151,9 +151,8 @@ class FilesReader:
                     data = fh.read(MAX_FILE_BYTES)
             except OSError:
                 continue  # vanished (the job was cleaned) or unreadable
-            base = os.path.basename(name)
             text = data.decode("utf-8", errors="replace")
-            lines += [f"{base}\t{ln}" for ln in text.splitlines()]
+            lines += [f"{name}\t{ln}" for ln in text.splitlines()]
         frame, dropped = lines_frame(lines, self.src.lines, self.src)
         return ReadResult(frame, dropped, problem)
 
