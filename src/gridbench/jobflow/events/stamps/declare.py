@@ -63,8 +63,8 @@ class _Base(BaseModel):
 
 class TimeFormat(_Base):
     """How a source writes times: ``epoch`` (seconds, fractions allowed), ``epoch_ms``,
-    ``epoch_us``, ``epoch_ns``, or a strftime format (``%Y-%m-%d %H:%M:%S``, ``%Y-%m-%dT%H:%M:%S%.3f``)
-    read in ``timezone`` unless it carries its own offset."""
+    ``epoch_us``, ``epoch_ns``, or a strftime format (``%Y-%m-%d %H:%M:%S``,
+    ``%Y-%m-%dT%H:%M:%S%.3f``) read in ``timezone`` unless it carries its own offset."""
 
     format: str = "epoch"
     timezone: str = "UTC"
