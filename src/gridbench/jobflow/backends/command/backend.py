@@ -20,7 +20,6 @@ import shlex
 import shutil
 import sys
 import tempfile
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -80,10 +79,9 @@ class CommandBackend:
         self._stamps = (
             ServerStamps(cfg.stamps, cfg.stamp_locations) if cfg.stamps is not None else None
         )
-        self._downloaded: set[str] = set()
         self._ended: set[str] = set()  # ids a status call saw in a terminal state
-        self._download_events: list[Event] = []
-        self._downloads: set[asyncio.Task[None]] = set()
+        dl = cfg.ops.get("download")
+        self._downloader = serverside.Downloads(dl.parallel if dl is not None else 1)
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> CommandBackend:
@@ -148,8 +146,7 @@ class CommandBackend:
                 )
 
     async def close(self) -> None:
-        if self._downloads:
-            await asyncio.gather(*self._downloads, return_exceptions=True)
+        await self._downloader.wait()
         if self._runner is not None:
             await self._runner.close()
         if self._own_rdir is not None:
@@ -315,9 +312,7 @@ class CommandBackend:
 
     async def server_events(self) -> list[Event]:
         """New server stamps (one read of each declared source) and finished downloads."""
-        if self._downloads:  # started by the previous status call: their stamps now
-            await asyncio.gather(*self._downloads, return_exceptions=True)
-        out, self._download_events = self._download_events, []
+        out = await self._downloader.take()  # started by earlier status calls
         if self._stamps is not None:
             ids = list(self._names)
             out += await self._stamps.collect(ids)
@@ -326,43 +321,16 @@ class CommandBackend:
         return out
 
     def _download_done(self, found: dict[str, JobStatus]) -> None:
-        """Start downloading each job first seen done (the ``download`` template), timed;
-        after the status call returns, so the client saw it done first, and the next
-        :meth:`server_events` waits for them (the tracker calls it after its last sweep)."""
+        """Note ended jobs; start downloading each first seen done (``download``)."""
         self._ended.update(i for i, st in found.items() if st.state.terminal)
         op = self.cfg.ops.get("download")
         if op is None:
             return
-        new = [i for i, st in found.items() if st.state is JobState.DONE]
-        new = [i for i in new if i not in self._downloaded]
-        self._downloaded.update(new)
-        sem = asyncio.Semaphore(op.parallel)
-        clock = time.time_ns  # the wall clock, as the tracker's client stamps
-
-        async def one(bid: str) -> None:
+        done = [i for i, st in found.items() if st.state is JobState.DONE]
+        for bid in self._downloader.new(done):
             root = serverside.download_dir(self._values["rdir"], self._names.get(bid, ""), bid)
             argv = self._argv(op, {**self._job_values(bid), "download_dir": str(root)})
-            async with sem:
-                t0 = clock()
-                error = ""
-                try:
-                    root.mkdir(parents=True, exist_ok=True)
-                    res = await self._run(op, argv, None)
-                    if res.exit_code not in op.ok_codes:
-                        error = f"{res.argv[0]} exited with {res.exit_code}: " + snippet(
-                            _decode(res.stderr) or _decode(res.stdout)
-                        )
-                except (ClientStartError, ClientTimeout) as exc:
-                    error = str(exc)
-                except OSError as exc:
-                    error = f"cannot create {root}: {exc.strerror or exc}"
-                t1 = clock()
-            self._download_events += serverside.download_events(bid, t0, t1, root, error)
-
-        for i in new:
-            task = asyncio.create_task(one(i))
-            self._downloads.add(task)
-            task.add_done_callback(self._downloads.discard)
+            self._downloader.start(bid, root, self._run(op, argv, None), op.ok_codes)
 
     async def queue_length(self) -> int | None:
         op = self.cfg.ops.get("queue")
