@@ -312,3 +312,16 @@ timeouts: {status_interval: 0.2s, drain: 30s}
     wide = ev.pivot(on="stage", index="job", values="t_ns", aggregate_function="min")
     assert (wide["submit"] < wide["demo_started"]).all()
     assert (wide["demo_started"] < wide["client_done"]).all()
+
+
+def test_gridftp_transfer_stats_give_start_and_end_to_the_microsecond() -> None:
+    """A RETR captured from a live globus-gridftp-server (13.24, GCT 6.2) here: 1 MB of
+    /tmp/gftp-try/src.bin, so the 'job' is the directory gftp-try."""
+    plan = parse_plan({"use": "gridftp"}, "stamps")
+    log = str(DATA / "gridftp-server.log")
+    c = StampCollector(plan, [log, log])
+    got = {e.stage: e for e in c.collect(["gftp-try"])}
+    assert set(got) == {"gridftp_stage_out_start", "gridftp_stage_out_end"}
+    assert got["gridftp_stage_out_start"].t_ns == ns("2026-11-27T04:45:06.648") + 225_000
+    assert got["gridftp_stage_out_end"].t_ns == ns("2026-11-27T04:45:06.650") + 40_000
+    assert got["gridftp_stage_out_end"].precision_ns == 1_000
