@@ -12,6 +12,7 @@ from pathlib import Path
 import polars as pl
 
 from gridbench.jobflow.analysis.experiment import analyze_run
+from gridbench.jobflow.report.rows import all_tables
 from gridbench.jobflow.report.staging import staging_table
 from test_command_runner import demo, spec
 from test_runner import events, run_spec
@@ -65,3 +66,4 @@ sweep: {{backend.options.vars.kib: {json.dumps([str(k) for k in SIZES_KIB])}}}
     assert [s["jobs"] for s in staged] == [3, 3] and all(s["errors"] == 0 for s in staged)
     table = staging_table(m)
     assert table is not None and len(table.rows) == 2
+    assert [r["kib_p50"] for r in all_tables(m)["staging"]] == list(SIZES_KIB)  # staging.csv
