@@ -34,6 +34,7 @@ from gridbench.jobflow.report.rates import rates_table
 from gridbench.jobflow.report.rows import all_tables
 from gridbench.jobflow.report.schedule import hour_table, time_table
 from gridbench.jobflow.report.server import server_table
+from gridbench.jobflow.report.staging import staging_table
 from gridbench.jobflow.report.tables import (
     failures_table,
     latency_tables,
@@ -114,6 +115,7 @@ def sections(metrics: Mapping[str, Any], series: Mapping[str, Mapping[str, Any]]
         *latency_tables(metrics),
         latency_brief(metrics),
         server_table(metrics),
+        staging_table(metrics),
         throughput_table(metrics),
         throughput_brief(metrics),
         rates_table(metrics),
