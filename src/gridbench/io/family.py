@@ -33,6 +33,9 @@ class Storage(ModuleFamily):
             "concurrency",
             "consistency",
             "http",
+            "conformance",
+            "replay",
+            "identities",
             "fio",
             "cache",
         }
@@ -55,6 +58,7 @@ class Storage(ModuleFamily):
     def exit_code(self, metrics: Mapping[str, Any]) -> int:
         """3 when the run failed, 130 when aborted, 1 when a threshold or check failed."""
         ok = metrics.get("thresholds_ok") is True and metrics.get("consistency_ok") is True
+        ok = ok and metrics.get("identities_ok") is not False  # absent in older runs
         return status_exit_code(metrics, passed=ok)
 
     def verdict(self, metrics: Mapping[str, Any]) -> str:

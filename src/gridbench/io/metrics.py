@@ -20,6 +20,7 @@ from gridbench.io.analysis import (
 from gridbench.io.bonnie import COLUMNS as BONNIE_COLUMNS
 from gridbench.io.load import load_io_spec_text
 from gridbench.io.parse import Histogram
+from gridbench.io.posix_analysis import conformance, identities_ok, replay
 from gridbench.io.validity import validity
 from gridbench.stats import rep
 from gridbench.store.layout import RunDir, write_json
@@ -183,6 +184,8 @@ def build_metrics(run: RunDir) -> dict[str, Any]:
     names = [t.name for t in spec.targets]
     thresholds = [table_keys(r, names) for r in evaluate_thresholds(spec.thresholds, scopes)]
     consistency = read_records(run.path / "consistency.jsonl")
+    identities = read_records(run.path / "identities.jsonl")
+    exclusions = [e.model_dump() for e in spec.conformance.exclude]
     return {
         "schema": SCHEMA,
         "name": spec.name,
@@ -211,6 +214,12 @@ def build_metrics(run: RunDir) -> dict[str, Any]:
         "bonnie": bonnie,
         "consistency": consistency,
         "http": http_summary(read_records(run.path / "http.jsonl")),
+        "conformance": conformance(
+            read_records(run.path / "conformance.jsonl"), baseline, exclusions
+        ),
+        "replay": replay(read_records(run.path / "replay.jsonl"), baseline),
+        "identities": identities,
+        "identities_ok": identities_ok(identities),
         "thresholds": thresholds,
         "validity": validity(rows, exp.get("targets", []), include_flush=spec.iozone.include_flush),
         "thresholds_ok": all(t["passed"] for t in thresholds),

@@ -20,6 +20,7 @@ from pydantic import (
     model_validator,
 )
 
+from gridbench.io.model_posix import ConformanceSpec, IdentitySpec, ReplaySpec
 from gridbench.testplan import TestPlan
 from gridbench.thresholds import Op, ThresholdSpec
 from gridbench.units import Duration, Size, parse_size
@@ -256,6 +257,9 @@ class IoSpec(_Strict):
     concurrency: ConcurrencySpec = Field(default_factory=ConcurrencySpec)
     consistency: ConsistencySpec = Field(default_factory=ConsistencySpec)
     http: HttpSpec | None = None
+    conformance: ConformanceSpec = Field(default_factory=ConformanceSpec)
+    replay: ReplaySpec = Field(default_factory=ReplaySpec)
+    identities: IdentitySpec | None = None
     thresholds: list[ThresholdSpec] = Field(
         default_factory=list,
         description="limits on paths of the io metrics (docs/io.md); the old "
