@@ -161,10 +161,10 @@ class Sshfs:
     log: Path
 
 
-@pytest.fixture
-def sshfs(tmp_path: Path) -> Iterator[Sshfs]:
+@contextlib.contextmanager
+def served_sshfs(tmp_path: Path) -> Iterator[Sshfs]:
     """sshd on 127.0.0.1:<free high port> with a throwaway key, and an sshfs mount of a
-    served directory. Both are stopped/unmounted afterwards."""
+    served directory, under ``tmp_path``. Both are stopped/unmounted afterwards."""
     for tool in ("sshd", "sshfs", "ssh-keygen"):
         if shutil.which(tool) is None and not Path(f"/usr/sbin/{tool}").exists():
             pytest.fail(f"{tool} is not installed (scripts/debian-packages.txt lists it)")
@@ -203,6 +203,13 @@ def sshfs(tmp_path: Path) -> Iterator[Sshfs]:
             unmount_sshfs(m)
     finally:
         stop(proc)
+
+
+@pytest.fixture
+def sshfs(tmp_path: Path) -> Iterator[Sshfs]:
+    """sshd and an sshfs mount of a served directory, for one test (:func:`served_sshfs`)."""
+    with served_sshfs(tmp_path) as m:
+        yield m
 
 
 @dataclass

@@ -109,7 +109,9 @@ def primary_groups(users: Sequence[str], where: str) -> list[str]:
 
 def run_pjdfstest(binary: str, config: Path, workdir: Path, timeout: float) -> str:
     """pjdfstest's stdout for one target (it exits 1 when a test failed: not an error)."""
-    argv = [binary, "-c", str(config), "-p", str(workdir)]
+    import shutil
+
+    argv = [shutil.which(binary) or binary, "-c", str(config), "-p", str(workdir)]
     try:
         p = subprocess.run(
             argv,

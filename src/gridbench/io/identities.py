@@ -171,16 +171,17 @@ def access_matrix(base: Path, users: Sequence[User]) -> list[dict[str, Any]]:
                     want = expected(op, dmode, fmode, owner, user)
                     got = probe(_argv(op, d), user)
                     exp = "allowed" if want else "denied"
-                    out.append(
-                        _check(
-                            f"{op} {owner.name}'s {kind} ({dmode:o}/{fmode:o})",
-                            user.name,
-                            got == exp,
-                            exp,
-                            got,
-                            "as the permission bits say" if got == exp else "bits not honoured",
-                        )
+                    row = _check(
+                        "access",
+                        user.name,
+                        got == exp,
+                        exp,
+                        got,
+                        "as the permission bits say" if got == exp else "bits not honoured",
                     )
+                    row["object"] = f"{owner.name}'s {kind} ({dmode:o}/{fmode:o})"
+                    row["op"] = op
+                    out.append(row)
     return out
 
 

@@ -36,6 +36,11 @@ CONSISTENCY_S = 0.3
 #: read), plus its small-file create/stat/delete phase.
 BONNIE_PASSES = 5
 BONNIE_FILES_S = 5.0
+#: pjdfstest's 398 cases on one local target: 1.7 s on an idle machine, 6 s with both
+#: cores busy (measured on /tmp, ext4); a network file system takes longer.
+CONFORMANCE_S = 3.0
+#: One target's identity checks: about 140 coreutils probes run as other users (1 s).
+IDENTITIES_S = 1.0
 #: Starting the command, preparing the targets, analysis and the reports (2 s measured).
 RUN_FIXED_S = 2.0
 
@@ -105,6 +110,29 @@ def http_seconds(spec: IoSpec) -> float:
     return h.repetitions * sum(copies * s / ASSUMED_RATE_BPS + FIO_START_S for s in h.sizes)
 
 
+def in_depth_steps(spec: IoSpec) -> list[IoStep]:
+    """Conformance per target, the trace's recording, its replays (per repetition,
+    target, O_SYNC and stream count: a layout plus the replay) and the identity checks,
+    in the runner's order (:mod:`gridbench.io.runner_posix`)."""
+    out: list[IoStep] = []
+    if spec.conformance.enabled:
+        out += [IoStep(t.name, None, "POSIX conformance", CONFORMANCE_S) for t in spec.targets]
+    r = spec.replay
+    if r.enabled:
+        first = spec.baseline or spec.targets[0].name
+        if r.trace is None:
+            out.append(IoStep(first, None, "recording the trace", fio_seconds(r.size)))
+        for rep in range(spec.repetitions):
+            for t in spec.targets:
+                for i, (sync, n) in enumerate((s, n) for s in r.sync for n in r.streams):
+                    layout = fio_seconds(r.size) if i == 0 else 0.0
+                    what = f"replay {n} streams {'osync' if sync else 'nosync'}"
+                    out.append(IoStep(t.name, rep, what, layout + fio_seconds(n * r.size)))
+    if spec.identities is not None and spec.identities.enabled:
+        out += [IoStep(t.name, None, "identity checks", IDENTITIES_S) for t in spec.targets]
+    return out
+
+
 def steps(spec: IoSpec) -> list[IoStep]:
     """Every step, in the order the runner takes them."""
     out: list[IoStep] = []
@@ -121,6 +149,7 @@ def steps(spec: IoSpec) -> list[IoStep]:
         for t in spec.targets:
             secs = consistency_seconds(spec, t.peer is not None)
             out.append(IoStep(t.name, None, "consistency checks", secs))
+    out += in_depth_steps(spec)
     if spec.http is not None:
         out.append(IoStep("", None, "HTTP transfers", http_seconds(spec)))
     return out

@@ -22,6 +22,7 @@ from gridbench.io.report_checks import (
     threshold_table,
     validity_table,
 )
+from gridbench.io.report_posix import in_depth_findings, in_depth_sections
 from gridbench.io.report_tables import (
     bonnie_table,
     concurrency_table,
@@ -72,6 +73,7 @@ def build_report(metrics: Mapping[str, Any], **configured: Unpack[Configured]) -
         concurrency_table(metrics),
         consistency_table(metrics),
         http_table(metrics),
+        *in_depth_sections(metrics),
         threshold_table(metrics),
         validity_table(metrics),
         runtime_table(metrics),
@@ -218,6 +220,7 @@ def _findings(metrics: Mapping[str, Any]) -> list[Finding]:
         *_consistency_findings(metrics),
         *_validity_findings(metrics),
         *_speedup_findings(metrics),
+        *in_depth_findings(metrics),
     ]
     out = [f for f in found if f is not None]
     if metrics.get("status") == "completed" and not any(f.status != "info" for f in out):
