@@ -107,11 +107,20 @@ def primary_groups(users: Sequence[str], where: str) -> list[str]:
     return out
 
 
-def run_pjdfstest(binary: str, config: Path, workdir: Path, timeout: float) -> str:
+def patterns(syscalls: Sequence[str]) -> list[str]:
+    """pjdfstest's name filters for ``syscalls`` (none: every case). Its filter matches
+    anywhere in a name (``truncate::`` also picks ``ftruncate::``): the parsed cases are
+    filtered again by :func:`syscall_of`."""
+    return [] if set(SYSCALLS) <= set(syscalls) else [f"{sc}::" for sc in syscalls]
+
+
+def run_pjdfstest(
+    binary: str, config: Path, workdir: Path, timeout: float, filters: Sequence[str] = ()
+) -> str:
     """pjdfstest's stdout for one target (it exits 1 when a test failed: not an error)."""
     import shutil
 
-    argv = [shutil.which(binary) or binary, "-c", str(config), "-p", str(workdir)]
+    argv = [shutil.which(binary) or binary, "-c", str(config), "-p", str(workdir), *filters]
     try:
         p = subprocess.run(
             argv,

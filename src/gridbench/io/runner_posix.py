@@ -18,7 +18,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gridbench.errors import BackendError
-from gridbench.io.conformance import config_text, parse_output, primary_groups, run_pjdfstest
+from gridbench.io.conformance import (
+    config_text,
+    parse_output,
+    patterns,
+    primary_groups,
+    run_pjdfstest,
+)
 from gridbench.io.fio import FioJob
 from gridbench.io.trace import TraceInfo, check_trace
 from gridbench.store.records import append_record
@@ -89,12 +95,16 @@ def conformance(runner: IoRunner, s: TargetState) -> None:
     try:
         short.chmod(0o755)
         (short / "t").symlink_to(d)
-        text = run_pjdfstest(spec.pjdfstest, cfg, short / "t", spec.timeout)
+        text = run_pjdfstest(
+            spec.pjdfstest, cfg, short / "t", spec.timeout, patterns(spec.syscalls)
+        )
     finally:
         shutil.rmtree(short, ignore_errors=True)
     out = raw / f"pjdfstest-{name}.txt"
     out.write_text(text, encoding="utf-8")
     for rec in parse_output(text, str(out)):
+        if rec["syscall"] not in spec.syscalls:
+            continue
         append_record(runner.run.path / "conformance.jsonl", {"target": name, **rec})
     shutil.rmtree(d, ignore_errors=True)
 
