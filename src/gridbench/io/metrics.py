@@ -20,7 +20,12 @@ from gridbench.io.analysis import (
 from gridbench.io.bonnie import COLUMNS as BONNIE_COLUMNS
 from gridbench.io.load import load_io_spec_text
 from gridbench.io.parse import Histogram
-from gridbench.io.posix_analysis import conformance, identities_ok, replay
+from gridbench.io.posix_analysis import (
+    conformance,
+    identities_ok,
+    replay,
+    replay_validity_rows,
+)
 from gridbench.io.validity import validity
 from gridbench.stats import rep
 from gridbench.store.layout import RunDir, write_json
@@ -186,6 +191,7 @@ def build_metrics(run: RunDir) -> dict[str, Any]:
     consistency = read_records(run.path / "consistency.jsonl")
     identities = read_records(run.path / "identities.jsonl")
     exclusions = [e.model_dump() for e in spec.conformance.exclude]
+    replays = read_records(run.path / "replay.jsonl")
     return {
         "schema": SCHEMA,
         "name": spec.name,
@@ -217,11 +223,15 @@ def build_metrics(run: RunDir) -> dict[str, Any]:
         "conformance": conformance(
             read_records(run.path / "conformance.jsonl"), baseline, exclusions
         ),
-        "replay": replay(read_records(run.path / "replay.jsonl"), baseline),
+        "replay": replay(replays, baseline),
         "identities": identities,
         "identities_ok": identities_ok(identities),
         "thresholds": thresholds,
-        "validity": validity(rows, exp.get("targets", []), include_flush=spec.iozone.include_flush),
+        "validity": validity(
+            [*rows, *replay_validity_rows(replays)],
+            exp.get("targets", []),
+            include_flush=spec.iozone.include_flush,
+        ),
         "thresholds_ok": all(t["passed"] for t in thresholds),
         # a check that was not run (ok None) neither passes nor fails the run
         "consistency_ok": all(

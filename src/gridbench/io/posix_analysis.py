@@ -141,6 +141,24 @@ def replay(rows: Sequence[Row], baseline: str | None) -> list[dict[str, Any]]:
     return out
 
 
+def replay_validity_rows(records: Sequence[Row]) -> list[dict[str, Any]]:
+    """The replay records in the shape io's validity rules read (kind, test, clients):
+    a replay timed over a few ms, or written through the page cache, is flagged as a
+    matrix figure is."""
+    return [
+        {
+            "kind": "replay",
+            "target": r.get("target"),
+            "test": f"replay {'O_SYNC' if r.get('sync') else 'no O_SYNC'}",
+            "clients": r.get("streams"),
+            "direction": r.get("direction"),
+            "runtime_s": r.get("runtime_s"),
+            "sync": bool(r.get("sync")),
+        }
+        for r in records
+    ]
+
+
 def identities_ok(checks: Sequence[Row]) -> bool:
     """True when every identity check that ran passed (``ok`` None: not run)."""
     return all(c.get("ok") is not False for c in checks)
