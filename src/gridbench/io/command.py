@@ -94,7 +94,9 @@ _spec_args = functools.partial(
 def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
     """Add ``gridbench io`` and its subcommands."""
     p = sub.add_parser(
-        "io", help="storage benchmarks: iozone/Bonnie matrices on fio, speedups, checks"
+        "io",
+        help="storage benchmarks: iozone/Bonnie matrices on fio, speedups, checks, "
+        "POSIX conformance (pjdfstest), trace replay, identities",
     )
     isub = p.add_subparsers(dest="io_action", required=True, metavar="ACTION")
     add_action(
@@ -120,7 +122,8 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
         cmd_run,
         ui,
         args=ActionArgs(spec=_spec_args, results=True),
-        help="run an io spec against its targets, then report",
+        help="run an io spec against its targets, then report (conformance needs "
+        "pjdfstest: scripts/install-pjdfstest; identities need root)",
     )
     q.add_argument("--force", action="store_true", help="allow targets that already hold data")
     add_action(
