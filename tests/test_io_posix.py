@@ -41,6 +41,10 @@ conformance:
   exclude: [{{match: mkfifo, reason: "left out as the seed did (no FIFOs on XtreemFS)"}}]
 replay: {{enabled: true, size: 2M, streams: [1, 2], sync: [false, true]}}
 identities: {{enabled: true, users: [{alice}, {bob}]}}
+thresholds:
+  - {{metric: conformance.local.total.rate, op: ">=", value: 1.0}}
+  - {{metric: conformance.sshfs.chown.rate, op: ">=", value: 0.99}}
+  - {{metric: replay.sshfs.write.sync.2.kbps.mean, op: ">", value: 0}}
 """
 
 
@@ -196,6 +200,15 @@ def test_identities_as_two_users(in_depth: InDepthRun) -> None:
     assert visit["ok"] is False and visit["actual"] == "denied"
     assert in_depth.metrics["identities_ok"] is False
     assert in_depth.returncode == 1  # a failed identity check fails the run's verdict
+
+
+def test_thresholds_address_the_in_depth_figures(in_depth: InDepthRun) -> None:
+    got = {t["metric"]: t for t in in_depth.metrics["thresholds"]}
+    assert got["conformance.local.total.rate"]["passed"] is True
+    chown = got["conformance.sshfs.chown.rate"]
+    assert chown["passed"] is False and chown["actual"] < 0.99
+    write = got["replay.sshfs.write.sync.2.kbps.mean"]
+    assert write["passed"] is True and write["actual"] > 0
 
 
 def test_report_and_dashboard_show_the_sections(in_depth: InDepthRun) -> None:

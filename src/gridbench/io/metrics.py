@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from gridbench.errors import ResultsError
+from gridbench.io import posix_analysis as deep
 from gridbench.io.analysis import (
     SPEEDUP_FORMULA,
     cache_effects,
@@ -185,13 +186,16 @@ def build_metrics(run: RunDir) -> dict[str, Any]:
     mat = matrix(rows, baseline)
     bonnie = bonnie_summary(read_records(run.path / "bonnie.jsonl"), baseline)
     conc = concurrency(rows)
+    exclusions = [e.model_dump() for e in spec.conformance.exclude]
+    replays = read_records(run.path / "replay.jsonl")
+    conf = conformance(read_records(run.path / "conformance.jsonl"), baseline, exclusions)
+    replayed = replay(replays, baseline)
     scopes = threshold_scopes(threshold_document(mat, bonnie, conc))
+    scopes |= deep.threshold_scopes(deep.threshold_paths(conf, replayed))
     names = [t.name for t in spec.targets]
     thresholds = [table_keys(r, names) for r in evaluate_thresholds(spec.thresholds, scopes)]
     consistency = read_records(run.path / "consistency.jsonl")
     identities = read_records(run.path / "identities.jsonl")
-    exclusions = [e.model_dump() for e in spec.conformance.exclude]
-    replays = read_records(run.path / "replay.jsonl")
     return {
         "schema": SCHEMA,
         "name": spec.name,
@@ -220,10 +224,8 @@ def build_metrics(run: RunDir) -> dict[str, Any]:
         "bonnie": bonnie,
         "consistency": consistency,
         "http": http_summary(read_records(run.path / "http.jsonl")),
-        "conformance": conformance(
-            read_records(run.path / "conformance.jsonl"), baseline, exclusions
-        ),
-        "replay": replay(replays, baseline),
+        "conformance": conf,
+        "replay": replayed,
         "identities": identities,
         "identities_ok": identities_ok(identities),
         "thresholds": thresholds,

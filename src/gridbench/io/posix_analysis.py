@@ -14,6 +14,7 @@ from typing import Any
 
 from gridbench.io.analysis import merged_latency, speedup
 from gridbench.stats import rep
+from gridbench.thresholds import Scope, single
 
 Row = Mapping[str, Any]
 COUNTED = ("passed", "failed", "skipped", "excluded", "expected_failure", "unexpected_pass")
@@ -162,3 +163,23 @@ def replay_validity_rows(records: Sequence[Row]) -> list[dict[str, Any]]:
 def identities_ok(checks: Sequence[Row]) -> bool:
     """True when every identity check that ran passed (``ok`` None: not run)."""
     return all(c.get("ok") is not False for c in checks)
+
+
+def threshold_paths(conf: Mapping[str, Any], replays: Sequence[Row]) -> dict[str, Any]:
+    """The in-depth figures as thresholds address them (docs/io.md, "Thresholds")::
+
+    conformance.<target>.<syscall>.<field>    rate, failed, passed (syscall total too)
+    replay.<target>.<read|write>.<sync|nosync>.<streams>.<field>   kbps.mean, speedup
+    """
+    doc: dict[str, Any] = {"conformance": {}, "replay": {}}
+    for r in conf.get("table", []):
+        doc["conformance"].setdefault(str(r["target"]), {})[str(r["syscall"])] = r
+    for e in replays:
+        tgt = doc["replay"].setdefault(str(e["target"]), {}).setdefault(str(e["direction"]), {})
+        tgt.setdefault("sync" if e["sync"] else "nosync", {})[str(e["streams"])] = e
+    return doc
+
+
+def threshold_scopes(doc: Mapping[str, Any]) -> dict[str, Scope]:
+    """The scopes of :func:`threshold_paths` for the shared evaluator."""
+    return {"conformance": single(doc, "POSIX conformance"), "replay": single(doc, "replay")}
