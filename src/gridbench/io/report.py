@@ -347,6 +347,9 @@ def _cache_statements(metrics: Mapping[str, Any]) -> Statements | None:
 def _notes(metrics: Mapping[str, Any]) -> list[str]:
     """The terminal's lines under the headline: what the matrix is, the formula."""
     io = metrics.get("iozone", {}) if isinstance(metrics.get("iozone"), Mapping) else {}
+    if not metrics.get("matrix"):  # no matrix ran (e.g. conformance or replay only)
+        out = [f"{metrics.get('name')}: {metrics.get('repetitions')} repetitions"]
+        return out + ([str(metrics.get("speedup_formula"))] if metrics.get("baseline") else [])
     out = [
         f"{metrics.get('name')}: iozone matrix, file {format_size(int(io.get('file_size') or 0))}, "
         f"record {format_size(int(io.get('record_size') or 0))}, close() in timing (-c; fio "
