@@ -236,3 +236,40 @@ def test_report_and_dashboard_show_the_sections(in_depth: InDepthRun) -> None:
     assert page.status_code == 200
     assert "POSIX conformance per system call" in page.text
     assert "Trace replay" in page.text and "ownership and visibility" in page.text
+
+
+def test_a_given_trace_is_replayed_as_written(tmp_path: Path) -> None:
+    """A fio version 2 I/O log written here: every I/O of it, and no other, is replayed."""
+    target = tmp_path / "t"
+    target.mkdir()
+    lines = ["fio version 2 iolog", "/data/db add", "/data/db open"]
+    reads = [i * 8192 for i in range(40)]
+    writes = [i * 8192 + 4096 for i in range(25)]
+    lines += [f"/data/db read {o} 4096" for o in reads]
+    lines += [f"/data/db write {o} 4096" for o in writes]
+    lines.append("/data/db close")
+    trace = tmp_path / "db.iolog"
+    trace.write_text("\n".join(lines) + "\n")
+    spec = tmp_path / "io.yaml"
+    spec.write_text(
+        f"name: given-trace\ntargets: [{{name: t, path: {target}}}]\nrepetitions: 1\n"
+        f"iozone: {{enabled: false}}\ncache: none\n"
+        f"replay: {{enabled: true, trace: {trace}, streams: [2], sync: [false]}}\n"
+    )
+    results = tmp_path / "results"
+    p = subprocess.run(
+        [str(BIN), "io", "run", str(spec)],
+        env=cli_env(results),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    [run] = list(results.iterdir())
+    rows = [json.loads(line) for line in (run / "replay.jsonl").open()]
+    got = {(r["direction"], r["bytes"]) for r in rows}
+    assert got == {("read", 40 * 4096), ("write", 25 * 4096)}  # per stream, both streams
+    assert len(rows) == 4
+    exp = json.loads((run / "experiment.json").read_text())
+    assert exp["replay_trace"] == {"path": str(trace), "format": "fio-iolog-v2", "ios": 65}
