@@ -14,7 +14,7 @@ import pytest
 
 from conftest import BIN, cli_env
 from gridbench.errors import ResultsError, SpecError
-from gridbench.io.conformance import config_text, parse_output, syscall_of
+from gridbench.io.conformance import config_text, parse_output, patterns, syscall_of
 from gridbench.io.identities import User, expected
 from gridbench.io.model_posix import ConformanceSpec
 from gridbench.io.posix_analysis import conformance, excluded_by
@@ -49,6 +49,11 @@ def test_parse_output_per_case_with_messages() -> None:
     assert cases[1]["detail"].endswith("EPERM")
     assert cases[2]["detail"] == "requires features: rename_ctime"
     assert syscall_of("errors::eloop::x") == "other" and syscall_of("truncate::a") == "truncate"
+
+
+def test_patterns_select_syscalls() -> None:
+    assert patterns(["truncate", "chmod"]) == ["truncate::", "chmod::"]
+    assert patterns(list(ConformanceSpec().syscalls)) == []  # all: no filter at all
 
 
 def test_parse_output_refuses_what_is_not_pjdfstest() -> None:
