@@ -161,10 +161,15 @@ class Sshfs:
     log: Path
 
 
-@pytest.fixture
-def sshfs(tmp_path: Path) -> Iterator[Sshfs]:
+@contextlib.contextmanager
+def served_sshfs(tmp_path: Path, *, own_mounts: bool = False) -> Iterator[Sshfs]:
     """sshd on 127.0.0.1:<free high port> with a throwaway key, and an sshfs mount of a
-    served directory. Both are stopped/unmounted afterwards."""
+    served directory, under ``tmp_path``. Both are stopped/unmounted afterwards.
+
+    ``own_mounts`` starts sshd in a mount namespace of its own, so the sshfs mount made
+    after it is not visible to the server: an absolute symlink written through the mount
+    (pjdfstest makes them) then cannot lead the single-threaded SFTP server back into
+    its own client's mount, a loopback-only deadlock a remote server never has."""
     for tool in ("sshd", "sshfs", "ssh-keygen"):
         if shutil.which(tool) is None and not Path(f"/usr/sbin/{tool}").exists():
             pytest.fail(f"{tool} is not installed (scripts/debian-packages.txt lists it)")
@@ -191,8 +196,9 @@ def sshfs(tmp_path: Path) -> Iterator[Sshfs]:
     Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege-separation directory
     sshd = shutil.which("sshd") or "/usr/sbin/sshd"
     with log.open("wb") as lf:
+        ns = ["unshare", "--mount", "--propagation", "private"] if own_mounts else []
         proc = subprocess.Popen(
-            [sshd, "-D", "-e", "-f", str(cfg)], stdout=lf, stderr=subprocess.STDOUT
+            [*ns, sshd, "-D", "-e", "-f", str(cfg)], stdout=lf, stderr=subprocess.STDOUT
         )
     try:
         wait_port(port, proc, log)
@@ -203,6 +209,13 @@ def sshfs(tmp_path: Path) -> Iterator[Sshfs]:
             unmount_sshfs(m)
     finally:
         stop(proc)
+
+
+@pytest.fixture
+def sshfs(tmp_path: Path) -> Iterator[Sshfs]:
+    """sshd and an sshfs mount of a served directory, for one test (:func:`served_sshfs`)."""
+    with served_sshfs(tmp_path) as m:
+        yield m
 
 
 @dataclass

@@ -88,7 +88,11 @@ class Family(Protocol):
     title: str
     #: metrics schema written by ``analyze`` (``gridbench.<family>/N``)
     schema: str
-    validity_rules: Sequence[ValidityRule]
+
+    @property
+    def validity_rules(self) -> Sequence[ValidityRule]:
+        """The rules that decide whether the family's figures can be trusted."""
+        ...
 
     def add_commands(self, sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
         """Add the family's own commands (e.g. ``gridbench io run``) to the parser."""

@@ -95,10 +95,12 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
     """Add ``gridbench io`` and its subcommands."""
     p = sub.add_parser(
         "io",
-        help="storage benchmarks: iozone/Bonnie matrices on fio, speedups, checks",
+        help="storage benchmarks: iozone/Bonnie matrices on fio, speedups, checks, "
+        "POSIX conformance (pjdfstest), trace replay, identities, faults",
         epilog="spec sections (docs/io.md): iozone, bonnie, concurrency, consistency, http; "
         "resilience (faults on a replicated file system's servers on a schedule, time to "
-        "recover, every byte written verified); http_clients (N WebDAV clients at once)",
+        "recover, every byte written verified); http_clients (N WebDAV clients at once); "
+        "conformance (pjdfstest per syscall); replay (fio trace replay); identities",
     )
     isub = p.add_subparsers(dest="io_action", required=True, metavar="ACTION")
     add_action(
@@ -125,7 +127,8 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
         ui,
         args=ActionArgs(spec=_spec_args, results=True),
         help="run an io spec against its targets, then report (exit 1 also when a byte "
-        "written in the resilience phase is lost or corrupt)",
+        "written in the resilience phase is lost or corrupt; conformance needs "
+        "pjdfstest: scripts/install-pjdfstest; identities need root)",
     )
     q.add_argument("--force", action="store_true", help="allow targets that already hold data")
     add_action(

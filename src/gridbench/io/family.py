@@ -12,6 +12,7 @@ from gridbench.family import (
     CleanupOutcome,
     ModuleFamily,
     lazy,
+    not_applicable,
     status_exit_code,
     status_verdict,
 )
@@ -37,6 +38,9 @@ class Storage(ModuleFamily):
             "http",
             "resilience",
             "http_clients",
+            "conformance",
+            "replay",
+            "identities",
             "fio",
             "cache",
         }
@@ -59,8 +63,11 @@ class Storage(ModuleFamily):
     def cleanup(self, run: RunDir, *, dry_run: bool, force: bool) -> CleanupOutcome:
         """(:class:`~gridbench.family.Cleanable`) continue the bricks a killed run left
         paused in its resilience phase; report those it left down."""
+        from gridbench.io.resilience import RECORDS
         from gridbench.io.resilience_cleanup import cleanup_run
 
+        if not (run.path / RECORDS).exists():  # only a resilience phase leaves anything
+            raise not_applicable(self, "cleanup", "it had no resilience phase: nothing to undo")
         return cleanup_run(run, dry_run=dry_run, force=force)
 
     def exit_code(self, metrics: Mapping[str, Any]) -> int:
@@ -68,6 +75,7 @@ class Storage(ModuleFamily):
         ok = metrics.get("thresholds_ok") is True and metrics.get("consistency_ok") is True
         ok = ok and metrics.get("resilience_ok") is not False  # a lost or corrupt byte
         ok = ok and metrics.get("http_clients_ok") is not False
+        ok = ok and metrics.get("identities_ok") is not False  # absent in older runs
         return status_exit_code(metrics, passed=ok)
 
     def verdict(self, metrics: Mapping[str, Any]) -> str:

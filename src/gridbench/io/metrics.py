@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from gridbench.errors import ResultsError
+from gridbench.io import posix_analysis as deep
 from gridbench.io.analysis import (
     SPEEDUP_FORMULA,
     cache_effects,
@@ -22,6 +23,12 @@ from gridbench.io.http_clients_analysis import all_ok as http_clients_all_ok
 from gridbench.io.http_clients_analysis import summarise as http_clients_summary
 from gridbench.io.load import load_io_spec_text
 from gridbench.io.parse import Histogram
+from gridbench.io.posix_analysis import (
+    conformance,
+    identities_ok,
+    replay,
+    replay_validity_rows,
+)
 from gridbench.io.resilience_analysis import summarise as resilience_summary
 from gridbench.io.resilience_analysis import validity_flags as resilience_flags
 from gridbench.io.validity import validity
@@ -183,15 +190,25 @@ def build_metrics(run: RunDir) -> dict[str, Any]:
     mat = matrix(rows, baseline)
     bonnie = bonnie_summary(read_records(run.path / "bonnie.jsonl"), baseline)
     conc = concurrency(rows)
+    exclusions = [e.model_dump() for e in spec.conformance.exclude]
+    replays = read_records(run.path / "replay.jsonl")
+    conf = conformance(read_records(run.path / "conformance.jsonl"), baseline, exclusions)
+    replayed = replay(replays, baseline)
     scopes = threshold_scopes(threshold_document(mat, bonnie, conc))
+    scopes |= deep.threshold_scopes(deep.threshold_paths(conf, replayed))
     names = [t.name for t in spec.targets]
     thresholds = [table_keys(r, names) for r in evaluate_thresholds(spec.thresholds, scopes)]
     consistency = read_records(run.path / "consistency.jsonl")
     resilience = resilience_summary(read_records(run.path / "resilience.jsonl"))
     http_clients = http_clients_summary(read_records(run.path / "http_clients.jsonl"))
-    valid = validity(rows, exp.get("targets", []), include_flush=spec.iozone.include_flush)
+    valid = validity(
+        [*rows, *replay_validity_rows(replays)],
+        exp.get("targets", []),
+        include_flush=spec.iozone.include_flush,
+    )
     if extra := resilience_flags(resilience):
         valid = {**valid, "valid": False, "flags": [*valid["flags"], *extra]}
+    identities = read_records(run.path / "identities.jsonl")
     return {
         "schema": SCHEMA,
         "name": spec.name,
@@ -220,6 +237,10 @@ def build_metrics(run: RunDir) -> dict[str, Any]:
         "bonnie": bonnie,
         "consistency": consistency,
         "http": http_summary(read_records(run.path / "http.jsonl")),
+        "conformance": conf,
+        "replay": replayed,
+        "identities": identities,
+        "identities_ok": identities_ok(identities),
         "thresholds": thresholds,
         "validity": valid,
         "resilience": resilience,

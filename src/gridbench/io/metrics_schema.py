@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gridbench.io.metrics_schema_posix import Conformance, IdentityCheck, Replay
 from gridbench.io.model import FileSharing
 from gridbench.schema import (
     Count,
@@ -263,6 +264,10 @@ class IoMetrics(OpenModel):
     bonnie: list[Bonnie] = []
     consistency: list[Check] = []
     http: list[Http] = []
+    conformance: Conformance | None = None
+    replay: list[Replay] = []
+    identities: list[IdentityCheck] = []
+    identities_ok: Flag = None
     thresholds: list[Threshold] = []
     validity: Validity | None = None
     thresholds_ok: Flag = None

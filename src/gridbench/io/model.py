@@ -20,6 +20,7 @@ from pydantic import (
     model_validator,
 )
 
+from gridbench.io.model_posix import ConformanceSpec, IdentitySpec, ReplaySpec
 from gridbench.io.resilience_model import HttpClientsSpec, ResilienceSpec
 from gridbench.testplan import TestPlan
 from gridbench.thresholds import Op, ThresholdSpec
@@ -263,6 +264,9 @@ class IoSpec(_Strict):
     http_clients: HttpClientsSpec | None = Field(
         default=None, description="N concurrent HTTP/WebDAV clients, upload and download"
     )
+    conformance: ConformanceSpec = Field(default_factory=ConformanceSpec)
+    replay: ReplaySpec = Field(default_factory=ReplaySpec)
+    identities: IdentitySpec | None = None
     thresholds: list[ThresholdSpec] = Field(
         default_factory=list,
         description="limits on paths of the io metrics (docs/io.md); the old "

@@ -36,6 +36,14 @@ CONSISTENCY_S = 0.3
 #: read), plus its small-file create/stat/delete phase.
 BONNIE_PASSES = 5
 BONNIE_FILES_S = 5.0
+#: pjdfstest's 398 cases on one local target: 1.7 s on an idle machine, 6 s with both
+#: cores busy (measured on /tmp, ext4); a network file system takes longer.
+CONFORMANCE_S = 3.0
+#: One target's identity checks: about 140 coreutils probes run as other users (1 s).
+IDENTITIES_S = 1.0
+#: An O_SYNC replay's rate over the whole trace (70% reads): every write waits for the
+#: disk (4 MiB trace on /tmp, ext4: 1.0..1.3 s per replay, 1 or 2 streams).
+OSYNC_RATE_BPS = 4 * 1024**2
 #: Starting the command, preparing the targets, analysis and the reports (2 s measured).
 RUN_FIXED_S = 2.0
 
@@ -128,6 +136,30 @@ def http_clients_seconds(spec: IoSpec) -> float:
     return h.repetitions * sum(2 * n * h.size / ASSUMED_RATE_BPS + FIO_START_S for n in h.clients)
 
 
+def in_depth_steps(spec: IoSpec) -> list[IoStep]:
+    """Conformance per target, the trace's recording, its replays (per repetition,
+    target, O_SYNC and stream count: a layout plus the replay) and the identity checks,
+    in the runner's order (:mod:`gridbench.io.runner_posix`)."""
+    out: list[IoStep] = []
+    if spec.conformance.enabled:
+        out += [IoStep(t.name, None, "POSIX conformance", CONFORMANCE_S) for t in spec.targets]
+    r = spec.replay
+    if r.enabled:
+        first = spec.baseline or spec.targets[0].name
+        if r.trace is None:
+            out.append(IoStep(first, None, "recording the trace", fio_seconds(r.size)))
+        for rep in range(spec.repetitions):
+            for t in spec.targets:
+                for i, (sync, n) in enumerate((s, n) for s in r.sync for n in r.streams):
+                    layout = fio_seconds(r.size) if i == 0 else 0.0
+                    what = f"replay {n} streams {'osync' if sync else 'nosync'}"
+                    secs = fio_seconds(n * r.size) + (r.size / OSYNC_RATE_BPS if sync else 0.0)
+                    out.append(IoStep(t.name, rep, what, layout + secs))
+    if spec.identities is not None and spec.identities.enabled:
+        out += [IoStep(t.name, None, "identity checks", IDENTITIES_S) for t in spec.targets]
+    return out
+
+
 def steps(spec: IoSpec) -> list[IoStep]:
     """Every step, in the order the runner takes them."""
     out: list[IoStep] = []
@@ -144,6 +176,7 @@ def steps(spec: IoSpec) -> list[IoStep]:
         for t in spec.targets:
             secs = consistency_seconds(spec, t.peer is not None)
             out.append(IoStep(t.name, None, "consistency checks", secs))
+    out += in_depth_steps(spec)
     if spec.http is not None:
         out.append(IoStep("", None, "HTTP transfers", http_seconds(spec)))
     if spec.resilience is not None:

@@ -24,6 +24,7 @@ from gridbench.io.report_checks import (
 )
 from gridbench.io.report_http_clients import findings as http_clients_findings
 from gridbench.io.report_http_clients import sections as http_clients_sections
+from gridbench.io.report_posix import in_depth_findings, in_depth_sections
 from gridbench.io.report_resilience import findings as resilience_findings
 from gridbench.io.report_resilience import sections as resilience_sections
 from gridbench.io.report_tables import (
@@ -76,6 +77,7 @@ def build_report(metrics: Mapping[str, Any], **configured: Unpack[Configured]) -
         concurrency_table(metrics),
         consistency_table(metrics),
         http_table(metrics),
+        *in_depth_sections(metrics),
         threshold_table(metrics),
         validity_table(metrics),
         runtime_table(metrics),
@@ -226,6 +228,7 @@ def _findings(metrics: Mapping[str, Any]) -> list[Finding]:
         *http_clients_findings(metrics),
         *_validity_findings(metrics),
         *_speedup_findings(metrics),
+        *in_depth_findings(metrics),
     ]
     out = [f for f in found if f is not None]
     if metrics.get("status") == "completed" and not any(f.status != "info" for f in out):
@@ -354,6 +357,9 @@ def _cache_statements(metrics: Mapping[str, Any]) -> Statements | None:
 def _notes(metrics: Mapping[str, Any]) -> list[str]:
     """The terminal's lines under the headline: what the matrix is, the formula."""
     io = metrics.get("iozone", {}) if isinstance(metrics.get("iozone"), Mapping) else {}
+    if not metrics.get("matrix"):  # no matrix ran (e.g. conformance or replay only)
+        out = [f"{metrics.get('name')}: {metrics.get('repetitions')} repetitions"]
+        return out + ([str(metrics.get("speedup_formula"))] if metrics.get("baseline") else [])
     out = [
         f"{metrics.get('name')}: iozone matrix, file {format_size(int(io.get('file_size') or 0))}, "
         f"record {format_size(int(io.get('record_size') or 0))}, close() in timing (-c; fio "

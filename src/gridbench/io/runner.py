@@ -83,6 +83,8 @@ def needed_bytes(spec: IoSpec, target: str | None = None) -> int:
         need = max(need, 4 * spec.consistency.file_size)
     if spec.resilience is not None and target in (None, spec.resilience.target):
         need = max(need, spec.resilience.max_bytes)
+    if spec.replay.enabled:
+        need = max(need, spec.replay.size)
     if spec.http is not None and target is not None and spec.http.compare_target == target:
         need = max(need, max(spec.http.sizes, default=0))
     return need
@@ -161,7 +163,8 @@ class IoRunner:
         self.root = root
         self.force = force
         self.progress = progress or (lambda _msg: None)
-        self.fio = find_fio(spec.fio) if (spec.iozone.enabled or spec.concurrency.enabled) else ""
+        uses_fio = spec.iozone.enabled or spec.concurrency.enabled or spec.replay.enabled
+        self.fio = find_fio(spec.fio) if uses_fio else ""
         self.targets: list[TargetState] = []
         self.run: RunDir | None = None
         self._seq = 0
@@ -172,6 +175,9 @@ class IoRunner:
         """Check every target before anything is written, then create the results
         directory and the targets' work directories."""
         spec = self.spec
+        from gridbench.io.runner_posix import check_in_depth
+
+        check_in_depth(self)
         checked = []
         for t in spec.targets:
             root = check_target(t.name, t.path, force=t.force or self.force)
@@ -270,6 +276,10 @@ class IoRunner:
         if stderr.strip():
             base.with_suffix(".stderr").write_text(stderr, encoding="utf-8")
         return _parse_output(out, argv)
+
+    def run_jobs(self, label: str, jobs: list[FioJob], bytes_moved: int) -> list[JobResult]:
+        """One fio run, its job file and raw output kept in raw/ (the in-depth phases)."""
+        return self._fio(label, jobs, bytes_moved)
 
     def _drop(self, s: TargetState) -> None:
         if s.mode.used == "drop_caches" and not cache.drop_caches():
@@ -447,6 +457,9 @@ class IoRunner:
                         append_record(
                             run.path / "consistency.jsonl", {"target": s.prepared.name, **res}
                         )
+            from gridbench.io.runner_posix import run_in_depth
+
+            run_in_depth(self)  # conformance, trace replay, identities
             if self.spec.http is not None:
                 from gridbench.io.http import run_http
 

@@ -76,7 +76,7 @@ def resolution(runtime_s: float) -> float | None:
 def _groups(rows: Sequence[Row]) -> dict[_Key, list[Row]]:
     out: dict[_Key, list[Row]] = defaultdict(list)
     for r in rows:
-        if r.get("kind") not in ("iozone", "concurrency"):
+        if r.get("kind") not in ("iozone", "concurrency", "replay"):
             continue
         if not isinstance(r.get("runtime_s"), int | float):
             continue
@@ -166,6 +166,8 @@ def cached_write_flags(
     for (kind, target, test, clients, direction), rs in _groups(rows).items():
         mode = used.get(target)
         if direction != "write" or mode is None or mode == "direct":
+            continue
+        if all(r.get("sync") is True for r in rs):  # O_SYNC replays wait for the storage
             continue
         flags.append(
             {
