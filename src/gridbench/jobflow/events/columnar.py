@@ -79,7 +79,7 @@ class ArrowEventLog:
     """Buffered, append-only writer of one trial's events as Arrow record batches; the
     same interface as :class:`gridbench.jobflow.events.log.EventLog`."""
 
-    def __init__(self, path: str | os.PathLike[str], *, batch_size: int = 256) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, batch_size: int = 4096) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.segment = _next_segment(self.path)

@@ -89,7 +89,18 @@ def read_event_log(
 
 def read_trial_log(trial_dir: Path, *, columns: Sequence[str] | None = None) -> pl.DataFrame:
     """The trial's events (empty when none were recorded)."""
+    return read_trial_log_counted(trial_dir, columns=columns)[0]
+
+
+def read_trial_log_counted(
+    trial_dir: Path, *, columns: Sequence[str] | None = None
+) -> tuple[pl.DataFrame, int]:
+    """The trial's events and the torn batches skipped (a CSV log's torn line is not
+    counted: it is cut by the next writer and carries no batch)."""
     path = trial_log_path(trial_dir)
     if path is None:
-        return empty_events().select(columns) if columns is not None else empty_events()
-    return read_event_log(path, columns=columns)
+        return (empty_events().select(columns) if columns is not None else empty_events()), 0
+    if is_columnar(path):
+        read = read_columnar(path, columns=columns)
+        return read.events, read.torn
+    return read_events(path, columns=columns), 0
