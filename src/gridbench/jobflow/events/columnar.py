@@ -227,7 +227,8 @@ def read_columnar(
     table = pa.Table.from_batches(batches, schema=ARROW_SCHEMA).select(cols)
     frame = pl.from_arrow(table, rechunk=False)
     assert isinstance(frame, pl.DataFrame)
-    return ColumnarRead(frame.cast({c: EVENT_SCHEMA[c] for c in cols}), torn)
+    # one chunk: the analysis runs many passes over the frame; 4,096-event chunks slow each
+    return ColumnarRead(frame.cast({c: EVENT_SCHEMA[c] for c in cols}).rechunk(), torn)
 
 
 def _read_segment(source: str, size: int, seg: Path, out: list[pa.RecordBatch]) -> int:
