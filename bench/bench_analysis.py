@@ -173,7 +173,7 @@ def generate(run: Path, n: int, rate: float = 1000.0, seed: int = 1) -> int:
 
 
 CHILD = r"""
-import json, resource, sys, time
+import json, sys, time
 from pathlib import Path
 mode, fmt, run = sys.argv[1], sys.argv[2], Path(sys.argv[3])
 t = time.perf_counter()
@@ -200,7 +200,9 @@ else:
     m = analyze_run(run, write=True)
     extra = {"statement": m["bottleneck"]["statement"], "valid": m["validity"]["valid"]}
 wall = time.perf_counter() - t
-rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+# VmHWM, not ru_maxrss: ru_maxrss survives exec, so it would report the bench's own peak
+hwm = [l for l in open("/proc/self/status") if l.startswith("VmHWM:")][0]
+rss = int(hwm.split()[1]) * 1024
 print(json.dumps({"seconds": wall, "import_seconds": imported, "peak_rss_bytes": rss, **extra}))
 """
 

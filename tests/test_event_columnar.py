@@ -141,6 +141,20 @@ def test_kill_9_of_a_run_mid_trial_then_analyze(tmp_path: Path) -> None:
     assert trial["events_torn"] == 1
     submitted = before.filter(pl.col("stage") == "submit")["job"].n_unique()
     assert submitted >= 20 and trial["jobs"]["submitted"] == submitted
+    # cleanup appends its cancelled stamps as the next segment of the columnar log
+    acked = before.filter(pl.col("stage") == "submit_ack")["job"].n_unique()
+    c = subprocess.run(
+        [str(BIN), "cleanup", str(run), "--yes"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert c.returncode == 0, c.stderr
+    assert f"cancelled {acked} jobs" in c.stdout
+    assert (log.parent / "events.1.arrows").exists()
+    after, torn = read_trial_log_counted(log.parent)
+    assert torn == 1 and after.filter(pl.col("stage") == "cancelled").height == acked
 
 
 # --- the same events, CSV or columnar: identical metrics ---------------------------------
@@ -323,7 +337,7 @@ def test_a_planted_link_is_not_followed(tmp_path: Path) -> None:
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
     cut=st.integers(0, 10**6),
