@@ -377,3 +377,20 @@ def test_export_gives_csv_and_parquet_from_either_format(tmp_path: Path) -> None
     (tmp_path / "empty-run").mkdir()
     with pytest.raises(ResultsError, match="no trial"):
         export_events(tmp_path / "empty-run", "csv")
+
+
+def test_a_full_disk_is_one_error_and_the_log_stays_readable(tmp_path: Path) -> None:
+    from io_fixtures import mounted_tmpfs
+
+    from gridbench.errors import ResourceError
+
+    with mounted_tmpfs(tmp_path / "small", "384k") as mnt:
+        path = mnt / "events.arrows"
+        log = ArrowEventLog(path, batch_size=500)
+        with pytest.raises(ResourceError) as err:
+            for i in range(1_000_000):
+                log.append(f"job-{i:08d}", "submit", i, attrs={"pad": "x" * 40})
+        assert "No space left on device" in err.value.message and err.value.where == str(path)
+        read = read_columnar(path)
+        assert read.torn <= 1 and read.events.height >= 500
+        assert read.events["job"].to_list() == [f"job-{i:08d}" for i in range(read.events.height)]

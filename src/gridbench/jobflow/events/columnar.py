@@ -17,17 +17,15 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import polars as pl
 import pyarrow as pa
 
 from gridbench.errors import ResultsError, resource_error
+from gridbench.jobflow.events.log import Origin
 from gridbench.jobflow.events.model import EVENT_COLUMNS, EVENT_SCHEMA, Event
 from gridbench.store.safe_open import opened_store_file
-
-if TYPE_CHECKING:
-    from gridbench.jobflow.events.log import Origin
 
 ARROW_SUFFIX = ".arrows"
 FORMAT_KEY, FORMAT = b"gridbench", b"events/1"
@@ -128,18 +126,8 @@ class ArrowEventLog:
 
     def add(self, event: Event) -> None:
         """Record an :class:`Event`."""
-        self.append_frame_rows(
-            [(event.job, event.stage, event.t_ns, event.source, event.precision_ns,
-              event.agent, event.clock_offset_ns, _dumps(event.attrs) if event.attrs else None)]
-        )  # fmt: skip
-
-    def append_frame_rows(self, rows: Sequence[tuple[Any, ...]]) -> None:
-        """Record whole rows in :data:`EVENT_COLUMNS` order."""
-        for col, values in zip(self._cols, zip(*rows, strict=True), strict=True):
-            col.extend(values)
-        self.count += len(rows)
-        if len(self._cols[0]) >= self._batch:
-            self.flush()
+        origin = Origin(event.source, event.precision_ns, event.agent, event.clock_offset_ns)
+        self.append(event.job, event.stage, event.t_ns, origin, attrs=event.attrs)
 
     def extend(self, events: Iterable[Event]) -> None:
         for e in events:
