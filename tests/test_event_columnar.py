@@ -18,13 +18,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import BIN, cli_env
-from gridbench.errors import ResultsError
+from gridbench.errors import ResourceError, ResultsError
 from gridbench.jobflow.analysis import analyze_run
 from gridbench.jobflow.events.columnar import ArrowEventLog, read_columnar
 from gridbench.jobflow.events.export import export_events
 from gridbench.jobflow.events.log import EventLog, Origin, read_events
 from gridbench.jobflow.events.trial_log import read_trial_log, read_trial_log_counted
 from gridbench.jobflow.run.agent_collect import merge_logs
+from io_fixtures import mounted_tmpfs
 
 WRITER = r"""
 import sys
@@ -380,10 +381,6 @@ def test_export_gives_csv_and_parquet_from_either_format(tmp_path: Path) -> None
 
 
 def test_a_full_disk_is_one_error_and_the_log_stays_readable(tmp_path: Path) -> None:
-    from io_fixtures import mounted_tmpfs
-
-    from gridbench.errors import ResourceError
-
     with mounted_tmpfs(tmp_path / "small", "384k") as mnt:
         path = mnt / "events.arrows"
         log = ArrowEventLog(path, batch_size=500)
