@@ -23,7 +23,11 @@ from gridbench.jobflow.analysis import analyze_run
 from gridbench.jobflow.events.columnar import ArrowEventLog, read_columnar
 from gridbench.jobflow.events.export import export_events
 from gridbench.jobflow.events.log import EventLog, Origin, read_events
-from gridbench.jobflow.events.trial_log import read_trial_log, read_trial_log_counted
+from gridbench.jobflow.events.trial_log import (
+    open_trial_log,
+    read_trial_log,
+    read_trial_log_counted,
+)
 from gridbench.jobflow.run.agent_collect import merge_logs
 from io_fixtures import mounted_tmpfs
 
@@ -391,3 +395,17 @@ def test_a_full_disk_is_one_error_and_the_log_stays_readable(tmp_path: Path) -> 
         read = read_columnar(path)
         assert read.torn <= 1 and read.events.height >= 500
         assert read.events["job"].to_list() == [f"job-{i:08d}" for i in range(read.events.height)]
+
+
+def test_a_trial_keeps_the_format_it_has(tmp_path: Path) -> None:
+    old, new = tmp_path / "old", tmp_path / "new"
+    with EventLog(old / "events.csv") as log:
+        log.append("j0", "submit", 1)
+    for d in (old, new):
+        w = open_trial_log(d, "arrow")
+        w.append("j1", "submit", 2)
+        w.close()
+    assert not (old / "events.arrows").exists() and not (new / "events.csv").exists()
+    assert read_trial_log(old)["job"].to_list() == ["j0", "j1"]
+    assert read_trial_log(new)["job"].to_list() == ["j1"]
+    assert read_trial_log(tmp_path / "none").height == 0
