@@ -199,31 +199,57 @@ def read_columnar(
     allocating it; every batch is validated before use; a file that is not such a log is
     one :class:`ResultsError` naming it."""
     p = Path(path)
-    batches: list[pa.RecordBatch] = []
-    torn = 0
     segs = segments(p)
     if not segs:
         raise ResultsError(
             "event log not found", where=str(p), fix="check the results directory path"
         )
+    frames = _Frames(list(columns) if columns is not None else list(EVENT_COLUMNS))
+    torn = 0
     for seg in segs:
         if store:
             with opened_store_file(seg) as (source, size):
-                torn += _read_segment(source, size, seg, batches)
+                torn += _read_segment(source, size, seg, frames)
         else:
-            torn += _read_segment(str(seg), seg.stat().st_size, seg, batches)
-    cols = list(columns) if columns is not None else list(EVENT_COLUMNS)
-    if not batches:
-        return ColumnarRead(pl.DataFrame(schema=EVENT_SCHEMA).select(cols), torn)
-    # one dictionary for all batches: polars then casts each dictionary column once
-    table = pa.Table.from_batches(batches, schema=ARROW_SCHEMA).select(cols).unify_dictionaries()
-    frame = pl.from_arrow(table, rechunk=False)
-    assert isinstance(frame, pl.DataFrame)
-    # left in its batches' chunks: a rechunk would copy the frame for no measured gain
-    return ColumnarRead(frame.cast({c: EVENT_SCHEMA[c] for c in cols}), torn)
+            torn += _read_segment(str(seg), seg.stat().st_size, seg, frames)
+    return ColumnarRead(frames.frame(), torn)
 
 
-def _read_segment(source: str, size: int, seg: Path, out: list[pa.RecordBatch]) -> int:
+class _Frames:
+    """Batches turned into polars a group at a time, so the dictionary-to-string copy of
+    one group, not of the whole log, is alive next to the result."""
+
+    GROUP = 256  # batches: ~1 M events of a busy trial
+
+    def __init__(self, cols: list[str]) -> None:
+        self.cols = cols
+        self.pending: list[pa.RecordBatch] = []
+        self.done: list[pl.DataFrame] = []
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        self.pending.append(batch)
+        if len(self.pending) >= self.GROUP:
+            self._convert()
+
+    def _convert(self) -> None:
+        if not self.pending:
+            return
+        table = pa.Table.from_batches(self.pending, schema=ARROW_SCHEMA).select(self.cols)
+        self.pending = []
+        # one dictionary per column for the group: polars casts each column once
+        frame = pl.from_arrow(table.unify_dictionaries(), rechunk=False)
+        assert isinstance(frame, pl.DataFrame)
+        self.done.append(frame.cast({c: EVENT_SCHEMA[c] for c in self.cols}))
+
+    def frame(self) -> pl.DataFrame:
+        self._convert()
+        if not self.done:
+            return pl.DataFrame(schema=EVENT_SCHEMA).select(self.cols)
+        # left in chunks: a rechunk would copy the whole frame for no measured gain
+        return pl.concat(self.done, how="vertical", rechunk=False)
+
+
+def _read_segment(source: str, size: int, seg: Path, out: _Frames) -> int:
     """Append ``seg``'s whole batches to ``out``; 1 when its tail was torn, else 0."""
     if size == 0:
         return 0
@@ -257,7 +283,7 @@ def _read_segment(source: str, size: int, seg: Path, out: list[pa.RecordBatch]) 
             raise ResultsError(
                 f"damaged event batch: {str(exc)[:200]}", where=str(seg), fix=_FIX
             ) from None
-        out.append(batch)
+        out.add(batch)
 
 
 def _check_schema(schema: pa.Schema, seg: Path) -> None:
