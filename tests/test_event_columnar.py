@@ -410,3 +410,20 @@ def test_a_trial_keeps_the_format_it_has(tmp_path: Path) -> None:
     assert read_trial_log(old)["job"].to_list() == ["j0", "j1"]
     assert read_trial_log(new)["job"].to_list() == ["j1"]
     assert read_trial_log(tmp_path / "none").height == 0
+
+
+def test_reading_in_groups_gives_the_same_frame(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gridbench.jobflow.events import columnar
+
+    path = tmp_path / "events.arrows"
+    with ArrowEventLog(path, batch_size=10) as log:
+        for i in range(95):
+            origin = Origin("ce" if i % 2 else "client", 1_000, f"agent-{i % 3}", i % 3)
+            log.append(f"j{i}", ["submit", "ce_entry", "client_done"][i % 3], i, origin)
+    whole = read_columnar(path).events
+    monkeypatch.setattr(columnar, "CONVERT_GROUP", 3)
+    grouped = read_columnar(path).events
+    assert grouped.equals(whole) and grouped.n_chunks() > 1 and whole.height == 95
+    assert grouped["agent"].to_list() == [f"agent-{i % 3}" for i in range(95)]

@@ -215,11 +215,13 @@ def read_columnar(
     return ColumnarRead(frames.frame(), torn)
 
 
+#: batches turned into polars at a time (~1 M events of a busy trial)
+CONVERT_GROUP = 256
+
+
 class _Frames:
     """Batches turned into polars a group at a time, so the dictionary-to-string copy of
     one group, not of the whole log, is alive next to the result."""
-
-    GROUP = 256  # batches: ~1 M events of a busy trial
 
     def __init__(self, cols: list[str]) -> None:
         self.cols = cols
@@ -228,7 +230,7 @@ class _Frames:
 
     def add(self, batch: pa.RecordBatch) -> None:
         self.pending.append(batch)
-        if len(self.pending) >= self.GROUP:
+        if len(self.pending) >= CONVERT_GROUP:
             self._convert()
 
     def _convert(self) -> None:
