@@ -315,6 +315,7 @@ def _other_schema_stream() -> bytes:
         ("garbage", os.urandom(4096), "not an Arrow IPC stream"),
         ("csv", b"job,stage,t_ns\nj1,submit,1\n", "not an Arrow IPC stream"),
         ("huge-length", b"\xff\xff\xff\xff\xf0\xff\xff\x7f" + b"\0" * 64, None),
+        ("huge-length-long", b"\xff\xff\xff\xff\xf0\xff\xff\x7f" + b"\0" * 8192, "readable"),
         ("other-schema", _other_schema_stream(), "marker"),
     ],
 )
@@ -427,3 +428,28 @@ def test_reading_in_groups_gives_the_same_frame(
     grouped = read_columnar(path).events
     assert grouped.equals(whole) and grouped.n_chunks() > 1 and whole.height == 95
     assert grouped["agent"].to_list() == [f"agent-{i % 3}" for i in range(95)]
+
+
+def test_export_command(tmp_path: Path) -> None:
+    jobs = [(i * 1000, [5, 6, 7, 8], "none", "agent-0") for i in range(20)]
+    run = tmp_path / "results" / "r1"
+    _write_trial(run / "trials" / "p00-t00", jobs, True)
+    (run / "experiment.json").write_text(json.dumps({"name": "x", "status": "complete"}))
+    env = cli_env(tmp_path / "results")
+    p = subprocess.run(
+        [str(BIN), "export", str(run), "--format", "parquet", "--out", str(tmp_path / "out")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert p.returncode == 0, p.stderr
+    assert "p00-t00: 100 events" in p.stdout
+    got = pl.read_parquet(tmp_path / "out" / "p00-t00.events.parquet")
+    assert got.equals(read_trial_log(run / "trials" / "p00-t00"))
+    (run / "trials" / "p00-t00" / "events.arrows").write_bytes(b"\xff\xff\xff\xff" + b"\x01" * 8192)
+    bad = subprocess.run(
+        [str(BIN), "export", str(run)], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert bad.returncode != 0 and "Traceback" not in bad.stderr
+    assert "events.arrows" in bad.stderr and "fix" in bad.stderr.lower()

@@ -48,7 +48,9 @@ _dumps = json.JSONEncoder(separators=(",", ":"), default=str).encode
 # pyarrow's words for a message cut short (the writer died mid-batch), as against garbage
 _TORN = re.compile(r"Expected to (be able to )?read|bytes available")
 _CONTINUATION = b"\xff\xff\xff\xff"
-_FIX = "the file is not a gridbench event log or is damaged; re-run the trial or remove it"
+# our schema message is under 1 KiB: a longer file whose schema is cut short is no torn log
+_SCHEMA_MAX = 4096
+_FIX = "the file is not a gridbench event log or is damaged; re-run the trial, or move the file aside"
 
 
 def segments(path: Path) -> list[Path]:
@@ -262,7 +264,7 @@ def _read_segment(source: str, size: int, seg: Path, out: _Frames) -> int:
     try:
         reader = pa.ipc.open_stream(pa.memory_map(source))
     except (pa.ArrowException, OSError, ValueError) as exc:
-        if _TORN.search(str(exc)):
+        if _TORN.search(str(exc)) and size < _SCHEMA_MAX:
             return 1  # the writer died while writing the schema: no events
         raise ResultsError(
             f"not a readable event log: {str(exc)[:200]}", where=str(seg), fix=_FIX
