@@ -50,7 +50,7 @@ _TORN = re.compile(r"Expected to (be able to )?read|bytes available")
 _CONTINUATION = b"\xff\xff\xff\xff"
 # our schema message is under 1 KiB: a longer file whose schema is cut short is no torn log
 _SCHEMA_MAX = 4096
-_FIX = "the file is not a gridbench event log or is damaged; re-run the trial, or move the file aside"
+_FIX = "not a gridbench event log, or damaged: re-run the trial, or move the file aside"
 
 
 def segments(path: Path) -> list[Path]:
