@@ -453,3 +453,20 @@ def test_export_command(tmp_path: Path) -> None:
     )
     assert bad.returncode != 0 and "Traceback" not in bad.stderr
     assert "events.arrows" in bad.stderr and "fix" in bad.stderr.lower()
+
+
+def test_writing_the_log_does_not_import_pandas(tmp_path: Path) -> None:
+    # pa.array(list) would: ~0.5 s at the first flush, and longer collections afterwards
+    code = (
+        "import sys\n"
+        "from gridbench.jobflow.events.columnar import ArrowEventLog\n"
+        f"with ArrowEventLog({str(tmp_path / 'e.arrows')!r}, batch_size=100) as log:\n"
+        "    for i in range(1000):\n"
+        "        log.append(f'j{i}', 'submit', i, attrs={'k': i} if i % 2 else None)\n"
+        "print('pandas' in sys.modules)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
+    assert read_columnar(tmp_path / "e.arrows").events.height == 1000
