@@ -84,7 +84,7 @@ file = {root}/allowed-subjects
 map_to_user = zero nobody:nogroup
 
 [lrms]
-lrms = fork
+{lrms_lines}
 
 [arex]
 controldir = {root}/control
@@ -111,8 +111,15 @@ logfile = {root}/log/infoprovider.log
 
 [infosys/cluster]
 
-[queue:fork]
+[queue:{queue}]
 """
+#: the ``[lrms]`` lines of each LRMS the tests run A-REX over (REAL-SYSTEMS.md)
+LRMS_LINES = {
+    "fork": "lrms = fork",
+    # without slurmdbd, sacct fails and A-REX never sees a job end: scontrol instead
+    "slurm": "lrms = slurm\nslurm_bin_path = /usr/bin\nslurm_wakeupperiod = 5\n"
+    "slurm_use_sacct = no",
+}
 
 
 @dataclass
@@ -122,6 +129,9 @@ class ArcSite:
     root: Path  # everything: CA, certificates, arc.conf, control/session dirs, logs
     port: int = field(default_factory=free_port)
     pids: dict[str, int] = field(default_factory=dict)
+    lrms: str = "fork"  # or "slurm": then ``lrms_env`` reaches the suite's cluster
+    queue: str = "fork"  # the LRMS queue (a Slurm partition)
+    lrms_env: dict[str, str] = field(default_factory=dict)
 
     @property
     def url(self) -> str:
@@ -198,7 +208,15 @@ class ArcSite:
             "-out", str(dh), env=False,
         )  # fmt: skip
         os.chmod(dh, 0o600)
-        self.conf.write_text(ARC_CONF.format(host=HOST, root=self.root, url=self.url))
+        self.conf.write_text(
+            ARC_CONF.format(
+                host=HOST,
+                root=self.root,
+                url=self.url,
+                lrms_lines=LRMS_LINES[self.lrms],
+                queue=self.queue,
+            )
+        )
         self.run("arcproxy")  # the test user's proxy (no password on the test key)
         self._start("ws", WS_START, self.root / "run" / "arex-ws.pid")
         self._wait_tls()
@@ -222,7 +240,7 @@ class ArcSite:
 
     def _start(self, name: str, script: Path, pid_file: Path) -> None:
         log = self.root / "log" / f"{name}-start.out"
-        env = {**os.environ, "ARC_CONFIG": str(self.conf)}
+        env = {**os.environ, **self.lrms_env, "ARC_CONFIG": str(self.conf)}
         rc = run_logged([str(script)], log, env=env, cwd=self.root, timeout=START_TIMEOUT_S)
         if rc != 0:
             raise SiteError(f"{script.name} exited {rc}\n{log_tail(log)}\n{self.log_tails()}")
@@ -339,7 +357,9 @@ def have_arc() -> bool:
 
 
 @contextlib.contextmanager
-def running_site() -> Iterator[ArcSite]:
+def running_site(
+    lrms: str = "fork", queue: str = "fork", lrms_env: dict[str, str] | None = None
+) -> Iterator[ArcSite]:
     """A started site, stopped (and its temporary directory removed) on exit."""
     if os.geteuid() != 0:
         pytest.fail("the ARC test site must run as root (A-REX maps jobs to nobody)")
@@ -352,7 +372,10 @@ def running_site() -> Iterator[ArcSite]:
         )
     with (
         scratch_dir("gb-arc-", 0o755) as tmp,  # 0o755: jobs run as nobody in session/
-        started(ArcSite(tmp), (SiteError, subprocess.TimeoutExpired)) as site,
+        started(
+            ArcSite(tmp, lrms=lrms, queue=queue, lrms_env=dict(lrms_env or {})),
+            (SiteError, subprocess.TimeoutExpired),
+        ) as site,
     ):
         yield site
 

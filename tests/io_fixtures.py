@@ -265,7 +265,9 @@ def nginx_dav(tmp_path: Path) -> Iterator[DavServer]:
         "http "
         f"{{\n access_log off;\n{temps} server {{\n  listen 127.0.0.1:{port};\n  root {root};\n"
         "  client_max_body_size 0;\n  location /dav/ "
-        "{ dav_methods PUT DELETE MKCOL; create_full_put_path on; }\n }\n}\n"
+        "{ dav_methods PUT DELETE MKCOL; create_full_put_path on; }\n"
+        # uploads over 1 MiB refused (413): the time to refusal of http_clients
+        "  location /limited/ { client_max_body_size 1m; dav_methods PUT DELETE; }\n }\n}\n"
     )
     with (d / "stdout.log").open("wb") as lf:
         proc = subprocess.Popen(

@@ -29,6 +29,7 @@ RESULTS = ROOT / "results"  # the default results folder, as a user at the root 
 NEEDS = {
     "edgi-site.yaml": "a grid serving EDGI reports on port 8750 for a ten-hour campaign",
     "io-seed-nfs.yaml": "the candidate and native NFS mounts under /mnt",
+    "io-resilience-gluster.yaml": "a GlusterFS replica-3 volume mounted on /mnt/gv0",
     "slurm-paths-users.yaml": "a Slurm site with the users alice and bob and their JWTs",
 }
 

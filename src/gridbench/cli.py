@@ -247,6 +247,9 @@ def build_parser() -> argparse.ArgumentParser:
     ui = CliUi()
     for fam in families():
         fam.add_commands(sub, ui)
+    from gridbench.model.commands import add_commands as add_model_commands
+
+    add_model_commands(sub, ui)  # what-if models of job-flow runs (not a family: no kind)
 
     # the generic commands on the results store: (name, help, takes a run, handler)
     generic: tuple[tuple[str, str, bool, Callable[[argparse.Namespace], int]], ...] = (

@@ -94,7 +94,11 @@ _spec_args = functools.partial(
 def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
     """Add ``gridbench io`` and its subcommands."""
     p = sub.add_parser(
-        "io", help="storage benchmarks: iozone/Bonnie matrices on fio, speedups, checks"
+        "io",
+        help="storage benchmarks: iozone/Bonnie matrices on fio, speedups, checks",
+        epilog="spec sections (docs/io.md): iozone, bonnie, concurrency, consistency, http; "
+        "resilience (faults on a replicated file system's servers on a schedule, time to "
+        "recover, every byte written verified); http_clients (N WebDAV clients at once)",
     )
     isub = p.add_subparsers(dest="io_action", required=True, metavar="ACTION")
     add_action(
@@ -120,7 +124,8 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
         cmd_run,
         ui,
         args=ActionArgs(spec=_spec_args, results=True),
-        help="run an io spec against its targets, then report",
+        help="run an io spec against its targets, then report (exit 1 also when a byte "
+        "written in the resilience phase is lost or corrupt)",
     )
     q.add_argument("--force", action="store_true", help="allow targets that already hold data")
     add_action(

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from gridbench.family import (
     CatalogueEntry,
+    CleanupOutcome,
     ModuleFamily,
     lazy,
     status_exit_code,
@@ -18,6 +19,7 @@ from gridbench.io.metrics import SCHEMA
 
 if TYPE_CHECKING:
     from gridbench.family import Executes
+    from gridbench.store.layout import RunDir
 
 
 class Storage(ModuleFamily):
@@ -33,6 +35,8 @@ class Storage(ModuleFamily):
             "concurrency",
             "consistency",
             "http",
+            "resilience",
+            "http_clients",
             "fio",
             "cache",
         }
@@ -52,9 +56,18 @@ class Storage(ModuleFamily):
         made: Executes = lazy("gridbench.io.runner:runner_for_text")(text, root)
         return made
 
+    def cleanup(self, run: RunDir, *, dry_run: bool, force: bool) -> CleanupOutcome:
+        """(:class:`~gridbench.family.Cleanable`) continue the bricks a killed run left
+        paused in its resilience phase; report those it left down."""
+        from gridbench.io.resilience_cleanup import cleanup_run
+
+        return cleanup_run(run, dry_run=dry_run, force=force)
+
     def exit_code(self, metrics: Mapping[str, Any]) -> int:
         """3 when the run failed, 130 when aborted, 1 when a threshold or check failed."""
         ok = metrics.get("thresholds_ok") is True and metrics.get("consistency_ok") is True
+        ok = ok and metrics.get("resilience_ok") is not False  # a lost or corrupt byte
+        ok = ok and metrics.get("http_clients_ok") is not False
         return status_exit_code(metrics, passed=ok)
 
     def verdict(self, metrics: Mapping[str, Any]) -> str:

@@ -17,6 +17,7 @@ import httpx
 from gridbench.errors import BackendError, GridbenchError
 from gridbench.io import cache
 from gridbench.io.model import HttpSpec
+from gridbench.io.resilience_model import HttpClientsSpec
 from gridbench.io.safety import PreparedTarget, inside
 
 CHUNK = 1024 * 1024
@@ -52,7 +53,7 @@ def _url(base: str, name: str) -> str:
     return base.rstrip("/") + "/" + name
 
 
-def basic_auth(spec: HttpSpec) -> tuple[str, str] | None:
+def basic_auth(spec: HttpSpec | HttpClientsSpec) -> tuple[str, str] | None:
     """(user, password) from the environment variable ``spec.auth_env`` names (never from
     the URL: the spec, its copy and every message stay free of secrets)."""
     if spec.auth_env is None:

@@ -18,8 +18,12 @@ from gridbench.io.analysis import (
     threshold_scopes,
 )
 from gridbench.io.bonnie import COLUMNS as BONNIE_COLUMNS
+from gridbench.io.http_clients_analysis import all_ok as http_clients_all_ok
+from gridbench.io.http_clients_analysis import summarise as http_clients_summary
 from gridbench.io.load import load_io_spec_text
 from gridbench.io.parse import Histogram
+from gridbench.io.resilience_analysis import summarise as resilience_summary
+from gridbench.io.resilience_analysis import validity_flags as resilience_flags
 from gridbench.io.validity import validity
 from gridbench.stats import rep
 from gridbench.store.layout import RunDir, write_json
@@ -183,6 +187,11 @@ def build_metrics(run: RunDir) -> dict[str, Any]:
     names = [t.name for t in spec.targets]
     thresholds = [table_keys(r, names) for r in evaluate_thresholds(spec.thresholds, scopes)]
     consistency = read_records(run.path / "consistency.jsonl")
+    resilience = resilience_summary(read_records(run.path / "resilience.jsonl"))
+    http_clients = http_clients_summary(read_records(run.path / "http_clients.jsonl"))
+    valid = validity(rows, exp.get("targets", []), include_flush=spec.iozone.include_flush)
+    if extra := resilience_flags(resilience):
+        valid = {**valid, "valid": False, "flags": [*valid["flags"], *extra]}
     return {
         "schema": SCHEMA,
         "name": spec.name,
@@ -212,7 +221,12 @@ def build_metrics(run: RunDir) -> dict[str, Any]:
         "consistency": consistency,
         "http": http_summary(read_records(run.path / "http.jsonl")),
         "thresholds": thresholds,
-        "validity": validity(rows, exp.get("targets", []), include_flush=spec.iozone.include_flush),
+        "validity": valid,
+        "resilience": resilience,
+        # a lost or corrupt byte fails the run (None: no resilience phase)
+        "resilience_ok": None if resilience is None else resilience["ok"],
+        "http_clients": http_clients,
+        "http_clients_ok": http_clients_all_ok(http_clients),
         "thresholds_ok": all(t["passed"] for t in thresholds),
         # a check that was not run (ok None) neither passes nor fails the run
         "consistency_ok": all(

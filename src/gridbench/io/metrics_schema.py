@@ -112,6 +112,90 @@ class Http(OpenModel):
     ok: Flag = None
 
 
+class Series(OpenModel):
+    t: list[Num] = []
+    mib_s: list[Num] = []
+    p50_ms: list[Num] = []
+    p99_ms: list[Num] = []
+    errors: list[Num] = []
+
+
+class Fault(OpenModel):
+    action: Text = None
+    server: Text = None
+    address: Text = None
+    at: Num = None
+    t: Num = None
+    ok: Flag = None
+    detail: Text = None
+    before_mib_s: Num = None
+    lowest_mib_s: Num = None
+    throughput_back_s: Num = None
+    worst_p99_ms: Num = None
+
+
+class Recovery(OpenModel):
+    cause: Text = None
+    since: Num = None
+    online_s: Num = None
+    healed_s: Num = None
+    ok: Flag = None
+    detail: Text = None
+
+
+class BadFile(OpenModel):
+    file: Text = None
+    problem: Text = None
+    bytes: Count = None
+
+
+class Integrity(OpenModel):
+    files: Count = None
+    bytes: Count = None
+    seconds: Num = None
+    mib_s: Num = None
+    bad: list[BadFile] = []
+    bad_bytes: Count = None
+    ok: Flag = None
+    read_after: Text = None
+
+
+class Resilience(OpenModel):
+    """The resilience phase: load, faults, recoveries, integrity."""
+
+    target: Text = None
+    duration: Num = None
+    writers: Count = None
+    file_size: Count = None
+    interval: Num = None
+    writes: Count = None
+    write_errors: Count = None
+    bytes_written: Count = None
+    mib_s: Num = None
+    series: Series | None = None
+    faults: list[Fault] = []
+    recoveries: list[Recovery] = []
+    integrity: Integrity | None = None
+    capped_s: Num = None
+    ok: Flag = None
+
+
+class HttpClients(OpenModel):
+    """N concurrent HTTP clients, one direction."""
+
+    clients: Count = None
+    op: Text = None
+    transfers: Count = None
+    per_client_mib_s: dict[str, Num] = {}
+    client_mib_s: Rep | None = None
+    aggregate_mib_s: Rep | None = None
+    sum_mib_s: Rep | None = None
+    refused: Count = None
+    refusal_s: Rep | None = None
+    statuses: list[Text] = []
+    failed: list[Text] = []
+
+
 class Threshold(ThresholdResult):
     """One threshold's result, with io's own fields for its tables."""
 
@@ -183,6 +267,10 @@ class IoMetrics(OpenModel):
     validity: Validity | None = None
     thresholds_ok: Flag = None
     consistency_ok: Flag = None
+    resilience: Resilience | None = None
+    resilience_ok: Flag = None
+    http_clients: list[HttpClients] = []
+    http_clients_ok: Flag = None
 
 
 def validate_metrics(data: Any, where: str = "metrics.json") -> dict[str, Any]:

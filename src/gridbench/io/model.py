@@ -20,6 +20,7 @@ from pydantic import (
     model_validator,
 )
 
+from gridbench.io.resilience_model import HttpClientsSpec, ResilienceSpec
 from gridbench.testplan import TestPlan
 from gridbench.thresholds import Op, ThresholdSpec
 from gridbench.units import Duration, Size, parse_size
@@ -256,6 +257,12 @@ class IoSpec(_Strict):
     concurrency: ConcurrencySpec = Field(default_factory=ConcurrencySpec)
     consistency: ConsistencySpec = Field(default_factory=ConsistencySpec)
     http: HttpSpec | None = None
+    resilience: ResilienceSpec | None = Field(
+        default=None, description="faults on a replicated file system, recovery, integrity"
+    )
+    http_clients: HttpClientsSpec | None = Field(
+        default=None, description="N concurrent HTTP/WebDAV clients, upload and download"
+    )
     thresholds: list[ThresholdSpec] = Field(
         default_factory=list,
         description="limits on paths of the io metrics (docs/io.md); the old "
@@ -288,4 +295,6 @@ class IoSpec(_Strict):
             raise ValueError(f"baseline {self.baseline!r} is not a target ({', '.join(names)})")
         if self.http and self.http.compare_target and self.http.compare_target not in names:
             raise ValueError(f"http.compare_target {self.http.compare_target!r} is not a target")
+        if self.resilience and self.resilience.target not in names:
+            raise ValueError(f"resilience.target {self.resilience.target!r} is not a target")
         return self

@@ -55,6 +55,13 @@ class IoStep:
         return f"{self.target} {rep}{self.what}".strip()
 
 
+#: After a resilience load: the volume healed (about 2 s measured on loopback).
+HEAL_S = 3.0
+#: Reading back and checking what a resilience load wrote (and fsynced), as a share of
+#: the load's duration (measured on the loopback replica-3 GlusterFS volume).
+READBACK_SHARE = 0.25
+
+
 def fio_seconds(bytes_moved: int) -> float:
     """One fio run moving ``bytes_moved`` bytes at the assumed rate."""
     return FIO_START_S + STEP_GAP_S + bytes_moved / ASSUMED_RATE_BPS
@@ -105,6 +112,22 @@ def http_seconds(spec: IoSpec) -> float:
     return h.repetitions * sum(copies * s / ASSUMED_RATE_BPS + FIO_START_S for s in h.sizes)
 
 
+def resilience_seconds(spec: IoSpec) -> float:
+    """The load's duration, the heal afterwards and the read-back of what was written."""
+    r = spec.resilience
+    if r is None:
+        return 0.0
+    return r.duration * (1.0 + READBACK_SHARE) + HEAL_S
+
+
+def http_clients_seconds(spec: IoSpec) -> float:
+    """Every client count's bytes up and down at the assumed rate, per repetition."""
+    h = spec.http_clients
+    if h is None:
+        return 0.0
+    return h.repetitions * sum(2 * n * h.size / ASSUMED_RATE_BPS + FIO_START_S for n in h.clients)
+
+
 def steps(spec: IoSpec) -> list[IoStep]:
     """Every step, in the order the runner takes them."""
     out: list[IoStep] = []
@@ -123,6 +146,11 @@ def steps(spec: IoSpec) -> list[IoStep]:
             out.append(IoStep(t.name, None, "consistency checks", secs))
     if spec.http is not None:
         out.append(IoStep("", None, "HTTP transfers", http_seconds(spec)))
+    if spec.resilience is not None:
+        what = f"resilience ({len(spec.resilience.faults)} faults, integrity check)"
+        out.append(IoStep(spec.resilience.target, None, what, resilience_seconds(spec)))
+    if spec.http_clients is not None:
+        out.append(IoStep("", None, "HTTP clients at once", http_clients_seconds(spec)))
     return out
 
 

@@ -22,6 +22,10 @@ from gridbench.io.report_checks import (
     threshold_table,
     validity_table,
 )
+from gridbench.io.report_http_clients import findings as http_clients_findings
+from gridbench.io.report_http_clients import sections as http_clients_sections
+from gridbench.io.report_resilience import findings as resilience_findings
+from gridbench.io.report_resilience import sections as resilience_sections
 from gridbench.io.report_tables import (
     bonnie_table,
     concurrency_table,
@@ -76,6 +80,8 @@ def build_report(metrics: Mapping[str, Any], **configured: Unpack[Configured]) -
         validity_table(metrics),
         runtime_table(metrics),
         *charts(metrics),
+        *resilience_sections(metrics),
+        *http_clients_sections(metrics),
     ]
     exports = matrix_export(metrics)
     meta = f"{metrics.get('schema')} · baseline {metrics.get('baseline')}"
@@ -216,6 +222,8 @@ def _findings(metrics: Mapping[str, Any]) -> list[Finding]:
         _status_finding(metrics),
         _threshold_finding(metrics),
         *_consistency_findings(metrics),
+        *resilience_findings(metrics),
+        *http_clients_findings(metrics),
         *_validity_findings(metrics),
         *_speedup_findings(metrics),
     ]
@@ -291,6 +299,8 @@ def _outcome(metrics: Mapping[str, Any]) -> list[Finding]:
     for test, target, ok, detail in threshold_entries(metrics):
         out.append(Finding("pass" if ok else "fail", f"{test} on {target}: {detail}"))
     out += _consistency_findings(metrics)
+    out += resilience_findings(metrics)
+    out += http_clients_findings(metrics)
     v = metrics.get("validity")
     if isinstance(v, Mapping):
         n = len(v.get("flags") or [])

@@ -19,7 +19,9 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import psutil
 
 from gridbench.errors import BackendError, GridbenchError, ResultsError
 from gridbench.io import bonnie as bon
@@ -41,6 +43,9 @@ from gridbench.store.layout import RunDir, now_iso
 from gridbench.store.records import append_record
 
 Progress = Callable[[str], None]
+
+if TYPE_CHECKING:
+    from gridbench.io.resilience import Servers
 
 
 @dataclass
@@ -76,6 +81,8 @@ def needed_bytes(spec: IoSpec, target: str | None = None) -> int:
         need = max(need, spec.bonnie.size)
     if spec.consistency.enabled:
         need = max(need, 4 * spec.consistency.file_size)
+    if spec.resilience is not None and target in (None, spec.resilience.target):
+        need = max(need, spec.resilience.max_bytes)
     if spec.http is not None and target is not None and spec.http.compare_target == target:
         need = max(need, max(spec.http.sizes, default=0))
     return need
@@ -158,6 +165,7 @@ class IoRunner:
         self.targets: list[TargetState] = []
         self.run: RunDir | None = None
         self._seq = 0
+        self.servers: Servers | None = None  # the resilience phase's (gridbench.io.resilience)
 
     # -- set-up and tear-down ----------------------------------------------------------
     def prepare(self) -> RunDir:
@@ -175,6 +183,10 @@ class IoRunner:
                     fix="give the same storage's path through the other client or mount",
                 )
             checked.append((t, root))
+        if spec.resilience is not None:  # the servers faults name exist, before any write
+            from gridbench.io.resilience import prepare_servers
+
+            self.servers = prepare_servers(spec.resilience)
         run = RunDir.create(self.root, spec.name)
         self.run = run
         (run.path / "raw").mkdir()
@@ -186,6 +198,7 @@ class IoRunner:
             baseline=spec.baseline,
             repetitions=spec.repetitions,
             pid=os.getpid(),
+            create_time=psutil.Process().create_time(),  # cleanup knows this process again
             ram_bytes=cache.total_ram(),
         )
         try:
@@ -448,6 +461,16 @@ class IoRunner:
                 )
                 for res in run_http(self.spec.http, run.id, compare):
                     append_record(run.path / "http.jsonl", res)
+            if self.spec.resilience is not None:
+                from gridbench.io.resilience import run_resilience
+
+                rs = self.spec.resilience
+                st = next(s for s in self.targets if s.prepared.name == rs.target)
+                run_resilience(rs, st.prepared, run.path, self.servers, self.progress)
+            if self.spec.http_clients is not None:
+                from gridbench.io.http_clients import run_http_clients
+
+                run_http_clients(self.spec.http_clients, run.id, run.path, self.progress)
         except KeyboardInterrupt:
             status, error = "aborted", "interrupted"
             raise

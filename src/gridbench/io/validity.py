@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gridbench.family import ValidityRule
+from gridbench.io.resilience_analysis import FAULT_LATE, INTEGRITY_CACHED
 from gridbench.schema import validity_document
 
 #: fio's run-time resolution: the ``runtime`` of its JSON output is whole milliseconds.
@@ -47,6 +48,16 @@ IO_VALIDITY_RULES: tuple[ValidityRule, ...] = (
         "a write timed without O_DIRECT (cache mode drop_caches or none) and without fsync in "
         "the timing (include_flush: false) is flagged: it measured the page cache, not the "
         "storage.",
+    ),
+    ValidityRule(
+        FAULT_LATE,
+        "resilience: a fault applied more than 1 s after its planned time is flagged: the "
+        "throughput and latency around it describe another moment of the load.",
+    ),
+    ValidityRule(
+        INTEGRITY_CACHED,
+        "resilience: an integrity read-back that could not drop the page cache first is "
+        "flagged: it may have verified the client's cache rather than the servers.",
     ),
 )
 

@@ -85,11 +85,11 @@ class JobFlow:
         return word
 
     def catalogue(self, experiment: Mapping[str, Any]) -> CatalogueEntry:
-        """The backend and the load model."""
-        return CatalogueEntry(
-            target=str(experiment.get("backend", "") or ""),
-            variant=str(experiment.get("load_model", "") or ""),
-        )
+        """The backend and the load model; a run of ``gridbench model predict`` is marked."""
+        variant = str(experiment.get("load_model", "") or "")
+        if isinstance(experiment.get("predicted"), Mapping):
+            variant = f"{variant} · predicted" if variant else "predicted"
+        return CatalogueEntry(target=str(experiment.get("backend", "") or ""), variant=variant)
 
     def cleanup(self, run: RunDir, *, dry_run: bool, force: bool) -> CleanupOutcome:
         """Cancel, by id, the jobs a crashed or killed run left behind; stop only the

@@ -32,6 +32,7 @@ from gridbench.jobflow.analysis.queues import (
 )
 from gridbench.jobflow.analysis.rates import scheduler_rates
 from gridbench.jobflow.analysis.server import server_resources
+from gridbench.jobflow.analysis.staging import staging_stats
 from gridbench.jobflow.analysis.throughput import (
     StageFlow,
     default_window,
@@ -225,6 +226,9 @@ def analyze_trial(
     srv = server_resources(server, jobs["submitted"], resources, ops)
     if srv:
         metrics["server_resources"] = srv
+    staged = staging_stats(events)
+    if staged is not None:
+        metrics["staging"] = staged
     if users is not None:
         metrics["by_user"] = user_breakdown(users, jt, durations, end)
     agents_load = agent_breakdown(events, info.agents)

@@ -29,10 +29,12 @@ from gridbench.jobflow.report.clocks import agents_load_table, clocks_table
 from gridbench.jobflow.report.growth import growth_table, results_statements
 from gridbench.jobflow.report.headline import downsampled_trials, evaluation_summary, headline
 from gridbench.jobflow.report.model import check_metrics, points
+from gridbench.jobflow.report.predicted import predicted_findings
 from gridbench.jobflow.report.rates import rates_table
 from gridbench.jobflow.report.rows import all_tables
 from gridbench.jobflow.report.schedule import hour_table, time_table
 from gridbench.jobflow.report.server import server_table
+from gridbench.jobflow.report.staging import staging_table
 from gridbench.jobflow.report.tables import (
     failures_table,
     latency_tables,
@@ -48,7 +50,7 @@ from gridbench.jobflow.report.timeseries import (
     queues_over_time,
     throughput_over_time,
 )
-from gridbench.sections import Chart, Report, Section, Statements, Status, Table
+from gridbench.sections import Chart, Headline, Report, Section, Statements, Status, Table
 
 FAMILY = "jobflow"
 
@@ -113,6 +115,7 @@ def sections(metrics: Mapping[str, Any], series: Mapping[str, Mapping[str, Any]]
         *latency_tables(metrics),
         latency_brief(metrics),
         server_table(metrics),
+        staging_table(metrics),
         throughput_table(metrics),
         throughput_brief(metrics),
         rates_table(metrics),
@@ -149,6 +152,9 @@ def build_report(
     """
     check_metrics(metrics)
     hl = headline(metrics)
+    marks = predicted_findings(experiment)
+    if marks:  # a run of `gridbench model predict`: say so first, with where it was checked
+        hl = Headline(f"{hl.title} (predicted)", (*marks, *hl.findings))
     meta = (
         f"{metrics.get('schema')} · load model {metrics.get('load_model') or 'n/a'} · "
         f"{len(points(metrics))} point(s)"

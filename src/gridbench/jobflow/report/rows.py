@@ -42,6 +42,7 @@ from gridbench.jobflow.report.rates import rates_rows
 from gridbench.jobflow.report.retry import retry_rows
 from gridbench.jobflow.report.schedule import hour_rows, time_rows
 from gridbench.jobflow.report.server import server_rows
+from gridbench.jobflow.report.staging import staging_rows
 from gridbench.jobflow.report.sustain import sustain_rows, sustain_user_rows
 from gridbench.jobflow.report.verdicts import (
     outlier_rows,
@@ -348,6 +349,7 @@ def all_tables(metrics: Mapping[str, Any]) -> dict[str, list[Row]]:
         "retry": retry_rows(metrics),
         "growth": growth_rows(metrics),
         "server_processes": server_rows(metrics),
+        "staging": staging_rows(metrics),
         "time_of_day": time_rows(metrics),
         "time_of_day_hours": hour_rows(metrics),
     }

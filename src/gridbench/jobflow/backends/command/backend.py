@@ -28,11 +28,13 @@ from gridbench.errors import BackendError
 from gridbench.jobflow.backends.base import (
     Capabilities,
     JobRequest,
+    JobState,
     JobStatus,
     RuntimeInfoSource,
     RuntimeStatsSource,
     SubmitError,
 )
+from gridbench.jobflow.backends.command import serverside
 from gridbench.jobflow.backends.command.options import CommandConfig, OpConfig, compile_options
 from gridbench.jobflow.backends.command.parse import (
     NoMatch,
@@ -48,9 +50,10 @@ from gridbench.jobflow.backends.command.process import (
     ClientTimeout,
     ProcessRunner,
 )
+from gridbench.jobflow.backends.command.serverside import ServerStamps
 from gridbench.jobflow.backends.command.template import TemplateError
 from gridbench.jobflow.backends.operations import NamedOperations
-from gridbench.jobflow.events.chain import Stage, StageChain
+from gridbench.jobflow.events.chain import StageChain
 from gridbench.jobflow.events.model import (
     FAIL_SUBMIT_ERROR,
     FAIL_SUBMIT_REJECTED,
@@ -72,6 +75,13 @@ class CommandBackend:
         self._runner: ProcessRunner | None = None
         self._values: dict[str, str] = {}
         self._own_rdir: str | None = None
+        cfg = config
+        self._stamps = (
+            ServerStamps(cfg.stamps, cfg.stamp_locations) if cfg.stamps is not None else None
+        )
+        self._ended: set[str] = set()  # ids a status call saw in a terminal state
+        dl = cfg.ops.get("download")
+        self._downloader = serverside.Downloads(dl.parallel if dl is not None else 1)
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> CommandBackend:
@@ -79,7 +89,7 @@ class CommandBackend:
 
     # -- protocol ----------------------------------------------------------------------------
     def stage_chain(self) -> StageChain:
-        return StageChain((Stage("submit", "client"), Stage("client_done", "client")))
+        return serverside.chain(self.cfg.stamps, "download" in self.cfg.ops)
 
     def capabilities(self) -> Capabilities:
         ops = self.cfg.ops
@@ -87,7 +97,7 @@ class CommandBackend:
             batch_status=ops["status"].mode != "single",
             cancel="cancel" in ops,
             fetch_output="output" in ops,
-            server_events=False,
+            server_events=self._stamps is not None or "download" in ops,
             queue_length="queue" in ops,
         )
 
@@ -136,6 +146,7 @@ class CommandBackend:
                 )
 
     async def close(self) -> None:
+        await self._downloader.wait()
         if self._runner is not None:
             await self._runner.close()
         if self._own_rdir is not None:
@@ -241,6 +252,7 @@ class CommandBackend:
         missing = [i for i in ids if i not in found]
         if missing:
             found.update(await self._missing(op, missing))
+        self._download_done(found)
         return found
 
     async def cancel(self, ids: Sequence[str]) -> None:
@@ -299,7 +311,26 @@ class CommandBackend:
         return data
 
     async def server_events(self) -> list[Event]:
-        return []
+        """New server stamps (one read of each declared source) and finished downloads."""
+        out = await self._downloader.take()  # started by earlier status calls
+        if self._stamps is not None:
+            ids = list(self._names)
+            out += await self._stamps.collect(ids)
+            if ids and self._ended.issuperset(ids):  # nothing in flight: the tracker's last call
+                out += await self._stamps.settle(ids)
+        return out
+
+    def _download_done(self, found: dict[str, JobStatus]) -> None:
+        """Note ended jobs; start downloading each first seen done (``download``)."""
+        self._ended.update(i for i, st in found.items() if st.state.terminal)
+        op = self.cfg.ops.get("download")
+        if op is None:
+            return
+        done = [i for i, st in found.items() if st.state is JobState.DONE]
+        for bid in self._downloader.new(done):
+            root = serverside.download_dir(self._values["rdir"], self._names.get(bid, ""), bid)
+            argv = self._argv(op, {**self._job_values(bid), "download_dir": str(root)})
+            self._downloader.start(bid, root, self._run(op, argv, None), op.ok_codes)
 
     async def queue_length(self) -> int | None:
         op = self.cfg.ops.get("queue")
@@ -341,7 +372,10 @@ class CommandBackend:
         """Client-process counters since the previous call, for trial.json."""
         if self._runner is None:
             return {}
-        return {"client_processes": self._runner.take_window()}
+        out: dict[str, Any] = {"client_processes": self._runner.take_window()}
+        if self._stamps is not None:
+            out["server_stamps"] = self._stamps.report(list(self._names))
+        return out
 
     def runtime_info(self) -> dict[str, Any]:
         """What experiment.json records about this configuration."""
@@ -509,6 +543,7 @@ class CommandBackend:
             )
         if gone:
             found.update(await self._missing(op, gone))
+        self._download_done(found)
         return found
 
     async def _missing(self, op: OpConfig, ids: list[str]) -> dict[str, JobStatus]:

@@ -25,9 +25,10 @@ from gridbench.jobflow.backends.command.template import (
     TextTemplate,
 )
 from gridbench.jobflow.backends.options import parse_options
+from gridbench.jobflow.events.stamps.declare import FilesSource, StampPlan, parse_plan
 
 StateName = Literal["queued", "running", "done", "failed", "cancelled", "unknown"]
-OPS = ("init", "submit", "status", "finished", "cancel", "output", "queue")
+OPS = ("init", "submit", "status", "finished", "cancel", "output", "queue", "download")
 _DICT_KEYS = ("vars", "env", "states", "operations")
 #: a named operation's name (``operations:``): the probe spells it ``op:<name>``
 OPERATION_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
@@ -165,6 +166,13 @@ class CommandOptions(BaseModel):
     cancel: CancelOptions | None = None
     output: OutputOptions | None = None
     queue: QueueOptions | None = None
+    download: OpOptions | None = Field(
+        default=None,
+        description="fetch a finished job's output files into {download_dir} (timed stage)",
+    )
+    stamps: dict[str, Any] | None = Field(
+        default=None, description="server stamp sources (docs/backends.md, Server stamps)"
+    )
     states: dict[str, StateName] = Field(default_factory=dict)
     operations: dict[str, OpOptions] = Field(
         default_factory=dict, description="named operations the probe model can time"
@@ -234,6 +242,9 @@ class CommandConfig:
     preset: command_presets.PresetInfo | None = None
     raw: dict[str, Any] = field(default_factory=dict)
     named: dict[str, OpConfig] = field(default_factory=dict)  # ``operations:`` by name
+    stamps: StampPlan | None = None  # server stamp sources
+    #: the stamp sources' paths and globs with the variables filled in
+    stamp_locations: tuple[str, ...] = ()
 
 
 def merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
@@ -398,6 +409,7 @@ def compile_options(options: Mapping[str, Any]) -> CommandConfig:
         "finished": set(COMMON | JOB_NAMES),
         "cancel": set(COMMON | {"id", "ids"}),
         "output": set(COMMON | JOB_NAMES),
+        "download": set(COMMON | JOB_NAMES | {"download_dir"}),
     }
     ops: dict[str, OpConfig] = {}
     for name in OPS:
@@ -406,6 +418,7 @@ def compile_options(options: Mapping[str, Any]) -> CommandConfig:
             ops[name] = _compile_op(name, o, scopes[name] | user, list_names, opts.timeout_s)
     _check_ops(ops)
     named = _compile_named(opts, set(COMMON) | user, list_names)
+    plan, locations = _compile_stamps(opts, values)
     return CommandConfig(
         ops=ops,
         values=values,
@@ -419,7 +432,27 @@ def compile_options(options: Mapping[str, Any]) -> CommandConfig:
         preset=preset_info,
         raw=opts.model_dump(mode="json", exclude_none=True),
         named=named,
+        stamps=plan,
+        stamp_locations=locations,
     )
+
+
+def _compile_stamps(
+    opts: CommandOptions, values: dict[str, str]
+) -> tuple[StampPlan | None, tuple[str, ...]]:
+    """The ``stamps:`` block checked, and each source's path with the variables filled in."""
+    if opts.stamps is None:
+        return None, ()
+    plan = parse_plan(opts.stamps, "backend.options.stamps")
+    out = []
+    for i, src in enumerate(plan.sources):
+        raw = src.glob if isinstance(src, FilesSource) else src.path
+        try:
+            out.append(TextTemplate.parse(raw, set(values)).render(values))
+        except TemplateError as exc:
+            fix = "a stamp path may use the variables under vars: only"
+            raise _fail(f"stamps.sources.{i}", str(exc), fix) from None
+    return plan, tuple(out)
 
 
 def _compile_named(opts: CommandOptions, allowed: set[str], lists: set[str]) -> dict[str, OpConfig]:

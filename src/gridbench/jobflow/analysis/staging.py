@@ -1,0 +1,35 @@
+"""Data staging beside latency: the bytes and files each timed transfer moved and its
+rate, from the ``downloaded`` stamps' attributes (pure, columnar)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+STAGE_DOWNLOADED = "downloaded"
+
+
+def staging_stats(events: pl.DataFrame) -> dict[str, Any] | None:
+    """``{"download": {jobs, bytes_total, bytes_p50, files_p50, rate_bps_p50, rate_bps_min,
+    errors}}``, or None when the trial timed no transfer. Attributes are foreign input:
+    a value that is not a number counts as missing."""
+    d = events.filter(pl.col("stage") == STAGE_DOWNLOADED)
+    if d.is_empty():
+        return None
+    a = d.select(
+        pl.col("attrs").str.json_path_match("$.bytes").cast(pl.Float64, strict=False).alias("b"),
+        pl.col("attrs").str.json_path_match("$.files").cast(pl.Float64, strict=False).alias("f"),
+        pl.col("attrs").str.json_path_match("$.rate_bps").cast(pl.Float64, strict=False).alias("r"),
+        pl.col("attrs").str.json_path_match("$.error").is_not_null().alias("e"),
+    )
+    row = a.select(
+        pl.len().alias("jobs"),
+        pl.col("b").sum().alias("bytes_total"),
+        pl.col("b").median().alias("bytes_p50"),
+        pl.col("f").median().alias("files_p50"),
+        pl.col("r").median().alias("rate_bps_p50"),
+        pl.col("r").min().alias("rate_bps_min"),
+        pl.col("e").sum().alias("errors"),
+    ).row(0, named=True)
+    return {"download": row}

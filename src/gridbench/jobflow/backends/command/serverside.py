@@ -1,0 +1,160 @@
+"""The command backend's timed extras: server stamps from declared sources
+(:mod:`gridbench.jobflow.events.stamps`) and the output download as a stage.
+
+A job the status call first sees ``done`` is downloaded (the ``download`` template, into a
+directory of its own) before that status call returns, so the tracker's final sweep
+always finds its stamps: ``download_start`` and ``downloaded`` (client, 1 µs), the latter
+with the bytes and files that landed and the rate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import time
+from collections.abc import Coroutine, Sequence
+from pathlib import Path
+from typing import Any
+
+from gridbench.jobflow.backends.command.parse import snippet
+from gridbench.jobflow.backends.command.process import CallResult, ClientStartError, ClientTimeout
+from gridbench.jobflow.events.chain import Stage, StageChain
+from gridbench.jobflow.events.model import Event, Precision
+from gridbench.jobflow.events.stamps.collector import StampCollector
+from gridbench.jobflow.events.stamps.declare import StampPlan
+
+STAGE_DOWNLOAD_START = "download_start"
+STAGE_DOWNLOADED = "downloaded"
+SETTLE_POLL_S = 0.5
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def chain(plan: StampPlan | None, download: bool) -> StageChain:
+    """client submit → the declared server stages → client_done → the download."""
+    stages = [Stage("submit", "client")]
+    if plan is not None:
+        stages += [Stage(n, tier, precision_ns=p) for n, tier, p in plan.stages()]
+    stages.append(Stage("client_done", "client"))
+    if download:
+        stages += [Stage(STAGE_DOWNLOAD_START, "client"), Stage(STAGE_DOWNLOADED, "client")]
+    return StageChain(tuple(stages))
+
+
+def tree_size(root: Path) -> tuple[int, int]:
+    """(bytes, files) of the regular files under ``root`` (no link followed)."""
+    total = files = 0
+    for dirpath, _dirs, names in os.walk(root):
+        for n in names:
+            try:
+                st = os.lstat(os.path.join(dirpath, n))
+            except OSError:
+                continue
+            if not os.path.islink(os.path.join(dirpath, n)):
+                total += st.st_size
+                files += 1
+    return total, files
+
+
+def download_dir(rdir: str, name: str, backend_id: str) -> Path:
+    """A fresh directory for one job's output (named after gridbench's job name)."""
+    return Path(rdir) / "download" / _UNSAFE.sub("_", name or backend_id)[:120]
+
+
+def download_events(bid: str, t0_ns: int, t1_ns: int, root: Path, error: str) -> list[Event]:
+    """The two stamps of one download; the end carries size, file count and rate."""
+    size, files = tree_size(root)
+    dur_s = max(t1_ns - t0_ns, 1) / 1e9
+    attrs: dict[str, Any] = {"bytes": size, "files": files, "rate_bps": size / dur_s}
+    if error:
+        attrs["error"] = error
+    return [
+        Event(bid, STAGE_DOWNLOAD_START, t0_ns, precision_ns=Precision.US),
+        Event(bid, STAGE_DOWNLOADED, t1_ns, precision_ns=Precision.US, attrs=attrs),
+    ]
+
+
+class Downloads:
+    """The timed downloads of one backend: each job once, as a task started after the
+    status call that saw it done returns; :meth:`take` waits for them and hands their
+    stamps over."""
+
+    def __init__(self, parallel: int = 8) -> None:
+        self._seen: set[str] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._events: list[Event] = []
+        self._sem = asyncio.Semaphore(parallel)
+
+    def new(self, done: Sequence[str]) -> list[str]:
+        """The ids of ``done`` not downloaded yet (now marked)."""
+        fresh = [i for i in done if i not in self._seen]
+        self._seen.update(fresh)
+        return fresh
+
+    def start(
+        self,
+        bid: str,
+        root: Path,
+        call: Coroutine[Any, Any, CallResult],
+        ok_codes: frozenset[int],
+    ) -> None:
+        task = asyncio.create_task(self._one(bid, root, call, ok_codes))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _one(
+        self,
+        bid: str,
+        root: Path,
+        call: Coroutine[Any, Any, CallResult],
+        ok_codes: frozenset[int],
+    ) -> None:
+        async with self._sem:
+            t0 = time.time_ns()  # the wall clock, as the tracker's client stamps
+            error = ""
+            try:
+                root.mkdir(parents=True, exist_ok=True)
+                res = await call
+                if res.exit_code not in ok_codes:
+                    why = res.stderr.decode(errors="replace") or res.stdout.decode(errors="replace")
+                    error = f"{res.argv[0]} exited with {res.exit_code}: {snippet(why)}"
+            except (ClientStartError, ClientTimeout) as exc:
+                error = str(exc)
+            except OSError as exc:
+                call.close()
+                error = f"cannot create {root}: {exc.strerror or exc}"
+            t1 = time.time_ns()
+        self._events += download_events(bid, t0, t1, root, error)
+
+    async def wait(self) -> None:
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def take(self) -> list[Event]:
+        await self.wait()
+        out, self._events = self._events, []
+        return out
+
+
+class ServerStamps:
+    """The stamp collector of one backend instance, run off the event loop."""
+
+    def __init__(self, plan: StampPlan, locations: Sequence[str]) -> None:
+        self.collector = StampCollector(plan, locations)
+        self._lock = asyncio.Lock()
+
+    async def collect(self, backend_ids: Sequence[str]) -> list[Event]:
+        async with self._lock:  # one read of each source at a time
+            return await asyncio.to_thread(self.collector.collect, list(backend_ids))
+
+    async def settle(self, backend_ids: Sequence[str]) -> list[Event]:
+        """Read again until every job has the chain's last server stage, or ``settle_s``."""
+        out: list[Event] = []
+        deadline = time.monotonic() + self.collector.plan.settle_s
+        while self.collector.lacking_last(backend_ids) and time.monotonic() < deadline:
+            await asyncio.sleep(SETTLE_POLL_S)
+            out += await self.collect(backend_ids)
+        return out
+
+    def report(self, backend_ids: Sequence[str]) -> dict[str, Any]:
+        return {**self.collector.report(), "unjoined_jobs": self.collector.unjoined(backend_ids)}

@@ -1,0 +1,60 @@
+"""Data staging beside latency: per trial, the output download's bytes, files and rate
+(the ``staging`` block analysis writes when a backend timed its transfers)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from gridbench.jobflow.report.build import Spec, TableDef, trial_cell
+from gridbench.jobflow.report.model import Row, all_trials, as_dict, num, trial_head
+
+_MIB = 1024.0 * 1024.0
+
+
+def _scaled(v: Any, factor: float) -> float | None:
+    x = num(v)
+    return None if x is None else x * factor
+
+
+def staging_rows(metrics: Mapping[str, Any]) -> list[Row]:
+    rows: list[Row] = []
+    for p, t in all_trials(metrics):
+        for kind, d in as_dict(t.get("staging")).items():
+            d = as_dict(d)
+            rows.append(
+                {
+                    **trial_head(p, t),
+                    "transfer": str(kind),
+                    "jobs": num(d.get("jobs")),
+                    "mib_total": _scaled(d.get("bytes_total"), 1 / _MIB),
+                    "kib_p50": _scaled(d.get("bytes_p50"), 1 / 1024),
+                    "files_p50": num(d.get("files_p50")),
+                    "rate_p50": _scaled(d.get("rate_bps_p50"), 1 / _MIB),
+                    "rate_min": _scaled(d.get("rate_bps_min"), 1 / _MIB),
+                    "errors": num(d.get("errors")),
+                }
+            )
+    return rows
+
+
+staging_table = TableDef(
+    "staging",
+    "Data staging",
+    staging_rows,
+    (
+        Spec("trial", trial_cell),
+        Spec("point", "point"),
+        Spec("transfer", "transfer"),
+        Spec("jobs", "jobs", True),
+        Spec("MiB total", "mib_total", True),
+        Spec("KiB/job p50", "kib_p50", True),
+        Spec("files/job p50", "files_p50", True),
+        Spec("MiB/s p50", "rate_p50", True),
+        Spec("MiB/s min", "rate_min", True),
+        Spec("errors", "errors", True),
+    ),
+    note="Each job's timed transfer (the command backend's download template, run when a "
+    "status sweep first sees the job done): the bytes and files that landed, and bytes ÷ "
+    "the transfer's own time (download_start → downloaded, also in the latency tables).",
+)

@@ -1,0 +1,256 @@
+"""``gridbench model fit|predict|check``: the what-if model's command line (calm: a short
+summary; the model file, the predicted run and its report hold the details)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from gridbench.cliargs import ActionArgs, add_action, add_results_arg
+from gridbench.errors import EXIT_OK, EXIT_THRESHOLD, SpecError
+from gridbench.family import Ui
+from gridbench.fmt import safe_markup
+from gridbench.jobflow.specbase.units import parse_rate
+from gridbench.model import check as chk
+from gridbench.model.fit import fit_model, read_measured
+from gridbench.model.predict import Marking, Repeat, predict
+from gridbench.model.spec import ChainModel, durations, load_model, model_text
+from gridbench.model.sweep import Window, parse_sweeps, points
+from gridbench.store.catalogue import resolve_run
+from gridbench.store.layout import RunDir, write_text_atomic
+from gridbench.units import parse_duration
+
+SWEEP_HELP = (
+    "KEY=V1,V2 (repeatable; the points are every combination): rate (2/s, 120/min), "
+    "job.runtime (1s), or a model field such as tiers.workers.slots or status_update.policy"
+)
+
+
+def _fit_rates(run: Path, given: str | None) -> list[float] | None:
+    """The rates to fit on: the given ones, else those the run sustained (its metrics'
+    knee), else every rate."""
+    if given:
+        return [parse_rate(r.strip()) for r in given.split(",") if r.strip()]
+    from gridbench.jobflow.analysis.experiment import analyze_run
+
+    metrics = analyze_run(run)
+    knee = (metrics.get("knee") or {}).get("highest_sustained_rate_per_s")
+    if knee is None:
+        return None
+    return [
+        float(p["offered_rate_per_s"]) for p in metrics["points"] if p["offered_rate_per_s"] <= knee
+    ]
+
+
+def cmd_fit(args: argparse.Namespace, ui: Ui) -> int:
+    run = resolve_run(args.run, ui.results_root(args))
+    out = Path(args.out or f"{run.id}.model.yaml")
+    if out.exists() and not args.force:
+        raise SpecError("the model file exists", where=str(out), fix="give --out NEW or --force")
+    measured = read_measured(run.path, _fit_rates(run.path, args.rates))
+    model = fit_model(measured, run.id, name=args.name or f"model of {run.id}")
+    write_text_atomic(out, model_text(model))
+    c = ui.console
+    rates = ", ".join(f"{r:g}/s" for r in sorted(set(measured.rates)))
+    c.print(f"fitted on {len(measured.trial_ids)} trial(s) at {rates} ({len(measured.trial)} jobs)")
+    _show_model(ui, model)
+    c.print(f"model: [cyan]{safe_markup(out)}[/] (edit it; then `gridbench model check` it)")
+    return EXIT_OK
+
+
+def _show_model(ui: Ui, model: ChainModel) -> None:
+    t = Table(box=None, show_header=True, header_style="bold")
+    for col in ("duration", "dist", "mean", "cv", "KS D", "n"):
+        t.add_column(col)
+    for where, d in durations(model):
+        fit = d.fit
+        t.add_row(
+            where, d.dist, f"{d.mean:.4g} s", f"{d.cv:.2f}",
+            f"{fit.ks_d:.3f}" if fit and fit.ks_d is not None else "-", str(fit.n if fit else "-"),
+        )  # fmt: skip
+    ui.console.print(t)
+    tiers, su = model.tiers, model.status_update
+    ui.console.print(
+        f"ce concurrency {_limit(tiers.ce.concurrency)} · bridge concurrency "
+        f"{_limit(tiers.bridge.concurrency)} · worker slots {_limit(tiers.workers.slots)} · status "
+        f"updates {su.policy} (cost {su.per_job_cost_s:g} s, interval {su.interval_s:g} s)"
+    )
+
+
+def _positive(text: str) -> int:
+    n = int(text) if text.strip().isdigit() else 0
+    if not 1 <= n <= 1000:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number from 1 to 1000")
+    return n
+
+
+def _limit(v: int | None) -> str:
+    return "no limit seen" if v is None else str(v)
+
+
+def _show(v: float | str | None) -> str:
+    return f"{v:.3g}" if isinstance(v, float) else str(v)
+
+
+def _window(args: argparse.Namespace) -> Window:
+    return Window(
+        duration_s=parse_duration(args.duration),
+        drain_s=parse_duration(args.drain),
+        arrival=args.arrival,
+        rate_per_s=parse_rate(args.rate),
+    )
+
+
+def _progress(ui: Ui) -> Any:
+    """Trials simulated so far: in place in a terminal, a line every 5 s in a log."""
+    term = ui.err_console.is_terminal
+    last = [time.monotonic()]
+
+    def show(done: int, total: int) -> None:
+        now = time.monotonic()
+        if term:
+            ui.err_console.print(f"simulated {done}/{total} trials", end="\r")
+        elif now - last[0] >= 5.0 and done < total:
+            last[0] = now
+            ui.err_console.print(f"simulated {done}/{total} trials")
+
+    return show
+
+
+def cmd_predict(args: argparse.Namespace, ui: Ui) -> int:
+    model = load_model(args.model, args.set or [])
+    pts = points(model, parse_sweeps(args.sweep or []), _window(args))
+    rep = Repeat(reps=args.reps, seed=args.seed, fit_uncertainty=not args.no_fit_uncertainty)
+    spec = {
+        "name": args.name or f"prediction of {model.name}",
+        "description": f"predicted by the model {args.model}; not measured",
+        "sweep": {k: v for k, v in parse_sweeps(args.sweep or [])},
+        "trial": {"duration": args.duration},
+        "warmup": {"method": "fraction", "fraction": 0.15},
+    }
+    run, info = predict(
+        pts, ui.results_root(args), spec, Marking(str(args.model), model), rep, _progress(ui)
+    )
+    ui.console.print(
+        f"predicted {len(pts)} point(s) × {rep.reps}: {info['events']:,} simulated events in "
+        f"{info['wall_s']:.1f} s; {_checked(model)}"
+    )
+    return ui.analyze_and_show(run)
+
+
+def _checked(model: ChainModel) -> str:
+    if not model.checks:
+        return "the model was never checked against a measured run (gridbench model check)"
+    parts = [f"{c.run} ({'within' if c.within else 'NOT within'} bounds)" for c in model.checks]
+    return "checked on " + ", ".join(parts)
+
+
+def cmd_check(args: argparse.Namespace, ui: Ui) -> int:
+    from gridbench.jobflow.analysis.experiment import analyze_run
+
+    model = load_model(args.model)
+    run = resolve_run(args.run, ui.results_root(args))
+    fitted = model.fitted_from.run if model.fitted_from else None
+    window, rates, runtime = chk.measured_window(run.path)
+    sweeps = [("rate", [f"{r}/s" for r in rates])]
+    if runtime is not None:
+        sweeps.append(("job.runtime", [f"{runtime}s"]))
+    pts = chk.as_measured(points(model, sweeps, window), chk.measured_points(run.path))
+    spec = {
+        "name": f"check of {model.name} on {run.id}",
+        "warmup": {"method": "fraction", "fraction": 0.15},
+    }
+    _, measured_spec = run.read_spec()
+    if isinstance(measured_spec, dict) and "warmup" in measured_spec:
+        spec["warmup"] = measured_spec["warmup"]
+    rep = Repeat(reps=args.reps, seed=args.seed)
+    pred, _ = predict(
+        pts, ui.results_root(args), spec, Marking(str(args.model), model, run.id), rep
+    )
+    verdict = chk.compare(analyze_run(run.path), analyze_run(pred, write=True))
+    model = chk.record(model, run.id, verdict)
+    write_text_atomic(Path(args.model), model_text(model))
+    pred_run = RunDir(pred)
+    marked = dict(pred_run.read_experiment().get("predicted") or {})
+    pred_run.update_experiment(
+        predicted=marked | {"checks": [c.model_dump() for c in model.checks]}
+    )
+    _show_check(ui, verdict, run.id, fitted)
+    ui.console.print(
+        f"predicted run: [cyan]{safe_markup(pred)}[/]; the check is recorded in "
+        f"{safe_markup(args.model)}"
+    )
+    if args.json:
+        print(json.dumps([asdict(r) for r in verdict.rows], default=str))
+    return EXIT_OK if verdict.within else EXIT_THRESHOLD
+
+
+def _show_check(ui: Ui, verdict: chk.Verdict, run_id: str, fitted: str | None) -> None:
+    note = (
+        " (the run it was fitted on: only its other rates are independent)"
+        if fitted == run_id
+        else ""
+    )
+    ui.console.print(f"model check against {safe_markup(run_id)}{note}")
+    t = Table(box=None, header_style="bold")
+    for col in ("figure", "point", "measured", "predicted", "error", "limit"):
+        t.add_column(col)
+    for r in verdict.rows:
+        bad = (
+            r.limit is not None
+            and not (r.error is None and r.limit == 0.0)
+            and (r.error is None or r.error > r.limit)
+        )
+        err = "-" if r.error is None else f"{r.error:.1%}"
+        t.add_row(r.figure, r.point, _show(r.measured), _show(r.predicted),
+                  f"[red]{err}[/]" if bad else err,
+                  "-" if r.limit is None else f"{r.limit:.0%}")  # fmt: skip
+    ui.console.print(t)
+    ui.console.print("[green]within bounds[/]" if verdict.within else "[red]not within bounds[/]")
+
+
+def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
+    """Add ``gridbench model`` and its actions."""
+    p = sub.add_parser("model", help="what-if: fit a chain model to a run, predict, check it")
+    msub = p.add_subparsers(dest="model_action", required=True, metavar="ACTION")
+    q = add_action(msub, "fit", cmd_fit, ui, args=ActionArgs(run=True, results=True),
+                   help="fit a chain model (YAML) to a measured job-flow run")  # fmt: skip
+    q.add_argument("--rates", help="fit on these offered rates (1/s,2/s); default: those sustained")
+    q.add_argument("--out", help="the model file (default: RUN_ID.model.yaml here)")
+    q.add_argument("--name", help="the model's name")
+    q.add_argument("--force", action="store_true", help="overwrite an existing model file")
+    q = add_action(msub, "predict", cmd_predict, ui, args=ActionArgs(results=True),
+                   help="run a model over rates and settings never measured "
+                   "(writes a run marked predicted)")  # fmt: skip
+    q.add_argument("model", help="a model file (gridbench model fit)")
+    q.add_argument("--sweep", action="append", metavar="KEY=V1,V2", help=SWEEP_HELP)
+    q.add_argument(
+        "--set", action="append", metavar="FIELD=VALUE", help="change a model field first"
+    )
+    q.add_argument("--rate", default="1/s", help="the offered rate when not swept (default 1/s)")
+    q.add_argument("--duration", default="10s", help="submission window per trial (default 10s)")
+    q.add_argument("--drain", default="60s", help="simulated time after it (default 60s)")
+    q.add_argument("--arrival", choices=("uniform", "poisson"), default="uniform")
+    q.add_argument(
+        "--reps", type=_positive, default=3, help="repetitions per point, different seeds"
+    )
+    q.add_argument("--seed", type=int, default=1)
+    q.add_argument("--no-fit-uncertainty", action="store_true",
+                   help="repetitions keep the fitted means "
+                   "(default: drawn from their uncertainty)")  # fmt: skip
+    q.add_argument("--name", help="the predicted run's name")
+    q = add_action(msub, "check", cmd_check, ui,
+                   help="predict a measured run the model was not fitted on: "
+                   "the error per figure")  # fmt: skip
+    q.add_argument("model", help="a model file")
+    q.add_argument("run", help="a measured run: a results directory, an id, or latest")
+    add_results_arg(q)
+    q.add_argument("--reps", type=_positive, default=3, help="repetitions per point (default 3)")
+    q.add_argument("--seed", type=int, default=1)
+    q.add_argument("--json", action="store_true", help="print the rows as JSON too")

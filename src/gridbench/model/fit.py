@@ -1,0 +1,240 @@
+"""``gridbench model fit``: a chain model from a measured job-flow run (pure but for reading).
+
+Service time is separated from waiting by in-flight-aware estimation: in a FIFO tier with
+``c`` servers a job starts when it has arrived and when ``c`` fewer jobs than had arrived
+before it are still being served, i.e. at ``max(arrival_i, departure_(i-c))`` with
+departures sorted. ``c`` is read from the data only where it shows (jobs that arrived at
+the tier's highest occupancy waited); else the tier is left unbounded, since the most
+jobs seen at once is only a lower bound: declare it in the model when known. Fitting on
+low-load trials keeps waiting out of the service times in the first place. The
+status-update policy is read from the gaps between consecutive T7 stamps: a sequential
+poller spaces them by multiples of its per-job cost (plus its pause at a pass's end); a
+batched one stamps many at one instant.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+from numpy.typing import NDArray
+
+from gridbench.errors import ResultsError
+from gridbench.jobflow.analysis import load
+from gridbench.jobflow.events.model import FAIL_JOB, STAGE_FAILED, SUBMIT_FAILURES
+from gridbench.model.fitdist import fit_duration
+from gridbench.model.spec import (
+    ChainModel,
+    Client,
+    Delay,
+    Failures,
+    FittedFrom,
+    StatusUpdate,
+    Tier,
+    Tiers,
+    Workers,
+)
+
+F64 = NDArray[np.float64]
+STAGES = (
+    "submit",
+    "ce_entry",
+    "submit_ack",
+    "ce_submit",
+    "bridge_entry",
+    "bridge_submit",
+    "bridge_done",
+    "ce_done",
+    "client_done",
+)
+#: gaps between T7 stamps shorter than this are "at one instant" (ms stamps)
+SAME_INSTANT_S = 0.002
+
+
+@dataclass(frozen=True, slots=True)
+class Measured:
+    """The fit's input: per-job stage times (s, from the trial start), all trials stacked;
+    ``trial`` numbers each job's trial so in-flight counts never mix trials."""
+
+    times: dict[str, F64]
+    trial: NDArray[np.int64]
+    failed_submit: int
+    failed_job: int
+    trial_ids: list[str]
+    rates: list[float]
+
+
+def read_measured(run: Path, rates: Sequence[float] | None = None) -> Measured:
+    """Per-job stage times of the run's trials whose offered rate is in ``rates`` (all
+    when None); an error naming the run when none is left or the chain lacks a stage."""
+    cols: dict[str, list[F64]] = {s: [] for s in STAGES}
+    trial_no: list[NDArray[np.int64]] = []
+    ids: list[str] = []
+    used: list[float] = []
+    fs = fj = 0
+    for d in load.trial_dirs(run):
+        info = load.read_trial_info(d)
+        rate = info.offered_rate_per_s
+        if rates is not None and (rate is None or not any(abs(rate - r) < 1e-9 for r in rates)):
+            continue
+        ev = load.read_trial_events(d, info.agents)
+        kinds = ev.filter(pl.col("stage") == STAGE_FAILED).get_column("attrs").fill_null("")
+        fs += int(kinds.str.contains_any(list(SUBMIT_FAILURES)).sum())
+        fj += int(kinds.str.contains(FAIL_JOB, literal=True).sum())
+        wide = (
+            ev.filter(pl.col("stage").is_in(STAGES))
+            .group_by("job", "stage")
+            .agg(pl.col("t_ns").min())
+            .pivot("stage", index="job", values="t_ns")
+        )
+        missing = [s for s in STAGES if s not in wide.columns]
+        if missing or wide.height == 0:
+            raise ResultsError(
+                f"trial {info.trial_id} has no {', '.join(missing) or 'jobs'} stamps",
+                where=str(d),
+                fix="fit a run of the reference grid's chain with its EDGI reports collected",
+            )
+        wide = wide.drop_nulls(list(STAGES))
+        t0 = int(wide.get_column("submit").to_numpy().min())
+        for s in STAGES:
+            cols[s].append((wide.get_column(s).to_numpy() - t0) / 1e9)
+        trial_no.append(np.full(wide.height, len(ids), dtype=np.int64))
+        ids.append(info.trial_id)
+        used.append(float(rate or 0.0))
+    if not ids:
+        raise ResultsError(
+            "no trial of the run matches",
+            where=str(run),
+            fix="give rates the run measured (--rates), or a run with complete trials",
+        )
+    times = {s: np.concatenate(v) for s, v in cols.items()}
+    return Measured(times, np.concatenate(trial_no), fs, fj, ids, used)
+
+
+def in_flight_at_arrival(start: F64, end: F64, trial: NDArray[np.int64]) -> NDArray[np.int64]:
+    """How many jobs were in the tier when each job arrived (itself included)."""
+    out = np.zeros(start.size, dtype=np.int64)
+    for t in np.unique(trial):
+        idx = np.flatnonzero(trial == t)
+        a, d = start[idx], end[idx]
+        arrived = np.searchsorted(np.sort(a), a, side="right")
+        left = np.searchsorted(np.sort(d), a, side="right")
+        out[idx] = arrived - left
+    return out
+
+
+def limit_seen(start: F64, end: F64, trial: NDArray[np.int64]) -> int | None:
+    """The tier's concurrency when the data shows it, else None (no limit seen).
+
+    A limit shows as jobs that arrived with the tier at its most-ever occupancy taking
+    clearly longer (they waited) than the others; without that the most seen at once is
+    only a lower bound and the model leaves the tier unbounded (declare it when known).
+    """
+    occ = in_flight_at_arrival(start, end, trial)
+    if occ.size == 0:
+        return None
+    c = int(occ.max())
+    took = end - start
+    at_max, below = took[occ >= c], took[occ < c]
+    if at_max.size >= 5 and below.size >= 5 and np.median(at_max) > 1.5 * np.median(below):
+        return max(c - 1, 1)
+    return None
+
+
+def service_times(arrive: F64, depart: F64, trial: NDArray[np.int64], c: int | None) -> F64:
+    """In-flight-aware service times of a FIFO tier with ``c`` servers (see the module)."""
+    if c is None:
+        return np.clip(depart - arrive, 0.0, None)
+    out = np.empty_like(arrive)
+    for t in np.unique(trial):
+        idx = np.flatnonzero(trial == t)
+        a, d = arrive[idx], depart[idx]
+        order = np.argsort(a, kind="stable")
+        dep = np.sort(d)
+        start = a[order].copy()
+        if len(idx) > c:
+            start[c:] = np.maximum(start[c:], dep[: len(idx) - c])
+        out[idx[order]] = d[order] - start
+    return np.clip(out, 0.0, None)
+
+
+def status_policy(done: F64, trial: NDArray[np.int64]) -> StatusUpdate:
+    """The status-update policy from the T7 stamps (see the module)."""
+    gaps = np.concatenate([np.diff(np.sort(done[trial == t])) for t in np.unique(trial)])
+    if gaps.size < 3:
+        return StatusUpdate(policy="batched", per_job_cost_s=0.0, interval_s=1.0, source="declared")
+    same = float(np.mean(gaps < SAME_INSTANT_S))
+    pos = gaps[gaps >= SAME_INSTANT_S]
+    unit = float(np.quantile(pos, 0.05)) if pos.size else 1.0
+    lowest = pos[pos <= unit * 1.5] if pos.size else pos
+    cost = float(np.median(lowest)) if lowest.size else unit
+    if same > 0.05:
+        # one call for all: stamps come in bursts, one per pass of cost + interval
+        return StatusUpdate(
+            policy="batched", per_job_cost_s=0.0, interval_s=cost, source="inferred"
+        )
+    k = pos / cost
+    off = pos[np.abs(k - np.round(k)) > 0.08]
+    # the shortest gap spanning a pass boundary is cost + interval
+    interval = float(np.quantile(off, 0.05)) - cost if off.size else cost
+    interval = interval % cost if interval > cost * 4 else interval
+    return StatusUpdate(
+        policy="sequential",
+        per_job_cost_s=round(cost, 4),
+        interval_s=round(max(interval, 1e-3), 4),
+        source="inferred",
+    )
+
+
+def fit_model(m: Measured, run_id: str, name: str = "model") -> ChainModel:
+    """The chain model of the measured per-job times ``m`` (pure)."""
+    t, tr = m.times, m.trial
+    c_ce = limit_seen(t["ce_entry"], t["ce_submit"], tr)
+    c_br = limit_seen(t["bridge_entry"], t["bridge_submit"], tr)
+    slots = limit_seen(t["bridge_submit"], t["bridge_done"], tr)
+    n = len(tr) + m.failed_submit
+    return ChainModel(
+        name=name,
+        fitted_from=FittedFrom(
+            run=run_id,
+            trials=m.trial_ids,
+            rates_per_s=sorted(set(m.rates)),
+            note="concurrency or slots null: no limit was seen at the rates fitted; "
+            "declare them when known",
+        ),
+        client=Client(
+            to_ce=fit_duration(t["ce_entry"] - t["submit"]),
+            ack=fit_duration(t["submit_ack"] - t["ce_entry"]),
+            observe=fit_duration(t["client_done"] - t["ce_done"]),
+        ),
+        tiers=Tiers(
+            ce=Tier(
+                concurrency=c_ce,
+                concurrency_source="inferred",
+                service=fit_duration(service_times(t["ce_entry"], t["ce_submit"], tr, c_ce)),
+            ),
+            transfer=Delay(delay=fit_duration(t["bridge_entry"] - t["ce_submit"])),
+            bridge=Tier(
+                concurrency=c_br,
+                concurrency_source="inferred",
+                service=fit_duration(
+                    service_times(t["bridge_entry"], t["bridge_submit"], tr, c_br)
+                ),
+            ),
+            workers=Workers(
+                slots=slots,
+                slots_source="inferred",
+                runtime=fit_duration(
+                    service_times(t["bridge_submit"], t["bridge_done"], tr, slots)
+                ),
+            ),
+        ),
+        status_update=status_policy(t["ce_done"], tr),
+        failures=Failures(
+            submit=round(m.failed_submit / n, 6) if n else 0.0,
+            job=round(m.failed_job / max(len(tr), 1), 6),
+        ),
+    )

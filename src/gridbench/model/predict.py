@@ -1,0 +1,173 @@
+"""``gridbench model predict``: the model run over a sweep, written as a job-flow run
+marked predicted, so analysis, reports, compare and the dashboard treat it as a run.
+
+Each point runs ``reps`` repetitions with different seeds; with ``fit_uncertainty`` each
+repetition also draws the fitted means from their sampling distributions (the bootstrap
+over the fit), so the spread across trials carries both kinds of uncertainty.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from gridbench.jobflow.events.ingest_run import edgi_chain
+from gridbench.jobflow.events.model import EVENT_COLUMNS, FAIL_JOB, FAIL_LOST, FAIL_SUBMIT_REJECTED
+from gridbench.model.engine import (
+    COLUMNS,
+    F64,
+    FAILED,
+    IDX,
+    LOST,
+    OUT,
+    REFUSED,
+    draw_model,
+    simulate,
+)
+from gridbench.model.spec import ChainModel
+from gridbench.model.sweep import Point
+from gridbench.store.layout import RunDir, write_json
+
+KIND = "jobflow"  # a prediction is a job-flow run: the same analysis, report and pages
+_CLIENT = {"intended", "submit", "submit_ack", "client_done"}
+_MS, _US = 1_000_000, 1_000
+#: the trials' clock origin: a fixed instant, so a prediction is reproducible byte for byte
+EPOCH_NS = 1_700_000_000_000_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class Repeat:
+    """How each point is repeated: ``reps`` seeds from ``seed``, and whether each
+    repetition draws its parameters from the fit's uncertainty."""
+
+    reps: int = 3
+    seed: int = 1
+    fit_uncertainty: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Marking:
+    """What experiment.json says of a prediction: the model, and on which runs it was
+    checked and how far off it was."""
+
+    model_path: str
+    model: ChainModel
+    checking: str | None = None  # the measured run a `model check` predicts
+
+
+def chain_dict(model: ChainModel) -> dict[str, Any]:
+    """The reference chain T1..T8 as the trial.json of a measured run has it."""
+    server = ("ce_entry", "ce_submit", "bridge_entry", "bridge_submit", "bridge_done", "ce_done")
+    chain = edgi_chain(precision_ns=dict.fromkeys(server, _MS))
+    poll_ns = max(int(model.client.observe.mean * 2e9), _MS)  # a poll of twice the mean wait
+    return chain.polled("client_done", poll_ns).to_dict()
+
+
+def events_frame(rows: F64, trial_id: str, chain: dict[str, Any]) -> pl.DataFrame:
+    """The simulated rows as an event log (columnar: one frame per stage)."""
+    prec = {s["name"]: int(s["precision_ns"]) for s in chain["stages"]}
+    numbers = pl.Series(rows[:, IDX].astype(np.int64)).cast(pl.String).str.zfill(6)
+    ids = (f"{trial_id}-" + numbers).to_numpy()
+    frames: list[pl.DataFrame] = []
+
+    def add(stage: str, t: F64, mask: np.ndarray[Any, Any], attrs: str = "") -> None:
+        if not mask.any():
+            return
+        src = "client" if stage in _CLIENT or stage == "failed" else stage.rsplit("_", 1)[0]
+        frames.append(
+            pl.DataFrame(
+                {
+                    "job": ids[mask],
+                    "t_ns": (EPOCH_NS + np.round(t[mask] * 1e9)).astype(np.int64),
+                }
+            ).with_columns(
+                stage=pl.lit(stage),
+                source=pl.lit(src),
+                precision_ns=pl.lit(prec.get(stage, _US), dtype=pl.Int64),
+                agent=pl.lit("model"),
+                clock_offset_ns=pl.lit(0, dtype=pl.Int64),
+                attrs=pl.lit(attrs),
+            )
+        )
+
+    for k, stage in enumerate(COLUMNS[:-1]):
+        add(stage, rows[:, k], np.isfinite(rows[:, k]))
+    out = rows[:, OUT]
+    last = np.nanmax(rows[:, : len(COLUMNS) - 1], axis=1)
+    for code, kind in ((REFUSED, FAIL_SUBMIT_REJECTED), (FAILED, FAIL_JOB), (LOST, FAIL_LOST)):
+        add("failed", last, out == code, json.dumps({"kind": kind}))
+    if not frames:
+        return pl.DataFrame(schema=dict.fromkeys(EVENT_COLUMNS, pl.String))
+    return pl.concat(frames).select(EVENT_COLUMNS).sort("t_ns")
+
+
+def _trial(run: RunDir, point: Point, pi: int, ti: int, seed: int, rep: Repeat) -> int:
+    rng = np.random.default_rng([seed, pi, ti])
+    model = draw_model(point.model, rng) if rep.fit_uncertainty and ti > 0 else point.model
+    rows, stats = simulate(model, point.offer, int(rng.integers(1 << 62)))
+    tid = f"p{pi:02d}-t{ti:02d}"
+    d = run.trial_dir(tid)
+    d.mkdir(parents=True, exist_ok=True)
+    chain = chain_dict(point.model)
+    events_frame(rows, tid, chain).write_csv(d / "events.csv")
+    ends = rows[:, : len(COLUMNS) - 1]
+    last = float(np.nanmax(ends)) if np.isfinite(ends).any() else point.offer.duration_s
+    info = {
+        "trial_id": tid,
+        "point_index": pi,
+        "trial_index": ti,
+        "point": point.values,
+        "load_model": "open",
+        "offered_rate_per_s": point.offer.rate_per_s,
+        "planned_jobs": stats.jobs,
+        "started_ns": EPOCH_NS,
+        "submit_end_ns": EPOCH_NS + int(point.offer.duration_s * 1e9),
+        "ended_ns": EPOCH_NS + int(last * 1e9),
+        "status": "complete",
+        "chain": chain,
+        "predicted": {"seed": seed, "events": stats.events, "fit_uncertainty": ti > 0},
+    }
+    write_json(d / "trial.json", info)
+    return stats.events
+
+
+def predict(
+    pts: Sequence[Point],
+    root: Path,
+    spec: dict[str, Any],
+    mark: Marking,
+    rep: Repeat = Repeat(),
+    progress: Callable[[int, int], None] = lambda done, total: None,
+) -> tuple[Path, dict[str, Any]]:
+    """Simulate every point ``rep.reps`` times into a new run under ``root``; return it and
+    what experiment.json records of the prediction (events, wall time)."""
+    run = RunDir.create(root, str(spec.get("name") or mark.model.name))
+    predicted: dict[str, Any] = {
+        "model": mark.model_path,
+        "model_name": mark.model.name,
+        "fitted_from": mark.model.fitted_from.model_dump() if mark.model.fitted_from else None,
+        "checks": [c.model_dump() for c in mark.model.checks],
+        "checking": mark.checking,
+        "engine": "simpy",
+    }
+    run.begin(
+        KIND, str(spec.get("name") or mark.model.name), spec, status="running",
+        backend="model", load_model="open", predicted=predicted,
+        trials_planned=len(pts) * rep.reps,
+    )  # fmt: skip
+    t0, events, total = time.perf_counter(), 0, len(pts) * rep.reps
+    for pi, point in enumerate(pts):
+        for ti in range(rep.reps):
+            events += _trial(run, point, pi, ti, rep.seed, rep)
+            progress(pi * rep.reps + ti + 1, total)
+    wall = time.perf_counter() - t0
+    predicted |= {"events": events, "wall_s": round(wall, 3)}
+    run.update_experiment(status="complete", trials_done=total, predicted=predicted)
+    return run.path, predicted
