@@ -1,16 +1,21 @@
-"""Benchmark: analysis of a 1,000,000-job trial (8-stage EDGI chain) from its event log.
+"""Benchmark: analysis of a 1,000,000-job trial (8-stage EDGI chain) from its event log,
+CSV (events.csv) against the columnar log (events.arrows), side by side in one run.
 
-Generates a synthetic run directory (events.csv with ~10 million events: the 8 chain
-stages plus the client's ``intended`` and ``submit_ack`` stamps, some failures and a
-finishing-stage bottleneck), then times, each in a fresh subprocess so that peak RSS is
-the analysis' own:
+Generates one synthetic trial (~10 million events per million jobs: the 8 chain stages
+plus the client's ``intended`` and ``submit_ack`` stamps, some failures and a
+finishing-stage bottleneck) and writes the same events twice: as events.csv and as an
+Arrow IPC stream of 4,096-event batches (what ``ArrowEventLog`` writes). Then times, each
+in a fresh subprocess so that peak RSS is the step's own, for each format:
 
-1. baseline: reading events.csv with ``read_events`` only;
-2. ``analyze_run(write=True)``: events to the full metrics.json and series.json.
+1. the floor: polars alone reading the log for one group-by (stage -> count, last t_ns):
+   ``scan_csv`` (streaming engine) for CSV, ``read_ipc_stream`` of the two columns for Arrow;
+2. ``read``: gridbench's reader of the log (torn tail and foreign-input checks included);
+3. ``full``: ``analyze_run(write=True)``: events to metrics.json and series.json.
 
-Targets: full analysis <= 10 s and <= 4 GB peak RSS. Run:
+Targets (issue 26): analysis of 1 M jobs <= 2 s and <= 1 GiB; 10 M jobs <= 25 s and
+<= 4 GiB; full / floor <= 2. ``--formats arrow`` skips CSV (a 10 M-job CSV does not fit).
 
-    .venv/bin/python bench/bench_analysis.py [--jobs 1000000] [--keep DIR]
+    .venv/bin/python bench/bench_analysis.py [--jobs 1000000] [--formats csv,arrow] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+
+from gridbench.jobflow.events.columnar import ArrowEventLog
 
 STAGES = [
     ("submit", "client", 1_000),
@@ -117,6 +124,11 @@ def generate(run: Path, n: int, rate: float = 1000.0, seed: int = 1) -> int:
     tdir = run / "trials" / "p00-t00"
     tdir.mkdir(parents=True)
     events.write_csv(tdir / "events.csv")
+    arrow_dir = run.parent / "run-arrow" / "trials" / "p00-t00"
+    arrow_dir.mkdir(parents=True)
+    with ArrowEventLog(arrow_dir / "events.arrows") as log:
+        for part in events.iter_slices(4096):  # the batches a live ArrowEventLog writes
+            log.write_frame(part)
     end = int(t["client_done"].max())
     info = {
         "trial_id": "p00-t00",
@@ -154,72 +166,109 @@ def generate(run: Path, n: int, rate: float = 1000.0, seed: int = 1) -> int:
         }
     ).write_csv(tdir / "resources.csv")
     (run / "experiment.json").write_text(json.dumps({"name": "bench-1m", "status": "complete"}))
+    for name in ("trial.json", "resources.csv"):
+        shutil.copy(tdir / name, arrow_dir / name)
+    shutil.copy(run / "experiment.json", arrow_dir.parents[1] / "experiment.json")
     return events.height
 
 
 CHILD = r"""
-import json, resource, sys, time
+import json, sys, time
 from pathlib import Path
-mode, run = sys.argv[1], Path(sys.argv[2])
+mode, fmt, run = sys.argv[1], sys.argv[2], Path(sys.argv[3])
 t = time.perf_counter()
-from gridbench.jobflow.events.log import read_events
+import polars as pl
+from gridbench.jobflow.events.trial_log import read_trial_log
 if mode == "full":
     from gridbench.jobflow.analysis import analyze_run
 imported = time.perf_counter() - t
+tdir = run / "trials" / "p00-t00"
 t = time.perf_counter()
-if mode == "read":
-    df = read_events(run / "trials" / "p00-t00" / "events.csv")
-    extra = {"rows": df.height}
+if mode == "floor" and fmt == "csv":
+    df = (
+        pl.scan_csv(tdir / "events.csv", schema_overrides={"t_ns": pl.Int64})
+        .group_by("stage").agg(pl.len(), pl.col("t_ns").max()).collect(engine="streaming")
+    )
+    extra = {"rows": int(df["len"].sum())}
+elif mode == "floor":
+    df = pl.read_ipc_stream(tdir / "events.arrows", columns=["stage", "t_ns"])
+    df = df.group_by("stage").agg(pl.len(), pl.col("t_ns").max())
+    extra = {"rows": int(df["len"].sum())}
+elif mode == "read":
+    extra = {"rows": read_trial_log(tdir).height}
 else:
     m = analyze_run(run, write=True)
     extra = {"statement": m["bottleneck"]["statement"], "valid": m["validity"]["valid"]}
 wall = time.perf_counter() - t
-rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+# VmHWM, not ru_maxrss: ru_maxrss survives exec, so it would report the bench's own peak
+hwm = [l for l in open("/proc/self/status") if l.startswith("VmHWM:")][0]
+rss = int(hwm.split()[1]) * 1024
 print(json.dumps({"seconds": wall, "import_seconds": imported, "peak_rss_bytes": rss, **extra}))
 """
 
 
-def run_child(mode: str, run: Path) -> dict[str, Any]:
+def run_child(mode: str, fmt: str, run: Path) -> dict[str, Any]:
     out = subprocess.run(
-        [sys.executable, "-c", CHILD, mode, str(run)], check=True, capture_output=True, text=True
+        [sys.executable, "-c", CHILD, mode, fmt, str(run)],
+        check=True,
+        capture_output=True,
+        text=True,
     )
     result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
+
+
+def best(mode: str, fmt: str, run: Path, repeat: int) -> dict[str, Any]:
+    runs = [run_child(mode, fmt, run) for _ in range(repeat)]
+    top = min(runs, key=lambda r: float(r["seconds"]))
+    top["all"] = [round(float(r["seconds"]), 2) for r in runs]
+    return top
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=3, help="timed runs of each step (best kept)")
+    ap.add_argument("--formats", default="csv,arrow", help="csv, arrow or both (default)")
     ap.add_argument("--keep", type=Path, help="generate into this directory and keep it")
     args = ap.parse_args()
     base = args.keep or Path(tempfile.mkdtemp(prefix="gridbench-bench-"))
-    run = base / "run"
+    runs = {"csv": base / "run", "arrow": base / "run-arrow"}
     try:
-        if run.exists():
-            shutil.rmtree(run)
+        for r in runs.values():
+            if r.exists():
+                shutil.rmtree(r)
         t = time.perf_counter()
-        n_events = generate(run, args.jobs)
-        size = (run / "trials" / "p00-t00" / "events.csv").stat().st_size
+        n_events = generate(runs["csv"], args.jobs)
+        sizes = {
+            "csv": (runs["csv"] / "trials" / "p00-t00" / "events.csv").stat().st_size,
+            "arrow": (runs["arrow"] / "trials" / "p00-t00" / "events.arrows").stat().st_size,
+        }
         print(
-            f"generated {args.jobs:,} jobs, {n_events:,} events, {size / 1e6:.0f} MB CSV "
-            f"in {time.perf_counter() - t:.1f} s"
+            f"generated {args.jobs:,} jobs, {n_events:,} events: CSV {sizes['csv'] / 1e6:.0f} MB, "
+            f"Arrow {sizes['arrow'] / 1e6:.0f} MB, in {time.perf_counter() - t:.1f} s"
         )
-        reads = [run_child("read", run) for _ in range(args.repeat)]
-        fulls = [run_child("full", run) for _ in range(args.repeat)]
-        read = min(reads, key=lambda r: float(r["seconds"]))
-        full = min(fulls, key=lambda r: float(r["seconds"]))
-        rs, fs = float(read["seconds"]), float(full["seconds"])
-        rrss, frss = int(read["peak_rss_bytes"]), int(full["peak_rss_bytes"])
+        formats = [f for f in args.formats.split(",") if f]
+        if "csv" not in formats:
+            (runs["csv"] / "trials" / "p00-t00" / "events.csv").unlink()
         gib = 2**30
-        print(f"read events.csv only : {rs:6.2f} s  peak RSS {rrss / gib:.2f} GiB")
-        print(f"full analyze_run     : {fs:6.2f} s  peak RSS {frss / gib:.2f} GiB")
-        print(f"  (imports before the clock: {float(full['import_seconds']):.2f} s)")
-        print("  (targets: <= 10 s, <= 4 GiB; best of the runs below)")
-        print(f"ratio full / read    : {fs / rs:6.2f}   analysis beyond reading: {fs - rs:.2f} s")
-        print(f"runs (s): read {[round(r['seconds'], 2) for r in reads]}")
-        print(f"          full {[round(r['seconds'], 2) for r in fulls]}")
-        print(f"finding: {full['statement']}")
+        print(f"best of {args.repeat}, each step in a fresh process")
+        print(
+            f"{'format':<7}{'step':<8}{'seconds':>9}{'peak RSS GiB':>14}{'x floor':>9}   runs (s)"
+        )
+        for fmt in formats:
+            floor = best("floor", fmt, runs[fmt], args.repeat)
+            for mode in ("floor", "read", "full"):
+                r = floor if mode == "floor" else best(mode, fmt, runs[fmt], args.repeat)
+                secs, rss = float(r["seconds"]), int(r["peak_rss_bytes"]) / gib
+                ratio = secs / float(floor["seconds"])
+                print(f"{fmt:<7}{mode:<8}{secs:>9.2f}{rss:>14.2f}{ratio:>9.2f}   {r['all']}")
+                if mode == "full":
+                    print(f"  finding: {r['statement']}")
+        print(
+            "targets: full <= 2 s and <= 1 GiB at 1 M jobs; <= 25 s, <= 4 GiB at 10 M; "
+            "full / floor <= 2"
+        )
     finally:
         if args.keep is None:
             shutil.rmtree(base, ignore_errors=True)

@@ -341,6 +341,18 @@ def cmd_collect(args: argparse.Namespace, ui: Ui) -> int:
     return EXIT_BACKEND if report.errors else EXIT_OK
 
 
+def cmd_export(args: argparse.Namespace, ui: Ui) -> int:
+    """Write each trial's events of a run as CSV or Parquet."""
+    from gridbench.jobflow.events.export import export_events
+    from gridbench.store.catalogue import resolve_run
+
+    run = resolve_run(args.run, ui.results_root(args))
+    done = export_events(run.path, args.format, Path(args.out) if args.out else None)
+    for e in done:
+        ui.console.print(f"{safe_markup(e.trial)}: {e.events:,} events -> {safe_markup(e.path)}")
+    return EXIT_OK
+
+
 def _spec_args(p: argparse.ArgumentParser) -> None:
     add_spec_args(p, what="experiment spec (YAML)", example="--set trials=5 --set load.rate=2/s")
 
@@ -411,6 +423,19 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
     add_run_arg(p)
     add_results_arg(p)
     p.set_defaults(func=_bind(cmd_collect, ui))
+
+    p = sub.add_parser(
+        "export",
+        help="write a run's events (CSV or columnar log) as CSV or Parquet",
+        description="Write each trial's event log of RUN - events.csv or the columnar "
+        "events.arrows - to OUT/<trial>.events.csv or .parquet (default OUT: RUN/export), "
+        "one trial in memory at a time; the run's own files are left as they are.",
+    )
+    add_run_arg(p)
+    add_results_arg(p)
+    p.add_argument("--format", choices=["csv", "parquet"], default="csv", help="default: csv")
+    p.add_argument("--out", metavar="DIR", help="where to write (default: RUN/export)")
+    p.set_defaults(func=_bind(cmd_export, ui))
 
     p = sub.add_parser(
         "check",

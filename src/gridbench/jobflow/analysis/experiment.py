@@ -64,11 +64,12 @@ def analyze_run(
     results: list[TrialResult] = []
     for d in dirs:
         info = load.read_trial_info(d)
-        events = load.read_trial_events(d, info.agents)
+        events, torn = load.read_trial_events_counted(d, info.agents)
         res = analyze_trial(
             info, events, load.read_resources(d), cfg, load.read_server_resources(d)
         )
         del events
+        res.metrics["events_torn"] = torn  # batches a crash cut short, skipped
         if write and res.series is not None:
             write_json(d / load.SERIES_FILE, res.series)
         results.append(TrialResult(res.info, res.metrics, None))

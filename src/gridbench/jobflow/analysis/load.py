@@ -1,6 +1,7 @@
 """Reading a results directory (the only module of analysis that touches files).
 
-Layout: RUN/experiment.json, RUN/spec.yaml, RUN/trials/<trial_id>/{trial.json, events.csv,
+Layout: RUN/experiment.json, RUN/spec.yaml, RUN/trials/<trial_id>/{trial.json, events.csv
+or events.arrows,
 resources.csv}; analysis writes RUN/metrics.json and RUN/trials/<id>/series.json.
 """
 
@@ -16,7 +17,7 @@ import polars as pl
 from gridbench.errors import GridbenchError, ResultsError
 from gridbench.jobflow.analysis.clocks import to_controller_time
 from gridbench.jobflow.analysis.info import TrialInfo
-from gridbench.jobflow.events.log import EVENTS_FILE, empty_events, read_events
+from gridbench.jobflow.events.trial_log import read_trial_log_counted
 from gridbench.store.layout import read_json
 from gridbench.store.safe_open import opened_store_file
 
@@ -62,13 +63,16 @@ def read_trial_events(trial_dir: Path, agents: Mapping[str, Any] | None = None) 
     """The trial's event log on the controller's clock (empty when the trial recorded
     nothing yet): ``t_ns − clock_offset_ns``, with each stamp's clock bound from trial.json
     ``agents`` (:func:`gridbench.jobflow.analysis.clocks.to_controller_time`)."""
-    path = trial_dir / EVENTS_FILE
-    if not path.exists():
-        events = empty_events().select(ANALYSIS_COLUMNS)
-    else:
-        # the analysis never looks at the source column: not reading it saves memory
-        events = read_events(path, columns=ANALYSIS_COLUMNS)
-    return to_controller_time(events, agents or {})
+    return read_trial_events_counted(trial_dir, agents)[0]
+
+
+def read_trial_events_counted(
+    trial_dir: Path, agents: Mapping[str, Any] | None = None
+) -> tuple[pl.DataFrame, int]:
+    """:func:`read_trial_events` and the torn batches its columnar log skipped."""
+    # events.csv or events.arrows; the analysis never looks at the source column
+    events, torn = read_trial_log_counted(trial_dir, columns=ANALYSIS_COLUMNS)
+    return to_controller_time(events, agents or {}), torn
 
 
 def read_resources(trial_dir: Path) -> pl.DataFrame | None:

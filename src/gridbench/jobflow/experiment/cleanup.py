@@ -30,10 +30,10 @@ from gridbench.jobflow.backends.base import Backend, CancelClient, OrphanStopper
 from gridbench.jobflow.backends.command.backend import CommandBackend
 from gridbench.jobflow.backends.registry import create_backend
 from gridbench.jobflow.events.clock import AnchoredClock
-from gridbench.jobflow.events.log import EVENTS_FILE, EventLog, read_events
 from gridbench.jobflow.events.model import (
     STAGE_CANCELLED,
 )
+from gridbench.jobflow.events.trial_log import open_trial_log, read_trial_log
 from gridbench.jobflow.run.cleanup_reservations import (
     find_reservations,
     outstanding_per_trial,
@@ -161,10 +161,13 @@ async def _cancel_all(
             report.per_trial[tid] = len(ids)
             if dry_run:
                 continue
-            with EventLog(run.trial_dir(tid) / EVENTS_FILE) as log:
+            log = open_trial_log(run.trial_dir(tid))
+            try:
                 now = clock.now_ns()
                 for job in left["job"].to_list():
                     log.append(job, STAGE_CANCELLED, now, attrs={"by": "cleanup"})
+            finally:
+                log.close()
             _mark_trial(run, tid)
     finally:
         if not dry_run:
@@ -181,7 +184,7 @@ def _verified_pids(
 ) -> list[int]:
     """The pids of ``left``'s jobs whose start time matches the recorded one; the others
     are named in ``plan`` and left alone."""
-    ev = read_events(run.trial_dir(tid) / EVENTS_FILE)
+    ev = read_trial_log(run.trial_dir(tid))
     attrs = ev.filter((pl.col("stage") == "local_start") & pl.col("job").is_in(left["job"]))[
         "attrs"
     ].to_list()

@@ -22,8 +22,10 @@ from typing import Any
 import polars as pl
 
 from gridbench.errors import GridbenchError
-from gridbench.jobflow.events.log import EVENTS_FILE, EventLog, read_events
+from gridbench.jobflow.events.columnar import ARROW_SUFFIX, ArrowEventLog
+from gridbench.jobflow.events.log import EVENTS_FILE, EventLog
 from gridbench.jobflow.events.model import EVENT_COLUMNS
+from gridbench.jobflow.events.trial_log import read_event_log, trial_log_path
 from gridbench.store.layout import RunDir, read_json, write_json
 
 KEY = ["job", "stage", "t_ns", "agent"]
@@ -99,18 +101,26 @@ def _fetch(run: RunDir, kind: str, where: dict[str, Any], dest: Path, ssh: dict[
 
 
 def merge_logs(trial_dir: Path, agent_logs: list[Path]) -> int:
-    """Append to the trial's events.csv the rows of ``agent_logs`` it lacks; rows added.
+    """Append to the trial's event log the rows of ``agent_logs`` it lacks; rows added.
 
-    The trial's own rows are read once (their keys only) and the missing rows appended in
-    one write, after the log's torn tail (if any) is dropped as the event log does."""
-    events = trial_dir / EVENTS_FILE
-    theirs = pl.concat([read_events(p) for p in agent_logs]) if agent_logs else None
+    Either format on either side (CSV or columnar agent logs; the trial's log keeps its
+    own format, a trial without one gets the agents' format). The trial's own rows are
+    read once (their keys only) and the missing rows appended in one write: one record
+    batch, or CSV rows after the log's torn tail (if any) is dropped as the event log does."""
+    theirs = pl.concat([read_event_log(p) for p in agent_logs]) if agent_logs else None
     if theirs is None or not theirs.height:
         return 0
-    mine = read_events(events, columns=KEY) if events.exists() else theirs.clear().select(KEY)
+    events = trial_log_path(trial_dir)
+    mine = read_event_log(events, columns=KEY) if events is not None else theirs.clear().select(KEY)
     missing = theirs.unique(KEY, maintain_order=True).join(mine.unique(), on=KEY, how="anti")
     if not missing.height:
         return 0
+    columnar = all(p.name.endswith(ARROW_SUFFIX) for p in agent_logs)
+    if (events is None and columnar) or (events is not None and events.suffix == ARROW_SUFFIX):
+        with ArrowEventLog(events or trial_dir / ("events" + ARROW_SUFFIX)) as log:
+            log.write_frame(missing)
+        return missing.height
+    events = events or trial_dir / EVENTS_FILE
     EventLog(events).close()  # the header of a new log; a torn last line dropped
     with open(events, "ab") as fh:
         missing.select(EVENT_COLUMNS).write_csv(fh, include_header=False)
@@ -161,10 +171,12 @@ def collect_run(run: RunDir) -> CollectReport:
             if not str(name).startswith("agent-") or "/" in str(name):
                 report.errors.append(f"{tid}: {name!r} is not an agent name")
                 continue
-            dest = run.path / "agents" / str(name) / f"{tid}.events.csv"
+            wpath = str(where.get("path", "")) if isinstance(where, dict) else ""
+            suffix = ARROW_SUFFIX if wpath.endswith(ARROW_SUFFIX) else ".csv"
+            dest = run.path / "agents" / str(name) / f"{tid}.events{suffix}"
             try:
                 report.fetched.append(_fetch(run, kind, dict(where), dest, dict(ssh or {})))
-                _note_offsets(trial_dir, read_events(dest, columns=["clock_offset_ns"]), name)
+                _note_offsets(trial_dir, read_event_log(dest, columns=["clock_offset_ns"]), name)
                 fetched.append(dest)
             except (GridbenchError, OSError, subprocess.TimeoutExpired) as exc:
                 report.errors.append(f"{tid} {name}: {exc}")

@@ -34,7 +34,7 @@ import numpy.typing as npt
 from gridbench import __version__
 from gridbench.jobflow.backends.registry import create_backend
 from gridbench.jobflow.events.clock import AnchoredClock
-from gridbench.jobflow.events.log import EventLog
+from gridbench.jobflow.events.trial_log import open_log
 from gridbench.jobflow.run.agent_live import LiveRecorder
 from gridbench.jobflow.run.host_clock import chrony_tracking
 from gridbench.jobflow.run.observer import TrialProgress
@@ -162,7 +162,7 @@ async def _run(task: AgentTask, stop_flag: threading.Event) -> dict[str, Any]:
     cpu0 = time.process_time()  # the agent's process is its own: its CPU is the client's
     spec = task.spec
     clock = AnchoredClock()
-    elog = EventLog(resolve(task.log_path), batch_size=64)
+    elog = open_log(resolve(task.log_path), batch_size=64)  # its suffix: its format
     rec = LiveRecorder(elog, clock, agent=task.name, clock_offset_ns=task.clock_offset_ns)
     backend = create_backend(spec.backend.type, spec.backend.options)
     progress = TrialProgress(task.trial_id, len(task.offsets_ns))

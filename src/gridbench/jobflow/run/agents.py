@@ -34,8 +34,8 @@ import numpy.typing as npt
 import polars as pl
 
 from gridbench.errors import GridbenchError
-from gridbench.jobflow.events.log import EventLog, read_events
 from gridbench.jobflow.events.model import EVENT_COLUMNS, FAIL_LOST, STAGE_CANCELLED, STAGE_FAILED
+from gridbench.jobflow.events.trial_log import EventWriter, read_event_log
 from gridbench.jobflow.run import clock_sync
 from gridbench.jobflow.run.agent_live import merge_live
 from gridbench.jobflow.run.agent_pool import AgentPool, AgentPools
@@ -80,7 +80,7 @@ class _Merger:
     pending batch is flushed: both write whole lines to an O_APPEND descriptor, so lines
     never interleave, and merging costs a copy rather than a parse per event."""
 
-    def __init__(self, elog: EventLog) -> None:
+    def __init__(self, elog: EventWriter) -> None:  # a CSV log (run_trial sees to it)
         self.elog = elog
         self.events = 0
         self._fd: int | None = None
@@ -315,7 +315,7 @@ async def _account_lost(
         return
     rec = ctx.recorders[0]
     rec.log.flush()
-    events = read_events(rec.log.path)
+    events = read_event_log(rec.log.path)
     for name in lost:
         left = outstanding_jobs(events.filter(pl.col("agent") == name))
         if not left.height:

@@ -18,7 +18,7 @@ import polars as pl
 
 from gridbench.jobflow.backends.operations import Reserver
 from gridbench.jobflow.events.clock import AnchoredClock
-from gridbench.jobflow.events.log import EVENTS_FILE, EventLog, read_events
+from gridbench.jobflow.events.trial_log import open_trial_log, read_event_log, trial_log_path
 from gridbench.jobflow.run.closed_loop import STAGE_OP_END, STAGE_OP_START
 
 if TYPE_CHECKING:
@@ -57,9 +57,9 @@ def outstanding_per_trial(
     """``outstanding(events)`` of each trial that has an event log (empty ones left out)."""
     out = {}
     for tid in run.trial_ids():
-        path = run.trial_dir(tid) / EVENTS_FILE
-        if path.exists():
-            left = outstanding(read_events(path))
+        path = trial_log_path(run.trial_dir(tid))
+        if path is not None:
+            left = outstanding(read_event_log(path))
             if left.height:
                 out[tid] = left
     return out
@@ -102,9 +102,12 @@ async def release_all(
                     errors.append(f"{tid}: deleting reservation {name} failed: {exc}")
                     continue
                 released += 1
-                with EventLog(run.trial_dir(tid) / EVENTS_FILE) as log:
+                log = open_trial_log(run.trial_dir(tid))
+                try:
                     attrs = {"op": "release", "reservation": name, "by": "cleanup"}
                     log.append(job, STAGE_OP_END, clock.now_ns(), attrs=attrs)
+                finally:
+                    log.close()
     finally:
         if not dry_run:
             await backend.close()

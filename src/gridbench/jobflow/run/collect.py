@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from gridbench.jobflow.events.log import EventLog
+from gridbench.jobflow.events.trial_log import EventWriter
 
 
 class Collector(Protocol):
@@ -14,7 +14,7 @@ class Collector(Protocol):
     def describe(self) -> str: ...
 
     async def collect(
-        self, log: EventLog, names: dict[str, str], *, final: bool, settle_s: float
+        self, log: EventWriter, names: dict[str, str], *, final: bool, settle_s: float
     ) -> int:
         """Learn this trial's jobs (backend id -> job) and append what is out; return how many."""
         ...

@@ -18,9 +18,10 @@ from gridbench.errors import SpecError
 from gridbench.jobflow.backends.base import Backend, ReportPublisher
 from gridbench.jobflow.events.edgi.collector import ReportCollector
 from gridbench.jobflow.events.edgi.join import joined_by_lines
-from gridbench.jobflow.events.log import EVENTS_FILE, EventLog, Origin
+from gridbench.jobflow.events.log import Origin
 from gridbench.jobflow.events.model import EVENT_SCHEMA, STAGE_SUBMIT_ACK
 from gridbench.jobflow.events.sources import FetchLimits
+from gridbench.jobflow.events.trial_log import EventWriter, open_trial_log
 from gridbench.jobflow.specbase.model import CollectorSpec
 
 log = logging.getLogger(__name__)
@@ -76,7 +77,7 @@ class EdgiCollector:
             self._final_stages = done or server[-1:]
 
     async def collect(
-        self, log_: EventLog, names: dict[str, str], *, final: bool, settle_s: float
+        self, log_: EventWriter, names: dict[str, str], *, final: bool, settle_s: float
     ) -> int:
         """Quick poll after a trial: learn its id map, route whatever reports are out."""
         if names:
@@ -109,7 +110,7 @@ class EdgiCollector:
         return total
 
     async def _poll_once(
-        self, current: EventLog | None, *, final: bool, run_dir: Path | None = None
+        self, current: EventWriter | None, *, final: bool, run_dir: Path | None = None
     ) -> int:
         res = await self._rc.apoll(None, final=final)
         for w in res.warnings:
@@ -127,23 +128,26 @@ class EdgiCollector:
             if current is not None and str(current.path.parent.name) == tid:
                 _append(current, part)
             else:
-                target = _trial_log_path(current, run_dir, str(tid))
+                target = _trial_dir(current, run_dir, str(tid))
                 if target is None:
                     continue
-                with EventLog(target) as other:
+                other = open_trial_log(target)  # the format that trial already has
+                try:
                     _append(other, part)
+                finally:
+                    other.close()
         return ev.height
 
 
-def _trial_log_path(current: EventLog | None, run_dir: Path | None, tid: str) -> Path | None:
+def _trial_dir(current: EventWriter | None, run_dir: Path | None, tid: str) -> Path | None:
     if current is not None:
-        return current.path.parent.parent / tid / EVENTS_FILE
+        return current.path.parent.parent / tid
     if run_dir is not None:
-        return run_dir / "trials" / tid / EVENTS_FILE
+        return run_dir / "trials" / tid
     return None
 
 
-def _append(log_: EventLog, df: pl.DataFrame) -> None:
+def _append(log_: EventWriter, df: pl.DataFrame) -> None:
     for row in df.iter_rows(named=True):
         origin = Origin(
             row["source"],

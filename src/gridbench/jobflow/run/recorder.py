@@ -5,14 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from gridbench.jobflow.events.clock import AnchoredClock
-from gridbench.jobflow.events.log import EventLog, Origin
+from gridbench.jobflow.events.log import Origin
+from gridbench.jobflow.events.trial_log import EventWriter
 
 
 class Recorder:
     """Writes client-side events stamped by one agent, with that agent's clock offset."""
 
     def __init__(
-        self, log: EventLog, clock: AnchoredClock, agent: str = "local", clock_offset_ns: int = 0
+        self, log: EventWriter, clock: AnchoredClock, agent: str = "local", clock_offset_ns: int = 0
     ) -> None:
         self.log = log
         self.clock = clock

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 from gridbench.errors import ResourceError
 from gridbench.jobflow.backends.base import Backend, RuntimeStatsSource
 from gridbench.jobflow.events.clock import AnchoredClock
-from gridbench.jobflow.events.log import EVENTS_FILE, EventLog
 from gridbench.jobflow.events.model import STAGE_CLIENT_DONE
+from gridbench.jobflow.events.trial_log import EventWriter, open_trial_log
 from gridbench.jobflow.run.collect import Collector
 from gridbench.jobflow.run.host_clock import chrony_tracking
 from gridbench.jobflow.run.load_model import LoadModel, TrialContext
@@ -189,7 +189,7 @@ async def _give_up(env: TrialEnv, tracker: StatusTracker, info: dict[str, Any]) 
 
 
 async def _collect(
-    env: TrialEnv, elog: EventLog, tracker: StatusTracker, info: dict[str, Any]
+    env: TrialEnv, elog: EventWriter, tracker: StatusTracker, info: dict[str, Any]
 ) -> None:
     """The collectors' server-side stamps of this trial (a failure is noted, not raised)."""
     settle_s = 0.0 if env.stop.is_set() else env.spec.timeouts.settle
@@ -201,7 +201,7 @@ async def _collect(
             info.setdefault("collector_errors", []).append(str(exc)[:500])
 
 
-def _end_info(info: dict[str, Any], tracker: StatusTracker, elog: EventLog) -> None:
+def _end_info(info: dict[str, Any], tracker: StatusTracker, elog: EventWriter) -> None:
     """What the tracker and the event log counted, into trial.json."""
     info["status_calls"] = tracker.status_calls
     info["status_sweeps"] = tracker.sweeps
@@ -228,7 +228,9 @@ async def run_trial(env: TrialEnv) -> TrialOutcome:
 
     write_info()
     _runtime_stats(backend)  # start the backend's counters afresh for this trial
-    elog = EventLog(trial_dir / EVENTS_FILE)
+    # remote agents' pulled CSV lines are appended to the controller's log as bytes
+    fmt = "csv" if load.remote_agents is not None else pspec.trial.event_log
+    elog = open_trial_log(trial_dir, fmt)
     # remote agents stamp their own events; the controller's one recorder is the tracker's
     n_recs = load.agent_count if load.remote_agents is None else 1
     recs = [Recorder(elog, clock, f"agent-{k}") for k in range(n_recs)]
@@ -316,7 +318,7 @@ async def run_trial(env: TrialEnv) -> TrialOutcome:
 
 
 async def _flush_and_report(
-    elog: EventLog,
+    elog: EventWriter,
     progress: TrialProgress,
     observer: Observer,
     stop: asyncio.Event,

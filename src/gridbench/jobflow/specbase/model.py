@@ -96,6 +96,11 @@ class UserSpec(Strict):
 class TrialSpec(Strict):
     duration: PositiveDuration | None = Field(default=None, description="submission window")
     jobs: int | None = Field(default=None, ge=1, description="or a job count")
+    event_log: Literal["csv", "arrow"] = Field(
+        default="csv",
+        description="the event log's format: csv (events.csv) or arrow (events.arrows, "
+        "columnar Arrow IPC batches; smaller and faster to analyse)",
+    )
 
 
 class WarmupSpec(Strict):

@@ -1,0 +1,348 @@
+"""The columnar event log: an Arrow IPC *stream* appended batch by batch.
+
+Each writer appends record batches to one segment file (``events.arrows``; a writer that
+finds it non-empty starts the next segment, ``events.1.arrows``, because a stream cannot
+be reopened). Every batch is flushed to the kernel as it is written, so a ``kill -9``
+loses at most the batch being built; a batch torn by the crash is skipped on reading and
+counted. Types are fixed: ``stage``, ``source`` and ``agent`` are dictionary-encoded, times
+and precisions int64 ns. The schema carries the format marker ``gridbench: events/1``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from gridbench.errors import ResultsError, resource_error
+from gridbench.jobflow.events.log import Origin
+from gridbench.jobflow.events.model import EVENT_COLUMNS, EVENT_SCHEMA, Event
+from gridbench.store.safe_open import opened_store_file
+
+ARROW_SUFFIX = ".arrows"
+FORMAT_KEY, FORMAT = b"gridbench", b"events/1"
+_DICT = pa.dictionary(pa.int32(), pa.string())
+ARROW_SCHEMA = pa.schema(
+    [
+        ("job", pa.string()),
+        ("stage", _DICT),
+        ("t_ns", pa.int64()),
+        ("source", _DICT),
+        ("precision_ns", pa.int64()),
+        ("agent", _DICT),
+        ("clock_offset_ns", pa.int64()),
+        ("attrs", pa.string()),
+    ],
+    metadata={FORMAT_KEY: FORMAT},
+)
+_dumps = json.JSONEncoder(separators=(",", ":"), default=str).encode
+# pyarrow's words for a message cut short (the writer died mid-batch), as against garbage
+_TORN = re.compile(r"Expected to (be able to )?read|bytes available")
+_CONTINUATION = b"\xff\xff\xff\xff"
+# our schema message is under 1 KiB: a longer file whose schema is cut short is no torn log
+_SCHEMA_MAX = 4096
+_FIX = "not a gridbench event log, or damaged: re-run the trial, or move the file aside"
+
+
+def segments(path: Path) -> list[Path]:
+    """The segment files of the log at ``path`` in writing order: ``path`` itself, then
+    ``<stem>.1.arrows``, ``<stem>.2.arrows``… (stops at the first missing one)."""
+    stem = path.name[: -len(ARROW_SUFFIX)]
+    found = [path] if path.exists() else []
+    k = 1
+    while (nxt := path.with_name(f"{stem}.{k}{ARROW_SUFFIX}")).exists():
+        found.append(nxt)
+        k += 1
+    return found
+
+
+def _next_segment(path: Path) -> Path:
+    """The segment a new writer appends to: the first absent or empty one."""
+    stem = path.name[: -len(ARROW_SUFFIX)]
+    k, seg = 0, path
+    while seg.exists() and seg.stat().st_size > 0:
+        k += 1
+        seg = path.with_name(f"{stem}.{k}{ARROW_SUFFIX}")
+    return seg
+
+
+class ArrowEventLog:
+    """Buffered, append-only writer of one trial's events as Arrow record batches; the
+    same interface as :class:`gridbench.jobflow.events.log.EventLog`."""
+
+    def __init__(self, path: str | os.PathLike[str], *, batch_size: int = 4096) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.segment = _next_segment(self.path)
+        self._fh = open(self.segment, "ab")  # noqa: SIM115
+        self._writer = pa.ipc.new_stream(self._fh, ARROW_SCHEMA)
+        # one list per column: a batch is built without a per-event tuple or object
+        self._cols: tuple[list[Any], ...] = tuple([] for _ in EVENT_COLUMNS)
+        self._batch = batch_size
+        self.count = 0
+        # the schema and an empty batch now: the first batch's set-up is paid here, before
+        # the trial submits, rather than in its first flush
+        self._write(_to_batch(_ONE_ROW).slice(0, 0))
+
+    def append(
+        self,
+        job: str,
+        stage: str,
+        t_ns: int,
+        origin: Origin | None = None,
+        *,
+        attrs: dict[str, Any] | str | None = None,
+    ) -> None:
+        """Record one event (flushed with its batch); ``attrs`` may be pre-encoded JSON.
+        ``origin`` is a :class:`gridbench.jobflow.events.log.Origin` (``None``: the
+        controller's own client stamp)."""
+        c = self._cols
+        c[0].append(job)
+        c[1].append(stage)
+        c[2].append(t_ns)
+        if origin is None:
+            c[3].append("client")
+            c[4].append(1_000)
+            c[5].append("local")
+            c[6].append(0)
+        else:
+            c[3].append(origin.source)
+            c[4].append(origin.precision_ns)
+            c[5].append(origin.agent)
+            c[6].append(origin.clock_offset_ns)
+        c[7].append(
+            attrs if isinstance(attrs, str) and attrs else (_dumps(attrs) if attrs else None)
+        )
+        self.count += 1
+        if len(c[0]) >= self._batch:
+            self.flush()
+
+    def add(self, event: Event) -> None:
+        """Record an :class:`Event`."""
+        origin = Origin(event.source, event.precision_ns, event.agent, event.clock_offset_ns)
+        self.append(event.job, event.stage, event.t_ns, origin, attrs=event.attrs)
+
+    def extend(self, events: Iterable[Event]) -> None:
+        for e in events:
+            self.add(e)
+
+    def write_frame(self, frame: pl.DataFrame) -> None:
+        """Append a frame of events (:data:`EVENT_SCHEMA` columns) as one batch."""
+        self.flush()
+        if frame.height:
+            self._write(_to_batch(frame))
+            self.count += frame.height
+
+    def flush(self) -> None:
+        """Write the pending batch and hand it to the kernel. A full disk is one error
+        naming this file (a torn last batch is skipped on reading)."""
+        if not self._cols[0]:
+            return
+        c = self._cols
+        arrays = [_strings(c[0]), _dictionary(c[1]), _ints(c[2]), _dictionary(c[3])]
+        arrays += [_ints(c[4]), _dictionary(c[5]), _ints(c[6]), _strings(c[7])]
+        for col in c:
+            col.clear()  # never retried: the log stays what reached the file
+        self._write(pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA))
+
+    def _write(self, batch: pa.RecordBatch) -> None:
+        try:
+            self._writer.write_batch(batch)
+            self._fh.flush()
+        except OSError as exc:
+            err = resource_error(exc, self.segment)
+            if err is None:
+                raise
+            raise err from None
+
+    def close(self) -> None:
+        if not self._fh.closed:
+            try:
+                self.flush()
+            finally:
+                with contextlib.suppress(OSError, pa.ArrowException):
+                    self._writer.close()  # the end-of-stream marker
+                    self._fh.close()
+
+    def __enter__(self) -> ArrowEventLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _to_batch(frame: pl.DataFrame) -> pa.RecordBatch:
+    """One record batch of :data:`ARROW_SCHEMA` from a non-empty frame of events."""
+    arrow = frame.select(EVENT_COLUMNS).to_arrow(compat_level=pl.CompatLevel.oldest())
+    return arrow.cast(ARROW_SCHEMA).combine_chunks().to_batches()[0]
+
+
+# Arrays built from their buffers: ~0.6 µs per event for a whole batch, and unlike
+# pa.array(list) they never import pandas (~0.5 s, and its objects then lengthen every
+# garbage collection of the dispatcher's process).
+
+
+def _strings(values: list[str | None]) -> pa.Array:
+    enc = [b"" if v is None else v.encode("utf-8", "replace") for v in values]
+    n = len(enc)
+    offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(np.fromiter(map(len, enc), np.int32, n), out=offsets[1:])
+    valid = np.fromiter((v is not None for v in values), np.bool_, n)
+    nulls = n - int(valid.sum())
+    bitmap = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
+    data = pa.py_buffer(b"".join(enc))
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), data, bitmap, nulls)
+
+
+def _dictionary(values: list[str]) -> pa.Array:
+    index: dict[str, int] = {}
+    codes = np.fromiter((index.setdefault(v, len(index)) for v in values), np.int32, len(values))
+    indices = pa.Array.from_buffers(pa.int32(), len(values), [None, pa.py_buffer(codes)])
+    return pa.DictionaryArray.from_arrays(indices, _strings(list(index)))
+
+
+def _ints(values: list[int]) -> pa.Array:
+    data = np.fromiter(values, np.int64, len(values))
+    return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(data)])
+
+
+_ONE_ROW = pl.DataFrame(
+    {c: [v] for c, v in zip(EVENT_COLUMNS, ("j", "s", 0, "c", 1, "a", 0, None), strict=True)},
+    schema=EVENT_SCHEMA,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnarRead:
+    """The events of a columnar log and the torn batches skipped (one per crashed writer)."""
+
+    events: pl.DataFrame
+    torn: int
+
+
+def read_columnar(
+    path: str | os.PathLike[str], *, columns: Sequence[str] | None = None, store: bool = True
+) -> ColumnarRead:
+    """Read every segment of the log at ``path``, each up to its first torn batch.
+
+    Foreign input: each segment is opened without following a link (``store``) and
+    memory-mapped, so a length field claiming more than the file holds is refused without
+    allocating it; every batch is validated before use; a file that is not such a log is
+    one :class:`ResultsError` naming it."""
+    p = Path(path)
+    segs = segments(p)
+    if not segs:
+        raise ResultsError(
+            "event log not found", where=str(p), fix="check the results directory path"
+        )
+    frames = _Frames(list(columns) if columns is not None else list(EVENT_COLUMNS))
+    torn = 0
+    for seg in segs:
+        if store:
+            with opened_store_file(seg) as (source, size):
+                torn += _read_segment(source, size, seg, frames)
+        else:
+            torn += _read_segment(str(seg), seg.stat().st_size, seg, frames)
+    return ColumnarRead(frames.frame(), torn)
+
+
+#: batches turned into polars at a time (~1 M events of a busy trial)
+CONVERT_GROUP = 256
+
+
+class _Frames:
+    """Batches turned into polars a group at a time, so the dictionary-to-string copy of
+    one group, not of the whole log, is alive next to the result."""
+
+    def __init__(self, cols: list[str]) -> None:
+        self.cols = cols
+        self.pending: list[pa.RecordBatch] = []
+        self.done: list[pl.DataFrame] = []
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        self.pending.append(batch)
+        if len(self.pending) >= CONVERT_GROUP:
+            self._convert()
+
+    def _convert(self) -> None:
+        if not self.pending:
+            return
+        table = pa.Table.from_batches(self.pending, schema=ARROW_SCHEMA).select(self.cols)
+        self.pending = []
+        # one dictionary per column for the group: polars casts each column once
+        frame = pl.from_arrow(table.unify_dictionaries(), rechunk=False)
+        assert isinstance(frame, pl.DataFrame)
+        # one chunk per group: the analysis' many passes then run over ~1 M-event chunks
+        # rather than 4,096-event ones
+        self.done.append(frame.cast({c: EVENT_SCHEMA[c] for c in self.cols}).rechunk())
+
+    def frame(self) -> pl.DataFrame:
+        self._convert()
+        if not self.done:
+            return pl.DataFrame(schema=EVENT_SCHEMA).select(self.cols)
+        return pl.concat(self.done, how="vertical", rechunk=False)  # a chunk per group
+
+
+def _read_segment(source: str, size: int, seg: Path, out: _Frames) -> int:
+    """Append ``seg``'s whole batches to ``out``; 1 when its tail was torn, else 0."""
+    if size == 0:
+        return 0
+    with open(source, "rb") as fh:
+        head = fh.read(4)
+    if head != _CONTINUATION[: len(head)]:
+        raise ResultsError("not an Arrow IPC stream (bad first bytes)", where=str(seg), fix=_FIX)
+    try:
+        reader = pa.ipc.open_stream(pa.memory_map(source))
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        if _TORN.search(str(exc)) and size < _SCHEMA_MAX:
+            return 1  # the writer died while writing the schema: no events
+        raise ResultsError(
+            f"not a readable event log: {str(exc)[:200]}", where=str(seg), fix=_FIX
+        ) from None
+    _check_schema(reader.schema, seg)
+    while True:
+        try:
+            batch = reader.read_next_batch()
+        except StopIteration:
+            return 0
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            if _TORN.search(str(exc)):
+                return 1
+            raise ResultsError(
+                f"damaged event log: {str(exc)[:200]}", where=str(seg), fix=_FIX
+            ) from None
+        try:
+            batch.validate(full=True)  # offsets, UTF-8 and dictionary indices in range
+        except (pa.ArrowException, ValueError) as exc:
+            raise ResultsError(
+                f"damaged event batch: {str(exc)[:200]}", where=str(seg), fix=_FIX
+            ) from None
+        out.add(batch)
+
+
+def _check_schema(schema: pa.Schema, seg: Path) -> None:
+    """The stream's schema is gridbench's events/1 (names and metadata are foreign bytes:
+    one that is not UTF-8 is a mismatch, never an exception of its own)."""
+    try:
+        meta = schema.metadata
+        marked = meta is not None and meta.get(FORMAT_KEY) == FORMAT
+        same = schema.equals(ARROW_SCHEMA, check_metadata=False)
+    except (pa.ArrowException, ValueError):
+        marked = same = False
+    if not marked:
+        raise ResultsError(
+            "Arrow stream without the gridbench events/1 marker", where=str(seg), fix=_FIX
+        )
+    if not same:
+        raise ResultsError(
+            "event log columns differ from gridbench's events/1", where=str(seg), fix=_FIX
+        )
