@@ -21,7 +21,9 @@ from gridbench.io.bonnie import COLUMNS as BONNIE_COLUMNS
 from gridbench.io.load import load_io_spec_text
 from gridbench.io.parse import Histogram
 from gridbench.io.validity import validity
+from gridbench.states import FINISHED
 from gridbench.stats import rep
+from gridbench.store import raw_files
 from gridbench.store.layout import RunDir, write_json
 from gridbench.store.records import read_records
 from gridbench.thresholds import evaluate_thresholds
@@ -171,6 +173,9 @@ def build_metrics(run: RunDir) -> dict[str, Any]:
             where=str(run.path),
             fix="use 'gridbench report' for job-flow results",
         )
+    raw_files.check(run, exp)  # lost raw data is refused, never analysed as a smaller run
+    if raw_files.KEY not in exp:
+        raw_files.require(run, "rows.jsonl", exp.get("status") in FINISHED)
     spec, _ = load_io_spec_text(run.spec_file.read_text(encoding="utf-8"), str(run.spec_file))
     rows_path = run.path / "rows.jsonl"
     rows = read_records(rows_path)

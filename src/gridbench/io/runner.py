@@ -37,6 +37,7 @@ from gridbench.io.safety import (
     cleanup,
     make_workdir,
 )
+from gridbench.store import raw_files
 from gridbench.store.layout import RunDir, now_iso
 from gridbench.store.records import append_record
 
@@ -53,6 +54,14 @@ class TargetState:
 
 #: fio's default time limit: this floor rate for the data a run moves, plus a fixed allowance.
 FLOOR_RATE_BPS = 2**20
+#: the records analysis reads; with raw/* their sizes are recorded at the run's end
+RECORD_FILES = (
+    "rows.jsonl",
+    "bonnie.jsonl",
+    "consistency.jsonl",
+    "http.jsonl",
+    "latency_series.jsonl",
+)
 TIMEOUT_BASE_S = 120.0
 
 
@@ -469,6 +478,7 @@ class IoRunner:
             raise
         finally:
             errors = self.cleanup()
+            raw_files.record(run, [*RECORD_FILES, *raw_files.in_folder(run, "raw")])
             run.update_experiment(
                 status=status,
                 error=error,

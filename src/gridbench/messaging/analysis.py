@@ -35,6 +35,8 @@ from gridbench.messaging.metrics_schema import validate_metrics
 from gridbench.messaging.overheads import env_phrase, overheads, size_text
 from gridbench.messaging.records import RECORDS_FILE
 from gridbench.messaging.validity import validity
+from gridbench.states import FINISHED
+from gridbench.store import raw_files
 from gridbench.store.layout import RunDir, write_json
 from gridbench.thresholds import DEFAULT_SCOPE, Scope, evaluate_thresholds, single
 from gridbench.units import parse_size
@@ -106,6 +108,9 @@ def build_metrics(run: RunDir) -> dict[str, Any]:
             where=str(run.experiment_file),
             fix="use 'gridbench report RUN', which finds the run's family by itself",
         )
+    raw_files.check(run, exp)  # lost records are refused, never analysed as a smaller run
+    if raw_files.KEY not in exp:
+        raw_files.require(run, RECORDS_FILE, exp.get("status") in FINISHED)
     factor = _experiment_factor(exp, str(run.experiment_file))
     payload, thresholds_spec = _spec_parts(run)
     records = read_net_records(run.path / RECORDS_FILE)

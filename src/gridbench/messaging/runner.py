@@ -35,6 +35,7 @@ from gridbench.messaging.model import Environment, NetSpec
 from gridbench.messaging.plan import check_memory, steps
 from gridbench.messaging.processes import ProcessBook
 from gridbench.messaging.records import RECORDS_FILE
+from gridbench.store import raw_files
 from gridbench.store.layout import RunDir, now_iso
 from gridbench.store.records import append_record
 from gridbench.store.spawned import mark_run
@@ -160,6 +161,7 @@ class NetRunner:
             status, error = "failed", f"{type(exc).__name__}: {exc}"
             raise
         finally:
+            raw_files.record(run, [RECORDS_FILE])  # analysis refuses it lost or cut
             run.update_experiment(status=status, error=error, finished=now_iso(), notes=self.notes)
         return run
 

@@ -56,6 +56,7 @@ def analyze_run(
     """
     run = Path(run_dir)
     dirs = load.trial_dirs(run)
+    load.check_trials_present(run, dirs)
     need_spec = thresholds is None or warmup is None or config is None
     spec = load.read_spec_settings(run) if need_spec else {}
     cfg = config or _spec_validity(AnalysisConfig(), spec.get("validity"))
@@ -64,7 +65,7 @@ def analyze_run(
     results: list[TrialResult] = []
     for d in dirs:
         info = load.read_trial_info(d)
-        events = load.read_trial_events(d, info.agents)
+        events = load.read_trial_events(d, info)
         res = analyze_trial(
             info, events, load.read_resources(d), cfg, load.read_server_resources(d)
         )

@@ -1,0 +1,73 @@
+"""One vocabulary for a run's state and its verdict, in every family, the CLI and the
+dashboard: each word once, with the tone of its badge (``ok`` green, ``warn`` amber,
+``bad`` red, ``info`` blue).
+
+Runs recorded by earlier versions said "completed" (storage) or "done" (messaging) for
+``complete``; :func:`run_state` reads them as the one word.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+Tone = Literal["ok", "warn", "bad", "info"]
+
+CREATED: Final = "created"
+PREPARING: Final = "preparing"
+RUNNING: Final = "running"
+ABORTING: Final = "aborting"
+COMPLETE: Final = "complete"
+ABORTED: Final = "aborted"
+FAILED: Final = "failed"
+CRASHED: Final = "crashed"
+
+#: every state a run records, with its badge's tone
+RUN_STATES: Final[dict[str, Tone]] = {
+    CREATED: "info",
+    PREPARING: "info",
+    RUNNING: "info",
+    ABORTING: "warn",
+    COMPLETE: "ok",
+    ABORTED: "warn",
+    FAILED: "bad",
+    CRASHED: "bad",
+}
+#: the words earlier versions recorded, and the state each means
+OLD_WORDS: Final[dict[str, str]] = {"completed": COMPLETE, "done": COMPLETE}
+#: states in which the run's process has ended (its records are all written)
+FINISHED: Final = frozenset({COMPLETE, ABORTED, FAILED, CRASHED, *OLD_WORDS})
+
+PASS: Final = "pass"
+FAIL: Final = "fail"
+
+
+def run_state(word: object) -> str:
+    """The state ``word`` names, in today's vocabulary ("" when none is recorded)."""
+    if not isinstance(word, str):
+        return ""
+    return OLD_WORDS.get(word, word)
+
+
+def state_tone(word: object) -> Tone:
+    """The badge tone of a recorded state (an unknown word is ``info``)."""
+    return RUN_STATES.get(run_state(word), "info")
+
+
+def verdict(passed: bool, marks: list[str] | tuple[str, ...] = ()) -> str:
+    """A verdict's words: "pass" or "fail", with what qualifies it in brackets."""
+    word = PASS if passed else FAIL
+    marks = [m for m in marks if m]
+    return f"{word} ({', '.join(marks)})" if marks else word
+
+
+def verdict_tone(words: object) -> Tone:
+    """The badge tone of a verdict: a plain pass is ``ok``, a qualified pass ("pass
+    (flagged figures)") ``warn``, any fail ``bad``, anything else ``info``."""
+    if not isinstance(words, str):
+        return "info"
+    head = words.split(" ", 1)[0]
+    if head == FAIL:
+        return "bad"
+    if head == PASS:
+        return "ok" if words == PASS else "warn"
+    return "info"
