@@ -8,80 +8,14 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
-import pytest
-
-from conftest import BIN, cli_env
-
-JOBFLOW = """\
-name: lost-jf
-backend: {type: reference, options: {preset: batched}}
-job: {runtime: 0.2s}
-load: {model: open, rate: 5/s}
-trial: {duration: 2s}
-timeouts: {status_interval: 0.2s}
-"""
-IO = """\
-name: lost-io
-targets:
-  - {{name: a, path: {a}}}
-  - {{name: b, path: {b}}}
-baseline: a
-repetitions: 1
-iozone: {{file_size: 1M, record_size: 64k, tests: [write, read]}}
-"""
-NET = """\
-name: lost-net
-environments: [host]
-pingpong: {transports: [tcp], sizes: {list: [1k, 4k]}, tests: 5, round_trips: 5}
-echo: {enabled: false}
-burst: {enabled: false}
-transfer: {enabled: false}
-floor: {sockperf: false, iperf3: false}
-"""
-
-
-def gb(results: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(BIN), *args], env=cli_env(results), capture_output=True, text=True, timeout=300
-    )
-
-
-def _run(tmp: Path, spec_text: str, *command: str) -> Path:
-    spec = tmp / "spec.yaml"
-    spec.write_text(spec_text, encoding="utf-8")
-    results = tmp / "results"
-    p = gb(results, *command, str(spec))
-    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    [run] = [d for d in results.iterdir() if (d / "metrics.json").is_file()]
-    return run
-
-
-@pytest.fixture(scope="module")
-def jobflow_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _run(tmp_path_factory.mktemp("lost-jf"), JOBFLOW, "run")
-
-
-@pytest.fixture(scope="module")
-def io_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    tmp = tmp_path_factory.mktemp("lost-io")
-    (tmp / "a").mkdir()
-    (tmp / "b").mkdir()
-    return _run(tmp, IO.format(a=tmp / "a", b=tmp / "b"), "io", "run")
-
-
-@pytest.fixture(scope="module")
-def net_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _run(tmp_path_factory.mktemp("lost-net"), NET, "net", "run")
+from family_runs import copy_run, gb
 
 
 def _copy(run: Path, tmp: Path) -> Path:
-    """A copy of the shared run in a results root of its own, to damage."""
-    dest = tmp / "results" / run.name
-    shutil.copytree(run, dest)
-    return dest
+    """A copy of the session's run in a results root of its own, to damage."""
+    return copy_run(run, tmp / "results")
 
 
 def _refused(run: Path, lost: str, commands: tuple[str, ...] = ("analyze",)) -> None:
@@ -105,7 +39,7 @@ def _analyses(run: Path) -> None:
 def test_jobflow_run_with_its_event_log_gone_or_emptied(jobflow_run: Path, tmp_path: Path) -> None:
     run = _copy(jobflow_run, tmp_path)
     _analyses(run)  # intact, the same copy analyses: what follows is the damage alone
-    events = run / "trials" / "p00-t00" / "events.csv"
+    events = run / "trials" / "p00-t00" / "events.csv"  # the first of the sweep's 2 trials
     header = events.read_text(encoding="utf-8").splitlines()[0]
     counted = json.loads((events.parent / "trial.json").read_text())["events"]
     assert counted > 0
@@ -117,8 +51,8 @@ def test_jobflow_run_with_its_event_log_gone_or_emptied(jobflow_run: Path, tmp_p
 
 def test_jobflow_run_with_a_trial_folder_gone(jobflow_run: Path, tmp_path: Path) -> None:
     run = _copy(jobflow_run, tmp_path)
-    shutil.rmtree(run / "trials" / "p00-t00")
-    _refused(run, "1 finished trial(s) but only 0 trial folder(s)")
+    shutil.rmtree(run / "trials" / "p01-t00")
+    _refused(run, "2 finished trial(s) but only 1 trial folder(s)")
 
 
 def test_io_run_with_a_raw_fio_output_or_its_rows_gone(io_run: Path, tmp_path: Path) -> None:

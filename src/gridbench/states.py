@@ -37,6 +37,21 @@ OLD_WORDS: Final[dict[str, str]] = {"completed": COMPLETE, "done": COMPLETE}
 #: states in which the run's process has ended (its records are all written)
 FINISHED: Final = frozenset({COMPLETE, ABORTED, FAILED, CRASHED, *OLD_WORDS})
 
+#: the tone of a report finding's status (sections.Status)
+FINDING_TONES: Final[dict[str, Tone]] = {
+    "pass": "ok",
+    "fail": "bad",
+    "warn": "warn",
+    "info": "info",
+}
+#: the terminal's colour of each tone (rich styles)
+TERMINAL_STYLES: Final[dict[Tone, str]] = {
+    "ok": "green",
+    "warn": "yellow",
+    "bad": "red",
+    "info": "",
+}
+
 PASS: Final = "pass"
 FAIL: Final = "fail"
 
@@ -70,4 +85,4 @@ def verdict_tone(words: object) -> Tone:
         return "bad"
     if head == PASS:
         return "ok" if words == PASS else "warn"
-    return "info"
+    return state_tone(head)  # a run that ended without a verdict says its state

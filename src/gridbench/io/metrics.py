@@ -21,7 +21,7 @@ from gridbench.io.bonnie import COLUMNS as BONNIE_COLUMNS
 from gridbench.io.load import load_io_spec_text
 from gridbench.io.parse import Histogram
 from gridbench.io.validity import validity
-from gridbench.states import FINISHED
+from gridbench.states import FINISHED, run_state
 from gridbench.stats import rep
 from gridbench.store import raw_files
 from gridbench.store.layout import RunDir, write_json
@@ -101,7 +101,8 @@ def latency_series(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     "p50_ms": v.get("p50"),
                     "p99_ms": v.get("p99"),
                     "p999_ms": v.get("p999"),
-                    "second": list(ps.get("second", [])),
+                    "second": list(ps.get("second", [])),  # the bin's start, in seconds
+                    "bin_ms": ps.get("bin_ms", 1000),  # runs before bins were seconds
                     "ios": list(ps.get("ios", [])),
                     "p99_ms_per_s": list(ps.get("p99_ms", [])),
                 }
@@ -191,7 +192,7 @@ def build_metrics(run: RunDir) -> dict[str, Any]:
     return {
         "schema": SCHEMA,
         "name": spec.name,
-        "status": exp.get("status"),
+        "status": run_state(exp.get("status")) or None,
         "error": exp.get("error"),
         "baseline": baseline,
         "speedup_formula": SPEEDUP_FORMULA,

@@ -37,6 +37,7 @@ from gridbench.io.safety import (
     cleanup,
     make_workdir,
 )
+from gridbench.states import COMPLETE
 from gridbench.store import raw_files
 from gridbench.store.layout import RunDir, now_iso
 from gridbench.store.records import append_record
@@ -422,7 +423,7 @@ class IoRunner:
     def execute(self) -> RunDir:
         """Run everything; the results directory is kept (and marked) on failure."""
         run = self.prepare()
-        status, error = "completed", None
+        status, error = COMPLETE, None
         try:
             for rep in range(self.spec.repetitions):
                 for s in self.targets:

@@ -35,7 +35,7 @@ from gridbench.messaging.metrics_schema import validate_metrics
 from gridbench.messaging.overheads import env_phrase, overheads, size_text
 from gridbench.messaging.records import RECORDS_FILE
 from gridbench.messaging.validity import validity
-from gridbench.states import FINISHED
+from gridbench.states import FINISHED, run_state
 from gridbench.store import raw_files
 from gridbench.store.layout import RunDir, write_json
 from gridbench.thresholds import DEFAULT_SCOPE, Scope, evaluate_thresholds, single
@@ -131,7 +131,7 @@ def build_metrics(run: RunDir) -> dict[str, Any]:
         "schema": SCHEMA,
         "kind": "net",
         "name": str(exp.get("name") or run.id),
-        "status": exp.get("status"),
+        "status": run_state(exp.get("status")) or None,
         "error": exp.get("error") if isinstance(exp.get("error"), str) else None,
         "environments": envs,
         "floor_factor": factor,
@@ -147,9 +147,31 @@ def build_metrics(run: RunDir) -> dict[str, Any]:
         "notes": _notes(exp, records),
     }
     results = evaluate_thresholds(thresholds_spec, threshold_scopes(metrics))
+    results = [void_below_floor(r, factor) for r in results]
     metrics["thresholds"] = results
     metrics["thresholds_ok"] = all(t["passed"] for t in results)
     return metrics
+
+
+def void_below_floor(result: dict[str, Any], factor: float) -> dict[str, Any]:
+    """A threshold on a floor ratio the ``below_floor`` rule voids (more than ``factor``
+    times better than the floor) does not pass: that comparison is void (docs/net.md,
+    Validity), so the verdict and the headline say the same."""
+    actual = result.get("actual")
+    if (
+        not result.get("passed")
+        or not str(result.get("metric", "")).endswith("floor.ratio")
+        or not isinstance(actual, int | float)
+        or actual <= 0
+        or actual >= 1.0 / factor
+    ):
+        return result
+    return {
+        **result,
+        "passed": False,
+        "reason": f"void: {1.0 / actual:.1f}× better than the network's floor (limit "
+        f"{factor:g}×), so the floor or the figure measured something else (below_floor)",
+    }
 
 
 def analyze_and_write(run: RunDir) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from gridbench.jobflow.run.trial import TrialEnv, TrialOutcome, run_trial
 from gridbench.jobflow.spec.model import ExperimentSpec
 from gridbench.jobflow.spec.plan import Plan, PlannedTrial
 from gridbench.specload import dump_yaml
+from gridbench.states import COMPLETE
 from gridbench.store.layout import RunDir, now_iso, write_json
 from gridbench.store.spawned import mark_run
 
@@ -154,7 +155,7 @@ class ExperimentRunner:
             if not isinstance(exc, Exception):
                 await _close_quietly(backend)
             raise
-        outcome.status, outcome.error = "complete", None
+        outcome.status, outcome.error = COMPLETE, None
         if isinstance(backend, RuntimeInfoSource):
             run.update_experiment(backend_runtime=backend.runtime_info())
         clock = AnchoredClock()
