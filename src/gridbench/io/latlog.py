@@ -65,7 +65,7 @@ def summarise(df: pl.DataFrame) -> dict[str, Any]:
             "p999": p999,
         }
         ms = pl.col("ns") / 1e6
-        width = bin_ms(int(d["msec"].max() or 0))
+        width = bin_ms(int(np.max(d["msec"].to_numpy())))
         per_s = (
             d.group_by((pl.col("msec") // width * width / 1000).alias("second"))
             .agg(ios=pl.len(), p99_ms=ms.quantile(0.99, "nearest"), bytes=pl.col("bs").sum())
