@@ -17,6 +17,8 @@ PREPARING: Final = "preparing"
 RUNNING: Final = "running"
 ABORTING: Final = "aborting"
 COMPLETE: Final = "complete"
+#: finished, but an agent was lost or jobs were left without an end: 'gridbench cleanup'
+NEEDS_CLEANUP: Final = "needs cleanup"
 ABORTED: Final = "aborted"
 FAILED: Final = "failed"
 CRASHED: Final = "crashed"
@@ -28,6 +30,7 @@ RUN_STATES: Final[dict[str, Tone]] = {
     RUNNING: "info",
     ABORTING: "warn",
     COMPLETE: "ok",
+    NEEDS_CLEANUP: "warn",
     ABORTED: "warn",
     FAILED: "bad",
     CRASHED: "bad",
@@ -35,7 +38,7 @@ RUN_STATES: Final[dict[str, Tone]] = {
 #: the words earlier versions recorded, and the state each means
 OLD_WORDS: Final[dict[str, str]] = {"completed": COMPLETE, "done": COMPLETE}
 #: states in which the run's process has ended (its records are all written)
-FINISHED: Final = frozenset({COMPLETE, ABORTED, FAILED, CRASHED, *OLD_WORDS})
+FINISHED: Final = frozenset({COMPLETE, NEEDS_CLEANUP, ABORTED, FAILED, CRASHED, *OLD_WORDS})
 
 #: the tone of a report finding's status (sections.Status)
 FINDING_TONES: Final[dict[str, Tone]] = {

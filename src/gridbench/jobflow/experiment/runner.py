@@ -21,6 +21,7 @@ from gridbench.jobflow import loads as load_models
 from gridbench.jobflow.backends.base import Backend, RuntimeInfoSource
 from gridbench.jobflow.backends.registry import create_backend
 from gridbench.jobflow.events.clock import AnchoredClock
+from gridbench.jobflow.experiment.cleanup import final_state
 from gridbench.jobflow.run.closed_loop import sleep_or_stop
 from gridbench.jobflow.run.collect import Collector, Summarised
 from gridbench.jobflow.run.collectors import build_collectors
@@ -246,5 +247,9 @@ class ExperimentRunner:
                     await b.close()
                 except Exception as exc:
                     log.warning("closing backend: %s", exc)
+            try:  # an agent lost or jobs left: the status says cleanup is needed
+                outcome.status = final_state(run, outcome.status)
+            except GridbenchError as exc:  # a damaged trial folder: the run still ends
+                log.warning("checking what the run left behind: %s", exc)
             run.update_experiment(status=outcome.status, ended=now_iso(), error=outcome.error)
         return outcome
