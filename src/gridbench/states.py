@@ -71,13 +71,6 @@ def state_tone(word: object) -> Tone:
     return RUN_STATES.get(run_state(word), "info")
 
 
-def verdict(passed: bool, marks: list[str] | tuple[str, ...] = ()) -> str:
-    """A verdict's words: "pass" or "fail", with what qualifies it in brackets."""
-    word = PASS if passed else FAIL
-    marks = [m for m in marks if m]
-    return f"{word} ({', '.join(marks)})" if marks else word
-
-
 def verdict_tone(words: object) -> Tone:
     """The badge tone of a verdict: a plain pass is ``ok``, a qualified pass ("pass
     (flagged figures)") ``warn``, any fail ``bad``, anything else ``info``."""
