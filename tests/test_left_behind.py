@@ -50,6 +50,15 @@ def test_a_lost_agent_shows_in_status_headline_and_list(jobflow_run: Path, tmp_p
     assert json.loads((run / "experiment.json").read_text())["status"] == COMPLETE
 
 
+def test_jobs_a_trial_could_not_cancel_need_cleanup(jobflow_run: Path, tmp_path: Path) -> None:
+    run = copy_run(jobflow_run, tmp_path / "results")
+    path = run / "trials" / "p00-t00" / "trial.json"
+    info = json.loads(path.read_text())
+    info["cancel_error"] = "cancel refused: HTTP 503"  # what _give_up records; jobs left lost
+    path.write_text(json.dumps(info), encoding="utf-8")
+    assert final_state(RunDir(run), COMPLETE) == NEEDS_CLEANUP
+
+
 def test_an_intact_run_says_nothing_of_it(jobflow_run: Path) -> None:
     m = json.loads((jobflow_run / "metrics.json").read_text())
     assert m["left_behind"] == {"agents_lost": [], "jobs_lost": 0}

@@ -110,18 +110,23 @@ async def cleanup_run(run: RunDir, *, dry_run: bool = False, force: bool = False
 
 def final_state(run: RunDir, status: str) -> str:
     """The state a finished run records: ``complete`` becomes ``needs cleanup`` when a
-    trial lost an agent (trial.json ``agents.<name>.lost``) or left jobs never seen to end
-    (what :func:`cleanup_run` cancels), so its status says so (issue 22.7)."""
+    trial lost an agent (trial.json ``agents.<name>.lost``) or could not cancel the jobs it
+    gave up on (``cancel_error``: they are recorded lost, for :func:`cleanup_run`), so its
+    status says so (issue 22.7). trial.json alone tells: no event log is read again."""
     if status != COMPLETE:
         return status
     for tid in run.trial_ids():
-        info = read_json(run.trial_dir(tid) / "trial.json")
-        agents = info.get("agents") if isinstance(info, dict) else None
-        if isinstance(agents, dict) and any(
+        path = run.trial_dir(tid) / "trial.json"
+        info = read_json(path) if path.is_file() else None
+        if not isinstance(info, dict):
+            continue
+        agents = info.get("agents")
+        lost = isinstance(agents, dict) and any(
             isinstance(a, dict) and a.get("lost") for a in agents.values()
-        ):
+        )
+        if lost or info.get("cancel_error"):
             return NEEDS_CLEANUP
-    return NEEDS_CLEANUP if find_outstanding(run) else status
+    return status
 
 
 def _cleanup_backend(run: RunDir, runtime: dict[str, Any], report: CleanupReport) -> Backend | None:
