@@ -28,3 +28,7 @@ def cli_env(results: Path) -> dict[str, str]:
     env["GRIDBENCH_RESULTS"] = str(results)
     env["COLUMNS"] = "200"
     return env
+
+
+# One short real run per family for the whole session (after BIN and cli_env: it uses them)
+from family_runs import io_run, jobflow_run, net_run  # noqa: E402, F401

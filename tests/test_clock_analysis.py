@@ -14,7 +14,7 @@ from gridbench.errors import ResultsError
 from gridbench.jobflow.analysis.clocks import BOUND_COLUMN, clock_summary, to_controller_time
 from gridbench.jobflow.analysis.config import AnalysisConfig
 from gridbench.jobflow.analysis.experiment import analyze_run
-from gridbench.jobflow.analysis.load import read_trial_events
+from gridbench.jobflow.analysis.load import read_trial_events, read_trial_info
 from gridbench.jobflow.analysis.trial import analyze_trial
 from gridbench.jobflow.analysis.validity import ValidityConfig
 from gridbench.jobflow.events.chain import Stage, StageChain
@@ -127,7 +127,7 @@ def test_a_wrong_offset_shows_as_negative_segments() -> None:
 def test_read_trial_events_applies_the_offsets_of_trial_json(tmp_path: Path) -> None:
     info = fx.info(CHAIN, planned=N)
     d = fx.write_trial(tmp_path, info, _events(0.02), extra={"agents": _agents(200_000)})
-    ev = read_trial_events(d, _agents(200_000))
+    ev = read_trial_events(d, read_trial_info(d))
     sub = ev.filter(pl.col("stage") == "submit")["t_ns"]
     assert int(sub.min()) == fx.T0 + 1_000_000  # type: ignore[arg-type]
     assert set(ev.filter(pl.col("agent") == AGENT)[BOUND_COLUMN].to_list()) == {200_000}

@@ -117,3 +117,58 @@ def test_no_generated_request_is_a_5xx(server: tuple[Server, str]) -> None:
             _fuzz(op, srv.url, failures, path_parameters={"rid": rid})
     assert not failures, "\n".join(failures[:20])
     assert "Traceback" not in srv.tail(2000)
+
+
+def _spec_documents() -> Any:
+    """YAML texts for /start: the families' own keys (and others) with values of any shape,
+    or any text at all. ``name`` is never generated: every family requires it, so no
+    generated spec can start a run, and each must be refused with a 4xx."""
+    from hypothesis import strategies as st
+
+    from gridbench.io.model import IoSpec
+    from gridbench.messaging.model import NetSpec
+
+    keys = sorted({*IoSpec.model_fields, *NetSpec.model_fields} - {"name"})
+    scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12)
+    values = st.recursive(
+        scalars,
+        lambda inner: (
+            st.lists(inner, max_size=3)
+            | st.dictionaries(st.sampled_from(keys) | st.text(max_size=8), inner, max_size=3)
+        ),
+        max_leaves=8,
+    )
+    docs = st.dictionaries(st.sampled_from(keys) | st.text(max_size=8), values, max_size=5)
+    return docs.map(lambda d: json.dumps(d, default=str)) | st.text(max_size=200)
+
+
+def test_start_refuses_generated_specs_of_every_family(server: tuple[Server, str]) -> None:
+    """The /start route (a spec of a family that starts from one) under generated specs:
+    every answer is a 4xx naming the problem, never a 5xx, and no run is started."""
+    from hypothesis import strategies as st
+
+    srv, _ = server
+    before = {p.name for p in srv.root.iterdir()}
+    session = requests.Session()
+    answers: set[int] = set()
+    kinds = st.sampled_from(["io", "net", "study", "", "nope"])
+
+    @settings(
+        max_examples=30, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+    )
+    @given(kind=kinds, text=_spec_documents())
+    def check(kind: str, text: str) -> None:
+        r = session.post(
+            srv.url + "/start",
+            data={"kind": kind, "yaml": text, "csrf": CSRF},
+            timeout=30,
+            allow_redirects=False,
+            **AUTH,
+        )
+        assert 400 <= r.status_code < 500, (r.status_code, kind, text[:300], r.text[:500])
+        answers.add(r.status_code)
+
+    check()
+    assert answers == {422}, answers  # refused as a bad spec, not for want of a token
+    assert {p.name for p in srv.root.iterdir()} == before  # nothing was started
+    assert "Traceback" not in srv.tail(2000)

@@ -91,7 +91,9 @@ def test_list_shows_each_bad_run_as_unreadable_and_the_rest_as_before(
     assert p.returncode == 0, p.stderr
     rows = {r["id"]: r for r in json.loads(p.stdout)}
     good = rows.pop(store["good"].name)
-    assert good["name"] == "nettest" and good["status"] == "done" and good["kind"] == "net"
+    assert (
+        good["name"] == "nettest" and good["status"] == "complete" and good["kind"] == "net"
+    )  # "done": an old word
     assert "20300101T000000Z-linked-folder" not in rows  # a linked run folder is not a run
     for name, (_, reason) in HOSTILE.items():
         row = rows[f"20200101T000000Z-{name}"]

@@ -537,6 +537,25 @@ def test_below_floor_flag(tmp_path: Path) -> None:
     assert m["validity"]["flags"][0]["ratio"] == pytest.approx(0.2)
 
 
+def test_a_threshold_on_a_void_floor_ratio_does_not_pass(tmp_path: Path) -> None:
+    """The headline's "better than the network's floor: the comparison is void" and the
+    threshold on that same ratio agree (issue 21.8): the ratio 0.2 is voided, 0.6 is not."""
+    spec = (
+        "name: x\nthresholds:\n"
+        "  - {metric: pingpong.tcp.host.1024.floor.ratio, op: '<=', value: 3}\n"
+    )
+    void = [sockperf("host", 1024, 5.0), ping("tcp", "host", 1024, 0, [1.0] * 4)]
+    m = build_metrics(make_run(tmp_path / "void", void, spec=spec))
+    [t] = m["thresholds"]
+    assert t["actual"] == pytest.approx(0.2) and t["passed"] is False, t
+    assert t["reason"].startswith("void: 5.0× better than the network's floor"), t
+    assert m["thresholds_ok"] is False
+    fine = [sockperf("host", 1024, 5.0), ping("tcp", "host", 1024, 0, [3.0] * 4)]
+    m = build_metrics(make_run(tmp_path / "fine", fine, spec=spec))
+    [t] = m["thresholds"]
+    assert t["actual"] == pytest.approx(0.6) and t["passed"] is True, t
+
+
 def test_thresholds_on_keyed_paths(tmp_path: Path) -> None:
     spec = (
         "name: x\nthresholds:\n"
@@ -579,7 +598,7 @@ def test_notes_and_metrics_file(analysed: dict[str, Any], tmp_path: Path) -> Non
         "a note with no environment",
     ]
     assert analysed["schema"] == "gridbench.net/1" and analysed["kind"] == "net"
-    assert analysed["status"] == "done" and analysed["thresholds_ok"] is True
+    assert analysed["status"] == "complete" and analysed["thresholds_ok"] is True
     validate_metrics(analysed)
 
 

@@ -95,7 +95,7 @@ def quick_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, 
 def test_quick_run_measures_every_pattern(quick_run: tuple[Path, RunDir, Any]) -> None:
     _, run, _ = quick_run
     m = json.loads(run.metrics_file.read_text())
-    assert m["schema"] == "gridbench.net/1" and m["kind"] == "net" and m["status"] == "done"
+    assert m["schema"] == "gridbench.net/1" and m["kind"] == "net" and m["status"] == "complete"
     series = {(s["transport"], s["env"]): s for s in m["pingpong"]}
     assert set(series) == {(t, e) for t in ("tcp", "zmq") for e in ("process", "host")}
     for s in series.values():
@@ -276,7 +276,7 @@ def test_kill_9_then_cleanup_removes_namespaces_and_peers(tmp_path: Path) -> Non
     assert again.returncode == 0, again.stdout + again.stderr
     # the killed run is still analysable and says it did not finish
     a = gridbench(results, "analyze", run.id, "--json")
-    assert a.returncode != 0 or json.loads(a.stdout)["status"] != "done", a.stdout[-2000:]
+    assert a.returncode != 0 or json.loads(a.stdout)["status"] != "complete", a.stdout[-2000:]
     assert "Traceback" not in a.stderr
 
 
@@ -350,7 +350,7 @@ def test_lan_run_through_a_shaped_veth_pair(tmp_path: Path) -> None:
 
     run = NetRunner(spec, data, tmp_path / "results").execute()
     m = analyze_and_write(run)
-    assert m["status"] == "done"
+    assert m["status"] == "complete"
     for s in m["pingpong"]:
         assert s["env"] == "lan" and all(r["failed_tests"] == 0 for r in s["rows"]), s
     assert {(s["config"], s["env"]) for s in m["echo"]} == {("network", "lan"), ("tls", "lan")}

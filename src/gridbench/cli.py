@@ -121,6 +121,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_list(args: argparse.Namespace) -> int:
     from gridbench.family import family
+    from gridbench.states import TERMINAL_STYLES, state_tone, verdict_tone
     from gridbench.store.catalogue import list_runs
 
     runs = list_runs(_results_root(args))
@@ -155,7 +156,11 @@ def cmd_list(args: argparse.Namespace) -> int:
             r.get("verdict", ""),
             r.get("created", ""),
         )
-        t.add_row(*(safe_markup(v) for v in cells))
+        shown = [safe_markup(v) for v in cells]
+        for i, tone in ((5, state_tone(r.get("status"))), (7, verdict_tone(r.get("verdict")))):
+            style = TERMINAL_STYLES[tone]  # one vocabulary: the colour follows the words
+            shown[i] = f"[{style}]{shown[i]}[/]" if style and shown[i] else shown[i]
+        t.add_row(*shown)
     console.print(t)
     return EXIT_OK
 

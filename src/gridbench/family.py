@@ -33,6 +33,7 @@ from gridbench.errors import (
     ResultsError,
 )
 from gridbench.sections import Report
+from gridbench.states import FAIL, PASS, run_state
 from gridbench.store.layout import RunDir
 from gridbench.testplan import report_inputs
 
@@ -405,7 +406,7 @@ def status_verdict(metrics: Mapping[str, Any], code: int, *, flagged: str, also:
     """pass or fail by ``code`` (else the run's status), then ``also`` (a family's own
     remark) in parentheses, then ``flagged`` when the metrics' validity says some figure
     is not to be trusted."""
-    word = {EXIT_OK: "pass", EXIT_THRESHOLD: "fail"}.get(code, str(metrics.get("status")))
+    word = {EXIT_OK: PASS, EXIT_THRESHOLD: FAIL}.get(code, run_state(metrics.get("status")))
     if also:
         word += f" ({also})"
     validity = metrics.get("validity")

@@ -194,13 +194,13 @@ def validate_document(
 NEAR_MISS = 0.75
 
 
-def _models_in(annotation: Any) -> list[Any]:
+def models_in(annotation: Any) -> list[Any]:
     """The alternatives of a (possibly optional or annotated) type, ``None`` left out."""
     origin = get_origin(annotation)
     if origin is Annotated:
-        return _models_in(get_args(annotation)[0])
+        return models_in(get_args(annotation)[0])
     if origin in (Union, UnionType):
-        return [a for arg in get_args(annotation) for a in _models_in(arg)]
+        return [a for arg in get_args(annotation) for a in models_in(arg)]
     return [] if annotation is type(None) else [annotation]
 
 
@@ -226,7 +226,7 @@ def path_problem(
     current: Any = model
     for i, part in enumerate(parts):
         here = ".".join(parts[: i + 1])
-        kinds = _models_in(current)
+        kinds = models_in(current)
         cls = next((k for k in kinds if isinstance(k, type) and issubclass(k, BaseModel)), None)
         origin = next((get_origin(k) for k in kinds if get_origin(k) in (dict, list)), None)
         if cls is not None:

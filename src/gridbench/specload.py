@@ -25,6 +25,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq, TaggedScalar
 from ruamel.yaml.error import YAMLError
 
 from gridbench.errors import SpecError
+from gridbench.spechints import did_you_mean
 
 MAX_SPEC_BYTES = 1024 * 1024
 
@@ -105,10 +106,15 @@ _FIX_BY_TYPE = {
 
 
 def validation_error(
-    exc: ValidationError, root: Any, origin: str, overridden: list[tuple[str, ...]] | None = None
+    exc: ValidationError,
+    root: Any,
+    origin: str,
+    overridden: list[tuple[str, ...]] | None = None,
+    model: type[BaseModel] | None = None,
 ) -> SpecError:
     """Turn a pydantic error into one SpecError listing every problem with its line
-    (or the ``--set`` that supplied the value)."""
+    (or the ``--set`` that supplied the value), with the key or value a near miss meant
+    ("did you mean"; keys from ``model``)."""
     lines = []
     for err in exc.errors():
         loc = tuple(x for x in err["loc"] if not (isinstance(x, str) and "[" in x))
@@ -116,6 +122,9 @@ def validation_error(
         line = _line_of(root, loc)
         msg = err["msg"].removeprefix("Value error, ")
         fix = _FIX_BY_TYPE.get(err["type"], "see docs/spec.md")
+        meant = did_you_mean(model, err)
+        if meant is not None:
+            msg = f"{msg}; did you mean '{meant}'?"
         path = tuple(str(x) for x in loc)
         by_set = next((o for o in overridden or [] if path[: len(o)] == o), None)
         place = f"--set {'.'.join(by_set)}" if by_set else (f"{origin}:{line}" if line else origin)
@@ -158,7 +167,7 @@ def validate_spec(
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        err = validation_error(exc, root, origin, overridden)
+        err = validation_error(exc, root, origin, overridden, model)
         raise SpecError(err.message.replace("docs/spec.md", words.docs)) from None
 
 

@@ -65,10 +65,21 @@ def summarise(df: pl.DataFrame) -> dict[str, Any]:
             "p999": p999,
         }
         ms = pl.col("ns") / 1e6
+        width = bin_ms(int(np.max(d["msec"].to_numpy())))
         per_s = (
-            d.group_by((pl.col("msec") // 1000).alias("second"))
+            d.group_by((pl.col("msec") // width * width / 1000).alias("second"))
             .agg(ios=pl.len(), p99_ms=ms.quantile(0.99, "nearest"), bytes=pl.col("bs").sum())
             .sort("second")
         )
-        out[name] = {**stats, "per_second": per_s.to_dict(as_series=False)}
+        out[name] = {**stats, "per_second": {**per_s.to_dict(as_series=False), "bin_ms": width}}
     return out
+
+
+#: bin widths of the latency series, widest first
+BINS_MS = (1000, 500, 200, 100, 50, 20, 10, 5, 2, 1)
+
+
+def bin_ms(span_ms: int) -> int:
+    """The widest bin that still cuts a test of ``span_ms`` into 10 or more points (a test
+    shorter than a second would otherwise be one point at x = 0)."""
+    return next((b for b in BINS_MS if span_ms // b >= 10), BINS_MS[-1])

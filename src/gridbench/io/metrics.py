@@ -32,7 +32,9 @@ from gridbench.io.posix_analysis import (
 from gridbench.io.resilience_analysis import summarise as resilience_summary
 from gridbench.io.resilience_analysis import validity_flags as resilience_flags
 from gridbench.io.validity import validity
+from gridbench.states import FINISHED, run_state
 from gridbench.stats import rep
+from gridbench.store import raw_files
 from gridbench.store.layout import RunDir, write_json
 from gridbench.store.records import read_records
 from gridbench.thresholds import evaluate_thresholds
@@ -110,7 +112,8 @@ def latency_series(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     "p50_ms": v.get("p50"),
                     "p99_ms": v.get("p99"),
                     "p999_ms": v.get("p999"),
-                    "second": list(ps.get("second", [])),
+                    "second": list(ps.get("second", [])),  # the bin's start, in seconds
+                    "bin_ms": ps.get("bin_ms", 1000),  # runs before bins were seconds
                     "ios": list(ps.get("ios", [])),
                     "p99_ms_per_s": list(ps.get("p99_ms", [])),
                 }
@@ -182,6 +185,9 @@ def build_metrics(run: RunDir) -> dict[str, Any]:
             where=str(run.path),
             fix="use 'gridbench report' for job-flow results",
         )
+    raw_files.check(run, exp)  # lost raw data is refused, never analysed as a smaller run
+    if raw_files.KEY not in exp:
+        raw_files.require(run, "rows.jsonl", exp.get("status") in FINISHED)
     spec, _ = load_io_spec_text(run.spec_file.read_text(encoding="utf-8"), str(run.spec_file))
     rows_path = run.path / "rows.jsonl"
     rows = read_records(rows_path)
@@ -212,7 +218,7 @@ def build_metrics(run: RunDir) -> dict[str, Any]:
     return {
         "schema": SCHEMA,
         "name": spec.name,
-        "status": exp.get("status"),
+        "status": run_state(exp.get("status")) or None,
         "error": exp.get("error"),
         "baseline": baseline,
         "speedup_formula": SPEEDUP_FORMULA,

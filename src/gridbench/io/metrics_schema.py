@@ -70,6 +70,7 @@ class LatencySeries(OpenModel):
     p99_ms: Num = None
     p999_ms: Num = None
     second: list[Num] = []
+    bin_ms: Num = None
     ios: list[Num] = []
     p99_ms_per_s: list[Num] = []
 

@@ -46,6 +46,7 @@ from gridbench.sections import (
     Statements,
     Status,
 )
+from gridbench.states import COMPLETE, run_state
 from gridbench.testplan import (
     Configured,
     Masthead,
@@ -117,8 +118,8 @@ def _where(f: Mapping[str, Any]) -> str:
 
 
 def _status_finding(metrics: Mapping[str, Any]) -> Finding | None:
-    status = metrics.get("status")
-    if status in (None, "completed"):
+    status = run_state(metrics.get("status"))
+    if status in ("", COMPLETE):
         return None
     return Finding("fail", f"run {status}: {metrics.get('error')}")
 
@@ -231,7 +232,7 @@ def _findings(metrics: Mapping[str, Any]) -> list[Finding]:
         *in_depth_findings(metrics),
     ]
     out = [f for f in found if f is not None]
-    if metrics.get("status") == "completed" and not any(f.status != "info" for f in out):
+    if run_state(metrics.get("status")) == COMPLETE and not any(f.status != "info" for f in out):
         out.insert(0, Finding("pass", "run completed; no thresholds or checks were declared"))
     return out
 
@@ -332,8 +333,8 @@ def _left_open(metrics: Mapping[str, Any]) -> list[str]:
     for t in metrics.get("targets", []):
         if isinstance(t, Mapping):
             out += [f"{t.get('name')}: {n}" for n in t.get("notes", [])]
-    if metrics.get("status") not in (None, "completed"):
-        out.append(f"the run {metrics.get('status')}: later tests were not measured")
+    if run_state(metrics.get("status")) not in ("", COMPLETE):
+        out.append(f"the run {run_state(metrics.get('status'))}: later tests were not measured")
     return out
 
 

@@ -87,15 +87,22 @@ def latency(metrics: Mapping[str, Any]) -> Chart | None:
 
 
 def over_time(metrics: Mapping[str, Any]) -> Chart | None:
-    """p99 latency per second of the first repetition (``latency_log: true``)."""
+    """p99 latency per time bin of the first repetition (``latency_log: true``); the bin is
+    narrower than a second for short tests (``bin_ms``), so they are more than one point."""
     series = [x for x in metrics.get("latency_series", []) if x.get("rep") == 0]
     if not series:
         return None
-    layout = {"xaxis_title": "second of the test", "yaxis_title": "p99 latency (ms)", "height": 420}
+    widths = sorted({str(x.get("bin_ms") or 1000) for x in series}, key=float)
+    layout = {
+        "xaxis_title": "time into the test (s)",
+        "yaxis_title": "p99 latency (ms)",
+        "height": 420,
+    }
     return _chart(
         "overtime",
         "Latency over time",
-        "p99 latency per second from fio's per-I/O latency log (first repetition).",
+        f"p99 latency per {' or '.join(widths)} ms from fio's per-I/O latency log (first "
+        "repetition); each point is its bin's start.",
         _lines(
             series,
             "second",

@@ -39,6 +39,8 @@ from gridbench.io.safety import (
     cleanup,
     make_workdir,
 )
+from gridbench.states import COMPLETE
+from gridbench.store import raw_files
 from gridbench.store.layout import RunDir, now_iso
 from gridbench.store.records import append_record
 
@@ -58,6 +60,14 @@ class TargetState:
 
 #: fio's default time limit: this floor rate for the data a run moves, plus a fixed allowance.
 FLOOR_RATE_BPS = 2**20
+#: the records analysis reads; with raw/* their sizes are recorded at the run's end
+RECORD_FILES = (
+    "rows.jsonl",
+    "bonnie.jsonl",
+    "consistency.jsonl",
+    "http.jsonl",
+    "latency_series.jsonl",
+)
 TIMEOUT_BASE_S = 120.0
 
 
@@ -436,7 +446,7 @@ class IoRunner:
     def execute(self) -> RunDir:
         """Run everything; the results directory is kept (and marked) on failure."""
         run = self.prepare()
-        status, error = "completed", None
+        status, error = COMPLETE, None
         try:
             for rep in range(self.spec.repetitions):
                 for s in self.targets:
@@ -505,6 +515,7 @@ class IoRunner:
             raise
         finally:
             errors = self.cleanup()
+            raw_files.record(run, [*RECORD_FILES, *raw_files.in_folder(run, "raw")])
             run.update_experiment(
                 status=status,
                 error=error,

@@ -11,6 +11,7 @@ from typing import Any
 from gridbench.errors import EXIT_OK, EXIT_THRESHOLD
 from gridbench.family import CatalogueEntry, CleanupOutcome, Ui, ValidityRule
 from gridbench.sections import Report
+from gridbench.states import FAIL, PASS
 from gridbench.store.layout import RunDir
 from gridbench.swept import F64, ExperimentMetrics, Measure, SweepPoint, SweptFigure
 from gridbench.testplan import report_inputs
@@ -78,7 +79,7 @@ class JobFlow:
 
     def verdict(self, metrics: Mapping[str, Any]) -> str:
         """pass or fail by the thresholds, marked when some trials are invalid."""
-        word = "fail" if self.exit_code(metrics) else "pass"
+        word = FAIL if self.exit_code(metrics) else PASS
         validity = metrics.get("validity")
         if isinstance(validity, Mapping) and not validity.get("valid", True):
             word += " (invalid trials)"

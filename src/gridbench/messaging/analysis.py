@@ -35,6 +35,8 @@ from gridbench.messaging.metrics_schema import validate_metrics
 from gridbench.messaging.overheads import env_phrase, overheads, size_text
 from gridbench.messaging.records import RECORDS_FILE
 from gridbench.messaging.validity import validity
+from gridbench.states import FINISHED, run_state
+from gridbench.store import raw_files
 from gridbench.store.layout import RunDir, write_json
 from gridbench.thresholds import DEFAULT_SCOPE, Scope, evaluate_thresholds, single
 from gridbench.units import parse_size
@@ -106,6 +108,9 @@ def build_metrics(run: RunDir) -> dict[str, Any]:
             where=str(run.experiment_file),
             fix="use 'gridbench report RUN', which finds the run's family by itself",
         )
+    raw_files.check(run, exp)  # lost records are refused, never analysed as a smaller run
+    if raw_files.KEY not in exp:
+        raw_files.require(run, RECORDS_FILE, exp.get("status") in FINISHED)
     factor = _experiment_factor(exp, str(run.experiment_file))
     payload, thresholds_spec = _spec_parts(run)
     records = read_net_records(run.path / RECORDS_FILE)
@@ -126,7 +131,7 @@ def build_metrics(run: RunDir) -> dict[str, Any]:
         "schema": SCHEMA,
         "kind": "net",
         "name": str(exp.get("name") or run.id),
-        "status": exp.get("status"),
+        "status": run_state(exp.get("status")) or None,
         "error": exp.get("error") if isinstance(exp.get("error"), str) else None,
         "environments": envs,
         "floor_factor": factor,
@@ -142,9 +147,31 @@ def build_metrics(run: RunDir) -> dict[str, Any]:
         "notes": _notes(exp, records),
     }
     results = evaluate_thresholds(thresholds_spec, threshold_scopes(metrics))
+    results = [void_below_floor(r, factor) for r in results]
     metrics["thresholds"] = results
     metrics["thresholds_ok"] = all(t["passed"] for t in results)
     return metrics
+
+
+def void_below_floor(result: dict[str, Any], factor: float) -> dict[str, Any]:
+    """A threshold on a floor ratio the ``below_floor`` rule voids (more than ``factor``
+    times better than the floor) does not pass: that comparison is void (docs/net.md,
+    Validity), so the verdict and the headline say the same."""
+    actual = result.get("actual")
+    if (
+        not result.get("passed")
+        or not str(result.get("metric", "")).endswith("floor.ratio")
+        or not isinstance(actual, int | float)
+        or actual <= 0
+        or actual >= 1.0 / factor
+    ):
+        return result
+    return {
+        **result,
+        "passed": False,
+        "reason": f"void: {1.0 / actual:.1f}× better than the network's floor (limit "
+        f"{factor:g}×), so the floor or the figure measured something else (below_floor)",
+    }
 
 
 def analyze_and_write(run: RunDir) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from gridbench.sections import (
     Statements,
     Status,
 )
+from gridbench.states import COMPLETE, run_state
 from gridbench.testplan import (
     Configured,
     Masthead,
@@ -83,8 +84,8 @@ def _flags(metrics: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def _status_finding(metrics: Mapping[str, Any]) -> Finding | None:
-    status = metrics.get("status")
-    if status == "done":
+    status = run_state(metrics.get("status"))
+    if status == COMPLETE:
         return None
     error = f": {metrics.get('error')}" if metrics.get("error") else ""
     if status == "running":
@@ -305,8 +306,8 @@ def _left_open(metrics: Mapping[str, Any]) -> list[str]:
             + ", ".join(f"{p} in {n} place(s)" for p, n in counts.items())
             + " — raise pingpong.tests × round_trips or echo repetitions"
         )
-    if metrics.get("status") != "done":
-        out.append(f"the run {metrics.get('status')}: later steps were not measured")
+    if run_state(metrics.get("status")) != COMPLETE:
+        out.append(f"the run {run_state(metrics.get('status'))}: later steps were not measured")
     return out
 
 

@@ -35,6 +35,8 @@ from gridbench.messaging.model import Environment, NetSpec
 from gridbench.messaging.plan import check_memory, steps
 from gridbench.messaging.processes import ProcessBook
 from gridbench.messaging.records import RECORDS_FILE
+from gridbench.states import COMPLETE
+from gridbench.store import raw_files
 from gridbench.store.layout import RunDir, now_iso
 from gridbench.store.records import append_record
 from gridbench.store.spawned import mark_run
@@ -146,7 +148,7 @@ class NetRunner:
         """Run every step; the status in experiment.json says how it ended."""
         run = self.run or self.prepare()
         book = ProcessBook(run.path)
-        status, error = "done", None
+        status, error = COMPLETE, None
         try:
             for env_name in self.spec.environments:
                 self._environment(env_name, run, book)
@@ -160,6 +162,7 @@ class NetRunner:
             status, error = "failed", f"{type(exc).__name__}: {exc}"
             raise
         finally:
+            raw_files.record(run, [RECORDS_FILE])  # analysis refuses it lost or cut
             run.update_experiment(status=status, error=error, finished=now_iso(), notes=self.notes)
         return run
 

@@ -80,7 +80,7 @@ def read_measured(run: Path, rates: Sequence[float] | None = None) -> Measured:
         rate = info.offered_rate_per_s
         if rates is not None and (rate is None or not any(abs(rate - r) < 1e-9 for r in rates)):
             continue
-        ev = load.read_trial_events(d, info.agents)
+        ev = load.read_trial_events(d, info)
         kinds = ev.filter(pl.col("stage") == STAGE_FAILED).get_column("attrs").fill_null("")
         fs += int(kinds.str.contains_any(list(SUBMIT_FAILURES)).sum())
         fj += int(kinds.str.contains(FAIL_JOB, literal=True).sum())

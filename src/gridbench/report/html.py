@@ -31,6 +31,7 @@ from gridbench.sections import (
     Statements,
     Table,
 )
+from gridbench.states import FINDING_TONES
 from gridbench.store.layout import write_text_atomic
 
 #: URL prefixes inside the plotly.js bundle that only map/geo traces (never used here)
@@ -109,7 +110,7 @@ GLUE_JS = """
 
 
 #: Table badge classes by status (the page's CSS names).
-BADGE = {"pass": "ok", "fail": "bad", "warn": "warn", "info": "info"}
+BADGE = FINDING_TONES
 #: Row classes by row status.
 ROW_STATUS = {"fail": "invalid", "warn": "warn"}
 MARKS = {"pass": "PASS", "fail": "FAIL", "warn": "WARN", "info": "INFO"}

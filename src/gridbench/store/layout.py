@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from gridbench.errors import ResultsError, resource_error
+from gridbench.states import run_state
 from gridbench.store.safe_open import CAPS, parse_json, read_store_text, refuse_links
 from gridbench.store.safe_open import EXPERIMENT_FILE as EXPERIMENT_FILE  # re-exported
 
@@ -190,6 +191,8 @@ class RunDir:
         data = read_json(self.experiment_file, kind="experiment")
         check_experiment(data, self.experiment_file)
         result: dict[str, Any] = data
+        if isinstance(result.get("status"), str):  # an older run's word, read as today's
+            result["status"] = run_state(result["status"])
         return result
 
     def read_spec(self) -> tuple[str, Any]:

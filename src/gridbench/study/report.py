@@ -27,6 +27,7 @@ from gridbench.sections import (
     Section,
     Status,
 )
+from gridbench.states import COMPLETE, RUNNING, run_state
 from gridbench.study.report_charts import charts
 from gridbench.study.report_extras import (
     background_table,
@@ -64,7 +65,7 @@ __all__ = ["build_report", "without_free_text"]
 #: experiment.json's switch: ``false`` leaves free text out of every report of the run.
 FREE_TEXT_KEY = "report_free_text"
 #: Statuses of a study whose data are all in (an import is "complete" once read).
-DONE = ("done", "complete", None)
+DONE = (COMPLETE, "")  # run_state: "" when none is recorded, old words read as today's
 
 
 def without_free_text(metrics: Mapping[str, Any]) -> dict[str, Any]:
@@ -224,10 +225,10 @@ def _power_finding(metrics: Mapping[str, Any]) -> Finding | None:
 
 
 def _status_finding(metrics: Mapping[str, Any]) -> Finding | None:
-    status = metrics.get("status")
+    status = run_state(metrics.get("status"))
     if status in DONE:
         return None
-    if status == "running":
+    if status == RUNNING:
         return Finding("warn", "the study is still open (status running): figures are partial")
     return Finding("fail", f"study {status}")
 
@@ -322,7 +323,7 @@ def _left_open(metrics: Mapping[str, Any]) -> list[str]:
                 f"{c.get('a')} vs {c.get('b')}, {c.get('metric')}: not tested "
                 f"({c.get('n')} pair(s))"
             )
-    if metrics.get("status") not in DONE:
+    if run_state(metrics.get("status")) not in DONE:
         out.append(f"the study is {metrics.get('status')}: later answers are not in these figures")
     return out
 

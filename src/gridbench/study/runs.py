@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from gridbench.errors import ResultsError
+from gridbench.states import COMPLETE
 from gridbench.store.layout import RunDir, now_iso
 from gridbench.study import records as rec
 from gridbench.study.model import StudySpec
@@ -75,7 +76,7 @@ def _make_folder(root: Path, name: str, out: Path | None) -> RunDir:
 
 def mark_complete(run: RunDir, **fields: Any) -> None:
     """An imported study is complete once its records are in."""
-    run.update_experiment(status="complete", finished=now_iso(), **fields)
+    run.update_experiment(status=COMPLETE, finished=now_iso(), **fields)
 
 
 def discard_run(run: RunDir) -> None:

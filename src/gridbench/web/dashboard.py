@@ -25,6 +25,7 @@ from prometheus_client.registry import CollectorRegistry
 from gridbench import __version__
 from gridbench.jobflow.specbase.units import format_rate
 from gridbench.report.html import json_for_script, offline_plotlyjs
+from gridbench.states import state_tone, verdict_tone
 from gridbench.store.layout import RunDir, json_safe
 from gridbench.web.manager import RunManager
 from gridbench.web.metrics import make_registry
@@ -57,6 +58,9 @@ def template_env(loader: ChoiceLoader) -> Environment:
     env.filters["clock"] = lambda t: datetime.fromtimestamp(float(t), UTC).strftime(
         "%Y-%m-%d %H:%M:%S UTC"
     )
+    # one vocabulary (gridbench.states): a badge's colour follows its words
+    env.filters["state_tone"] = state_tone
+    env.filters["verdict_tone"] = verdict_tone
     env.filters["tojson_script"] = lambda v: Markup(
         json_for_script(json.dumps(json_safe(v), allow_nan=False, default=str))
     )

@@ -36,6 +36,7 @@ from gridbench.jobflow.events.chain import StageChain
 from gridbench.jobflow.events.model import Event
 from gridbench.jobflow.run.observer import TrialProgress
 from gridbench.jobflow.spec.plan import Plan
+from gridbench.states import FINISHED, state_tone
 
 #: Chart samples at most this often (s): rates over shorter windows are mostly noise.
 SAMPLE_PERIOD_S = 0.5
@@ -43,7 +44,7 @@ SAMPLE_PERIOD_S = 0.5
 MAX_SAMPLES = 3600
 #: Events a slow listener may fall behind before it is sent a fresh snapshot instead.
 QUEUE_SIZE = 1000
-FINAL = frozenset({"complete", "aborted", "failed", "crashed"})
+FINAL = FINISHED  # gridbench.states: the one vocabulary
 
 
 class MeasuringBackend:
@@ -263,7 +264,7 @@ class LiveRun:
         self.status = status
         if error is not None:
             self.error = error
-        self.publish("status", {"status": status, "error": self.error})
+        self.publish("status", {"status": status, "tone": state_tone(status), "error": self.error})
 
     @property
     def final(self) -> bool:

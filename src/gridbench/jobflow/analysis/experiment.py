@@ -28,6 +28,7 @@ from gridbench.jobflow.analysis.config import AnalysisConfig, parse_warmup
 from gridbench.jobflow.analysis.failures import failures_vs_rate
 from gridbench.jobflow.analysis.growth import sweep_growth
 from gridbench.jobflow.analysis.knee import PointVerdict, knee
+from gridbench.jobflow.analysis.left_behind import left_behind
 from gridbench.jobflow.analysis.repetitions import point_summary
 from gridbench.jobflow.analysis.schedule import trial_times
 from gridbench.jobflow.analysis.thresholds import evaluate_thresholds
@@ -56,6 +57,7 @@ def analyze_run(
     """
     run = Path(run_dir)
     dirs = load.trial_dirs(run)
+    load.check_trials_present(run, dirs)
     need_spec = thresholds is None or warmup is None or config is None
     spec = load.read_spec_settings(run) if need_spec else {}
     cfg = config or _spec_validity(AnalysisConfig(), spec.get("validity"))
@@ -64,7 +66,7 @@ def analyze_run(
     results: list[TrialResult] = []
     for d in dirs:
         info = load.read_trial_info(d)
-        events, torn = load.read_trial_events_counted(d, info.agents)
+        events, torn = load.read_trial_events_counted(d, info)
         res = analyze_trial(
             info, events, load.read_resources(d), cfg, load.read_server_resources(d)
         )
@@ -210,6 +212,7 @@ def assemble(
         "failures_vs_rate": failures_vs_rate(points),
         "growth": sweep_growth(points, results[0].info.load_model if results else None),
         "time_of_day": trial_times(points, results[0].info.load_model if results else None),
+        "left_behind": left_behind([r.info for r in results], points),
         "validity": {
             "valid": not invalid and bool(results),
             "invalid_trials": [t["trial_id"] for t in invalid],

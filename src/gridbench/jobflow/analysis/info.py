@@ -45,6 +45,8 @@ class TrialInfo:
     clock_sync: Mapping[str, Any] = field(default_factory=dict)
     #: CPU seconds of the client programs a command-style backend spawned (None: none)
     client_cpu_s: float | None = None
+    #: the events the trial counted into its log (None: the trial did not finish writing)
+    events: int | None = None
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], where: str = "trial.json") -> TrialInfo:
@@ -81,6 +83,7 @@ class TrialInfo:
                 agents=dict(d.get("agents") or {}),
                 clock_sync=dict(d.get("clock_sync") or {}),
                 client_cpu_s=_opt_float((d.get("client_processes") or {}).get("cpu_s")),
+                events=_opt_int(d.get("events")),
             )
         except (TypeError, ValueError) as exc:
             raise ResultsError(

@@ -17,7 +17,8 @@ import polars as pl
 from gridbench.errors import GridbenchError, ResultsError
 from gridbench.jobflow.analysis.clocks import to_controller_time
 from gridbench.jobflow.analysis.info import TrialInfo
-from gridbench.jobflow.events.trial_log import read_trial_log_counted
+from gridbench.jobflow.events.log import EVENTS_FILE
+from gridbench.jobflow.events.trial_log import read_trial_log_counted, trial_log_path
 from gridbench.store.layout import read_json
 from gridbench.store.safe_open import opened_store_file
 
@@ -59,20 +60,51 @@ def read_trial_info(trial_dir: Path) -> TrialInfo:
 ANALYSIS_COLUMNS = ("job", "stage", "t_ns", "precision_ns", "agent", "clock_offset_ns", "attrs")
 
 
-def read_trial_events(trial_dir: Path, agents: Mapping[str, Any] | None = None) -> pl.DataFrame:
+def read_trial_events(trial_dir: Path, info: TrialInfo) -> pl.DataFrame:
     """The trial's event log on the controller's clock (empty when the trial recorded
     nothing yet): ``t_ns − clock_offset_ns``, with each stamp's clock bound from trial.json
-    ``agents`` (:func:`gridbench.jobflow.analysis.clocks.to_controller_time`)."""
-    return read_trial_events_counted(trial_dir, agents)[0]
+    ``agents`` (:func:`gridbench.jobflow.analysis.clocks.to_controller_time`).
+
+    A finished trial's log that is gone, or holds no event while trial.json counted some,
+    is damage: one error naming the file, never a valid-looking empty trial."""
+    return read_trial_events_counted(trial_dir, info)[0]
 
 
-def read_trial_events_counted(
-    trial_dir: Path, agents: Mapping[str, Any] | None = None
-) -> tuple[pl.DataFrame, int]:
+def read_trial_events_counted(trial_dir: Path, info: TrialInfo) -> tuple[pl.DataFrame, int]:
     """:func:`read_trial_events` and the torn batches its columnar log skipped."""
+    path = trial_log_path(trial_dir)
+    if path is None and info.ended_ns is not None:  # the runner creates it before the start
+        raise _lost(trial_dir / EVENTS_FILE, info, "is missing")
     # events.csv or events.arrows; the analysis never looks at the source column
     events, torn = read_trial_log_counted(trial_dir, columns=ANALYSIS_COLUMNS)
-    return to_controller_time(events, agents or {}), torn
+    finished_empty = events.height == 0 and info.ended_ns is not None
+    if path is not None and finished_empty and (info.events or 0) > 0:
+        raise _lost(path, info, "holds no event")
+    return to_controller_time(events, info.agents), torn
+
+
+def _lost(path: Path, info: TrialInfo, what: str) -> ResultsError:
+    counted = f" (trial.json counted {info.events} events)" if info.events else ""
+    return ResultsError(
+        f"trial {info.trial_id}'s event log {what}{counted}: its events are lost",
+        where=str(path),
+        fix=f"restore {path.name} from a backup, or re-run the experiment; the run's "
+        "metrics.json was left as it was",
+    )
+
+
+def check_trials_present(run_dir: Path, found: list[Path]) -> None:
+    """Refuse a run whose experiment.json counts more finished trials than folders left
+    (a deleted trial folder is lost data, not a smaller experiment)."""
+    done = read_experiment(run_dir).get("trials_done")
+    if isinstance(done, int) and not isinstance(done, bool) and done > len(found):
+        raise ResultsError(
+            f"experiment.json records {done} finished trial(s) but only {len(found)} trial "
+            f"folder(s) with a trial.json remain: the others' data is lost",
+            where=str(run_dir / TRIALS_DIR),
+            fix="restore the missing trial folders from a backup, or re-run the "
+            "experiment; the run's metrics.json was left as it was",
+        )
 
 
 def read_resources(trial_dir: Path) -> pl.DataFrame | None:

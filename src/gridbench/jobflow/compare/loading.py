@@ -53,7 +53,7 @@ def _seed(*parts: object) -> int:
 
 def _trial_durations(trial_dir: Path) -> dict[str, F64]:
     info = load.read_trial_info(trial_dir)
-    events = load.read_trial_events(trial_dir, info.agents)
+    events = load.read_trial_events(trial_dir, info)
     tl = build_timeline(events, timeline_stages(info.chain.names()))
     del events
     origin = info.started_ns if info.started_ns is not None else 0

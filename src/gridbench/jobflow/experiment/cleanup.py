@@ -41,6 +41,7 @@ from gridbench.jobflow.run.cleanup_reservations import (
 )
 from gridbench.jobflow.run.outstanding import outstanding_jobs
 from gridbench.jobflow.spec.load import load_spec
+from gridbench.states import COMPLETE, NEEDS_CLEANUP
 from gridbench.store.layout import RunDir, now_iso, read_json, write_json
 from gridbench.store.spawned import NOT_THIS_RUN, live_runner, run_process
 
@@ -102,7 +103,30 @@ async def cleanup_run(run: RunDir, *, dry_run: bool = False, force: bool = False
     report.stopped_processes += _stop_orphans(run, runtime, report.plan, dry_run=dry_run)
     if not dry_run and exp.get("status") in ("running", "created"):
         run.update_experiment(status="crashed", cleaned=now_iso())
+    elif not dry_run and exp.get("status") == NEEDS_CLEANUP and not report.errors:
+        run.update_experiment(status=COMPLETE, cleaned=now_iso())  # nothing is left now
     return report
+
+
+def final_state(run: RunDir, status: str) -> str:
+    """The state a finished run records: ``complete`` becomes ``needs cleanup`` when a
+    trial lost an agent (trial.json ``agents.<name>.lost``) or could not cancel the jobs it
+    gave up on (``cancel_error``: they are recorded lost, for :func:`cleanup_run`), so its
+    status says so (issue 22.7). trial.json alone tells: no event log is read again."""
+    if status != COMPLETE:
+        return status
+    for tid in run.trial_ids():
+        path = run.trial_dir(tid) / "trial.json"
+        info = read_json(path) if path.is_file() else None
+        if not isinstance(info, dict):
+            continue
+        agents = info.get("agents")
+        lost = isinstance(agents, dict) and any(
+            isinstance(a, dict) and a.get("lost") for a in agents.values()
+        )
+        if lost or info.get("cancel_error"):
+            return NEEDS_CLEANUP
+    return status
 
 
 def _cleanup_backend(run: RunDir, runtime: dict[str, Any], report: CleanupReport) -> Backend | None:

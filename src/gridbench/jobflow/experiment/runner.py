@@ -21,6 +21,7 @@ from gridbench.jobflow import loads as load_models
 from gridbench.jobflow.backends.base import Backend, RuntimeInfoSource
 from gridbench.jobflow.backends.registry import create_backend
 from gridbench.jobflow.events.clock import AnchoredClock
+from gridbench.jobflow.experiment.cleanup import final_state
 from gridbench.jobflow.run.closed_loop import sleep_or_stop
 from gridbench.jobflow.run.collect import Collector, Summarised
 from gridbench.jobflow.run.collectors import build_collectors
@@ -29,6 +30,7 @@ from gridbench.jobflow.run.trial import TrialEnv, TrialOutcome, run_trial
 from gridbench.jobflow.spec.model import ExperimentSpec
 from gridbench.jobflow.spec.plan import Plan, PlannedTrial
 from gridbench.specload import dump_yaml
+from gridbench.states import COMPLETE
 from gridbench.store.layout import RunDir, now_iso, write_json
 from gridbench.store.spawned import mark_run
 
@@ -154,7 +156,7 @@ class ExperimentRunner:
             if not isinstance(exc, Exception):
                 await _close_quietly(backend)
             raise
-        outcome.status, outcome.error = "complete", None
+        outcome.status, outcome.error = COMPLETE, None
         if isinstance(backend, RuntimeInfoSource):
             run.update_experiment(backend_runtime=backend.runtime_info())
         clock = AnchoredClock()
@@ -245,5 +247,9 @@ class ExperimentRunner:
                     await b.close()
                 except Exception as exc:
                     log.warning("closing backend: %s", exc)
+            try:  # an agent lost or jobs left: the status says cleanup is needed
+                outcome.status = final_state(run, outcome.status)
+            except GridbenchError as exc:  # a damaged trial folder: the run still ends
+                log.warning("checking what the run left behind: %s", exc)
             run.update_experiment(status=outcome.status, ended=now_iso(), error=outcome.error)
         return outcome

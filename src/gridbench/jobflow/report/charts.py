@@ -49,12 +49,14 @@ def segment_colours(metrics: Mapping[str, Any], extra: Sequence[str] = ()) -> di
 
 
 def layout(fig: Any, title: str, **kw: Any) -> Any:
-    """The report's common figure layout: template, title, margins, legend below."""
+    """The report's common figure layout: template, title, margins, legend at the right."""
     fig.update_layout(
         template=TEMPLATE,
         title={"text": ptext(title)},
         margin={"l": 60, "r": 20, "t": 60, "b": 50},
-        legend={"orientation": "h", "yanchor": "bottom", "y": -0.3},
+        # right of the plot, where no title is: below it, a two-row legend ran into the x
+        # axis's title; above it, into the chart's title
+        legend={"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1, "yanchor": "top"},
         **kw,
     )
     return fig

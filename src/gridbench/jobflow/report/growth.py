@@ -3,7 +3,6 @@ per-point results: their rows, statements and sections."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -13,6 +12,7 @@ from gridbench.jobflow.report.model import (
     as_dict,
     as_list,
     num,
+    params_label,
     points,
     rate_label,
 )
@@ -28,7 +28,7 @@ def growth_rows(metrics: Mapping[str, Any]) -> list[Row]:
         rows.append(
             {
                 "parameter": str(d.get("parameter") or ""),
-                "fixed": json.dumps(as_dict(d.get("fixed")), sort_keys=True),
+                "fixed": params_label(d.get("fixed")),
                 "quantity": str(d.get("quantity") or ""),
                 "unit": str(d.get("unit") or ""),
                 "model": str(d.get("model") or ""),

@@ -9,6 +9,7 @@ from typing import Any
 
 from gridbench.fmt import fmt_number, fmt_rate
 from gridbench.jobflow import loads
+from gridbench.jobflow.analysis.left_behind import sentence
 from gridbench.jobflow.report.growth import growth_statements
 from gridbench.jobflow.report.model import (
     all_trials,
@@ -169,6 +170,9 @@ def headline(metrics: Mapping[str, Any]) -> Headline:
         )
     if not f.valid:
         out.append(Finding("warn", "The experiment as a whole is not valid."))
+    left = sentence(metrics.get("left_behind"))
+    if left is not None:  # an agent lost or jobs never ended: cleanup is needed
+        out.append(Finding("warn", *left))
     total = f.thresholds_passed + f.thresholds_failed
     th_status: Status = "fail" if f.thresholds_failed else ("pass" if total else "info")
     out.append(Finding(th_status, f.thresholds_text()))

@@ -179,7 +179,12 @@ def rate_label(point: Mapping[str, Any]) -> str:
 
 def point_label(point: Mapping[str, Any]) -> str:
     """The point's swept parameters as 'k=v, k=v'."""
-    params = as_dict(point.get("point"))
+    return params_label(point.get("point"))
+
+
+def params_label(params: Any) -> str:
+    """Parameters as a reader writes them, 'k=v, k=v' (never a JSON object in a cell)."""
+    params = as_dict(params)
     parts = []
     for k, v in params.items():
         vs = fmt_number(float(v)) if num(v) is not None else str(v)

@@ -3,13 +3,12 @@ queue at each trial (METHODS 1.10: repetitions spread over time)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from gridbench.fmt import fmt_val
 from gridbench.jobflow.report.build import Spec, TableDef
-from gridbench.jobflow.report.model import Row, as_dict, as_list, num
+from gridbench.jobflow.report.model import Row, as_dict, as_list, num, params_label
 from gridbench.sections import Table
 
 
@@ -28,7 +27,7 @@ def time_rows(metrics: Mapping[str, Any]) -> list[Row]:
         rows.append(
             {
                 "trial_id": str(d.get("trial_id") or ""),
-                "point": json.dumps(as_dict(d.get("point")), sort_keys=True),
+                "point": params_label(d.get("point")),
                 "start_utc": str(d.get("start_utc") or ""),
                 "hour": num(d.get("hour")),
                 "queue_start": num(d.get("queue_start")),

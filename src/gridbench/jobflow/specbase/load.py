@@ -7,6 +7,7 @@ registered models' specs (:func:`gridbench.jobflow.loads.load_spec_type`).
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
@@ -55,9 +56,18 @@ class AgentsBlock(Strict):
             )
         if self.scheduler is not None and not self.scheduler.startswith(("tcp://", "tls://")):
             raise ValueError("agents.scheduler is an address like tcp://host:8786")
-        bad = [k for k in self.env if not k.startswith("agent-")]
+        bad = [k for k in self.env if not re.fullmatch(r"agent-\d+", k)]
         if bad:
             raise ValueError(f"agents.env keys are agent names (agent-0, agent-1, ...), not {bad}")
+        # a scheduler's workers are counted only at connect time: its names cannot be checked
+        count = self.processes or len(self.hosts or ())
+        absent = [k for k in self.env if count and int(k.removeprefix("agent-")) >= count]
+        if absent:
+            names = ", ".join(f"agent-{i}" for i in range(count))
+            raise ValueError(
+                f"agents.env names {', '.join(absent)}, which does not exist: the agents "
+                f"are {names}"
+            )
         return self
 
     @property

@@ -119,7 +119,7 @@
   function setStatus(st) {
     state.status = st.status; window.gbLive.status = st.status;
     setText("live-state", st.status); setText("status", st.status);
-    var s = document.getElementById("status"); if (s) s.className = "status s-" + st.status;
+    var s = document.getElementById("status"); if (s) s.className = "status s-" + st.status + " " + (st.tone || "info");
   }
 
   window.gbWhenPlotly(drawAll);
