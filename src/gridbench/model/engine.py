@@ -19,21 +19,13 @@ import simpy
 from numpy.typing import NDArray
 
 from gridbench.model.fitdist import Draw, perturbed, sampler
-from gridbench.model.spec import ChainModel, Duration, Tier, durations
+from gridbench.model.spec import STAGES, ChainModel, Duration, Tier, durations
 
 F64 = NDArray[np.float64]
 #: the columns of a finished job's row (seconds from the trial's start; NaN: not reached)
 COLUMNS = (
     "intended",
-    "submit",
-    "ce_entry",
-    "submit_ack",
-    "ce_submit",
-    "bridge_entry",
-    "bridge_submit",
-    "bridge_done",
-    "ce_done",
-    "client_done",
+    *STAGES,
     "outcome",  # 0 done, 1 submit refused, 2 job failed, 3 lost (not done by the horizon)
 )
 (INT, SUB, CEE, ACK, CES, BRE, BRS, BRD, CED, CLD, OUT, IDX) = range(12)

@@ -27,6 +27,7 @@ from gridbench.jobflow.analysis import load
 from gridbench.jobflow.events.model import FAIL_JOB, STAGE_FAILED, SUBMIT_FAILURES
 from gridbench.model.fitdist import fit_duration
 from gridbench.model.spec import (
+    STAGES,
     ChainModel,
     Client,
     Delay,
@@ -39,17 +40,6 @@ from gridbench.model.spec import (
 )
 
 F64 = NDArray[np.float64]
-STAGES = (
-    "submit",
-    "ce_entry",
-    "submit_ack",
-    "ce_submit",
-    "bridge_entry",
-    "bridge_submit",
-    "bridge_done",
-    "ce_done",
-    "client_done",
-)
 #: gaps between T7 stamps shorter than this are "at one instant" (ms stamps)
 SAME_INSTANT_S = 0.002
 

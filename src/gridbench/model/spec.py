@@ -19,6 +19,19 @@ from gridbench.specload import SpecLoader, dump_yaml
 SCHEMA = "gridbench.model/1"
 DOCS = "docs/model.md"
 
+#: the EDGI chain a model covers, in order (the stamps a run must have to be fitted)
+STAGES = (
+    "submit",
+    "ce_entry",
+    "submit_ack",
+    "ce_submit",
+    "bridge_entry",
+    "bridge_submit",
+    "bridge_done",
+    "ce_done",
+    "client_done",
+)
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
