@@ -166,9 +166,9 @@ async def submit_one(
     except Exception as exc:  # any backend failure is a recorded failure, not a crash
         kind, msg = FAIL_SUBMIT_ERROR, f"{type(exc).__name__}: {exc}"
     else:
-        rec.stamp(job, STAGE_SUBMIT_ACK, None, '{"backend_id":' + _json_str(bid) + "}")
+        acked = rec.stamp(job, STAGE_SUBMIT_ACK, None, '{"backend_id":' + _json_str(bid) + "}")
         progress.acknowledged += 1
-        tracker.add(bid, job)
+        tracker.add(bid, job, acked)
         return bid
     rec.stamp(job, STAGE_FAILED, None, {"kind": kind, "message": msg[:500]})
     progress.failed += 1
