@@ -27,7 +27,11 @@ class JobState(enum.Enum):
 
     @property
     def terminal(self) -> bool:
-        return self in (JobState.DONE, JobState.FAILED, JobState.CANCELLED)
+        return self in TERMINAL_STATES
+
+
+#: the states a job does not leave; a tuple: membership by identity, no Enum.__hash__ call
+TERMINAL_STATES: tuple[JobState, ...] = (JobState.DONE, JobState.FAILED, JobState.CANCELLED)
 
 
 @dataclass(frozen=True, slots=True)

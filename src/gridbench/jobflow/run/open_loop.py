@@ -10,9 +10,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable, Callable, Sequence
+import types
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
 from dataclasses import dataclass
 from json.encoder import encode_basestring as _json_str
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -32,6 +34,47 @@ from gridbench.jobflow.run.recorder import Recorder
 from gridbench.jobflow.run.tracker import StatusTracker
 
 INTERRUPTIBLE_NS = 50_000_000
+_T = TypeVar("_T")
+
+
+@types.coroutine
+def _resume(coro: Coroutine[Any, Any, _T], pending: Any) -> Generator[Any, Any, _T]:
+    """Go on driving ``coro``, already started and now waiting on ``pending``, exactly as
+    ``await coro`` would: what the task sends or throws in is passed on to ``coro``."""
+    while True:
+        try:
+            sent = yield pending
+        except GeneratorExit:
+            coro.close()
+            raise
+        except BaseException as exc:  # a cancellation (the time-out's, say): coro's to handle
+            try:
+                pending = coro.throw(exc)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+        else:
+            try:
+                pending = coro.send(sent)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+
+
+async def within(aw: Awaitable[_T], timeout_s: float) -> _T:
+    """``await aw`` under a ``timeout_s`` time-out (``TimeoutError``), counted from now.
+
+    A time-out can only fire where ``aw`` waits, so the timer is armed at its first wait:
+    a call that answers without waiting (an in-process backend) costs no timer handle.
+    """
+    if not isinstance(aw, types.CoroutineType):
+        async with asyncio.timeout(timeout_s):
+            return await aw
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    try:
+        pending = aw.send(None)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    async with asyncio.timeout_at(deadline):
+        return await _resume(aw, pending)
 
 
 async def submit_chunk(
@@ -115,8 +158,7 @@ async def submit_one(
     rec.stamp(job, STAGE_SUBMIT, t_start, dict(req.attributes) if req.attributes else None)
     progress.submitted += 1
     try:
-        async with asyncio.timeout(submit_timeout_s):  # cheaper than wait_for: no extra task
-            bid = await (call or backend.submit)(req)
+        bid = await within((call or backend.submit)(req), submit_timeout_s)
     except SubmitError as exc:
         kind, msg = exc.kind, exc.message
     except TimeoutError:
@@ -124,9 +166,9 @@ async def submit_one(
     except Exception as exc:  # any backend failure is a recorded failure, not a crash
         kind, msg = FAIL_SUBMIT_ERROR, f"{type(exc).__name__}: {exc}"
     else:
-        rec.stamp(job, STAGE_SUBMIT_ACK, None, '{"backend_id":' + _json_str(bid) + "}")
+        acked = rec.stamp(job, STAGE_SUBMIT_ACK, None, '{"backend_id":' + _json_str(bid) + "}")
         progress.acknowledged += 1
-        tracker.add(bid, job)
+        tracker.add(bid, job, acked)
         return bid
     rec.stamp(job, STAGE_FAILED, None, {"kind": kind, "message": msg[:500]})
     progress.failed += 1

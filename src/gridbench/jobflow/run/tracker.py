@@ -9,7 +9,7 @@ import logging
 from collections.abc import Callable
 
 from gridbench.errors import BackendError
-from gridbench.jobflow.backends.base import Backend, JobState, JobStatus
+from gridbench.jobflow.backends.base import TERMINAL_STATES, Backend, JobState, JobStatus
 from gridbench.jobflow.events.model import (
     FAIL_JOB,
     FAIL_LOST,
@@ -67,10 +67,12 @@ class StatusTracker:
         #: stamps); a load model that waits for its jobs adds a callback and removes it
         self.on_end: list[Callable[[str, JobState], None]] = []
 
-    def add(self, backend_id: str, job: str) -> None:
+    def add(self, backend_id: str, job: str, acked_ns: int | None = None) -> None:
+        """Track a submitted job; ``acked_ns``: when its id came back (default: now)."""
         self.inflight[backend_id] = job
         self.names[backend_id] = job
-        self._seen_ns[backend_id] = self.rec.clock.now_ns()  # not ended when the id came back
+        # not ended when the id came back
+        self._seen_ns[backend_id] = self.rec.clock.now_ns() if acked_ns is None else acked_ns
         self.progress.in_flight = len(self.inflight)
 
     async def sweep(self) -> None:
@@ -109,7 +111,7 @@ class StatusTracker:
         for n, (bid, st) in enumerate(states.items()):
             if n % 64 == 63:
                 await asyncio.sleep(0)  # a big sweep must not stall the submitters' schedule
-            if not st.state.terminal:
+            if st.state not in TERMINAL_STATES:
                 if bid in seen:
                     seen[bid] = asked
                 continue
@@ -120,7 +122,8 @@ class StatusTracker:
             if st.state is JobState.DONE:
                 self.rec.stamp(job, STAGE_CLIENT_DONE, now, precision_ns=prec)
                 p.completed += 1
-                self._ended(job, st.state)
+                if self.on_end:
+                    self._ended(job, st.state)
                 continue
             if st.state is JobState.FAILED:
                 self.rec.stamp(
@@ -131,7 +134,8 @@ class StatusTracker:
                 self.rec.stamp(job, STAGE_FAILED, now, attrs)
             else:  # cancelled by someone else: it did not complete, so no client_done
                 self.rec.stamp(job, STAGE_CANCELLED, now, {"by": "backend"})
-            self._ended(job, st.state)
+            if self.on_end:
+                self._ended(job, st.state)
         p.in_flight = len(self.inflight)
 
     def _ended(self, job: str, state: JobState) -> None:
