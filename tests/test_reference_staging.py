@@ -7,6 +7,7 @@ the reference backend as a child process."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from pathlib import Path
@@ -94,16 +95,25 @@ sweep: {{job.output_size: [512k, 2M]}}
 
 
 def test_a_slow_stage_out_link_is_the_first_breaking_stage(tmp_path: Path) -> None:
-    # one stream at 1 MiB/s and 256 KiB per job: 4 jobs/s, against 10 jobs/s offered
+    # one stream at 1 MiB/s and 256 KiB per job: 4 jobs/s, against 10 jobs/s offered; the
+    # EDGI reports are collected too, so the whole server-side chain is analysed
     body = """
+      reports: {rotate_s: 0.3, publication_delay_s: 0.2}
 job: {runtime: 0.05s, output_size: 256k}
 load: {model: open, rate: 10/s}
 trial: {jobs: 30}
-timeouts: {status_interval: 0.1s, drain: 30s}
+timeouts: {status_interval: 0.1s, settle: 20s, drain: 30s}
+collectors: [{type: edgi, poll: 0.3s}]
 """
     text = spec("stage-slow", "{}", f"{{bandwidth_bps: {MIB}, streams: 1}}", body)
     out = run_spec(text, tmp_path / "results")
     assert out.status == "complete"
+    chain = ["bridge_submit", "stage_out_start", "staged_out", "bridge_done", "ce_done"]
+    wide = events(out).filter(pl.col("stage").is_in(chain))
+    wide = wide.pivot(on="stage", index="job", values="t_ns", aggregate_function="first")
+    assert wide.height == 30
+    for a, b in itertools.pairwise(chain):  # the reports' stamps are cut to the ms
+        assert (wide[a] < wide[b] + 1_000_000).all(), (a, b)
     m = analyze_run(out.run.path, write=True)
     t = m["points"][0]["trials"][0]
     assert m["bottleneck"]["stage"] == "stage_out_start", m["bottleneck"]
