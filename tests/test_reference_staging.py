@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -120,6 +123,41 @@ collectors: [{type: edgi, poll: 0.3s}]
     assert t["throughput"]["stage_out_start"]["expected_ratio"] < 0.6
     assert t["throughput"]["submit"]["expected_ratio"] > 0.9
     assert t["staging"]["stage_out"]["jobs"] == 30
+
+
+def test_a_grid_at_url_says_it_stages_and_its_stamps_are_read(tmp_path: Path) -> None:
+    # a grid started on its own (gridbench reference serve): its /config tells the backend
+    cfg = tmp_path / "grid.yaml"
+    cfg.write_text(
+        "status_update: {policy: batched, interval_s: 0.1}\n"
+        f"ce: {{stage_in: {{bandwidth_bps: {4 * MIB}, per_file_s: 0.01, streams: 8}}}}\n"
+    )
+    argv = [sys.executable, "-m", "gridbench.jobflow.reference", "--config", str(cfg)]
+    proc = subprocess.Popen([*argv, "--port", "0"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        m = re.fullmatch(r"listening on (\S+)\n", proc.stdout.readline())
+        assert m
+        body = f"""name: at-url
+backend: {{type: reference, options: {{url: "{m.group(1)}"}}}}
+job: {{runtime: 0.05s, input_size: 256k, input_files: 3}}
+load: {{model: open, rate: 10/s}}
+trial: {{jobs: 3}}
+timeouts: {{status_interval: 0.1s, drain: 30s}}
+"""
+        out = run_spec(body, tmp_path / "results")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    assert out.status == "complete"
+    got = transfers(events(out), "staged_in")
+    assert [(a["bytes"], a["files"]) for a in got] == [(256 * 1024, 3)] * 3
+    # 0.0925 s per transfer: the bound of the sweep test, widened for the shorter sleep
+    model = 256 * 1024 / (3 * 0.01 + 0.0625)
+    assert all(0.7 * model <= a["rate_bps"] <= 1.01 * model for a in got), (got, model)
+    trial = json.loads((out.run.trial_dir("p00-t00") / "trial.json").read_text())
+    names = [st["name"] for st in trial["chain"]["stages"]]
+    assert names.index("ce_entry") < names.index("stage_in_start") < names.index("ce_submit")
 
 
 def test_staging_off_by_default_leaves_the_chain_as_it_was(tmp_path: Path) -> None:
