@@ -20,6 +20,8 @@ import pytest
 
 from gridbench.errors import SpecError
 from gridbench.jobflow.analysis.experiment import analyze_run
+from gridbench.jobflow.backends import reference_staging as rs
+from gridbench.jobflow.reference import staging as grid_staging
 from gridbench.jobflow.reference.config import config_from_dict
 from gridbench.jobflow.report.rows import all_tables
 from gridbench.jobflow.spec import load_spec_text
@@ -158,6 +160,10 @@ timeouts: {{status_interval: 0.1s, drain: 30s}}
     trial = json.loads((out.run.trial_dir("p00-t00") / "trial.json").read_text())
     names = [st["name"] for st in trial["chain"]["stages"]]
     assert names.index("ce_entry") < names.index("stage_in_start") < names.index("ce_submit")
+
+
+def test_the_backend_and_the_grid_name_the_stages_alike() -> None:
+    assert (rs.STAGE_IN, rs.STAGE_OUT) == (grid_staging.STAGE_IN, grid_staging.STAGE_OUT)
 
 
 def test_staging_off_by_default_leaves_the_chain_as_it_was(tmp_path: Path) -> None:

@@ -6,13 +6,17 @@ T6), so the EDGI analysis can name a slow link as the first breaking stage."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from gridbench.errors import BackendError
 from gridbench.jobflow.backends.base import Staging
 from gridbench.jobflow.events.chain import Segment, Stage, StageChain
 from gridbench.jobflow.events.model import Event, Precision
-from gridbench.jobflow.reference.staging import STAGE_IN, STAGE_OUT
+
+# The grid's stage names (gridbench.jobflow.reference.staging, checked equal by the tests),
+# not imported: importing that package loads the grid's server (FastAPI, uvicorn).
+STAGE_IN: Final = ("stage_in_start", "staged_in")
+STAGE_OUT: Final = ("stage_out_start", "staged_out")
 
 #: each transfer: its tier, its stamps, the chain stage it goes before, its labels
 _TRANSFERS = (
