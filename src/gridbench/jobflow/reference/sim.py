@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from gridbench.jobflow.reference import reports as rp
-from gridbench.jobflow.reference.config import GridConfig
+from gridbench.jobflow.reference.config import GridConfig, LinkConfig
 from gridbench.jobflow.reference.dist import make_sampler
 from gridbench.jobflow.reference.staging import STAGE_IN, STAGE_OUT, JobData, Link, Stamps
 
@@ -153,14 +153,13 @@ class Grid:
         self._tasks: list[asyncio.Task[None]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self.stamps = Stamps()
-        self._stage_in = self._link(config.ce.stage_in.enabled, STAGE_IN)
-        self._stage_out = self._link(config.bridge.stage_out.enabled, STAGE_OUT)
+        self._stage_in = self._link(config.ce.stage_in, STAGE_IN)
+        self._stage_out = self._link(config.bridge.stage_out, STAGE_OUT)
         self._outgoing: set[asyncio.Task[None]] = set()
 
-    def _link(self, enabled: bool, stages: tuple[str, str]) -> Link | None:
-        if not enabled:
+    def _link(self, cfg: LinkConfig, stages: tuple[str, str]) -> Link | None:
+        if not cfg.enabled:
             return None  # the default: no staging, no stamps, the chain as before
-        cfg = self.config.ce.stage_in if stages == STAGE_IN else self.config.bridge.stage_out
         return Link(cfg, stages, self.stamps, self._clock)
 
     # -- lifecycle --------------------------------------------------------------------
