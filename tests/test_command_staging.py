@@ -67,3 +67,32 @@ sweep: {{backend.options.vars.kib: {json.dumps([str(k) for k in SIZES_KIB])}}}
     table = staging_table(m)
     assert table is not None and len(table.rows) == 2
     assert [r["kib_p50"] for r in all_tables(m)["staging"]] == list(SIZES_KIB)  # staging.csv
+
+
+def test_swept_output_size_reaches_the_submit_template_and_the_download(tmp_path: Path) -> None:
+    # the job makes {output_size} bytes in {output_files} files; the download moves them
+    out_dir = tmp_path / "out"
+    make = (
+        f"mkdir -p {out_dir}/{{name}} && for i in $(seq 1 {{output_files}}); do "
+        f"head -c $(({{output_size}} / {{output_files}})) /dev/zero > {out_dir}/{{name}}/f$i; "
+        "done && echo {name}"
+    )
+    opts = {
+        "submit": {"argv": ["sh", "-c", make], "pattern": r"^(?P<id>\S+)$"},
+        "status": {"argv": ["true", "{ids}"], "pattern": r"^(?P<id>\S+) (?P<state>\S+)$",
+                   "missing": "done"},
+        "download": {"argv": ["sh", "-c", f"cp {out_dir}/{{id}}/* {{download_dir}}/"]},
+    }  # fmt: skip
+    body = """
+job: {command: [/bin/true], output_files: 2}
+load: {model: open, rate: 20/s}
+trial: {jobs: 2}
+timeouts: {status_interval: 0.1s, drain: 30s}
+sweep: {job.output_size: [64k, 1M]}
+"""
+    out = run_spec(spec("staging-size", opts, body), tmp_path / "results")
+    assert out.status == "complete"
+    for point, size in enumerate((64 * 1024, 1024 * 1024)):
+        ev = events(out, f"p{point:02d}-t00")
+        attrs = [json.loads(a) for a in ev.filter(pl.col("stage") == "downloaded")["attrs"]]
+        assert [(a["bytes"], a["files"]) for a in attrs] == [(size, 2)] * 2, attrs

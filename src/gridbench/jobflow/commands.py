@@ -214,13 +214,17 @@ def cmd_demo(args: argparse.Namespace, ui: Ui) -> int:
 
     args.spec = demo_spec_path()
     sets = list(args.set or [])
+    from gridbench.jobflow.reference.presets import DEMO_OUTPUT_SIZE, PRESET_NOTES
+
     sets.append(f"backend.options.preset={args.policy}")
+    if args.policy == "staging":  # the jobs need output for the slow link to move
+        sets.append(f"job.output_size={DEMO_OUTPUT_SIZE}")
     if args.quick:
         sets += ["trials=1", "trial.duration=6s"]
     args.set = sets
     ui.console.print(
         f"[bold]gridbench demo[/]: a compressed EDGI rate ramp against the embedded reference "
-        f"grid ({args.policy} status polling)"
+        f"grid ({PRESET_NOTES[args.policy]})"
     )
     return cmd_run(args, ui)
 
@@ -395,9 +399,11 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
     add_results_arg(p)
     p.add_argument(
         "--policy",
-        choices=["sequential", "batched"],
+        choices=["sequential", "batched", "staging"],
         default="sequential",
-        help="the CE's status-update policy (default: sequential, CREAM-like)",
+        help="the grid's preset: the CE's status-update policy (default: sequential, "
+        "CREAM-like; batched keeps up), or staging (batched, with a slow output download "
+        "that breaks from 3 jobs/s)",
     )
     p.add_argument("--quick", action="store_true", help="one short trial per rate")
     p.add_argument(

@@ -21,6 +21,7 @@ from gridbench.errors import GridbenchError, SpecError
 from gridbench.jobflow.backends.command import presets as command_presets
 from gridbench.jobflow.backends.command.options import merge
 from gridbench.jobflow.backends.registry import create_backend
+from gridbench.jobflow.reference.presets import PRESET_NOTES as REFERENCE_NOTES
 from gridbench.jobflow.reference.presets import PRESETS as REFERENCE_PRESETS
 from gridbench.jobflow.spec.load import load_spec_text
 from gridbench.presets import shipped_yaml
@@ -127,7 +128,7 @@ def _shipped() -> tuple[Preset, ...]:
         out.append(
             Preset(
                 f"reference:{name}", f"reference grid: {name}", "backend",
-                f"the embedded reference grid, {name} status updates"
+                f"the embedded reference grid, {REFERENCE_NOTES[name]}"
                 + (f" ({grid})" if grid else ""),
                 True, False, {"type": "reference", "options": {"preset": name}},
             )

@@ -1,5 +1,6 @@
 """Data staging beside latency: the bytes and files each timed transfer moved and its
-rate, from the ``downloaded`` stamps' attributes (pure, columnar)."""
+rate, from the attributes of the transfers' end stamps (``downloaded``, ``staged_in``,
+``staged_out``; pure, columnar)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,22 @@ import polars as pl
 STAGE_DOWNLOADED = "downloaded"
 
 
+#: transfer kind -> the stage whose stamp carries its bytes, files and rate
+TRANSFERS = {"stage_in": "staged_in", "download": STAGE_DOWNLOADED, "stage_out": "staged_out"}
+
+
 def staging_stats(events: pl.DataFrame) -> dict[str, Any] | None:
-    """``{"download": {jobs, bytes_total, bytes_p50, files_p50, rate_bps_p50, rate_bps_min,
-    errors}}``, or None when the trial timed no transfer. Attributes are foreign input:
-    a value that is not a number counts as missing."""
-    d = events.filter(pl.col("stage") == STAGE_DOWNLOADED)
+    """Per transfer kind (``stage_in``, ``stage_out``: the reference grid's; ``download``:
+    the command backend's) ``{jobs, bytes_total, bytes_p50, files_p50, rate_bps_p50,
+    rate_bps_min, errors}``, or None when the trial timed no transfer. Attributes are
+    foreign input: a value that is not a number counts as missing."""
+    out = {kind: _one(events, stage) for kind, stage in TRANSFERS.items()}
+    kept = {k: v for k, v in out.items() if v is not None}
+    return kept or None
+
+
+def _one(events: pl.DataFrame, stage: str) -> dict[str, Any] | None:
+    d = events.filter(pl.col("stage") == stage)
     if d.is_empty():
         return None
     a = d.select(
@@ -23,7 +35,7 @@ def staging_stats(events: pl.DataFrame) -> dict[str, Any] | None:
         pl.col("attrs").str.json_path_match("$.rate_bps").cast(pl.Float64, strict=False).alias("r"),
         pl.col("attrs").str.json_path_match("$.error").is_not_null().alias("e"),
     )
-    row = a.select(
+    row: dict[str, Any] = a.select(
         pl.len().alias("jobs"),
         pl.col("b").sum().alias("bytes_total"),
         pl.col("b").median().alias("bytes_p50"),
@@ -32,4 +44,4 @@ def staging_stats(events: pl.DataFrame) -> dict[str, Any] | None:
         pl.col("r").min().alias("rate_bps_min"),
         pl.col("e").sum().alias("errors"),
     ).row(0, named=True)
-    return {"download": row}
+    return row

@@ -53,6 +53,17 @@ class Capabilities:
 
 
 @dataclass(frozen=True, slots=True)
+class Staging:
+    """What a job stages (spec ``job.input_size`` ... ``job.output_files``); a backend that
+    stages moves this much, one that does not ignores it."""
+
+    input_bytes: int | None = None
+    input_files: int | None = None
+    output_bytes: int | None = None
+    output_files: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class JobRequest:
     """What to run: the spec's job section resolved for one submission."""
 
@@ -67,6 +78,7 @@ class JobRequest:
     credential: Mapping[str, str] = field(default_factory=dict)
     tasks: int | None = None  # processes in the job (spec job.tasks); None: backend default
     nodes: int | None = None  # nodes the job spans (spec job.nodes); None: backend default
+    staging: Staging | None = None  # data to stage (spec job.*_size/_files); None: none
 
 
 @dataclass(frozen=True, slots=True)

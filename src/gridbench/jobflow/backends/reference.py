@@ -30,6 +30,12 @@ from gridbench.jobflow.backends.base import (
     SubmitError,
 )
 from gridbench.jobflow.backends.options import parse_options
+from gridbench.jobflow.backends.reference_staging import (
+    staging_body,
+    staging_configured,
+    stamp_events,
+    with_staging,
+)
 from gridbench.jobflow.backends.spawn import start_time
 from gridbench.jobflow.backends.sut import exclude_pid
 from gridbench.jobflow.events.chain import StageChain
@@ -68,6 +74,8 @@ class ReferenceBackend:
         self._client: httpx.AsyncClient | None = None
         self._proc: asyncio.subprocess.Process | None = None
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self._staging: bool | None = None  # known once asked (see _stages_data)
+        self._cursor = 0  # of GET /stamps
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> ReferenceBackend:
@@ -83,14 +91,29 @@ class ReferenceBackend:
             "bridge_done",
             "ce_done",
         )
-        return edgi_chain(precision_ns=dict.fromkeys(server, prec))
+        chain = edgi_chain(precision_ns=dict.fromkeys(server, prec))
+        if not self._stages_data():
+            return chain  # the default: the EDGI chain exactly as before
+        return with_staging(chain)
+
+    def _stages_data(self) -> bool:
+        """Whether the grid stages data: from the embedded grid's configuration, or (a
+        grid at ``url``) what its ``/config`` said when opened."""
+        if self._staging is None:
+            if self.options.url:
+                return False
+            from gridbench.jobflow.reference.presets import build_config
+
+            cfg = build_config(self.options.preset, overrides=self.options.grid)
+            self._staging = cfg.stages_data
+        return self._staging
 
     def capabilities(self) -> Capabilities:
         """The embedded grid's bounds from its configuration: the CE's queue (queued or in
         preparation) and the slower of the CE and bridge tiers (servers over mean service
         time); a grid at ``url`` runs a configuration not known here."""
         if self.options.url:
-            return Capabilities(queue_length=True)
+            return Capabilities(queue_length=True, server_events=bool(self._staging))
         from gridbench.jobflow.reference.presets import build_config
 
         cfg = build_config(self.options.preset, overrides=self.options.grid)
@@ -98,7 +121,10 @@ class ReferenceBackend:
         tiers.append((cfg.bridge.concurrency, cfg.bridge.service.mean))
         rate = min((n / mean for n, mean in tiers if mean > 0), default=None)
         return Capabilities(
-            queue_length=True, admission_limit=cfg.ce.queue_limit, throughput_per_s=rate
+            queue_length=True,
+            admission_limit=cfg.ce.queue_limit,
+            throughput_per_s=rate,
+            server_events=cfg.stages_data,
         )
 
     def runtime_info(self) -> dict[str, Any]:
@@ -137,6 +163,10 @@ class ReferenceBackend:
             r = await self._client.get("/health", timeout=10)
             r.raise_for_status()
             r.json()
+            if self.options.url:  # its configuration tells whether it stages data
+                c = await self._client.get("/config", timeout=10)
+                c.raise_for_status()
+                self._staging = staging_configured(c.json())
         except (httpx.HTTPError, ValueError) as exc:
             await self.close()
             raise BackendError(
@@ -220,7 +250,8 @@ class ReferenceBackend:
             self._tmp = None
 
     async def submit(self, job: JobRequest) -> str:
-        body = {"name": job.name, "runtime_s": job.runtime_s, "fail": job.fail}
+        body: dict[str, Any] = {"name": job.name, "runtime_s": job.runtime_s, "fail": job.fail}
+        body.update(staging_body(job.staging))
         try:
             r = await self.client.post("/jobs", json=body)
         except httpx.TimeoutException as exc:
@@ -276,7 +307,18 @@ class ReferenceBackend:
         return r.content
 
     async def server_events(self) -> list[Event]:
-        return []
+        """The staging stamps since the last call (the grid pages them by a cursor)."""
+        if not self._staging and not self._stages_data():
+            return []
+        out: list[Event] = []
+        while True:
+            r = await self.client.get("/stamps", params={"after": self._cursor})
+            r.raise_for_status()
+            events, nxt = stamp_events(r.json())
+            out += events
+            if nxt == self._cursor:
+                return out
+            self._cursor = nxt
 
     async def queue_length(self) -> int | None:
         r = await self.client.get("/queue")

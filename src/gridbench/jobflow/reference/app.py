@@ -1,6 +1,7 @@
 """The reference grid's HTTP API (FastAPI).
 
-POST /jobs              {"name", "runtime_s"?, "fail"?, "application"?} -> 201 {"id"}
+POST /jobs              {"name", "runtime_s"?, "fail"?, "application"?, "input_bytes"?,
+                        "input_files"?, "output_bytes"?, "output_files"?} -> 201 {"id"}
                         503 {"error","kind": "rejected"|"timeout"} when the CE queue is full,
                         500 {"error","kind": "error"} for an injected submission failure
 POST /jobs/status       {"ids": [...]} -> {"jobs": {id: {"state", "message"}}} (unknown omitted)
@@ -9,6 +10,8 @@ GET  /jobs/{id}/output  text/plain (404 unknown, 409 not finished)
 GET  /queue             jobs per tier: ce, bridge, workers, finishing, total, ce_list
 GET  /reports/          Apache-style listing of the tiers; /reports/<tier>/ lists published
                         files; /reports/<tier>/<file> serves one
+GET  /stamps?after=N     staging stamps after cursor N: {"stamps": [{id, stage, t_ns,
+                        attrs}], "next": cursor} (empty unless a tier stages)
 GET  /health, /config
 """
 
@@ -34,6 +37,7 @@ from gridbench.jobflow.reference.config import GridConfig
 from gridbench.jobflow.reference.listing import files_page, tiers_page
 from gridbench.jobflow.reference.reports import ReportWriter
 from gridbench.jobflow.reference.sim import Grid, SubmitRefused
+from gridbench.jobflow.reference.staging import JobData
 
 MAX_BODY_BYTES = 8 * 1024 * 1024
 MAX_IDS = 100_000
@@ -50,6 +54,15 @@ class SubmitBody(BaseModel):
     runtime_s: float | None = Field(default=None, ge=0.0, le=86_400.0, allow_inf_nan=False)
     fail: bool = False
     application: str | None = Field(default=None, min_length=1, max_length=128, pattern=_TEXT)
+    # what the job stages (ce.stage_in, bridge.stage_out); ignored by a tier that does not
+    input_bytes: int = Field(default=0, ge=0, le=2**50)
+    input_files: int = Field(default=0, ge=0, le=10_000_000)
+    output_bytes: int = Field(default=0, ge=0, le=2**50)
+    output_files: int = Field(default=0, ge=0, le=10_000_000)
+
+    def data(self) -> JobData | None:
+        d = JobData(self.input_bytes, self.input_files, self.output_bytes, self.output_files)
+        return None if d == JobData() else d
 
 
 class IdsBody(BaseModel):
@@ -154,7 +167,9 @@ def create_app(config: GridConfig) -> FastAPI:
     async def submit(body: SubmitBody, request: Request) -> Any:
         grid = _grid(request)
         try:
-            job = await grid.submit_held(body.name, body.runtime_s, body.fail, body.application)
+            job = await grid.submit_held(
+                body.name, body.runtime_s, body.fail, body.application, body.data()
+            )
         except SubmitRefused as exc:
             return _error(500 if exc.kind == "error" else 503, exc.message, exc.kind)
         return {"id": job.ce_id}
@@ -177,6 +192,11 @@ def create_app(config: GridConfig) -> FastAPI:
         if text is None:
             return _error(409, f"job {job_id!r} has not finished", "not_finished")
         return PlainTextResponse(text)
+
+    @app.get("/stamps")
+    async def stamps(request: Request, after: int = 0) -> dict[str, Any]:
+        rows, nxt = _grid(request).stamps.page(after)
+        return {"stamps": rows, "next": nxt}
 
     @app.get("/queue")
     async def queue(request: Request) -> dict[str, int]:

@@ -50,23 +50,41 @@ def _d(dist: str, mean: float, cv: float = 0.0) -> Dist:
     return Dist.model_validate({"dist": dist, "mean": mean, "cv": cv})
 
 
+class LinkConfig(_Strict):
+    """A tier's staging link (off while ``bandwidth_bps`` is null): a transfer of ``n``
+    files and ``b`` bytes holds one of ``streams`` streams for ``n·per_file_s + b /
+    bandwidth_bps`` seconds; transfers beyond ``streams`` wait in FIFO order."""
+
+    bandwidth_bps: float | None = Field(default=None, gt=0.0, le=1e13, allow_inf_nan=False)
+    per_file_s: float = Field(default=0.0, ge=0.0, le=3600.0, allow_inf_nan=False)
+    streams: int = Field(default=1, ge=1, le=10_000)
+
+    @property
+    def enabled(self) -> bool:
+        return self.bandwidth_bps is not None
+
+
 class CEConfig(_Strict):
-    """The computing element: job intake (T2), preparation, hand-off to the bridge (T3)."""
+    """The computing element: job intake (T2), preparation, hand-off to the bridge (T3).
+    ``stage_in``: the job's input upload, after preparation and before T3."""
 
     concurrency: int = Field(default=4, ge=1, le=1024)
     queue_limit: int = Field(default=2000, ge=1, le=10_000_000)
     service: Dist = Field(default_factory=lambda: _d("lognormal", 0.05, 0.5))
     input_grid_name: str = Field(default="gLite/reference", max_length=200)
+    stage_in: LinkConfig = Field(default_factory=LinkConfig)
 
 
 class BridgeConfig(_Strict):
-    """The bridge: entry (T4) after the CE->bridge hop, preparation, submission to DG (T5)."""
+    """The bridge: entry (T4) after the CE->bridge hop, preparation, submission to DG (T5).
+    ``stage_out``: the job's output download, after it ran and before T6."""
 
     concurrency: int = Field(default=4, ge=1, le=1024)
     queue_limit: int = Field(default=100_000, ge=1, le=10_000_000)
     service: Dist = Field(default_factory=lambda: _d("lognormal", 0.05, 0.5))
     transfer: Dist = Field(default_factory=lambda: _d("lognormal", 0.02, 0.5))
     url: str = Field(default="http://bridge.reference:9091", max_length=200)
+    stage_out: LinkConfig = Field(default_factory=LinkConfig)
 
 
 class WorkersConfig(_Strict):
@@ -132,6 +150,11 @@ class GridConfig(_Strict):
     faults: FaultsConfig = Field(default_factory=FaultsConfig)
     reports: ReportsConfig = Field(default_factory=ReportsConfig)
     seed: int = Field(default=1, ge=0, le=2**63 - 1)
+
+    @property
+    def stages_data(self) -> bool:
+        """True when a tier stages (its stamps are served at ``GET /stamps``)."""
+        return self.ce.stage_in.enabled or self.bridge.stage_out.enabled
 
 
 def _where(loc: tuple[int | str, ...], source: str) -> str:

@@ -28,8 +28,9 @@ from pathlib import Path
 import numpy as np
 
 from gridbench.jobflow.reference import reports as rp
-from gridbench.jobflow.reference.config import GridConfig
+from gridbench.jobflow.reference.config import GridConfig, LinkConfig
 from gridbench.jobflow.reference.dist import make_sampler
+from gridbench.jobflow.reference.staging import STAGE_IN, STAGE_OUT, JobData, Link, Stamps
 
 log = logging.getLogger("gridbench.jobflow.reference")
 
@@ -47,6 +48,7 @@ class Loc(enum.IntEnum):
     FINISHING = 7  # the bridge knows it ended (T6), the CE does not yet (T7)
     DONE = 8
     CANCELLED = 9
+    STAGE_OUT = 10  # ran; its output is being downloaded (bridge.stage_out), before T6
 
 
 class BridgeState(enum.IntEnum):
@@ -78,6 +80,7 @@ class Job:
     ran_s: float = 0.0
     t_done_ns: int = 0
     timer: asyncio.TimerHandle | None = None
+    data: JobData | None = None  # what to stage; None: nothing (or no staging link)
 
 
 class SubmitRefused(Exception):
@@ -97,7 +100,13 @@ def _at(job: Job, loc: Loc) -> bool:
     return job.loc == loc
 
 
-_BRIDGE_HOLDS = (Loc.BRIDGE_QUEUED, Loc.BRIDGE_SERVICE, Loc.DG_QUEUED, Loc.DG_RUNNING)
+_BRIDGE_HOLDS = (
+    Loc.BRIDGE_QUEUED,
+    Loc.BRIDGE_SERVICE,
+    Loc.DG_QUEUED,
+    Loc.DG_RUNNING,
+    Loc.STAGE_OUT,
+)
 
 
 class Grid:
@@ -143,6 +152,15 @@ class Grid:
         self._dg_running = 0
         self._tasks: list[asyncio.Task[None]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.stamps = Stamps()
+        self._stage_in = self._link(config.ce.stage_in, STAGE_IN)
+        self._stage_out = self._link(config.bridge.stage_out, STAGE_OUT)
+        self._outgoing: set[asyncio.Task[None]] = set()
+
+    def _link(self, cfg: LinkConfig, stages: tuple[str, str]) -> Link | None:
+        if not cfg.enabled:
+            return None  # the default: no staging, no stamps, the chain as before
+        return Link(cfg, stages, self.stamps, self._clock)
 
     # -- lifecycle --------------------------------------------------------------------
     async def start(self) -> None:
@@ -160,10 +178,11 @@ class Grid:
 
     async def stop(self) -> None:
         """Stop all activity and close the current report files."""
-        for t in self._tasks:
+        for t in [*self._tasks, *self._outgoing]:
             t.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*self._tasks, *self._outgoing, return_exceptions=True)
         self._tasks.clear()
+        self._outgoing.clear()
         for job in self.jobs.values():
             if job.timer is not None:
                 job.timer.cancel()
@@ -194,7 +213,7 @@ class Grid:
         out = {
             "ce": c[Loc.CE_QUEUED] + c[Loc.CE_SERVICE],
             "bridge": c[Loc.TRANSFER] + c[Loc.BRIDGE_QUEUED] + c[Loc.BRIDGE_SERVICE],
-            "workers": c[Loc.DG_QUEUED] + c[Loc.DG_RUNNING],
+            "workers": c[Loc.DG_QUEUED] + c[Loc.DG_RUNNING] + c[Loc.STAGE_OUT],
             "finishing": c[Loc.FINISHING],
         }
         out["total"] = sum(out.values())
@@ -203,7 +222,12 @@ class Grid:
 
     # -- client operations ------------------------------------------------------------
     def submit(
-        self, name: str, runtime_s: float | None, fail: bool, application: str | None
+        self,
+        name: str,
+        runtime_s: float | None,
+        fail: bool,
+        application: str | None,
+        data: JobData | None = None,
     ) -> Job:
         """Accept a job into the CE (T2) or raise :class:`SubmitRefused`."""
         faults = self.config.faults
@@ -217,7 +241,7 @@ class Grid:
         ce_id = f"ce-{self._tag}-{self._n_ce:06d}"
         t = self._clock()
         app = application or "reference"
-        job = Job(ce_id, name, app, runtime_s, fail, Loc.CE_QUEUED, t)
+        job = Job(ce_id, name, app, runtime_s, fail, Loc.CE_QUEUED, t, data=data)
         self._count[Loc.CE_QUEUED] += 1
         self.jobs[ce_id] = job
         self.ce_reports.entry(t, ce_id, app, self.config.ce.input_grid_name)
@@ -225,7 +249,12 @@ class Grid:
         return job
 
     async def submit_held(
-        self, name: str, runtime_s: float | None, fail: bool, application: str | None
+        self,
+        name: str,
+        runtime_s: float | None,
+        fail: bool,
+        application: str | None,
+        data: JobData | None = None,
     ) -> Job:
         """Like :meth:`submit`, but with ``on_full: timeout`` wait up to ``hold_s`` for room."""
         faults = self.config.faults
@@ -238,7 +267,7 @@ class Grid:
                         "timeout", f"CE queue full; request held {faults.hold_s:g} s"
                     )
                 await asyncio.sleep(0.02)
-        return self.submit(name, runtime_s, fail, application)
+        return self.submit(name, runtime_s, fail, application, data)
 
     def status(self, ids: Iterable[str]) -> dict[str, tuple[str, str]]:
         """The CE's view ``(state, message)`` of each known id; unknown ids are omitted."""
@@ -298,6 +327,10 @@ class Grid:
             try:
                 self._move(job, Loc.CE_SERVICE)
                 await asyncio.sleep(self._ce_service())
+                if self._stage_in is not None and _at(job, Loc.CE_SERVICE):
+                    # the CE worker holds the job while its input uploads (A-REX PREPARING)
+                    d = job.data or JobData()
+                    await self._stage_in.transfer(job.ce_id, d.input_bytes, d.input_files)
                 if not _at(job, Loc.CE_SERVICE):  # cancelled meanwhile
                     continue
                 self._n_bridge += 1
@@ -395,6 +428,28 @@ class Grid:
         self._dg_running -= 1
         p = self.config.faults.job_failure_prob
         failed = job.fail or (p > 0 and self._rng.random() < p)
+        if self._stage_out is None:
+            self._bridge_finish(job, failed)
+        else:  # the slot is free while the output downloads; T6 waits for the download
+            self._move(job, Loc.STAGE_OUT)
+            task = asyncio.get_running_loop().create_task(self._download(job, failed))
+            self._outgoing.add(task)
+            task.add_done_callback(self._outgoing.discard)
+        self._dg_fill()
+
+    async def _download(self, job: Job, failed: bool) -> None:
+        assert self._stage_out is not None
+        d = job.data or JobData()
+        try:
+            await self._stage_out.transfer(job.ce_id, d.output_bytes, d.output_files)
+        except Exception:  # keep the job: failed, not lost
+            log.exception("stage-out failed on %s", job.ce_id)
+            failed = True
+        if job.loc == Loc.STAGE_OUT:  # not cancelled meanwhile
+            self._bridge_finish(job, failed)
+
+    def _bridge_finish(self, job: Job, failed: bool) -> None:
+        """T6: the bridge reports the job Finished or Failed."""
         if failed:
             job.bridge_state = BridgeState.FAILED
             job.message = "requested failure" if job.fail else "injected failure (job_failure_prob)"
@@ -404,7 +459,6 @@ class Grid:
             self._clock(), self._bridge_rid(job), rp.STATUS_FAILED if failed else rp.STATUS_FINISHED
         )
         self._move(job, Loc.FINISHING)
-        self._dg_fill()
 
     # -- the CE's status updates (used by the UpdateManager) --------------------------
     def tracked_snapshot(self) -> list[Job]:

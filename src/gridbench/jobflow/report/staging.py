@@ -54,7 +54,9 @@ staging_table = TableDef(
         Spec("MiB/s min", "rate_min", True),
         Spec("errors", "errors", True),
     ),
-    note="Each job's timed transfer (the command backend's download template, run when a "
-    "status sweep first sees the job done): the bytes and files that landed, and bytes ÷ "
-    "the transfer's own time (download_start → downloaded, also in the latency tables).",
+    note="Each job's timed transfers: the reference grid's input upload (stage_in_start → "
+    "staged_in) and output download (stage_out_start → staged_out), and the command "
+    "backend's download template, run when a status sweep first sees the job done "
+    "(download_start → downloaded): the bytes and files moved, and bytes ÷ the transfer's "
+    "own time (also in the latency tables).",
 )

@@ -6,8 +6,8 @@ from typing import Protocol
 
 import numpy as np
 
-from gridbench.jobflow.backends.base import JobRequest
-from gridbench.jobflow.specbase.model import ExperimentBase
+from gridbench.jobflow.backends.base import JobRequest, Staging
+from gridbench.jobflow.specbase.model import ExperimentBase, JobSpec
 
 
 class RequestMaker(Protocol):
@@ -25,6 +25,7 @@ def request_factory(spec: ExperimentBase, trial_id: str, n_hint: int, seed: int)
     rng = np.random.default_rng(seed)
     fails = rng.random(max(n_hint, 1)) < job.fail_fraction if job.fail_fraction > 0 else None
     frac_rng = np.random.default_rng(seed + 1)
+    data = job_staging(job)
 
     users = spec.users
     order = user_order([u.weight for u in users]) if users else []
@@ -38,7 +39,9 @@ def request_factory(spec: ExperimentBase, trial_id: str, n_hint: int, seed: int)
             fail = False
         name = f"{trial_id}-{i:06d}"
         if not users:
-            return JobRequest(name, command, job.runtime, fail, tasks=job.tasks, nodes=job.nodes)
+            return JobRequest(
+                name, command, job.runtime, fail, tasks=job.tasks, nodes=job.nodes, staging=data
+            )
         u = users[order[(i if slot is None else slot) % len(order)]]
         cred = u.credential.model_dump(exclude_none=True) if u.credential else {}
         return JobRequest(
@@ -52,6 +55,7 @@ def request_factory(spec: ExperimentBase, trial_id: str, n_hint: int, seed: int)
             cred,
             tasks=job.tasks,
             nodes=job.nodes,
+            staging=data,
         )
 
     return make
@@ -69,3 +73,9 @@ def user_order(weights: list[float], slots: int = 1000) -> list[int]:
         current[k] -= total
         out.append(k)
     return out
+
+
+def job_staging(job: JobSpec) -> Staging | None:
+    """The spec's staging sizes, or None when it names none (the default: no staging)."""
+    st = Staging(job.input_size, job.input_files, job.output_size, job.output_files)
+    return None if st == Staging() else st

@@ -19,7 +19,7 @@ from gridbench.jobflow.specbase.load import LoadBase, Strict
 from gridbench.jobflow.specbase.units import Rate, parse_rate
 from gridbench.testplan import TestPlan
 from gridbench.thresholds import ThresholdSpec  # one model for all families
-from gridbench.units import Duration, PositiveDuration
+from gridbench.units import Duration, PositiveDuration, Size
 
 
 class BackendSpec(Strict):
@@ -51,6 +51,15 @@ class JobSpec(Strict):
         le=100_000,
         description="nodes per job (Slurm --nodes, PSI/J node_count); unset: the backend's default",
     )
+
+    input_size: Size | None = Field(
+        default=None, description="bytes the job uploads before it runs (128k, 2M); staging"
+    )
+    input_files: int | None = Field(default=None, ge=0, le=10_000_000)
+    output_size: Size | None = Field(
+        default=None, description="bytes the job's output downloads after it ran; staging"
+    )
+    output_files: int | None = Field(default=None, ge=0, le=10_000_000)
 
     @model_validator(mode="after")
     def _size(self) -> JobSpec:

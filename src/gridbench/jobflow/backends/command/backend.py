@@ -169,6 +169,7 @@ class CommandBackend:
             "arguments_json": json.dumps(cmd[1:]),
             "tasks": str(job.tasks or 1),
             "nodes": str(job.nodes or 1),
+            **staging_names(job),
         }
         try:
             argv = self._argv(op, extra, {"command": cmd})
@@ -596,3 +597,13 @@ if TYPE_CHECKING:  # mypy checks the optional hooks against their protocols
     _has_runtime_info: type[RuntimeInfoSource] = CommandBackend
     _has_runtime_stats: type[RuntimeStatsSource] = CommandBackend
     _has_operations: type[NamedOperations] = CommandBackend
+
+
+def staging_names(job: JobRequest) -> dict[str, str]:
+    """The submit placeholders of what a job stages (``0`` when the spec names none)."""
+    st = job.staging
+    values = (
+        (st.input_bytes, st.input_files, st.output_bytes, st.output_files) if st else (None,) * 4
+    )
+    names = ("input_size", "input_files", "output_size", "output_files")
+    return {n: str(v or 0) for n, v in zip(names, values, strict=True)}

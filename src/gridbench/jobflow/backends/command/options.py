@@ -54,6 +54,12 @@ SUBMIT_NAMES = frozenset(
         "arguments_json",
         "tasks",  # job.tasks (1 when unset)
         "nodes",  # job.nodes (1 when unset)
+        # what the job stages (spec job.input_size ... output_files; 0 when unset): a
+        # template that makes or fetches that much data, timed by `download`
+        "input_size",
+        "input_files",
+        "output_size",
+        "output_files",
     }
 )
 JOB_NAMES = frozenset({"id", "name"})
