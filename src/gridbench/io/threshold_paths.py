@@ -13,19 +13,20 @@ from typing import Any, get_args
 
 from gridbench.io.metrics_schema import Bonnie, Concurrency, Entry
 from gridbench.io.metrics_schema_posix import ConformanceRow, Replay
-from gridbench.io.model import BonnieColumn, ConcurrencyTest, IozoneTest, IoSpec
+from gridbench.io.model import BonnieColumn, ConcurrencyTest, IoSpec, IozoneTest
 from gridbench.schema import OpenModel, path_problem
 from gridbench.specload import SpecProblem, misspelt_threshold
 
 
 class IoThresholds(OpenModel):
-    """The document io's thresholds read (the scopes of io/metrics.py), keyed by name."""
+    """The document io's thresholds read (the scopes of io/metrics.py), keyed by name
+    (only walked by :func:`gridbench.schema.path_problem`, never built)."""
 
-    matrix: dict[str, dict[str, Entry]] = {}  # <target>.<test>
-    bonnie: dict[str, dict[str, Bonnie]] = {}  # <target>.<column>
-    concurrency: dict[str, dict[str, dict[str, Concurrency]]] = {}  # <target>.<test>.<clients>
-    conformance: dict[str, dict[str, ConformanceRow]] = {}  # <target>.<syscall>
-    replay: dict[str, dict[str, dict[str, dict[str, Replay]]]] = {}  # <target>.<dir>.<sync>.<n>
+    matrix: dict[str, dict[str, Entry]]  # <target>.<test>
+    bonnie: dict[str, dict[str, Bonnie]]  # <target>.<column>
+    concurrency: dict[str, dict[str, dict[str, Concurrency]]]  # <target>.<test>.<clients>
+    conformance: dict[str, dict[str, ConformanceRow]]  # <target>.<syscall>
+    replay: dict[str, dict[str, dict[str, dict[str, Replay]]]]  # <target>.<dir>.<sync>.<n>
 
 
 #: The names io itself gives below a target, by scope: every test or column it can run (a
@@ -61,4 +62,3 @@ def check_io_spec(spec: IoSpec, data: dict[str, Any]) -> SpecProblem | None:
     """The first threshold of ``spec`` whose path no io run on its targets can have."""
     targets = [t.name for t in spec.targets]
     return misspelt_threshold(data, lambda m: threshold_problem(m, targets), "docs/io.md")
-

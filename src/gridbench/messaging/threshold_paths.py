@@ -38,21 +38,22 @@ from gridbench.specload import SpecProblem, misspelt_threshold
 class FloorAt(OpenModel):
     """One environment's floor as thresholds read it."""
 
-    sockperf: dict[str, Sockperf] = {}  # <size_bytes>
-    iperf3: dict[str, dict[str, Iperf3]] = {}  # <streams>.<direction>
+    sockperf: dict[str, Sockperf]  # <size_bytes>
+    iperf3: dict[str, dict[str, Iperf3]]  # <streams>.<direction>
 
 
 class NetThresholds(OpenModel):
-    """The pattern figures net's thresholds read (analysis.threshold_document), keyed."""
+    """The pattern figures net's thresholds read (analysis.threshold_document), keyed
+    (only walked by :func:`gridbench.schema.path_problem`, never built)."""
 
-    pingpong: dict[str, dict[str, dict[str, PingRow]]] = {}  # <transport>.<env>.<size_bytes>
+    pingpong: dict[str, dict[str, dict[str, PingRow]]]  # <transport>.<env>.<size_bytes>
     # <transport>.<env>.<config>, the series as a whole; its <calls> rows are not walked
-    echo: dict[str, dict[str, dict[str, EchoSeries]]] = {}
+    echo: dict[str, dict[str, dict[str, EchoSeries]]]
     # <transport>.<env>.<config>.<clients> (or .fit)
-    echo_scaling: dict[str, dict[str, dict[str, dict[str, ScalePoint]]]] = {}
-    burst: dict[str, dict[str, Burst]] = {}  # <transport>.<env>
-    transfer: dict[str, dict[str, dict[str, dict[str, Transfer]]]] = {}  # <tool>.<env>.<dir>.<n>
-    floor: dict[str, FloorAt] = {}  # <env>
+    echo_scaling: dict[str, dict[str, dict[str, dict[str, ScalePoint]]]]
+    burst: dict[str, dict[str, Burst]]  # <transport>.<env>
+    transfer: dict[str, dict[str, dict[str, dict[str, Transfer]]]]  # <tool>.<env>.<dir>.<n>
+    floor: dict[str, FloorAt]  # <env>
 
 
 #: The transports (tools) each pattern can have: a near miss of one is a misspelling.
