@@ -76,6 +76,16 @@ def test_io_real_paths_pass(metric: str) -> None:
     assert io_problem(metric, TARGETS) is None
 
 
+def test_a_target_name_may_hold_dots() -> None:
+    targets = ["nfs", "cand.1", "nfs.v4"]
+    assert io_problem("matrix.cand.1.read.speedup", targets) is None
+    assert io_problem("bonnie.nfs.v4.rewrite.cpu_pct", targets) is None
+    assert io_problem("matrix.nfs.v4.wrte.speedup", targets) == (
+        "'matrix.nfs.v4.wrte' names nothing",
+        "matrix.nfs.v4.write.speedup",
+    )
+
+
 @pytest.mark.parametrize(
     ("metric", "instead"),
     [

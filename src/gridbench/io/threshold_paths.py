@@ -38,9 +38,31 @@ _NAMES: dict[str, Collection[str]] = {
 }
 
 
+#: Stands for a dot inside a target name while the path is walked part by part.
+_DOT = "\x00"
+
+
+def _one_part(metric: str, targets: Collection[str]) -> str:
+    """``metric`` with its target as one part: a target name may hold dots
+    (``matrix.nfs.v4.read.speedup``); the longest name first, as io's table reads it."""
+    scope, _, rest = metric.partition(".")
+    for name in sorted(targets, key=len, reverse=True):
+        if rest.startswith(name + "."):
+            return f"{scope}.{name.replace('.', _DOT)}{rest[len(name) :]}"
+    return metric
+
+
 def threshold_problem(metric: str, targets: Collection[str]) -> tuple[str, str | None] | None:
     """Why ``metric`` names no figure of an io run on ``targets``: (what is wrong, the path
     it probably meant or None); None when it may."""
+    problem = _problem(_one_part(metric, targets), [t.replace(".", _DOT) for t in targets])
+    if problem is None:
+        return None
+    message, instead = problem
+    return message.replace(_DOT, "."), instead.replace(_DOT, ".") if instead else None
+
+
+def _problem(metric: str, targets: Collection[str]) -> tuple[str, str | None] | None:
     scope = metric.partition(".")[0]
     if scope not in IoThresholds.model_fields:
         # io has no default scope: any other start is refused after the run, so here too
