@@ -14,6 +14,7 @@ import io
 import itertools
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -105,6 +106,63 @@ _FIX_BY_TYPE = {
 }
 
 
+def _place(
+    loc: tuple[int | str, ...],
+    line: int | None,
+    origin: str,
+    overridden: list[tuple[str, ...]] | None,
+) -> str:
+    """Where a value at ``loc`` came from: the ``--set`` that supplied it, else file:line."""
+    path = tuple(str(x) for x in loc)
+    by_set = next((o for o in overridden or [] if path[: len(o)] == o), None)
+    return f"--set {'.'.join(by_set)}" if by_set else (f"{origin}:{line}" if line else origin)
+
+
+@dataclass(frozen=True, slots=True)
+class SpecProblem:
+    """A mistake a family's check finds in a valid spec (what pydantic cannot see, e.g. a
+    threshold path no metric has): the place in the spec, what is wrong and the fix."""
+
+    loc: tuple[int | str, ...]
+    message: str
+    fix: str
+
+
+def problem_error(
+    problem: SpecProblem,
+    root: Any,
+    origin: str,
+    overridden: list[tuple[str, ...]] | None = None,
+) -> SpecError:
+    """``problem`` as one SpecError worded like a validation error: place, field, fix."""
+    place = _place(problem.loc, _line_of(root, problem.loc), origin, overridden)
+    field = ".".join(str(x) for x in problem.loc)
+    return SpecError(f"{place}: field '{field}': {problem.message} (fix: {problem.fix})")
+
+
+def misspelt_threshold(
+    data: dict[str, Any],
+    problem_of: Callable[[str], tuple[str, str | None] | None],
+    docs: str,
+) -> SpecProblem | None:
+    """The first threshold of the plain spec ``data`` whose metric path ``problem_of``
+    refuses ((what is wrong, the path it probably meant or None)), with a "did you mean".
+    The plain data keeps each item's index in the file, whatever a family translates."""
+    items = data.get("thresholds")
+    for i, item in enumerate(items if isinstance(items, list) else []):
+        metric = item.get("metric") if isinstance(item, dict) else None
+        problem = problem_of(metric) if isinstance(metric, str) else None
+        if problem is not None:
+            message, instead = problem
+            return SpecProblem(
+                ("thresholds", i, "metric"),
+                f"threshold metric {metric!r}: {message}",
+                (f"did you mean {instead!r}? " if instead else "")
+                + f"the paths are listed in {docs} (Thresholds)",
+            )
+    return None
+
+
 def validation_error(
     exc: ValidationError,
     root: Any,
@@ -125,10 +183,9 @@ def validation_error(
         meant = did_you_mean(model, err)
         if meant is not None:
             msg = f"{msg}; did you mean '{meant}'?"
-        path = tuple(str(x) for x in loc)
-        by_set = next((o for o in overridden or [] if path[: len(o)] == o), None)
-        place = f"--set {'.'.join(by_set)}" if by_set else (f"{origin}:{line}" if line else origin)
-        lines.append(f"{place}: field '{field}': {msg} (fix: {fix})")
+        lines.append(
+            f"{_place(loc, line, origin, overridden)}: field '{field}': {msg} (fix: {fix})"
+        )
     first, *rest = lines
     return SpecError("\n".join([first, *rest]) if rest else first)
 
@@ -382,11 +439,21 @@ class SpecLoader(Generic[M]):
     template: str  # an example spec, "examples/io-local-quick.yaml"
     docs: str  # where the fixes point, "docs/io.md"
     kind: str = ""  # the family's name: a spec may say ``kind: <it>``
+    #: what pydantic cannot see, checked on the valid spec and its plain data (before
+    #: anything runs: every command loads the spec through here)
+    check: Callable[[M, dict[str, Any]], SpecProblem | None] | None = None
 
     def load_text(
-        self, text: str, origin: str = "<spec>", overrides: list[str] | None = None
+        self,
+        text: str,
+        origin: str = "<spec>",
+        overrides: list[str] | None = None,
+        *,
+        checked: bool = True,
     ) -> tuple[M, dict[str, Any]]:
-        """Parse, override and validate spec text; returns the model and the plain data."""
+        """Parse, override and validate spec text; returns the model and the plain data.
+        ``checked=False`` skips the family's ``check``: re-analysing a finished run reports
+        what its spec asked (an unknown threshold path fails that threshold, not the run)."""
         root, data, overridden = parse_with_overrides(text, origin, overrides)
         data = own_kind(data, self.kind, origin)
         try:
@@ -397,6 +464,9 @@ class SpecLoader(Generic[M]):
             if other is None:
                 raise
             raise other from None
+        problem = self.check(spec, data) if checked and self.check is not None else None
+        if problem is not None:
+            raise problem_error(problem, root, origin, overridden)
         return spec, data
 
     def load(

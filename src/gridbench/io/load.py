@@ -4,6 +4,7 @@ loader of :mod:`gridbench.specload`, as every family uses)."""
 from __future__ import annotations
 
 from gridbench.io.model import IoSpec
+from gridbench.io.threshold_paths import check_io_spec
 from gridbench.specload import SpecLoader
 
 LOADER = SpecLoader(
@@ -13,6 +14,7 @@ LOADER = SpecLoader(
     template="examples/io-local-quick.yaml",
     docs="docs/io.md",
     kind="io",
+    check=check_io_spec,
 )
 load_io_spec_text = LOADER.load_text
 load_io_spec = LOADER.load
