@@ -109,7 +109,7 @@ def in_depth(tmp_path_factory: pytest.TempPathFactory, pjdfstest_bin: str) -> It
             runs = [d for d in results.iterdir() if (d / "metrics.json").exists()]
             assert len(runs) == 1, out + "\nsshd log:\n" + fs.log.read_text()[-2000:]
             m = json.loads((runs[0] / "metrics.json").read_text())
-            assert m["status"] == "completed", out
+            assert m["status"] == "complete", out
             yield InDepthRun(runs[0], m, p.stdout, p.returncode)
     finally:
         shutil.rmtree(base, ignore_errors=True)

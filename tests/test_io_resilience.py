@@ -70,7 +70,7 @@ def test_bricks_killed_and_paused_mid_write_all_data_verified(
         ),
     )
     r = m["resilience"]
-    assert m["status"] == "completed" and m["resilience_ok"] is True
+    assert m["status"] == "complete" and m["resilience_ok"] is True
     assert FAMILY.exit_code(m) == 0
     # the kill was real: brick2 runs as a new process now, the paused one as before
     after = _brick_pids(v)
