@@ -38,6 +38,11 @@ if TYPE_CHECKING:
 NO_BULK_FIX = "set load.bulk: 1, or use a backend that can (slurm: job arrays)"
 
 
+#: a client program's submit call, and the controller's floor per job (plan estimates)
+SUBMIT_CALL_S = 0.01
+MIN_PER_JOB_S = 0.001
+
+
 class BatchLoad(LoadBase):
     """``load:`` of the batch model."""
 
@@ -195,9 +200,13 @@ class Batch(BaseLoadModel):
             )
 
     def plan(self, spec: ExperimentBase, drain_s: float) -> PlanEstimate:
-        """N jobs; about 10 ms of submitting each, then the drain."""
+        """N jobs from k submitters in parallel, about 10 ms per call each (a client
+        program's start), but no faster than 1 ms per job (the controller's own CPU per
+        call, bench/bench_spawn.py); then the drain."""
         n = batch_jobs(spec)
-        return PlanEstimate(n, drain_s + n * 0.01, None)
+        load = narrow(spec.load, BatchLoad)
+        per_job = max(SUBMIT_CALL_S / load.submitters, MIN_PER_JOB_S) / load.bulk
+        return PlanEstimate(n, drain_s + n * per_job, None)
 
     def trial_metrics(self, events: pl.DataFrame, chain: StageChain) -> dict[str, Any] | None:
         """See :func:`batch_metrics`."""
