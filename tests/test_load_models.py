@@ -86,7 +86,8 @@ def test_plan_contributions() -> None:
     assert (sustain["jobs_per_trial"], sustain["seconds_per_trial"]) == (None, 33.0)
     assert sustain["peak_rate_per_s"] is None
     batch = plan_of("load: {model: batch, jobs: 7}\njob: {runtime: 2s}\n")
-    assert (batch["jobs_per_trial"], batch["seconds_per_trial"]) == (7, 5.07)
+    # 10 submitters: 10 ms per call each, so the 1 ms per job floor; then the 5 s drain
+    assert (batch["jobs_per_trial"], batch["seconds_per_trial"]) == (7, 5.007)
     probe = plan_of(
         "load: {model: probe, count: 3, gap: 1s, burst: {requests: 2, threads: [1, 2]}}\n"
     )
