@@ -355,6 +355,10 @@ timeouts: {{status_interval: 0.2s, drain: 30s, settle: 0s}}
     ended = ev.filter(pl.col("stage").is_in(["client_done", "cancelled", "failed"]))
     assert set(acked["job"]) <= set(ended["job"])
     assert _queued(grid.url) == 0
+    # the run says so: its state and its metrics name the lost agent
+    assert json.loads((run / "experiment.json").read_text())["status"] == "needs cleanup"
+    lost = json.loads((run / "metrics.json").read_text())["left_behind"]["agents_lost"]
+    assert [a["agent"] for a in lost] == ["agent-1"]
 
 
 @pytest.mark.parametrize("where", ["scheduler", "processes"])
