@@ -325,3 +325,91 @@ def test_gridftp_transfer_stats_give_start_and_end_to_the_microsecond() -> None:
     assert got["gridftp_stage_out_start"].t_ns == ns("2026-11-27T04:45:06.648") + 225_000
     assert got["gridftp_stage_out_end"].t_ns == ns("2026-11-27T04:45:06.650") + 40_000
     assert got["gridftp_stage_out_end"].precision_ns == 1_000
+
+
+# BLAH accounting records as documented (https://github.com/prelz/BLAH/wiki/Accounting);
+# the lines are the samples APEL's BLAH parser is tested on (apel/apel, test/test_blah.py),
+# the third with APEL's invalid timestamp (an 'A' between date and time).
+BLAH_LOG = """\
+"timestamp=2012-05-20 23:59:47" "userDN=/O=GermanGrid/OU=UniWuppertal/CN=Torsten Harenberg" \
+"userFQAN=/atlas/Role=production/Capability=NULL" \
+"ceID=cream-2-fzk.gridka.de:8443/cream-pbs-atlasXL" "jobID=CREAM410741480" \
+"lrmsID=9575064.lrms1" "localUser=11999"
+"timestamp=2014-05-18 00:00:58" "userDN=/C=CA/O=Grid/OU=triumf.ca/CN=Asoka De Silva GC1" \
+"userFQAN=/atlas/Role=pilot/Capability=NULL" "userFQAN=/atlas/Role=NULL/Capability=NULL" \
+"ceID=ce1.triumf.ca:8443/cream-pbs-atlas" "jobID=CREAM663276716" \
+"lrmsID=15876368.ce1.triumf.ca" "localUser=41200" "clientID=cream_663276716"
+"timestamp=2012-05-20A23:59:47" "userDN=/O=GermanGrid/OU=UniWuppertal/CN=Torsten Harenberg" \
+"userFQAN=/atlas/Role=production/Capability=NULL" \
+"ceID=cream-2-fzk.gridka.de:8443/cream-pbs-atlasXL" "jobID=CREAM410741481" \
+"lrmsID=9575065.lrms1" "localUser=11999"
+"""
+
+
+def test_cream_blah_accounting_stamps_the_lrms_submission_and_records_the_lrms_id(
+    tmp_path: Path,
+) -> None:
+    """Never run against a live CREAM CE: documented BLAH records, and a PBS accounting
+    line (the documented format) joined through the lrmsID BLAH recorded."""
+    from gridbench.jobflow.events.stamps import library
+
+    log = tmp_path / "blahp.log-20120520"
+    log.write_text(BLAH_LOG)
+    pbs = tmp_path / "20120521"
+    pbs.write_text("05/21/2012 00:00:05;S;9575064.lrms1;user=u queue=atlasXL\n")
+    pbs_src = {**library.load("pbs-accounting", "t")["sources"][0], "key": "blah.local_id"}
+    plan = parse_plan({"use": "cream-blah", "sources": [pbs_src]}, "stamps")
+    c = StampCollector(plan, [str(log), str(pbs)])
+    bids = [
+        "https://cream-2-fzk.gridka.de:8443/CREAM410741480",
+        "https://ce1.triumf.ca:8443/CREAM663276716",
+        "https://cream-2-fzk.gridka.de:8443/CREAM410741481",
+    ]
+    got = {(e.job, e.stage, e.t_ns, e.precision_ns, e.source) for e in c.collect(bids)}
+    assert got == {
+        (bids[0], "blah_lrms_submitted", ns("2012-05-20T23:59:47"), 1_000_000_000, "blah"),
+        (bids[1], "blah_lrms_submitted", ns("2014-05-18T00:00:58"), 1_000_000_000, "blah"),
+        (bids[0], "pbs_started", ns("2012-05-21T00:00:05"), 1_000_000_000, "pbs"),
+    }
+    assert c.report()["dropped_unparsable"] == 1  # the 'A' timestamp: dropped, not guessed
+    assert c.unjoined(bids) == {"blah": 1, "pbs": 2}
+
+
+# A UNICORE/X job resource (GET .../rest/core/jobs/<uuid>) as recorded in the BlueBrain
+# bcsb service's tests (bcsb.unicore job_service tests, MOCK_JOB_RESPONSE), pretty-printed;
+# the second file's submissionTime lacks the offset UNICORE/X writes.
+UNICORE_JOB = "fb82eb95-04eb-4fca-9b7e-2650c499ca45"
+UNICORE_PROPS = """\
+{
+    "log": [
+        "Mon Jan 24 16:07:26 CET 2022: Created with ID fb82eb95-04eb-4fca-9b7e-2650c499ca45",
+        "Mon Jan 24 16:07:27 CET 2022: Status set to READY.",
+        "Mon Jan 24 16:07:27 CET 2022: Status set to DONE."
+    ],
+    "submissionTime": "2022-01-24T16:07:27+0100",
+    "statusMessage": "",
+    "currentTime": "2022-01-24T16:07:48+0100",
+    "resourceStatus": "READY",
+    "terminationTime": "2022-02-23T16:07:26+0100",
+    "name": "UNICORE_Job",
+    "queue": "N/A",
+    "status": "SUCCESSFUL"
+}
+"""
+
+
+def test_unicore_rest_properties_stamp_the_submission_with_its_offset(tmp_path: Path) -> None:
+    """Never run against a live UNICORE/X: one saved properties file per job."""
+    other = "31a580c5-7d48-41d6-bcd2-3cc3dcef330b"
+    (tmp_path / f"{UNICORE_JOB}.json").write_text(UNICORE_PROPS)
+    (tmp_path / f"{other}.json").write_text('{\n  "submissionTime": "2022-01-24T16:07:27"\n}\n')
+    plan = parse_plan({"use": "unicore-rest"}, "stamps")
+    c = StampCollector(plan, [f"{tmp_path}/*.json"])
+    base = "https://bbpunicore.epfl.ch:8080/BB5-CSCS/rest/core/jobs/"
+    bids = [base + UNICORE_JOB, base + other]
+    got = [(e.job, e.stage, e.t_ns, e.precision_ns, e.source) for e in c.collect(bids)]
+    assert got == [
+        (bids[0], "unicore_submitted", ns("2022-01-24T15:07:27"), 1_000_000_000, "unicorex")
+    ]
+    assert c.report()["dropped_unparsable"] == 1  # no offset: dropped, not read as UTC
+    assert c.unjoined(bids) == {"unicorex": 1}
