@@ -328,8 +328,9 @@ def test_gridftp_transfer_stats_give_start_and_end_to_the_microsecond() -> None:
 
 
 # BLAH accounting records as documented (https://github.com/prelz/BLAH/wiki/Accounting);
-# the lines are the samples APEL's BLAH parser is tested on (apel/apel, test/test_blah.py),
-# the third with APEL's invalid timestamp (an 'A' between date and time).
+# the lines are taken from the samples APEL's BLAH parser is tested on (apel/apel,
+# test/test_blah.py): the second keeps two of its four FQANs, the third is APEL's invalid
+# timestamp (an 'A' between date and time) given a job id and lrmsID of its own.
 BLAH_LOG = """\
 "timestamp=2012-05-20 23:59:47" "userDN=/O=GermanGrid/OU=UniWuppertal/CN=Torsten Harenberg" \
 "userFQAN=/atlas/Role=production/Capability=NULL" \
