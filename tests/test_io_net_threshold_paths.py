@@ -156,8 +156,8 @@ def test_io_cli_refuses_a_misspelled_threshold(tmp_path: Path, command: list[str
 
 @pytest.mark.parametrize("command", [["validate"], ["net", "validate"], ["net", "run"]])
 def test_net_cli_refuses_a_misspelled_threshold(tmp_path: Path, command: list[str]) -> None:
-    right = "pingpong.tcp.host.1024.floor.ratio"
-    spec, line = _typo(tmp_path, NET_EXAMPLE, right, "pingpong.tcp.hots.1024.floor.ratio")
+    right = "pingpong.tcp.host.1024.rtt_ms.p50"
+    spec, line = _typo(tmp_path, NET_EXAMPLE, right, "pingpong.tcp.hots.1024.rtt_ms.p50")
     p = _cli(tmp_path, *command, str(spec))
     assert p.returncode == 2, p.stdout + p.stderr
     assert f"{spec}:{line}: field 'thresholds.0.metric'" in p.stderr
