@@ -36,13 +36,17 @@ from gridbench.jobflow.backends.base import (
 )
 from gridbench.jobflow.backends.command import serverside
 from gridbench.jobflow.backends.command.options import CommandConfig, OpConfig, compile_options
+from gridbench.jobflow.backends.command.output import (
+    failure_reason,
+    read_stream,
+    says_unknown,
+)
 from gridbench.jobflow.backends.command.parse import (
     NoMatch,
     extract_id,
     key_of,
     parse_many,
     parse_one,
-    snippet,
 )
 from gridbench.jobflow.backends.command.process import (
     CallResult,
@@ -138,8 +142,7 @@ class CommandBackend:
             res = await self._checked(init, self._argv(init, {}), None, BackendError)
             if res.exit_code not in init.ok_codes:
                 raise BackendError(
-                    f"init ({res.argv[0]}) exited with {res.exit_code}: "
-                    f"{snippet(_decode(res.stderr) or _decode(res.stdout))}",
+                    f"init ({res.argv[0]}) exited with {res.exit_code}: {failure_reason(res)}",
                     where=self._where("init"),
                     fix=f"run it by hand to see why: {shlex.join(res.argv)} (gridbench "
                     "never types passwords: create the credential beforehand)",
@@ -183,14 +186,14 @@ class CommandBackend:
         except ClientTimeout as exc:
             raise SubmitError(FAIL_SUBMIT_TIMEOUT, f"submit template: {exc}") from None
         if res.exit_code not in op.ok_codes:
-            why = snippet(_decode(res.stderr) or _decode(res.stdout))
+            why = failure_reason(res)
             raise SubmitError(
                 FAIL_SUBMIT_REJECTED,
                 f"submit template: {argv[0]} exited with {res.exit_code}: {why}",
             )
         assert op.pattern is not None
         try:
-            bid = extract_id(op.pattern, _stream(res, op))
+            bid = extract_id(op.pattern, read_stream(res, op))
         except NoMatch as exc:
             raise SubmitError(FAIL_SUBMIT_ERROR, f"submit template ({argv[0]}): id {exc}") from None
         self._names[bid] = job.name
@@ -226,13 +229,13 @@ class CommandBackend:
             res = await self._checked(op, self._argv(op, {}, {"ids": chunk}), None, BackendError)
             gone = False
             if res.exit_code not in op.ok_codes:
-                if not _unknown(op, res):
+                if not says_unknown(op, res):
                     raise self._exit_error(op, res)
                 gone = True  # the client says (some of) these ids are unknown
             try:
                 parsed = parse_many(
                     op.pattern,  # type: ignore[arg-type]
-                    _stream(res, op),
+                    read_stream(res, op),
                     self.cfg.states,
                     scope=op.scope,
                     ignore=op.ignore,
@@ -276,7 +279,7 @@ class CommandBackend:
                 except (ClientStartError, ClientTimeout) as exc:
                     return str(exc)
             if res.exit_code not in op.ok_codes:
-                why = snippet(_decode(res.stderr) or _decode(res.stdout))
+                why = failure_reason(res)
                 return f"{res.argv[0]} exited with {res.exit_code}: {why}"
             return None
 
@@ -297,7 +300,7 @@ class CommandBackend:
             res = await self._checked(op, self._argv(op, extra), None, BackendError)
             if res.exit_code not in op.ok_codes:
                 raise self._exit_error(op, res)
-            data = _stream(res, op).encode()
+            data = read_stream(res, op).encode()
         if op.read is not None:
             path = Path(op.read.render({**self._values, **extra}))
             try:
@@ -340,7 +343,7 @@ class CommandBackend:
         res = await self._checked(op, self._argv(op, {}), None, BackendError)
         if res.exit_code not in op.ok_codes:
             raise self._exit_error(op, res)
-        lines = [ln for ln in _stream(res, op).splitlines() if ln.strip()]
+        lines = [ln for ln in read_stream(res, op).splitlines() if ln.strip()]
         if op.pattern is not None:
             lines = [ln for ln in lines if op.pattern.search(ln)]
         return len(lines)
@@ -470,7 +473,7 @@ class CommandBackend:
             ) from None
 
     def _exit_error(self, op: OpConfig, res: CallResult) -> BackendError:
-        why = snippet(_decode(res.stderr) or _decode(res.stdout))
+        why = failure_reason(res)
         return BackendError(
             f"{res.argv[0]} exited with {res.exit_code}: {why}",
             where=self._where(op.name),
@@ -517,12 +520,12 @@ class CommandBackend:
                 except (ClientStartError, ClientTimeout) as exc:
                     return i, str(exc)
             if res.exit_code not in op.ok_codes:
-                if _unknown(op, res):
+                if says_unknown(op, res):
                     return i, None
-                why = snippet(_decode(res.stderr) or _decode(res.stdout))
+                why = failure_reason(res)
                 return i, f"{res.argv[0]} exited with {res.exit_code}: {why}"
             try:
-                return i, parse_one(pattern, _stream(res, op), self.cfg.states)
+                return i, parse_one(pattern, read_stream(res, op), self.cfg.states)
             except NoMatch as exc:
                 return i, f"status template ({res.argv[0]}): {exc}"
 
@@ -567,30 +570,11 @@ class CommandBackend:
             if res.exit_code not in fin.ok_codes:
                 return i, None  # e.g. the accounting record is not written yet: ask again
             try:
-                return i, parse_one(pattern, _stream(res, fin), self.cfg.states)
+                return i, parse_one(pattern, read_stream(res, fin), self.cfg.states)
             except NoMatch:
                 return i, None
 
         return {i: st for i, st in await asyncio.gather(*(one(i) for i in ids)) if st is not None}
-
-
-def _decode(data: bytes) -> str:
-    return data.decode("utf-8", errors="replace")
-
-
-def _stream(res: CallResult, op: OpConfig) -> str:
-    if op.stream == "stderr":
-        return _decode(res.stderr)
-    if op.stream == "both":
-        return _decode(res.stdout) + "\n" + _decode(res.stderr)
-    return _decode(res.stdout)
-
-
-def _unknown(op: OpConfig, res: CallResult) -> bool:
-    """Whether a failed status call only said the ids are unknown (``unknown_pattern``)."""
-    if op.unknown is None:
-        return False
-    return bool(op.unknown.search(_decode(res.stderr) + "\n" + _decode(res.stdout)))
 
 
 if TYPE_CHECKING:  # mypy checks the optional hooks against their protocols
