@@ -18,6 +18,7 @@ from gridbench.jobflow.report.model import (
     point_label,
     points,
     queue_segments,
+    staging_kinds,
     throughput_stages,
 )
 from gridbench.paths import PathError, number, resolve
@@ -70,8 +71,9 @@ def default_metrics(runs: Sequence[ExperimentMetrics]) -> list[SweptFigure]:
     Latency (seconds, lower is better) of every common segment: ``.mean`` (Welch on
     per-job samples, trial-clustered), ``.p50`` (Mann-Whitney U on per-job samples,
     trial-clustered), ``.p99`` (Welch on per-trial values); steady throughput (jobs/s,
-    higher is better) of every common stage; the failure rate (Fisher's exact test);
-    queue growth (jobs/s, lower is better).
+    higher is better) of every common stage; every common timed transfer's median rate
+    and time (:func:`staging_figures`); the failure rate (Fisher's exact test); queue
+    growth (jobs/s, lower is better).
     """
     if not runs:
         return []
@@ -97,6 +99,8 @@ def default_metrics(runs: Sequence[ExperimentMetrics]) -> list[SweptFigure]:
                 "welch-t",
             )
         )
+    for kind in _common([staging_kinds(m) for m in ms]):
+        out += staging_figures(kind)
     out.append(
         SweptFigure(FAILURE_RATE, "failed jobs / planned jobs", "ratio", False, "fisher-exact")
     )
@@ -111,6 +115,20 @@ def default_metrics(runs: Sequence[ExperimentMetrics]) -> list[SweptFigure]:
             )
         )
     return out
+
+
+def staging_figures(kind: str) -> list[SweptFigure]:
+    """A timed transfer's figures: its median rate per trial (bytes/s, higher is better)
+    and its median time (s, lower is better), Welch across trials (trial paths
+    ``staging.<kind>.rate_bps_p50`` / ``.seconds_p50``)."""
+    return [
+        SweptFigure(
+            f"staging.{kind}.rate_bps_p50", f"{kind} transfer rate (median)", "B/s", True, "welch-t"
+        ),
+        SweptFigure(
+            f"staging.{kind}.seconds_p50", f"{kind} transfer time (median)", "s", False, "welch-t"
+        ),
+    ]
 
 
 def check_compatible(runs: Sequence[ExperimentMetrics]) -> None:

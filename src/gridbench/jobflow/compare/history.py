@@ -35,8 +35,10 @@ _HIGHER = (
 
 
 def better_direction(metric: str) -> str:
-    """'higher' for throughput-like paths, else 'lower' (latency, failures, queues)."""
-    return "higher" if metric.startswith(_HIGHER) or ".expected_ratio" in metric else "lower"
+    """'higher' for throughput-like paths and transfer rates, else 'lower' (latency,
+    failures, queues, transfer times)."""
+    higher = metric.startswith(_HIGHER) or ".expected_ratio" in metric
+    return "higher" if higher or metric.endswith((".rate_bps_p50", ".rate_bps_min")) else "lower"
 
 
 def higher_is_better(metric: str) -> bool:

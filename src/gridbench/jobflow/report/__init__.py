@@ -35,6 +35,7 @@ from gridbench.jobflow.report.rows import all_tables
 from gridbench.jobflow.report.schedule import hour_table, time_table
 from gridbench.jobflow.report.server import server_table
 from gridbench.jobflow.report.staging import staging_table
+from gridbench.jobflow.report.staging_chart import staging_chart
 from gridbench.jobflow.report.tables import (
     failures_table,
     latency_tables,
@@ -60,6 +61,7 @@ def all_charts(metrics: Mapping[str, Any], series: Mapping[str, Mapping[str, Any
     made = [
         latency_breakdown(metrics),
         latency_share(metrics),
+        staging_chart(metrics),
         throughput_vs_rate(metrics),
         expected_ratio(metrics),
         throughput_over_time(metrics, series),

@@ -229,6 +229,15 @@ def latency_keys(metrics: Mapping[str, Any]) -> list[str]:
     return _ordered(seen, order)
 
 
+def staging_kinds(metrics: Mapping[str, Any]) -> list[str]:
+    """The timed transfer kinds (``upload``, ``stage_in``, ``download``, ``stage_out``)
+    found in any trial, in first-seen order."""
+    seen: list[str] = []
+    for _, t in all_trials(metrics):
+        seen.extend(as_dict(t.get("staging")).keys())
+    return list(dict.fromkeys(seen))
+
+
 def queue_segments(metrics: Mapping[str, Any]) -> list[str]:
     """Segments with queue numbers, in chain order."""
     seen: list[str] = []

@@ -1,5 +1,6 @@
-"""Data staging beside latency: per trial, the output download's bytes, files and rate
-(the ``staging`` block analysis writes when a backend timed its transfers)."""
+"""Data staging beside latency: per trial, each timed transfer's bytes, files and rate
+(the ``staging`` block analysis writes when a backend timed its transfers); the chart is
+:mod:`gridbench.jobflow.report.staging_chart`'s."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ from typing import Any
 from gridbench.jobflow.report.build import Spec, TableDef, trial_cell
 from gridbench.jobflow.report.model import Row, all_trials, as_dict, num, trial_head
 
-_MIB = 1024.0 * 1024.0
+MIB = 1024.0 * 1024.0
 
 
-def _scaled(v: Any, factor: float) -> float | None:
+def scaled(v: Any, factor: float) -> float | None:
     x = num(v)
     return None if x is None else x * factor
 
@@ -27,11 +28,12 @@ def staging_rows(metrics: Mapping[str, Any]) -> list[Row]:
                     **trial_head(p, t),
                     "transfer": str(kind),
                     "jobs": num(d.get("jobs")),
-                    "mib_total": _scaled(d.get("bytes_total"), 1 / _MIB),
-                    "kib_p50": _scaled(d.get("bytes_p50"), 1 / 1024),
+                    "mib_total": scaled(d.get("bytes_total"), 1 / MIB),
+                    "kib_p50": scaled(d.get("bytes_p50"), 1 / 1024),
                     "files_p50": num(d.get("files_p50")),
-                    "rate_p50": _scaled(d.get("rate_bps_p50"), 1 / _MIB),
-                    "rate_min": _scaled(d.get("rate_bps_min"), 1 / _MIB),
+                    "rate_p50": scaled(d.get("rate_bps_p50"), 1 / MIB),
+                    "rate_min": scaled(d.get("rate_bps_min"), 1 / MIB),
+                    "seconds_p50": num(d.get("seconds_p50")),
                     "errors": num(d.get("errors")),
                 }
             )
@@ -52,11 +54,13 @@ staging_table = TableDef(
         Spec("files/job p50", "files_p50", True),
         Spec("MiB/s p50", "rate_p50", True),
         Spec("MiB/s min", "rate_min", True),
+        Spec("s p50", "seconds_p50", True),
         Spec("errors", "errors", True),
     ),
     note="Each job's timed transfers: the reference grid's input upload (stage_in_start → "
     "staged_in) and output download (stage_out_start → staged_out), and the command "
-    "backend's download template, run when a status sweep first sees the job done "
-    "(download_start → downloaded): the bytes and files moved, and bytes ÷ the transfer's "
-    "own time (also in the latency tables).",
+    "backend's upload template, run before submit (upload_start → uploaded), and download "
+    "template, run when a status sweep first sees the job done (download_start → "
+    "downloaded): the bytes and files moved, bytes ÷ the transfer's own time, and that "
+    "time (also in the latency tables).",
 )
