@@ -110,7 +110,11 @@ def _print_schedule(sched: dict[str, Any], seconds: float, ui: Ui) -> None:
 
 # -- commands ------------------------------------------------------------------------------
 def cmd_validate(args: argparse.Namespace, ui: Ui) -> int:
+    from gridbench.jobflow.experiment.check import config_warnings
+
     spec, _, plan = _load(args, host=False)
+    for w in config_warnings([p.spec for p in plan.points]):
+        ui.err_console.print(f"[yellow]warning[/]: {safe_markup(args.spec)}: {safe_markup(w)}")
     ui.console.print(
         f"[green]ok[/]: {safe_markup(args.spec)} is a valid spec ({spec.load.model} load, "
         f"{len(plan.points)} points × {spec.trials} trials)"

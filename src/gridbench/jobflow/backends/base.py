@@ -168,6 +168,22 @@ class JobSizer(Protocol):
         ...
 
 
+#: the spec's staging fields (``job.<name>``), inputs first
+STAGING_FIELDS = ("input_size", "input_files", "output_size", "output_files")
+
+
+@runtime_checkable
+class DataStager(Protocol):
+    """A backend that can move a job's data (spec ``job.input_size`` ... ``output_files``).
+    A spec that sets a staging field on a backend without this hook, or one whose
+    configuration does not use that field, gets a warning at validate: the field would be
+    silently ignored."""
+
+    def staged_fields(self) -> frozenset[str]:
+        """The :data:`STAGING_FIELDS` this configuration moves or hands to the site."""
+        ...
+
+
 @runtime_checkable
 class RuntimeStatsSource(Protocol):
     """A backend with counters of its own per trial (the command backend's client cost)."""

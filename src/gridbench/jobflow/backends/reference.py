@@ -21,7 +21,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gridbench.errors import BackendError
 from gridbench.jobflow.backends.base import (
+    STAGING_FIELDS,
     Capabilities,
+    DataStager,
     JobRequest,
     JobState,
     JobStatus,
@@ -107,6 +109,17 @@ class ReferenceBackend:
             cfg = build_config(self.options.preset, overrides=self.options.grid)
             self._staging = cfg.stages_data
         return self._staging
+
+    def staged_fields(self) -> frozenset[str]:
+        """Inputs when the CE has a ``stage_in`` link, outputs when the bridge has a
+        ``stage_out`` one; a grid at ``url`` decides when opened, so all of them."""
+        if self.options.url:
+            return frozenset(STAGING_FIELDS)
+        from gridbench.jobflow.reference.presets import build_config
+
+        cfg = build_config(self.options.preset, overrides=self.options.grid)
+        on = {"input": cfg.ce.stage_in.enabled, "output": cfg.bridge.stage_out.enabled}
+        return frozenset(f for f in STAGING_FIELDS if on[f.split("_")[0]])
 
     def capabilities(self) -> Capabilities:
         """The embedded grid's bounds from its configuration: the CE's queue (queued or in
@@ -338,3 +351,4 @@ def _field(r: httpx.Response, key: str) -> str:
 if TYPE_CHECKING:  # mypy checks the optional hooks against their protocols
     _publishes_reports: type[ReportPublisher] = ReferenceBackend
     _has_runtime_info: type[RuntimeInfoSource] = ReferenceBackend
+    _stages: type[DataStager] = ReferenceBackend

@@ -13,7 +13,14 @@ from dataclasses import dataclass
 
 from gridbench.errors import GridbenchError, SpecError
 from gridbench.jobflow import loads as load_models
-from gridbench.jobflow.backends.base import Backend, JobRequest, JobSizer, JobState
+from gridbench.jobflow.backends.base import (
+    STAGING_FIELDS,
+    Backend,
+    DataStager,
+    JobRequest,
+    JobSizer,
+    JobState,
+)
 from gridbench.jobflow.backends.registry import create_backend
 from gridbench.jobflow.run.collectors import build_collectors
 from gridbench.jobflow.spec.model import ExperimentSpec
@@ -93,6 +100,45 @@ def check_config(specs: list[ExperimentSpec], *, host: bool = True) -> None:
         check_thresholds(spec, backend)
         if host:
             check_users(spec)
+
+
+#: what a spec does to get a staging field honoured (docs/backends.md, Data staging)
+STAGING_BACKENDS = (
+    "reference (a grid with ce.stage_in for inputs, bridge.stage_out for outputs), command "
+    "(an upload template for inputs, a download template for outputs, or {input_size} ... "
+    "in its templates)"
+)
+
+
+def config_warnings(specs: list[ExperimentSpec]) -> list[str]:
+    """What every point's configuration would silently ignore (nothing connects), each
+    once, as 'where: what (fix: ...)': staging fields a backend does not move."""
+    out: list[str] = []
+    for spec in specs:
+        backend = create_backend(spec.backend.type, spec.backend.options)
+        out += staging_warnings(spec, backend)
+    return list(dict.fromkeys(out))
+
+
+def staging_warnings(spec: ExperimentSpec, backend: Backend) -> list[str]:
+    """One warning per ``job`` staging field set that the backend, as configured, does not
+    move (:class:`DataStager`): the sweep over it would measure nothing."""
+    staged = backend.staged_fields() if isinstance(backend, DataStager) else frozenset()
+    kind = spec.backend.type
+    out = []
+    for f in STAGING_FIELDS:
+        if getattr(spec.job, f) is None or f in staged:
+            continue
+        why = (
+            f"the {kind} backend as configured does not move it"
+            if isinstance(backend, DataStager)
+            else f"the {kind} backend does not stage data"
+        )
+        out.append(
+            f"job.{f}: {why}, so it is ignored and no transfer is timed (fix: drop job.{f}, "
+            f"or use a backend that stages: {STAGING_BACKENDS}; docs/backends.md, Data staging)"
+        )
+    return out
 
 
 def check_thresholds(spec: ExperimentSpec, backend: Backend) -> None:

@@ -26,7 +26,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from gridbench.errors import BackendError
 from gridbench.jobflow.backends.base import (
+    STAGING_FIELDS,
     Capabilities,
+    DataStager,
     JobRequest,
     JobState,
     JobStatus,
@@ -198,6 +200,18 @@ class CommandBackend:
             raise SubmitError(FAIL_SUBMIT_ERROR, f"submit template ({argv[0]}): id {exc}") from None
         self._names[bid] = job.name
         return bid
+
+    def staged_fields(self) -> frozenset[str]:
+        """Inputs with an ``upload`` template, outputs with a ``download`` one, and any
+        field whose placeholder (``{output_size}`` ...) a template uses."""
+        ops = self.cfg.ops
+        used = set().union(*(op.names for op in ops.values()))
+        got = {f for f in STAGING_FIELDS if f in used}
+        if "upload" in ops:
+            got |= {f for f in STAGING_FIELDS if f.startswith("input")}
+        if "download" in ops:
+            got |= {f for f in STAGING_FIELDS if f.startswith("output")}
+        return frozenset(got)
 
     def job_size_problem(self, tasks: int | None, nodes: int | None) -> str | None:
         """A size reaches the site only through ``{tasks}`` / ``{nodes}`` in submit."""
@@ -581,6 +595,7 @@ if TYPE_CHECKING:  # mypy checks the optional hooks against their protocols
     _has_runtime_info: type[RuntimeInfoSource] = CommandBackend
     _has_runtime_stats: type[RuntimeStatsSource] = CommandBackend
     _has_operations: type[NamedOperations] = CommandBackend
+    _stages: type[DataStager] = CommandBackend
 
 
 def staging_names(job: JobRequest) -> dict[str, str]:
@@ -589,5 +604,4 @@ def staging_names(job: JobRequest) -> dict[str, str]:
     values = (
         (st.input_bytes, st.input_files, st.output_bytes, st.output_files) if st else (None,) * 4
     )
-    names = ("input_size", "input_files", "output_size", "output_files")
-    return {n: str(v or 0) for n, v in zip(names, values, strict=True)}
+    return {n: str(v or 0) for n, v in zip(STAGING_FIELDS, values, strict=True)}
