@@ -20,6 +20,7 @@ import shlex
 import shutil
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -36,7 +37,7 @@ from gridbench.jobflow.backends.base import (
     RuntimeStatsSource,
     SubmitError,
 )
-from gridbench.jobflow.backends.command import serverside
+from gridbench.jobflow.backends.command import serverside, upload
 from gridbench.jobflow.backends.command.options import CommandConfig, OpConfig, compile_options
 from gridbench.jobflow.backends.command.output import (
     failure_reason,
@@ -88,6 +89,7 @@ class CommandBackend:
         self._ended: set[str] = set()  # ids a status call saw in a terminal state
         dl = cfg.ops.get("download")
         self._downloader = serverside.Downloads(dl.parallel if dl is not None else 1)
+        self._uploaded: list[Event] = []  # the stamps of uploads before submit calls
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> CommandBackend:
@@ -95,7 +97,8 @@ class CommandBackend:
 
     # -- protocol ----------------------------------------------------------------------------
     def stage_chain(self) -> StageChain:
-        return serverside.chain(self.cfg.stamps, "download" in self.cfg.ops)
+        ops = self.cfg.ops
+        return serverside.chain(self.cfg.stamps, "download" in ops, "upload" in ops)
 
     def capabilities(self) -> Capabilities:
         ops = self.cfg.ops
@@ -103,7 +106,7 @@ class CommandBackend:
             batch_status=ops["status"].mode != "single",
             cancel="cancel" in ops,
             fetch_output="output" in ops,
-            server_events=self._stamps is not None or "download" in ops,
+            server_events=self._stamps is not None or "download" in ops or "upload" in ops,
             queue_length="queue" in ops,
         )
 
@@ -176,6 +179,8 @@ class CommandBackend:
             "nodes": str(job.nodes or 1),
             **staging_names(job),
         }
+        up = self.cfg.ops.get("upload")
+        timed = await self._upload(up, job, extra) if up is not None else None
         try:
             argv = self._argv(op, extra, {"command": cmd})
             stdin = self._stdin(op, extra)
@@ -199,7 +204,46 @@ class CommandBackend:
         except NoMatch as exc:
             raise SubmitError(FAIL_SUBMIT_ERROR, f"submit template ({argv[0]}): id {exc}") from None
         self._names[bid] = job.name
+        if timed is not None:
+            t0, t1, attrs = timed
+            stages = (serverside.STAGE_UPLOAD_START, serverside.STAGE_UPLOADED)
+            self._uploaded += serverside.transfer_events(bid, stages, t0, t1, attrs)
         return bid
+
+    async def _upload(
+        self, op: OpConfig, job: JobRequest, extra: dict[str, str]
+    ) -> tuple[int, int, dict[str, Any]]:
+        """Write the job's input, run the upload template on it, timed; the local copy
+        is removed after. (start ns, end ns, what moved); SubmitError when it failed."""
+        root = upload.upload_dir(self._values["rdir"], job.name)
+        try:
+            await asyncio.to_thread(
+                upload.write_inputs, root, job.name, upload.input_layout(job.staging)
+            )
+            argv = self._argv(op, {**extra, "upload_dir": str(root)})
+        except OSError as exc:
+            why = f"cannot write the job's input under {root}: {exc.strerror or exc}"
+            raise SubmitError(FAIL_SUBMIT_ERROR, f"upload: {why}") from None
+        except TemplateError as exc:
+            raise SubmitError(FAIL_SUBMIT_ERROR, f"upload template: {exc}") from None
+        t0 = time.time_ns()  # the wall clock, as the tracker's client stamps
+        try:
+            res = await self._run(op, argv, self._stdin(op, extra))
+        except ClientStartError as exc:
+            raise SubmitError(FAIL_SUBMIT_ERROR, f"upload template: {exc}") from None
+        except ClientTimeout as exc:
+            raise SubmitError(FAIL_SUBMIT_TIMEOUT, f"upload template: {exc}") from None
+        t1 = time.time_ns()
+        try:
+            if res.exit_code not in op.ok_codes:
+                raise SubmitError(
+                    FAIL_SUBMIT_REJECTED,
+                    f"upload template: {argv[0]} exited with {res.exit_code}: "
+                    f"{failure_reason(res)}",
+                )
+            return t0, t1, serverside.transfer_attrs(t0, t1, root, "")
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
 
     def staged_fields(self) -> frozenset[str]:
         """Inputs with an ``upload`` template, outputs with a ``download`` one, and any
@@ -329,8 +373,11 @@ class CommandBackend:
         return data
 
     async def server_events(self) -> list[Event]:
-        """New server stamps (one read of each declared source) and finished downloads."""
+        """New server stamps (one read of each declared source), finished downloads and
+        the uploads before submit calls since the last call."""
         out = await self._downloader.take()  # started by earlier status calls
+        out += self._uploaded
+        self._uploaded = []
         if self._stamps is not None:
             ids = list(self._names)
             out += await self._stamps.collect(ids)

@@ -28,7 +28,17 @@ from gridbench.jobflow.backends.options import parse_options
 from gridbench.jobflow.events.stamps.declare import FilesSource, StampPlan, parse_plan
 
 StateName = Literal["queued", "running", "done", "failed", "cancelled", "unknown"]
-OPS = ("init", "submit", "status", "finished", "cancel", "output", "queue", "download")
+OPS = (
+    "init",
+    "upload",
+    "submit",
+    "status",
+    "finished",
+    "cancel",
+    "output",
+    "queue",
+    "download",
+)
 _DICT_KEYS = ("vars", "env", "states", "operations")
 #: a named operation's name (``operations:``): the probe spells it ``op:<name>``
 OPERATION_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
@@ -172,6 +182,11 @@ class CommandOptions(BaseModel):
     cancel: CancelOptions | None = None
     output: OutputOptions | None = None
     queue: QueueOptions | None = None
+    upload: OpOptions | None = Field(
+        default=None,
+        description="copy a job's input from {upload_dir} to where the job reads it, before "
+        "submit (timed stage)",
+    )
     download: OpOptions | None = Field(
         default=None,
         description="fetch a finished job's output files into {download_dir} (timed stage)",
@@ -347,6 +362,14 @@ def _check_ops(ops: dict[str, OpConfig]) -> None:
                 "needs a named group 'state' or 'exit_code'",
                 r"e.g. pattern: '^exit_status\s+(?P<exit_code>\d+)'",
             )
+    up = ops.get("upload")
+    if up is not None and "upload_dir" not in up.names:
+        raise _fail(
+            "upload",
+            "the upload template does not use {upload_dir}, where gridbench writes the "
+            "job's input, so nothing would be uploaded",
+            "e.g. argv: [scp, -r, '{upload_dir}', 'host:inputs/{name}']",
+        )
     can = ops.get("cancel")
     if can is not None and can.mode == "all":
         raise _fail(
@@ -415,6 +438,7 @@ def compile_options(options: Mapping[str, Any]) -> CommandConfig:
         "finished": set(COMMON | JOB_NAMES),
         "cancel": set(COMMON | {"id", "ids"}),
         "output": set(COMMON | JOB_NAMES),
+        "upload": set(COMMON | SUBMIT_NAMES | {"upload_dir"}) - {"command"},
         "download": set(COMMON | JOB_NAMES | {"download_dir"}),
     }
     ops: dict[str, OpConfig] = {}

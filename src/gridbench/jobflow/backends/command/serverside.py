@@ -1,5 +1,6 @@
 """The command backend's timed extras: server stamps from declared sources
-(:mod:`gridbench.jobflow.events.stamps`) and the output download as a stage.
+(:mod:`gridbench.jobflow.events.stamps`) and the output download as a stage (the input
+upload's is :mod:`gridbench.jobflow.backends.command.upload`).
 
 A job the status call first sees ``done`` is downloaded (the ``download`` template, into a
 directory of its own) before that status call returns, so the tracker's final sweep
@@ -26,13 +27,18 @@ from gridbench.jobflow.events.stamps.declare import StampPlan
 
 STAGE_DOWNLOAD_START = "download_start"
 STAGE_DOWNLOADED = "downloaded"
+STAGE_UPLOAD_START = "upload_start"
+STAGE_UPLOADED = "uploaded"
 SETTLE_POLL_S = 0.5
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
 
-def chain(plan: StampPlan | None, download: bool) -> StageChain:
-    """client submit → the declared server stages → client_done → the download."""
+def chain(plan: StampPlan | None, download: bool, upload: bool = False) -> StageChain:
+    """client submit → the upload → the declared server stages → client_done → the
+    download. The upload runs inside gridbench's submit call, before the client's."""
     stages = [Stage("submit", "client")]
+    if upload:
+        stages += [Stage(STAGE_UPLOAD_START, "client"), Stage(STAGE_UPLOADED, "client")]
     if plan is not None:
         stages += [Stage(n, tier, precision_ns=p) for n, tier, p in plan.stages()]
     stages.append(Stage("client_done", "client"))
@@ -61,17 +67,32 @@ def download_dir(rdir: str, name: str, backend_id: str) -> Path:
     return Path(rdir) / "download" / _UNSAFE.sub("_", name or backend_id)[:120]
 
 
-def download_events(bid: str, t0_ns: int, t1_ns: int, root: Path, error: str) -> list[Event]:
-    """The two stamps of one download; the end carries size, file count and rate."""
+def transfer_attrs(t0_ns: int, t1_ns: int, root: Path, error: str) -> dict[str, Any]:
+    """What one timed transfer moved: the bytes and files under ``root``, bytes ÷ its
+    time, and the error that cut it short (if any)."""
     size, files = tree_size(root)
     dur_s = max(t1_ns - t0_ns, 1) / 1e9
     attrs: dict[str, Any] = {"bytes": size, "files": files, "rate_bps": size / dur_s}
     if error:
         attrs["error"] = error
+    return attrs
+
+
+def transfer_events(
+    bid: str, stages: tuple[str, str], t0_ns: int, t1_ns: int, attrs: dict[str, Any]
+) -> list[Event]:
+    """The two client stamps (1 µs) of one transfer; the end carries its ``attrs``."""
+    start, end = stages
     return [
-        Event(bid, STAGE_DOWNLOAD_START, t0_ns, precision_ns=Precision.US),
-        Event(bid, STAGE_DOWNLOADED, t1_ns, precision_ns=Precision.US, attrs=attrs),
+        Event(bid, start, t0_ns, precision_ns=Precision.US),
+        Event(bid, end, t1_ns, precision_ns=Precision.US, attrs=attrs),
     ]
+
+
+def download_events(bid: str, t0_ns: int, t1_ns: int, root: Path, error: str) -> list[Event]:
+    """The two stamps of one download; the end carries size, file count and rate."""
+    attrs = transfer_attrs(t0_ns, t1_ns, root, error)
+    return transfer_events(bid, (STAGE_DOWNLOAD_START, STAGE_DOWNLOADED), t0_ns, t1_ns, attrs)
 
 
 class Downloads:
