@@ -20,8 +20,7 @@ import shlex
 import shutil
 import sys
 import tempfile
-import time
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -213,37 +212,15 @@ class CommandBackend:
     async def _upload(
         self, op: OpConfig, job: JobRequest, extra: dict[str, str]
     ) -> tuple[int, int, dict[str, Any]]:
-        """Write the job's input, run the upload template on it, timed; the local copy
-        is removed after. (start ns, end ns, what moved); SubmitError when it failed."""
-        root = upload.upload_dir(self._values["rdir"], job.name)
-        try:
-            await asyncio.to_thread(
-                upload.write_inputs, root, job.name, upload.input_layout(job.staging)
-            )
+        """The job's input written and uploaded by the ``upload`` template, timed."""
+
+        def call(root: Path) -> Coroutine[Any, Any, CallResult]:
             argv = self._argv(op, {**extra, "upload_dir": str(root)})
-        except OSError as exc:
-            why = f"cannot write the job's input under {root}: {exc.strerror or exc}"
-            raise SubmitError(FAIL_SUBMIT_ERROR, f"upload: {why}") from None
-        except TemplateError as exc:
-            raise SubmitError(FAIL_SUBMIT_ERROR, f"upload template: {exc}") from None
-        t0 = time.time_ns()  # the wall clock, as the tracker's client stamps
-        try:
-            res = await self._run(op, argv, self._stdin(op, extra))
-        except ClientStartError as exc:
-            raise SubmitError(FAIL_SUBMIT_ERROR, f"upload template: {exc}") from None
-        except ClientTimeout as exc:
-            raise SubmitError(FAIL_SUBMIT_TIMEOUT, f"upload template: {exc}") from None
-        t1 = time.time_ns()
-        try:
-            if res.exit_code not in op.ok_codes:
-                raise SubmitError(
-                    FAIL_SUBMIT_REJECTED,
-                    f"upload template: {argv[0]} exited with {res.exit_code}: "
-                    f"{failure_reason(res)}",
-                )
-            return t0, t1, serverside.transfer_attrs(t0, t1, root, "")
-        finally:
-            shutil.rmtree(root, ignore_errors=True)
+            return self._run(op, argv, self._stdin(op, extra))
+
+        root = upload.upload_dir(self._values["rdir"], job.name)
+        sizes = upload.input_layout(job.staging)
+        return await upload.timed_upload(root, job.name, sizes, call, op.ok_codes)
 
     def staged_fields(self) -> frozenset[str]:
         """Inputs with an ``upload`` template, outputs with a ``download`` one, and any

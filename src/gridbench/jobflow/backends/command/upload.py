@@ -11,11 +11,24 @@ its own, so the job can check the input it reads is its own.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import shutil
+import time
+from collections.abc import Callable, Coroutine
 from pathlib import Path
+from typing import Any
 
-from gridbench.jobflow.backends.base import Staging
+from gridbench.jobflow.backends.base import Staging, SubmitError
+from gridbench.jobflow.backends.command.output import failure_reason
+from gridbench.jobflow.backends.command.process import CallResult, ClientStartError, ClientTimeout
+from gridbench.jobflow.backends.command.serverside import transfer_attrs
+from gridbench.jobflow.backends.command.template import TemplateError
+from gridbench.jobflow.events.model import (
+    FAIL_SUBMIT_ERROR,
+    FAIL_SUBMIT_REJECTED,
+    FAIL_SUBMIT_TIMEOUT,
+)
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 _CHUNK = 1 << 20
@@ -55,3 +68,40 @@ def write_inputs(root: Path, name: str, sizes: list[int]) -> None:
                 n = min(left, _CHUNK)
                 fh.write(_FILL[:n])
                 left -= n
+
+
+async def timed_upload(
+    root: Path,
+    name: str,
+    sizes: list[int],
+    call: Callable[[Path], Coroutine[Any, Any, CallResult]],
+    ok_codes: frozenset[int],
+) -> tuple[int, int, dict[str, Any]]:
+    """Write the input under ``root``, run the upload ``call`` on it, timed, and remove the
+    local copy: (start ns, end ns, what moved); SubmitError with the client's reason."""
+    try:
+        await asyncio.to_thread(write_inputs, root, name, sizes)
+        running = call(root)
+    except OSError as exc:
+        why = f"cannot write the job's input under {root}: {exc.strerror or exc}"
+        raise SubmitError(FAIL_SUBMIT_ERROR, f"upload: {why}") from None
+    except TemplateError as exc:
+        raise SubmitError(FAIL_SUBMIT_ERROR, f"upload template: {exc}") from None
+    try:
+        t0 = time.time_ns()  # the wall clock, as the tracker's client stamps
+        try:
+            res = await running
+        except ClientStartError as exc:
+            raise SubmitError(FAIL_SUBMIT_ERROR, f"upload template: {exc}") from None
+        except ClientTimeout as exc:
+            raise SubmitError(FAIL_SUBMIT_TIMEOUT, f"upload template: {exc}") from None
+        t1 = time.time_ns()
+        if res.exit_code not in ok_codes:
+            raise SubmitError(
+                FAIL_SUBMIT_REJECTED,
+                f"upload template: {res.argv[0]} exited with {res.exit_code}: "
+                f"{failure_reason(res)}",
+            )
+        return t0, t1, transfer_attrs(t0, t1, root, "")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
