@@ -316,11 +316,13 @@ timeouts: {status_interval: 0.2s, drain: 30s}
 
 def test_gridftp_transfer_stats_give_start_and_end_to_the_microsecond() -> None:
     """A RETR captured from a live globus-gridftp-server (13.24, GCT 6.2) here: 1 MB of
-    /tmp/gftp-try/src.bin, so the 'job' is the directory gftp-try."""
+    /tmp/gftp-try/src.bin, so the job named gftp-try (the directory, keyed by name)."""
     plan = parse_plan({"use": "gridftp"}, "stamps")
     log = str(DATA / "gridftp-server.log")
     c = StampCollector(plan, [log, log])
-    got = {e.stage: e for e in c.collect(["gftp-try"])}
+    assert c.collect(["https://ce/16/1/"]) == []  # no name: the directory meets no job
+    c = StampCollector(plan, [log, log])
+    got = {e.stage: e for e in c.collect(["https://ce/16/1/"], {"https://ce/16/1/": "gftp-try"})}
     assert set(got) == {"gridftp_stage_out_start", "gridftp_stage_out_end"}
     assert got["gridftp_stage_out_start"].t_ns == ns("2026-11-27T04:45:06.648") + 225_000
     assert got["gridftp_stage_out_end"].t_ns == ns("2026-11-27T04:45:06.650") + 40_000

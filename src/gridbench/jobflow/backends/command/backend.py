@@ -357,9 +357,9 @@ class CommandBackend:
         self._uploaded = []
         if self._stamps is not None:
             ids = list(self._names)
-            out += await self._stamps.collect(ids)
+            out += await self._stamps.collect(ids, self._names)
             if ids and self._ended.issuperset(ids):  # nothing in flight: the tracker's last call
-                out += await self._stamps.settle(ids)
+                out += await self._stamps.settle(ids, self._names)
         return out
 
     def _download_done(self, found: dict[str, JobStatus]) -> None:

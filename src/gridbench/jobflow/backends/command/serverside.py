@@ -14,7 +14,7 @@ import asyncio
 import os
 import re
 import time
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,17 +33,43 @@ SETTLE_POLL_S = 0.5
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
 
+#: the client's stages a declaration's ``order`` may name to place server stages among them
+CLIENT_STAGES = (
+    "submit",
+    STAGE_UPLOAD_START,
+    STAGE_UPLOADED,
+    "client_done",
+    STAGE_DOWNLOAD_START,
+    STAGE_DOWNLOADED,
+)
+
+
 def chain(plan: StampPlan | None, download: bool, upload: bool = False) -> StageChain:
     """client submit → the upload → the declared server stages → client_done → the
-    download. The upload runs inside gridbench's submit call, before the client's."""
-    stages = [Stage("submit", "client")]
-    if upload:
-        stages += [Stage(STAGE_UPLOAD_START, "client"), Stage(STAGE_UPLOADED, "client")]
-    if plan is not None:
-        stages += [Stage(n, tier, precision_ns=p) for n, tier, p in plan.stages()]
-    stages.append(Stage("client_done", "client"))
-    if download:
-        stages += [Stage(STAGE_DOWNLOAD_START, "client"), Stage(STAGE_DOWNLOADED, "client")]
+    download. The upload runs inside gridbench's submit call, before the client's. A
+    server stage the declaration's ``order`` lists after a client stage comes right after
+    it (a file server's stamps inside the upload or the download)."""
+    client = [
+        n
+        for n in CLIENT_STAGES
+        if (upload or n not in (STAGE_UPLOAD_START, STAGE_UPLOADED))
+        and (download or n not in (STAGE_DOWNLOAD_START, STAGE_DOWNLOADED))
+    ]
+    server = plan.stages() if plan is not None else []
+    after: dict[str, str] = {}
+    anchor: str | None = None
+    for n in plan.order if plan is not None else []:
+        if n in client:
+            anchor = n
+        elif anchor is not None:
+            after[n] = anchor
+    default = STAGE_UPLOADED if upload else "submit"
+    stages: list[Stage] = []
+    for c in client:
+        stages.append(Stage(c, "client"))
+        stages += [
+            Stage(n, tier, precision_ns=p) for n, tier, p in server if after.get(n, default) == c
+        ]
     return StageChain(tuple(stages))
 
 
@@ -164,17 +190,22 @@ class ServerStamps:
         self.collector = StampCollector(plan, locations)
         self._lock = asyncio.Lock()
 
-    async def collect(self, backend_ids: Sequence[str]) -> list[Event]:
+    async def collect(
+        self, backend_ids: Sequence[str], names: Mapping[str, str] | None = None
+    ) -> list[Event]:
         async with self._lock:  # one read of each source at a time
-            return await asyncio.to_thread(self.collector.collect, list(backend_ids))
+            ids = list(backend_ids)
+            return await asyncio.to_thread(self.collector.collect, ids, dict(names or {}))
 
-    async def settle(self, backend_ids: Sequence[str]) -> list[Event]:
+    async def settle(
+        self, backend_ids: Sequence[str], names: Mapping[str, str] | None = None
+    ) -> list[Event]:
         """Read again until every job has the chain's last server stage, or ``settle_s``."""
         out: list[Event] = []
         deadline = time.monotonic() + self.collector.plan.settle_s
         while self.collector.lacking_last(backend_ids) and time.monotonic() < deadline:
             await asyncio.sleep(SETTLE_POLL_S)
-            out += await self.collect(backend_ids)
+            out += await self.collect(backend_ids, names)
         return out
 
     def report(self, backend_ids: Sequence[str]) -> dict[str, Any]:

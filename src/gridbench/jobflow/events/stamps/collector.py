@@ -7,7 +7,7 @@ end are reported, never silently lost: ``report()`` tells how many of each tier 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import polars as pl
@@ -43,8 +43,12 @@ class StampCollector:
         self.joined: dict[str, int] = {}
         self._tier_jobs: dict[str, set[str]] = {}
 
-    def collect(self, backend_ids: Sequence[str]) -> list[Event]:
-        """New stamps of these backend ids (one read of each source); blocking I/O."""
+    def collect(
+        self, backend_ids: Sequence[str], names: Mapping[str, str] | None = None
+    ) -> list[Event]:
+        """New stamps of these backend ids (one read of each source); blocking I/O.
+        ``names`` (backend id -> gridbench's job name) serves tiers keyed by ``name``; a
+        job's name must come with its id's first appearance."""
         frames = [self._pending]
         for i, r in enumerate(self.readers):
             res = r.read()
@@ -60,7 +64,7 @@ class StampCollector:
         new_ids = [i for i in backend_ids if i not in self._known]
         if new_ids:
             self._known.update(new_ids)
-            self._keys = pl.concat([self._keys, backend_keys(self.plan, new_ids)])
+            self._keys = pl.concat([self._keys, backend_keys(self.plan, new_ids, names)])
         stamps = pl.concat(frames)
         hit, rest, self._keys = join_stamps(self.plan, stamps, self._keys)
         over = rest.height - PENDING_CAP

@@ -14,7 +14,9 @@ A *source* is one place a tier records per-job times:
   job files or HTCondor's per-job event logs.
 
 A source's ``key`` says how its ids meet the run's jobs: ``backend`` (its ``id`` is the
-backend's job id, or what ``backend_pattern`` extracts from it) or ``<tier>.local_id``
+backend's job id, or what ``backend_pattern`` extracts from it), ``name`` (its ``id`` is
+gridbench's job name, the templates' ``{name}``: for files a client names before the
+backend gives the job an id, like an input uploaded before submit) or ``<tier>.local_id``
 (its ``id`` is the local id another tier recorded: Slurm's job id is A-REX's ``LocalJobID``).
 """
 
@@ -94,7 +96,7 @@ class SourceBase(_Base):
     tier: str = Field(description="the component that stamps (the events' source)")
     precision: Literal["ns", "us", "ms", "s"] = "s"
     time: TimeFormat = Field(default_factory=TimeFormat)
-    key: str = Field(default="backend", description="backend | <tier>.local_id")
+    key: str = Field(default="backend", description="backend | name | <tier>.local_id")
     backend_pattern: str | None = Field(
         default=None, description="regex with group id: this tier's id inside the backend id"
     )
@@ -109,8 +111,8 @@ class SourceBase(_Base):
     @field_validator("key")
     @classmethod
     def _key(cls, v: str) -> str:
-        if v != "backend" and not _LOCAL_KEY.match(v):
-            raise ValueError(f"{v!r}: give 'backend' or '<tier>.local_id'")
+        if v not in ("backend", "name") and not _LOCAL_KEY.match(v):
+            raise ValueError(f"{v!r}: give 'backend', 'name' or '<tier>.local_id'")
         return v
 
     @field_validator("backend_pattern")
@@ -228,6 +230,6 @@ def parse_plan(data: Any, where: str) -> StampPlan:
                 fix=f"declare a source with tier: {s.via} that records local ids, or use "
                 "key: backend",
             )
-        if s.via is None and s.key != "backend":  # pragma: no cover - validated above
+        if s.via is None and s.key not in ("backend", "name"):  # pragma: no cover
             raise SpecError(f"bad key {s.key!r}", where=where)
     return plan

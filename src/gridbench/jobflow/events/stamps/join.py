@@ -1,7 +1,8 @@
 """Join every tier's stamps to the run's jobs (pure, columnar).
 
 A tier keyed by ``backend`` meets a job through the backend's id (or the part of it
-``backend_pattern`` extracts: A-REX's job id at the end of arcsub's URL). A tier keyed by
+``backend_pattern`` extracts: A-REX's job id at the end of arcsub's URL), one keyed by
+``name`` through gridbench's job name (a file named before submit). A tier keyed by
 ``<tier>.local_id`` meets it through the local id that other tier recorded for the job
 (A-REX's ``LocalJobID`` is the Slurm job id). Stamps that meet no job yet are kept by the
 caller and offered again: the local id is often recorded after the lower tier's first
@@ -10,7 +11,7 @@ stamp (Slurm logs the submission before A-REX writes the id it got back).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import polars as pl
 
@@ -42,16 +43,22 @@ def tier_order(plan: StampPlan) -> list[str]:
     return out
 
 
-def backend_keys(plan: StampPlan, backend_ids: Sequence[str]) -> pl.DataFrame:
-    """``(tier, key, backend_id)``: each ``backend``-keyed tier's id of each backend id."""
+def backend_keys(
+    plan: StampPlan, backend_ids: Sequence[str], names: Mapping[str, str] | None = None
+) -> pl.DataFrame:
+    """``(tier, key, backend_id)``: each ``backend``-keyed tier's id of each backend id,
+    and each ``name``-keyed tier's (``names``: backend id -> gridbench's job name)."""
     ids = pl.Series("backend_id", list(backend_ids), dtype=pl.String)
+    named = pl.Series("key", [(names or {}).get(i) for i in backend_ids], dtype=pl.String)
     frames = []
     done: set[str] = set()
     for s in plan.sources:
         if s.via is not None or s.tier in done:
             continue
         done.add(s.tier)
-        if s.backend_pattern is None:
+        if s.key == "name":
+            key = named
+        elif s.backend_pattern is None:
             key = ids
         else:
             key = ids.str.extract_groups(s.backend_pattern).struct.field("id")
