@@ -1,7 +1,10 @@
 """Shipped stamp declarations (``stamps: {use: NAME}``): YAML files in ``library/``, each
 a whole plan (sources and chain order) plus ``description``, ``tested`` and
-``written_for``, as the command presets are. ``use`` may also be a path to a file; the
-``sources`` given beside ``use`` are appended and an ``order`` given replaces the file's.
+``written_for``, as the command presets are. ``use`` may also be a path to a file, or a
+list of names and paths whose declarations are combined (one tier per middleware: GRAM's
+and GridFTP's): their sources and orders concatenated, the longest ``settle_s``. The
+``sources`` given beside ``use`` are appended; an ``order`` or ``settle_s`` given replaces
+the declarations'.
 """
 
 from __future__ import annotations
@@ -60,10 +63,24 @@ def resolve(data: Any, where: str) -> Any:
     """``data`` with ``use`` replaced by the named declaration (left alone otherwise)."""
     if not isinstance(data, dict) or "use" not in data:
         return data
-    base = load(str(data["use"]), f"{where}.use")
-    out = {k: v for k, v in base.items() if k not in META_KEYS}
-    extra = data.get("sources") or []
-    out["sources"] = [*(out.get("sources") or []), *(extra if isinstance(extra, list) else [])]
+    used = data["use"] if isinstance(data["use"], list) else [data["use"]]
+    out: dict[str, Any] = {"sources": [], "order": []}
+    for i, name in enumerate(used):
+        here = f"{where}.use" if len(used) == 1 else f"{where}.use.{i}"
+        base = {k: v for k, v in load(str(name), here).items() if k not in META_KEYS}
+        out["sources"] += _list(base.get("sources"))
+        out["order"] += _list(base.get("order"))
+        if "settle_s" in base:  # the longest; a value that is not a number is validated later
+            v, prev = base["settle_s"], out.get("settle_s")
+            numbers = all(isinstance(x, int | float) for x in (v, prev))
+            out["settle_s"] = max(v, prev) if numbers else v
+    out["sources"] += _list(data.get("sources"))
     if data.get("order"):
         out["order"] = data["order"]
+    if "settle_s" in data:
+        out["settle_s"] = data["settle_s"]
     return out
+
+
+def _list(v: Any) -> list[Any]:
+    return v if isinstance(v, list) else []
