@@ -367,7 +367,11 @@ def _spec_args(p: argparse.ArgumentParser) -> None:
 
 def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
     """Add job flow's commands to the top-level parser."""
-    p = sub.add_parser("validate", help="check a spec and report every problem with its line")
+    p = sub.add_parser(
+        "validate",
+        help="check a spec and report every problem with its line (and warn about a setting "
+        "the backend would ignore, such as a staging size)",
+    )
     _spec_args(p)
     p.set_defaults(func=_bind(cmd_validate, ui))
 
