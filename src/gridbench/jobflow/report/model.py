@@ -76,6 +76,15 @@ def num(value: Any) -> float | None:
     return f if f == f and f not in (float("inf"), float("-inf")) else None
 
 
+MIB = 1024.0 * 1024.0
+
+
+def scaled(value: Any, factor: float) -> float | None:
+    """:func:`num` times ``factor`` (a unit change), or None."""
+    x = num(value)
+    return None if x is None else x * factor
+
+
 @dataclass(frozen=True, slots=True)
 class SegmentInfo:
     """One segment of the chain as declared in metrics['chain']."""

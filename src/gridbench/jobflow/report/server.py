@@ -7,14 +7,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from gridbench.jobflow.report.build import Spec, TableDef, trial_cell
-from gridbench.jobflow.report.model import Row, all_trials, as_dict, num, trial_head
-
-_MIB = 1024.0 * 1024.0
-
-
-def _scaled(v: Any, factor: float) -> float | None:
-    x = num(v)
-    return None if x is None else x * factor
+from gridbench.jobflow.report.model import (
+    MIB,
+    Row,
+    all_trials,
+    as_dict,
+    num,
+    scaled,
+    trial_head,
+)
 
 
 def server_rows(metrics: Mapping[str, Any]) -> list[Row]:
@@ -35,14 +36,14 @@ def server_rows(metrics: Mapping[str, Any]) -> list[Row]:
                     "cpu_mean_pct": num(d.get("cpu_mean_pct")),
                     "cpu_max_pct": num(d.get("cpu_max_pct")),
                     "cpu_s": num(d.get("cpu_s")),
-                    "rss_mean_mib": _scaled(d.get("rss_mean_bytes"), 1 / _MIB),
-                    "rss_max_mib": _scaled(d.get("rss_max_bytes"), 1 / _MIB),
+                    "rss_mean_mib": scaled(d.get("rss_mean_bytes"), 1 / MIB),
+                    "rss_max_mib": scaled(d.get("rss_max_bytes"), 1 / MIB),
                     "jobs_submitted": num(d.get("jobs_submitted")),
-                    "server_cpu_ms_per_job": _scaled(d.get("cpu_s_per_job"), 1e3),
-                    "client_cpu_ms_per_job": _scaled(d.get("client_cpu_s_per_job"), 1e3),
+                    "server_cpu_ms_per_job": scaled(d.get("cpu_s_per_job"), 1e3),
+                    "client_cpu_ms_per_job": scaled(d.get("client_cpu_s_per_job"), 1e3),
                     "operations": num(d.get("operations")),
-                    "server_cpu_ms_per_op": _scaled(d.get("cpu_s_per_op"), 1e3),
-                    "client_cpu_ms_per_op": _scaled(d.get("client_cpu_s_per_op"), 1e3),
+                    "server_cpu_ms_per_op": scaled(d.get("cpu_s_per_op"), 1e3),
+                    "client_cpu_ms_per_op": scaled(d.get("client_cpu_s_per_op"), 1e3),
                     "gone_pids": " ".join(str(g) for g in gone),
                 }
             )

@@ -8,14 +8,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from gridbench.jobflow.report.build import Spec, TableDef, trial_cell
-from gridbench.jobflow.report.model import Row, all_trials, as_dict, num, trial_head
-
-MIB = 1024.0 * 1024.0
-
-
-def scaled(v: Any, factor: float) -> float | None:
-    x = num(v)
-    return None if x is None else x * factor
+from gridbench.jobflow.report.model import (
+    MIB,
+    Row,
+    all_trials,
+    as_dict,
+    num,
+    scaled,
+    trial_head,
+)
 
 
 def staging_rows(metrics: Mapping[str, Any]) -> list[Row]:

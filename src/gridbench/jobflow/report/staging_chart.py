@@ -12,15 +12,16 @@ from plotly.subplots import make_subplots
 
 from gridbench.jobflow.report.charts import chart, layout
 from gridbench.jobflow.report.model import (
+    MIB,
     Row,
     as_dict,
     num,
     point_label,
     points,
     rate_label,
+    scaled,
     trials,
 )
-from gridbench.jobflow.report.staging import MIB, scaled
 from gridbench.plotting import colours, ptext
 from gridbench.sections import Chart
 
