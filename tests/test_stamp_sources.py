@@ -18,6 +18,7 @@ import polars as pl
 import pytest
 
 from gridbench.errors import SpecError
+from gridbench.jobflow.backends.command.serverside import chain
 from gridbench.jobflow.events.stamps.collector import StampCollector
 from gridbench.jobflow.events.stamps.declare import LogSource, TimeFormat, parse_plan
 from gridbench.jobflow.events.stamps.parse import lines_frame, parse_times
@@ -176,6 +177,12 @@ def test_epoch_and_offset_time_formats() -> None:
                           "lines": [{"stage": "a", "pattern": "(?P<id>x)(?=y)(?P<time>y)"}]}]},
             "not supported by the matcher",
         ),
+        (
+            {"sources": [{"tier": "x", "kind": "log", "path": "p", "key": "job",
+                          "lines": [{"stage": "a", "pattern": "(?P<id>x)(?P<time>y)"}]}]},
+            "give 'backend', 'name' or '<tier>.local_id'",
+        ),
+        ({"use": ["gram", "no-such"]}, "unknown stamp declaration"),
     ],
 )  # fmt: skip
 def test_bad_declarations_say_where_and_how_to_fix(data: object, words: str) -> None:
@@ -183,6 +190,25 @@ def test_bad_declarations_say_where_and_how_to_fix(data: object, words: str) -> 
         parse_plan(data, "backend.options.stamps")
     assert words in str(info.value)
     assert "backend.options.stamps" in str(info.value)
+
+
+def test_combined_declarations_place_the_file_servers_stamps_inside_the_transfers() -> None:
+    """``use: [gram, gridftp]``: both tiers' sources, the longest settle, and GridFTP's
+    order anchors its stamps inside the client's upload and download."""
+    plan = parse_plan({"use": ["gram", "gridftp"]}, "stamps")
+    assert {s.tier for s in plan.sources} == {"gram", "gatekeeper", "gridftp"}
+    assert plan.settle_s == 5 and plan.stages()[-1][0] == "gridftp_stage_out_end"
+    both = [s.name for s in chain(plan, download=True, upload=True).stages]
+    assert both == [
+        "submit", "upload_start", "gridftp_stage_in_start", "gridftp_stage_in_end", "uploaded",
+        "gram_lrm_submitted", "gatekeeper_lrm_id", "gram_end", "client_done",
+        "download_start", "gridftp_stage_out_start", "gridftp_stage_out_end", "downloaded",
+    ]  # fmt: skip
+    # without the client's transfers the server's stamps follow submit in their order
+    alone = [s.name for s in chain(plan, download=False).stages]
+    assert alone[0] == "submit" and alone[-1] == "client_done"
+    assert alone[1:4] == ["gram_lrm_submitted", "gatekeeper_lrm_id", "gram_end"]
+    assert parse_plan({"use": ["gram", "gridftp"], "settle_s": 1}, "stamps").settle_s == 1
 
 
 def test_gram_joins_the_gatekeeper_through_the_lrm_id() -> None:
