@@ -96,3 +96,15 @@ def test_a_backend_that_moves_the_field_gets_no_warning(
     assert validate(spec, STAGING_GRID, "{output_size: 1M, output_files: 2}", capsys) == ""
     assert validate(spec, COMMAND_DOWNLOAD, "{output_size: 1M}", capsys) == ""
     assert validate(spec, NOOP, "{runtime: 1s}", capsys) == ""
+
+
+def test_run_warns_before_it_starts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        f"name: v\n{NOOP}job: {{output_size: 1M}}\nload: {{model: open, rate: 20/s}}\n"
+        "trial: {jobs: 2}\ntimeouts: {status_interval: 0.1s}\n"
+    )
+    code = main(["run", str(spec), "-y", "--results", str(tmp_path / "results")])
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 0, err
+    assert "warning: " in err and "job.output_size: the noop backend does not stage data" in err

@@ -109,12 +109,17 @@ def _print_schedule(sched: dict[str, Any], seconds: float, ui: Ui) -> None:
 
 
 # -- commands ------------------------------------------------------------------------------
-def cmd_validate(args: argparse.Namespace, ui: Ui) -> int:
+def _warn(args: argparse.Namespace, plan: Any, ui: Ui) -> None:
+    """What the plan's configuration would silently ignore, one warning line each."""
     from gridbench.jobflow.experiment.check import config_warnings
 
-    spec, _, plan = _load(args, host=False)
     for w in config_warnings([p.spec for p in plan.points]):
         ui.err_console.print(f"[yellow]warning[/]: {safe_markup(args.spec)}: {safe_markup(w)}")
+
+
+def cmd_validate(args: argparse.Namespace, ui: Ui) -> int:
+    spec, _, plan = _load(args, host=False)
+    _warn(args, plan, ui)
     ui.console.print(
         f"[green]ok[/]: {safe_markup(args.spec)} is a valid spec ({spec.load.model} load, "
         f"{len(plan.points)} points × {spec.trials} trials)"
@@ -188,6 +193,7 @@ def _execute(plan: Any, data: dict[str, Any], root: Path, ui: Ui) -> Any:
 def cmd_run(args: argparse.Namespace, ui: Ui) -> int:
     _, data, plan = _load(args)
     _print_plan(plan, ui)
+    _warn(args, plan, ui)
     _confirm(plan, args.yes, ui)
     outcome = _execute(plan, data, ui.results_root(args), ui)
     code = _finish(outcome, args, ui)
