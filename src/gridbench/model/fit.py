@@ -24,6 +24,7 @@ from numpy.typing import NDArray
 
 from gridbench.errors import ResultsError
 from gridbench.jobflow.analysis import load
+from gridbench.jobflow.events.chain import StageChain
 from gridbench.jobflow.events.model import FAIL_JOB, STAGE_FAILED, SUBMIT_FAILURES
 from gridbench.model.fitdist import fit_duration
 from gridbench.model.spec import (
@@ -47,7 +48,8 @@ SAME_INSTANT_S = 0.002
 @dataclass(frozen=True, slots=True)
 class Measured:
     """The fit's input: per-job stage times (s, from the trial start), all trials stacked;
-    ``trial`` numbers each job's trial so in-flight counts never mix trials."""
+    ``trial`` numbers each job's trial so in-flight counts never mix trials. ``chain`` is
+    the run's recorded stage chain (the stages, in order, and their sources)."""
 
     times: dict[str, F64]
     trial: NDArray[np.int64]
@@ -55,41 +57,64 @@ class Measured:
     failed_job: int
     trial_ids: list[str]
     rates: list[float]
+    chain: StageChain
+
+    @property
+    def edgi(self) -> bool:
+        """Whether the run has the reference grid's (EDGI's) chain."""
+        return all(s in self.times for s in STAGES)
+
+
+def _stages(chain: StageChain, ev: pl.DataFrame) -> tuple[str, ...]:
+    """The stages to fit: the EDGI chain's, else the run's recorded chain (plus the
+    client's acknowledgement when the events have it)."""
+    names = chain.names()
+    if all(s in names for s in STAGES if s != "submit_ack"):
+        return STAGES
+    acked = "submit_ack" not in names and bool((ev["stage"] == "submit_ack").any())
+    return (*names, *(("submit_ack",) if acked else ()))
 
 
 def read_measured(run: Path, rates: Sequence[float] | None = None) -> Measured:
     """Per-job stage times of the run's trials whose offered rate is in ``rates`` (all
     when None); an error naming the run when none is left or the chain lacks a stage."""
-    cols: dict[str, list[F64]] = {s: [] for s in STAGES}
+    cols: dict[str, list[F64]] = {}
     trial_no: list[NDArray[np.int64]] = []
     ids: list[str] = []
     used: list[float] = []
     fs = fj = 0
+    chain = StageChain(stages=())
+    stages: tuple[str, ...] = ()
     for d in load.trial_dirs(run):
         info = load.read_trial_info(d)
         rate = info.offered_rate_per_s
         if rates is not None and (rate is None or not any(abs(rate - r) < 1e-9 for r in rates)):
             continue
         ev = load.read_trial_events(d, info)
+        if not stages:
+            chain, stages = info.chain, _stages(info.chain, ev)
+            cols = {s: [] for s in stages}
         kinds = ev.filter(pl.col("stage") == STAGE_FAILED).get_column("attrs").fill_null("")
         fs += int(kinds.str.contains_any(list(SUBMIT_FAILURES)).sum())
         fj += int(kinds.str.contains(FAIL_JOB, literal=True).sum())
         wide = (
-            ev.filter(pl.col("stage").is_in(STAGES))
+            ev.filter(pl.col("stage").is_in(stages))
             .group_by("job", "stage")
             .agg(pl.col("t_ns").min())
             .pivot("stage", index="job", values="t_ns")
         )
-        missing = [s for s in STAGES if s not in wide.columns]
+        missing = [s for s in stages if s not in wide.columns]
         if missing or wide.height == 0:
             raise ResultsError(
                 f"trial {info.trial_id} has no {', '.join(missing) or 'jobs'} stamps",
                 where=str(d),
-                fix="fit a run of the reference grid's chain with its EDGI reports collected",
+                fix="fit a run whose jobs completed, with every stage of its chain recorded",
             )
-        wide = wide.drop_nulls(list(STAGES))
+        wide = wide.drop_nulls(list(stages))
+        if wide.height == 0:
+            continue
         t0 = int(wide.get_column("submit").to_numpy().min())
-        for s in STAGES:
+        for s in stages:
             cols[s].append((wide.get_column(s).to_numpy() - t0) / 1e9)
         trial_no.append(np.full(wide.height, len(ids), dtype=np.int64))
         ids.append(info.trial_id)
@@ -101,7 +126,7 @@ def read_measured(run: Path, rates: Sequence[float] | None = None) -> Measured:
             fix="give rates the run measured (--rates), or a run with complete trials",
         )
     times = {s: np.concatenate(v) for s, v in cols.items()}
-    return Measured(times, np.concatenate(trial_no), fs, fj, ids, used)
+    return Measured(times, np.concatenate(trial_no), fs, fj, ids, used, chain)
 
 
 def in_flight_at_arrival(start: F64, end: F64, trial: NDArray[np.int64]) -> NDArray[np.int64]:

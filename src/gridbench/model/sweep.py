@@ -18,7 +18,10 @@ from gridbench.specload import parse_yaml, set_path, validation_error
 from gridbench.units import parse_duration
 
 LOAD_KEYS = ("rate", "job.runtime")
-FIX = "write --sweep KEY=V1,V2 with KEY rate, job.runtime or a model field (docs/model.md)"
+FIX = (
+    "write KEY=V1,V2 with KEY rate, job.runtime or a model field such as "
+    "chain.STAGE.concurrency (docs/model.md)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,19 +53,43 @@ def parse_sweeps(items: Sequence[str]) -> list[tuple[str, list[str]]]:
     return out
 
 
-def _with(model: ChainModel, key: str, value: str) -> ChainModel:
-    data = model.model_dump(mode="json", by_alias=True)
+#: a declared limit says so (the fit writes ``inferred``)
+_SOURCES = {"concurrency": "concurrency_source", "slots": "slots_source",
+            "queue_limit": "queue_limit_source", "interval_s": "source"}  # fmt: skip
+
+
+def _path(data: dict[str, Any], key: str) -> list[str]:
+    """``key`` as a path into the model's data; ``chain.STAGE`` names a step by its stage."""
     parts = key.split(".")
+    chain = data.get("chain")
+    if len(parts) > 1 and parts[0] == "chain" and isinstance(chain, list):
+        named = [i for i, st in enumerate(chain) if st.get("stage") == parts[1]]
+        if named:
+            parts[1] = str(named[0])
+    return parts
+
+
+def with_value(model: ChainModel, key: str, value: str, where: str = "--sweep") -> ChainModel:
+    """The model with the field ``key`` (``status_update.policy``, ``chain.STAGE.concurrency``)
+    set to ``value``; a limit set this way is ``declared``."""
+    data = model.model_dump(mode="json", by_alias=True)
+    parts = _path(data, key)
     node: Any = data
     for p in parts[:-1]:
-        node = node.get(p) if isinstance(node, dict) else None
+        if isinstance(node, list) and p.isdigit() and int(p) < len(node):
+            node = node[int(p)]
+        else:
+            node = node.get(p) if isinstance(node, dict) else None
     if not isinstance(node, dict) or parts[-1] not in node:
-        raise SpecError(f"the model has no field {key!r}", where="--sweep", fix=FIX)
-    set_path(data, parts, parse_yaml(value, "--sweep"))
+        raise SpecError(f"the model has no field {key!r}", where=where, fix=FIX)
+    set_path(data, parts, parse_yaml(value, where))
+    source = _SOURCES.get(parts[-1])
+    if source is not None and source in node:
+        node[source] = "declared"
     try:
         return ChainModel.model_validate(data)
     except ValidationError as exc:
-        raise SpecError(validation_error(exc, None, f"--sweep {key}={value}").message) from None
+        raise SpecError(validation_error(exc, None, f"{where} {key}={value}").message) from None
 
 
 def points(model: ChainModel, sweeps: Sequence[tuple[str, list[str]]], w: Window) -> list[Point]:
@@ -78,7 +105,7 @@ def points(model: ChainModel, sweeps: Sequence[tuple[str, list[str]]], w: Window
                 elif key == "job.runtime":
                     runtime = parse_duration(value)
                 else:
-                    m = _with(m, key, value)
+                    m = with_value(m, key, value)
             except SpecError:
                 raise
             except (ValueError, TypeError) as exc:

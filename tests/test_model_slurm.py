@@ -1,0 +1,90 @@
+"""What-if model against live Slurm (tests/slurm_cluster.py: one node of 8 CPUs): fit the
+generic chain on the low rates of a ramp of 2 s jobs, predict the higher rates, and
+compare the predicted capacity with the measured one in the same test.
+
+The measured capacity is not 8 CPUs / 2 s: this Slurm starts jobs at scheduler passes
+about a second apart (and at some job ends), so a CPU freed between passes idles. The
+fit reads those passes from the start stamps; without them the prediction would be
+about 4/s, not what Slurm delivers.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gridbench.model.spec import load_model
+from slurm_cluster import CPUS, SlurmCluster, slurm_fixture  # noqa: F401 (the fixture slurm)
+from test_model import gridbench, latest_predicted
+
+pytestmark = pytest.mark.e2e
+JOB_S = 2.0
+RAMP = "[1/s,2/s,6/s,8/s]"
+
+
+def spec(cluster: SlurmCluster) -> str:
+    return f"""
+name: slurm-ramp
+backend: {{type: slurm, options: {{conf: {cluster.conf}}}}}
+job: {{command: [sleep, "{JOB_S:g}"], runtime: {JOB_S:g}s}}
+load: {{model: open, rate: 1/s}}
+sweep: {{rate: {RAMP}}}
+trial: {{duration: 8s}}
+trials: 1
+timeouts: {{status_interval: 0.2s, drain: 40s}}
+"""
+
+
+@pytest.fixture(scope="module")
+def ramp(slurm: SlurmCluster, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("model-slurm")
+    (root / "spec.yaml").write_text(spec(slurm))
+    p = gridbench(["run", str(root / "spec.yaml")], root / "results")
+    assert p.returncode in (0, 1), p.stdout[-2000:] + p.stderr[-2000:]
+    (run,) = list((root / "results").iterdir())
+    return run
+
+
+def metrics(run: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((run / "metrics.json").read_text())
+    return data
+
+
+def test_fit_below_the_knee_predicts_slurm_capacity(ramp: Path, tmp_path: Path) -> None:
+    results = ramp.parent
+    meas = metrics(ramp)
+    knee = meas["knee"]["highest_sustained_rate_per_s"]
+    assert knee is not None and knee < 6, meas["knee"]  # the ramp does break
+    model = tmp_path / "slurm.yaml"
+    p = gridbench(["model", "fit", str(ramp), "--out", str(model)], results)
+    assert p.returncode == 0, p.stdout + p.stderr
+    m = load_model(model)
+    assert m.fitted_from is not None and max(m.fitted_from.rates_per_s) == knee
+    # the chain is the run's own: Slurm's stages, the job running from start to end
+    assert m.chain is not None and m.tiers is None
+    (job,) = [st for st in m.chain if st.job]
+    assert (job.kind, job.start_stage, job.stage) == ("tier", "slurm_start", "slurm_end")
+    assert job.concurrency == CPUS and job.concurrency_source == "inferred"
+    assert job.service is not None and JOB_S <= job.service.mean < JOB_S + 0.2
+    assert job.dispatch is not None and 0.5 < job.dispatch.interval_s < 1.5
+
+    p = gridbench(["model", "check", str(model), str(ramp)], results)
+    pred = metrics(latest_predicted(results))
+    cap_m, cap_p = meas["knee"]["capacity_per_s"], pred["knee"]["capacity_per_s"]
+    assert abs(cap_p - cap_m) / cap_m <= 0.15, (cap_m, cap_p, p.stdout)
+    assert pred["bottleneck"]["stage"] == meas["bottleneck"]["stage"] == "slurm_start"
+    assert [pt["offered_rate_per_s"] for pt in pred["points"]] == [1.0, 2.0, 6.0, 8.0]
+
+    # a declared CPU count wins over the inferred one; twice the CPUs: no bottleneck at 6/s
+    p = gridbench(["model", "fit", str(ramp), "--out", str(model), "--force",
+                   "--set", f"chain.slurm_end.concurrency={4 * CPUS}"], results)  # fmt: skip
+    assert p.returncode == 0, p.stdout + p.stderr
+    (job,) = [st for st in load_model(model).chain or [] if st.job]
+    assert (job.concurrency, job.concurrency_source) == (4 * CPUS, "declared")
+    p = gridbench(["model", "predict", str(model), "--sweep", "rate=6/s", "--reps", "2",
+                   "--duration", "8s"], results)  # fmt: skip
+    assert p.returncode in (0, 1), p.stdout + p.stderr
+    assert metrics(latest_predicted(results))["bottleneck"]["stage"] is None
