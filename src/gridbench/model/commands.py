@@ -20,6 +20,7 @@ from gridbench.jobflow.specbase.units import parse_rate
 from gridbench.model import check as chk
 from gridbench.model.fit import fit_model, read_measured
 from gridbench.model.fitchain import fit_chain
+from gridbench.model.fitstaging import add_staging
 from gridbench.model.predict import Marking, Repeat, predict
 from gridbench.model.spec import ChainModel, durations, load_model, model_text
 from gridbench.model.sweep import Window, parse_sweeps, points, with_value
@@ -57,11 +58,12 @@ def cmd_fit(args: argparse.Namespace, ui: Ui) -> int:
         raise SpecError("the model file exists", where=str(out), fix="give --out NEW or --force")
     measured = read_measured(run.path, _fit_rates(run.path, args.rates))
     name = args.name or f"model of {run.id}"
+    every = read_measured(run.path)  # the limits show at the high rates
     if measured.edgi:
-        model = fit_model(measured, run.id, name=name)
-    else:  # the run's own chain; its limits show at the high rates too
+        model = add_staging(fit_model(measured, run.id, name, every), measured, every)
+    else:  # the run's own chain
         _, _, runtime = chk.measured_window(run.path)
-        model = fit_chain(measured, read_measured(run.path), run.id, name, runtime)
+        model = fit_chain(measured, every, run.id, name, runtime)
     for item in args.set or []:  # declared values win over what the data showed
         key, _, value = item.partition("=")
         model = with_value(model, key.strip(), value, "--set")

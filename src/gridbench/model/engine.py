@@ -67,6 +67,8 @@ class Offer:
     horizon_s: float
     arrival: Literal["uniform", "poisson"] = "uniform"
     runtime_s: float | None = None
+    input_bytes: int | None = None  # staged per job (None: the model's)
+    output_bytes: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,13 +188,7 @@ class ChainSim:
             self.prev_col.append(last)
             if st.kind != "side":
                 last = col[st.stage]
-        rt = offer.runtime_s
-        self.draws: list[Draw] = [
-            sampler(Duration(mean=rt + st.overhead_s), self.rng) if st.job and rt is not None
-            else sampler(st.service, self.rng) if st.service is not None
-            else (lambda: 0.0)
-            for st in self.chain
-        ]  # fmt: skip
+        self.draws = [self._draw(st) for st in self.chain]
         self.tiers: dict[int, _Fifo] = {}
         for k, st in enumerate(self.chain):
             if st.kind == "tier":
@@ -216,6 +212,23 @@ class ChainSim:
         self.first = 0.0
         self.uniform = offer.arrival == "uniform"
         self.gaps = sampler(Duration(dist="exponential", mean=self.gap, cv=1.0), self.rng)
+
+    def _draw(self, st: Step) -> Draw:
+        """A step's duration: the job's runtime (swept), a transfer's formula plus its
+        fitted overhead, or the fitted service."""
+        rt = self.offer.runtime_s
+        if st.job and rt is not None:
+            return sampler(Duration(mean=rt + st.overhead_s), self.rng)
+        if st.service is None:
+            return lambda: 0.0
+        base = sampler(st.service, self.rng)
+        link = st.link
+        if link is None:
+            return base
+        swept = self.offer.input_bytes if st.direction == "in" else self.offer.output_bytes
+        nbytes = link.bytes if swept is None else swept
+        fixed = link.files * link.per_file_s + nbytes / link.bandwidth_bps
+        return lambda: fixed + base()
 
     def _after_of(self, k: int) -> Callable[[list[float]], None]:
         return lambda job: self._after(job, k)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from gridbench.model.fit import F64, Measured
+from gridbench.model.fit import F64, Measured, queue_limit_seen
 from gridbench.model.fitdist import fit_duration
 from gridbench.model.spec import ChainModel, Dispatch, Failures, FittedFrom, Step
 
@@ -170,6 +170,8 @@ def fit_chain(
                 overhead_s=round(over, 4),
                 concurrency=slots_seen(a, s, e, every.trial),
                 concurrency_source="inferred",
+                queue_limit=queue_limit_seen(a, e, every.trial, every.refused),
+                queue_limit_source="inferred",
                 dispatch=dispatch,
             )
         )

@@ -18,10 +18,11 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from gridbench.jobflow.backends.reference_staging import with_staging
 from gridbench.jobflow.events.chain import Stage, StageChain
 from gridbench.jobflow.events.ingest_run import edgi_chain
 from gridbench.jobflow.events.model import EVENT_COLUMNS, FAIL_JOB, FAIL_LOST, FAIL_SUBMIT_REJECTED
-from gridbench.model.chain import steps
+from gridbench.model.chain import HIDDEN, steps
 from gridbench.model.engine import F64, FAILED, LOST, REFUSED, Layout, draw_model, layout, simulate
 from gridbench.model.spec import ChainModel
 from gridbench.model.sweep import Point
@@ -60,10 +61,15 @@ def chain_dict(model: ChainModel) -> dict[str, Any]:
     if model.chain is None:
         server = ("ce_entry", "ce_submit", "bridge_entry", "bridge_submit", "bridge_done")
         chain = edgi_chain(precision_ns=dict.fromkeys((*server, "ce_done"), _MS))
+        tiers = model.tiers
+        if tiers is not None and (tiers.stage_in or tiers.stage_out):
+            chain = with_staging(chain)
     else:
         stages = [Stage("submit", "client", "client submit call", _US)]
         for st in chain_steps:
             if st.kind == "side":
+                continue
+            if st.stage.startswith(HIDDEN):
                 continue
             if st.start_stage is not None:
                 stages.append(Stage(st.start_stage, st.source, "", st.precision_ns))
@@ -104,7 +110,8 @@ def events_frame(rows: F64, trial_id: str, chain: dict[str, Any], lay: Layout) -
         )
 
     for k, stage in enumerate(lay.columns[:-1]):
-        add(stage, rows[:, k], np.isfinite(rows[:, k]))
+        if not stage.startswith(HIDDEN):
+            add(stage, rows[:, k], np.isfinite(rows[:, k]))
     out = rows[:, lay.out]
     last = np.nanmax(rows[:, : lay.out], axis=1)
     for code, kind in ((REFUSED, FAIL_SUBMIT_REJECTED), (FAILED, FAIL_JOB), (LOST, FAIL_LOST)):

@@ -67,6 +67,7 @@ class Tier(_Strict):
     concurrency: int | None = Field(default=None, ge=1, le=10_000_000)
     concurrency_source: Literal["inferred", "declared"] = "declared"
     queue_limit: int | None = Field(default=None, ge=1)
+    queue_limit_source: Literal["inferred", "declared"] = "declared"
     service: Duration
 
 
@@ -109,11 +110,30 @@ class Failures(_Strict):
     job: float = Field(default=0.0, ge=0.0, le=1.0)
 
 
+class Link(_Strict):
+    """A staging transfer (the reference grid's ``ce.stage_in``, ``bridge.stage_out``): it
+    waits for one of ``streams`` and holds it ``files·per_file_s + bytes/bandwidth_bps``
+    plus ``overhead`` (what the formula leaves of the measured times). ``bytes`` and
+    ``files`` are the fitted run's per job; ``job.output_size`` / ``job.input_size``
+    sweeps replace them."""
+
+    streams: int | None = Field(default=None, ge=1, le=1_000_000)
+    streams_source: Literal["inferred", "declared"] = "declared"
+    bandwidth_bps: float = Field(gt=0.0, allow_inf_nan=False)
+    per_file_s: float = Field(default=0.0, ge=0.0, le=3600.0, allow_inf_nan=False)
+    bytes: int = Field(default=0, ge=0)
+    files: int = Field(default=0, ge=0)
+    overhead: Duration = Field(default_factory=lambda: Duration(mean=0.0))
+    note: str = ""
+
+
 class Tiers(_Strict):
     ce: Tier
     transfer: Delay
     bridge: Tier
     workers: Workers
+    stage_in: Link | None = None  # held after the CE's service, before T3
+    stage_out: Link | None = None  # after the worker (slot freed), before T6
 
 
 class Dispatch(_Strict):
@@ -152,6 +172,8 @@ class Step(_Strict):
     queue_limit_source: Literal["inferred", "declared"] = "declared"
     start_stage: str | None = None
     dispatch: Dispatch | None = None
+    link: Link | None = None
+    direction: Literal["in", "out"] | None = None
     job: bool = False
     overhead_s: float = Field(default=0.0, ge=0.0, le=3600.0, allow_inf_nan=False)
     poll: StatusUpdate | None = None
@@ -245,7 +267,10 @@ def durations(m: ChainModel) -> list[tuple[str, Duration]]:
         ]
     t, c = m.tiers, m.client
     assert t is not None and c is not None  # the validator: one form or the other
+    links = [(f"tiers.{k}.overhead", v.overhead) for k, v in
+             (("stage_in", t.stage_in), ("stage_out", t.stage_out)) if v is not None]  # fmt: skip
     return [
+        *links,
         ("client.to_ce", c.to_ce),
         ("client.ack", c.ack),
         ("client.observe", c.observe),

@@ -15,9 +15,9 @@ from gridbench.jobflow.specbase.units import parse_rate
 from gridbench.model.engine import Offer
 from gridbench.model.spec import ChainModel
 from gridbench.specload import parse_yaml, set_path, validation_error
-from gridbench.units import parse_duration
+from gridbench.units import parse_duration, parse_size
 
-LOAD_KEYS = ("rate", "job.runtime")
+LOAD_KEYS = ("rate", "job.runtime", "job.output_size", "job.input_size")
 FIX = (
     "write KEY=V1,V2 with KEY rate, job.runtime or a model field such as "
     "chain.STAGE.concurrency (docs/model.md)"
@@ -32,6 +32,7 @@ class Window:
     drain_s: float = 60.0
     arrival: Literal["uniform", "poisson"] = "uniform"
     rate_per_s: float = 1.0
+    runtime_s: float | None = None  # the jobs' size when not swept (None: the model's)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,13 +98,16 @@ def points(model: ChainModel, sweeps: Sequence[tuple[str, list[str]]], w: Window
     out: list[Point] = []
     keys = [k for k, _ in sweeps]
     for combo in itertools.product(*[v for _, v in sweeps]) if sweeps else [()]:
-        m, rate, runtime = model, w.rate_per_s, None
+        m, rate, runtime = model, w.rate_per_s, w.runtime_s
+        size: dict[str, int | None] = {"in": None, "out": None}
         for key, value in zip(keys, combo, strict=True):
             try:
                 if key == "rate":
                     rate = parse_rate(value)
                 elif key == "job.runtime":
                     runtime = parse_duration(value)
+                elif key in ("job.output_size", "output_size", "job.input_size", "input_size"):
+                    size["out" if "output" in key else "in"] = parse_size(value)
                 else:
                     m = with_value(m, key, value)
             except SpecError:
@@ -118,6 +122,8 @@ def points(model: ChainModel, sweeps: Sequence[tuple[str, list[str]]], w: Window
             w.duration_s + w.drain_s,
             w.arrival,
             runtime,
+            input_bytes=size["in"],
+            output_bytes=size["out"],
         )
         out.append(Point(dict(zip(keys, combo, strict=True)), m, offer))
     return out
