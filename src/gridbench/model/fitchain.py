@@ -25,6 +25,8 @@ from gridbench.model.spec import ChainModel, Dispatch, Failures, FittedFrom, Ste
 
 #: starts closer than this are one scheduler pass
 SAME_PASS_S = 0.02
+#: a start this soon after a job's end was set off by it
+TRIGGER_S = 0.1
 
 
 def job_stage(m: Measured) -> int:
@@ -66,34 +68,48 @@ def slots_seen(arrive: F64, start: F64, end: F64, trial: NDArray[np.int64]) -> i
     return int(running_at_start(start, end, trial).max())
 
 
-def dispatch_seen(start: F64, trial: NDArray[np.int64]) -> float | None:
-    """The scheduler's pass interval when jobs start only at periodic passes, else None.
+def _after_end(inst: F64, ends: F64, within: float) -> NDArray[np.bool_]:
+    """Which start instants come at most ``within`` after a job's end (a pass it set off)."""
+    k = np.searchsorted(ends, inst, side="right") - 1
+    prev = ends[np.maximum(k, 0)]
+    return (k >= 0) & (inst - prev <= within)
 
-    The interval is the usual gap between distinct start instants (gaps under a quarter
-    of the median are a pass triggered by an event, which Slurm also runs); it is a
-    dispatch interval when at least 80 % of the jobs start on that grid and at least
-    10 % share their instant with another (evenly spaced arrivals started at once never
-    do)."""
+
+def dispatch_seen(start: F64, end: F64, trial: NDArray[np.int64]) -> float | None:
+    """The scheduler's pass interval when jobs start only at periodic passes (or right
+    after a job's end, which sets a pass off too), else None.
+
+    Start instants that follow an end within ``TRIGGER_S`` are set off by it; the
+    interval is the usual gap between the others (gaps under a quarter of their median
+    left out). It is a dispatch interval when at least 90 % of the start instants are
+    on that grid or set off by an end, and at least 10 % of the jobs share their instant
+    with another (evenly spaced arrivals started at once never do)."""
     gaps: list[F64] = []
-    firsts: list[F64] = []
-    burst = 0
+    where: list[tuple[F64, NDArray[np.bool_]]] = []
+    burst = jobs = 0
     for t in np.unique(trial):
         s = np.sort(start[trial == t])
         if s.size < 3:
             continue
         new = np.concatenate([[True], np.diff(s) > SAME_PASS_S])
         burst += int(np.sum(~new))
-        gaps.append(np.diff(s[new]))
-        firsts.append(s - s[0])
+        jobs += int(s.size)
+        inst = s[new]
+        set_off = _after_end(inst, np.sort(end[trial == t]), TRIGGER_S)
+        gaps.append(np.diff(inst[~set_off]))
+        where.append((inst - inst[0], set_off))
     g = np.concatenate(gaps) if gaps else np.empty(0)
-    if g.size < 5 or burst < 0.1 * sum(f.size for f in firsts):
+    if g.size < 5 or burst < 0.1 * jobs:
         return None
     h = g[g >= 0.25 * float(np.median(g))]
     unit = float(np.median(h[h <= 1.5 * float(h.min())]))
     if unit < 5 * SAME_PASS_S:
         return None
-    phase = np.concatenate([(f + unit / 2) % unit - unit / 2 for f in firsts])
-    return round(unit, 4) if float(np.mean(np.abs(phase) <= 0.08 * unit)) >= 0.8 else None
+    explained = [
+        (np.abs((rel + unit / 2) % unit - unit / 2) <= 0.08 * unit) | set_off
+        for rel, set_off in where
+    ]
+    return round(unit, 4) if float(np.mean(np.concatenate(explained))) >= 0.9 else None
 
 
 def end_triggered(
@@ -114,7 +130,7 @@ def end_triggered(
         ok = (waiting > 0) & (nxt < s.size)
         gap = s[np.minimum(nxt, s.size - 1)] - inst
         seen += int(ok.sum())
-        quick += gap[ok & (gap <= 0.1 * unit)].tolist()
+        quick += gap[ok & (gap <= min(TRIGGER_S, 0.1 * unit))].tolist()
     if seen < 5:
         return 0.0, 0.0
     share = max((len(quick) / seen - 0.1) / 0.9, 0.0)
@@ -151,7 +167,7 @@ def fit_chain(
             chain.append(Step(**common, polled=st.polled, service=delay))  # type: ignore[arg-type]
             continue
         e, s, a = (every.times[names[j]] for j in (end, start_at, arrive_at))
-        interval = dispatch_seen(s, every.trial) if has_start else None
+        interval = dispatch_seen(s, e, every.trial) if has_start else None
         service = fit_duration(t[names[end]] - t[names[start_at]])
         over = max(service.mean - runtime_s, 0.0) if runtime_s is not None else 0.0
         dispatch = None
