@@ -26,7 +26,7 @@ def metrics(run: Path) -> dict[str, Any]:
 
 def test_staging_is_fitted_and_predicts_its_bottleneck(tmp_path: Path) -> None:
     results = tmp_path / "results"
-    run = measure("staging", "[1/s,2/s,4/s]", results, 6)
+    run = measure("staging", "[1/s,2/s,4/s]", results, 8)
     meas = metrics(run)
     assert meas["bottleneck"]["stage"] == "stage_out_start", meas["bottleneck"]
     model = tmp_path / "staging.yaml"

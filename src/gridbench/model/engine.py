@@ -79,12 +79,12 @@ class SimStats:
 
 
 def draw_model(model: ChainModel, rng: np.random.Generator) -> ChainModel:
-    """The model with every fitted mean drawn from its sampling distribution (one
-    repetition's parameters: the bootstrap over the fit)."""
+    """The model with every fitted mean and cv drawn from their sampling distributions
+    (one repetition's parameters: the bootstrap over the fit)."""
     data = model.model_copy(deep=True)
     for _where, d in durations(data):
         new = perturbed(d, rng)
-        d.mean = new.mean
+        d.mean, d.cv = new.mean, new.cv
     return data
 
 

@@ -2,7 +2,7 @@
 marked predicted, so analysis, reports, compare and the dashboard treat it as a run.
 
 Each point runs ``reps`` repetitions with different seeds; with ``fit_uncertainty`` each
-repetition also draws the fitted means from their sampling distributions (the bootstrap
+repetition also draws the fitted means and cvs from their sampling distributions (the bootstrap
 over the fit), so the spread across trials carries both kinds of uncertainty.
 """
 
