@@ -102,6 +102,12 @@ def _show_model(ui: Ui, model: ChainModel) -> None:
         f"{_limit(tiers.bridge.concurrency)} · worker slots {_limit(tiers.workers.slots)} · status "
         f"updates {su.policy} (cost {su.per_job_cost_s:g} s, interval {su.interval_s:g} s)"
     )
+    for where, link in (("stage-in", tiers.stage_in), ("stage-out", tiers.stage_out)):
+        if link is not None:
+            ui.console.print(
+                f"{where}: {link.bandwidth_bps / 1024:.0f} KiB/s, {link.per_file_s:g} s per "
+                f"file, streams {_limit(link.streams)}"
+            )
 
 
 def _positive(text: str) -> int:
@@ -244,7 +250,9 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
     p = sub.add_parser("model", help="what-if: fit a chain model to a run, predict, check it")
     msub = p.add_subparsers(dest="model_action", required=True, metavar="ACTION")
     q = add_action(msub, "fit", cmd_fit, ui, args=ActionArgs(run=True, results=True),
-                   help="fit a chain model (YAML) to a measured job-flow run")  # fmt: skip
+                   help="fit a chain model (YAML) to a measured job-flow run: the reference "
+                   "grid's chain (with its staging links), or any backend's recorded chain "
+                   "(Slurm: slots and scheduler passes)")  # fmt: skip
     q.add_argument("--rates", help="fit on these offered rates (1/s,2/s); default: those sustained")
     q.add_argument("--out", help="the model file (default: RUN_ID.model.yaml here)")
     q.add_argument("--name", help="the model's name")

@@ -238,6 +238,20 @@ def status_policy(done: F64, trial: NDArray[np.int64]) -> StatusUpdate:
     )
 
 
+def provenance(m: Measured, run_id: str, note: str) -> FittedFrom:
+    """What a model was fitted on: the run, its trials and their rates."""
+    return FittedFrom(run=run_id, trials=m.trial_ids, rates_per_s=sorted(set(m.rates)), note=note)
+
+
+def failure_shares(m: Measured) -> Failures:
+    """The shares of jobs refused at submission and failed on the workers."""
+    n = len(m.trial) + m.failed_submit
+    return Failures(
+        submit=round(m.failed_submit / n, 6) if n else 0.0,
+        job=round(m.failed_job / max(len(m.trial), 1), 6),
+    )
+
+
 def fit_model(
     m: Measured, run_id: str, name: str = "model", every: Measured | None = None
 ) -> ChainModel:
@@ -249,14 +263,12 @@ def fit_model(
     c_ce = limit_seen(t["ce_entry"], t["ce_submit"], tr)
     c_br = limit_seen(t["bridge_entry"], t["bridge_submit"], tr)
     slots = limit_seen(t["bridge_submit"], t["bridge_done"], tr)
-    n = len(tr) + m.failed_submit
     return ChainModel(
         name=name,
-        fitted_from=FittedFrom(
-            run=run_id,
-            trials=m.trial_ids,
-            rates_per_s=sorted(set(m.rates)),
-            note="concurrency or slots null: no limit was seen at the rates fitted; "
+        fitted_from=provenance(
+            m,
+            run_id,
+            "concurrency or slots null: no limit was seen at the rates fitted; "
             "declare them when known",
         ),
         client=Client(
@@ -289,8 +301,5 @@ def fit_model(
             ),
         ),
         status_update=status_policy(t["ce_done"], tr),
-        failures=Failures(
-            submit=round(m.failed_submit / n, 6) if n else 0.0,
-            job=round(m.failed_job / max(len(tr), 1), 6),
-        ),
+        failures=failure_shares(m),
     )

@@ -19,9 +19,9 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from gridbench.model.fit import F64, Measured, queue_limit_seen
+from gridbench.model.fit import F64, Measured, failure_shares, provenance, queue_limit_seen
 from gridbench.model.fitdist import fit_duration
-from gridbench.model.spec import ChainModel, Dispatch, Failures, FittedFrom, Step
+from gridbench.model.spec import ChainModel, Dispatch, Step
 
 #: starts closer than this are one scheduler pass
 SAME_PASS_S = 0.02
@@ -191,19 +191,14 @@ def fit_chain(
                 dispatch=dispatch,
             )
         )
-    n = len(low.trial) + low.failed_submit
     return ChainModel(
         name=name,
-        fitted_from=FittedFrom(
-            run=run_id,
-            trials=low.trial_ids,
-            rates_per_s=sorted(set(low.rates)),
-            note="service times from these trials; slots and dispatch from all the run's "
+        fitted_from=provenance(
+            low,
+            run_id,
+            "service times from these trials; slots and dispatch from all the run's "
             "trials (concurrency null: no limit was seen; declare it when known)",
         ),
         chain=chain,
-        failures=Failures(
-            submit=round(low.failed_submit / n, 6) if n else 0.0,
-            job=round(low.failed_job / max(len(low.trial), 1), 6),
-        ),
+        failures=failure_shares(low),
     )
