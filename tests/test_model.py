@@ -250,3 +250,17 @@ def test_a_predicted_run_is_marked_in_its_report_and_the_catalogue() -> None:
     assert "gridbench compare r1 p3" in " ".join(f.text for f in checking)
     entry = family("jobflow").catalogue({"load_model": "open", "predicted": {}})
     assert entry.variant == "open · predicted"
+
+
+def test_fit_uncertainty_perturbs_the_cv_as_well_as_the_mean() -> None:
+    from gridbench.model.fitdist import perturbed
+
+    rng = np.random.default_rng(5)
+    d = fit_duration(rng.gamma(4.0, 0.25, 50))  # cv 0.5 from 50 samples
+    draws = [perturbed(d, rng) for _ in range(400)]
+    cvs = np.array([x.cv for x in draws])
+    means = np.array([x.mean for x in draws])
+    # the spread is the sampling error of 50 samples: about 7 % of the mean, 12 % of the cv
+    assert 0.04 < np.std(means) / d.mean < 0.11 and 0.07 < np.std(cvs) / d.cv < 0.18
+    expo = fit_duration(rng.exponential(1.0, 200)).model_copy(update={"dist": "exponential"})
+    assert {perturbed(expo, rng).cv for _ in range(5)} == {expo.cv}  # its shape is fixed

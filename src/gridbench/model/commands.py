@@ -19,16 +19,19 @@ from gridbench.fmt import safe_markup
 from gridbench.jobflow.specbase.units import parse_rate
 from gridbench.model import check as chk
 from gridbench.model.fit import fit_model, read_measured
+from gridbench.model.fitchain import fit_chain
+from gridbench.model.fitstaging import add_staging
 from gridbench.model.predict import Marking, Repeat, predict
 from gridbench.model.spec import ChainModel, durations, load_model, model_text
-from gridbench.model.sweep import Window, parse_sweeps, points
+from gridbench.model.sweep import Window, parse_sweeps, points, with_value
 from gridbench.store.catalogue import resolve_run
 from gridbench.store.layout import RunDir, write_text_atomic
 from gridbench.units import parse_duration
 
 SWEEP_HELP = (
     "KEY=V1,V2 (repeatable; the points are every combination): rate (2/s, 120/min), "
-    "job.runtime (1s), or a model field such as tiers.workers.slots or status_update.policy"
+    "job.runtime (1s), or a model field such as tiers.workers.slots, status_update.policy "
+    "or chain.STAGE.concurrency (a chain step named by its stage)"
 )
 
 
@@ -54,7 +57,16 @@ def cmd_fit(args: argparse.Namespace, ui: Ui) -> int:
     if out.exists() and not args.force:
         raise SpecError("the model file exists", where=str(out), fix="give --out NEW or --force")
     measured = read_measured(run.path, _fit_rates(run.path, args.rates))
-    model = fit_model(measured, run.id, name=args.name or f"model of {run.id}")
+    name = args.name or f"model of {run.id}"
+    every = read_measured(run.path)  # the limits show at the high rates
+    if measured.edgi:
+        model = add_staging(fit_model(measured, run.id, name, every), measured, every)
+    else:  # the run's own chain
+        _, _, runtime = chk.measured_window(run.path)
+        model = fit_chain(measured, every, run.id, name, runtime)
+    for item in args.set or []:  # declared values win over what the data showed
+        key, _, value = item.partition("=")
+        model = with_value(model, key.strip(), value, "--set")
     write_text_atomic(out, model_text(model))
     c = ui.console
     rates = ", ".join(f"{r:g}/s" for r in sorted(set(measured.rates)))
@@ -76,11 +88,26 @@ def _show_model(ui: Ui, model: ChainModel) -> None:
         )  # fmt: skip
     ui.console.print(t)
     tiers, su = model.tiers, model.status_update
+    if tiers is None or su is None:
+        for st in model.chain or []:
+            if st.kind == "tier":
+                pas = st.dispatch
+                ui.console.print(
+                    f"{st.stage}: concurrency {_limit(st.concurrency)}"
+                    + (f" · dispatched at passes every {pas.interval_s:g} s" if pas else "")
+                )
+        return
     ui.console.print(
         f"ce concurrency {_limit(tiers.ce.concurrency)} · bridge concurrency "
         f"{_limit(tiers.bridge.concurrency)} · worker slots {_limit(tiers.workers.slots)} · status "
         f"updates {su.policy} (cost {su.per_job_cost_s:g} s, interval {su.interval_s:g} s)"
     )
+    for where, link in (("stage-in", tiers.stage_in), ("stage-out", tiers.stage_out)):
+        if link is not None:
+            ui.console.print(
+                f"{where}: {link.bandwidth_bps / 1024:.0f} KiB/s, {link.per_file_s:g} s per "
+                f"file, streams {_limit(link.streams)}"
+            )
 
 
 def _positive(text: str) -> int:
@@ -124,7 +151,10 @@ def _progress(ui: Ui) -> Any:
 
 
 def cmd_predict(args: argparse.Namespace, ui: Ui) -> int:
-    model = load_model(args.model, args.set or [])
+    model = load_model(args.model)
+    for item in args.set or []:
+        key, _, value = item.partition("=")
+        model = with_value(model, key.strip(), value, "--set")
     pts = points(model, parse_sweeps(args.sweep or []), _window(args))
     rep = Repeat(reps=args.reps, seed=args.seed, fit_uncertainty=not args.no_fit_uncertainty)
     spec = {
@@ -220,11 +250,16 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
     p = sub.add_parser("model", help="what-if: fit a chain model to a run, predict, check it")
     msub = p.add_subparsers(dest="model_action", required=True, metavar="ACTION")
     q = add_action(msub, "fit", cmd_fit, ui, args=ActionArgs(run=True, results=True),
-                   help="fit a chain model (YAML) to a measured job-flow run")  # fmt: skip
+                   help="fit a chain model (YAML) to a measured job-flow run: the reference "
+                   "grid's chain (with its staging links), or any backend's recorded chain "
+                   "(Slurm: slots and scheduler passes)")  # fmt: skip
     q.add_argument("--rates", help="fit on these offered rates (1/s,2/s); default: those sustained")
     q.add_argument("--out", help="the model file (default: RUN_ID.model.yaml here)")
     q.add_argument("--name", help="the model's name")
     q.add_argument("--force", action="store_true", help="overwrite an existing model file")
+    q.add_argument("--set", action="append", metavar="FIELD=VALUE",
+                   help="declare a value the run cannot show, over the fitted one "
+                   "(chain.slurm_end.concurrency=8, tiers.workers.slots=64)")  # fmt: skip
     q = add_action(msub, "predict", cmd_predict, ui, args=ActionArgs(results=True),
                    help="run a model over rates and settings never measured "
                    "(writes a run marked predicted)")  # fmt: skip

@@ -1,9 +1,12 @@
-"""The chain model on SimPy's discrete-event engine (bench/model_engines.py measured it
-against SimGrid on the same chain; docs/model.md gives the figures).
+"""A chain model on SimPy's discrete-event engine (bench/bench_model.py measured it
+against SimGrid; docs/model.md gives the figures).
 
-Each job is one small list of stage times; tiers are SimPy timeouts with callbacks (no
-process per job), so an hour at 1,000 jobs/s is a few million events. Finished jobs
-leave the engine in chunks through ``sink``, so memory holds only the jobs in flight.
+The model is run as its generic chain of steps (gridbench.model.chain): delays, FIFO
+tiers (optionally dispatched only at periodic scheduler passes), side stamps and one
+status-update poll. Each job is one small list of stage times; steps are SimPy timeouts
+with callbacks (no process per job), so an hour at 1,000 jobs/s is a few million events.
+Finished jobs leave the engine in chunks through ``sink``, so memory holds only the jobs
+in flight.
 """
 
 from __future__ import annotations
@@ -18,22 +21,40 @@ import numpy as np
 import simpy
 from numpy.typing import NDArray
 
+from gridbench.model.chain import stage_names, steps
 from gridbench.model.fitdist import Draw, perturbed, sampler
-from gridbench.model.spec import STAGES, ChainModel, Duration, Tier, durations
+from gridbench.model.spec import ChainModel, Duration, Step, durations
 
 F64 = NDArray[np.float64]
-#: the columns of a finished job's row (seconds from the trial's start; NaN: not reached)
-COLUMNS = (
-    "intended",
-    *STAGES,
-    "outcome",  # 0 done, 1 submit refused, 2 job failed, 3 lost (not done by the horizon)
-)
-(INT, SUB, CEE, ACK, CES, BRE, BRS, BRD, CED, CLD, OUT, IDX) = range(12)
-OK, REFUSED, FAILED, LOST = 0.0, 1.0, 2.0, 3.0
+OK, REFUSED, FAILED, LOST = 0.0, 1.0, 2.0, 3.0  # a job's outcome (lost: not done by the end)
 Sink = Callable[[F64], None]
 CHUNK = 65_536
-#: simulated seconds of arrivals drawn at once (an unbounded CE refuses nobody)
+#: simulated seconds of arrivals drawn at once (an unbounded chain refuses nobody)
 ARRIVAL_BATCH_S = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """A simulated job's row: ``intended``, the stages (s from the trial's start; NaN: not
+    reached), ``outcome``, then the job's index and its current step."""
+
+    columns: tuple[str, ...]
+
+    @property
+    def out(self) -> int:
+        return len(self.columns) - 1
+
+    @property
+    def idx(self) -> int:
+        return len(self.columns)
+
+    @property
+    def width(self) -> int:
+        return len(self.columns) + 2
+
+
+def layout(model: ChainModel) -> Layout:
+    return Layout(("intended", *stage_names(steps(model)), "outcome"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +67,8 @@ class Offer:
     horizon_s: float
     arrival: Literal["uniform", "poisson"] = "uniform"
     runtime_s: float | None = None
+    input_bytes: int | None = None  # staged per job (None: the model's)
+    output_bytes: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,24 +79,26 @@ class SimStats:
 
 
 def draw_model(model: ChainModel, rng: np.random.Generator) -> ChainModel:
-    """The model with every fitted mean drawn from its sampling distribution (one
-    repetition's parameters: the bootstrap over the fit)."""
+    """The model with every fitted mean and cv drawn from their sampling distributions
+    (one repetition's parameters: the bootstrap over the fit)."""
     data = model.model_copy(deep=True)
     for _where, d in durations(data):
         new = perturbed(d, rng)
-        d.mean = new.mean
+        d.mean, d.cv = new.mean, new.cv
     return data
 
 
 class _Fifo:
-    """A FIFO tier of ``free`` servers; ``after`` takes each job it finishes."""
+    """A FIFO tier of ``free`` servers; ``after`` takes each job it finishes. With a
+    dispatch interval, waiting jobs start only at the scheduler's passes."""
 
-    __slots__ = ("after", "cap", "col", "draw", "env", "free", "limit", "queue")
+    __slots__ = ("after", "cap", "col", "draw", "env", "free", "limit", "queue", "start_col")
 
-    def __init__(self, env: simpy.Environment, tier: Tier, draw: Draw, col: int) -> None:
-        self.env, self.draw, self.col = env, draw, col
-        self.cap = self.free = tier.concurrency if tier.concurrency is not None else 1 << 62
-        self.limit = tier.queue_limit
+    def __init__(self, env: simpy.Environment, st: Step, draw: Draw, cols: tuple[int, int]) -> None:
+        self.env, self.draw = env, draw
+        self.start_col, self.col = cols
+        self.cap = self.free = st.concurrency if st.concurrency is not None else 1 << 62
+        self.limit = st.queue_limit
         self.queue: collections.deque[list[float]] = collections.deque()
         self.after: Callable[[list[float]], None] = lambda job: None
 
@@ -89,6 +114,8 @@ class _Fifo:
             self.queue.append(job)
 
     def _start(self, job: list[float]) -> None:
+        if self.start_col >= 0:
+            job[self.start_col] = self.env.now
         self.env.timeout(self.draw(), job).callbacks.append(self._end)
 
     def _end(self, ev: Any) -> None:
@@ -101,6 +128,46 @@ class _Fifo:
         self.after(job)
 
 
+class _Dispatched(_Fifo):
+    """A tier whose scheduler starts waiting jobs only at passes every ``interval_s``,
+    and at a pass a job's end triggers (drawn once per instant of ending)."""
+
+    __slots__ = ("dispatch", "last_end", "rng")
+
+    def __init__(
+        self, env: simpy.Environment, st: Step, draw: Draw, cols: tuple[int, int],
+        rng: np.random.Generator,
+    ) -> None:  # fmt: skip
+        super().__init__(env, st, draw, cols)
+        assert st.dispatch is not None  # a dispatched tier has one
+        self.dispatch, self.rng, self.last_end = st.dispatch, rng, -1.0
+
+    def put(self, job: list[float]) -> None:
+        self.queue.append(job)
+
+    def _end(self, ev: Any) -> None:
+        job: list[float] = ev.value
+        now = job[self.col] = self.env.now
+        self.free += 1
+        d = self.dispatch
+        if d.on_end_share > 0 and now != self.last_end and self.queue:
+            self.last_end = now
+            if self.rng.random() < d.on_end_share:
+                self.env.timeout(d.on_end_delay_s).callbacks.append(self._pass)
+        self.after(job)
+
+    def _pass(self, _ev: Any = None) -> None:
+        while self.free and self.queue:
+            self.free -= 1
+            self._start(self.queue.popleft())
+
+    def passes(self, phase: float) -> Generator[simpy.Event, Any, None]:
+        yield self.env.timeout(phase)
+        while True:
+            self._pass()
+            yield self.env.timeout(self.dispatch.interval_s)
+
+
 class ChainSim:
     """One trial of the chain on a fresh SimPy environment."""
 
@@ -110,52 +177,87 @@ class ChainSim:
         self.env = simpy.Environment()
         self.rows: list[list[float]] = []
         self.n = self.events = 0
-        t, c = model.tiers, model.client
-        s = self._s
-        self.to_ce, self.ack, self.observe = s(c.to_ce), s(c.ack), s(c.observe)
-        self.transfer = s(t.transfer.delay)
-        rt = offer.runtime_s
-        self.runtime = s(Duration(mean=rt)) if rt is not None else s(t.workers.runtime)
-        self.ce = _Fifo(self.env, t.ce, s(t.ce.service), CES)
-        self.bridge = _Fifo(self.env, t.bridge, s(t.bridge.service), BRS)
-        self.workers = _Fifo(
-            self.env, Tier(concurrency=t.workers.slots, service=t.workers.runtime),
-            self.runtime, BRD,
-        )  # fmt: skip
-        self.ce.after = self._transfer
-        self.bridge.after = self.workers.put
-        self.workers.after = self._bridge_done
-        self.tracked: dict[int, list[float]] = {}  # the CE's list: T3 seen, T7 not yet
+        self.chain = steps(model)
+        self.lay = layout(model)
+        col = {name: i for i, name in enumerate(self.lay.columns)}
+        self.OUT, self.IDX, self.STEP = self.lay.out, self.lay.idx, self.lay.idx + 1
+        self.col = [col[st.stage] for st in self.chain]
+        self.prev_col: list[int] = []  # a side stamp's origin: the stage stamped before it
+        last = col["submit"]
+        for st in self.chain:
+            self.prev_col.append(last)
+            if st.kind != "side":
+                last = col[st.stage]
+        self.draws = [self._draw(st) for st in self.chain]
+        self.tiers: dict[int, _Fifo] = {}
+        for k, st in enumerate(self.chain):
+            if st.kind == "tier":
+                cols = (col[st.start_stage] if st.start_stage else -1, col[st.stage])
+                tier = (
+                    _Dispatched(self.env, st, self.draws[k], cols, self.rng)
+                    if st.dispatch is not None
+                    else _Fifo(self.env, st, self.draws[k], cols)
+                )
+                tier.after = self._after_of(k)
+                self.tiers[k] = tier
+        self.gate = next((t for t in self.tiers.values() if t.limit is not None), None)
+        polls = [k for k, st in enumerate(self.chain) if st.kind == "poll"]
+        self.poll_k = polls[0] if polls else -1
+        tracked = self.chain[self.poll_k].tracked_from if polls else None
+        self.track_at = next((k for k, st in enumerate(self.chain) if st.stage == tracked), -1)
+        self.tracked: dict[int, list[float]] = {}  # on the poller's list, not yet seen
         self.finished: list[list[float]] = []  # for batched polling: ended, not yet seen
+        self.inflight: dict[int, list[float]] = {}
         self.gap = 1.0 / offer.rate_per_s
         self.first = 0.0
         self.uniform = offer.arrival == "uniform"
-        self.gaps = s(Duration(dist="exponential", mean=self.gap, cv=1.0))
+        self.gaps = sampler(Duration(dist="exponential", mean=self.gap, cv=1.0), self.rng)
 
-    def _s(self, d: Duration) -> Draw:
-        return sampler(d, self.rng)
+    def _draw(self, st: Step) -> Draw:
+        """A step's duration: the job's runtime (swept), a transfer's formula plus its
+        fitted overhead, or the fitted service."""
+        rt = self.offer.runtime_s
+        if st.job and rt is not None:
+            return sampler(Duration(mean=rt + st.overhead_s), self.rng)
+        if st.service is None:
+            return lambda: 0.0
+        base = sampler(st.service, self.rng)
+        link = st.link
+        if link is None:
+            return base
+        swept = self.offer.input_bytes if st.direction == "in" else self.offer.output_bytes
+        nbytes = link.bytes if swept is None else swept
+        fixed = link.files * link.per_file_s + nbytes / link.bandwidth_bps
+        return lambda: fixed + base()
+
+    def _after_of(self, k: int) -> Callable[[list[float]], None]:
+        return lambda job: self._after(job, k)
 
     def run(self) -> SimStats:
         env = self.env
         env.timeout(0.0).callbacks.append(self._arrive)
-        env.process(self._poller())
+        if self.poll_k >= 0:
+            env.process(self._poller(self.chain[self.poll_k]))
+        for k, tier in self.tiers.items():
+            d = self.chain[k].dispatch
+            if d is not None and isinstance(tier, _Dispatched):
+                env.process(tier.passes(float(self.rng.uniform(0.0, d.interval_s))))
         env.run(until=self.offer.horizon_s)
-        for job in list(self.tracked.values()) + list(self.ce.queue):
-            job[OUT] = LOST
+        for job in list(self.inflight.values()):
+            job[self.OUT] = LOST
             self._emit(job)
         self._flush()
         return SimStats(self.n, self.events, env.now)
 
-    # -- arrivals and the chain -------------------------------------------------------
+    # -- arrivals ---------------------------------------------------------------------
     def _arrive(self, _ev: Any) -> None:
-        """The jobs of the next ``ARRIVAL_BATCH_S`` of simulated time at once (their hop to
-        the CE is their first event); one at a time when the CE queue is bounded, since
-        a refusal depends on the queue at each job's own arrival."""
+        """The jobs of the next ``ARRIVAL_BATCH_S`` of simulated time at once; one at a
+        time when a tier's queue is bounded, since a refusal depends on the queue at each
+        job's own arrival."""
         now, end = self.env.now, self.offer.duration_s
         if now >= end:
             return
-        bounded = self.ce.limit is not None
-        upto = now if bounded else min(now + ARRIVAL_BATCH_S, end)
+        upto = now if self.gate is not None else min(now + ARRIVAL_BATCH_S, end)
         t = now
         while True:
             self._one(t, t - now)
@@ -171,60 +273,85 @@ class ChainSim:
         return t + self.gaps()
 
     def _one(self, t: float, ahead: float) -> None:
-        job = [math.nan] * 12
-        job[INT] = job[SUB] = t
-        job[IDX] = self.n
-        job[OUT] = OK
+        job = [math.nan] * self.lay.width
+        job[0] = job[1] = t  # intended, submit
+        job[self.IDX] = self.n
+        job[self.OUT] = OK
         self.n += 1
         self.events += 1
         p = self.m.failures.submit
-        if self.ce.full() or (p > 0 and self.rng.random() < p):
-            job[OUT] = REFUSED
+        if (self.gate is not None and self.gate.full()) or (p > 0 and self.rng.random() < p):
+            job[self.OUT] = REFUSED
             self._emit(job)
             return
-        self.env.timeout(ahead + self.to_ce(), job).callbacks.append(self._ce_entry)
+        self.inflight[self.n - 1] = job
+        if self.track_at < 0 and self.poll_k >= 0:
+            self.tracked[self.n - 1] = job
+        first = self.chain[0]
+        if first.kind == "delay":  # the hop and the wait for the batch's instant in one event
+            job[self.STEP] = 0
+            self.env.timeout(ahead + self.draws[0](), job).callbacks.append(self._delay_end)
+        elif ahead > 0:
+            self.env.timeout(ahead, job).callbacks.append(self._begin)
+        else:
+            self._advance(job, 0)
 
-    def _ce_entry(self, ev: Any) -> None:
+    def _begin(self, ev: Any) -> None:
+        self._advance(ev.value, 0)
+
+    # -- the chain --------------------------------------------------------------------
+    def _advance(self, job: list[float], k: int) -> None:
+        """Send ``job`` into step ``k`` (side stamps are taken on the way)."""
+        chain = self.chain
+        while k < len(chain) and chain[k].kind == "side":
+            job[self.col[k]] = job[self.prev_col[k]] + self.draws[k]()
+            self.events += 1
+            k += 1
+        if k == len(chain):
+            del self.inflight[int(job[self.IDX])]
+            self._emit(job)
+            return
+        job[self.STEP] = k
+        kind = chain[k].kind
+        if kind == "delay":
+            self.env.timeout(self.draws[k](), job).callbacks.append(self._delay_end)
+        elif kind == "tier":
+            self.tiers[k].put(job)
+        else:  # poll: the poller stamps it when an update sees it
+            self.finished.append(job)
+
+    def _delay_end(self, ev: Any) -> None:
         job: list[float] = ev.value
-        job[CEE] = self.env.now
-        job[ACK] = job[CEE] + self.ack()
-        self.events += 2
-        self.ce.put(job)
+        k = int(job[self.STEP])
+        job[self.col[k]] = self.env.now
+        self._after(job, k)
 
-    def _transfer(self, job: list[float]) -> None:
-        self.tracked[int(job[IDX])] = job
-        self.env.timeout(self.transfer(), job).callbacks.append(self._bridge_entry)
-
-    def _bridge_entry(self, ev: Any) -> None:
-        job: list[float] = ev.value
-        job[BRE] = self.env.now
-        self.events += 3  # T3, T4, T5 (the bridge's service end)
-        self.bridge.put(job)
-
-    def _bridge_done(self, job: list[float]) -> None:
-        p = self.m.failures.job
-        if p > 0 and self.rng.random() < p:
-            job[OUT] = FAILED
+    def _after(self, job: list[float], k: int) -> None:
         self.events += 1
-        self.finished.append(job)
+        if k == self.track_at:
+            self.tracked[int(job[self.IDX])] = job
+        if self.chain[k].job:
+            p = self.m.failures.job
+            if p > 0 and self.rng.random() < p:
+                job[self.OUT] = FAILED
+        self._advance(job, k + 1)
 
-    # -- the CE's status updates ------------------------------------------------------
+    # -- status updates ---------------------------------------------------------------
     def _seen(self, job: list[float]) -> None:
-        job[CED] = self.env.now
-        job[CLD] = job[CED] + self.observe()
-        self.events += 2
-        del self.tracked[int(job[IDX])]
-        self._emit(job)
+        job[self.col[self.poll_k]] = self.env.now
+        del self.tracked[int(job[self.IDX])]
+        self._after(job, self.poll_k)
 
-    def _poller(self) -> Generator[simpy.Event, Any, None]:
-        su = self.m.status_update
-        env = self.env
+    def _poller(self, st: Step) -> Generator[simpy.Event, Any, None]:
+        su = st.poll
+        assert su is not None  # a poll step has one (the model's validator)
+        env, k, step = self.env, self.poll_k, self.STEP
         while True:
             if su.policy == "sequential":
                 for job in list(self.tracked.values()):
                     yield env.timeout(su.per_job_cost_s)
                     self.events += 1
-                    if not math.isnan(job[BRD]) and int(job[IDX]) in self.tracked:
+                    if job[step] == k and int(job[self.IDX]) in self.tracked:
                         self._seen(job)
                 self.finished.clear()  # the pass itself finds ended jobs
                 yield env.timeout(su.interval_s)
@@ -240,7 +367,7 @@ class ChainSim:
 
     # -- output -----------------------------------------------------------------------
     def _emit(self, job: list[float]) -> None:
-        self.rows.append(job)
+        self.rows.append(job[: self.lay.width - 1])
         if len(self.rows) >= CHUNK:
             self._flush()
 
@@ -251,8 +378,9 @@ class ChainSim:
 
 
 def simulate(model: ChainModel, offer: Offer, seed: int) -> tuple[F64, SimStats]:
-    """One trial's rows (columns ``COLUMNS`` plus the job index), sorted by job."""
+    """One trial's rows (``layout(model).columns`` plus the job index), sorted by job."""
     parts: list[F64] = []
     stats = ChainSim(model, offer, seed, parts.append).run()
-    rows = np.concatenate(parts) if parts else np.empty((0, 12))
-    return rows[np.argsort(rows[:, IDX])], stats
+    width = layout(model).width - 1
+    rows = np.concatenate(parts) if parts else np.empty((0, width))
+    return rows[np.argsort(rows[:, width - 1])], stats

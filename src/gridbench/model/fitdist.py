@@ -88,10 +88,15 @@ def sampler(d: Duration, rng: np.random.Generator) -> Draw:
 
 
 def perturbed(d: Duration, rng: np.random.Generator) -> Duration:
-    """``d`` with its mean drawn from its sampling distribution (the fit's uncertainty):
-    the standard error of a mean of ``n`` samples is ``mean·cv/√n``."""
+    """``d`` with its mean and cv drawn from their sampling distributions (the fit's
+    uncertainty): the standard error of a mean of ``n`` samples is ``mean·cv/√n``, that of
+    a cv about ``cv·√((1 + 2·cv²) / 2n)``. An exponential keeps cv 1 (its shape)."""
     n = d.fit.n if d.fit is not None else 0
     if n < 2 or d.mean == 0.0:
         return d
     se = d.cv / math.sqrt(n)
-    return d.model_copy(update={"mean": d.mean * float(np.exp(rng.normal(0.0, se)))})
+    update = {"mean": d.mean * float(np.exp(rng.normal(0.0, se)))}
+    if d.dist in ("lognormal", "gamma") and d.cv > 0:
+        rel = math.sqrt((1.0 + 2.0 * d.cv * d.cv) / (2.0 * n))
+        update["cv"] = min(d.cv * float(np.exp(rng.normal(0.0, rel))), 20.0)
+    return d.model_copy(update=update)

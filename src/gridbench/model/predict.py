@@ -2,7 +2,7 @@
 marked predicted, so analysis, reports, compare and the dashboard treat it as a run.
 
 Each point runs ``reps`` repetitions with different seeds; with ``fit_uncertainty`` each
-repetition also draws the fitted means from their sampling distributions (the bootstrap
+repetition also draws the fitted means and cvs from their sampling distributions (the bootstrap
 over the fit), so the spread across trials carries both kinds of uncertainty.
 """
 
@@ -18,25 +18,17 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from gridbench.jobflow.backends.reference_staging import with_staging
+from gridbench.jobflow.events.chain import Stage, StageChain
 from gridbench.jobflow.events.ingest_run import edgi_chain
 from gridbench.jobflow.events.model import EVENT_COLUMNS, FAIL_JOB, FAIL_LOST, FAIL_SUBMIT_REJECTED
-from gridbench.model.engine import (
-    COLUMNS,
-    F64,
-    FAILED,
-    IDX,
-    LOST,
-    OUT,
-    REFUSED,
-    draw_model,
-    simulate,
-)
+from gridbench.model.chain import HIDDEN, steps
+from gridbench.model.engine import F64, FAILED, LOST, REFUSED, Layout, draw_model, layout, simulate
 from gridbench.model.spec import ChainModel
 from gridbench.model.sweep import Point
 from gridbench.store.layout import RunDir, write_json
 
 KIND = "jobflow"  # a prediction is a job-flow run: the same analysis, report and pages
-_CLIENT = {"intended", "submit", "submit_ack", "client_done"}
 _MS, _US = 1_000_000, 1_000
 #: the trials' clock origin: a fixed instant, so a prediction is reproducible byte for byte
 EPOCH_NS = 1_700_000_000_000_000_000
@@ -63,24 +55,44 @@ class Marking:
 
 
 def chain_dict(model: ChainModel) -> dict[str, Any]:
-    """The reference chain T1..T8 as the trial.json of a measured run has it."""
-    server = ("ce_entry", "ce_submit", "bridge_entry", "bridge_submit", "bridge_done", "ce_done")
-    chain = edgi_chain(precision_ns=dict.fromkeys(server, _MS))
-    poll_ns = max(int(model.client.observe.mean * 2e9), _MS)  # a poll of twice the mean wait
-    return chain.polled("client_done", poll_ns).to_dict()
+    """The model's stage chain as the trial.json of a measured run has it: the reference
+    chain T1..T8 for the EDGI form, else the chain's steps (side stamps are not stages)."""
+    chain_steps = steps(model)
+    if model.chain is None:
+        server = ("ce_entry", "ce_submit", "bridge_entry", "bridge_submit", "bridge_done")
+        chain = edgi_chain(precision_ns=dict.fromkeys((*server, "ce_done"), _MS))
+        tiers = model.tiers
+        if tiers is not None and (tiers.stage_in or tiers.stage_out):
+            chain = with_staging(chain)
+    else:
+        stages = [Stage("submit", "client", "client submit call", _US)]
+        for st in chain_steps:
+            if st.kind == "side":
+                continue
+            if st.stage.startswith(HIDDEN):
+                continue
+            if st.start_stage is not None:
+                stages.append(Stage(st.start_stage, st.source, "", st.precision_ns))
+            stages.append(Stage(st.stage, st.source, "", st.precision_ns))
+        chain = StageChain(tuple(stages))
+    for st in chain_steps:
+        if st.polled and st.service is not None:  # a poll of twice the mean wait
+            chain = chain.polled(st.stage, max(int(st.service.mean * 2e9), _MS))
+    return chain.to_dict()
 
 
-def events_frame(rows: F64, trial_id: str, chain: dict[str, Any]) -> pl.DataFrame:
+def events_frame(rows: F64, trial_id: str, chain: dict[str, Any], lay: Layout) -> pl.DataFrame:
     """The simulated rows as an event log (columnar: one frame per stage)."""
     prec = {s["name"]: int(s["precision_ns"]) for s in chain["stages"]}
-    numbers = pl.Series(rows[:, IDX].astype(np.int64)).cast(pl.String).str.zfill(6)
+    sources = {s["name"]: str(s["source"]) for s in chain["stages"]}
+    numbers = pl.Series(rows[:, lay.idx].astype(np.int64)).cast(pl.String).str.zfill(6)
     ids = (f"{trial_id}-" + numbers).to_numpy()
     frames: list[pl.DataFrame] = []
 
     def add(stage: str, t: F64, mask: np.ndarray[Any, Any], attrs: str = "") -> None:
         if not mask.any():
             return
-        src = "client" if stage in _CLIENT or stage == "failed" else stage.rsplit("_", 1)[0]
+        src = sources.get(stage, "client")
         frames.append(
             pl.DataFrame(
                 {
@@ -97,10 +109,11 @@ def events_frame(rows: F64, trial_id: str, chain: dict[str, Any]) -> pl.DataFram
             )
         )
 
-    for k, stage in enumerate(COLUMNS[:-1]):
-        add(stage, rows[:, k], np.isfinite(rows[:, k]))
-    out = rows[:, OUT]
-    last = np.nanmax(rows[:, : len(COLUMNS) - 1], axis=1)
+    for k, stage in enumerate(lay.columns[:-1]):
+        if not stage.startswith(HIDDEN):
+            add(stage, rows[:, k], np.isfinite(rows[:, k]))
+    out = rows[:, lay.out]
+    last = np.nanmax(rows[:, : lay.out], axis=1)
     for code, kind in ((REFUSED, FAIL_SUBMIT_REJECTED), (FAILED, FAIL_JOB), (LOST, FAIL_LOST)):
         add("failed", last, out == code, json.dumps({"kind": kind}))
     if not frames:
@@ -116,8 +129,9 @@ def _trial(run: RunDir, point: Point, pi: int, ti: int, seed: int, rep: Repeat) 
     d = run.trial_dir(tid)
     d.mkdir(parents=True, exist_ok=True)
     chain = chain_dict(point.model)
-    events_frame(rows, tid, chain).write_csv(d / "events.csv")
-    ends = rows[:, : len(COLUMNS) - 1]
+    lay = layout(point.model)
+    events_frame(rows, tid, chain, lay).write_csv(d / "events.csv")
+    ends = rows[:, : lay.out]
     last = float(np.nanmax(ends)) if np.isfinite(ends).any() else point.offer.duration_s
     info = {
         "trial_id": tid,
