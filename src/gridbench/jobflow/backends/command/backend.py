@@ -100,11 +100,12 @@ class CommandBackend:
 
     async def open(self) -> None:
         """Prepare the directories, check the client programs exist, run ``init`` once."""
+        calls = self._calls
         workdir = self.cfg.workdir or os.getcwd()
         if not Path(workdir).is_dir():
             raise BackendError(
                 f"workdir {workdir!r} is not a directory",
-                where=self._calls.where(),
+                where=calls.where(),
                 fix="set backend.options.workdir to an existing directory",
             )
         if self.cfg.rdir:
@@ -114,12 +115,11 @@ class CommandBackend:
             except OSError as exc:
                 raise BackendError(
                     f"cannot create rdir {rdir!r}: {exc.strerror or exc}",
-                    where=self._calls.where(),
+                    where=calls.where(),
                     fix="set backend.options.rdir to a writable directory",
                 ) from None
         else:
             rdir = self._own_rdir = tempfile.mkdtemp(prefix="gridbench-command-")
-        calls = self._calls
         calls.values = {
             "python": sys.executable,
             "workdir": workdir,
@@ -137,7 +137,7 @@ class CommandBackend:
             if res.exit_code not in init.ok_codes:
                 raise BackendError(
                     f"init ({res.argv[0]}) exited with {res.exit_code}: {failure_reason(res)}",
-                    where=self._calls.where("init"),
+                    where=calls.where("init"),
                     fix=f"run it by hand to see why: {shlex.join(res.argv)} (gridbench "
                     "never types passwords: create the credential beforehand)",
                 )
@@ -194,8 +194,7 @@ class CommandBackend:
         return bid
 
     def staged_fields(self) -> frozenset[str]:
-        """Inputs with an ``upload`` template, outputs with a ``download`` one, and any
-        field whose placeholder (``{output_size}`` ...) a template uses."""
+        """The spec's staging fields this configuration honours (:func:`.staging.staged_fields`)."""
         return staged_fields(self.cfg.ops)
 
     def job_size_problem(self, tasks: int | None, nodes: int | None) -> str | None:

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Coroutine, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from gridbench.jobflow.backends.command.output import exit_reason
-from gridbench.jobflow.backends.command.process import CallResult, ClientStartError, ClientTimeout
+from gridbench.jobflow.backends.command.process import ClientStartError, ClientTimeout, PendingCall
 from gridbench.jobflow.backends.command.transfer import (
     STAGE_DOWNLOAD_START,
     STAGE_DOWNLOADED,
@@ -49,24 +48,12 @@ class Downloads:
         self._seen.update(fresh)
         return fresh
 
-    def start(
-        self,
-        bid: str,
-        root: Path,
-        call: Coroutine[Any, Any, CallResult],
-        ok_codes: frozenset[int],
-    ) -> None:
+    def start(self, bid: str, root: Path, call: PendingCall, ok_codes: frozenset[int]) -> None:
         task = asyncio.create_task(self._one(bid, root, call, ok_codes))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _one(
-        self,
-        bid: str,
-        root: Path,
-        call: Coroutine[Any, Any, CallResult],
-        ok_codes: frozenset[int],
-    ) -> None:
+    async def _one(self, bid: str, root: Path, call: PendingCall, ok_codes: frozenset[int]) -> None:
         async with self._sem:
             t0 = time.time_ns()  # the wall clock, as the tracker's client stamps
             error = ""

@@ -5,7 +5,7 @@ before each submit call (:mod:`.upload`) and the ``download`` of each job first 
 
 from __future__ import annotations
 
-from collections.abc import Coroutine, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,7 @@ from gridbench.jobflow.backends.command import upload
 from gridbench.jobflow.backends.command.calls import TemplateCalls
 from gridbench.jobflow.backends.command.download import Downloads
 from gridbench.jobflow.backends.command.options import OpConfig
-from gridbench.jobflow.backends.command.process import CallResult
+from gridbench.jobflow.backends.command.process import PendingCall
 from gridbench.jobflow.backends.command.transfer import (
     STAGE_UPLOAD_START,
     STAGE_UPLOADED,
@@ -64,7 +64,7 @@ class Transfers:
             return None
         calls = self.calls
 
-        def call(root: Path) -> Coroutine[Any, Any, CallResult]:
+        def call(root: Path) -> PendingCall:
             argv = calls.argv(op, {**extra, "upload_dir": str(root)})
             return calls.run(op, argv, calls.stdin(op, extra))
 

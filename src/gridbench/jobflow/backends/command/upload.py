@@ -14,13 +14,13 @@ from __future__ import annotations
 import asyncio
 import shutil
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from gridbench.jobflow.backends.base import Staging, SubmitError
 from gridbench.jobflow.backends.command.output import exit_reason
-from gridbench.jobflow.backends.command.process import CallResult, ClientStartError, ClientTimeout
+from gridbench.jobflow.backends.command.process import ClientStartError, ClientTimeout, PendingCall
 from gridbench.jobflow.backends.command.template import TemplateError
 from gridbench.jobflow.backends.command.transfer import transfer_attrs
 from gridbench.jobflow.events.model import (
@@ -67,7 +67,7 @@ async def timed_upload(
     root: Path,
     name: str,
     sizes: list[int],
-    call: Callable[[Path], Coroutine[Any, Any, CallResult]],
+    call: Callable[[Path], PendingCall],
     ok_codes: frozenset[int],
 ) -> tuple[int, int, dict[str, Any]]:
     """Write the input under ``root``, run the upload ``call`` on it, timed, and remove the
