@@ -1,9 +1,10 @@
-"""Options of the command backend: validation, preset merging and compilation.
+"""Options of the command backend: preset merging and compilation.
 
-``backend.options`` (after merging the preset, if any) is validated with pydantic, then
-compiled into :class:`CommandConfig`: parsed argv templates with their placeholders checked
-per operation, compiled regular expressions and the native -> gridbench state map. Every
-problem is a :class:`SpecError` naming the option and the fix.
+``backend.options`` (after merging the preset, if any) is validated with the pydantic
+models of :mod:`.option_models`, then compiled into :class:`CommandConfig`: parsed argv
+templates with their placeholders checked per operation, compiled regular expressions, the
+native -> gridbench state map and the server stamp plan (:func:`.serverside.compile_stamps`).
+Every problem is a :class:`SpecError` naming the option and the fix.
 """
 
 from __future__ import annotations
@@ -11,13 +12,18 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from typing import Any
 
 from gridbench.errors import SpecError
 from gridbench.jobflow.backends.base import JobState
 from gridbench.jobflow.backends.command import presets as command_presets
+from gridbench.jobflow.backends.command.option_models import (
+    CommandOptions,
+    OpOptions,
+    OutputOptions,
+    StatusOptions,
+)
+from gridbench.jobflow.backends.command.serverside import compile_stamps
 from gridbench.jobflow.backends.command.template import (
     LIST_PLACEHOLDERS,
     ArgvTemplate,
@@ -25,9 +31,8 @@ from gridbench.jobflow.backends.command.template import (
     TextTemplate,
 )
 from gridbench.jobflow.backends.options import parse_options
-from gridbench.jobflow.events.stamps.declare import FilesSource, StampPlan, parse_plan
+from gridbench.jobflow.events.stamps.declare import StampPlan
 
-StateName = Literal["queued", "running", "done", "failed", "cancelled", "unknown"]
 OPS = (
     "init",
     "upload",
@@ -42,10 +47,6 @@ OPS = (
 _DICT_KEYS = ("vars", "env", "states", "operations")
 #: a named operation's name (``operations:``): the probe spells it ``op:<name>``
 OPERATION_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
-STRING_TEMPLATE_FIX = (
-    "a template is an argv list, not a string (gridbench never runs a shell): write it as a "
-    "YAML list with one item per argument, e.g. [sbatch, --parsable, '{command_line}']"
-)
 
 # Placeholders every template may use, and the extra ones of each operation.
 COMMON = frozenset({"python", "workdir", "rdir"})
@@ -73,155 +74,6 @@ SUBMIT_NAMES = frozenset(
     }
 )
 JOB_NAMES = frozenset({"id", "name"})
-
-
-def _argv_items(v: Any) -> Any:
-    if isinstance(v, str):
-        raise ValueError(STRING_TEMPLATE_FIX)
-    if isinstance(v, list):
-        return [str(x) if isinstance(x, int | float) and not isinstance(x, bool) else x for x in v]
-    return v
-
-
-def _regex(cls: type[BaseModel], v: str | None) -> str | None:
-    if v is not None:
-        try:
-            re.compile(v)
-        except re.error as exc:
-            raise ValueError(f"{v!r} is not a valid regular expression: {exc}") from None
-    return v
-
-
-class OpOptions(BaseModel):
-    """One operation's template: ``argv`` plus how to run and read it."""
-
-    model_config = ConfigDict(extra="forbid")
-    argv: list[str]
-    stdin: str | None = Field(default=None, description="text fed to the client's stdin")
-    timeout_s: float | None = Field(default=None, gt=0)
-    ok_codes: list[int] = Field(default_factory=lambda: [0])
-    stream: Literal["stdout", "stderr", "both"] = "stdout"
-
-    @model_validator(mode="before")
-    @classmethod
-    def _shorthand(cls, v: Any) -> Any:
-        if isinstance(v, str):
-            raise ValueError(STRING_TEMPLATE_FIX)
-        if isinstance(v, list):
-            return {"argv": v}
-        return v
-
-    @field_validator("argv", mode="before")
-    @classmethod
-    def _argv(cls, v: Any) -> Any:
-        return _argv_items(v)
-
-
-class SubmitOptions(OpOptions):
-    pattern: str = Field(description="regex picking the job id (group 'id', else group 1)")
-    check_regex = field_validator("pattern")(_regex)
-
-
-class StatusOptions(OpOptions):
-    pattern: str = Field(description="regex with groups id and state (state alone per job)")
-    scope: Literal["line", "output"] = "line"
-    ignore: str | None = None
-    unknown_pattern: str | None = None
-    id_key: str | None = None
-    ids_join: str | None = None
-    chunk: int = Field(default=500, ge=1)
-    parallel: int = Field(default=8, ge=1)
-    missing: StateName | None = None
-    check_regex = field_validator("pattern", "ignore", "unknown_pattern", "id_key")(_regex)
-
-
-class FinishedOptions(OpOptions):
-    pattern: str = Field(description="regex with group state and/or exit_code")
-    parallel: int = Field(default=8, ge=1)
-    check_regex = field_validator("pattern")(_regex)
-
-
-class CancelOptions(OpOptions):
-    ids_join: str | None = None
-    chunk: int = Field(default=500, ge=1)
-    parallel: int = Field(default=8, ge=1)
-
-
-class OutputOptions(OpOptions):
-    argv: list[str] | None = None  # type: ignore[assignment]
-    read: str | None = Field(default=None, description="file to return (a path template)")
-
-    @model_validator(mode="after")
-    def _something(self) -> OutputOptions:
-        if self.argv is None and self.read is None:
-            raise ValueError("give argv (a command printing the output), read (a file), or both")
-        return self
-
-
-class QueueOptions(OpOptions):
-    pattern: str | None = Field(default=None, description="count lines matching; default all")
-    check_regex = field_validator("pattern")(_regex)
-
-
-class CommandOptions(BaseModel):
-    """``backend.options`` of the command backend (docs/backends.md)."""
-
-    model_config = ConfigDict(extra="forbid")
-    preset: str | None = None
-    vars: dict[str, str | list[str] | None] = Field(default_factory=dict)
-    env: dict[str, str] = Field(default_factory=dict)
-    workdir: str | None = None
-    rdir: str | None = None
-    timeout_s: float = Field(default=120.0, gt=0)
-    max_processes: int = Field(default=64, ge=1, le=4096)
-    check_executables: bool = True
-    init: OpOptions | None = None
-    submit: SubmitOptions
-    status: StatusOptions
-    finished: FinishedOptions | None = None
-    cancel: CancelOptions | None = None
-    output: OutputOptions | None = None
-    queue: QueueOptions | None = None
-    upload: OpOptions | None = Field(
-        default=None,
-        description="copy a job's input from {upload_dir} to where the job reads it, before "
-        "submit (timed stage)",
-    )
-    download: OpOptions | None = Field(
-        default=None,
-        description="fetch a finished job's output files into {download_dir} (timed stage)",
-    )
-    stamps: dict[str, Any] | None = Field(
-        default=None, description="server stamp sources (docs/backends.md, Server stamps)"
-    )
-    states: dict[str, StateName] = Field(default_factory=dict)
-    operations: dict[str, OpOptions] = Field(
-        default_factory=dict, description="named operations the probe model can time"
-    )
-
-    @field_validator("vars", mode="before")
-    @classmethod
-    def _vars(cls, v: Any) -> Any:
-        if not isinstance(v, dict):
-            return v
-        out: dict[Any, Any] = {}
-        for k, x in v.items():
-            if isinstance(x, bool):
-                out[k] = str(x).lower()
-            elif isinstance(x, int | float):
-                out[k] = str(x)
-            elif isinstance(x, list):
-                out[k] = _argv_items(x)
-            else:
-                out[k] = x
-        return out
-
-    @field_validator("states", mode="before")
-    @classmethod
-    def _state_keys(cls, v: Any) -> Any:
-        if isinstance(v, dict):
-            return {str(k) if isinstance(k, int) else k: x for k, x in v.items()}
-        return v
 
 
 @dataclass(frozen=True, slots=True)
@@ -448,7 +300,7 @@ def compile_options(options: Mapping[str, Any]) -> CommandConfig:
             ops[name] = _compile_op(name, o, scopes[name] | user, list_names, opts.timeout_s)
     _check_ops(ops)
     named = _compile_named(opts, set(COMMON) | user, list_names)
-    plan, locations = _compile_stamps(opts, values)
+    plan, locations = compile_stamps(opts.stamps, values)
     return CommandConfig(
         ops=ops,
         values=values,
@@ -465,24 +317,6 @@ def compile_options(options: Mapping[str, Any]) -> CommandConfig:
         stamps=plan,
         stamp_locations=locations,
     )
-
-
-def _compile_stamps(
-    opts: CommandOptions, values: dict[str, str]
-) -> tuple[StampPlan | None, tuple[str, ...]]:
-    """The ``stamps:`` block checked, and each source's path with the variables filled in."""
-    if opts.stamps is None:
-        return None, ()
-    plan = parse_plan(opts.stamps, "backend.options.stamps")
-    out = []
-    for i, src in enumerate(plan.sources):
-        raw = src.glob if isinstance(src, FilesSource) else src.path
-        try:
-            out.append(TextTemplate.parse(raw, set(values)).render(values))
-        except TemplateError as exc:
-            fix = "a stamp path may use the variables under vars: only"
-            raise _fail(f"stamps.sources.{i}", str(exc), fix) from None
-    return plan, tuple(out)
 
 
 def _compile_named(opts: CommandOptions, allowed: set[str], lists: set[str]) -> dict[str, OpConfig]:

@@ -31,3 +31,8 @@ def says_unknown(op: OpConfig, res: CallResult) -> bool:
 def failure_reason(res: CallResult) -> str:
     """The start of what a failed call printed: stderr, else stdout."""
     return snippet(decode(res.stderr) or decode(res.stdout))
+
+
+def exit_reason(res: CallResult) -> str:
+    """``<program> exited with <code>: <what it printed>``, for a call outside ok_codes."""
+    return f"{res.argv[0]} exited with {res.exit_code}: {failure_reason(res)}"

@@ -20,7 +20,7 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +42,10 @@ class CallResult:
     stderr: bytes
     wall_s: float
     cpu_s: float
+
+
+#: a client call started but not awaited yet (the timed transfers await it themselves)
+PendingCall = Coroutine[Any, Any, CallResult]
 
 
 class ClientStartError(Exception):

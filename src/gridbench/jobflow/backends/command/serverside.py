@@ -1,36 +1,30 @@
-"""The command backend's timed extras: server stamps from declared sources
-(:mod:`gridbench.jobflow.events.stamps`) and the output download as a stage (the input
-upload's is :mod:`gridbench.jobflow.backends.command.upload`).
-
-A job the status call first sees ``done`` is downloaded (the ``download`` template, into a
-directory of its own) before that status call returns, so the tracker's final sweep
-always finds its stamps: ``download_start`` and ``downloaded`` (client, 1 µs), the latter
-with the bytes and files that landed and the rate.
+"""The command backend's server side: the stamps read from declared sources
+(:mod:`gridbench.jobflow.events.stamps`, ``backend.options.stamps``) and the stage chain
+that places them among the client's stages (submit, the timed transfers of
+:mod:`.transfer`, client_done).
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
-import re
 import time
-from collections.abc import Coroutine, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gridbench.jobflow.backends.command.parse import snippet
-from gridbench.jobflow.backends.command.process import CallResult, ClientStartError, ClientTimeout
+from gridbench.errors import SpecError
+from gridbench.jobflow.backends.command.template import TemplateError, TextTemplate
+from gridbench.jobflow.backends.command.transfer import (
+    STAGE_DOWNLOAD_START,
+    STAGE_DOWNLOADED,
+    STAGE_UPLOAD_START,
+    STAGE_UPLOADED,
+)
 from gridbench.jobflow.events.chain import Stage, StageChain
-from gridbench.jobflow.events.model import Event, Precision
+from gridbench.jobflow.events.model import Event
 from gridbench.jobflow.events.stamps.collector import StampCollector
-from gridbench.jobflow.events.stamps.declare import StampPlan
+from gridbench.jobflow.events.stamps.declare import FilesSource, StampPlan, parse_plan
 
-STAGE_DOWNLOAD_START = "download_start"
-STAGE_DOWNLOADED = "downloaded"
-STAGE_UPLOAD_START = "upload_start"
-STAGE_UPLOADED = "uploaded"
 SETTLE_POLL_S = 0.5
-_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
 
 #: the client's stages a declaration's ``order`` may name to place server stages among them
@@ -73,114 +67,25 @@ def chain(plan: StampPlan | None, download: bool, upload: bool = False) -> Stage
     return StageChain(tuple(stages))
 
 
-def tree_size(root: Path) -> tuple[int, int]:
-    """(bytes, files) of the regular files under ``root`` (no link followed)."""
-    total = files = 0
-    for dirpath, _dirs, names in os.walk(root):
-        for n in names:
-            try:
-                st = os.lstat(os.path.join(dirpath, n))
-            except OSError:
-                continue
-            if not os.path.islink(os.path.join(dirpath, n)):
-                total += st.st_size
-                files += 1
-    return total, files
-
-
-def download_dir(rdir: str, name: str, backend_id: str) -> Path:
-    """A fresh directory for one job's output (named after gridbench's job name)."""
-    return Path(rdir) / "download" / _UNSAFE.sub("_", name or backend_id)[:120]
-
-
-def transfer_attrs(t0_ns: int, t1_ns: int, root: Path, error: str) -> dict[str, Any]:
-    """What one timed transfer moved: the bytes and files under ``root``, bytes ÷ its
-    time, and the error that cut it short (if any)."""
-    size, files = tree_size(root)
-    dur_s = max(t1_ns - t0_ns, 1) / 1e9
-    attrs: dict[str, Any] = {"bytes": size, "files": files, "rate_bps": size / dur_s}
-    if error:
-        attrs["error"] = error
-    return attrs
-
-
-def transfer_events(
-    bid: str, stages: tuple[str, str], t0_ns: int, t1_ns: int, attrs: dict[str, Any]
-) -> list[Event]:
-    """The two client stamps (1 µs) of one transfer; the end carries its ``attrs``."""
-    start, end = stages
-    return [
-        Event(bid, start, t0_ns, precision_ns=Precision.US),
-        Event(bid, end, t1_ns, precision_ns=Precision.US, attrs=attrs),
-    ]
-
-
-def download_events(bid: str, t0_ns: int, t1_ns: int, root: Path, error: str) -> list[Event]:
-    """The two stamps of one download; the end carries size, file count and rate."""
-    attrs = transfer_attrs(t0_ns, t1_ns, root, error)
-    return transfer_events(bid, (STAGE_DOWNLOAD_START, STAGE_DOWNLOADED), t0_ns, t1_ns, attrs)
-
-
-class Downloads:
-    """The timed downloads of one backend: each job once, as a task started after the
-    status call that saw it done returns; :meth:`take` waits for them and hands their
-    stamps over."""
-
-    def __init__(self, parallel: int = 8) -> None:
-        self._seen: set[str] = set()
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._events: list[Event] = []
-        self._sem = asyncio.Semaphore(parallel)
-
-    def new(self, done: Sequence[str]) -> list[str]:
-        """The ids of ``done`` not downloaded yet (now marked)."""
-        fresh = [i for i in done if i not in self._seen]
-        self._seen.update(fresh)
-        return fresh
-
-    def start(
-        self,
-        bid: str,
-        root: Path,
-        call: Coroutine[Any, Any, CallResult],
-        ok_codes: frozenset[int],
-    ) -> None:
-        task = asyncio.create_task(self._one(bid, root, call, ok_codes))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _one(
-        self,
-        bid: str,
-        root: Path,
-        call: Coroutine[Any, Any, CallResult],
-        ok_codes: frozenset[int],
-    ) -> None:
-        async with self._sem:
-            t0 = time.time_ns()  # the wall clock, as the tracker's client stamps
-            error = ""
-            try:
-                root.mkdir(parents=True, exist_ok=True)
-                res = await call
-                if res.exit_code not in ok_codes:
-                    why = res.stderr.decode(errors="replace") or res.stdout.decode(errors="replace")
-                    error = f"{res.argv[0]} exited with {res.exit_code}: {snippet(why)}"
-            except (ClientStartError, ClientTimeout) as exc:
-                error = str(exc)
-            except OSError as exc:
-                call.close()
-                error = f"cannot create {root}: {exc.strerror or exc}"
-            t1 = time.time_ns()
-        self._events += download_events(bid, t0, t1, root, error)
-
-    async def wait(self) -> None:
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
-
-    async def take(self) -> list[Event]:
-        await self.wait()
-        out, self._events = self._events, []
-        return out
+def compile_stamps(
+    block: dict[str, Any] | None, values: dict[str, str]
+) -> tuple[StampPlan | None, tuple[str, ...]]:
+    """The ``stamps:`` block checked, and each source's path with the variables filled in."""
+    if block is None:
+        return None, ()
+    plan = parse_plan(block, "backend.options.stamps")
+    out = []
+    for i, src in enumerate(plan.sources):
+        raw = src.glob if isinstance(src, FilesSource) else src.path
+        try:
+            out.append(TextTemplate.parse(raw, set(values)).render(values))
+        except TemplateError as exc:
+            raise SpecError(
+                str(exc),
+                where=f"backend.options.stamps.sources.{i}",
+                fix="a stamp path may use the variables under vars: only",
+            ) from None
+    return plan, tuple(out)
 
 
 class ServerStamps:

@@ -12,32 +12,25 @@ its own, so the job can check the input it reads is its own.
 from __future__ import annotations
 
 import asyncio
-import re
 import shutil
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from gridbench.jobflow.backends.base import Staging, SubmitError
-from gridbench.jobflow.backends.command.output import failure_reason
-from gridbench.jobflow.backends.command.process import CallResult, ClientStartError, ClientTimeout
-from gridbench.jobflow.backends.command.serverside import transfer_attrs
+from gridbench.jobflow.backends.command.output import exit_reason
+from gridbench.jobflow.backends.command.process import ClientStartError, ClientTimeout, PendingCall
 from gridbench.jobflow.backends.command.template import TemplateError
+from gridbench.jobflow.backends.command.transfer import transfer_attrs
 from gridbench.jobflow.events.model import (
     FAIL_SUBMIT_ERROR,
     FAIL_SUBMIT_REJECTED,
     FAIL_SUBMIT_TIMEOUT,
 )
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 _CHUNK = 1 << 20
 _FILL = b"x" * _CHUNK
-
-
-def upload_dir(rdir: str, name: str) -> Path:
-    """A fresh directory for one job's input (named after gridbench's job name)."""
-    return Path(rdir) / "upload" / _UNSAFE.sub("_", name)[:120]
 
 
 def input_layout(staging: Staging | None) -> list[int]:
@@ -74,7 +67,7 @@ async def timed_upload(
     root: Path,
     name: str,
     sizes: list[int],
-    call: Callable[[Path], Coroutine[Any, Any, CallResult]],
+    call: Callable[[Path], PendingCall],
     ok_codes: frozenset[int],
 ) -> tuple[int, int, dict[str, Any]]:
     """Write the input under ``root``, run the upload ``call`` on it, timed, and remove the
@@ -97,11 +90,7 @@ async def timed_upload(
             raise SubmitError(FAIL_SUBMIT_TIMEOUT, f"upload template: {exc}") from None
         t1 = time.time_ns()
         if res.exit_code not in ok_codes:
-            raise SubmitError(
-                FAIL_SUBMIT_REJECTED,
-                f"upload template: {res.argv[0]} exited with {res.exit_code}: "
-                f"{failure_reason(res)}",
-            )
+            raise SubmitError(FAIL_SUBMIT_REJECTED, f"upload template: {exit_reason(res)}")
         return t0, t1, transfer_attrs(t0, t1, root, "")
     finally:
         shutil.rmtree(root, ignore_errors=True)
