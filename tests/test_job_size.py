@@ -141,8 +141,15 @@ def test_a_status_job_that_cannot_start_ends_the_trial_with_the_fix(
         .replace("count: 3", "count: 1, start_timeout: 2s")
     )
     blocker = slurm4.run(
-        "sbatch", "--parsable", "--exclusive", "-N", "1", "--wrap", "sleep 60"
-    ).strip()
+        "sbatch",
+        "--parsable",
+        "--exclusive",
+        "-N",
+        "1",
+        "--output=/dev/null",
+        "--wrap",
+        "sleep 60",
+    ).strip()  # --output: not a slurm-N.out in the directory the suite runs from
     try:
         out = run_with(spec, tmp_path, _backend(slurm4))
     finally:
