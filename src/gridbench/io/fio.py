@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gridbench.errors import BackendError, GridbenchError
+from gridbench.store.spawned import die_by_sigterm_with_parent
 
 #: Latency percentiles fio computes (total latency, submission to completion).
 PERCENTILE_LIST = "50:90:99:99.9"
@@ -91,6 +92,9 @@ def run_fio(argv: list[str], *, timeout: float | None = None) -> str:
             stderr=subprocess.PIPE,
             text=True,
             errors="replace",
+            # fio stops (and ends its job processes) when the controller is killed with -9:
+            # it kept writing to the target until done (found by the fault matrix)
+            preexec_fn=die_by_sigterm_with_parent,
         )
     except FileNotFoundError:
         raise BackendError(
