@@ -154,8 +154,8 @@ KINDS = [
         JOBFLOW_AGENTS.format(name="agent", duration="4s"),
         ("run",),
         _is_agent("agent-1"),
-        "agents/*/worker.log",
-        2.0,
+        "agents/agent-1/*events*",
+        1.0,
         ends_within=90,
     ),
     Kind(

@@ -199,10 +199,13 @@ class ReferenceBackend:
             cfg = tmp / "grid.json"  # JSON is valid YAML
             cfg.write_text(json.dumps(overrides), encoding="utf-8")
             argv += ["--config", str(cfg)]
-        # the grid's reports in this folder too: a grid killed with -9 leaves no folder of
-        # its own behind (the fault matrix found one)
-        reports = self.options.reports_dir or str(tmp / "reports")
-        argv += ["--reports-dir", reports]
+        configured = self.options.grid.get("reports")
+        if self.options.reports_dir:
+            argv += ["--reports-dir", self.options.reports_dir]
+        elif not (isinstance(configured, dict) and configured.get("dir")):
+            # the grid's reports in this folder too: a grid killed with -9 leaves no
+            # folder of its own behind (the fault matrix found one)
+            argv += ["--reports-dir", str(tmp / "reports")]
         # stderr goes to a file: an undrained pipe could fill up and block the grid
         errlog = tmp / "grid.stderr"
         with open(errlog, "wb") as errfile:
