@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gridbench.errors import BackendError, GridbenchError
-from gridbench.store.spawned import die_by_sigterm_with_parent
 
 #: Latency percentiles fio computes (total latency, submission to completion).
 PERCENTILE_LIST = "50:90:99:99.9"
@@ -87,14 +86,11 @@ def run_fio(argv: list[str], *, timeout: float | None = None) -> str:
     cmd = shlex.join(argv)
     try:
         proc = subprocess.Popen(
-            argv,
+            _tied(argv),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
             errors="replace",
-            # fio stops (and ends its job processes) when the controller is killed with -9:
-            # it kept writing to the target until done (found by the fault matrix)
-            preexec_fn=die_by_sigterm_with_parent,
         )
     except FileNotFoundError:
         raise BackendError(
@@ -120,6 +116,15 @@ def run_fio(argv: list[str], *, timeout: float | None = None) -> str:
             fix=_fix_for(said),
         )
     return err
+
+
+def _tied(argv: list[str]) -> list[str]:
+    """``argv`` run so that fio gets SIGTERM (and ends its job processes) when the thread
+    that started it dies, even by kill -9: without it fio kept writing to the target until
+    done (found by the fault matrix). util-linux's setpriv sets PR_SET_PDEATHSIG and execs
+    fio; a preexec_fn would run Python between fork and exec, where a Ctrl-C breaks it."""
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "TERM", *argv] if setpriv else argv
 
 
 def _stop(proc: subprocess.Popen[str]) -> None:

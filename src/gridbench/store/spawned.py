@@ -11,20 +11,14 @@ time matches *and* its environment names this run folder, which only its parent 
 
 from __future__ import annotations
 
-import ctypes
-import functools
 import math
 import os
 import shutil
-import signal
 import stat
 import tempfile
 from pathlib import Path
 
 import psutil
-
-#: <linux/prctl.h>
-_PR_SET_PDEATHSIG = 1
 
 #: The variable that names, in every child's environment, the run folder it works for.
 RUN_ENV = "GRIDBENCH_RUN"
@@ -138,25 +132,3 @@ def sweep_orphaned(prefix: str, tmp: Path | None = None) -> list[Path]:
         shutil.rmtree(d, ignore_errors=True)
         removed.append(d)
     return removed
-
-
-@functools.cache
-def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(None, use_errno=True)
-
-
-def die_with_parent(sig: signal.Signals = signal.SIGKILL) -> None:
-    """Popen's ``preexec_fn``: the kernel sends ``sig`` to the child when the thread that
-    started it dies, even by SIGKILL, so a helper never outlives a killed controller.
-    Only with no other thread forking meanwhile (preexec_fn's own caveat)."""
-    if _libc().prctl(_PR_SET_PDEATHSIG, int(sig)) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
-
-
-def die_by_sigterm_with_parent() -> None:
-    """:func:`die_with_parent` with SIGTERM: a program (fio) that must stop its own
-    children on the way out."""
-    die_with_parent(signal.SIGTERM)
-
-
-_libc()  # loaded here, not between fork and exec (a dlopen there can deadlock)

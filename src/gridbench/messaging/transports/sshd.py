@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import getpass
 import shutil
 import signal
@@ -31,7 +32,6 @@ from types import FrameType
 
 from gridbench.errors import BackendError
 from gridbench.messaging.transports.peer_process import PeerProcess, Spawn, start_peer
-from gridbench.store.spawned import die_with_parent
 
 _PORT_TRIES = 5  # another process may take the free port between our look and sshd's bind
 
@@ -137,6 +137,17 @@ def _accepts(host: str, port: int) -> bool:
     return False
 
 
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: the kernel kills sshd when this wrapper dies, even by
+    SIGKILL (a root sshd with key login must never outlive the run that started it)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+
+
 def _start(keys: Path, host: str, deadline: float) -> tuple[subprocess.Popen[bytes], int]:
     sshd = sshd_path() or "sshd"
     Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege-separation directory
@@ -148,9 +159,7 @@ def _start(keys: Path, host: str, deadline: float) -> tuple[subprocess.Popen[byt
             [sshd, "-D", "-e", "-f", str(cfg)],
             stdin=subprocess.DEVNULL,
             stdout=sys.stderr,
-            # the kernel kills sshd when this wrapper dies, even by SIGKILL (a root sshd
-            # with key login must never outlive the run); safe: no other thread runs yet
-            preexec_fn=die_with_parent,
+            preexec_fn=_die_with_parent,  # safe: no other thread runs yet
         )
         while proc.poll() is None and time.monotonic() < deadline:
             if _accepts(host, port):
