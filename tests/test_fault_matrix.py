@@ -26,7 +26,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
 import psutil
 import pytest
@@ -34,8 +33,8 @@ import pytest
 from conftest import BIN, cli_env
 from gridbench.states import FINISHED, NEEDS_CLEANUP
 from gridbench.store.spawned import RUN_ENV
+from test_agents import _wait_for
 
-T = TypeVar("T")
 SEED = int(os.environ.get("GRIDBENCH_FAULT_SEED") or time.time_ns() % 1_000_000)
 #: files a run only ever appends to (and io's raw/ files, written once): what was flushed
 #: must stay a prefix
@@ -151,7 +150,7 @@ KINDS = [
     ),
     Kind(
         "reference-grid",
-        JOBFLOW_GRID.format(name="grid", runtime="1s", duration="4s"),
+        JOBFLOW_GRID.format(name="grid", runtime="1s", duration="3s"),
         ("run",),
         _is_module("gridbench.jobflow.reference"),
         "trials/*/events*",
@@ -160,7 +159,7 @@ KINDS = [
     ),
     Kind(
         "agent",
-        JOBFLOW_AGENTS.format(name="agent", duration="4s"),
+        JOBFLOW_AGENTS.format(name="agent", duration="3s"),
         ("run",),
         _is_agent("agent-1"),
         "agents/agent-1/*events*",
@@ -206,16 +205,6 @@ KINDS = [
         ends_within=90,
     ),
 ]
-
-
-def _wait_for(pred: Callable[[], T], timeout: float, what: str) -> T:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def run_processes(run: Path) -> list[psutil.Process]:

@@ -9,6 +9,10 @@ Every file of the run is untrusted input (someone may have planted or edited it)
   ``cancel`` template runs only when it is the one gridbench recorded in experiment.json
   at run time (``backend_runtime.command.templates.cancel``): a spec.yaml edited or planted
   afterwards is "planted", and its commands are not run;
+- an embedded grid that is provably gone took its jobs with it: they are recorded
+  cancelled and nothing is sent to its recorded URL (that port may be anybody's now);
+- the temporary folders of a controller that is gone (agents' TLS key and Dask scratch,
+  the embedded grid's configuration and reports) are removed;
 - ``gridbench cleanup`` shows this plan (``dry_run=True``) and asks before acting.
 """
 
