@@ -62,11 +62,13 @@ class Storage(ModuleFamily):
 
     def cleanup(self, run: RunDir, *, dry_run: bool, force: bool) -> CleanupOutcome:
         """(:class:`~gridbench.family.Cleanable`) continue the bricks a killed run left
-        paused in its resilience phase; report those it left down."""
+        paused in its resilience phase; report those it left down; record a killed run
+        crashed."""
         from gridbench.io.resilience import RECORDS
-        from gridbench.io.resilience_cleanup import cleanup_run
+        from gridbench.io.resilience_cleanup import cleanup_run, killed
 
-        if not (run.path / RECORDS).exists():  # only a resilience phase leaves anything
+        # only a resilience phase, or a kill -9, leaves anything
+        if not (run.path / RECORDS).exists() and not killed(run):
             raise not_applicable(self, "cleanup", "it had no resilience phase: nothing to undo")
         return cleanup_run(run, dry_run=dry_run, force=force)
 

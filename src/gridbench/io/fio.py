@@ -7,12 +7,16 @@ without a shell, and its JSON+ output is saved verbatim before it is parsed.
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 import shutil
 import subprocess
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+import psutil
 
 from gridbench.errors import BackendError, GridbenchError
 
@@ -21,6 +25,7 @@ PERCENTILE_LIST = "50:90:99:99.9"
 
 #: Seconds fio gets to end its jobs after SIGTERM.
 STOP_GRACE_S = 15.0
+ORPHAN_CHECK_S = 0.2  # how often a wait for fio's output checks that fio itself still runs
 
 JobOptions = Mapping[str, str | int | bool]
 
@@ -86,7 +91,8 @@ def run_fio(argv: list[str], *, timeout: float | None = None) -> str:
     cmd = shlex.join(argv)
     try:
         proc = subprocess.Popen(
-            argv,
+            _tied(argv),
+            stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -97,16 +103,16 @@ def run_fio(argv: list[str], *, timeout: float | None = None) -> str:
             "fio binary not found", where=cmd, fix="install fio (apt-get install fio)"
         ) from None
     try:
-        out, err = proc.communicate(timeout=timeout)
+        out, err = _communicate(proc, argv, timeout)
     except subprocess.TimeoutExpired:
-        _stop(proc)
+        _stop(proc, argv)
         raise BackendError(
             f"fio did not finish within {timeout:.0f} s",
             where=cmd,
             fix="use a smaller file_size, or check that the target still responds",
         ) from None
     except BaseException:  # Ctrl-C: fio must not outlive us
-        _stop(proc)
+        _stop(proc, argv)
         raise
     if proc.returncode != 0:
         said = " | ".join((err + out).strip().splitlines()[-4:])
@@ -118,16 +124,58 @@ def run_fio(argv: list[str], *, timeout: float | None = None) -> str:
     return err
 
 
-def _stop(proc: subprocess.Popen[str]) -> None:
+def _communicate(
+    proc: subprocess.Popen[str], argv: list[str], timeout: float | None
+) -> tuple[str, str]:
+    """fio's output once it ends. When fio itself dies (a kill -9) its job processes (each
+    in a session of its own) are left waiting for it for ever, holding the pipes: they are
+    killed, or the run hung until the time-out (found by the fault matrix)."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0:
+            raise subprocess.TimeoutExpired(proc.args, timeout or 0)
+        try:
+            return proc.communicate(timeout=min(ORPHAN_CHECK_S, left or ORPHAN_CHECK_S))
+        except subprocess.TimeoutExpired:
+            if proc.poll() is not None:
+                _kill_orphans(argv)
+
+
+def _kill_orphans(argv: list[str]) -> None:
+    """SIGKILL the job processes a dead fio left: forked, not exec'd, they carry its exact
+    command line, whose ``--output=`` names this run's own raw file."""
+    for p in psutil.process_iter(["cmdline"]):
+        if p.info["cmdline"] == argv:
+            with contextlib.suppress(psutil.Error):
+                p.kill()
+
+
+def _tied(argv: list[str]) -> list[str]:
+    """``argv`` run so that fio gets SIGTERM (and ends its job processes) when the thread
+    that started it dies, even by kill -9: without it fio kept writing to the target until
+    done (found by the fault matrix). util-linux's setpriv sets PR_SET_PDEATHSIG and execs
+    fio; a preexec_fn would run Python between fork and exec, where a Ctrl-C breaks it."""
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "TERM", *argv] if setpriv else argv
+
+
+def _stop(proc: subprocess.Popen[str], argv: list[str]) -> None:
     """Stop fio gracefully: SIGTERM lets it end its forked job processes (a SIGKILL to
-    the main process would orphan them, still doing I/O); SIGKILL only if it hangs."""
+    the main process would orphan them, still doing I/O); SIGKILL, to it and its job
+    processes, only if it hangs or is already gone."""
     if proc.poll() is None:
         proc.terminate()
         try:
             proc.communicate(timeout=STOP_GRACE_S)
+            return
         except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
+            pass
+    with contextlib.suppress(ProcessLookupError):
+        proc.kill()
+    _kill_orphans(argv)  # the job processes fio left
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.communicate(timeout=STOP_GRACE_S)
 
 
 def _fix_for(said: str) -> str:

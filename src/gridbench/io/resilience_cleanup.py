@@ -3,11 +3,14 @@ paused (SIGSTOP) would stay paused forever. The run's ``resilience.jsonl`` names
 pause with the brick's pid and start time; a pause not followed by a resume, restart or
 restore is continued (SIGCONT) if that pid still is the process that was paused. A brick
 killed and not brought back is only reported, with the command that brings it back:
-gridbench never started it. Nothing in the run folder is trusted (pids are checked
+gridbench never started it. A run killed outside that phase is recorded ``crashed``
+(its fio died with it) and the work folders it left are named. Nothing in the run folder
+is trusted (pids are checked
 against their recorded start time; SIGCONT is all that is ever sent)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -16,7 +19,8 @@ from gridbench.errors import GridbenchError
 from gridbench.family import CleanupOutcome
 from gridbench.io.resilience import RECORDS
 from gridbench.io.resilience_model import BRINGS_BACK, TAKES_DOWN
-from gridbench.store.layout import RunDir
+from gridbench.states import CRASHED, CREATED, PREPARING, RUNNING
+from gridbench.store.layout import RunDir, now_iso
 from gridbench.store.records import read_records
 from gridbench.store.spawned import live_runner, recorded_process
 
@@ -59,7 +63,8 @@ def cleanup_run(run: RunDir, *, dry_run: bool, force: bool) -> CleanupOutcome:
         )
     lines: list[str] = []
     errors: list[str] = []
-    for server, f in sorted(left_down(read_records(run.path / RECORDS)).items()):
+    records = read_records(run.path / RECORDS) if (run.path / RECORDS).exists() else []
+    for server, f in sorted(left_down(records).items()):
         t = f.get("t")
         at = f"{t:.1f} s" if isinstance(t, int | float) else "an unrecorded time"
         label = f"{server} ({f.get('address')}), {f.get('action')} at {at}"
@@ -79,8 +84,35 @@ def cleanup_run(run: RunDir, *, dry_run: bool, force: bool) -> CleanupOutcome:
                 lines.append(f"{label}: continued pid {proc.pid}")
             except psutil.Error as exc:
                 errors.append(f"{label}: could not continue pid {proc.pid}: {exc}")
-    if not lines and not errors:
+    if killed(run):
+        lines += _killed_run(run, dry_run=dry_run)
+    elif not lines and not errors:
         lines.append(f"{run.path}: the run left no brick paused or down")
     if dry_run:
         lines.append("dry run: nothing was signalled")
     return CleanupOutcome(tuple(lines), tuple(errors))
+
+
+def killed(run: RunDir) -> bool:
+    """Whether the run is recorded as under way while its runner is gone (kill -9)."""
+    try:
+        status = run.read_experiment().get("status")
+    except (GridbenchError, OSError, ValueError):
+        return False
+    return status in (CREATED, PREPARING, RUNNING) and _runner_alive(run) is None
+
+
+def _killed_run(run: RunDir, *, dry_run: bool) -> list[str]:
+    """Record a killed run as crashed (its fio died with it: PR_SET_PDEATHSIG) and name
+    the work folders it left on its targets. They are named, not removed: a path read
+    from the run folder is never acted on."""
+    lines = []
+    targets = run.read_experiment().get("targets")
+    for t in targets if isinstance(targets, list) else []:
+        work = t.get("workdir") if isinstance(t, dict) else None
+        if isinstance(work, str) and Path(work).is_dir():
+            lines.append(f"its test files remain in {work[:300]}: remove them by hand")
+    if not dry_run:
+        run.update_experiment(status=CRASHED, cleaned=now_iso())
+        lines.append(f"the run was killed: now recorded as {CRASHED}")
+    return lines

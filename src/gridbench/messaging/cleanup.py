@@ -32,7 +32,8 @@ import psutil
 from gridbench.errors import GridbenchError
 from gridbench.family import CleanupOutcome
 from gridbench.messaging.processes import NAME_PATTERN, PROCESSES_FILE, RESOURCES_FILE
-from gridbench.store.layout import RunDir
+from gridbench.states import CRASHED, CREATED, PREPARING, RUNNING
+from gridbench.store.layout import RunDir, now_iso
 from gridbench.store.spawned import live_runner, run_process
 
 #: seconds between SIGTERM and SIGKILL
@@ -220,4 +221,15 @@ def cleanup_run(run: RunDir, *, dry_run: bool, force: bool) -> CleanupOutcome:
         lines.append(f"{run.path}: the run recorded no processes or network resources")
     if dry_run:
         lines.append("dry run: nothing was stopped or removed")
+    elif live is None:
+        _mark_crashed(run, lines)
     return CleanupOutcome(tuple(lines), tuple(errors))
+
+
+def _mark_crashed(run: RunDir, lines: list[str]) -> None:
+    """A run still recorded as under way, whose runner is gone, was killed: say so (it
+    would otherwise stay "running" for ever, as in the fault matrix's kill -9)."""
+    with contextlib.suppress(GridbenchError, OSError, ValueError):
+        if run.read_experiment().get("status") in (CREATED, PREPARING, RUNNING):
+            run.update_experiment(status=CRASHED, cleaned=now_iso())
+            lines.append(f"the run is now recorded as {CRASHED} (its runner is gone)")

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
+import stat
+import tempfile
 from pathlib import Path
 
 import psutil
@@ -103,3 +106,29 @@ def run_process(pid: object, created: object, run_path: Path) -> tuple[psutil.Pr
 
 #: Why a process whose start time matches is still left alone.
 NOT_THIS_RUN = f"not provably this run's (no {RUN_ENV} of this run in its environment)"
+
+
+def owned_temp_dir(prefix: str) -> Path:
+    """A new private temporary folder named ``<prefix><this pid>-<random>``: when this
+    process is killed, :func:`sweep_orphaned` knows the folder as left behind."""
+    return Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-"))  # mode 0700
+
+
+def sweep_orphaned(prefix: str, tmp: Path | None = None) -> list[Path]:
+    """Remove the folders made by :func:`owned_temp_dir` with ``prefix`` whose process is
+    gone (a killed controller's keys or grid configuration); only this user's, never
+    through a link. Returns what was removed."""
+    removed = []
+    for d in Path(tmp or tempfile.gettempdir()).glob(f"{prefix}*-*"):
+        pid = d.name.removeprefix(prefix).split("-", 1)[0]
+        try:
+            st = d.lstat()
+        except OSError:
+            continue
+        if not pid.isdigit() or not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+            continue  # not ours, or a link: never followed
+        if psutil.pid_exists(int(pid)):
+            continue  # its process still runs (or the pid was reused: keep it)
+        shutil.rmtree(d, ignore_errors=True)
+        removed.append(d)
+    return removed

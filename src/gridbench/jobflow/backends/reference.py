@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import shutil
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -49,8 +49,11 @@ from gridbench.jobflow.events.model import (
     Event,
     Precision,
 )
+from gridbench.store.spawned import owned_temp_dir
 
 STARTUP_TIMEOUT_S = 30.0
+#: The start of an embedded grid's temporary folder (its configuration and stderr).
+GRID_TMP_PREFIX = "gridbench-grid-"
 
 
 class ReferenceOptions(BaseModel):
@@ -75,7 +78,7 @@ class ReferenceBackend:
         self.url = (self.options.url or "").rstrip("/")
         self._client: httpx.AsyncClient | None = None
         self._proc: asyncio.subprocess.Process | None = None
-        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self._tmp: Path | None = None
         self._staging: bool | None = None  # known once asked (see _stages_data)
         self._cursor = 0  # of GET /stamps
 
@@ -199,8 +202,8 @@ class ReferenceBackend:
             "--preset",
             self.options.preset,
         ]
-        self._tmp = tempfile.TemporaryDirectory(prefix="gridbench-grid-")
-        tmp = Path(self._tmp.name)
+        # named after this process: 'gridbench cleanup' removes it after a kill -9
+        self._tmp = tmp = owned_temp_dir(GRID_TMP_PREFIX)
         if self.options.grid or self.options.dt_precision:
             overrides = dict(self.options.grid)
             reports = dict(overrides.get("reports", {}))
@@ -209,8 +212,13 @@ class ReferenceBackend:
             cfg = tmp / "grid.json"  # JSON is valid YAML
             cfg.write_text(json.dumps(overrides), encoding="utf-8")
             argv += ["--config", str(cfg)]
+        configured = self.options.grid.get("reports")
         if self.options.reports_dir:
             argv += ["--reports-dir", self.options.reports_dir]
+        elif not (isinstance(configured, dict) and configured.get("dir")):
+            # the grid's reports in this folder too: a grid killed with -9 leaves no
+            # folder of its own behind (the fault matrix found one)
+            argv += ["--reports-dir", str(tmp / "reports")]
         # stderr goes to a file: an undrained pipe could fill up and block the grid
         errlog = tmp / "grid.stderr"
         with open(errlog, "wb") as errfile:
@@ -259,7 +267,7 @@ class ReferenceBackend:
             self._client = None
         await self._stop_embedded()
         if self._tmp is not None:
-            self._tmp.cleanup()
+            shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
 
     async def submit(self, job: JobRequest) -> str:

@@ -9,6 +9,10 @@ Every file of the run is untrusted input (someone may have planted or edited it)
   ``cancel`` template runs only when it is the one gridbench recorded in experiment.json
   at run time (``backend_runtime.command.templates.cancel``): a spec.yaml edited or planted
   afterwards is "planted", and its commands are not run;
+- an embedded grid that is provably gone took its jobs with it: they are recorded
+  cancelled and nothing is sent to its recorded URL (that port may be anybody's now);
+- the temporary folders of a controller that is gone (agents' TLS key and Dask scratch,
+  the embedded grid's configuration and reports) are removed;
 - ``gridbench cleanup`` shows this plan (``dry_run=True``) and asks before acting.
 """
 
@@ -28,12 +32,14 @@ import psutil
 from gridbench.errors import GridbenchError
 from gridbench.jobflow.backends.base import Backend, CancelClient, OrphanStopper
 from gridbench.jobflow.backends.command.backend import CommandBackend
+from gridbench.jobflow.backends.reference import GRID_TMP_PREFIX
 from gridbench.jobflow.backends.registry import create_backend
 from gridbench.jobflow.events.clock import AnchoredClock
 from gridbench.jobflow.events.model import (
     STAGE_CANCELLED,
 )
 from gridbench.jobflow.events.trial_log import open_trial_log, read_trial_log
+from gridbench.jobflow.run.agent_processes import sweep_stale_tls
 from gridbench.jobflow.run.cleanup_reservations import (
     find_reservations,
     outstanding_per_trial,
@@ -43,7 +49,7 @@ from gridbench.jobflow.run.outstanding import outstanding_jobs
 from gridbench.jobflow.spec.load import load_spec
 from gridbench.states import COMPLETE, NEEDS_CLEANUP
 from gridbench.store.layout import RunDir, now_iso, read_json, write_json
-from gridbench.store.spawned import NOT_THIS_RUN, live_runner, run_process
+from gridbench.store.spawned import NOT_THIS_RUN, live_runner, run_process, sweep_orphaned
 
 
 @dataclass
@@ -89,7 +95,10 @@ async def cleanup_run(run: RunDir, *, dry_run: bool = False, force: bool = False
     todo = find_outstanding(run)
     runtime = exp.get("backend_runtime")
     runtime = runtime if isinstance(runtime, dict) else {}
-    if todo:
+    holder = _helper_gone(run, runtime)
+    if todo and holder:
+        _went_with_helper(run, todo, holder, report, dry_run=dry_run)
+    elif todo:
         backend = _cleanup_backend(run, runtime, report)
         if backend is not None:
             await _cancel_all(run, backend, todo, report, dry_run=dry_run)
@@ -101,6 +110,9 @@ async def cleanup_run(run: RunDir, *, dry_run: bool = False, force: bool = False
             run, backend, reservations, report.plan, report.errors, dry_run=dry_run
         )
     report.stopped_processes += _stop_orphans(run, runtime, report.plan, dry_run=dry_run)
+    if not dry_run:  # what a killed controller left in the temporary folder (TLS keys, grid)
+        for d in sweep_stale_tls() + sweep_orphaned(GRID_TMP_PREFIX):
+            report.plan.append(f"removed {d}: its process is gone")
     if not dry_run and exp.get("status") in ("running", "created"):
         run.update_experiment(status="crashed", cleaned=now_iso())
     elif not dry_run and exp.get("status") == NEEDS_CLEANUP and not report.errors:
@@ -183,19 +195,54 @@ async def _cancel_all(
                 report.errors.append(f"{tid}: cancel of {len(ids)} jobs failed: {exc}")
                 continue
             report.per_trial[tid] = len(ids)
-            if dry_run:
-                continue
-            log = open_trial_log(run.trial_dir(tid))
-            try:
-                now = clock.now_ns()
-                for job in left["job"].to_list():
-                    log.append(job, STAGE_CANCELLED, now, attrs={"by": "cleanup"})
-            finally:
-                log.close()
-            _mark_trial(run, tid)
+            if not dry_run:
+                _record_cancelled(run, tid, left, clock, {"by": "cleanup"})
     finally:
         if not dry_run:
             await backend.close()
+
+
+def _record_cancelled(
+    run: RunDir, tid: str, left: pl.DataFrame, clock: AnchoredClock, attrs: dict[str, Any]
+) -> None:
+    """Log ``left``'s jobs cancelled now, and the trial aborted if it was left running."""
+    log = open_trial_log(run.trial_dir(tid))
+    try:
+        now = clock.now_ns()
+        for job in left["job"].to_list():
+            log.append(job, STAGE_CANCELLED, now, attrs=attrs)
+    finally:
+        log.close()
+    _mark_trial(run, tid)
+
+
+def _helper_gone(run: RunDir, runtime: dict[str, Any]) -> str:
+    """The recorded helper that held the run's jobs (an embedded grid), if it provably no
+    longer runs: its pid is gone or another process's. Its jobs went with it, and its
+    recorded URL may now be anybody's port, so nothing is sent there. Else ""."""
+    pid = runtime.get("pid")
+    if pid is None or runtime.get("create_time") is None:
+        return ""
+    proc, why = run_process(pid, runtime.get("create_time"), run.path)
+    if proc is not None or why == NOT_THIS_RUN or why.startswith(("no ", "cannot ")):
+        return ""
+    marker = str(runtime.get("cmdline_marker") or "helper")[:60]
+    return f"helper pid {str(pid)[:20]} ({marker})"
+
+
+def _went_with_helper(
+    run: RunDir, todo: dict[str, pl.DataFrame], holder: str, report: CleanupReport, *, dry_run: bool
+) -> None:
+    """Record the jobs of a helper that is gone as ended with it: nothing to cancel."""
+    clock = AnchoredClock()
+    for tid, left in todo.items():
+        report.plan.append(
+            f"{tid}: {left.height} jobs went with {holder}, which is gone: "
+            + ("would record" if dry_run else "recorded") + " them cancelled, nothing sent"
+        )  # fmt: skip
+        report.per_trial[tid] = left.height
+        if not dry_run:
+            _record_cancelled(run, tid, left, clock, {"by": "cleanup", "reason": "helper gone"})
 
 
 def _few(ids: list[Any], n: int = 5) -> str:
@@ -256,7 +303,10 @@ def _stop_orphans(
     proc, why = run_process(pid, created, run.path)
     try:
         if proc is None:
-            plan.append(f"helper pid {str(pid)[:20]}: {_not_ours(why)}, left alone")
+            gone = why == "already gone"
+            plan.append(
+                f"helper pid {str(pid)[:20]}: {_not_ours(why)}" + ("" if gone else ", left alone")
+            )
             return []
         plan.append(
             f"helper pid {proc.pid} ({marker}): " + ("would stop" if dry_run else "stopping")
@@ -307,7 +357,7 @@ def _trusted_client(backend: Backend, options: dict[str, Any], report: CleanupRe
 
 def _not_ours(why: str) -> str:
     """Why a recorded pid is left alone, in the plan's words."""
-    return why if why == NOT_THIS_RUN else "not ours (no matching start time)"
+    return why if why in (NOT_THIS_RUN, "already gone") else "not ours (no matching start time)"
 
 
 def describe(report: CleanupReport) -> str:

@@ -132,6 +132,9 @@ class AgentPool:
             security=self.security,
             dashboard=False,
             dashboard_address="127.0.0.1:0",
+            # its scratch (lock files) in the private folder, not TMPDIR/dask-scratch-space
+            # where every run left it (found by the fault matrix); removed with the keys
+            local_directory=str(self.tls.scratch),
         )
         self.local = LocalAgents([f"agent-{k}" for k in range(n)], self.log_dir)
         self.local.start(self.scheduler.address, self.block.env, self.tls)

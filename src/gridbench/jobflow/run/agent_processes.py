@@ -16,17 +16,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import stat
 import subprocess
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-import psutil
-
 from gridbench.errors import GridbenchError
+from gridbench.store.spawned import owned_temp_dir, sweep_orphaned
 
 CLOSE_WAIT_S = 30  # Dask's default: a closing worker waits this long for its running task
 NO_SCHEDULER_S = 60  # a worker that cannot reach the scheduler this long exits
@@ -42,22 +39,8 @@ TLS_PREFIX = "gridbench-agents-"
 
 def sweep_stale_tls(tmp: Path | None = None) -> list[Path]:
     """Remove the TLS folders (a key inside) that killed controllers of this user left in
-    the temporary directory: each is named after its controller's pid, and is removed
-    when that process is gone. Returns what was removed."""
-    removed = []
-    for d in Path(tmp or tempfile.gettempdir()).glob(f"{TLS_PREFIX}*-*"):
-        pid = d.name.removeprefix(TLS_PREFIX).split("-", 1)[0]
-        try:
-            st = d.lstat()
-        except OSError:
-            continue
-        if not pid.isdigit() or not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
-            continue  # not ours, or a link: never followed
-        if psutil.pid_exists(int(pid)):
-            continue  # its controller still runs (or the pid was reused: keep it)
-        shutil.rmtree(d, ignore_errors=True)
-        removed.append(d)
-    return removed
+    the temporary directory (each is named after its controller's pid)."""
+    return sweep_orphaned(TLS_PREFIX, tmp)
 
 
 class TlsFiles:
@@ -68,9 +51,10 @@ class TlsFiles:
     def __init__(self, cert_pem: str, key_pem: str) -> None:
         sweep_stale_tls()
         # named after this process, so that a folder left by a killed controller is known
-        self.dir = Path(tempfile.mkdtemp(prefix=f"{TLS_PREFIX}{os.getpid()}-"))  # mode 0700
+        self.dir = owned_temp_dir(TLS_PREFIX)
         self.cert = self.dir / "cert.pem"
         self.key = self.dir / "key.pem"
+        self.scratch = self.dir / "scratch"  # Dask's scratch for the scheduler and workers
         self.cert.write_text(cert_pem)
         fd = os.open(self.key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as fh:
@@ -121,6 +105,9 @@ class LocalAgents:
             if tls is not None:  # file paths: the key itself never appears in a command line
                 argv += ["--tls-ca-file", str(tls.cert), "--tls-cert", str(tls.cert)]
                 argv += ["--tls-key", str(tls.key)]
+                # Dask's scratch in the same folder, not TMPDIR/dask-scratch-space: what a
+                # killed worker leaves is swept with the keys (the fault matrix found it)
+                argv += ["--local-directory", str(tls.scratch)]
             env = {**os.environ, **QUIET_WORKER, **envs.get(name, {})}
             if log is None:
                 self.procs[name] = _spawn(argv, env, subprocess.DEVNULL)
