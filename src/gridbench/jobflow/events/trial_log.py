@@ -8,16 +8,25 @@ in the format its spec asks for. Readers take either and give the same frame.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
 import polars as pl
 
-from gridbench.jobflow.events.columnar import ARROW_SUFFIX, ArrowEventLog, read_columnar
+from gridbench.errors import ResultsError
+from gridbench.jobflow.events.columnar import (
+    ARROW_SUFFIX,
+    ArrowEventLog,
+    ColumnarScan,
+    read_columnar,
+)
 from gridbench.jobflow.events.log import EVENTS_FILE, EventLog, Origin, empty_events, read_events
-from gridbench.jobflow.events.model import Event
+from gridbench.jobflow.events.model import EVENT_SCHEMA, Event
+from gridbench.store.safe_open import opened_store_file
 
 ARROW_FILE = "events" + ARROW_SUFFIX
 EventFormat = Literal["csv", "arrow"]
@@ -104,3 +113,60 @@ def read_trial_log_counted(
         read = read_columnar(path, columns=columns)
         return read.events, read.torn
     return read_events(path, columns=columns), 0
+
+
+class LogScan:
+    """A trial's log as a lazy frame (:data:`EVENT_SCHEMA`) for the streaming engine;
+    valid inside :func:`scan_trial_log`'s ``with``. ``collect`` runs queries over it and
+    turns a CSV that does not parse into one error naming the file."""
+
+    def __init__(self, path: Path, frame: pl.LazyFrame, columnar: ColumnarScan | None) -> None:
+        self.path = path
+        self.frame = frame
+        self._columnar = columnar
+        #: the files read (a columnar log's segments)
+        self.paths = columnar.segments if columnar is not None else [path]
+
+    @property
+    def torn(self) -> int:
+        """Torn batches skipped (known once a query has read the whole log)."""
+        return self._columnar.torn if self._columnar is not None else 0
+
+    def collect(self, queries: list[pl.LazyFrame]) -> list[pl.DataFrame]:
+        try:
+            return pl.collect_all(queries, engine="streaming")
+        except (pl.exceptions.ComputeError, pl.exceptions.NoDataError) as exc:
+            raise ResultsError(
+                f"event log is not valid CSV: {str(exc).splitlines()[0]}",
+                where=str(self.path),
+                fix="the file may be corrupted; re-run the trial or repair the named line",
+            ) from exc
+
+
+@contextlib.contextmanager
+def scan_trial_log(trial_dir: Path) -> Iterator[LogScan | None]:
+    """The trial's log as a :class:`LogScan` (``None`` when it recorded nothing yet); the
+    file is opened without following a link and stays open for the ``with``."""
+    path = trial_log_path(trial_dir)
+    if path is None:
+        yield None
+    elif is_columnar(path):
+        scan = ColumnarScan(path)
+        yield LogScan(path, scan.frame(), scan)
+    else:
+        with opened_store_file(path) as (source, size):
+            yield LogScan(path, _csv_frame(source, size), None)
+
+
+def _csv_frame(source: str, size: int) -> pl.LazyFrame:
+    if size == 0:
+        return empty_events().lazy()
+    with open(source, "rb") as fh:
+        fh.seek(size - 1)
+        complete = fh.read(1) == b"\n"
+    data: str | io.BytesIO = source
+    if not complete:  # a torn last line (the writer died mid-line): read up to it
+        with open(source, "rb") as fh:
+            raw = fh.read()
+        data = io.BytesIO(raw[: raw.rfind(b"\n") + 1])
+    return pl.scan_csv(data, schema=EVENT_SCHEMA, has_header=True)
