@@ -9,13 +9,24 @@ in a fresh subprocess so that peak RSS is the step's own, for each format:
 
 1. the floor: polars alone reading the log for one group-by (stage -> count, last t_ns):
    ``scan_csv`` (streaming engine) for CSV, ``read_ipc_stream`` of the two columns for Arrow;
-2. ``read``: gridbench's reader of the log (torn tail and foreign-input checks included);
-3. ``full``: ``analyze_run(write=True)``: events to metrics.json and series.json.
+2. ``jobs``: polars alone, the per-job pivot (group-by job, earliest time per stage): the
+   floor of what the analysis must compute from the events;
+3. ``read``: gridbench's reader materialising every event (up to 2 M jobs: beyond, it
+   does not fit);
+4. ``full``: ``analyze_run(write=True)``: events to metrics.json and series.json;
+5. ``page``: the results page of that run from a copy without its event log (it must
+   come from metrics.json and series.json): the view built cold, then the page through
+   FastAPI's TestClient, first and warm (target < 200 ms at 10 M jobs).
+
+``--baseline SRC`` adds ``before``: the full analysis with another source tree (e.g. the
+main branch) on the same log in the same run. ``--keep DIR`` keeps the generated logs
+and reuses them (a 10 M-job Arrow log, 5.5 GB, takes ~3 min to write).
 
 Targets (issue 26): analysis of 1 M jobs <= 2 s and <= 1 GiB; 10 M jobs <= 25 s and
-<= 4 GiB; full / floor <= 2. ``--formats arrow`` skips CSV (a 10 M-job CSV does not fit).
+<= 4 GiB; full / floor <= 2. ``--formats arrow`` skips CSV.
 
-    .venv/bin/python bench/bench_analysis.py [--jobs 1000000] [--formats csv,arrow] [--keep DIR]
+    .venv/bin/python bench/bench_analysis.py [--jobs 1000000] [--formats csv,arrow]
+        [--keep DIR] [--baseline /work/main/src] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -227,6 +238,28 @@ elif mode == "jobs":  # the per-job pivot alone, polars reading the log
         pl.col("t_ns").filter(pl.col("stage") == s).min().alias(s) for s in names
     ).collect(engine="streaming")
     extra = {"rows": df.height}
+elif mode == "page":  # the results page from stored metrics: the run without its events
+    import shutil, tempfile
+    from fastapi.testclient import TestClient
+    from gridbench.web.app import create_app
+    from gridbench.web.dashboard import WebConfig
+    from gridbench.web.results import build_view
+    root = Path(tempfile.mkdtemp(prefix="gridbench-page-")) / "results"
+    shutil.copytree(run, root / "bench", ignore=shutil.ignore_patterns("events*"))
+    t = time.perf_counter()
+    build_view(root / "bench", root.parent / "cache")  # cold: metrics.json and series.json
+    cold = time.perf_counter() - t
+    with TestClient(create_app(WebConfig(root)), base_url="http://127.0.0.1") as c:
+        t = time.perf_counter()
+        r = c.get("/experiments/bench")
+        first = time.perf_counter() - t
+        r.raise_for_status()
+        t = time.perf_counter()
+        c.get("/experiments/bench").raise_for_status()
+        warm = time.perf_counter() - t
+    shutil.rmtree(root.parent)
+    extra = {"cold_view_s": cold, "first_page_s": first, "warm_page_s": warm,
+             "page_bytes": len(r.content), "statement": ""}
 elif mode == "read":
     extra = {"rows": read_trial_log(tdir).height}
 else:
@@ -301,7 +334,7 @@ def main() -> None:
         )
         for fmt in formats:
             floor = best("floor", fmt, runs[fmt], args.repeat)
-            steps = ["floor", "jobs"] + (["read"] if small else []) + ["full"]
+            steps = ["floor", "jobs"] + (["read"] if small else []) + ["full", "page"]
             if args.baseline and small:
                 steps.append("before")
             for mode in steps:
@@ -316,6 +349,13 @@ def main() -> None:
                 print(f"{fmt:<7}{mode:<10}{secs:>9.2f}{rss:>14.2f}{ratio:>9.2f}   {r['all']}")
                 if mode == "full":
                     print(f"  finding: {r['statement']}")
+                if mode == "page":  # ``seconds`` there is the whole step
+                    print(
+                        f"  results page without the events: view built cold "
+                        f"{r['cold_view_s'] * 1e3:.0f} ms; page in-process (TestClient) first "
+                        f"{r['first_page_s'] * 1e3:.0f} ms, warm {r['warm_page_s'] * 1e3:.0f} ms, "
+                        f"{r['page_bytes'] / 1e3:.0f} kB"
+                    )
         print(
             "floor: polars alone, one group-by by stage; jobs: polars alone, the per-job "
             "pivot (group-by job, min time per stage); before: --baseline's full analysis"

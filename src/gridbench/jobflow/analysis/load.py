@@ -8,7 +8,7 @@ resources.csv}; analysis writes RUN/metrics.json and RUN/trials/<id>/series.json
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ from gridbench.errors import GridbenchError, ResultsError
 from gridbench.jobflow.analysis.clocks import to_controller_time
 from gridbench.jobflow.analysis.info import TrialInfo
 from gridbench.jobflow.analysis.reduce import ReducedEvents, reduce_events
-from gridbench.jobflow.events.log import EVENTS_FILE, empty_events
+from gridbench.jobflow.events.log import EVENTS_FILE
 from gridbench.jobflow.events.trial_log import (
     read_trial_log_counted,
     scan_trial_log,
@@ -88,26 +88,22 @@ def read_trial_events_counted(trial_dir: Path, info: TrialInfo) -> tuple[pl.Data
     return to_controller_time(events, info.agents), torn
 
 
-#: bytes per event of a log, at least (sizes the timeline's partitions from the file)
-_BYTES_PER_EVENT = 40
-
-
 def reduce_trial_events(
     trial_dir: Path, info: TrialInfo, stages: Sequence[str], keep: pl.Expr
 ) -> tuple[ReducedEvents, int]:
-    """The trial's events on the controller's clock reduced by streaming queries over its
-    log (:func:`gridbench.jobflow.analysis.reduce.reduce_events`), and the torn batches
+    """The trial's events on the controller's clock reduced a chunk at a time
+    (:func:`gridbench.jobflow.analysis.reduce.reduce_events`), and the torn batches
     skipped; the same checks as :func:`read_trial_events`."""
     with scan_trial_log(trial_dir) as scan:
-        if scan is None:
-            if info.ended_ns is not None:  # the runner creates it before the start
-                raise _lost(trial_dir / EVENTS_FILE, info, "is missing")
-            frame, run, size = empty_events().lazy(), None, 0
-        else:
-            frame, run = scan.frame, scan.collect
-            size = sum(p.stat().st_size for p in scan.paths)
-        moved = to_controller_time(frame.select(ANALYSIS_COLUMNS), info.agents)
-        reduced = reduce_events(moved, stages, keep, n_events=size // _BYTES_PER_EVENT, collect=run)
+        if scan is None and info.ended_ns is not None:  # the runner creates it first
+            raise _lost(trial_dir / EVENTS_FILE, info, "is missing")
+
+        def chunks() -> Iterator[pl.DataFrame]:
+            if scan is not None:
+                for chunk in scan.chunks(ANALYSIS_COLUMNS):
+                    yield to_controller_time(chunk, info.agents)
+
+        reduced = reduce_events(chunks, stages, keep)
         torn = scan.torn if scan is not None else 0
     finished_empty = reduced.events == 0 and info.ended_ns is not None
     if scan is not None and finished_empty and (info.events or 0) > 0:

@@ -1,17 +1,18 @@
-"""A trial's events reduced, in a few streaming passes, to what the analysis reads.
+"""A trial's events reduced, one chunk at a time, to what the analysis reads.
 
 The analysis needs one row per job (the first time each stage was reached: the wide
 :class:`Timeline`) and a handful of events with attributes (failures, users, transfers,
-remote agents' submit stamps). Both come from polars queries over a lazy frame of the
-events (a trial log scanned from disk, or an in-memory frame), so memory is bounded by
-the number of jobs, not of events:
+remote agents' submit stamps). Both are built from the log's chunks (~1 M events each,
+read in turn), so memory is bounded by the number of jobs, not of events; every step is
+a polars group-by or filter over a chunk, never a Python loop per event:
 
-- the timeline: one ``group_by`` on a 64-bit hash of the job id with a ``min`` per stage
-  (a second hash, whose min and max must agree within each group, detects a collision;
-  then the exact string key is used). A log larger than :data:`PART_EVENTS` events is
-  grouped in hash partitions, one pass each, so the group table of one partition is
-  alive at a time. Jobs keep the order of their first event;
-- each stage's precision (coarsest and median) and clocks, from one small group-by;
+- the timeline: per chunk, one ``group_by`` on a 64-bit hash of the job id with a
+  ``min`` per stage (a second hash, whose min and max must agree within each group,
+  detects a collision; then the exact string key is used); the partial tables are merged
+  by the same group-by whenever they have doubled. Jobs keep the order of their first
+  event;
+- each stage's precision (coarsest and median) and clocks, from counts per (stage,
+  agent, precision);
 - ``rest``: the events the other measures read, in log order (a filter).
 
 A load model that reads the whole trial (``reads_events``: the closed models, whose runs
@@ -20,7 +21,7 @@ are small) gets all events in ``rest``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,22 +32,14 @@ from gridbench.jobflow.analysis.agents import remote_agents
 from gridbench.jobflow.analysis.clocks import BOUND_COLUMN, StageClock, clocks_from_pairs
 from gridbench.jobflow.analysis.staging import TRANSFERS
 from gridbench.jobflow.analysis.timelines import FAILED_COLUMN, Timeline
-from gridbench.jobflow.events.model import STAGE_FAILED, STAGE_SUBMIT, STAGE_SUBMIT_ACK
+from gridbench.jobflow.events.model import (
+    EVENT_SCHEMA,
+    STAGE_FAILED,
+    STAGE_SUBMIT,
+    STAGE_SUBMIT_ACK,
+)
 
-#: events per hash partition of the timeline's group-by (its table: ~100 B per job)
-PART_EVENTS = 40_000_000
 _ROW = "_row"
-
-Collect = Callable[[list[pl.LazyFrame]], list[pl.DataFrame]]
-
-
-@dataclass(frozen=True)
-class ReducedEvents:
-    """The timeline and the events the other measures read (``rest``, log order)."""
-
-    timeline: Timeline
-    rest: pl.DataFrame
-    events: int  # how many there were
 
 
 def keep_expr(
@@ -72,68 +65,171 @@ def keep_expr(
 
 
 def reduce_events(
-    events: pl.LazyFrame,
-    stages: Sequence[str],
-    keep: pl.Expr,
-    *,
-    n_events: int = 0,
-    collect: Collect | None = None,
+    chunks: Callable[[], Iterable[pl.DataFrame]], stages: Sequence[str], keep: pl.Expr
 ) -> ReducedEvents:
-    """Reduce ``events`` (on the controller's clock, with ``clock_bound_ns``) for the
-    stages ``stages``; ``n_events`` (an estimate) sets the partitions, ``collect`` runs
-    queries together (default: ``collect_all`` on the streaming engine)."""
-    run: Collect = collect or (lambda qs: pl.collect_all(qs, engine="streaming"))
-    stages = tuple(stages)
-    parts = max(1, -(-n_events // PART_EVENTS))
-    wide_q = _wide_queries(events.with_row_index(_ROW), stages, parts)
-    small_q = events.group_by("stage", "agent", "precision_ns").agg(
-        pl.len().alias("n"), pl.col(BOUND_COLUMN).max().alias("b")
-    )
-    # the first partition, the counts and ``rest`` in one pass (one read of the log)
-    first, small, rest = run([wide_q[0], small_q, events.filter(keep)])
-    frames = [first] + [run([q])[0] for q in wide_q[1:]]
-    wide = pl.concat(frames) if parts > 1 else first
-    if wide.height and bool(wide["_clash"].any()):  # two ids share a hash: exact keys
-        wide = run([_exact_query(events.with_row_index(_ROW), stages)])[0]
-    wide = wide.sort(_ROW).select("job", *stages)
-    precision, typical = _precisions(small, stages)
-    clocks = _clocks(small, stages)
-    table = wide.with_columns(_failed_kinds(rest, wide["job"]))
+    """Reduce the events ``chunks()`` gives (in log order, on the controller's clock, with
+    ``clock_bound_ns``) for the timeline stages ``stages``; ``keep``: see :func:`keep_expr`.
+    ``chunks`` is called again in the rare case of a hash collision."""
+    try:
+        return _reduce(chunks(), tuple(stages), keep, exact=False)
+    except _Collision:
+        return _reduce(chunks(), tuple(stages), keep, exact=True)
+
+
+def _reduce(
+    chunks: Iterable[pl.DataFrame], stages: tuple[str, ...], keep: pl.Expr, *, exact: bool
+) -> ReducedEvents:
+    wide, small, rest = _Merged(stages, exact=exact), [], []
+    base = 0
+    for chunk in chunks:
+        if chunk.height == 0:
+            continue
+        wide.add(chunk.with_row_index(_ROW, offset=base))
+        small.append(
+            chunk.group_by("stage", "agent", "precision_ns").agg(
+                pl.len().alias("n"), pl.col(BOUND_COLUMN).max().alias("b")
+            )
+        )
+        rest.append(chunk.filter(keep))
+        base += chunk.height
+    counts = pl.concat(small) if small else _EMPTY_COUNTS
+    kept = pl.concat(rest) if rest else _EMPTY_REST
+    table = wide.table()
+    precision, typical = _precisions(counts, stages)
+    clocks = _clocks(counts, stages)
+    table = table.with_columns(_failed_kinds(kept, table["job"]))
     timeline = Timeline(stages, table, precision, clocks, typical)
-    return ReducedEvents(timeline, rest, int(small["n"].sum()))
+    return ReducedEvents(timeline, kept, base)
 
 
-def _masked(indexed: pl.LazyFrame, stages: tuple[str, ...]) -> pl.LazyFrame:
-    """Per event its row, job and a column per stage: its time there, else null."""
-    mins = [pl.when(pl.col("stage") == s).then(pl.col("t_ns")).alias(s) for s in stages]
-    return indexed.select(_ROW, "job", *mins)
+#: events per chunk of an in-memory frame
+CHUNK_EVENTS = 1_000_000
 
 
-def _wide_queries(indexed: pl.LazyFrame, stages: tuple[str, ...], parts: int) -> list[pl.LazyFrame]:
-    """Per hash partition of the jobs, one row per job: its first row, ``job``, each
-    stage's earliest time (null: never stamped) and ``_clash`` (a hash collision)."""
-    h1, h2 = pl.col("job").hash(11), pl.col("job").hash(97)
-    cols = _masked(indexed, stages).with_columns(h1.alias("_h1"), h2.alias("_h2"))
-    return [
-        (cols if parts == 1 else cols.filter(pl.col("_h1") % parts == k))
-        .group_by("_h1")
-        .agg(
+def frame_chunks(events: pl.DataFrame, size: int = CHUNK_EVENTS) -> Iterator[pl.DataFrame]:
+    """An in-memory frame in chunks of ``size`` events."""
+    return events.iter_slices(size)
+
+
+_EMPTY_COUNTS = pl.DataFrame(
+    schema={
+        "stage": pl.String,
+        "agent": pl.String,
+        "precision_ns": pl.Int64,
+        "n": pl.UInt32,
+        "b": pl.Int64,
+    }
+)
+_EMPTY_REST = pl.DataFrame(schema={**EVENT_SCHEMA, BOUND_COLUMN: pl.Int64})
+
+
+class _Merged:
+    """The per-job table of the chunks seen so far, in :data:`BUCKETS` hash buckets: each
+    bucket's partial group-by results are merged by the same group-by whenever they hold
+    a quarter more rows than its last merge, so a merge copies one bucket, not the
+    table, and partials add at most a quarter to it."""
+
+    def __init__(self, stages: tuple[str, ...], *, exact: bool) -> None:
+        self.stages = stages
+        self.exact = exact  # keyed by the job id itself (after a collision; slower)
+        self.parts: list[list[pl.DataFrame]] = [[] for _ in range(BUCKETS)]
+        self.rows = [0] * BUCKETS
+        self.merged_rows = [0] * BUCKETS
+
+    def add(self, indexed: pl.DataFrame) -> None:
+        mins = [pl.when(pl.col("stage") == s).then(pl.col("t_ns")).alias(s) for s in self.stages]
+        h1 = pl.col("job").hash(11)
+        part = (
+            indexed.select(
+                _ROW,
+                "job",
+                (pl.col("job") if self.exact else h1).alias("_h1"),
+                (pl.lit(0, pl.UInt64) if self.exact else pl.col("job").hash(97)).alias("_h2"),
+                (h1 % BUCKETS).alias("_b"),
+                *mins,
+            )
+            .group_by("_h1")
+            .agg(
+                pl.col("_b").first(),
+                pl.col(_ROW).min(),
+                pl.col("job").first(),
+                pl.col("_h2").min().alias("_h2min"),
+                pl.col("_h2").max().alias("_h2max"),
+                *[pl.col(s).min() for s in self.stages],
+            )
+        )
+        for (b,), bucket in part.partition_by("_b", as_dict=True, include_key=False).items():
+            k = int(b)
+            self.parts[k].append(bucket)
+            self.rows[k] += bucket.height
+            if self.rows[k] > max(_MERGE_GROWTH * self.merged_rows[k], _MERGE_MIN):
+                self._merge(k)
+
+    def _merge(self, k: int) -> None:
+        both = pl.concat(self.parts[k])
+        self.parts[k] = []
+        merged = both.group_by("_h1").agg(
             pl.col(_ROW).min(),
             pl.col("job").first(),
-            (pl.col("_h2").min() != pl.col("_h2").max()).alias("_clash"),
-            *[pl.col(s).min() for s in stages],
+            pl.col("_h2min").min(),
+            pl.col("_h2max").max(),
+            *[pl.col(s).min() for s in self.stages],
         )
-        for k in range(parts)
-    ]
+        del both
+        self.parts[k] = [merged]
+        self.rows[k] = self.merged_rows[k] = merged.height
+
+    def table(self) -> pl.DataFrame:
+        """``job`` and each stage's earliest time, one row per job in first-event order
+        (built a column at a time: the unsorted and the sorted table never both whole)."""
+        done: list[pl.DataFrame] = []
+        for k in range(BUCKETS):
+            if len(self.parts[k]) > 1 or (self.parts[k] and not self.merged_rows[k]):
+                self._merge(k)
+            if self.parts[k]:
+                wide = self.parts[k][0]
+                if bool((wide["_h2min"] != wide["_h2max"]).any()):
+                    raise _Collision
+                done.append(wide.select(_ROW, "job", *self.stages))
+            self.parts[k] = []
+        if not done:
+            empty = {"job": pl.String, **dict.fromkeys(self.stages, pl.Int64)}
+            return pl.DataFrame(schema=empty)
+        wide = pl.concat(done, rechunk=False)
+        del done
+        order = wide[_ROW].arg_sort()
+        out: dict[str, pl.Series] = {}
+        for c in ("job", *self.stages):
+            out[c] = wide[c].gather(order)
+            wide = wide.drop(c)
+        return pl.DataFrame(out)
 
 
-def _exact_query(indexed: pl.LazyFrame, stages: tuple[str, ...]) -> pl.LazyFrame:
-    """:func:`_wide_queries` keyed by the job id itself (slower; after a collision)."""
-    return (
-        _masked(indexed, stages)
-        .group_by("job")
-        .agg(pl.col(_ROW).min(), *[pl.col(s).min() for s in stages])
-    )
+#: hash buckets of the per-job table (a merge copies one)
+BUCKETS = 16
+_MERGE_MIN = 250_000
+_MERGE_GROWTH = 1.25
+
+
+@dataclass
+class ReducedEvents:
+    """The timeline and the events the other measures read (``rest``, log order);
+    :meth:`take` hands them over so the per-job table can be freed once read."""
+
+    timeline: Timeline | None
+    rest: pl.DataFrame | None
+    events: int  # how many there were
+
+    def take(self) -> tuple[Timeline, pl.DataFrame]:
+        tl, rest = self.timeline, self.rest
+        if tl is None or rest is None:
+            raise RuntimeError("reduced events already taken")
+        self.timeline = self.rest = None
+        return tl, rest
+
+
+class _Collision(Exception):
+    """Two job ids share a 64-bit hash (then the exact string-keyed path is taken)."""
 
 
 def _precisions(

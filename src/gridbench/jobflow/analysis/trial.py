@@ -31,7 +31,12 @@ from gridbench.jobflow.analysis.queues import (
     queue_series,
 )
 from gridbench.jobflow.analysis.rates import scheduler_rates
-from gridbench.jobflow.analysis.reduce import ReducedEvents, keep_expr, reduce_events
+from gridbench.jobflow.analysis.reduce import (
+    ReducedEvents,
+    frame_chunks,
+    keep_expr,
+    reduce_events,
+)
 from gridbench.jobflow.analysis.server import server_resources
 from gridbench.jobflow.analysis.staging import staging_stats
 from gridbench.jobflow.analysis.throughput import (
@@ -120,7 +125,7 @@ def analyze_trial(
     if BOUND_COLUMN not in events.columns:  # not read through load.read_trial_events
         events = to_controller_time(events, info.agents)
     stages = timeline_stages(info.chain.names())
-    reduced = reduce_events(events.lazy(), stages, trial_keep(info), n_events=events.height)
+    reduced = reduce_events(lambda: frame_chunks(events), stages, trial_keep(info))
     return analyze_reduced(info, reduced, resources, cfg, server)
 
 
@@ -149,14 +154,14 @@ def analyze_reduced(
     chain = info.chain
     load_model = load_models.find(info.load_model)  # None: results of an unknown model
     names = chain.names()
-    tl, rest = reduced.timeline, reduced.rest
+    tl, rest = reduced.take()
     stages = tl.stages
     origin = _origin(info, tl.table, stages)
     jt = with_declared_precision(job_times(tl, origin), chain)
     by_agent = load_model is not None and load_model.users_by_agent
     users = job_users(rest, tl.table["job"], agent_fallback=by_agent)
     errors = stage_failures(rest, tl.table["job"], names)
-    del tl, reduced
+    del tl  # the per-job table: its times are in ``jt`` now
     end = end_stage(jt, chain)
     sched = schedule_times(jt, chain)
     sched_sorted = sorted_finite(sched)

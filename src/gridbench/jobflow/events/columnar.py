@@ -23,7 +23,6 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pyarrow as pa
-from polars.io.plugins import register_io_source
 
 from gridbench.errors import ResultsError, resource_error
 from gridbench.jobflow.events.log import Origin
@@ -241,7 +240,9 @@ def read_columnar(
     allocating it; every batch is validated before use; a file that is not such a log is
     one :class:`ResultsError` naming it."""
     scan = ColumnarScan(path, store=store)
-    frames = list(scan.frames(list(columns) if columns is not None else None))
+    # one chunk per group: the analysis' passes then run over ~1 M-event chunks rather
+    # than 4,096-event ones
+    frames = [f.rechunk() for f in scan.frames(list(columns) if columns is not None else None)]
     cols = list(columns) if columns is not None else list(EVENT_COLUMNS)
     if not frames:
         return ColumnarRead(pl.DataFrame(schema=EVENT_SCHEMA).select(cols), scan.torn)
@@ -253,11 +254,11 @@ CONVERT_GROUP = 256
 
 
 class ColumnarScan:
-    """The log at ``path`` as a polars LazyFrame for the streaming engine: batches are
-    read, checked and turned into polars a group at a time, so a query's memory is its
-    own state plus one group, not the log. Each query reads the file again: the first
-    pass validates every batch and notes how many each segment holds up to its torn tail;
-    later passes read exactly those (``torn``: the torn batches skipped)."""
+    """The log at ``path`` read a group of batches at a time (:meth:`frames`): batches
+    are read, checked and turned into polars a group at a time, so a reader holds one
+    group, not the log. The first pass validates every batch and notes how many each
+    segment holds up to its torn tail; a later pass reads exactly those (``torn``: the
+    torn batches skipped)."""
 
     def __init__(self, path: str | os.PathLike[str], *, store: bool = True) -> None:
         p = Path(path)
@@ -269,28 +270,6 @@ class ColumnarScan:
         self.store = store
         self.torn = 0
         self._good: list[int] | None = None  # whole batches per segment, once checked
-
-    def frame(self) -> pl.LazyFrame:
-        """The events (:data:`EVENT_SCHEMA`) as a lazy frame; collect it while the files
-        are in place."""
-
-        def source(
-            with_columns: list[str] | None,
-            predicate: pl.Expr | None,
-            n_rows: int | None,
-            _batch_size: int | None,
-        ) -> Iterator[pl.DataFrame]:
-            left = n_rows
-            for df in self.frames(with_columns):
-                if predicate is not None:
-                    df = df.filter(predicate)
-                if left is not None:
-                    df, left = df.head(left), left - min(left, df.height)
-                yield df
-                if left == 0:
-                    return
-
-        return register_io_source(source, schema=EVENT_SCHEMA, is_pure=True)
 
     def frames(self, columns: Sequence[str] | None = None) -> Iterator[pl.DataFrame]:
         """The events a group of batches at a time (``columns``: only those)."""
@@ -329,8 +308,7 @@ def _to_polars(batches: list[pa.RecordBatch], cols: list[str]) -> pl.DataFrame:
     table = pa.Table.from_batches(batches, schema=ARROW_SCHEMA).select(cols)
     frame = pl.from_arrow(table.unify_dictionaries(), rechunk=False)
     assert isinstance(frame, pl.DataFrame)
-    # one chunk per group: later passes run over ~1 M-event chunks, not 4,096-event ones
-    return frame.cast({c: EVENT_SCHEMA[c] for c in cols}).rechunk()
+    return frame.cast({c: EVENT_SCHEMA[c] for c in cols})
 
 
 class _SegmentBatches:

@@ -116,31 +116,48 @@ def read_trial_log_counted(
 
 
 class LogScan:
-    """A trial's log as a lazy frame (:data:`EVENT_SCHEMA`) for the streaming engine;
-    valid inside :func:`scan_trial_log`'s ``with``. ``collect`` runs queries over it and
-    turns a CSV that does not parse into one error naming the file."""
+    """A trial's log read a chunk of ~1 M events at a time (:data:`EVENT_SCHEMA`), valid
+    inside :func:`scan_trial_log`'s ``with``; a CSV that does not parse is one error
+    naming the file."""
 
-    def __init__(self, path: Path, frame: pl.LazyFrame, columnar: ColumnarScan | None) -> None:
+    def __init__(self, path: Path, csv: str | io.BytesIO | None, columnar: ColumnarScan | None):
         self.path = path
-        self.frame = frame
+        self._csv = csv
         self._columnar = columnar
         #: the files read (a columnar log's segments)
         self.paths = columnar.segments if columnar is not None else [path]
 
     @property
     def torn(self) -> int:
-        """Torn batches skipped (known once a query has read the whole log)."""
+        """Torn batches skipped (known once the whole log was read)."""
         return self._columnar.torn if self._columnar is not None else 0
 
-    def collect(self, queries: list[pl.LazyFrame]) -> list[pl.DataFrame]:
+    def chunks(self, columns: Sequence[str] | None = None) -> Iterator[pl.DataFrame]:
+        """The events in log order, a chunk at a time (``columns``: only those)."""
+        cols = list(columns) if columns is not None else None
+        if self._columnar is not None:
+            yield from self._columnar.frames(cols)
+            return
+        if self._csv is None:
+            return
+        if isinstance(self._csv, io.BytesIO):
+            self._csv.seek(0)
+        scan = pl.scan_csv(self._csv, schema=EVENT_SCHEMA, has_header=True)
+        batches = (scan.select(cols) if cols is not None else scan).collect_batches(
+            chunk_size=CSV_CHUNK
+        )
         try:
-            return pl.collect_all(queries, engine="streaming")
+            yield from batches
         except (pl.exceptions.ComputeError, pl.exceptions.NoDataError) as exc:
             raise ResultsError(
                 f"event log is not valid CSV: {str(exc).splitlines()[0]}",
                 where=str(self.path),
                 fix="the file may be corrupted; re-run the trial or repair the named line",
             ) from exc
+
+
+#: rows per chunk of a CSV log
+CSV_CHUNK = 1_000_000
 
 
 @contextlib.contextmanager
@@ -151,22 +168,21 @@ def scan_trial_log(trial_dir: Path) -> Iterator[LogScan | None]:
     if path is None:
         yield None
     elif is_columnar(path):
-        scan = ColumnarScan(path)
-        yield LogScan(path, scan.frame(), scan)
+        yield LogScan(path, None, ColumnarScan(path))
     else:
         with opened_store_file(path) as (source, size):
-            yield LogScan(path, _csv_frame(source, size), None)
+            yield LogScan(path, _csv_source(source, size), None)
 
 
-def _csv_frame(source: str, size: int) -> pl.LazyFrame:
+def _csv_source(source: str, size: int) -> str | io.BytesIO | None:
+    """What polars reads of a CSV log: the file, or its bytes up to a torn last line
+    (the writer died mid-line); ``None`` when empty."""
     if size == 0:
-        return empty_events().lazy()
+        return None
     with open(source, "rb") as fh:
         fh.seek(size - 1)
-        complete = fh.read(1) == b"\n"
-    data: str | io.BytesIO = source
-    if not complete:  # a torn last line (the writer died mid-line): read up to it
-        with open(source, "rb") as fh:
-            raw = fh.read()
-        data = io.BytesIO(raw[: raw.rfind(b"\n") + 1])
-    return pl.scan_csv(data, schema=EVENT_SCHEMA, has_header=True)
+        if fh.read(1) == b"\n":
+            return source
+        fh.seek(0)
+        raw = fh.read()
+    return io.BytesIO(raw[: raw.rfind(b"\n") + 1])
