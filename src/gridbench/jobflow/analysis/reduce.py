@@ -40,6 +40,11 @@ from gridbench.jobflow.events.model import (
 )
 
 _ROW = "_row"
+#: hash buckets of the per-job table (a merge copies one)
+BUCKETS = 16
+#: the fewest rows of a bucket's partials worth a merge
+MERGE_MIN = 250_000
+_MERGE_GROWTH = 1.25
 
 
 def keep_expr(
@@ -65,21 +70,31 @@ def keep_expr(
 
 
 def reduce_events(
-    chunks: Callable[[], Iterable[pl.DataFrame]], stages: Sequence[str], keep: pl.Expr
+    chunks: Callable[[], Iterable[pl.DataFrame]],
+    stages: Sequence[str],
+    keep: pl.Expr,
+    *,
+    merge_min: int = MERGE_MIN,
 ) -> ReducedEvents:
     """Reduce the events ``chunks()`` gives (in log order, on the controller's clock, with
     ``clock_bound_ns``) for the timeline stages ``stages``; ``keep``: see :func:`keep_expr`.
-    ``chunks`` is called again in the rare case of a hash collision."""
+    ``chunks`` is called again in the rare case of a hash collision; ``merge_min``: the
+    fewest rows of a bucket's partials that are merged."""
     try:
-        return _reduce(chunks(), tuple(stages), keep, exact=False)
+        return _reduce(chunks(), tuple(stages), keep, exact=False, merge_min=merge_min)
     except _Collision:
-        return _reduce(chunks(), tuple(stages), keep, exact=True)
+        return _reduce(chunks(), tuple(stages), keep, exact=True, merge_min=merge_min)
 
 
 def _reduce(
-    chunks: Iterable[pl.DataFrame], stages: tuple[str, ...], keep: pl.Expr, *, exact: bool
+    chunks: Iterable[pl.DataFrame],
+    stages: tuple[str, ...],
+    keep: pl.Expr,
+    *,
+    exact: bool,
+    merge_min: int,
 ) -> ReducedEvents:
-    wide, small, rest = _Merged(stages, exact=exact), [], []
+    wide, small, rest = _Merged(stages, exact=exact, merge_min=merge_min), [], []
     base = 0
     for chunk in chunks:
         if chunk.height == 0:
@@ -129,8 +144,9 @@ class _Merged:
     a quarter more rows than its last merge, so a merge copies one bucket, not the
     table, and partials add at most a quarter to it."""
 
-    def __init__(self, stages: tuple[str, ...], *, exact: bool) -> None:
+    def __init__(self, stages: tuple[str, ...], *, exact: bool, merge_min: int) -> None:
         self.stages = stages
+        self.merge_min = merge_min
         self.exact = exact  # keyed by the job id itself (after a collision; slower)
         self.parts: list[list[pl.DataFrame]] = [[] for _ in range(BUCKETS)]
         self.rows = [0] * BUCKETS
@@ -162,7 +178,7 @@ class _Merged:
             k = int(b)
             self.parts[k].append(bucket)
             self.rows[k] += bucket.height
-            if self.rows[k] > max(_MERGE_GROWTH * self.merged_rows[k], _MERGE_MIN):
+            if self.rows[k] > max(_MERGE_GROWTH * self.merged_rows[k], self.merge_min):
                 self._merge(k)
 
     def _merge(self, k: int) -> None:
@@ -203,12 +219,6 @@ class _Merged:
             out[c] = wide[c].gather(order)
             wide = wide.drop(c)
         return pl.DataFrame(out)
-
-
-#: hash buckets of the per-job table (a merge copies one)
-BUCKETS = 16
-_MERGE_MIN = 250_000
-_MERGE_GROWTH = 1.25
 
 
 @dataclass
