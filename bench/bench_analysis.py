@@ -9,19 +9,31 @@ in a fresh subprocess so that peak RSS is the step's own, for each format:
 
 1. the floor: polars alone reading the log for one group-by (stage -> count, last t_ns):
    ``scan_csv`` (streaming engine) for CSV, ``read_ipc_stream`` of the two columns for Arrow;
-2. ``read``: gridbench's reader of the log (torn tail and foreign-input checks included);
-3. ``full``: ``analyze_run(write=True)``: events to metrics.json and series.json.
+2. ``jobs``: polars alone, the per-job pivot (group-by job, earliest time per stage): the
+   floor of what the analysis must compute from the events;
+3. ``read``: gridbench's reader materialising every event (up to 2 M jobs: beyond, it
+   does not fit);
+4. ``full``: ``analyze_run(write=True)``: events to metrics.json and series.json;
+5. ``page``: the results page of that run from a copy without its event log (it must
+   come from metrics.json and series.json): the view built cold, then the page through
+   FastAPI's TestClient, first and warm (target < 200 ms at 10 M jobs).
+
+``--baseline SRC`` adds ``before``: the full analysis with another source tree (e.g. the
+main branch) on the same log in the same run. ``--keep DIR`` keeps the generated logs
+and reuses them (a 10 M-job Arrow log, 5.5 GB, takes ~3 min to write).
 
 Targets (issue 26): analysis of 1 M jobs <= 2 s and <= 1 GiB; 10 M jobs <= 25 s and
-<= 4 GiB; full / floor <= 2. ``--formats arrow`` skips CSV (a 10 M-job CSV does not fit).
+<= 4 GiB; full / floor <= 2. ``--formats arrow`` skips CSV.
 
-    .venv/bin/python bench/bench_analysis.py [--jobs 1000000] [--formats csv,arrow] [--keep DIR]
+    .venv/bin/python bench/bench_analysis.py [--jobs 1000000] [--formats csv,arrow]
+        [--keep DIR] [--baseline /work/main/src] [--repeat 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -64,12 +76,11 @@ def _fifo(arrivals: np.ndarray, service_ns: int) -> np.ndarray:
     return out
 
 
-def generate(run: Path, n: int, rate: float = 1000.0, seed: int = 1) -> int:
-    """Write a one-trial run with ``n`` jobs at ``rate``/s; return the number of events."""
+def _times(n: int, rate: float, seed: int) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Per stage each job's time (ns), and which jobs failed in the desktop grid."""
     rng = np.random.default_rng(seed)
-    t0 = 1_700_000_000_000_000_000
     ms, s = 1_000_000, 1_000_000_000
-    intended = t0 + (np.arange(n) * (1e9 / rate)).astype(np.int64)
+    intended = T0 + (np.arange(n) * (1e9 / rate)).astype(np.int64)
     t = {"intended": intended}
     t["submit"] = intended + rng.integers(0, 2 * ms, n)
     t["submit_ack"] = t["submit"] + rng.integers(1 * ms, 5 * ms, n)
@@ -80,23 +91,33 @@ def generate(run: Path, n: int, rate: float = 1000.0, seed: int = 1) -> int:
     t["bridge_done"] = t["bridge_submit"] + rng.integers(5 * s, 10 * s, n)
     t["ce_done"] = _fifo(t["bridge_done"], int(1e9 / (0.9 * rate)))  # the bottleneck
     t["client_done"] = t["ce_done"] + rng.integers(100 * ms, 1 * s, n)
-    jobs = "j" + pl.Series("job", np.arange(n)).cast(pl.String).str.zfill(7)
-    failed = rng.random(n) < 0.005  # job_failed in the desktop grid: no later stamps
-    frames = []
+    return t, rng.random(n) < 0.005  # job_failed in the desktop grid: no later stamps
+
+
+T0 = 1_700_000_000_000_000_000
+#: jobs per generated slice: each slice's events are sorted and written in turn, so a
+#: 10 M-job log (100 M events) is never in memory at once
+SLICE_JOBS = 500_000
+
+
+def _events(t: dict[str, np.ndarray], failed: np.ndarray, lo: int, hi: int) -> pl.DataFrame:
+    """The events of jobs ``lo``..``hi`` sorted by time (an append-only log is roughly
+    time-ordered; slices overlap in time, as a live log's late stamps do)."""
+    n = hi - lo
+    jobs = "j" + pl.Series("job", np.arange(lo, hi)).cast(pl.String).str.zfill(8)
+    fail = failed[lo:hi]
     prec = {"intended": ("client", 1_000), "submit_ack": ("client", 1_000)}
     prec.update({name: (src, p) for name, src, p in STAGES})
-    late_stages = {"ce_done", "client_done"}
-    for name, arr in t.items():
-        keep = ~failed if name in late_stages else np.ones(n, dtype=bool)
-        src, p = prec[name]
+    frames = []
+
+    def frame(keep: np.ndarray, name: str, arr: np.ndarray, src: str, p: int, attrs: str) -> None:
         m = int(keep.sum())
-        attrs = '{"backend_id":"ce-1"}' if name == "submit_ack" else ""
         frames.append(
             pl.DataFrame(
                 {
                     "job": jobs.filter(pl.Series(keep)),
                     "stage": pl.repeat(name, m, eager=True),
-                    "t_ns": arr[keep],
+                    "t_ns": arr[lo:hi][keep],
                     "source": pl.repeat(src, m, eager=True),
                     "precision_ns": pl.repeat(p, m, eager=True, dtype=pl.Int64),
                     "agent": pl.repeat("local", m, eager=True),
@@ -105,30 +126,39 @@ def generate(run: Path, n: int, rate: float = 1000.0, seed: int = 1) -> int:
                 }
             )
         )
-    m = int(failed.sum())
-    frames.append(
-        pl.DataFrame(
-            {
-                "job": jobs.filter(pl.Series(failed)),
-                "stage": pl.repeat("failed", m, eager=True),
-                "t_ns": t["bridge_done"][failed],
-                "source": pl.repeat("client", m, eager=True),
-                "precision_ns": pl.repeat(1_000, m, eager=True, dtype=pl.Int64),
-                "agent": pl.repeat("local", m, eager=True),
-                "clock_offset_ns": pl.repeat(0, m, eager=True, dtype=pl.Int64),
-                "attrs": pl.repeat('{"kind":"job_failed"}', m, eager=True),
-            }
-        )
-    )
-    events = pl.concat(frames).sort("t_ns")  # an append-only log is roughly time-ordered
-    tdir = run / "trials" / "p00-t00"
-    tdir.mkdir(parents=True)
-    events.write_csv(tdir / "events.csv")
-    arrow_dir = run.parent / "run-arrow" / "trials" / "p00-t00"
-    arrow_dir.mkdir(parents=True)
-    with ArrowEventLog(arrow_dir / "events.arrows") as log:
-        for part in events.iter_slices(4096):  # the batches a live ArrowEventLog writes
-            log.write_frame(part)
+
+    for name, arr in t.items():
+        keep = ~fail if name in ("ce_done", "client_done") else np.ones(n, dtype=bool)
+        src, p = prec[name]
+        frame(keep, name, arr, src, p, '{"backend_id":"ce-1"}' if name == "submit_ack" else "")
+    frame(fail, "failed", t["bridge_done"], "client", 1_000, '{"kind":"job_failed"}')
+    return pl.concat(frames).sort("t_ns")
+
+
+def generate(base: Path, n: int, formats: list[str], rate: float = 1000.0, seed: int = 1) -> int:
+    """Write the one-trial run with ``n`` jobs at ``rate``/s in each format of ``formats``
+    (``base/run`` CSV, ``base/run-arrow`` Arrow), slice by slice; return the events."""
+    t, failed = _times(n, rate, seed)
+    dirs = {f: base / RUNS[f] / "trials" / "p00-t00" for f in formats}
+    for d in dirs.values():
+        d.mkdir(parents=True)
+    count = 0
+    arrow = ArrowEventLog(dirs["arrow"] / "events.arrows") if "arrow" in dirs else None
+    csv = open(dirs["csv"] / "events.csv", "wb") if "csv" in dirs else None  # noqa: SIM115
+    try:
+        for lo in range(0, n, SLICE_JOBS):
+            events = _events(t, failed, lo, min(n, lo + SLICE_JOBS))
+            count += events.height
+            if csv is not None:
+                events.write_csv(csv, include_header=lo == 0)
+            if arrow is not None:
+                for part in events.iter_slices(4096):  # the batches a live ArrowEventLog writes
+                    arrow.write_frame(part)
+    finally:
+        if arrow is not None:
+            arrow.close()
+        if csv is not None:
+            csv.close()
     end = int(t["client_done"].max())
     info = {
         "trial_id": "p00-t00",
@@ -138,8 +168,8 @@ def generate(run: Path, n: int, rate: float = 1000.0, seed: int = 1) -> int:
         "load_model": "open",
         "offered_rate_per_s": rate,
         "planned_jobs": n,
-        "started_ns": t0,
-        "submit_end_ns": int(intended[-1]),
+        "started_ns": T0,
+        "submit_end_ns": int(t["intended"][-1]),
         "ended_ns": end,
         "status": "complete",
         "chain": {
@@ -155,21 +185,26 @@ def generate(run: Path, n: int, rate: float = 1000.0, seed: int = 1) -> int:
         "cpu_count": 2,
         "late_threshold_ns": 100_000_000,
     }
-    (tdir / "trial.json").write_text(json.dumps(info))
-    ts = np.arange(t0, end, 1_000_000_000, dtype=np.int64)
-    pl.DataFrame(
+    ts = np.arange(T0, end, 1_000_000_000, dtype=np.int64)
+    rng = np.random.default_rng(seed + 1)
+    resources = pl.DataFrame(
         {
             "t_ns": ts,
             "cpu_percent": rng.uniform(20, 40, ts.size),
             "rss_bytes": np.full(ts.size, 200_000_000),
             "children": np.zeros(ts.size, dtype=np.int64),
         }
-    ).write_csv(tdir / "resources.csv")
-    (run / "experiment.json").write_text(json.dumps({"name": "bench-1m", "status": "complete"}))
-    for name in ("trial.json", "resources.csv"):
-        shutil.copy(tdir / name, arrow_dir / name)
-    shutil.copy(run / "experiment.json", arrow_dir.parents[1] / "experiment.json")
-    return events.height
+    )
+    for d in dirs.values():
+        (d / "trial.json").write_text(json.dumps(info))
+        resources.write_csv(d / "resources.csv")
+        (d.parents[1] / "experiment.json").write_text(
+            json.dumps({"name": f"bench-{n}", "status": "complete"})
+        )
+    return count
+
+
+RUNS = {"csv": "run", "arrow": "run-arrow"}
 
 
 CHILD = r"""
@@ -194,6 +229,37 @@ elif mode == "floor":
     df = pl.read_ipc_stream(tdir / "events.arrows", columns=["stage", "t_ns"])
     df = df.group_by("stage").agg(pl.len(), pl.col("t_ns").max())
     extra = {"rows": int(df["len"].sum())}
+elif mode == "jobs":  # the per-job pivot alone, polars reading the log
+    src = pl.scan_csv(tdir / "events.csv", schema_overrides={"t_ns": pl.Int64}) if fmt == "csv" \
+        else pl.read_ipc_stream(tdir / "events.arrows", columns=["job", "stage", "t_ns"]).lazy()
+    stages = json.loads((tdir / "trial.json").read_text())["chain"]["stages"]
+    names = ["intended", "submit_ack"] + [s["name"] for s in stages]
+    df = src.group_by("job").agg(
+        pl.col("t_ns").filter(pl.col("stage") == s).min().alias(s) for s in names
+    ).collect(engine="streaming")
+    extra = {"rows": df.height}
+elif mode == "page":  # the results page from stored metrics: the run without its events
+    import shutil, tempfile
+    from fastapi.testclient import TestClient
+    from gridbench.web.app import create_app
+    from gridbench.web.dashboard import WebConfig
+    from gridbench.web.results import build_view
+    root = Path(tempfile.mkdtemp(prefix="gridbench-page-")) / "results"
+    shutil.copytree(run, root / "bench", ignore=shutil.ignore_patterns("events*"))
+    t = time.perf_counter()
+    build_view(root / "bench", root.parent / "cache")  # cold: metrics.json and series.json
+    cold = time.perf_counter() - t
+    with TestClient(create_app(WebConfig(root)), base_url="http://127.0.0.1") as c:
+        t = time.perf_counter()
+        r = c.get("/experiments/bench")
+        first = time.perf_counter() - t
+        r.raise_for_status()
+        t = time.perf_counter()
+        c.get("/experiments/bench").raise_for_status()
+        warm = time.perf_counter() - t
+    shutil.rmtree(root.parent)
+    extra = {"cold_view_s": cold, "first_page_s": first, "warm_page_s": warm,
+             "page_bytes": len(r.content), "statement": ""}
 elif mode == "read":
     extra = {"rows": read_trial_log(tdir).height}
 else:
@@ -207,19 +273,23 @@ print(json.dumps({"seconds": wall, "import_seconds": imported, "peak_rss_bytes":
 """
 
 
-def run_child(mode: str, fmt: str, run: Path) -> dict[str, Any]:
+def run_child(mode: str, fmt: str, run: Path, src: str | None = None) -> dict[str, Any]:
+    env = dict(os.environ)
+    if src is not None:  # the same step with another source tree (the code before)
+        env["PYTHONPATH"] = src
     out = subprocess.run(
         [sys.executable, "-c", CHILD, mode, fmt, str(run)],
         check=True,
         capture_output=True,
         text=True,
+        env=env,
     )
     result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
 
 
-def best(mode: str, fmt: str, run: Path, repeat: int) -> dict[str, Any]:
-    runs = [run_child(mode, fmt, run) for _ in range(repeat)]
+def best(mode: str, fmt: str, run: Path, repeat: int, src: str | None = None) -> dict[str, Any]:
+    runs = [run_child(mode, fmt, run, src) for _ in range(repeat)]
     top = min(runs, key=lambda r: float(r["seconds"]))
     top["all"] = [round(float(r["seconds"]), 2) for r in runs]
     return top
@@ -230,41 +300,66 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=3, help="timed runs of each step (best kept)")
     ap.add_argument("--formats", default="csv,arrow", help="csv, arrow or both (default)")
-    ap.add_argument("--keep", type=Path, help="generate into this directory and keep it")
+    ap.add_argument(
+        "--keep", type=Path, help="generate into this directory and keep it (reused if there)"
+    )
+    ap.add_argument(
+        "--baseline",
+        help="another source tree (e.g. /work/main/src) whose full analysis runs in the same "
+        "run, for the figures before a change (skipped past 2 M jobs: it does not fit)",
+    )
     args = ap.parse_args()
+    formats = [f for f in args.formats.split(",") if f]
     base = args.keep or Path(tempfile.mkdtemp(prefix="gridbench-bench-"))
-    runs = {"csv": base / "run", "arrow": base / "run-arrow"}
+    runs = {f: base / RUNS[f] for f in formats}
+    logs = {"csv": "events.csv", "arrow": "events.arrows"}
     try:
-        for r in runs.values():
-            if r.exists():
-                shutil.rmtree(r)
-        t = time.perf_counter()
-        n_events = generate(runs["csv"], args.jobs)
-        sizes = {
-            "csv": (runs["csv"] / "trials" / "p00-t00" / "events.csv").stat().st_size,
-            "arrow": (runs["arrow"] / "trials" / "p00-t00" / "events.arrows").stat().st_size,
-        }
+        stamp = base / f"generated-{args.jobs}"
+        if not stamp.exists():
+            for r in runs.values():
+                shutil.rmtree(r, ignore_errors=True)
+            t = time.perf_counter()
+            stamp.write_text(str(generate(base, args.jobs, formats)))
+            print(f"generated in {time.perf_counter() - t:.1f} s")
+        sizes = {f: (runs[f] / "trials" / "p00-t00" / logs[f]).stat().st_size for f in formats}
         print(
-            f"generated {args.jobs:,} jobs, {n_events:,} events: CSV {sizes['csv'] / 1e6:.0f} MB, "
-            f"Arrow {sizes['arrow'] / 1e6:.0f} MB, in {time.perf_counter() - t:.1f} s"
+            f"{args.jobs:,} jobs, {int(stamp.read_text()):,} events: "
+            + ", ".join(f"{f} {sizes[f] / 1e6:,.0f} MB" for f in formats)
         )
-        formats = [f for f in args.formats.split(",") if f]
-        if "csv" not in formats:
-            (runs["csv"] / "trials" / "p00-t00" / "events.csv").unlink()
         gib = 2**30
+        small = args.jobs <= 2_000_000  # materialising every event fits
         print(f"best of {args.repeat}, each step in a fresh process")
         print(
-            f"{'format':<7}{'step':<8}{'seconds':>9}{'peak RSS GiB':>14}{'x floor':>9}   runs (s)"
+            f"{'format':<7}{'step':<10}{'seconds':>9}{'peak RSS GiB':>14}{'x floor':>9}   runs (s)"
         )
         for fmt in formats:
             floor = best("floor", fmt, runs[fmt], args.repeat)
-            for mode in ("floor", "read", "full"):
-                r = floor if mode == "floor" else best(mode, fmt, runs[fmt], args.repeat)
+            steps = ["floor", "jobs"] + (["read"] if small else []) + ["full", "page"]
+            if args.baseline and small:
+                steps.append("before")
+            for mode in steps:
+                if mode == "floor":
+                    r = floor
+                elif mode == "before":
+                    r = best("full", fmt, runs[fmt], args.repeat, args.baseline)
+                else:
+                    r = best(mode, fmt, runs[fmt], args.repeat)
                 secs, rss = float(r["seconds"]), int(r["peak_rss_bytes"]) / gib
                 ratio = secs / float(floor["seconds"])
-                print(f"{fmt:<7}{mode:<8}{secs:>9.2f}{rss:>14.2f}{ratio:>9.2f}   {r['all']}")
+                print(f"{fmt:<7}{mode:<10}{secs:>9.2f}{rss:>14.2f}{ratio:>9.2f}   {r['all']}")
                 if mode == "full":
                     print(f"  finding: {r['statement']}")
+                if mode == "page":  # ``seconds`` there is the whole step
+                    print(
+                        f"  results page without the events: view built cold "
+                        f"{r['cold_view_s'] * 1e3:.0f} ms; page in-process (TestClient) first "
+                        f"{r['first_page_s'] * 1e3:.0f} ms, warm {r['warm_page_s'] * 1e3:.0f} ms, "
+                        f"{r['page_bytes'] / 1e3:.0f} kB"
+                    )
+        print(
+            "floor: polars alone, one group-by by stage; jobs: polars alone, the per-job "
+            "pivot (group-by job, min time per stage); before: --baseline's full analysis"
+        )
         print(
             "targets: full <= 2 s and <= 1 GiB at 1 M jobs; <= 25 s, <= 4 GiB at 10 M; "
             "full / floor <= 2"

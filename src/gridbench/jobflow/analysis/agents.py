@@ -21,6 +21,12 @@ def _count(v: Any) -> int | None:
     return None if x is None else int(x)
 
 
+def remote_agents(agents: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """trial.json's remote agents: in-process ones (listed with a zero offset) are the
+    controller itself, whose load the rest of the metrics already give."""
+    return {str(n): r for n, r in agents.items() if isinstance(r, Mapping) and "address" in r}
+
+
 def agent_breakdown(events: pl.DataFrame, agents: Mapping[str, Any]) -> dict[str, Any]:
     """metrics.json's ``by_agent``: per remote agent of trial.json ``agents`` (none: empty)
 
@@ -32,9 +38,7 @@ def agent_breakdown(events: pl.DataFrame, agents: Mapping[str, Any]) -> dict[str
     - ``submit_p50_ms`` / ``submit_p95_ms``: submit → submit_ack, both stamps its own, so no
       clock offset enters.
     """
-    # remote agents only: in-process ones (trial.json lists them with a zero offset) are
-    # the controller itself, whose load the rest of the metrics already give
-    agents = {n: r for n, r in agents.items() if isinstance(r, Mapping) and "address" in r}
+    agents = remote_agents(agents)
     if not agents:
         return {}
     mine = events.filter(

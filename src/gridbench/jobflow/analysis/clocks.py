@@ -17,11 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import polars as pl
 
 BOUND_COLUMN = "clock_bound_ns"
+Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)
 
 
 def agent_bounds(agents: Mapping[str, Any]) -> dict[str, int]:
@@ -33,17 +34,19 @@ def agent_bounds(agents: Mapping[str, Any]) -> dict[str, int]:
     return out
 
 
-def to_controller_time(events: pl.DataFrame, agents: Mapping[str, Any]) -> pl.DataFrame:
+def to_controller_time(events: Frame, agents: Mapping[str, Any]) -> Frame:
     """``events`` with ``t_ns`` on the controller's clock (``t_ns − clock_offset_ns``), the
-    offset marked applied (0) and each stamp's clock bound in ``clock_bound_ns`` (pure)."""
+    offset marked applied (0) and each stamp's clock bound in ``clock_bound_ns`` (pure;
+    eager or lazy)."""
     bounds = agent_bounds(agents)
-    if "clock_offset_ns" in events.columns:
+    columns = events.collect_schema().names()
+    if "clock_offset_ns" in columns:
         offset = pl.col("clock_offset_ns").fill_null(0)
     else:
         offset = pl.lit(0, pl.Int64)
-    if BOUND_COLUMN in events.columns:  # already moved: keep the bounds it carries
+    if BOUND_COLUMN in columns:  # already moved: keep the bounds it carries
         bound = pl.col(BOUND_COLUMN).fill_null(0)
-    elif bounds and "agent" in events.columns:
+    elif bounds and "agent" in columns:
         bound = (
             pl.col("agent")
             .replace_strict(list(bounds), list(bounds.values()), default=0, return_dtype=pl.Int64)
@@ -76,15 +79,19 @@ def stage_clocks(events: pl.DataFrame, stages: tuple[str, ...]) -> dict[str, Sta
     if not (events[BOUND_COLUMN].max() or 0) > 0:  # type: ignore[operator]
         return {}  # one pass instead of a group-by: the common one-clock trial
     # one small row per (stage, agent): a few dozen rows whatever the number of events
-    pairs = (
-        events.group_by("stage", "agent")
-        .agg(pl.col(BOUND_COLUMN).max().alias("b"))
-        .filter(pl.col("stage").is_in(list(stages)))
+    pairs = events.group_by("stage", "agent").agg(pl.col(BOUND_COLUMN).max().alias("b"))
+    return clocks_from_pairs(pairs, stages)
+
+
+def clocks_from_pairs(pairs: pl.DataFrame, stages: tuple[str, ...]) -> dict[str, StageClock]:
+    """:func:`stage_clocks` from its (``stage``, ``agent``, ``b``: largest bound) rows."""
+    rows = (
+        pairs.filter(pl.col("stage").is_in(list(stages)))
         .sort("stage", "b", "agent", descending=[False, True, False])
         .rows()
     )
     by_stage: dict[str, list[tuple[str, int]]] = {}
-    for stage, agent, b in pairs:
+    for stage, agent, b in rows:
         by_stage.setdefault(str(stage), []).append((str(agent), int(b or 0)))
     return {
         stage: StageClock(ags[0][1], ags[0][0], tuple(sorted(a for a, _ in ags)))

@@ -32,7 +32,8 @@ from gridbench.jobflow.analysis.left_behind import left_behind
 from gridbench.jobflow.analysis.repetitions import point_summary
 from gridbench.jobflow.analysis.schedule import trial_times
 from gridbench.jobflow.analysis.thresholds import evaluate_thresholds
-from gridbench.jobflow.analysis.trial import TrialResult, analyze_trial
+from gridbench.jobflow.analysis.timelines import timeline_stages
+from gridbench.jobflow.analysis.trial import TrialResult, analyze_reduced, trial_keep
 from gridbench.jobflow.events.chain import StageChain
 from gridbench.store.layout import write_json
 
@@ -66,11 +67,12 @@ def analyze_run(
     results: list[TrialResult] = []
     for d in dirs:
         info = load.read_trial_info(d)
-        events, torn = load.read_trial_events_counted(d, info)
-        res = analyze_trial(
-            info, events, load.read_resources(d), cfg, load.read_server_resources(d)
+        stages = timeline_stages(info.chain.names())
+        reduced, torn = load.reduce_trial_events(d, info, stages, trial_keep(info))
+        res = analyze_reduced(
+            info, reduced, load.read_resources(d), cfg, load.read_server_resources(d)
         )
-        del events
+        del reduced
         res.metrics["events_torn"] = torn  # batches a crash cut short, skipped
         if write and res.series is not None:
             write_json(d / load.SERIES_FILE, res.series)

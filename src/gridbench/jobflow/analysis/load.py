@@ -8,7 +8,7 @@ resources.csv}; analysis writes RUN/metrics.json and RUN/trials/<id>/series.json
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +17,13 @@ import polars as pl
 from gridbench.errors import GridbenchError, ResultsError
 from gridbench.jobflow.analysis.clocks import to_controller_time
 from gridbench.jobflow.analysis.info import TrialInfo
+from gridbench.jobflow.analysis.reduce import ReducedEvents, reduce_events
 from gridbench.jobflow.events.log import EVENTS_FILE
-from gridbench.jobflow.events.trial_log import read_trial_log_counted, trial_log_path
+from gridbench.jobflow.events.trial_log import (
+    read_trial_log_counted,
+    scan_trial_log,
+    trial_log_path,
+)
 from gridbench.store.layout import read_json
 from gridbench.store.safe_open import opened_store_file
 
@@ -81,6 +86,29 @@ def read_trial_events_counted(trial_dir: Path, info: TrialInfo) -> tuple[pl.Data
     if path is not None and finished_empty and (info.events or 0) > 0:
         raise _lost(path, info, "holds no event")
     return to_controller_time(events, info.agents), torn
+
+
+def reduce_trial_events(
+    trial_dir: Path, info: TrialInfo, stages: Sequence[str], keep: pl.Expr
+) -> tuple[ReducedEvents, int]:
+    """The trial's events on the controller's clock reduced a chunk at a time
+    (:func:`gridbench.jobflow.analysis.reduce.reduce_events`), and the torn batches
+    skipped; the same checks as :func:`read_trial_events`."""
+    with scan_trial_log(trial_dir) as scan:
+        if scan is None and info.ended_ns is not None:  # the runner creates it first
+            raise _lost(trial_dir / EVENTS_FILE, info, "is missing")
+
+        def chunks() -> Iterator[pl.DataFrame]:
+            if scan is not None:
+                for chunk in scan.chunks(ANALYSIS_COLUMNS):
+                    yield to_controller_time(chunk, info.agents)
+
+        reduced = reduce_events(chunks, stages, keep)
+        torn = scan.torn if scan is not None else 0
+    finished_empty = reduced.events == 0 and info.ended_ns is not None
+    if scan is not None and finished_empty and (info.events or 0) > 0:
+        raise _lost(scan.path, info, "holds no event")
+    return reduced, torn
 
 
 def _lost(path: Path, info: TrialInfo, what: str) -> ResultsError:

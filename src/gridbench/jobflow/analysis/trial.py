@@ -31,6 +31,12 @@ from gridbench.jobflow.analysis.queues import (
     queue_series,
 )
 from gridbench.jobflow.analysis.rates import scheduler_rates
+from gridbench.jobflow.analysis.reduce import (
+    ReducedEvents,
+    frame_chunks,
+    keep_expr,
+    reduce_events,
+)
 from gridbench.jobflow.analysis.server import server_resources
 from gridbench.jobflow.analysis.staging import staging_stats
 from gridbench.jobflow.analysis.throughput import (
@@ -42,7 +48,6 @@ from gridbench.jobflow.analysis.throughput import (
 )
 from gridbench.jobflow.analysis.timelines import (
     JobTimes,
-    build_timeline,
     job_times,
     stage_failures,
     timeline_stages,
@@ -117,20 +122,46 @@ def analyze_trial(
 ) -> TrialResult:
     """Every per-trial metric of metrics.json (and series.json) from one trial's events
     (``resources``: the client's CPU samples; ``server``: the server processes')."""
-    cfg = cfg or AnalysisConfig()
     if BOUND_COLUMN not in events.columns:  # not read through load.read_trial_events
         events = to_controller_time(events, info.agents)
+    stages = timeline_stages(info.chain.names())
+    reduced = reduce_events(lambda: frame_chunks(events), stages, trial_keep(info))
+    return analyze_reduced(info, reduced, resources, cfg, server)
+
+
+def trial_keep(info: TrialInfo) -> pl.Expr:
+    """The events of the trial its analysis reads beside the timeline
+    (:func:`gridbench.jobflow.analysis.reduce.keep_expr`)."""
+    model = load_models.find(info.load_model)
+    return keep_expr(
+        info.chain.names(),
+        info.agents,
+        all_events=model is not None and model.reads_events,
+        by_agent=model is not None and model.users_by_agent,
+    )
+
+
+def analyze_reduced(
+    info: TrialInfo,
+    reduced: ReducedEvents,
+    resources: pl.DataFrame | None = None,
+    cfg: AnalysisConfig | None = None,
+    server: pl.DataFrame | None = None,
+) -> TrialResult:
+    """:func:`analyze_trial` from the trial's events reduced by
+    :func:`gridbench.jobflow.analysis.reduce.reduce_events` (with :func:`trial_keep`)."""
+    cfg = cfg or AnalysisConfig()
     chain = info.chain
     load_model = load_models.find(info.load_model)  # None: results of an unknown model
     names = chain.names()
-    stages = timeline_stages(names)
-    tl = build_timeline(events, stages)
+    tl, rest = reduced.take()
+    stages = tl.stages
     origin = _origin(info, tl.table, stages)
     jt = with_declared_precision(job_times(tl, origin), chain)
     by_agent = load_model is not None and load_model.users_by_agent
-    users = job_users(events, tl.table["job"], agent_fallback=by_agent)
-    errors = stage_failures(events, tl.table["job"], names)
-    del tl
+    users = job_users(rest, tl.table["job"], agent_fallback=by_agent)
+    errors = stage_failures(rest, tl.table["job"], names)
+    del tl  # the per-job table: its times are in ``jt`` now
     end = end_stage(jt, chain)
     sched = schedule_times(jt, chain)
     sched_sorted = sorted_finite(sched)
@@ -193,7 +224,7 @@ def analyze_trial(
     validity = trial_validity(info, jt, jobs, latency, cpu, end_stage=end, cfg=cfg.validity)
     model = None  # the load model's own results (closed models)
     if load_model is not None:
-        model = load_model.trial_metrics(events, chain)
+        model = load_model.trial_metrics(rest, chain)
         validity = load_model.adjust_validity(validity, model)
     ratios = {s: throughput[s]["expected_ratio"] for s in names}
     finding = find_bottleneck(names, ratios, cfg.tolerance)
@@ -226,12 +257,12 @@ def analyze_trial(
     srv = server_resources(server, jobs["submitted"], resources, ops)
     if srv:
         metrics["server_resources"] = srv
-    staged = staging_stats(events)
+    staged = staging_stats(rest)
     if staged is not None:
         metrics["staging"] = staged
     if users is not None:
         metrics["by_user"] = user_breakdown(users, jt, durations, end)
-    agents_load = agent_breakdown(events, info.agents)
+    agents_load = agent_breakdown(rest, info.agents)
     if agents_load:
         metrics["by_agent"] = agents_load
     out_series = None

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import mmap
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -238,95 +239,153 @@ def read_columnar(
     memory-mapped, so a length field claiming more than the file holds is refused without
     allocating it; every batch is validated before use; a file that is not such a log is
     one :class:`ResultsError` naming it."""
-    p = Path(path)
-    segs = segments(p)
-    if not segs:
-        raise ResultsError(
-            "event log not found", where=str(p), fix="check the results directory path"
-        )
-    frames = _Frames(list(columns) if columns is not None else list(EVENT_COLUMNS))
-    torn = 0
-    for seg in segs:
-        if store:
-            with opened_store_file(seg) as (source, size):
-                torn += _read_segment(source, size, seg, frames)
-        else:
-            torn += _read_segment(str(seg), seg.stat().st_size, seg, frames)
-    return ColumnarRead(frames.frame(), torn)
+    scan = ColumnarScan(path, store=store)
+    # one chunk per group: the analysis' passes then run over ~1 M-event chunks rather
+    # than 4,096-event ones
+    frames = [f.rechunk() for f in scan.frames(list(columns) if columns is not None else None)]
+    cols = list(columns) if columns is not None else list(EVENT_COLUMNS)
+    if not frames:
+        return ColumnarRead(pl.DataFrame(schema=EVENT_SCHEMA).select(cols), scan.torn)
+    return ColumnarRead(pl.concat(frames, how="vertical", rechunk=False), scan.torn)
 
 
 #: batches turned into polars at a time (~1 M events of a busy trial)
 CONVERT_GROUP = 256
 
 
-class _Frames:
-    """Batches turned into polars a group at a time, so the dictionary-to-string copy of
-    one group, not of the whole log, is alive next to the result."""
+class ColumnarScan:
+    """The log at ``path`` read a group of batches at a time (:meth:`frames`): batches
+    are read, checked and turned into polars a group at a time, so a reader holds one
+    group, not the log. The first pass validates every batch and notes how many each
+    segment holds up to its torn tail; a later pass reads exactly those (``torn``: the
+    torn batches skipped)."""
 
-    def __init__(self, cols: list[str]) -> None:
-        self.cols = cols
-        self.pending: list[pa.RecordBatch] = []
-        self.done: list[pl.DataFrame] = []
+    def __init__(self, path: str | os.PathLike[str], *, store: bool = True) -> None:
+        p = Path(path)
+        self.segments = segments(p)
+        if not self.segments:
+            raise ResultsError(
+                "event log not found", where=str(p), fix="check the results directory path"
+            )
+        self.store = store
+        self.torn = 0
+        self._good: list[int] | None = None  # whole batches per segment, once checked
 
-    def add(self, batch: pa.RecordBatch) -> None:
-        self.pending.append(batch)
-        if len(self.pending) >= CONVERT_GROUP:
-            self._convert()
+    def frames(self, columns: Sequence[str] | None = None) -> Iterator[pl.DataFrame]:
+        """The events a group of batches at a time (``columns``: only those)."""
+        cols = list(columns) if columns is not None else list(EVENT_COLUMNS)
+        checking = self._good is None
+        good: list[int] = []
+        torn = 0
+        pending: list[pa.RecordBatch] = []
+        for i, seg in enumerate(self.segments):
+            limit = None if self._good is None else self._good[i]
+            with contextlib.ExitStack() as stack:
+                if self.store:
+                    source, size = stack.enter_context(opened_store_file(seg))
+                else:
+                    source, size = str(seg), seg.stat().st_size
+                n = 0
+                batches = _SegmentBatches(source, size, seg, check=checking, limit=limit)
+                for batch in batches:
+                    n += 1
+                    pending.append(batch)
+                    if len(pending) >= CONVERT_GROUP:
+                        yield _to_polars(pending, cols)
+                        pending = []
+                        batches.release()
+                torn += batches.torn
+                good.append(n)
+        if pending:
+            yield _to_polars(pending, cols)
+        if checking:
+            self._good, self.torn = good, torn
 
-    def _convert(self) -> None:
-        if not self.pending:
+
+def _to_polars(batches: list[pa.RecordBatch], cols: list[str]) -> pl.DataFrame:
+    """A group of batches as one polars chunk of :data:`EVENT_SCHEMA` types (one
+    dictionary per column for the group: polars casts each column once)."""
+    table = pa.Table.from_batches(batches, schema=ARROW_SCHEMA).select(cols)
+    frame = pl.from_arrow(table.unify_dictionaries(), rechunk=False)
+    assert isinstance(frame, pl.DataFrame)
+    return frame.cast({c: EVENT_SCHEMA[c] for c in cols})
+
+
+class _SegmentBatches:
+    """The whole batches of one segment (``torn``: 1 once its tail proved torn)."""
+
+    def __init__(self, source: str, size: int, seg: Path, *, check: bool, limit: int | None):
+        self.source, self.size, self.seg = source, size, seg
+        self.check, self.limit = check, limit
+        self.torn = 0
+        self._stream: pa.BufferReader | None = None
+        self._map: mmap.mmap | None = None
+
+    def release(self) -> None:
+        """Drop the pages read so far from this process's memory: the mapped file would
+        otherwise count in its resident size up to the whole log (they are re-read from
+        the file if a batch still refers to them)."""
+        if self._stream is not None and self._map is not None and not self._map.closed:
+            done = self._stream.tell() // mmap.PAGESIZE * mmap.PAGESIZE
+            if done:
+                self._map.madvise(mmap.MADV_DONTNEED, 0, done)
+
+    def __iter__(self) -> Iterator[pa.RecordBatch]:
+        if self.size == 0 or self.limit == 0:
             return
-        table = pa.Table.from_batches(self.pending, schema=ARROW_SCHEMA).select(self.cols)
-        self.pending = []
-        # one dictionary per column for the group: polars casts each column once
-        frame = pl.from_arrow(table.unify_dictionaries(), rechunk=False)
-        assert isinstance(frame, pl.DataFrame)
-        # one chunk per group: the analysis' many passes then run over ~1 M-event chunks
-        # rather than 4,096-event ones
-        self.done.append(frame.cast({c: EVENT_SCHEMA[c] for c in self.cols}).rechunk())
+        reader = self._open()
+        if reader is None:
+            return
+        n = 0
+        while self.limit is None or n < self.limit:
+            batch = self._next(reader)
+            if batch is None:
+                return
+            if self.check:
+                try:
+                    batch.validate(full=True)  # offsets, UTF-8 and dictionary indices
+                except (pa.ArrowException, ValueError) as exc:
+                    raise ResultsError(
+                        f"damaged event batch: {str(exc)[:200]}", where=str(self.seg), fix=_FIX
+                    ) from None
+            n += 1
+            yield batch
 
-    def frame(self) -> pl.DataFrame:
-        self._convert()
-        if not self.done:
-            return pl.DataFrame(schema=EVENT_SCHEMA).select(self.cols)
-        return pl.concat(self.done, how="vertical", rechunk=False)  # a chunk per group
-
-
-def _read_segment(source: str, size: int, seg: Path, out: _Frames) -> int:
-    """Append ``seg``'s whole batches to ``out``; 1 when its tail was torn, else 0."""
-    if size == 0:
-        return 0
-    with open(source, "rb") as fh:
-        head = fh.read(4)
-    if head != _CONTINUATION[: len(head)]:
-        raise ResultsError("not an Arrow IPC stream (bad first bytes)", where=str(seg), fix=_FIX)
-    try:
-        reader = pa.ipc.open_stream(pa.memory_map(source))
-    except (pa.ArrowException, OSError, ValueError) as exc:
-        if _TORN.search(str(exc)) and size < _SCHEMA_MAX:
-            return 1  # the writer died while writing the schema: no events
-        raise ResultsError(
-            f"not a readable event log: {str(exc)[:200]}", where=str(seg), fix=_FIX
-        ) from None
-    _check_schema(reader.schema, seg)
-    while True:
+    def _open(self) -> pa.ipc.RecordBatchStreamReader | None:
+        seg = self.seg
+        with open(self.source, "rb") as fh:
+            head = fh.read(4)
+        if head != _CONTINUATION[: len(head)]:
+            raise ResultsError(
+                "not an Arrow IPC stream (bad first bytes)", where=str(seg), fix=_FIX
+            )
         try:
-            batch = reader.read_next_batch()
+            with open(self.source, "rb") as fh:
+                self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            self._stream = pa.BufferReader(pa.py_buffer(self._map))
+            reader = pa.ipc.open_stream(self._stream)
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            if _TORN.search(str(exc)) and self.size < _SCHEMA_MAX:
+                self.torn = 1  # the writer died while writing the schema: no events
+                return None
+            raise ResultsError(
+                f"not a readable event log: {str(exc)[:200]}", where=str(seg), fix=_FIX
+            ) from None
+        _check_schema(reader.schema, seg)
+        return reader
+
+    def _next(self, reader: pa.ipc.RecordBatchStreamReader) -> pa.RecordBatch | None:
+        try:
+            return reader.read_next_batch()
         except StopIteration:
-            return 0
+            return None
         except (pa.ArrowException, OSError, ValueError) as exc:
             if _TORN.search(str(exc)):
-                return 1
+                self.torn = 1
+                return None
             raise ResultsError(
-                f"damaged event log: {str(exc)[:200]}", where=str(seg), fix=_FIX
+                f"damaged event log: {str(exc)[:200]}", where=str(self.seg), fix=_FIX
             ) from None
-        try:
-            batch.validate(full=True)  # offsets, UTF-8 and dictionary indices in range
-        except (pa.ArrowException, ValueError) as exc:
-            raise ResultsError(
-                f"damaged event batch: {str(exc)[:200]}", where=str(seg), fix=_FIX
-            ) from None
-        out.add(batch)
 
 
 def _check_schema(schema: pa.Schema, seg: Path) -> None:

@@ -8,16 +8,25 @@ in the format its spec asks for. Readers take either and give the same frame.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
 import polars as pl
 
-from gridbench.jobflow.events.columnar import ARROW_SUFFIX, ArrowEventLog, read_columnar
+from gridbench.errors import ResultsError
+from gridbench.jobflow.events.columnar import (
+    ARROW_SUFFIX,
+    ArrowEventLog,
+    ColumnarScan,
+    read_columnar,
+)
 from gridbench.jobflow.events.log import EVENTS_FILE, EventLog, Origin, empty_events, read_events
-from gridbench.jobflow.events.model import Event
+from gridbench.jobflow.events.model import EVENT_SCHEMA, Event
+from gridbench.store.safe_open import opened_store_file
 
 ARROW_FILE = "events" + ARROW_SUFFIX
 EventFormat = Literal["csv", "arrow"]
@@ -104,3 +113,76 @@ def read_trial_log_counted(
         read = read_columnar(path, columns=columns)
         return read.events, read.torn
     return read_events(path, columns=columns), 0
+
+
+class LogScan:
+    """A trial's log read a chunk of ~1 M events at a time (:data:`EVENT_SCHEMA`), valid
+    inside :func:`scan_trial_log`'s ``with``; a CSV that does not parse is one error
+    naming the file."""
+
+    def __init__(self, path: Path, csv: str | io.BytesIO | None, columnar: ColumnarScan | None):
+        self.path = path
+        self._csv = csv
+        self._columnar = columnar
+        #: the files read (a columnar log's segments)
+        self.paths = columnar.segments if columnar is not None else [path]
+
+    @property
+    def torn(self) -> int:
+        """Torn batches skipped (known once the whole log was read)."""
+        return self._columnar.torn if self._columnar is not None else 0
+
+    def chunks(self, columns: Sequence[str] | None = None) -> Iterator[pl.DataFrame]:
+        """The events in log order, a chunk at a time (``columns``: only those)."""
+        cols = list(columns) if columns is not None else None
+        if self._columnar is not None:
+            yield from self._columnar.frames(cols)
+            return
+        if self._csv is None:
+            return
+        if isinstance(self._csv, io.BytesIO):
+            self._csv.seek(0)
+        scan = pl.scan_csv(self._csv, schema=EVENT_SCHEMA, has_header=True)
+        batches = (scan.select(cols) if cols is not None else scan).collect_batches(
+            chunk_size=CSV_CHUNK
+        )
+        try:
+            yield from batches
+        except (pl.exceptions.ComputeError, pl.exceptions.NoDataError) as exc:
+            raise ResultsError(
+                f"event log is not valid CSV: {str(exc).splitlines()[0]}",
+                where=str(self.path),
+                fix="the file may be corrupted; re-run the trial or repair the named line",
+            ) from exc
+
+
+#: rows per chunk of a CSV log
+CSV_CHUNK = 1_000_000
+
+
+@contextlib.contextmanager
+def scan_trial_log(trial_dir: Path) -> Iterator[LogScan | None]:
+    """The trial's log as a :class:`LogScan` (``None`` when it recorded nothing yet); the
+    file is opened without following a link and stays open for the ``with``."""
+    path = trial_log_path(trial_dir)
+    if path is None:
+        yield None
+    elif is_columnar(path):
+        yield LogScan(path, None, ColumnarScan(path))
+    else:
+        with opened_store_file(path) as (source, size):
+            yield LogScan(path, _csv_source(source, size), None)
+
+
+def _csv_source(source: str, size: int) -> str | io.BytesIO | None:
+    """What polars reads of a CSV log: the file, or its bytes up to a torn last line
+    (the writer died mid-line); ``None`` when empty."""
+    if size == 0:
+        return None
+    with open(source, "rb") as fh:
+        fh.seek(size - 1)
+        if fh.read(1) == b"\n":
+            return source
+        fh.seek(0)
+        raw = fh.read()
+    return io.BytesIO(raw[: raw.rfind(b"\n") + 1])

@@ -208,6 +208,8 @@ class Batch(BaseLoadModel):
         per_job = max(SUBMIT_CALL_S / load.submitters, MIN_PER_JOB_S) / load.bulk
         return PlanEstimate(n, drain_s + n * per_job, None)
 
+    reads_events = True  # trial_metrics reads the trial's events
+
     def trial_metrics(self, events: pl.DataFrame, chain: StageChain) -> dict[str, Any] | None:
         """See :func:`batch_metrics`."""
         end = server_end_stage(chain)

@@ -357,6 +357,8 @@ class Probe(BaseLoadModel):
         backlog = bursts / rate if rate else 0.0
         return PlanEstimate(load.count + bursts, load.count * load.gap + backlog + drain_s, None)
 
+    reads_events = True  # trial_metrics reads the trial's events
+
     def trial_metrics(self, events: pl.DataFrame, chain: StageChain) -> dict[str, Any] | None:
         """See :func:`probe_metrics`."""
         at = below_stage(chain)

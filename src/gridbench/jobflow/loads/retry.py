@@ -267,6 +267,8 @@ class Retry(BaseLoadModel):
         m, load = retry_jobs(spec), narrow(spec.load, RetryLoad)
         return PlanEstimate(m * (load.retries + 1), retry_seconds(spec, drain_s), None)
 
+    reads_events = True  # trial_metrics reads the trial's events
+
     def trial_metrics(self, events: pl.DataFrame, chain: StageChain) -> dict[str, Any] | None:
         """See :func:`retry_metrics`."""
         return retry_metrics(events)

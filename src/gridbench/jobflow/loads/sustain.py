@@ -277,6 +277,8 @@ class Sustain(BaseLoadModel):
         """Open-ended: as many jobs as the users get through in the duration."""
         return PlanEstimate(None, (spec.trial.duration or 0.0) + drain_s, None)
 
+    reads_events = True  # trial_metrics reads the trial's events
+
     def trial_metrics(self, events: pl.DataFrame, chain: StageChain) -> dict[str, Any] | None:
         """See :func:`sustain_metrics`."""
         return sustain_metrics(job_table(events))

@@ -81,7 +81,9 @@ def chart_notes(series: Mapping[str, Mapping[str, Any]]) -> Statements | None:
             (
                 "info",
                 f"Time series of {len(ds)} trial(s) were down-sampled to at most 500 points per "
-                f"line for the charts: {', '.join(ds)}. Tables use the full data.",
+                f"line for the charts, by min/max per bucket (each bucket keeps its lowest and "
+                f"highest point, so peaks and dips survive): {', '.join(ds)}. Tables use the "
+                "full data.",
             )
         )
     if not series:

@@ -167,7 +167,8 @@ def _series_note(series: Mapping[str, Mapping[str, Any]], ids: list[str]) -> str
         return ""
     return (
         f" Series of {len(ds)} trial(s) were down-sampled to at most 500 points per line "
-        f"({', '.join(ds)}); short spikes may not show."
+        f"by min/max per bucket (each bucket keeps its lowest and highest point) "
+        f"({', '.join(ds)})."
     )
 
 

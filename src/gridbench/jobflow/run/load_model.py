@@ -106,6 +106,12 @@ class LoadModel(Protocol):
         """A job without a ``user`` belongs to its submitting agent (users are agents)."""
         ...
 
+    @property
+    def reads_events(self) -> bool:
+        """:meth:`trial_metrics` reads every event (else it is given only the few the
+        analysis keeps: a model that reads none says so, and huge runs stream)."""
+        ...
+
     def check_spec(self, spec: ExperimentBase) -> None:
         """Cross-field checks of a whole spec; raise ValueError with the message to show."""
         ...
@@ -153,6 +159,7 @@ class BaseLoadModel:
     spec: type[LoadBase]
     rate_based: bool = False
     users_by_agent: bool = False
+    reads_events: bool = False
     #: (path in a point summary, label, unit) of what growth fits follow; None: no fits
     growth: tuple[str, str, str] | None = None
     #: its report sections as 'module:builder', imported when asked (the job-flow report
