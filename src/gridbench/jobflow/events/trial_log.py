@@ -9,44 +9,19 @@ in the format its spec asks for. Readers take either and give the same frame.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Literal
 
 import polars as pl
 
+from gridbench.jobflow.events.buffer import EventWriter as EventWriter
 from gridbench.jobflow.events.columnar import ARROW_SUFFIX, ArrowEventLog, read_columnar
-from gridbench.jobflow.events.log import EVENTS_FILE, EventLog, Origin, empty_events, read_events
-from gridbench.jobflow.events.model import Event
+from gridbench.jobflow.events.log import EVENTS_FILE, EventLog, empty_events, read_events
 
 ARROW_FILE = "events" + ARROW_SUFFIX
 EventFormat = Literal["csv", "arrow"]
 FORMATS: tuple[EventFormat, ...] = ("csv", "arrow")
-
-
-class EventWriter(Protocol):
-    """What recorders need of an event log (both formats)."""
-
-    path: Path
-    count: int
-
-    def append(
-        self,
-        job: str,
-        stage: str,
-        t_ns: int,
-        origin: Origin = ...,
-        *,
-        attrs: dict[str, Any] | str | None = None,
-    ) -> None: ...
-
-    def add(self, event: Event) -> None: ...
-
-    def extend(self, events: Iterable[Event]) -> None: ...
-
-    def flush(self) -> None: ...
-
-    def close(self) -> None: ...
 
 
 def is_columnar(path: Path) -> bool:
