@@ -3,7 +3,8 @@
 Each writer appends record batches to one segment file (``events.arrows``; a writer that
 finds it non-empty starts the next segment, ``events.1.arrows``, because a stream cannot
 be reopened). Every batch is flushed to the kernel as it is written, so a ``kill -9``
-loses at most the batch being built; a batch torn by the crash is skipped on reading and
+loses at most the events not yet written (the trial's last 0.1 s,
+:mod:`gridbench.jobflow.events.buffer`); a batch torn by the crash is skipped on reading and
 counted. Types are fixed: ``stage``, ``source`` and ``agent`` are dictionary-encoded, times
 and precisions int64 ns. The schema carries the format marker ``gridbench: events/1``.
 """

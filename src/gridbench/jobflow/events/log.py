@@ -1,9 +1,10 @@
 """The append-only per-trial event log.
 
 Format: UTF-8 CSV with a header row (columns :data:`EVENT_COLUMNS`), ``attrs`` holding a
-JSON object or nothing. Events are buffered and written in small batches; every batch is
-flushed to the kernel, so a ``kill -9`` loses at most the events of the batch being built.
-A torn last line (the process died mid-write) is ignored on reading.
+JSON object or nothing. Events are buffered as rows and written a chunk at a time, every
+chunk flushed to the kernel (:mod:`gridbench.jobflow.events.buffer`: a ``kill -9`` loses at
+most the trial's last 0.1 s). A torn last line (the process died mid-write) is ignored on
+reading.
 """
 
 from __future__ import annotations
