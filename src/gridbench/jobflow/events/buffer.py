@@ -24,12 +24,10 @@ from gridbench.errors import resource_error
 from gridbench.jobflow.events.model import Event
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(frozen=True, slots=True)
 class Origin:
     """Who stamped an event and how: its source, the stamp's precision, the agent and that
-    agent's clock offset. A recorder keeps one, so an event costs no new object. Equal by
-    identity: a batch finds its few stampers among its events without hashing each one's
-    fields (a writer gives equal origins of added events one object)."""
+    agent's clock offset. A recorder keeps one, so an event costs no new object."""
 
     source: str = "client"
     precision_ns: int = 1_000
@@ -40,10 +38,12 @@ class Origin:
 #: The controller's own client stamps (microsecond clock, no offset).
 CLIENT = Origin()
 
-#: One pending event: (job, stage, t_ns, precision_ns, origin, attrs). ``attrs`` is the
-#: JSON object already encoded, or "" for none; the origin's own precision is not used
-#: (a client_done stamp carries its own).
-Row = tuple[str, str, int, int, Origin, str]
+#: One pending event: (job, stage, t_ns, precision_ns, origin key, attrs). The key names
+#: the source, agent and clock offset in the writer's :attr:`EventWriter.origins`
+#: (:meth:`EventWriter.origin_key`); ``attrs`` is the JSON object already encoded, or ""
+#: for none. Strings and ints only: the garbage collector stops tracking such a tuple at
+#: its first pass, so a trial's pending rows do not lengthen its later passes.
+Row = tuple[str, str, int, int, int, str]
 
 _dumps = json.JSONEncoder(separators=(",", ":"), default=str).encode
 
@@ -70,7 +70,9 @@ class EventWriter(abc.ABC):
         self.put: Callable[[Row], None] = self._rows.append
         self._batch = batch_size
         self._written = 0
-        self._origins: dict[tuple[str, int, str, int], Origin] = {}  # of added events
+        #: the origins rows name, by key
+        self.origins: list[Origin] = []
+        self._keys: dict[tuple[str, str, int], int] = {}
 
     @property
     def count(self) -> int:
@@ -93,17 +95,31 @@ class EventWriter(abc.ABC):
     ) -> None:
         """Record one event; ``attrs`` may be pre-encoded JSON. Written with its batch
         (``batch_size`` events) or at the next :meth:`flush`."""
-        self.put((job, stage, t_ns, origin.precision_ns, origin, encode_attrs(attrs)))
-        if len(self._rows) >= self._batch:
-            self.flush()
+        key = self._key(origin.source, origin.agent, origin.clock_offset_ns)
+        self._append((job, stage, t_ns, origin.precision_ns, key, encode_attrs(attrs)))
 
     def add(self, event: Event) -> None:
         """Record an :class:`Event`."""
-        key = (event.source, event.precision_ns, event.agent, event.clock_offset_ns)
-        origin = self._origins.get(key)
-        if origin is None:
-            origin = self._origins[key] = Origin(*key)
-        self.append(event.job, event.stage, event.t_ns, origin, attrs=event.attrs)
+        e = event
+        key = self._key(e.source, e.agent, e.clock_offset_ns)
+        self._append((e.job, e.stage, e.t_ns, e.precision_ns, key, encode_attrs(e.attrs)))
+
+    def origin_key(self, origin: Origin) -> int:
+        """The key rows carry for ``origin`` (its source, agent and clock offset)."""
+        return self._key(origin.source, origin.agent, origin.clock_offset_ns)
+
+    def _key(self, source: str, agent: str, clock_offset_ns: int) -> int:
+        fields = (source, agent, clock_offset_ns)
+        key = self._keys.get(fields)
+        if key is None:
+            key = self._keys[fields] = len(self.origins)
+            self.origins.append(Origin(source, 0, agent, clock_offset_ns))
+        return key
+
+    def _append(self, row: Row) -> None:
+        self.put(row)
+        if len(self._rows) >= self._batch:
+            self.flush()
 
     def extend(self, events: Iterable[Event]) -> None:
         for e in events:

@@ -100,7 +100,7 @@ class ArrowEventLog(EventWriter):
 
     def _write_rows(self, rows: list[Row]) -> None:
         if rows:
-            self._write(_rows_batch(rows))
+            self._write(_rows_batch(rows, self.origins))
 
     def _write(self, batch: pa.RecordBatch) -> None:
         self._writer.write_batch(batch)
@@ -127,28 +127,19 @@ def _to_batch(frame: pl.DataFrame) -> pa.RecordBatch:
 # lengthen every garbage collection of the dispatcher's process).
 
 
-def _rows_batch(rows: list[Row]) -> pa.RecordBatch:
+def _rows_batch(rows: list[Row], origins: list[Origin]) -> pa.RecordBatch:
     """One record batch of :data:`ARROW_SCHEMA` from rows (at least one)."""
-    jobs, stages, times, precisions, origins, attrs = zip(*rows, strict=True)
+    jobs, stages, times, precisions, keys, attrs = zip(*rows, strict=True)
     n = len(jobs)
-    first = origins[0]
-    if origins.count(first) == n:  # one stamper (by identity: no hashing per event)
-        uniq: list[Origin] = [first]
-        codes = np.zeros(n, dtype=np.int32)
-    else:
-        by_id = dict(zip(map(id, origins), origins, strict=True))
-        keys = list(by_id)
-        code_of = {k: c for c, k in enumerate(keys)}
-        codes = np.fromiter(map(code_of.__getitem__, map(id, origins)), np.int32, n)
-        uniq = [by_id[k] for k in keys]
-    offsets = np.array([o.clock_offset_ns for o in uniq], dtype=np.int64)[codes]
+    codes = np.fromiter(keys, np.int32, n)
+    offsets = np.array([o.clock_offset_ns for o in origins], dtype=np.int64)[codes]
     arrays = [
         _strings(jobs),
         _dictionary(stages),
         _ints(times),
-        _per_origin([o.source for o in uniq], codes),
+        _per_origin([o.source for o in origins], codes),
         _ints(precisions),
-        _per_origin([o.agent for o in uniq], codes),
+        _per_origin([o.agent for o in origins], codes),
         pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(offsets)]),
         _strings(attrs, empty_is_null=True),
     ]

@@ -190,7 +190,7 @@ def _acked(sub: Submitter, job: str, bid: str, acked_ns: int | None = None) -> N
     the ack and track the job."""
     rec = sub.rec
     acked = rec.clock.now_ns() if acked_ns is None else acked_ns
-    rec.put((job, STAGE_SUBMIT_ACK, acked, rec.precision, rec.origin, _backend_id(bid)))
+    rec.put((job, STAGE_SUBMIT_ACK, acked, rec.precision, rec.key, _backend_id(bid)))
     sub.progress.acknowledged += 1
     sub.tracker.add(bid, job, acked)
 
@@ -245,7 +245,7 @@ async def run_open_loop(
     max_late = int(loop.max_lateness_s * 1e9)
     late_ns = int(loop.late_threshold_s * 1e9)
     rec, progress = sub.rec, sub.progress
-    put, origin, prec = rec.put, rec.origin, rec.precision
+    put, key, prec = rec.put, rec.key, rec.precision
     shift = rec.clock.shift_ns  # stamps here are perf_counter_ns + shift (clock.now_ns)
     submit, pool = sub.backend.submit, loop.pool
     inline = sub.backend.capabilities().submit_at_once
@@ -279,7 +279,7 @@ async def run_open_loop(
             now = perf()
             req = make_request(idx[i])
             job = req.name
-            put((job, STAGE_INTENDED, due + shift, prec, origin, ""))
+            put((job, STAGE_INTENDED, due + shift, prec, key, ""))
             lag = now - due
             if lag > max_late:
                 rec.stamp(job, STAGE_FAILED, now + shift, {"kind": FAIL_DROPPED, "lag_ns": lag})
@@ -291,7 +291,7 @@ async def run_open_loop(
                 waiting += 1
                 tg.create_task(submit_one(sub, req)).add_done_callback(ended)
                 continue
-            put((job, STAGE_SUBMIT, now + shift, prec, origin, _attributes(req)))
+            put((job, STAGE_SUBMIT, now + shift, prec, key, _attributes(req)))
             progress.submitted += 1
             try:
                 call = submit(req)

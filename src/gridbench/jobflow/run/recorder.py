@@ -24,7 +24,8 @@ class Recorder:
         self.offset = clock_offset_ns
         self.precision = clock.precision_ns
         self.origin = Origin("client", self.precision, agent, clock_offset_ns)
-        #: record one row (job, stage, t_ns, precision_ns, self.origin, attrs JSON or "");
+        self.key = log.origin_key(self.origin)  # this recorder's rows carry it
+        #: record one row (job, stage, t_ns, precision_ns, self.key, attrs JSON or "");
         #: the hot path of the dispatcher: the log's own list append unless a subclass
         #: hooks :meth:`stamped`
         self.put: Callable[[Row], None] = (
@@ -41,7 +42,7 @@ class Recorder:
     ) -> int:
         """Record ``stage`` of ``job`` at ``t_ns`` (default: now); returns the stamp."""
         t = self.clock.now_ns() if t_ns is None else t_ns
-        self.put((job, stage, t, precision_ns or self.precision, self.origin, encode_attrs(attrs)))
+        self.put((job, stage, t, precision_ns or self.precision, self.key, encode_attrs(attrs)))
         return t
 
     def _put_hooked(self, row: Row) -> None:

@@ -110,7 +110,7 @@ class StatusTracker:
         asked = now if asked_ns is None else asked_ns
         p = self.progress
         seen, inflight = self._seen_ns, self.inflight
-        put, origin, floor = rec.put, rec.origin, rec.precision
+        put, key, floor = rec.put, rec.key, rec.precision
         items = list(states.items())
         for start in range(0, len(items), SWEEP_CHUNK):
             if start:
@@ -125,7 +125,7 @@ class StatusTracker:
                     continue
                 prec = max(now - seen.pop(bid, now), floor)
                 if st.state is JobState.DONE:
-                    put((job, STAGE_CLIENT_DONE, now, prec, origin, ""))
+                    put((job, STAGE_CLIENT_DONE, now, prec, key, ""))
                     p.completed += 1
                 elif st.state is JobState.FAILED:
                     rec.stamp(job, STAGE_CLIENT_DONE, now, {"state": st.state.value}, prec)
