@@ -6,9 +6,11 @@ per submission, for each event-log format (``trial.event_log``: csv, arrow), nex
 anchor measured in the same run: a bare asyncio sleep-and-fire loop (sleep until the next
 intended time, start a no-op submit task, note its lag), the floor for submission.
 Targets (issue 26): CPU per submission <= 8 us, p99 lag <= 3 ms at 20,000/s on one core.
+Each loop runs ``--repeat`` times, interleaved; the run with the least CPU is shown, with
+its ratios to the bare loop's (cpu/bare, p99/bare) from the same rate.
 
     .venv/bin/python bench/bench_open_loop.py [--rates 2000,10000,20000] [--seconds 5]
-        [--formats csv,arrow]
+        [--formats csv,arrow] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -110,6 +112,12 @@ def bare(rate: float, seconds: float) -> dict[str, float]:
     }
 
 
+def best(runs: list[dict[str, float]]) -> dict[str, float]:
+    """The run with the least CPU per submission (the least disturbed by other load on a
+    shared machine), its other figures as they were."""
+    return min(runs, key=lambda r: r["cpu_us_per_job"])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -118,22 +126,35 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--pool", type=int, default=64)
     ap.add_argument("--formats", default="csv,arrow", help="event-log formats to run")
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each loop, interleaved")
     a = ap.parse_args()
     os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core, as the target says
-    print(f"open loop vs noop backend, one core, {a.seconds:g}s per rate, pool {a.pool}")
+    print(
+        f"open loop vs noop backend, one core, {a.seconds:g}s per rate, pool {a.pool}, "
+        f"best of {a.repeat} (least CPU) per loop, runs interleaved"
+    )
     print(
         f"{'loop':<10}{'offered/s':>10} {'achieved/s':>11} {'p50 lag ms':>11} {'p99 lag ms':>11} "
-        f"{'max ms':>8} {'late>5ms':>9} {'dropped':>8} {'cpu us/job':>11}"
+        f"{'max ms':>8} {'late>5ms':>9} {'dropped':>8} {'cpu us/job':>11} {'cpu/bare':>9} "
+        f"{'p99/bare':>9}"
     )
+    formats = a.formats.split(",")
     with tempfile.TemporaryDirectory() as tmp:
         for rate in [float(x) for x in a.rates.split(",")]:
-            rows = [("bare", bare(rate, a.seconds))]
-            rows += [(f, one(rate, a.seconds, a.pool, Path(tmp), f)) for f in a.formats.split(",")]
-            for name, r in rows:
+            runs: dict[str, list[dict[str, float]]] = {k: [] for k in ["bare", *formats]}
+            for _ in range(a.repeat):  # interleaved: a burst of other load hits every loop
+                runs["bare"].append(bare(rate, a.seconds))
+                for f in formats:
+                    runs[f].append(one(rate, a.seconds, a.pool, Path(tmp), f))
+            floor = best(runs["bare"])
+            for name, rs in runs.items():
+                r = best(rs)
                 print(
-                    f"{name:<10}{r['offered']:>10.0f} {r['achieved']:>11.0f} {r['p50_ms']:>11.2f} "
-                    f"{r['p99_ms']:>11.2f} {r['max_ms']:>8.1f} {r['late_share']:>9.3f} "
-                    f"{r['dropped']:>8.0f} {r['cpu_us_per_job']:>11.1f}"
+                    f"{name:<10}{r['offered']:>10.0f} {r['achieved']:>11.0f} "
+                    f"{r['p50_ms']:>11.2f} {r['p99_ms']:>11.2f} {r['max_ms']:>8.1f} "
+                    f"{r['late_share']:>9.3f} {r['dropped']:>8.0f} {r['cpu_us_per_job']:>11.1f} "
+                    f"{r['cpu_us_per_job'] / floor['cpu_us_per_job']:>9.2f} "
+                    f"{r['p99_ms'] / floor['p99_ms']:>9.2f}"
                 )
 
 

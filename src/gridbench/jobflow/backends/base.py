@@ -7,8 +7,8 @@ time: :meth:`Backend.status` takes every job of a sweep in one call.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from gridbench.jobflow.events.chain import StageChain
@@ -44,6 +44,11 @@ class Capabilities:
     server_events: bool = False
     queue_length: bool = False
     max_concurrent_submits: int | None = None
+    #: submit answers without waiting on anything (an in-process backend): the open loop
+    #: then calls it inline, with no task per job. A coroutine may only be carried on by
+    #: the task that started it (anyio's cancel scopes, locks), so a backend that waits
+    #: must leave this off: each of its submissions gets a task of its own
+    submit_at_once: bool = False
     #: jobs the system holds at once before it refuses a submission (None: unknown or no
     #: bound); the plan uses it to count the retry model's attempts
     admission_limit: int | None = None
@@ -63,19 +68,44 @@ class Staging:
     output_files: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+class _NoEntries(Mapping[str, Any]):
+    """An empty mapping shared by every request that has none (no dict per job)."""
+
+    def __getitem__(self, key: str) -> Any:
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+    def __hash__(self) -> int:  # a dataclass default must be hashable (immutable)
+        return 0
+
+    def __repr__(self) -> str:
+        return "{}"
+
+
+NO_ENTRIES: Mapping[str, Any] = _NoEntries()
+
+
+@dataclass(slots=True)
 class JobRequest:
-    """What to run: the spec's job section resolved for one submission."""
+    """What to run: the spec's job section resolved for one submission. Read-only by
+    convention (``dataclasses.replace`` makes a changed copy): not frozen, because a
+    frozen dataclass's ``__init__`` costs ~1 us more per job, as much as the rest of the
+    dispatcher's work for a submission."""
 
     name: str  # gridbench job id (unique in the experiment)
     command: tuple[str, ...] = ()
     runtime_s: float | None = None  # for simulated backends (reference, null)
     fail: bool = False  # ask a simulating backend to fail this job
     user: str | None = None  # the virtual user submitting it (spec ``users``), or a sustain agent
-    attributes: Mapping[str, Any] = field(default_factory=dict)
+    attributes: Mapping[str, Any] = NO_ENTRIES
     account: str | None = None  # the local Unix account to submit as (Slurm, SGE, local)
     # where the user's credential lives ({"env": VAR} or {"file": PATH}); never the secret
-    credential: Mapping[str, str] = field(default_factory=dict)
+    credential: Mapping[str, str] = NO_ENTRIES
     tasks: int | None = None  # processes in the job (spec job.tasks); None: backend default
     nodes: int | None = None  # nodes the job spans (spec job.nodes); None: backend default
     staging: Staging | None = None  # data to stage (spec job.*_size/_files); None: none

@@ -28,6 +28,12 @@ class AnchoredClock:
         """Convert a ``perf_counter_ns`` reading to anchored wall time."""
         return self._wall0 + (mono_ns - self._mono0)
 
+    @property
+    def shift_ns(self) -> int:
+        """Anchored wall time minus ``perf_counter_ns``: a hot loop that reads the
+        monotonic clock itself stamps ``perf_counter_ns() + shift_ns`` (= :meth:`now_ns`)."""
+        return self._wall0 - self._mono0
+
     def wall_to_mono(self, wall_ns: int) -> int:
         """Convert an anchored wall time to the ``perf_counter_ns`` timeline."""
         return self._mono0 + (wall_ns - self._wall0)

@@ -3,7 +3,8 @@
 Each writer appends record batches to one segment file (``events.arrows``; a writer that
 finds it non-empty starts the next segment, ``events.1.arrows``, because a stream cannot
 be reopened). Every batch is flushed to the kernel as it is written, so a ``kill -9``
-loses at most the batch being built; a batch torn by the crash is skipped on reading and
+loses at most the events not yet written (the trial's last 0.1 s,
+:mod:`gridbench.jobflow.events.buffer`); a batch torn by the crash is skipped on reading and
 counted. Types are fixed: ``stage``, ``source`` and ``agent`` are dictionary-encoded, times
 and precisions int64 ns. The schema carries the format marker ``gridbench: events/1``.
 """
@@ -11,22 +12,21 @@ and precisions int64 ns. The schema carries the format marker ``gridbench: event
 from __future__ import annotations
 
 import contextlib
-import json
 import mmap
 import os
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import polars as pl
 import pyarrow as pa
 
-from gridbench.errors import ResultsError, resource_error
-from gridbench.jobflow.events.log import Origin
-from gridbench.jobflow.events.model import EVENT_COLUMNS, EVENT_SCHEMA, Event
+from gridbench.errors import ResultsError
+from gridbench.jobflow.events.buffer import EventWriter, Origin, Row, opened_dir
+from gridbench.jobflow.events.model import EVENT_COLUMNS, EVENT_SCHEMA
 from gridbench.store.safe_open import opened_store_file
 
 ARROW_SUFFIX = ".arrows"
@@ -45,7 +45,6 @@ ARROW_SCHEMA = pa.schema(
     ],
     metadata={FORMAT_KEY: FORMAT},
 )
-_dumps = json.JSONEncoder(separators=(",", ":"), default=str).encode
 # pyarrow's words for a message cut short (the writer died mid-batch), as against garbage
 _TORN = re.compile(r"Expected to (be able to )?read|bytes available")
 _CONTINUATION = b"\xff\xff\xff\xff"
@@ -76,109 +75,46 @@ def _next_segment(path: Path) -> Path:
     return seg
 
 
-class ArrowEventLog:
-    """Buffered, append-only writer of one trial's events as Arrow record batches; the
-    same interface as :class:`gridbench.jobflow.events.log.EventLog`."""
+class ArrowEventLog(EventWriter):
+    """Buffered, append-only writer of one trial's events as Arrow record batches."""
+
+    chunk = 4096  # a batch has a fixed cost (~50 us): fewer, larger ones (~1 ms each)
 
     def __init__(self, path: str | os.PathLike[str], *, batch_size: int = 4096) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.segment = _next_segment(self.path)
+        p = opened_dir(path)
+        self.segment = _next_segment(p)
+        super().__init__(p, self.segment, batch_size=batch_size)
         self._fh = open(self.segment, "ab")  # noqa: SIM115
         self._writer = pa.ipc.new_stream(self._fh, ARROW_SCHEMA)
-        # one list per column: a batch is built without a per-event tuple or object
-        self._cols: tuple[list[Any], ...] = tuple([] for _ in EVENT_COLUMNS)
-        self._batch = batch_size
-        self.count = 0
         # the schema and an empty batch now: the first batch's set-up is paid here, before
         # the trial submits, rather than in its first flush
-        self._write(_to_batch(_ONE_ROW).slice(0, 0))
-
-    def append(
-        self,
-        job: str,
-        stage: str,
-        t_ns: int,
-        origin: Origin | None = None,
-        *,
-        attrs: dict[str, Any] | str | None = None,
-    ) -> None:
-        """Record one event (flushed with its batch); ``attrs`` may be pre-encoded JSON.
-        ``origin`` is a :class:`gridbench.jobflow.events.log.Origin` (``None``: the
-        controller's own client stamp)."""
-        c = self._cols
-        c[0].append(job)
-        c[1].append(stage)
-        c[2].append(t_ns)
-        if origin is None:
-            c[3].append("client")
-            c[4].append(1_000)
-            c[5].append("local")
-            c[6].append(0)
-        else:
-            c[3].append(origin.source)
-            c[4].append(origin.precision_ns)
-            c[5].append(origin.agent)
-            c[6].append(origin.clock_offset_ns)
-        c[7].append(
-            attrs if isinstance(attrs, str) and attrs else (_dumps(attrs) if attrs else None)
-        )
-        self.count += 1
-        if len(c[0]) >= self._batch:
-            self.flush()
-
-    def add(self, event: Event) -> None:
-        """Record an :class:`Event`."""
-        origin = Origin(event.source, event.precision_ns, event.agent, event.clock_offset_ns)
-        self.append(event.job, event.stage, event.t_ns, origin, attrs=event.attrs)
-
-    def extend(self, events: Iterable[Event]) -> None:
-        for e in events:
-            self.add(e)
+        with self._guard():
+            self._write(_to_batch(_ONE_ROW).slice(0, 0))
 
     def write_frame(self, frame: pl.DataFrame) -> None:
         """Append a frame of events (:data:`EVENT_SCHEMA` columns) as one batch."""
         self.flush()
         if frame.height:
-            self._write(_to_batch(frame))
-            self.count += frame.height
+            with self._guard():
+                self._write(_to_batch(frame))
+            self.add_count(frame.height)
 
-    def flush(self) -> None:
-        """Write the pending batch and hand it to the kernel. A full disk is one error
-        naming this file (a torn last batch is skipped on reading)."""
-        if not self._cols[0]:
-            return
-        c = self._cols
-        arrays = [_strings(c[0]), _dictionary(c[1]), _ints(c[2]), _dictionary(c[3])]
-        arrays += [_ints(c[4]), _dictionary(c[5]), _ints(c[6]), _strings(c[7])]
-        for col in c:
-            col.clear()  # never retried: the log stays what reached the file
-        self._write(pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA))
+    def _write_rows(self, rows: list[Row]) -> None:
+        if rows:
+            self._write(_rows_batch(rows, self.origins))
 
     def _write(self, batch: pa.RecordBatch) -> None:
-        try:
-            self._writer.write_batch(batch)
-            self._fh.flush()
-        except OSError as exc:
-            err = resource_error(exc, self.segment)
-            if err is None:
-                raise
-            raise err from None
+        self._writer.write_batch(batch)
+        self._fh.flush()
 
-    def close(self) -> None:
-        if not self._fh.closed:
-            try:
-                self.flush()
-            finally:
-                with contextlib.suppress(OSError, pa.ArrowException):
-                    self._writer.close()  # the end-of-stream marker
-                    self._fh.close()
+    @property
+    def closed(self) -> bool:
+        return self._fh.closed
 
-    def __enter__(self) -> ArrowEventLog:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def _close_file(self) -> None:
+        with contextlib.suppress(OSError, pa.ArrowException):
+            self._writer.close()  # the end-of-stream marker
+            self._fh.close()
 
 
 def _to_batch(frame: pl.DataFrame) -> pa.RecordBatch:
@@ -187,31 +123,65 @@ def _to_batch(frame: pl.DataFrame) -> pa.RecordBatch:
     return arrow.cast(ARROW_SCHEMA).combine_chunks().to_batches()[0]
 
 
-# Arrays built from their buffers: ~0.6 µs per event for a whole batch, and unlike
-# pa.array(list) they never import pandas (~0.5 s, and its objects then lengthen every
-# garbage collection of the dispatcher's process).
+# Arrays built from their buffers, a column at a time (~0.15 us an event for a whole
+# chunk); unlike pa.array(list) they never import pandas (~0.5 s, and its objects then
+# lengthen every garbage collection of the dispatcher's process).
 
 
-def _strings(values: list[str | None]) -> pa.Array:
-    enc = [b"" if v is None else v.encode("utf-8", "replace") for v in values]
-    n = len(enc)
+def _rows_batch(rows: list[Row], origins: list[Origin]) -> pa.RecordBatch:
+    """One record batch of :data:`ARROW_SCHEMA` from rows (at least one)."""
+    jobs, stages, times, precisions, keys, attrs = zip(*rows, strict=True)
+    n = len(jobs)
+    codes = np.fromiter(keys, np.int32, n)
+    offsets = np.array([o.clock_offset_ns for o in origins], dtype=np.int64)[codes]
+    arrays = [
+        _strings(jobs),
+        _dictionary(stages),
+        _ints(times),
+        _per_origin([o.source for o in origins], codes),
+        _ints(precisions),
+        _per_origin([o.agent for o in origins], codes),
+        pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(offsets)]),
+        _strings(attrs, empty_is_null=True),
+    ]
+    return pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA)
+
+
+def _strings(values: Sequence[str], *, empty_is_null: bool = False) -> pa.Array:
+    n = len(values)
+    lengths = np.fromiter(map(len, values), np.int32, n)
+    data = "".join(values).encode("utf-8", "replace")
+    if len(data) != int(lengths.sum()):  # not all ASCII: lengths in bytes, one by one
+        lengths = np.fromiter((len(v.encode("utf-8", "replace")) for v in values), np.int32, n)
     offsets = np.zeros(n + 1, dtype=np.int32)
-    np.cumsum(np.fromiter(map(len, enc), np.int32, n), out=offsets[1:])
-    valid = np.fromiter((v is not None for v in values), np.bool_, n)
-    nulls = n - int(valid.sum())
-    bitmap = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
-    data = pa.py_buffer(b"".join(enc))
-    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), data, bitmap, nulls)
+    np.cumsum(lengths, out=offsets[1:])
+    bitmap, nulls = None, 0
+    if empty_is_null:
+        valid = lengths > 0
+        nulls = n - int(valid.sum())
+        if nulls:
+            bitmap = pa.py_buffer(np.packbits(valid, bitorder="little"))
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data), bitmap, nulls)
 
 
-def _dictionary(values: list[str]) -> pa.Array:
-    index: dict[str, int] = {}
-    codes = np.fromiter((index.setdefault(v, len(index)) for v in values), np.int32, len(values))
-    indices = pa.Array.from_buffers(pa.int32(), len(values), [None, pa.py_buffer(codes)])
-    return pa.DictionaryArray.from_arrays(indices, _strings(list(index)))
+def _dictionary(values: Sequence[str]) -> pa.Array:
+    index = {v: k for k, v in enumerate(dict.fromkeys(values))}  # few distinct: stages
+    codes = np.fromiter(map(index.__getitem__, values), np.int32, len(values))
+    return _coded(codes, list(index))
 
 
-def _ints(values: list[int]) -> pa.Array:
+def _per_origin(values: list[str], codes: npt.NDArray[np.int32]) -> pa.Array:
+    """A dictionary column of one value per origin, ``codes`` naming each row's origin."""
+    index = {v: k for k, v in enumerate(dict.fromkeys(values))}
+    return _coded(np.array([index[v] for v in values], dtype=np.int32)[codes], list(index))
+
+
+def _coded(codes: npt.NDArray[np.int32], dictionary: list[str]) -> pa.Array:
+    indices = pa.Array.from_buffers(pa.int32(), len(codes), [None, pa.py_buffer(codes)])
+    return pa.DictionaryArray.from_arrays(indices, _strings(dictionary))
+
+
+def _ints(values: Sequence[int]) -> pa.Array:
     data = np.fromiter(values, np.int64, len(values))
     return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(data)])
 

@@ -1,9 +1,10 @@
 """The append-only per-trial event log.
 
 Format: UTF-8 CSV with a header row (columns :data:`EVENT_COLUMNS`), ``attrs`` holding a
-JSON object or nothing. Events are buffered and written in small batches; every batch is
-flushed to the kernel, so a ``kill -9`` loses at most the events of the batch being built.
-A torn last line (the process died mid-write) is ignored on reading.
+JSON object or nothing. Events are buffered as rows and written a chunk at a time, every
+chunk flushed to the kernel (:mod:`gridbench.jobflow.events.buffer`: a ``kill -9`` loses at
+most the trial's last 0.1 s). A torn last line (the process died mid-write) is ignored on
+reading.
 """
 
 from __future__ import annotations
@@ -11,119 +12,96 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
-import json
+import operator
 import os
+import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from gridbench.errors import ResultsError, resource_error
-from gridbench.jobflow.events.model import EVENT_COLUMNS, EVENT_SCHEMA, Event
+from gridbench.errors import ResultsError
+from gridbench.jobflow.events.buffer import CLIENT as CLIENT
+from gridbench.jobflow.events.buffer import EventWriter, Row, opened_dir
+from gridbench.jobflow.events.buffer import Origin as Origin
+from gridbench.jobflow.events.model import EVENT_COLUMNS, EVENT_SCHEMA
 from gridbench.store.records import drop_torn_tail
 from gridbench.store.safe_open import opened_store_file
 
 EVENTS_FILE = "events.csv"
-_dumps = json.JSONEncoder(separators=(",", ":"), default=str).encode
+# a field holding one of these is quoted (the csv module's minimal quoting)
+_SPECIAL = re.compile(r'[,"\r\n]')
 
 
-@dataclass(frozen=True, slots=True)
-class Origin:
-    """Who stamped an event and how: its source, the stamp's precision, the agent and that
-    agent's clock offset. A recorder keeps one, so an event costs no new object."""
-
-    source: str = "client"
-    precision_ns: int = 1_000
-    agent: str = "local"
-    clock_offset_ns: int = 0
-
-
-#: The controller's own client stamps (microsecond clock, no offset).
-CLIENT = Origin()
-
-
-class EventLog:
-    """Buffered, append-only writer of events for one trial."""
+class EventLog(EventWriter):
+    """Buffered, append-only writer of events for one trial, as CSV."""
 
     def __init__(self, path: str | os.PathLike[str], *, batch_size: int = 256) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        drop_torn_tail(self.path)
-        new = not self.path.exists() or self.path.stat().st_size == 0
-        self._fh = open(self.path, "a", encoding="utf-8", newline="")  # noqa: SIM115
-        self._writer = csv.writer(self._fh, lineterminator="\n")
+        p = opened_dir(path)
+        drop_torn_tail(p)
+        new = not p.exists() or p.stat().st_size == 0
+        super().__init__(p, p, batch_size=batch_size)
+        self._fh = open(p, "a", encoding="utf-8", newline="")  # noqa: SIM115
         if new:
-            self._writer.writerow(EVENT_COLUMNS)
+            csv.writer(self._fh, lineterminator="\n").writerow(EVENT_COLUMNS)
             self._fh.flush()
-        self._buf: list[tuple[Any, ...]] = []
-        self._batch = batch_size
-        self.count = 0
 
-    def append(
-        self,
-        job: str,
-        stage: str,
-        t_ns: int,
-        origin: Origin = CLIENT,
-        *,
-        attrs: dict[str, Any] | str | None = None,
-    ) -> None:
-        """Record one event (flushed with its batch); ``attrs`` may be pre-encoded JSON."""
-        self._buf.append(
-            (
-                job,
-                stage,
-                t_ns,
-                origin.source,
-                origin.precision_ns,
-                origin.agent,
-                origin.clock_offset_ns,
-                attrs if isinstance(attrs, str) else (_dumps(attrs) if attrs else ""),
-            )
+    def _write_rows(self, rows: list[Row]) -> None:
+        if rows:
+            self._fh.write(_csv_lines(rows, self.origins))
+        self._fh.flush()
+
+    @property
+    def closed(self) -> bool:
+        return self._fh.closed
+
+    def _close_file(self) -> None:
+        with contextlib.suppress(OSError):  # the buffer is gone: nothing to lose
+            self._fh.close()
+
+
+def _csv_lines(rows: list[Row], origins: list[Origin]) -> str:
+    """``rows`` as CSV lines, as the csv module writes them (minimal quoting), formatted
+    directly when no job, stage or origin needs quoting (~0.25 us an event, against ~1 us
+    through csv.writer); attrs (JSON) always hold quotes: quoted, inner quotes doubled."""
+    keys = set(map(_KEY, rows))
+    if (
+        _SPECIAL.search("".join(map(_JOB, rows)))
+        or _SPECIAL.search("".join(set(map(_STAGE, rows))))
+        or any(_SPECIAL.search(origins[k].source + origins[k].agent) for k in keys)
+    ):
+        out = io.StringIO()
+        csv.writer(out, lineterminator="\n").writerows(
+            (j, s, t, origins[k].source, p, origins[k].agent, origins[k].clock_offset_ns, a)
+            for j, s, t, p, k, a in rows
         )
-        self.count += 1
-        if len(self._buf) >= self._batch:
-            self.flush()
+        return out.getvalue()
+    if len(keys) > 1:  # the lines' origin columns, by key
+        mid = [f"{o.source}," for o in origins]
+        end = [f",{o.agent},{o.clock_offset_ns}," for o in origins]
+        return "".join(
+            [
+                f'{j},{s},{t},{mid[k]}{p}{end[k]}"{a.replace(_Q, _QQ)}"\n'
+                if a
+                else f"{j},{s},{t},{mid[k]}{p}{end[k]}\n"
+                for j, s, t, p, k, a in rows
+            ]
+        )
+    one = origins[keys.pop()]  # the common case: one recorder, the same on every line
+    src, tail = one.source, f",{one.agent},{one.clock_offset_ns},"
+    return "".join(
+        [
+            f'{j},{s},{t},{src},{p}{tail}"{a.replace(_Q, _QQ)}"\n'
+            if a
+            else f"{j},{s},{t},{src},{p}{tail}\n"
+            for j, s, t, p, _, a in rows
+        ]
+    )
 
-    def add(self, event: Event) -> None:
-        """Record an :class:`Event`."""
-        origin = Origin(event.source, event.precision_ns, event.agent, event.clock_offset_ns)
-        self.append(event.job, event.stage, event.t_ns, origin, attrs=event.attrs)
 
-    def extend(self, events: Iterable[Event]) -> None:
-        for e in events:
-            self.add(e)
-
-    def flush(self) -> None:
-        """Write the pending batch and hand it to the kernel. A full disk is one error
-        naming this file and the space left (a torn last line is skipped on reading)."""
-        try:
-            if self._buf:
-                self._writer.writerows(self._buf)
-                self._buf.clear()
-            self._fh.flush()
-        except OSError as exc:
-            self._buf.clear()  # never retried: the log stays what reached the file
-            err = resource_error(exc, self.path)
-            if err is None:
-                raise
-            raise err from None
-
-    def close(self) -> None:
-        if not self._fh.closed:
-            try:
-                self.flush()
-            finally:
-                with contextlib.suppress(OSError):  # the buffer is gone: nothing to lose
-                    self._fh.close()
-
-    def __enter__(self) -> EventLog:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+_JOB, _STAGE, _KEY = operator.itemgetter(0), operator.itemgetter(1), operator.itemgetter(4)
+_Q, _QQ = '"', '""'
 
 
 def empty_events() -> pl.DataFrame:

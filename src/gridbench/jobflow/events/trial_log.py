@@ -11,51 +11,27 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Literal
 
 import polars as pl
 
 from gridbench.errors import ResultsError
+from gridbench.jobflow.events.buffer import EventWriter as EventWriter
 from gridbench.jobflow.events.columnar import (
     ARROW_SUFFIX,
     ArrowEventLog,
     ColumnarScan,
     read_columnar,
 )
-from gridbench.jobflow.events.log import EVENTS_FILE, EventLog, Origin, empty_events, read_events
-from gridbench.jobflow.events.model import EVENT_SCHEMA, Event
+from gridbench.jobflow.events.log import EVENTS_FILE, EventLog, empty_events, read_events
+from gridbench.jobflow.events.model import EVENT_SCHEMA
 from gridbench.store.safe_open import opened_store_file
 
 ARROW_FILE = "events" + ARROW_SUFFIX
 EventFormat = Literal["csv", "arrow"]
 FORMATS: tuple[EventFormat, ...] = ("csv", "arrow")
-
-
-class EventWriter(Protocol):
-    """What recorders need of an event log (both formats)."""
-
-    path: Path
-    count: int
-
-    def append(
-        self,
-        job: str,
-        stage: str,
-        t_ns: int,
-        origin: Origin = ...,
-        *,
-        attrs: dict[str, Any] | str | None = None,
-    ) -> None: ...
-
-    def add(self, event: Event) -> None: ...
-
-    def extend(self, events: Iterable[Event]) -> None: ...
-
-    def flush(self) -> None: ...
-
-    def close(self) -> None: ...
 
 
 def is_columnar(path: Path) -> bool:

@@ -36,6 +36,7 @@ from gridbench.jobflow.backends.registry import create_backend
 from gridbench.jobflow.events.clock import AnchoredClock
 from gridbench.jobflow.events.trial_log import open_log
 from gridbench.jobflow.run.agent_live import LiveRecorder
+from gridbench.jobflow.run.heap import frozen_heap
 from gridbench.jobflow.run.host_clock import chrony_tracking
 from gridbench.jobflow.run.observer import TrialProgress
 from gridbench.jobflow.run.open_loop import OpenLoop, Submitter, run_open_loop
@@ -150,7 +151,8 @@ def run_agent(task: AgentTask) -> dict[str, Any]:
     _stops[task.key] = stop
     heard(task.key)
     try:
-        return asyncio.run(_run(task, stop))
+        with frozen_heap():
+            return asyncio.run(_run(task, stop))
     finally:
         _stops.pop(task.key, None)
         _heard.pop(task.key, None)
@@ -175,7 +177,7 @@ async def _run(task: AgentTask, stop_flag: threading.Event) -> dict[str, Any]:
     async def watchdog() -> None:
         while True:
             await asyncio.sleep(0.1)
-            elog.flush()  # the controller pulls only complete, flushed lines
+            await elog.flush_soon()  # the controller pulls only complete, flushed lines
             if stop_flag.is_set() and not reason:
                 reason.append("stopped")
             elif time.monotonic() - _heard.get(task.key, 0.0) > task.heartbeat_s and not reason:

@@ -98,7 +98,7 @@ class _Merger:
         view = memoryview(data)
         while view:
             view = view[os.write(self._fd, view) :]
-        self.elog.count += n  # trial.json's event count includes the merged events
+        self.elog.add_count(n)  # trial.json's event count includes the merged events
         self.events += n
 
     def close(self) -> None:

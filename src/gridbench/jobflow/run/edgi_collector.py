@@ -16,9 +16,9 @@ import polars as pl
 
 from gridbench.errors import SpecError
 from gridbench.jobflow.backends.base import Backend, ReportPublisher
+from gridbench.jobflow.events.buffer import Origin
 from gridbench.jobflow.events.edgi.collector import ReportCollector
 from gridbench.jobflow.events.edgi.join import joined_by_lines
-from gridbench.jobflow.events.log import Origin
 from gridbench.jobflow.events.model import EVENT_SCHEMA, STAGE_SUBMIT_ACK
 from gridbench.jobflow.events.sources import FetchLimits
 from gridbench.jobflow.events.trial_log import EventWriter, open_trial_log

@@ -19,7 +19,14 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from gridbench.jobflow.backends.base import Backend, BulkSubmitter, JobRequest, SubmitError
+from gridbench.jobflow.backends.base import (
+    NO_ENTRIES,
+    Backend,
+    BulkSubmitter,
+    JobRequest,
+    SubmitError,
+)
+from gridbench.jobflow.events.buffer import encode_attrs
 from gridbench.jobflow.events.model import (
     FAIL_DROPPED,
     FAIL_SUBMIT_ERROR,
@@ -73,8 +80,14 @@ async def within(aw: Awaitable[_T], timeout_s: float) -> _T:
         pending = aw.send(None)
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
+    return await _rest(aw, pending, deadline)
+
+
+async def _rest(coro: Coroutine[Any, Any, _T], pending: Any, deadline: float) -> _T:
+    """The waiting part of :func:`within`: ``coro``, started, under the time-out that
+    ends at ``deadline`` (loop time)."""
     async with asyncio.timeout_at(deadline):
-        return await _resume(aw, pending)
+        return await _resume(coro, pending)
 
 
 async def submit_chunk(
@@ -88,7 +101,7 @@ async def submit_chunk(
     """Submit jobs in one bulk call: every job gets the call's submit and ack stamps (or
     its failure), so per-job latency includes the whole call, as a user would see it."""
     for req in reqs:
-        rec.stamp(req.name, STAGE_SUBMIT, None, dict(req.attributes) if req.attributes else None)
+        rec.stamp(req.name, STAGE_SUBMIT, None, _attributes(req))
     progress.submitted += len(reqs)
     results: list[str | SubmitError]
     try:
@@ -112,7 +125,7 @@ async def submit_chunk(
             )
             progress.failed += 1
         else:
-            rec.stamp(req.name, STAGE_SUBMIT_ACK, None, '{"backend_id":' + _json_str(res) + "}")
+            rec.stamp(req.name, STAGE_SUBMIT_ACK, None, _backend_id(res))
             tracker.add(res, req.name)
             progress.acknowledged += 1
 
@@ -152,27 +165,60 @@ async def submit_one(
 ) -> str | None:
     """Submit one job with submit/submit_ack/failed stamps; return the backend id.
     ``call`` submits instead of ``backend.submit`` (a held submission, say)."""
-    backend, rec, tracker, progress = sub.backend, sub.rec, sub.tracker, sub.progress
-    submit_timeout_s = sub.timeout_s
     job = req.name
-    rec.stamp(job, STAGE_SUBMIT, t_start, dict(req.attributes) if req.attributes else None)
-    progress.submitted += 1
+    sub.rec.stamp(job, STAGE_SUBMIT, t_start, _attributes(req))
+    sub.progress.submitted += 1
     try:
-        bid = await within((call or backend.submit)(req), submit_timeout_s)
-    except SubmitError as exc:
-        kind, msg = exc.kind, exc.message
-    except TimeoutError:
-        kind, msg = FAIL_SUBMIT_TIMEOUT, f"no answer within {submit_timeout_s:g}s"
+        bid = await within((call or sub.backend.submit)(req), sub.timeout_s)
     except Exception as exc:  # any backend failure is a recorded failure, not a crash
-        kind, msg = FAIL_SUBMIT_ERROR, f"{type(exc).__name__}: {exc}"
+        _failed(sub, job, exc)
+        return None
+    _acked(sub, job, bid)
+    return bid
+
+
+def _attributes(req: JobRequest) -> str:
+    """The submit stamp's attrs: the request's attributes as JSON, or ""."""
+    attrs = req.attributes
+    if attrs is NO_ENTRIES or not attrs:  # the shared empty one: no __len__ call
+        return ""
+    return encode_attrs(dict(attrs))
+
+
+def _acked(sub: Submitter, job: str, bid: str, acked_ns: int | None = None) -> None:
+    """The backend answered ``bid`` for ``job`` at ``acked_ns`` (default: now): stamp
+    the ack and track the job."""
+    rec = sub.rec
+    acked = rec.clock.now_ns() if acked_ns is None else acked_ns
+    rec.put((job, STAGE_SUBMIT_ACK, acked, rec.precision, rec.key, _backend_id(bid)))
+    sub.progress.acknowledged += 1
+    sub.tracker.add(bid, job, acked)
+
+
+def _backend_id(bid: str) -> str:
+    return '{"backend_id":' + _json_str(bid) + "}"
+
+
+def _failed(sub: Submitter, job: str, exc: Exception) -> None:
+    """The submission of ``job`` failed with ``exc``: stamp the failure, of its kind."""
+    if isinstance(exc, SubmitError):
+        kind, msg = exc.kind, exc.message
+    elif isinstance(exc, TimeoutError):
+        kind, msg = FAIL_SUBMIT_TIMEOUT, f"no answer within {sub.timeout_s:g}s"
     else:
-        acked = rec.stamp(job, STAGE_SUBMIT_ACK, None, '{"backend_id":' + _json_str(bid) + "}")
-        progress.acknowledged += 1
-        tracker.add(bid, job, acked)
-        return bid
-    rec.stamp(job, STAGE_FAILED, None, {"kind": kind, "message": msg[:500]})
-    progress.failed += 1
-    return None
+        kind, msg = FAIL_SUBMIT_ERROR, f"{type(exc).__name__}: {exc}"
+    sub.rec.stamp(job, STAGE_FAILED, None, {"kind": kind, "message": msg[:500]})
+    sub.progress.failed += 1
+
+
+async def _finish(sub: Submitter, job: str, answer: Awaitable[str]) -> None:
+    """Wait for a submission's answer and stamp it."""
+    try:
+        bid = await answer
+    except Exception as exc:  # any backend failure is a recorded failure, not a crash
+        _failed(sub, job, exc)
+    else:
+        _acked(sub, job, bid)
 
 
 async def run_open_loop(
@@ -185,46 +231,76 @@ async def run_open_loop(
     start_mono_ns: int,
     stop: asyncio.Event,
 ) -> None:
-    """Submit job ``indices[i]`` at ``start_mono_ns + offsets_ns[i]`` for every i."""
-    n = len(offsets_ns)
+    """Submit job ``indices[i]`` at ``start_mono_ns + offsets_ns[i]`` for every i.
+
+    One dispatcher sleeps until each job's time. Each submission is a task of its own
+    (:func:`submit_one`), at most ``loop.pool`` at once; with all of them waiting on the
+    backend, the next job waits for one to end (late, or dropped if it is then later than
+    ``max_lateness``), as a pool of that many submitters would. A backend that answers at
+    once (``Capabilities.submit_at_once``: in-process) is called inline instead: no task,
+    no timer per job.
+    """
     offsets = offsets_ns.tolist()
     idx = indices.tolist()
-    cursor = 0
     max_late = int(loop.max_lateness_s * 1e9)
     late_ns = int(loop.late_threshold_s * 1e9)
     rec, progress = sub.rec, sub.progress
-    clock = rec.clock
+    put, key, prec = rec.put, rec.key, rec.precision
+    shift = rec.clock.shift_ns  # stamps here are perf_counter_ns + shift (clock.now_ns)
+    submit, pool = sub.backend.submit, loop.pool
+    inline = sub.backend.capabilities().submit_at_once
+    # loop time at a perf_counter_ns reading: an inline call's time-out counts from its start
+    loop_shift = asyncio.get_running_loop().time() - time.perf_counter_ns() / 1e9
+    perf = time.perf_counter_ns
+    waiting = 0
+    freed = asyncio.Event()
 
-    async def submitter() -> None:
-        nonlocal cursor
-        while not stop.is_set():
-            i = cursor
-            if i >= n:
-                return
-            cursor += 1
-            due = start_mono_ns + offsets[i]
-            delay = due - time.perf_counter_ns()
+    def ended(_: object) -> None:
+        nonlocal waiting
+        waiting -= 1
+        freed.set()
+
+    # a TaskGroup: if a submission fails, the dispatcher stops before the trial ends
+    async with asyncio.TaskGroup() as tg:
+        for i, offset in enumerate(offsets):
+            due = start_mono_ns + offset
+            delay = due - perf()
             if delay > INTERRUPTIBLE_NS:
                 # long waits must end on abort; short ones use the cheaper plain sleep
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), delay / 1e9)
             elif delay > 0:
                 await asyncio.sleep(delay / 1e9)
+            while waiting >= pool and not stop.is_set():
+                freed.clear()
+                await freed.wait()
             if stop.is_set():
                 return
-            now = time.perf_counter_ns()
+            now = perf()
             req = make_request(idx[i])
-            rec.stamp(req.name, STAGE_INTENDED, clock.mono_to_wall(due))
+            job = req.name
+            put((job, STAGE_INTENDED, due + shift, prec, key, ""))
             lag = now - due
             if lag > max_late:
-                rec.stamp(req.name, STAGE_FAILED, None, {"kind": FAIL_DROPPED, "lag_ns": lag})
+                rec.stamp(job, STAGE_FAILED, now + shift, {"kind": FAIL_DROPPED, "lag_ns": lag})
                 progress.dropped += 1
                 continue
             if lag > late_ns:
                 progress.late += 1
-            await submit_one(sub, req, clock.mono_to_wall(now))
-
-    # a TaskGroup: if one submitter fails, the others stop before the trial finalises
-    async with asyncio.TaskGroup() as tg:
-        for _ in range(min(loop.pool, max(n, 1))):
-            tg.create_task(submitter())
+            if not inline:  # the task stamps the submit when it starts the call
+                waiting += 1
+                tg.create_task(submit_one(sub, req)).add_done_callback(ended)
+                continue
+            put((job, STAGE_SUBMIT, now + shift, prec, key, _attributes(req)))
+            progress.submitted += 1
+            try:
+                call = submit(req)
+                pending = call.send(None)
+            except StopIteration as done:  # answered without waiting
+                _acked(sub, job, done.value, perf() + shift)
+                continue
+            except Exception as exc:  # any backend failure is a recorded failure, not a crash
+                _failed(sub, job, exc)
+                continue
+            # declared at once, yet it waits: finish it here, in the task that started it
+            await _finish(sub, job, _rest(call, pending, now / 1e9 + loop_shift + sub.timeout_s))

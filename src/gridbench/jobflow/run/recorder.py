@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from gridbench.jobflow.events.buffer import EventWriter, Origin, Row, encode_attrs
 from gridbench.jobflow.events.clock import AnchoredClock
-from gridbench.jobflow.events.log import Origin
-from gridbench.jobflow.events.trial_log import EventWriter
 
 
 class Recorder:
-    """Writes client-side events stamped by one agent, with that agent's clock offset."""
+    """Writes client-side events stamped by one agent, with that agent's clock offset.
+
+    Its log is written by its owner's flush tick (the trial's, every 0.1 s): stamping only
+    appends a row."""
 
     def __init__(
         self, log: EventWriter, clock: AnchoredClock, agent: str = "local", clock_offset_ns: int = 0
@@ -21,11 +24,13 @@ class Recorder:
         self.offset = clock_offset_ns
         self.precision = clock.precision_ns
         self.origin = Origin("client", self.precision, agent, clock_offset_ns)
-        # the after-stamp hook does nothing unless a subclass overrides it: then skip the call
-        self._hooked = type(self).stamped is not Recorder.stamped
-
-    def _with_precision(self, precision_ns: int) -> Origin:
-        return Origin("client", precision_ns, self.agent, self.offset)
+        self.key = log.origin_key(self.origin)  # this recorder's rows carry it
+        #: record one row (job, stage, t_ns, precision_ns, self.key, attrs JSON or "");
+        #: the hot path of the dispatcher: the log's own list append unless a subclass
+        #: hooks :meth:`stamped`
+        self.put: Callable[[Row], None] = (
+            log.put if type(self).stamped is Recorder.stamped else self._put_hooked
+        )
 
     def stamp(
         self,
@@ -35,12 +40,14 @@ class Recorder:
         attrs: dict[str, Any] | str | None = None,
         precision_ns: int | None = None,
     ) -> int:
+        """Record ``stage`` of ``job`` at ``t_ns`` (default: now); returns the stamp."""
         t = self.clock.now_ns() if t_ns is None else t_ns
-        origin = self._with_precision(precision_ns) if precision_ns else self.origin
-        self.log.append(job, stage, t, origin, attrs=attrs)
-        if self._hooked:
-            self.stamped(job, stage, t)
+        self.put((job, stage, t, precision_ns or self.precision, self.key, encode_attrs(attrs)))
         return t
+
+    def _put_hooked(self, row: Row) -> None:
+        self.log.put(row)
+        self.stamped(row[0], row[1], row[2])
 
     def stamped(self, job: str, stage: str, t_ns: int) -> None:
         """Called after each stamp is recorded: nothing here; a live recorder counts."""

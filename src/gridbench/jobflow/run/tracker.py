@@ -24,6 +24,7 @@ from gridbench.jobflow.run.recorder import Recorder
 log = logging.getLogger(__name__)
 
 UNMATCHED_CAP = 100_000  # server stamps kept while their backend id is unknown
+SWEEP_CHUNK = 512  # status answers handled between two turns of the event loop (~0.3 ms)
 
 
 class StatusTracker:
@@ -104,39 +105,39 @@ class StatusTracker:
         """Stamp the jobs ``states`` shows ended (from a sweep, or a user's own query);
         ``asked_ns``: when the query was sent (default: now). client_done's precision is
         the time since the job was last seen not ended, at least the clock's."""
-        now = self.rec.clock.now_ns()
+        rec = self.rec
+        now = rec.clock.now_ns()
         asked = now if asked_ns is None else asked_ns
         p = self.progress
-        seen = self._seen_ns
-        for n, (bid, st) in enumerate(states.items()):
-            if n % 64 == 63:
+        seen, inflight = self._seen_ns, self.inflight
+        put, key, floor = rec.put, rec.key, rec.precision
+        left = SWEEP_CHUNK
+        for bid, st in states.items():  # the backend's answer: nobody else changes it
+            left -= 1
+            if not left:
+                left = SWEEP_CHUNK
                 await asyncio.sleep(0)  # a big sweep must not stall the submitters' schedule
             if st.state not in TERMINAL_STATES:
                 if bid in seen:
                     seen[bid] = asked
                 continue
-            job = self.inflight.pop(bid, None)
+            job = inflight.pop(bid, None)
             if job is None:
                 continue
-            prec = max(now - seen.pop(bid, now), self.rec.precision)
+            prec = max(now - seen.pop(bid, now), floor)
             if st.state is JobState.DONE:
-                self.rec.stamp(job, STAGE_CLIENT_DONE, now, precision_ns=prec)
+                put((job, STAGE_CLIENT_DONE, now, prec, key, ""))
                 p.completed += 1
-                if self.on_end:
-                    self._ended(job, st.state)
-                continue
-            if st.state is JobState.FAILED:
-                self.rec.stamp(
-                    job, STAGE_CLIENT_DONE, now, {"state": st.state.value}, precision_ns=prec
-                )
+            elif st.state is JobState.FAILED:
+                rec.stamp(job, STAGE_CLIENT_DONE, now, {"state": st.state.value}, prec)
                 p.failed += 1
                 attrs = {"kind": FAIL_JOB, "message": st.message[:500]}
-                self.rec.stamp(job, STAGE_FAILED, now, attrs)
+                rec.stamp(job, STAGE_FAILED, now, attrs)
             else:  # cancelled by someone else: it did not complete, so no client_done
-                self.rec.stamp(job, STAGE_CANCELLED, now, {"by": "backend"})
+                rec.stamp(job, STAGE_CANCELLED, now, {"by": "backend"})
             if self.on_end:
                 self._ended(job, st.state)
-        p.in_flight = len(self.inflight)
+        p.in_flight = len(inflight)
 
     def _ended(self, job: str, state: JobState) -> None:
         for callback in list(self.on_end):

@@ -23,6 +23,7 @@ from gridbench.jobflow.events.clock import AnchoredClock
 from gridbench.jobflow.events.model import STAGE_CLIENT_DONE
 from gridbench.jobflow.events.trial_log import EventWriter, open_trial_log
 from gridbench.jobflow.run.collect import Collector
+from gridbench.jobflow.run.heap import frozen_heap
 from gridbench.jobflow.run.host_clock import chrony_tracking
 from gridbench.jobflow.run.load_model import LoadModel, TrialContext
 from gridbench.jobflow.run.observer import Observer, TrialProgress
@@ -215,6 +216,11 @@ def _end_info(info: dict[str, Any], tracker: StatusTracker, elog: EventWriter) -
 
 async def run_trial(env: TrialEnv) -> TrialOutcome:
     """Run one trial of a point; everything it learns is on disk when it returns."""
+    with frozen_heap():
+        return await _run_trial(env)
+
+
+async def _run_trial(env: TrialEnv) -> TrialOutcome:
     pspec, load, backend, clock = env.spec, env.spec.load, env.backend, env.clock
     observer, stop, tid = env.observer, env.stop, env.trial_id
     trial_dir = env.trial_dir
@@ -329,7 +335,7 @@ async def _flush_and_report(
     while True:
         await asyncio.sleep(0.1)
         try:
-            elog.flush()
+            await elog.flush_soon()
         except ResourceError as exc:
             failed.append(exc)
             stop.set()
