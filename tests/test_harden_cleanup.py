@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -263,3 +264,35 @@ def test_a_run_folder_cannot_hand_loader_variables_to_cleanup(tmp_path: Path) ->
     assert "Traceback" not in p.stderr, p.stderr
     assert "LD_PRELOAD" in p.stdout + p.stderr and "may be planted" in p.stdout + p.stderr
     assert "cancelled 1 jobs" not in p.stdout
+
+
+def _worker_like(run: Path) -> subprocess.Popen[bytes]:
+    """A process whose command line and environment are those of a local agent's Dask
+    worker of ``run`` (``-m distributed.cli.dask_worker ... --name agent-0``), left
+    running by a controller that died: a sleep, so that only cleanup ends it."""
+    sleep = [sys.executable, "-c", "import time; time.sleep(60)"]
+    argv = [*sleep, "distributed.cli.dask_worker", "tls://127.0.0.1:1"]
+    env = {**os.environ, RUN_ENV: str(run.resolve())}
+    return subprocess.Popen([*argv, "--name", "agent-0"], start_new_session=True, env=env)
+
+
+def test_a_stray_agent_worker_of_the_run_is_stopped_and_another_runs_left_alone(
+    tmp_path: Path,
+) -> None:
+    """Issue 22 item 2: agents' workers are found by their environment (nothing recorded
+    in the run folder chooses them), stopped by pid, and named in the plan."""
+    run = _crashed_run(tmp_path / "r", LOCAL_SPEC, {}, {})
+    ours, other = _worker_like(run), _worker_like(tmp_path / "other-run")
+    try:
+        dry = _gb(tmp_path / "r", "cleanup", str(run))
+        assert f"agent agent-0's dask worker, pid {ours.pid}: would stop" in dry.stdout
+        assert ours.poll() is None
+        p = _gb(tmp_path / "r", "cleanup", str(run), "--yes")
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert f"stopped leftover processes [{ours.pid}]" in p.stdout, p.stdout
+        assert ours.wait(timeout=10) == -signal.SIGTERM
+        assert other.poll() is None and str(other.pid) not in p.stdout
+    finally:
+        for proc in (ours, other):
+            proc.kill()
+            proc.wait()

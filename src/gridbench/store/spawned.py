@@ -11,11 +11,13 @@ time matches *and* its environment names this run folder, which only its parent 
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import shutil
 import stat
 import tempfile
+import time
 from pathlib import Path
 
 import psutil
@@ -106,6 +108,46 @@ def run_process(pid: object, created: object, run_path: Path) -> tuple[psutil.Pr
 
 #: Why a process whose start time matches is still left alone.
 NOT_THIS_RUN = f"not provably this run's (no {RUN_ENV} of this run in its environment)"
+
+
+def tied_to_parent(argv: list[str], signal: str = "TERM") -> list[str]:
+    """``argv`` run so that it gets ``signal`` when the thread that started it dies, even by
+    kill -9 (``PR_SET_PDEATHSIG``, set by util-linux's setpriv, which then execs ``argv``:
+    same pid, no Python between fork and exec, where a Ctrl-C would break a preexec_fn).
+    Without setpriv, ``argv`` as is: cleanup still finds the child by :data:`RUN_ENV`."""
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", signal, *argv] if setpriv else argv
+
+
+def run_children(run_path: Path, marker: str) -> list[psutil.Process]:
+    """This user's live processes whose environment names ``run_path`` (:func:`of_run`:
+    only a child of that run's controller inherits it) and whose command line contains
+    ``marker``; never this process. Other users' environments are unreadable: skipped."""
+    found = []
+    for p in psutil.process_iter(["cmdline"]):
+        with contextlib.suppress(psutil.Error, OSError):
+            if p.pid == os.getpid() or marker not in (p.info["cmdline"] or []):
+                continue
+            if p.status() != psutil.STATUS_ZOMBIE and of_run(p, run_path):
+                found.append(p)
+    return found
+
+
+def wait_gone(procs: list[psutil.Process], timeout_s: float) -> list[psutil.Process]:
+    """Those of ``procs`` still running after up to ``timeout_s``; a zombie is gone (its
+    parent, not us, reaps it: ``psutil.wait_procs`` would wait for it to the end)."""
+
+    def running(p: psutil.Process) -> bool:
+        with contextlib.suppress(psutil.Error):
+            return bool(p.status() != psutil.STATUS_ZOMBIE)
+        return False
+
+    deadline = time.monotonic() + timeout_s
+    left = [p for p in procs if running(p)]
+    while left and time.monotonic() < deadline:
+        time.sleep(0.05)
+        left = [p for p in left if running(p)]
+    return left
 
 
 def owned_temp_dir(prefix: str) -> Path:

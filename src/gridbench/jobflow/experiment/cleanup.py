@@ -11,6 +11,8 @@ Every file of the run is untrusted input (someone may have planted or edited it)
   afterwards is "planted", and its commands are not run;
 - an embedded grid that is provably gone took its jobs with it: they are recorded
   cancelled and nothing is sent to its recorded URL (that port may be anybody's now);
+- local agents' Dask workers still running for the run (their environment names it) are
+  stopped, each by its own pid (:func:`gridbench.jobflow.run.agent_processes.stop_stray_agents`);
 - the temporary folders of a controller that is gone (agents' TLS key and Dask scratch,
   the embedded grid's configuration and reports) are removed;
 - ``gridbench cleanup`` shows this plan (``dry_run=True``) and asks before acting.
@@ -39,7 +41,7 @@ from gridbench.jobflow.events.model import (
     STAGE_CANCELLED,
 )
 from gridbench.jobflow.events.trial_log import open_trial_log, read_trial_log
-from gridbench.jobflow.run.agent_processes import sweep_stale_tls
+from gridbench.jobflow.run.agent_processes import stop_stray_agents, sweep_stale_tls
 from gridbench.jobflow.run.cleanup_reservations import (
     find_reservations,
     outstanding_per_trial,
@@ -92,6 +94,8 @@ async def cleanup_run(run: RunDir, *, dry_run: bool = False, force: bool = False
             fix="stop it with Ctrl-C or 'kill -TERM' (it cancels its own jobs), "
             "or pass --force if that process is stuck",
         )
+    # first: a stopped agent cancels what it submitted and logs it, before cleanup reads
+    report.stopped_processes += stop_stray_agents(run.path, report.plan, dry_run=dry_run)
     todo = find_outstanding(run)
     runtime = exp.get("backend_runtime")
     runtime = runtime if isinstance(runtime, dict) else {}

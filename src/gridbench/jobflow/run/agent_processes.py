@@ -3,10 +3,12 @@ the controller starts itself, each in its own session, against a scheduler in it
 process.
 
 Not a ``LocalCluster``: its nannies end their workers with ``os._exit`` when the controller
-dies, so agents could never notice the lost controller and cancel what they submitted. These
-workers outlive a killed controller: the scheduler's connection breaks, the worker closes,
-waiting (up to :data:`CLOSE_WAIT_S`) for its running agent, whose heartbeat watchdog stops
-the load and cancels; then the process exits by itself. Each starts with its agent's own
+dies, so agents could never notice the lost controller and cancel what they submitted. A
+worker dies with its controller, gracefully: it gets SIGTERM when the controller dies
+(``PR_SET_PDEATHSIG``), as its scheduler's connection breaks; either way it closes, waiting
+(up to :data:`CLOSE_WAIT_S`) for its running agent, whose heartbeat watchdog stops the load
+and cancels; then the process exits. One still running later (no setpriv, or a hung agent)
+is found by ``gridbench cleanup`` (:func:`stop_stray_agents`). Each starts with its agent's own
 ``env`` (an ``LD_PRELOAD`` must be there from the first instruction). They speak TLS with a
 throw-away certificate: on a shared submit host, another user who connects to the loopback
 port cannot join or run code in the agents.
@@ -14,6 +16,7 @@ port cannot join or run code in the agents.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -22,8 +25,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+import psutil
+
 from gridbench.errors import GridbenchError
-from gridbench.store.spawned import owned_temp_dir, sweep_orphaned
+from gridbench.store.spawned import (
+    owned_temp_dir,
+    run_children,
+    sweep_orphaned,
+    tied_to_parent,
+    wait_gone,
+)
 
 CLOSE_WAIT_S = 30  # Dask's default: a closing worker waits this long for its running task
 NO_SCHEDULER_S = 60  # a worker that cannot reach the scheduler this long exits
@@ -31,6 +42,43 @@ NO_SCHEDULER_S = 60  # a worker that cannot reach the scheduler this long exits
 #: its submitters each time; nobody reads an agent's profile (its effect on lateness was
 #: below this VM's noise when measured)
 QUIET_WORKER = {"DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False"}
+
+
+#: The argument that marks an agent's worker in its command line.
+WORKER_MODULE = "distributed.cli.dask_worker"
+STOP_WAIT_S = 15  # cleanup's SIGTERM: the worker's own close waits 10 s for its agent
+
+
+def stop_stray_agents(run_path: Path, plan: list[str], *, dry_run: bool) -> list[int]:
+    """Stop the local agents' workers of the run at ``run_path`` still running (their
+    controller is gone): SIGTERM to the worker alone (it closes, its agent cancels), then
+    SIGKILL after :data:`STOP_WAIT_S`. Only processes provably the run's are touched
+    (:func:`gridbench.store.spawned.run_children`); their pids, with a line each in
+    ``plan``."""
+    strays = run_children(run_path, WORKER_MODULE)
+    for p in strays:
+        cmd = _cmdline(p)
+        name = cmd[cmd.index("--name") + 1] if "--name" in cmd[:-1] else "?"
+        verb = "would stop" if dry_run else "stopping"
+        plan.append(f"agent {name[:40]}'s dask worker, pid {p.pid}: {verb} (SIGTERM)")
+    if dry_run or not strays:
+        return []
+    for p in strays:
+        with contextlib.suppress(psutil.Error):
+            p.terminate()
+    alive = wait_gone(strays, STOP_WAIT_S)
+    for p in alive:
+        with contextlib.suppress(psutil.Error):
+            p.kill()
+            plan.append(f"pid {p.pid} did not close within {STOP_WAIT_S} s: killed")
+    wait_gone(alive, 5)
+    return [p.pid for p in strays]
+
+
+def _cmdline(p: psutil.Process) -> list[str]:
+    with contextlib.suppress(psutil.Error):
+        return list(p.cmdline())
+    return []
 
 
 #: The start of a TLS folder's name: then the controller's pid, a dash, random letters.
@@ -85,7 +133,7 @@ class LocalAgents:
             argv = [
                 sys.executable,
                 "-m",
-                "distributed.cli.dask_worker",
+                WORKER_MODULE,
                 address,
                 "--name",
                 name,
@@ -153,9 +201,10 @@ class LocalAgents:
 
 def _spawn(argv: list[str], env: dict[str, str], out: int | IO[Any]) -> subprocess.Popen[bytes]:
     # its own session: a Ctrl-C at the terminal or a kill of the controller's process
-    # group reaches the controller, which stops the agents itself, not the agents directly
+    # group reaches the controller, which stops the agents itself, not the agents directly;
+    # tied to the controller: SIGTERM when it dies (a worker closes gracefully on it)
     return subprocess.Popen(
-        argv,
+        tied_to_parent(argv),
         env=env,
         stdin=subprocess.DEVNULL,
         stdout=out,
