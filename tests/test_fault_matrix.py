@@ -341,8 +341,8 @@ def _kill(
 def _after_the_kill(
     run: Path, env: dict[str, str], flushed: dict[Path, bytes], scratch: Path, say: str
 ) -> None:
-    # no wait for local agents: they die with their controller (SIGTERM, then they cancel)
-    # or cleanup stops them; either way nothing of the run may be left below
+    # no wait for local agents here: they end with their controller's scheduler connection
+    # (after cancelling), or cleanup stops them; either way nothing of the run is left below
     cleaned = _gb(env, "cleanup", str(run), "--yes")
     out = cleaned.stdout + cleaned.stderr
     assert "Traceback" not in out and "internal error" not in out, f"{say}\n{out[-3000:]}"

@@ -21,6 +21,7 @@ import pytest
 
 from conftest import BIN, cli_env
 from gridbench.jobflow.events.log import EVENTS_FILE, EventLog, Origin
+from gridbench.jobflow.run.agent_processes import AGENT_ENV
 from gridbench.store.spawned import RUN_ENV
 
 
@@ -267,20 +268,19 @@ def test_a_run_folder_cannot_hand_loader_variables_to_cleanup(tmp_path: Path) ->
 
 
 def _worker_like(run: Path) -> subprocess.Popen[bytes]:
-    """A process whose command line and environment are those of a local agent's Dask
-    worker of ``run`` (``-m distributed.cli.dask_worker ... --name agent-0``), left
-    running by a controller that died: a sleep, so that only cleanup ends it."""
+    """A process with the environment of a local agent's Dask worker of ``run`` (its run
+    folder and agent name), left running by a controller that died and hung: a sleep, so
+    that only cleanup ends it."""
+    env = {**os.environ, RUN_ENV: str(run.resolve()), AGENT_ENV: "agent-0"}
     sleep = [sys.executable, "-c", "import time; time.sleep(60)"]
-    argv = [*sleep, "distributed.cli.dask_worker", "tls://127.0.0.1:1"]
-    env = {**os.environ, RUN_ENV: str(run.resolve())}
-    return subprocess.Popen([*argv, "--name", "agent-0"], start_new_session=True, env=env)
+    return subprocess.Popen(sleep, start_new_session=True, env=env)
 
 
 def test_a_stray_agent_worker_of_the_run_is_stopped_and_another_runs_left_alone(
     tmp_path: Path,
 ) -> None:
     """Issue 22 item 2: agents' workers are found by their environment (nothing recorded
-    in the run folder chooses them), stopped by pid, and named in the plan."""
+    in the run folder chooses them), given time to end, stopped by pid, named in the plan."""
     run = _crashed_run(tmp_path / "r", LOCAL_SPEC, {}, {})
     ours, other = _worker_like(run), _worker_like(tmp_path / "other-run")
     try:
@@ -290,6 +290,7 @@ def test_a_stray_agent_worker_of_the_run_is_stopped_and_another_runs_left_alone(
         p = _gb(tmp_path / "r", "cleanup", str(run), "--yes")
         assert p.returncode == 0, p.stdout + p.stderr
         assert f"stopped leftover processes [{ours.pid}]" in p.stdout, p.stdout
+        assert "'gridbench collect RUN' and 'gridbench cleanup RUN' again" in p.stdout
         assert ours.wait(timeout=10) == -signal.SIGTERM
         assert other.poll() is None and str(other.pid) not in p.stdout
     finally:

@@ -19,7 +19,6 @@ from pathlib import Path
 import psutil
 
 from gridbench.errors import BackendError, GridbenchError
-from gridbench.store.spawned import tied_to_parent
 
 #: Latency percentiles fio computes (total latency, submission to completion).
 PERCENTILE_LIST = "50:90:99:99.9"
@@ -92,8 +91,7 @@ def run_fio(argv: list[str], *, timeout: float | None = None) -> str:
     cmd = shlex.join(argv)
     try:
         proc = subprocess.Popen(
-            # tied: a killed run's fio kept writing to the target (fault matrix)
-            tied_to_parent(argv),
+            _tied(argv),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -151,6 +149,15 @@ def _kill_orphans(argv: list[str]) -> None:
         if p.info["cmdline"] == argv:
             with contextlib.suppress(psutil.Error):
                 p.kill()
+
+
+def _tied(argv: list[str]) -> list[str]:
+    """``argv`` run so that fio gets SIGTERM (and ends its job processes) when the thread
+    that started it dies, even by kill -9: without it fio kept writing to the target until
+    done (found by the fault matrix). util-linux's setpriv sets PR_SET_PDEATHSIG and execs
+    fio; a preexec_fn would run Python between fork and exec, where a Ctrl-C breaks it."""
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "TERM", *argv] if setpriv else argv
 
 
 def _stop(proc: subprocess.Popen[str], argv: list[str]) -> None:

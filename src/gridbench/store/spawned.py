@@ -110,26 +110,20 @@ def run_process(pid: object, created: object, run_path: Path) -> tuple[psutil.Pr
 NOT_THIS_RUN = f"not provably this run's (no {RUN_ENV} of this run in its environment)"
 
 
-def tied_to_parent(argv: list[str], signal: str = "TERM") -> list[str]:
-    """``argv`` run so that it gets ``signal`` when the thread that started it dies, even by
-    kill -9 (``PR_SET_PDEATHSIG``, set by util-linux's setpriv, which then execs ``argv``:
-    same pid, no Python between fork and exec, where a Ctrl-C would break a preexec_fn).
-    Without setpriv, ``argv`` as is: cleanup still finds the child by :data:`RUN_ENV`."""
-    setpriv = shutil.which("setpriv")
-    return [setpriv, "--pdeathsig", signal, *argv] if setpriv else argv
-
-
-def run_children(run_path: Path, marker: str) -> list[psutil.Process]:
+def run_children(run_path: Path, key: str) -> dict[psutil.Process, str]:
     """This user's live processes whose environment names ``run_path`` (:func:`of_run`:
-    only a child of that run's controller inherits it) and whose command line contains
-    ``marker``; never this process. Other users' environments are unreadable: skipped."""
-    found = []
-    for p in psutil.process_iter(["cmdline"]):
+    only a child of that run's controller inherits it) and sets ``key`` (a role a child is
+    started with), with that value; never this process. Found by environment, not command
+    line (Dask may retitle a worker); other users' environments are unreadable: skipped."""
+    want = str(run_path.resolve())
+    found = {}
+    for p in psutil.process_iter():
         with contextlib.suppress(psutil.Error, OSError):
-            if p.pid == os.getpid() or marker not in (p.info["cmdline"] or []):
+            if p.pid == os.getpid():
                 continue
-            if p.status() != psutil.STATUS_ZOMBIE and of_run(p, run_path):
-                found.append(p)
+            env = p.environ()
+            if env.get(RUN_ENV) == want and key in env and p.status() != psutil.STATUS_ZOMBIE:
+                found[p] = env[key]
     return found
 
 

@@ -3,12 +3,14 @@ the controller starts itself, each in its own session, against a scheduler in it
 process.
 
 Not a ``LocalCluster``: its nannies end their workers with ``os._exit`` when the controller
-dies, so agents could never notice the lost controller and cancel what they submitted. A
-worker dies with its controller, gracefully: it gets SIGTERM when the controller dies
-(``PR_SET_PDEATHSIG``), as its scheduler's connection breaks; either way it closes, waiting
-(up to :data:`CLOSE_WAIT_S`) for its running agent, whose heartbeat watchdog stops the load
-and cancels; then the process exits. One still running later (no setpriv, or a hung agent)
-is found by ``gridbench cleanup`` (:func:`stop_stray_agents`). Each starts with its agent's own
+dies, so agents could never notice the lost controller and cancel what they submitted. The
+tie to the controller is the scheduler's connection (the scheduler lives in the controller's
+process, so a kill -9 breaks it at once): the worker closes, waiting (up to
+:data:`CLOSE_WAIT_S`) for its running agent, whose heartbeat watchdog stops the load and
+cancels; then the process exits, about a heartbeat after the kill. Not ``PR_SET_PDEATHSIG``:
+the ``dask worker`` CLI's SIGTERM handler ends the process without waiting for the agent,
+which then cancels nothing (measured). A worker still running later (a hung agent) is found
+by ``gridbench cleanup`` (:func:`stop_stray_agents`). Each starts with its agent's own
 ``env`` (an ``LD_PRELOAD`` must be there from the first instruction). They speak TLS with a
 throw-away certificate: on a shared submit host, another user who connects to the loopback
 port cannot join or run code in the agents.
@@ -32,7 +34,6 @@ from gridbench.store.spawned import (
     owned_temp_dir,
     run_children,
     sweep_orphaned,
-    tied_to_parent,
     wait_gone,
 )
 
@@ -44,41 +45,46 @@ NO_SCHEDULER_S = 60  # a worker that cannot reach the scheduler this long exits
 QUIET_WORKER = {"DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False"}
 
 
-#: The argument that marks an agent's worker in its command line.
-WORKER_MODULE = "distributed.cli.dask_worker"
-STOP_WAIT_S = 15  # cleanup's SIGTERM: the worker's own close waits 10 s for its agent
+#: The variable that names, in a local agent's worker's environment, its agent.
+AGENT_ENV = "GRIDBENCH_AGENT"
+#: cleanup lets a worker whose controller is gone close by itself this long (its agent
+#: misses the heartbeat, 5 s by default, and cancels), then SIGTERM, then SIGKILL
+GRACE_S = 10.0
+STOP_WAIT_S = 10.0
 
 
 def stop_stray_agents(run_path: Path, plan: list[str], *, dry_run: bool) -> list[int]:
     """Stop the local agents' workers of the run at ``run_path`` still running (their
-    controller is gone): SIGTERM to the worker alone (it closes, its agent cancels), then
-    SIGKILL after :data:`STOP_WAIT_S`. Only processes provably the run's are touched
-    (:func:`gridbench.store.spawned.run_children`); their pids, with a line each in
-    ``plan``."""
-    strays = run_children(run_path, WORKER_MODULE)
-    for p in strays:
-        cmd = _cmdline(p)
-        name = cmd[cmd.index("--name") + 1] if "--name" in cmd[:-1] else "?"
-        verb = "would stop" if dry_run else "stopping"
-        plan.append(f"agent {name[:40]}'s dask worker, pid {p.pid}: {verb} (SIGTERM)")
+    controller is gone): each gets :data:`GRACE_S` to end by itself (its agent cancels),
+    then SIGTERM to it alone, then SIGKILL after :data:`STOP_WAIT_S`. Only processes
+    provably the run's are touched (:func:`gridbench.store.spawned.run_children`). Returns
+    the pids signalled; ``plan`` gets a line for each worker found."""
+    strays = run_children(run_path, AGENT_ENV)
+    verb = "would stop" if dry_run else "stopping"
+    for p, name in strays.items():
+        plan.append(
+            f"agent {name[:40]}'s dask worker, pid {p.pid}: {verb} (SIGTERM after "
+            f"{GRACE_S:g} s to cancel its jobs and exit by itself)"
+        )
     if dry_run or not strays:
         return []
-    for p in strays:
+    left = wait_gone(list(strays), GRACE_S)
+    plan += [f"pid {p.pid} exited by itself" for p in strays if p not in left]
+    if left:  # a stopped worker's agent cancels nothing: its jobs are in its own log
+        plan.append(
+            "then 'gridbench collect RUN' and 'gridbench cleanup RUN' again cancel the jobs "
+            "the stopped agents' logs show unfinished"
+        )
+    for p in left:
         with contextlib.suppress(psutil.Error):
             p.terminate()
-    alive = wait_gone(strays, STOP_WAIT_S)
+    alive = wait_gone(left, STOP_WAIT_S)
     for p in alive:
         with contextlib.suppress(psutil.Error):
             p.kill()
-            plan.append(f"pid {p.pid} did not close within {STOP_WAIT_S} s: killed")
+            plan.append(f"pid {p.pid} did not exit within {STOP_WAIT_S:g} s: killed")
     wait_gone(alive, 5)
-    return [p.pid for p in strays]
-
-
-def _cmdline(p: psutil.Process) -> list[str]:
-    with contextlib.suppress(psutil.Error):
-        return list(p.cmdline())
-    return []
+    return [p.pid for p in left]
 
 
 #: The start of a TLS folder's name: then the controller's pid, a dash, random letters.
@@ -133,7 +139,7 @@ class LocalAgents:
             argv = [
                 sys.executable,
                 "-m",
-                WORKER_MODULE,
+                "distributed.cli.dask_worker",
                 address,
                 "--name",
                 name,
@@ -156,7 +162,7 @@ class LocalAgents:
                 # Dask's scratch in the same folder, not TMPDIR/dask-scratch-space: what a
                 # killed worker leaves is swept with the keys (the fault matrix found it)
                 argv += ["--local-directory", str(tls.scratch)]
-            env = {**os.environ, **QUIET_WORKER, **envs.get(name, {})}
+            env = {**os.environ, **QUIET_WORKER, **envs.get(name, {}), AGENT_ENV: name}
             if log is None:
                 self.procs[name] = _spawn(argv, env, subprocess.DEVNULL)
                 continue
@@ -201,10 +207,9 @@ class LocalAgents:
 
 def _spawn(argv: list[str], env: dict[str, str], out: int | IO[Any]) -> subprocess.Popen[bytes]:
     # its own session: a Ctrl-C at the terminal or a kill of the controller's process
-    # group reaches the controller, which stops the agents itself, not the agents directly;
-    # tied to the controller: SIGTERM when it dies (a worker closes gracefully on it)
+    # group reaches the controller, which stops the agents itself, not the agents directly
     return subprocess.Popen(
-        tied_to_parent(argv),
+        argv,
         env=env,
         stdin=subprocess.DEVNULL,
         stdout=out,
