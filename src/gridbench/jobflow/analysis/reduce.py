@@ -30,7 +30,7 @@ import polars as pl
 
 from gridbench.jobflow.analysis.agents import remote_agents
 from gridbench.jobflow.analysis.clocks import BOUND_COLUMN, StageClock, clocks_from_pairs
-from gridbench.jobflow.analysis.staging import TRANSFERS
+from gridbench.jobflow.analysis.staging import STARTS, TRANSFERS
 from gridbench.jobflow.analysis.timelines import FAILED_COLUMN, Timeline
 from gridbench.jobflow.events.model import (
     EVENT_SCHEMA,
@@ -59,7 +59,7 @@ def keep_expr(
     keep = (
         (stage == STAGE_FAILED)
         | (stage.is_in(list(stages)) & attrs.str.contains('"(?:status|state)"'))
-        | stage.is_in(list(TRANSFERS.values()))
+        | stage.is_in([*TRANSFERS.values(), *STARTS.values()])  # a transfer's own time
         | ((stage == STAGE_SUBMIT) & (pl.lit(by_agent) | attrs.str.contains('"user"')))
     )
     remote = remote_agents(agents)
