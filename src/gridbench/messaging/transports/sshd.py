@@ -36,6 +36,11 @@ from gridbench.messaging.transports.peer_process import PeerProcess, Spawn, star
 _PORT_TRIES = 5  # another process may take the free port between our look and sshd's bind
 
 
+_SSHD_GRACE_S = 5.0  # the wrapper's wait for sshd after SIGTERM
+#: how long the wrapper gets to stop sshd and exit: its own wait for sshd, plus a margin
+_WRAPPER_GRACE_S = 12.0
+
+
 @dataclass
 class SshServer:
     """A running throw-away sshd; scp reaches ``user@host:port`` with ``identity``."""
@@ -49,7 +54,9 @@ class SshServer:
 
     def close(self) -> None:
         """Stop the server (idempotent)."""
-        self.peer.close()
+        # longer than the wrapper's own 5 s wait for sshd, or a slow sshd gets its wrapper
+        # SIGKILLed (and sshd with it) before the wrapper could end it cleanly
+        self.peer.close(timeout=_WRAPPER_GRACE_S)
 
 
 def sshd_path() -> str | None:
@@ -208,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         if proc.poll() is None:
             proc.terminate()
             try:
-                proc.wait(5)
+                proc.wait(_SSHD_GRACE_S)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
