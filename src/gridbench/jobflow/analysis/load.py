@@ -100,7 +100,7 @@ def reduce_trial_events(
 
         def chunks() -> Iterator[pl.DataFrame]:
             if scan is not None:
-                for chunk in scan.chunks(ANALYSIS_COLUMNS):
+                for chunk in scan.chunks(ANALYSIS_COLUMNS, categorical=True):
                     yield to_controller_time(chunk, info.agents)
 
         reduced = reduce_events(chunks, stages, keep)

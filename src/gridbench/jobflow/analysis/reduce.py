@@ -105,16 +105,32 @@ def _reduce(
                 pl.len().alias("n"), pl.col(BOUND_COLUMN).max().alias("b")
             )
         )
-        rest.append(chunk.filter(keep))
+        rest.append(_compact(chunk.filter(keep), ("job", "attrs")))
         base += chunk.height
-    counts = pl.concat(small) if small else _EMPTY_COUNTS
-    kept = pl.concat(rest) if rest else _EMPTY_REST
+    counts = _as_strings(pl.concat(small)) if small else _EMPTY_COUNTS
+    kept = _as_strings(pl.concat(rest)) if rest else _EMPTY_REST
     table = wide.table()
     precision, typical = _precisions(counts, stages)
     clocks = _clocks(counts, stages)
     table = table.with_columns(_failed_kinds(kept, table["job"]))
     timeline = Timeline(stages, table, precision, clocks, typical)
     return ReducedEvents(timeline, kept, base)
+
+
+def _compact(frame: pl.DataFrame, strings: Sequence[str]) -> pl.DataFrame:
+    """``frame`` holding its own copy of its few rows: a filtered or grouped frame's
+    strings are views into the whole chunk's buffers, and those of a columnar log into
+    the mapped file, so kept rows would keep every chunk alive and page the log back in
+    when read (measured: +470 MB a million jobs). ``concat_str`` writes new strings."""
+    present = [c for c in strings if c in frame.columns]
+    return frame.with_columns(pl.concat_str(pl.col(c), pl.lit("")) for c in present).shrink_to_fit()
+
+
+def _as_strings(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` with its categorical columns (a log read with ``categorical``) as the
+    strings of :data:`EVENT_SCHEMA`."""
+    cats = [c for c, t in frame.schema.items() if isinstance(t, pl.Categorical)]
+    return frame.with_columns(pl.col(cats).cast(pl.String)) if cats else frame
 
 
 #: events per chunk of an in-memory frame
@@ -155,8 +171,11 @@ class _Merged:
     def add(self, indexed: pl.DataFrame) -> None:
         mins = [pl.when(pl.col("stage") == s).then(pl.col("t_ns")).alias(s) for s in self.stages]
         h1 = pl.col("job").hash(11)
+        # one chunk per column: polars' string aggregations and gathers over the many small
+        # chunks of a log's batches cost ~5x more (measured: 1.19 s -> 0.74 s a million jobs)
         part = (
-            indexed.select(
+            indexed.rechunk()
+            .select(
                 _ROW,
                 "job",
                 (pl.col("job") if self.exact else h1).alias("_h1"),
@@ -174,6 +193,7 @@ class _Merged:
                 *[pl.col(s).min() for s in self.stages],
             )
         )
+        part = _compact(part, ("job",))
         for (b,), bucket in part.partition_by("_b", as_dict=True, include_key=False).items():
             k = int(b)
             self.parts[k].append(bucket)
@@ -182,7 +202,7 @@ class _Merged:
                 self._merge(k)
 
     def _merge(self, k: int) -> None:
-        both = pl.concat(self.parts[k])
+        both = pl.concat(self.parts[k], rechunk=True)
         self.parts[k] = []
         merged = both.group_by("_h1").agg(
             pl.col(_ROW).min(),
@@ -211,7 +231,7 @@ class _Merged:
         if not done:
             empty = {"job": pl.String, **dict.fromkeys(self.stages, pl.Int64)}
             return pl.DataFrame(schema=empty)
-        wide = pl.concat(done, rechunk=False)
+        wide = pl.concat(done, rechunk=True)
         del done
         order = wide[_ROW].arg_sort()
         out: dict[str, pl.Series] = {}

@@ -241,8 +241,12 @@ class ColumnarScan:
         self.torn = 0
         self._good: list[int] | None = None  # whole batches per segment, once checked
 
-    def frames(self, columns: Sequence[str] | None = None) -> Iterator[pl.DataFrame]:
-        """The events a group of batches at a time (``columns``: only those)."""
+    def frames(
+        self, columns: Sequence[str] | None = None, *, categorical: bool = False
+    ) -> Iterator[pl.DataFrame]:
+        """The events a group of batches at a time (``columns``: only those;
+        ``categorical``: ``stage``, ``source`` and ``agent`` left as polars categoricals,
+        as the log stores them, rather than cast to strings)."""
         cols = list(columns) if columns is not None else list(EVENT_COLUMNS)
         checking = self._good is None
         good: list[int] = []
@@ -261,21 +265,29 @@ class ColumnarScan:
                     n += 1
                     pending.append(batch)
                     if len(pending) >= CONVERT_GROUP:
-                        yield _to_polars(pending, cols)
+                        yield _to_polars(pending, cols, categorical=categorical)
                         pending = []
                         batches.release()
                 torn += batches.torn
                 good.append(n)
         if pending:
-            yield _to_polars(pending, cols)
+            yield _to_polars(pending, cols, categorical=categorical)
         if checking:
             self._good, self.torn = good, torn
 
 
-def _to_polars(batches: list[pa.RecordBatch], cols: list[str]) -> pl.DataFrame:
-    """A group of batches as one polars chunk of :data:`EVENT_SCHEMA` types (one
-    dictionary per column for the group: polars casts each column once)."""
+def _to_polars(
+    batches: list[pa.RecordBatch], cols: list[str], *, categorical: bool = False
+) -> pl.DataFrame:
+    """A group of batches as one polars chunk of :data:`EVENT_SCHEMA` types, or with the
+    dictionary columns as categoricals (``categorical``: polars maps each batch's small
+    dictionary into its global categories, so no unified dictionary and no string column
+    is built; 3-4x cheaper)."""
     table = pa.Table.from_batches(batches, schema=ARROW_SCHEMA).select(cols)
+    if categorical:
+        frame = pl.from_arrow(table, rechunk=False)
+        assert isinstance(frame, pl.DataFrame)
+        return frame
     frame = pl.from_arrow(table.unify_dictionaries(), rechunk=False)
     assert isinstance(frame, pl.DataFrame)
     return frame.cast({c: EVENT_SCHEMA[c] for c in cols})
