@@ -8,7 +8,7 @@ best of ``--repeat`` runs each, in this process:
 2. ``to_controller_time``: t_ns − clock_offset_ns and each stamp's bound joined by agent;
 3. ``stage_clocks``: the per-stage bounds and agents the validity rule and tolerances use;
 4. the same two on a one-clock trial (offsets 0, bounds 0: the fast path);
-5. ``build_timeline`` (the pivot to one row per job), for scale.
+5. ``timeline_of`` (the pivot to one row per job), for scale.
 
     .venv/bin/python bench/bench_clock_overhead.py [--jobs 300000] [--repeat 5]
 """
@@ -26,7 +26,7 @@ import numpy as np
 import polars as pl
 
 from gridbench.jobflow.analysis.clocks import stage_clocks, to_controller_time
-from gridbench.jobflow.analysis.timelines import build_timeline
+from gridbench.jobflow.analysis.reduce import timeline_of
 from gridbench.jobflow.events.log import read_events
 from gridbench.jobflow.events.model import EVENT_SCHEMA
 
@@ -102,7 +102,7 @@ def main() -> None:
             best(lambda: to_controller_time(one, {"local": AGENTS["local"]}), args.repeat),
         ),
         ("stage_clocks, one clock", best(lambda: stage_clocks(one_moved, stages), args.repeat)),
-        ("build_timeline (for scale)", best(lambda: build_timeline(moved, stages), args.repeat)),
+        ("timeline_of (for scale)", best(lambda: timeline_of(moved, stages), args.repeat)),
     ]
     for name, s in rows:
         print(f"{name:32s} {s:7.3f} s   {100 * s / read_s:6.1f}% of reading")

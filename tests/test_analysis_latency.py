@@ -9,7 +9,8 @@ import pytest
 
 import test_analysis_fixtures as fx
 from gridbench.jobflow.analysis.latency import latency_durations, latency_stats
-from gridbench.jobflow.analysis.timelines import build_timeline, job_times, timeline_stages
+from gridbench.jobflow.analysis.reduce import timeline_of
+from gridbench.jobflow.analysis.timelines import job_times, timeline_stages
 from gridbench.jobflow.analysis.trial import analyze_trial
 from gridbench.jobflow.events.chain import Segment
 
@@ -34,7 +35,7 @@ def _times(with_intended: bool = True) -> dict[str, np.ndarray]:
 
 
 def _stats(t: dict[str, np.ndarray], failures: dict[int, str] | None = None) -> dict:
-    tl = build_timeline(fx.times_frame(t, failures=failures), timeline_stages(CHAIN.names()))
+    tl = timeline_of(fx.times_frame(t, failures=failures), timeline_stages(CHAIN.names()))
     return latency_stats(latency_durations(job_times(tl, fx.T0), CHAIN))
 
 

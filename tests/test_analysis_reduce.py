@@ -1,5 +1,5 @@
 """The chunked reduction of a trial's events (analysis/reduce.py) against the in-memory
-pivot (timelines.build_timeline): same per-job table, precisions and clocks whatever the
+pivot (tests/timeline_oracle.py): same per-job table, precisions and clocks whatever the
 chunk size, the merges between chunks and the hash collision path."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ import test_analysis_fixtures as fx
 from gridbench.jobflow.analysis import reduce
 from gridbench.jobflow.analysis.clocks import to_controller_time
 from gridbench.jobflow.analysis.reduce import frame_chunks, keep_expr, reduce_events
-from gridbench.jobflow.analysis.timelines import build_timeline, timeline_stages
+from gridbench.jobflow.analysis.timelines import timeline_stages
+from timeline_oracle import build_timeline
 
 STAGES = timeline_stages(["submit", "run", "done"])
 AGENTS = {

@@ -1,4 +1,5 @@
-"""Events -> per-job timeline: first occurrence, clock offsets, precision, failures."""
+"""Events -> per-job timeline: first occurrence, clock offsets, precision, failures (and
+the job keys of the in-memory oracle the chunked reduction is checked against)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,9 @@ import polars as pl
 
 import test_analysis_fixtures as fx
 from gridbench.jobflow.analysis.clocks import to_controller_time
-from gridbench.jobflow.analysis.timelines import (
-    _job_ids,
-    _job_ids_exact,
-    build_timeline,
-    job_times,
-    timeline_stages,
-)
+from gridbench.jobflow.analysis.reduce import timeline_of
+from gridbench.jobflow.analysis.timelines import job_times, timeline_stages
+from timeline_oracle import _job_ids, _job_ids_exact
 
 STAGES = timeline_stages(["submit", "done"])
 
@@ -39,7 +36,7 @@ def test_first_occurrence_offsets_and_precision() -> None:
             {"job": "b", "stage": "weird", "t": 1.0},  # not in the chain: ignored
         ]
     )
-    tl = build_timeline(to_controller_time(ev, {}), STAGES)
+    tl = timeline_of(to_controller_time(ev, {}), STAGES)
     rows = {r["job"]: r for r in tl.table.iter_rows(named=True)}
     assert set(rows) == {"a", "b"}
     assert rows["a"]["submit"] == fx.T0 + 3 * fx.NS
@@ -69,7 +66,7 @@ def test_failures_first_kind_per_job() -> None:
             {"job": "d", "stage": "submit", "t": 1.0},
         ]
     )
-    tl = build_timeline(ev, STAGES)
+    tl = timeline_of(ev, STAGES)
     kinds = dict(zip(tl.table["job"].to_list(), tl.table["failed"].to_list(), strict=True))
     assert kinds == {"a": "submit_timeout", "b": "dropped", "c": "unknown", "d": None}
     jt = job_times(tl, fx.T0)
@@ -79,7 +76,7 @@ def test_failures_first_kind_per_job() -> None:
 
 
 def test_empty_log() -> None:
-    tl = build_timeline(fx.frame([]), STAGES)
+    tl = timeline_of(fx.frame([]), STAGES)
     assert tl.n_jobs == 0
     jt = job_times(tl, fx.T0)
     assert jt.n_jobs == 0 and not jt.has("submit")

@@ -29,7 +29,12 @@ import numpy as np
 import polars as pl
 
 from gridbench.jobflow.analysis.agents import remote_agents
-from gridbench.jobflow.analysis.clocks import BOUND_COLUMN, StageClock, clocks_from_pairs
+from gridbench.jobflow.analysis.clocks import (
+    BOUND_COLUMN,
+    StageClock,
+    clocks_from_pairs,
+    to_controller_time,
+)
 from gridbench.jobflow.analysis.staging import STARTS, TRANSFERS
 from gridbench.jobflow.analysis.timelines import FAILED_COLUMN, Timeline
 from gridbench.jobflow.events.model import (
@@ -131,6 +136,17 @@ def _as_strings(frame: pl.DataFrame) -> pl.DataFrame:
     strings of :data:`EVENT_SCHEMA`."""
     cats = [c for c, t in frame.schema.items() if isinstance(t, pl.Categorical)]
     return frame.with_columns(pl.col(cats).cast(pl.String)) if cats else frame
+
+
+#: the events the timeline itself reads beside the stages: failures (each job's kind)
+TIMELINE_KEEP = pl.col("stage") == STAGE_FAILED
+
+
+def timeline_of(events: pl.DataFrame, stages: Sequence[str]) -> Timeline:
+    """The per-job timeline of an in-memory frame of events (moved to the controller's
+    clock here unless :func:`gridbench.jobflow.analysis.clocks.to_controller_time` did)."""
+    moved = events if BOUND_COLUMN in events.columns else to_controller_time(events, {})
+    return reduce_events(lambda: frame_chunks(moved), stages, TIMELINE_KEEP).take()[0]
 
 
 #: events per chunk of an in-memory frame

@@ -21,7 +21,8 @@ import numpy as np
 from gridbench.errors import GridbenchError, ResultsError
 from gridbench.jobflow.analysis import load
 from gridbench.jobflow.analysis.latency import latency_durations
-from gridbench.jobflow.analysis.timelines import build_timeline, job_times, timeline_stages
+from gridbench.jobflow.analysis.reduce import TIMELINE_KEEP
+from gridbench.jobflow.analysis.timelines import job_times, timeline_stages
 from gridbench.jobflow.compare.figures import used_trials
 from gridbench.jobflow.report.loading import load_metrics
 from gridbench.jobflow.report.model import as_dict, as_list
@@ -53,9 +54,8 @@ def _seed(*parts: object) -> int:
 
 def _trial_durations(trial_dir: Path) -> dict[str, F64]:
     info = load.read_trial_info(trial_dir)
-    events = load.read_trial_events(trial_dir, info)
-    tl = build_timeline(events, timeline_stages(info.chain.names()))
-    del events
+    stages = timeline_stages(info.chain.names())
+    tl = load.reduce_trial_events(trial_dir, info, stages, TIMELINE_KEEP)[0].take()[0]
     origin = info.started_ns if info.started_ns is not None else 0
     return latency_durations(job_times(tl, origin), info.chain)
 
