@@ -311,8 +311,9 @@ def _series(
     mp = cfg.max_points
     punct: dict[str, Any] = {}
     for s, f in flows.items():
-        if f.punctual is not None and f.times.size:
-            punct[s] = ser.series(f.times, f.punctual, mp)
+        p = f.punctual() if f.times.size else None
+        if p is not None:
+            punct[s] = ser.series(f.times, p, mp)
     all_t = [f.times for f in flows.values() if f.times.size]
     lo = min(float(t[0]) for t in all_t) if all_t else 0.0
     hi = max(float(t[-1]) for t in all_t) if all_t else 0.0
