@@ -424,10 +424,16 @@ def test_reading_in_groups_gives_the_same_frame(
             origin = Origin("ce" if i % 2 else "client", 1_000, f"agent-{i % 3}", i % 3)
             log.append(f"j{i}", ["submit", "ce_entry", "client_done"][i % 3], i, origin)
     whole = read_columnar(path).events
-    monkeypatch.setattr(columnar, "CONVERT_GROUP", 3)
+    monkeypatch.setattr(columnar, "CONVERT_EVENTS", 25)
     grouped = read_columnar(path).events
     assert grouped.equals(whole) and grouped.n_chunks() > 1 and whole.height == 95
     assert grouped["agent"].to_list() == [f"agent-{i % 3}" for i in range(95)]
+    # a chunk is the batches that reach CONVERT_EVENTS events (batches of 10: 30 events)
+    sizes = [f.height for f in columnar.ColumnarScan(path).frames(categorical=True)]
+    assert sizes == [30, 30, 30, 5]
+    frames = list(columnar.ColumnarScan(path).frames(["stage", "agent"], categorical=True))
+    assert isinstance(frames[0].schema["stage"], pl.Categorical)
+    assert pl.concat(frames)["agent"].cast(pl.String).to_list() == grouped["agent"].to_list()
 
 
 def test_export_command(tmp_path: Path) -> None:

@@ -219,8 +219,10 @@ def read_columnar(
     return ColumnarRead(pl.concat(frames, how="vertical", rechunk=False), scan.torn)
 
 
-#: batches turned into polars at a time (~1 M events of a busy trial)
-CONVERT_GROUP = 256
+#: events turned into polars at a time: a chunk is counted in events, not batches, since
+#: a live writer's batch holds what 0.1 s brought (~100 events a batch at 100 jobs/s, so
+#: 256 batches would make a day's run 4,000 chunks, each with its own group-by and merge)
+CONVERT_EVENTS = 1_000_000
 
 
 class ColumnarScan:
@@ -252,6 +254,7 @@ class ColumnarScan:
         good: list[int] = []
         torn = 0
         pending: list[pa.RecordBatch] = []
+        rows = 0
         for i, seg in enumerate(self.segments):
             limit = None if self._good is None else self._good[i]
             with contextlib.ExitStack() as stack:
@@ -264,9 +267,10 @@ class ColumnarScan:
                 for batch in batches:
                     n += 1
                     pending.append(batch)
-                    if len(pending) >= CONVERT_GROUP:
+                    rows += batch.num_rows
+                    if rows >= CONVERT_EVENTS:
                         yield _to_polars(pending, cols, categorical=categorical)
-                        pending = []
+                        pending, rows = [], 0
                         batches.release()
                 torn += batches.torn
                 good.append(n)
