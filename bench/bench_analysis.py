@@ -23,10 +23,11 @@ main branch) on the same log in the same run. ``--keep DIR`` keeps the generated
 and reuses them (a 10 M-job Arrow log, 5.5 GB, takes ~3 min to write).
 
 Targets (issue 26): analysis of 1 M jobs <= 2 s and <= 1 GiB; 10 M jobs <= 25 s and
-<= 4 GiB; full / floor <= 2. ``--formats arrow`` skips CSV.
+<= 4 GiB; full / floor <= 2. ``--formats arrow`` skips CSV. ``--batch N``: events per Arrow
+batch (a live log's batch is what 0.1 s brought; smaller batches cost more to read).
 
     .venv/bin/python bench/bench_analysis.py [--jobs 1000000] [--formats csv,arrow]
-        [--keep DIR] [--baseline /work/main/src] [--repeat 3]
+        [--keep DIR] [--baseline /work/main/src] [--repeat 3] [--batch 4096]
 """
 
 from __future__ import annotations
@@ -135,7 +136,14 @@ def _events(t: dict[str, np.ndarray], failed: np.ndarray, lo: int, hi: int) -> p
     return pl.concat(frames).sort("t_ns")
 
 
-def generate(base: Path, n: int, formats: list[str], rate: float = 1000.0, seed: int = 1) -> int:
+def generate(
+    base: Path,
+    n: int,
+    formats: list[str],
+    rate: float = 1000.0,
+    seed: int = 1,
+    batch: int = 4096,
+) -> int:
     """Write the one-trial run with ``n`` jobs at ``rate``/s in each format of ``formats``
     (``base/run`` CSV, ``base/run-arrow`` Arrow), slice by slice; return the events."""
     t, failed = _times(n, rate, seed)
@@ -152,7 +160,7 @@ def generate(base: Path, n: int, formats: list[str], rate: float = 1000.0, seed:
             if csv is not None:
                 events.write_csv(csv, include_header=lo == 0)
             if arrow is not None:
-                for part in events.iter_slices(4096):  # the batches a live ArrowEventLog writes
+                for part in events.iter_slices(batch):  # the batches a live ArrowEventLog writes
                     arrow.write_frame(part)
     finally:
         if arrow is not None:
@@ -301,6 +309,13 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="timed runs of each step (best kept)")
     ap.add_argument("--formats", default="csv,arrow", help="csv, arrow or both (default)")
     ap.add_argument(
+        "--batch",
+        type=int,
+        default=4096,
+        help="events per Arrow batch (default 4096: a writer at ~4,000 events/s and more; "
+        "a live log holds one batch per 0.1 s, so 100 jobs/s of 10 stamps is ~100)",
+    )
+    ap.add_argument(
         "--keep", type=Path, help="generate into this directory and keep it (reused if there)"
     )
     ap.add_argument(
@@ -314,12 +329,15 @@ def main() -> None:
     runs = {f: base / RUNS[f] for f in formats}
     logs = {"csv": "events.csv", "arrow": "events.arrows"}
     try:
-        stamp = base / f"generated-{args.jobs}"
+        tag = "" if args.batch == 4096 else f"-b{args.batch}"
+        stamp = base / f"generated-{args.jobs}{tag}"
         if not stamp.exists():
             for r in runs.values():
                 shutil.rmtree(r, ignore_errors=True)
+            for other in base.glob("generated-*"):  # what was kept is replaced
+                other.unlink()
             t = time.perf_counter()
-            stamp.write_text(str(generate(base, args.jobs, formats)))
+            stamp.write_text(str(generate(base, args.jobs, formats, batch=args.batch)))
             print(f"generated in {time.perf_counter() - t:.1f} s")
         sizes = {f: (runs[f] / "trials" / "p00-t00" / logs[f]).stat().st_size for f in formats}
         print(
