@@ -25,6 +25,7 @@ import pytest
 from conftest import BIN, cli_env
 from gridbench.jobflow.analysis import analyze_run
 from gridbench.jobflow.events.log import read_events
+from gridbench.jobflow.events.trial_log import read_trial_log
 from gridbench.jobflow.reference import ReferenceGrid, build_config
 from gridbench.jobflow.run.outstanding import outstanding_jobs
 from test_runner import run_spec
@@ -172,7 +173,7 @@ def dask_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaskClust
 
 def _trial(run: Path, trial: str = "p00-t00") -> tuple[dict[str, Any], pl.DataFrame]:
     tdir = run / "trials" / trial
-    return json.loads((tdir / "trial.json").read_text()), read_events(tdir / "events.csv")
+    return json.loads((tdir / "trial.json").read_text()), read_trial_log(tdir)
 
 
 def test_two_processes_against_the_reference_grid(tmp_path: Path, grid: ReferenceGrid) -> None:
@@ -415,7 +416,7 @@ timeouts: {{status_interval: 0.2s, drain: 5s, settle: 0s}}
         assert own.join(ev, on=["job", "stage", "t_ns", "agent"], how="anti").height == 0
     again = subprocess.run([str(BIN), "collect", str(run)], env=env, capture_output=True, text=True)
     assert again.returncode == 0 and ": 0 events merged" in again.stdout, again.stdout
-    assert read_events(run / "trials" / "p00-t00" / "events.csv").height == ev.height
+    assert read_trial_log(run / "trials" / "p00-t00").height == ev.height
     analyzed = subprocess.run(
         [str(BIN), "analyze", str(run)], env=env, capture_output=True, text=True
     )

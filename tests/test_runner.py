@@ -9,7 +9,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from gridbench.jobflow.events.log import read_events
+from gridbench.jobflow.events.trial_log import read_trial_log
 from gridbench.jobflow.experiment.runner import ExperimentOutcome, ExperimentRunner
 from gridbench.jobflow.spec import load_spec_text, make_plan
 
@@ -27,7 +27,7 @@ def run_spec(text: str, root: Path, *, abort_after: float | None = None) -> Expe
 
 
 def events(out: ExperimentOutcome, tid: str = "p00-t00") -> pl.DataFrame:
-    return read_events(out.run.trial_dir(tid) / "events.csv")
+    return read_trial_log(out.run.trial_dir(tid))
 
 
 def stage_counts(ev: pl.DataFrame) -> dict[str, int]:
