@@ -161,7 +161,7 @@ def test_reingest_replaces_server_events_already_in_the_log(tmp_path: Path) -> N
     reports = [str(tmp_path / "ce"), str(tmp_path / "br")]
     first = ingest_edgi_run(tmp_path / "client.csv", reports, tmp_path / "r1")
     again = ingest_edgi_run(
-        first.run_dir / "trials" / "ingested" / "events.csv", reports, tmp_path / "r2"
+        first.run_dir / "trials" / "ingested" / "events.arrows", reports, tmp_path / "r2"
     )
     assert again.events == first.events
     assert any("14 event(s) of tiers ce, bridge were already present" in w for w in again.warnings)
