@@ -176,20 +176,27 @@ def _trial(run: Path, trial: str = "p00-t00") -> tuple[dict[str, Any], pl.DataFr
     return json.loads((tdir / "trial.json").read_text()), read_trial_log(tdir)
 
 
-def test_two_processes_against_the_reference_grid(tmp_path: Path, grid: ReferenceGrid) -> None:
+@pytest.mark.parametrize("fmt", ["arrow", "csv"])
+def test_two_processes_against_the_reference_grid(
+    tmp_path: Path, grid: ReferenceGrid, fmt: str
+) -> None:
     out = run_spec(
         f"""
 name: two-agents
 backend: {{type: reference, options: {{url: "{grid.url}"}}}}
 job: {{runtime: 0.1s}}
 load: {{model: open, rate: 20/s, agents: {{processes: 2}}}}
-trial: {{duration: 2s}}
+trial: {{duration: 2s, event_log: {fmt}}}
 timeouts: {{status_interval: 0.2s, drain: 30s, settle: 0s}}
 """,
         tmp_path,
     )
     assert out.status == "complete", out.trials
     info, ev = _trial(out.run.path)
+    # the agents' CSV lines were merged into the trial's log of the spec's format: parsed
+    # into record batches (arrow), or appended as bytes (csv)
+    name = {"arrow": "events.arrows", "csv": "events.csv"}[fmt]
+    assert sorted(p.name for p in (out.run.path / "trials" / "p00-t00").glob("events*")) == [name]
     intended = ev.filter(pl.col("stage") == "intended")
     assert intended.height == 40 and intended["job"].n_unique() == 40  # every job once
     done = ev.filter(pl.col("stage") == "client_done")

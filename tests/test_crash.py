@@ -53,7 +53,9 @@ def test_kill_9_then_analyze_and_cleanup(tmp_path: Path) -> None:
         run = exp_file.parent
         events = run / "trials" / "p00-t00" / "events.arrows"  # the default format
         _wait_for(lambda: json.loads(exp_file.read_text()).get("backend_runtime"), 30, "grid")
-        _wait_for(lambda: events.exists() and events.stat().st_size > 5000, 30, "events")
+        acked = pl.col("stage") == "submit_ack"
+        _wait_for(lambda: events.exists() and read_trial_log(events.parent).filter(acked).height
+                  >= 20, 30, "20 acknowledged jobs")  # fmt: skip
         time.sleep(1.0)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
