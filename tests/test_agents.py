@@ -439,6 +439,37 @@ timeouts: {{status_interval: 0.2s, drain: 5s, settle: 0s}}
     assert _queued(grid.url) == 0
 
 
+def test_pulled_lines_merge_into_a_columnar_trial_log(tmp_path: Path) -> None:
+    """What the controller does with each pull of an agent's log when the trial's log is
+    events.arrows: the lines parsed and appended as one batch, the same events as the
+    agent's CSV; lines that are not the format are one error naming the agent's log."""
+    from gridbench.errors import ResultsError
+    from gridbench.jobflow.events.columnar import ArrowEventLog
+    from gridbench.jobflow.events.log import EventLog, Origin
+    from gridbench.jobflow.run.agents import _Merger
+
+    agent_log = tmp_path / "agent-1.events.csv"
+    with EventLog(agent_log) as log:
+        for i in range(7):
+            log.append(f"j{i}", "submit", 1_000 + i, Origin(agent="agent-1", clock_offset_ns=-5))
+            log.append(f"j{i}", "submit_ack", 2_000 + i, attrs={"backend_id": f"b,{i}"})
+    raw = agent_log.read_bytes()
+    cut = raw.index(b"\n", len(raw) // 2) + 1  # two pulls of complete lines
+    trial = tmp_path / "trial"
+    with ArrowEventLog(trial / "events.arrows") as elog:
+        elog.append("j9", "intended", 10)  # the controller's own pending event
+        merger = _Merger(elog, "agent-1's log")
+        merger.add(raw[:cut], True)
+        merger.add(raw[cut:], False)
+        assert merger.events == 14 and elog.count == 15
+        with pytest.raises(ResultsError, match="not valid CSV") as err:
+            merger.add(b"j1,submit,not-a-number,client,1,agent-1,0,\n", False)
+        assert err.value.where == "agent-1's log"
+    merged = read_trial_log(trial)
+    assert merged.row(0)[:3] == ("j9", "intended", 10)
+    assert merged.slice(1).equals(read_events(agent_log))
+
+
 def test_live_progress_adds_the_agents_histograms(tmp_path: Path) -> None:
     from gridbench.jobflow.events.clock import AnchoredClock
     from gridbench.jobflow.events.log import EventLog

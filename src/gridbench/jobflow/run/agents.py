@@ -90,8 +90,9 @@ class _Merger:
     per event. Into a columnar log each pull's lines are parsed at once (polars) and
     appended as one record batch, after the controller's pending events."""
 
-    def __init__(self, elog: EventWriter) -> None:
+    def __init__(self, elog: EventWriter, where: str = "an agent's log") -> None:
         self.elog = elog
+        self.where = where  # the agent's log, named in an error
         self.events = 0
         self._fd: int | None = None
 
@@ -103,8 +104,9 @@ class _Merger:
         if not n:
             return
         if isinstance(self.elog, ArrowEventLog):
-            self.elog.write_frame(_parse_lines(data))  # counts them in trial.json's events
-            self.events += n
+            frame = _parse_lines(data, self.where)
+            self.elog.write_frame(frame)  # counts them in trial.json's events
+            self.events += frame.height
             return
         self.elog.flush()
         if self._fd is None:
@@ -121,16 +123,16 @@ class _Merger:
             self._fd = None
 
 
-def _parse_lines(data: bytes) -> pl.DataFrame:
+def _parse_lines(data: bytes, where: str) -> pl.DataFrame:
     """An agent log's complete CSV lines (no header) as :data:`EVENT_SCHEMA`; lines that
-    do not parse are one error naming the agents' logs (the pull is retried, then the
-    agent counted lost with this reason)."""
+    do not parse are one error naming the log (the pull is retried, then the agent
+    counted lost with this reason)."""
     try:
         return pl.read_csv(io.BytesIO(data), schema=EVENT_SCHEMA, has_header=False)
     except (pl.exceptions.ComputeError, pl.exceptions.NoDataError) as exc:
         raise ResultsError(
-            f"an agent's log lines are not valid CSV: {str(exc).splitlines()[0]}",
-            where="the agents' logs (experiment.json: agents.logs)",
+            f"the agent's log lines are not valid CSV: {str(exc).splitlines()[0]}",
+            where=where,
             fix="the agent runs another gridbench version, or its log is damaged; "
             "check the agent's log, then 'gridbench collect' the run",
         ) from exc
@@ -202,7 +204,7 @@ async def _run_on(
         pool.client.submit(run_agent, t, workers=[a], allow_other_workers=False, pure=False)
         for t, a in zip(tasks, addrs, strict=True)
     ]
-    mergers = [_Merger(elog) for _ in tasks]
+    mergers = [_Merger(elog, f"{t.name}'s log {t.log_path}") for t in tasks]
     results = await _stream(pool, ctx, tasks, addrs, futures, mergers)
     agents: dict[str, Any] = {}
     for k, (t, a) in enumerate(zip(tasks, addrs, strict=True)):
