@@ -12,14 +12,17 @@ Prints, in one run:
    b. kept: the highest of a list of offered rates each keeps (at most 5% of submissions
       later than 5 ms, 1% dropped): on a 2-core VM whose two cores both agents fill, this
       one depends on every other wake-up of the machine and varies from run to run;
-2. the controller's CPU (its process: Dask scheduler, pulls and the merge into events.csv;
+2. the controller's CPU (its process: Dask scheduler, pulls and the merge into the trial's
+   log, events.arrows by default;
    the agents are other processes) per 100,000 merged events (every trial runs in a fresh
    controller process);
 3. the merge cost of 16 agents' logs of 1,000,000 events in all: the streaming path
-   (pulled bytes parsed and appended, as during a trial) and ``gridbench collect``'s path.
+   (pulled CSV lines appended as bytes to an events.csv, or parsed and appended as record
+   batches to an events.arrows, as during a trial) and ``gridbench collect``'s path
+   (``--merge-only``: this alone, best of ``--repeat``).
 
     PYTHONPATH=src .venv/bin/python bench/bench_agents.py [--rates 4000,8000,...] [--seconds 3]
-        [--saturate 150000] [--repeat 5]
+        [--saturate 150000] [--repeat 5] [--merge-only]
 """
 
 from __future__ import annotations
@@ -33,12 +36,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import polars as pl
 
 from gridbench.jobflow.events.clock import AnchoredClock
-from gridbench.jobflow.events.log import EventLog, Origin, read_events
+from gridbench.jobflow.events.log import EventLog, Origin
+from gridbench.jobflow.events.trial_log import open_trial_log, read_trial_log
 from gridbench.jobflow.experiment.runner import ExperimentRunner
 from gridbench.jobflow.run.agent_collect import merge_logs
 from gridbench.jobflow.run.agents import _Merger
@@ -87,7 +91,7 @@ safety: {{max_rate: 1000000/s, max_jobs: 10000000, confirm_above: 10000000}}
     out = asyncio.run(runner.execute())
     wall, cpu = time.perf_counter() - t0, _cpu() - c0
     tdir = out.run.trial_dir("p00-t00")
-    ev = read_events(tdir / "events.csv", columns=["job", "stage", "t_ns", "clock_offset_ns"])
+    ev = read_trial_log(tdir, columns=["job", "stage", "t_ns", "clock_offset_ns"])
     sub = ev.filter(pl.col("stage") == "submit")
     t = sub["t_ns"] - sub["clock_offset_ns"]  # controller time
     span_s = ((t.max() or 0) - (t.min() or 0)) / 1e9  # type: ignore[operator]
@@ -132,12 +136,11 @@ def synth_logs(root: Path, agents: int, total: int) -> list[Path]:
     return paths
 
 
-def merge_costs(root: Path, agents: int = 16, total: int = 1_000_000) -> dict[str, float]:
-    paths = synth_logs(root, agents, total)
-    stream_dir = root / "stream"
-    stream_dir.mkdir()
+def _stream(paths: list[Path], trial_dir: Path, fmt: Literal["csv", "arrow"], total: int) -> float:
+    """CPU seconds of merging ``paths`` as a trial does, pull by pull (1 MiB each)."""
+    trial_dir.mkdir()
     c0 = _cpu()
-    with EventLog(stream_dir / "events.csv", batch_size=256) as elog:
+    with open_trial_log(trial_dir, fmt) as elog:
         for p in paths:
             m, first = _Merger(elog), True
             with open(p, "rb") as fh:
@@ -147,7 +150,16 @@ def merge_costs(root: Path, agents: int = 16, total: int = 1_000_000) -> dict[st
                     m.add(chunk[:cut], first)
                     first = False
             m.close()
-    stream = _cpu() - c0
+    cpu = _cpu() - c0
+    merged = read_trial_log(trial_dir, columns=["job"]).height
+    assert merged == total, (fmt, merged, total)
+    return cpu
+
+
+def merge_costs(root: Path, agents: int = 16, total: int = 1_000_000) -> dict[str, float]:
+    paths = synth_logs(root, agents, total)
+    stream = _stream(paths, root / "stream-csv", "csv", total)
+    stream_arrow = _stream(paths, root / "stream-arrow", "arrow", total)
     collect_dir = root / "collect"
     collect_dir.mkdir()
     c0 = _cpu()
@@ -157,7 +169,12 @@ def merge_costs(root: Path, agents: int = 16, total: int = 1_000_000) -> dict[st
     again = merge_logs(collect_dir, paths)  # idempotent: nothing to add
     recollect = _cpu() - c0
     assert merged == total and again == 0, (merged, again)
-    return {"stream_s": stream, "collect_s": collect, "recollect_s": recollect}
+    return {
+        "stream_s": stream,
+        "stream_arrow_s": stream_arrow,
+        "collect_s": collect,
+        "recollect_s": recollect,
+    }
 
 
 LATE_NS = 5_000_000  # late_threshold: 5 ms
@@ -217,7 +234,16 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--saturate", type=float, default=150000.0)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--merge-only", action="store_true", help="the merge costs alone")
     args = ap.parse_args()
+    if args.merge_only:
+        with tempfile.TemporaryDirectory() as tmp:
+            runs = []
+            for k in range(args.repeat):
+                (Path(tmp) / str(k)).mkdir()
+                runs.append(merge_costs(Path(tmp) / str(k)))
+            _print_merge({key: min(m[key] for m in runs) for key in runs[0]})
+        return
     rates = [float(x) for x in args.rates.split(",")]
     configs = ("1", "{processes: 1}", "{processes: 2}")
     with tempfile.TemporaryDirectory() as tmp:
@@ -260,12 +286,16 @@ def main() -> None:
         ratio = rows[2]["achieved"] / rows[1]["achieved"] if rows[1]["achieved"] else 0.0
         print(f"kept, 2 processes / 1 process: {ratio:.2f}x")
         (root / "merge").mkdir()
-        m = merge_costs(root / "merge")
-        print(
-            f"merge of 16 agents' logs, 1,000,000 events: streaming {m['stream_s']:.2f} s CPU "
-            f"({1e6 / m['stream_s']:,.0f} ev/s), collect {m['collect_s']:.2f} s, "
-            f"collect again (nothing new) {m['recollect_s']:.2f} s"
-        )
+        _print_merge(merge_costs(root / "merge"))
+
+
+def _print_merge(m: dict[str, float]) -> None:
+    print(
+        f"merge of 16 agents' logs, 1,000,000 events: streaming into events.csv "
+        f"{m['stream_s']:.2f} s CPU ({1e6 / m['stream_s']:,.0f} ev/s), into events.arrows "
+        f"{m['stream_arrow_s']:.2f} s ({1e6 / m['stream_arrow_s']:,.0f} ev/s); collect "
+        f"{m['collect_s']:.2f} s, collect again (nothing new) {m['recollect_s']:.2f} s"
+    )
 
 
 if __name__ == "__main__":

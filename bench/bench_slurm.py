@@ -39,7 +39,7 @@ import polars as pl
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from gridbench.jobflow.backends.registry import create_backend
-from gridbench.jobflow.events.log import read_events
+from gridbench.jobflow.events.trial_log import read_trial_log
 from gridbench.jobflow.experiment.runner import ExperimentRunner
 from gridbench.jobflow.spec import load_spec_text, make_plan
 from slurm_cluster import PARTITION, SlurmCluster, running_cluster
@@ -87,7 +87,7 @@ safety: {{max_jobs: 1000000, confirm_above: 1000000}}
 """
     )
     out = asyncio.run(ExperimentRunner(make_plan(spec, data), data, root).execute())
-    ev = read_events(out.run.trial_dir("p00-t00") / "events.csv")
+    ev = read_trial_log(out.run.trial_dir("p00-t00"))
     sub = ev.filter(pl.col("stage") == "submit")["t_ns"]
     ack = ev.filter(pl.col("stage") == "submit_ack")["t_ns"]
     return ack.len() / ((ack.max() - sub.min()) / 1e9)  # type: ignore[operator]

@@ -10,7 +10,7 @@ from typing import Any, Protocol
 import polars as pl
 
 from gridbench.jobflow.backends.base import Backend
-from gridbench.jobflow.events.log import read_events
+from gridbench.jobflow.events.trial_log import read_trial_log
 from gridbench.jobflow.experiment.runner import ExperimentOutcome, ExperimentRunner
 from gridbench.jobflow.spec import load_spec_text, make_plan
 
@@ -40,7 +40,7 @@ def run_with(
 def trial(out: ExperimentOutcome) -> tuple[pl.DataFrame, dict[str, Any]]:
     """Events and trial.json of the first trial."""
     d = out.run.trial_dir("p00-t00")
-    return read_events(d / "events.csv"), json.loads((d / "trial.json").read_text())
+    return read_trial_log(d), json.loads((d / "trial.json").read_text())
 
 
 def failures(ev: pl.DataFrame) -> pl.DataFrame:

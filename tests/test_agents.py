@@ -25,6 +25,7 @@ import pytest
 from conftest import BIN, cli_env
 from gridbench.jobflow.analysis import analyze_run
 from gridbench.jobflow.events.log import read_events
+from gridbench.jobflow.events.trial_log import read_trial_log
 from gridbench.jobflow.reference import ReferenceGrid, build_config
 from gridbench.jobflow.run.outstanding import outstanding_jobs
 from test_runner import run_spec
@@ -172,23 +173,30 @@ def dask_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaskClust
 
 def _trial(run: Path, trial: str = "p00-t00") -> tuple[dict[str, Any], pl.DataFrame]:
     tdir = run / "trials" / trial
-    return json.loads((tdir / "trial.json").read_text()), read_events(tdir / "events.csv")
+    return json.loads((tdir / "trial.json").read_text()), read_trial_log(tdir)
 
 
-def test_two_processes_against_the_reference_grid(tmp_path: Path, grid: ReferenceGrid) -> None:
+@pytest.mark.parametrize("fmt", ["arrow", "csv"])
+def test_two_processes_against_the_reference_grid(
+    tmp_path: Path, grid: ReferenceGrid, fmt: str
+) -> None:
     out = run_spec(
         f"""
 name: two-agents
 backend: {{type: reference, options: {{url: "{grid.url}"}}}}
 job: {{runtime: 0.1s}}
 load: {{model: open, rate: 20/s, agents: {{processes: 2}}}}
-trial: {{duration: 2s}}
+trial: {{duration: 2s, event_log: {fmt}}}
 timeouts: {{status_interval: 0.2s, drain: 30s, settle: 0s}}
 """,
         tmp_path,
     )
     assert out.status == "complete", out.trials
     info, ev = _trial(out.run.path)
+    # the agents' CSV lines were merged into the trial's log of the spec's format: parsed
+    # into record batches (arrow), or appended as bytes (csv)
+    name = {"arrow": "events.arrows", "csv": "events.csv"}[fmt]
+    assert sorted(p.name for p in (out.run.path / "trials" / "p00-t00").glob("events*")) == [name]
     intended = ev.filter(pl.col("stage") == "intended")
     assert intended.height == 40 and intended["job"].n_unique() == 40  # every job once
     done = ev.filter(pl.col("stage") == "client_done")
@@ -415,7 +423,7 @@ timeouts: {{status_interval: 0.2s, drain: 5s, settle: 0s}}
         assert own.join(ev, on=["job", "stage", "t_ns", "agent"], how="anti").height == 0
     again = subprocess.run([str(BIN), "collect", str(run)], env=env, capture_output=True, text=True)
     assert again.returncode == 0 and ": 0 events merged" in again.stdout, again.stdout
-    assert read_events(run / "trials" / "p00-t00" / "events.csv").height == ev.height
+    assert read_trial_log(run / "trials" / "p00-t00").height == ev.height
     analyzed = subprocess.run(
         [str(BIN), "analyze", str(run)], env=env, capture_output=True, text=True
     )
@@ -429,6 +437,37 @@ timeouts: {{status_interval: 0.2s, drain: 5s, settle: 0s}}
     )
     assert cleaned.returncode == 0, cleaned.stdout + cleaned.stderr
     assert _queued(grid.url) == 0
+
+
+def test_pulled_lines_merge_into_a_columnar_trial_log(tmp_path: Path) -> None:
+    """What the controller does with each pull of an agent's log when the trial's log is
+    events.arrows: the lines parsed and appended as one batch, the same events as the
+    agent's CSV; lines that are not the format are one error naming the agent's log."""
+    from gridbench.errors import ResultsError
+    from gridbench.jobflow.events.columnar import ArrowEventLog
+    from gridbench.jobflow.events.log import EventLog, Origin
+    from gridbench.jobflow.run.agents import _Merger
+
+    agent_log = tmp_path / "agent-1.events.csv"
+    with EventLog(agent_log) as log:
+        for i in range(7):
+            log.append(f"j{i}", "submit", 1_000 + i, Origin(agent="agent-1", clock_offset_ns=-5))
+            log.append(f"j{i}", "submit_ack", 2_000 + i, attrs={"backend_id": f"b,{i}"})
+    raw = agent_log.read_bytes()
+    cut = raw.index(b"\n", len(raw) // 2) + 1  # two pulls of complete lines
+    trial = tmp_path / "trial"
+    with ArrowEventLog(trial / "events.arrows") as elog:
+        elog.append("j9", "intended", 10)  # the controller's own pending event
+        merger = _Merger(elog, "agent-1's log")
+        merger.add(raw[:cut], True)
+        merger.add(raw[cut:], False)
+        assert merger.events == 14 and elog.count == 15
+        with pytest.raises(ResultsError, match="not valid CSV") as err:
+            merger.add(b"j1,submit,not-a-number,client,1,agent-1,0,\n", False)
+        assert err.value.where == "agent-1's log"
+    merged = read_trial_log(trial)
+    assert merged.row(0)[:3] == ("j9", "intended", 10)
+    assert merged.slice(1).equals(read_events(agent_log))
 
 
 def test_live_progress_adds_the_agents_histograms(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ import pytest
 import gridbench
 from conftest import BIN, cli_env
 from gridbench.jobflow.events.log import read_events
+from gridbench.jobflow.events.trial_log import read_trial_log
 from gridbench.jobflow.run.agent_pool import HOSTS_IDLE_CLOSE_S
 from io_fixtures import free_port, log_tail, stop
 from test_runner import run_spec
@@ -142,7 +143,7 @@ timeouts: {{status_interval: 0.1s}}
     assert out.status == "complete", out.trials
     tdir = out.run.path / "trials" / "p00-t00"
     info = json.loads((tdir / "trial.json").read_text())
-    ev = read_events(tdir / "events.csv")
+    ev = read_trial_log(tdir)
     assert ev.filter(pl.col("stage") == "intended")["job"].n_unique() == 40
     assert set(ev["agent"].unique()) == {"agent-0", "agent-1"}
     ips = {a["address"].split("//")[1].rsplit(":", 1)[0] for a in info["agents"].values()}

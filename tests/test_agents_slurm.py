@@ -9,7 +9,7 @@ from pathlib import Path
 
 import polars as pl
 
-from gridbench.jobflow.events.log import read_events
+from gridbench.jobflow.events.trial_log import read_trial_log
 from slurm_cluster import SlurmCluster, slurm_fixture  # noqa: F401 (fixture)
 from test_runner import run_spec
 
@@ -29,7 +29,7 @@ timeouts: {{status_interval: 0.2s, drain: 60s, settle: 0s}}
     assert out.status == "complete", out.trials
     tdir = out.run.trial_dir("p00-t00")
     info = json.loads((tdir / "trial.json").read_text())
-    ev = read_events(tdir / "events.csv")
+    ev = read_trial_log(tdir)
     acks = ev.filter(pl.col("stage") == "submit_ack")
     assert acks.height == 16 and acks["job"].n_unique() == 16
     assert dict(acks.group_by("agent").len().iter_rows()) == {"agent-0": 8, "agent-1": 8}

@@ -20,7 +20,7 @@ from gridbench.growth import fit_growth
 from gridbench.jobflow.analysis import analyze_run
 from gridbench.jobflow.analysis.growth import sweep_growth
 from gridbench.jobflow.events.chain import Segment, Stage, StageChain
-from gridbench.jobflow.events.log import read_events
+from gridbench.jobflow.events.trial_log import read_trial_log
 from gridbench.jobflow.experiment.runner import ExperimentOutcome, ExperimentRunner
 from gridbench.jobflow.loads.closed import ci_statement, pm_text, pooled
 from gridbench.jobflow.spec import load_spec_text, make_plan
@@ -527,7 +527,7 @@ def run_spec(text: str, root: Path) -> ExperimentOutcome:
 
 def only_trial(out: ExperimentOutcome) -> tuple[dict[str, Any], pl.DataFrame]:
     m = analyze_run(out.run.path, write=True)
-    ev_ = read_events(out.run.trial_dir("p00-t00") / "events.csv")
+    ev_ = read_trial_log(out.run.trial_dir("p00-t00"))
     return m, ev_.with_columns((pl.col("t_ns") - pl.col("clock_offset_ns")).alias("t"))
 
 

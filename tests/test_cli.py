@@ -123,7 +123,7 @@ def test_sigterm_stops_cancels_and_finalises(tmp_path: Path) -> None:
     import signal
     import time
 
-    from gridbench.jobflow.events.log import read_events
+    from gridbench.jobflow.events.trial_log import read_trial_log
 
     spec = tmp_path / "long.yaml"
     spec.write_text(
@@ -142,7 +142,7 @@ def test_sigterm_stops_cancels_and_finalises(tmp_path: Path) -> None:
     deadline = time.monotonic() + 30
     events = None
     while time.monotonic() < deadline:
-        events = next(results.glob("*/trials/p00-t00/events.csv"), None)
+        events = next(results.glob("*/trials/p00-t00/events.arrows"), None)  # the default
         if events is not None and events.stat().st_size > 2000:
             break
         time.sleep(0.2)
@@ -151,7 +151,7 @@ def test_sigterm_stops_cancels_and_finalises(tmp_path: Path) -> None:
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "Traceback" not in err
-    ev = read_events(events)
+    ev = read_trial_log(events.parent)
     acked = ev.filter(ev["stage"] == "submit_ack").height
     assert acked > 0 and ev.filter(ev["stage"] == "cancelled").height == acked
     run = events.parent.parent.parent

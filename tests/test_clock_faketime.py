@@ -21,6 +21,7 @@ from gridbench.jobflow.events.chain import Stage, StageChain
 from gridbench.jobflow.events.ingest_run import ingest_jsonl_run
 from gridbench.jobflow.events.jsonl import write_jsonl
 from gridbench.jobflow.events.log import EVENTS_FILE, read_events
+from gridbench.jobflow.events.trial_log import read_trial_log
 from gridbench.jobflow.report import build_report
 from gridbench.jobflow.run.clock_sync import OffsetEstimate, drift_ppm
 
@@ -125,7 +126,7 @@ def test_corrected_analysis_has_no_negative_latency(stamped: dict[str, Any]) -> 
     }
     run = _write_trial(stamped["work"] / "corrected", ev, agents)
     # raw agent-clock times stay in events.csv
-    raw = read_events(run / "trials" / "p00-t00" / EVENTS_FILE)
+    raw = read_trial_log(run / "trials" / "p00-t00")
     assert raw.filter(pl.col("agent") == AGENT)["t_ns"].to_list() == client["t_ns"].to_list()
 
     m = analyze_run(run)

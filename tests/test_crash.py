@@ -14,7 +14,7 @@ import polars as pl
 import psutil
 
 from conftest import BIN, cli_env
-from gridbench.jobflow.events.log import read_events
+from gridbench.jobflow.events.trial_log import read_trial_log
 
 SPEC = """\
 name: crash
@@ -51,9 +51,11 @@ def test_kill_9_then_analyze_and_cleanup(tmp_path: Path) -> None:
     try:
         exp_file = _wait_for(lambda: next(results.glob("*/experiment.json"), None), 30, "run dir")
         run = exp_file.parent
-        events = run / "trials" / "p00-t00" / "events.csv"
+        events = run / "trials" / "p00-t00" / "events.arrows"  # the default format
         _wait_for(lambda: json.loads(exp_file.read_text()).get("backend_runtime"), 30, "grid")
-        _wait_for(lambda: events.exists() and events.stat().st_size > 5000, 30, "events")
+        acked = pl.col("stage") == "submit_ack"
+        _wait_for(lambda: events.exists() and read_trial_log(events.parent).filter(acked).height
+                  >= 20, 30, "20 acknowledged jobs")  # fmt: skip
         time.sleep(1.0)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
@@ -64,7 +66,7 @@ def test_kill_9_then_analyze_and_cleanup(tmp_path: Path) -> None:
     grid_url, grid_pid = runtime["options"]["url"], runtime["pid"]
     assert psutil.pid_exists(grid_pid), "the embedded grid should outlive the killed client"
     try:
-        ev = read_events(events)
+        ev = read_trial_log(events.parent)
         acked = ev.filter(pl.col("stage") == "submit_ack")
         ids = acked["attrs"].str.json_path_match("$.backend_id").to_list()
         assert len(ids) >= 20
@@ -105,7 +107,7 @@ def test_kill_9_then_analyze_and_cleanup(tmp_path: Path) -> None:
             15,
             "grid stop",
         )
-        ev2 = read_events(events)
+        ev2 = read_trial_log(events.parent)
         assert ev2.filter(pl.col("stage") == "cancelled").height == len(ids)
         assert json.loads(exp_file.read_text())["status"] == "crashed"
         again = subprocess.run(
@@ -133,16 +135,17 @@ def test_kill_9_local_jobs_are_stopped_by_cleanup(tmp_path: Path) -> None:
     proc = subprocess.Popen([str(BIN), "run", str(spec)], env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
     try:
-        events = _wait_for(lambda: next(results.glob("*/trials/p00-t00/events.csv"), None), 30,
+        events = _wait_for(lambda: next(results.glob("*/trials/p00-t00/events.arrows"), None), 30,
                            "events")  # fmt: skip
-        _wait_for(lambda: read_events(events).filter(pl.col("stage") == "local_start").height
-                  >= 3, 30, "three running jobs")  # fmt: skip
+        started = pl.col("stage") == "local_start"
+        _wait_for(lambda: read_trial_log(events.parent).filter(started).height >= 3, 30,
+                  "three running jobs")  # fmt: skip
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
     finally:
         if proc.poll() is None:
             proc.kill()
-    starts = read_events(events).filter(pl.col("stage") == "local_start")
+    starts = read_trial_log(events.parent).filter(pl.col("stage") == "local_start")
     pids = [int(p) for p in starts["attrs"].str.json_path_match("$.pid").to_list()]
     assert all(psutil.pid_exists(p) for p in pids), "jobs run in their own session"
     run = events.parent.parent.parent

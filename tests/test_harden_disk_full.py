@@ -47,7 +47,7 @@ def test_a_full_disk_names_the_file_and_keeps_what_was_written(
     assert "Traceback" not in out and "internal error" not in out, out[-3000:]
     assert p.returncode == 2, out[-3000:]
     assert "No space left on device" in p.stderr and "MiB free there" in p.stderr, p.stderr
-    assert "events.csv" in p.stderr or "experiment.json" in p.stderr, p.stderr  # the file
+    assert "events.arrows" in p.stderr or "experiment.json" in p.stderr, p.stderr  # the file
     assert "never retrieved" not in p.stderr, p.stderr
     # what reached the disk is analysable elsewhere (the full disk has no room for reports)
     (run,) = [d for d in results.iterdir() if d.is_dir()]

@@ -307,7 +307,7 @@ def test_a_linked_saved_preset_is_neither_listed_nor_read(tmp_path: Path) -> Non
 
 def test_a_linked_event_log_is_not_read(tmp_path: Path) -> None:
     """Job flow's event logs are read by polars from the open file itself: a trial's
-    events.csv planted as a link to another file is refused, not analysed."""
+    events.arrows planted as a link to another file is refused, not analysed."""
     root = tmp_path / "results"
     spec = tmp_path / "noop.yaml"
     spec.write_text(
@@ -317,11 +317,11 @@ def test_a_linked_event_log_is_not_read(tmp_path: Path) -> None:
     )
     assert gb("run", str(spec), results=root).returncode == 0
     run = next(p for p in root.iterdir() if p.is_dir())
-    events = next(run.glob("trials/*/events.csv"))
-    outside = tmp_path / "outside.csv"
+    events = next(run.glob("trials/*/events.arrows"))
+    outside = tmp_path / "outside.arrows"
     outside.write_bytes(events.read_bytes())
     events.unlink()
     events.symlink_to(outside)
     p = gb("analyze", str(run), results=root)
     assert p.returncode == 2, p.stdout + p.stderr
-    assert "link" in p.stderr and "events.csv" in p.stderr, p.stderr
+    assert "link" in p.stderr and "events.arrows" in p.stderr, p.stderr

@@ -18,7 +18,8 @@ from gridbench.jobflow.events.ingest_run import (
     ingest_jsonl_run,
 )
 from gridbench.jobflow.events.jsonl import write_jsonl
-from gridbench.jobflow.events.log import EventLog, read_events
+from gridbench.jobflow.events.log import EventLog
+from gridbench.jobflow.events.trial_log import read_trial_log
 from test_ingest_helpers import T0_NS, client_events, serve, two_tier_records, write_report
 
 EDGI_STAGES = [
@@ -81,7 +82,7 @@ def test_ingest_edgi_run_writes_an_analysable_run(tmp_path: Path) -> None:
         res = ingest_edgi_run(tmp_path / "client.csv", [f"{base}/ce/", f"{base}/bridge/"], out)
     assert res.run_dir == out
     assert res.jobs == 4
-    ev = read_events(out / "trials" / "ingested" / "events.csv")
+    ev = read_trial_log(out / "trials" / "ingested")
     assert ev.height == res.events == 4 * 4 + 4 * 7
     assert set(ev["source"]) == {"client", "ce", "bridge"}
     assert ev["t_ns"].is_sorted()
@@ -123,12 +124,12 @@ def test_ingest_jsonl_run_infers_the_edgi_chain(tmp_path: Path) -> None:
     first = ingest_edgi_run(
         tmp_path / "client.csv", [str(tmp_path / "ce"), str(tmp_path / "br")], tmp_path / "r1"
     )
-    ev = read_events(first.run_dir / "trials" / "ingested" / "events.csv")
+    ev = read_trial_log(first.run_dir / "trials" / "ingested")
     write_jsonl(ev, tmp_path / "all.jsonl")
     res = ingest_jsonl_run(tmp_path / "all.jsonl", tmp_path / "r2")
     trial = json.loads((res.run_dir / "trials" / "ingested" / "trial.json").read_text())
     assert StageChain.from_dict(trial["chain"]).names() == EDGI_STAGES
-    back = read_events(res.run_dir / "trials" / "ingested" / "events.csv")
+    back = read_trial_log(res.run_dir / "trials" / "ingested")
     assert back.equals(ev)
 
 
@@ -160,7 +161,7 @@ def test_reingest_replaces_server_events_already_in_the_log(tmp_path: Path) -> N
     reports = [str(tmp_path / "ce"), str(tmp_path / "br")]
     first = ingest_edgi_run(tmp_path / "client.csv", reports, tmp_path / "r1")
     again = ingest_edgi_run(
-        first.run_dir / "trials" / "ingested" / "events.csv", reports, tmp_path / "r2"
+        first.run_dir / "trials" / "ingested" / "events.arrows", reports, tmp_path / "r2"
     )
     assert again.events == first.events
     assert any("14 event(s) of tiers ce, bridge were already present" in w for w in again.warnings)

@@ -17,7 +17,7 @@ from gridbench.jobflow.analysis import analyze_run
 from gridbench.jobflow.backends.base import JobRequest, JobSizer
 from gridbench.jobflow.backends.registry import create_backend
 from gridbench.jobflow.backends.slurm.backend import SlurmBackend
-from gridbench.jobflow.events.log import read_events
+from gridbench.jobflow.events.trial_log import read_trial_log
 from gridbench.jobflow.experiment.check import check_config
 from gridbench.jobflow.report.headline import headline
 from gridbench.jobflow.spec import load_spec_text, make_plan
@@ -46,7 +46,7 @@ def _backend(c: SlurmCluster) -> SlurmBackend:
 
 
 def _acked(run: Path, trial: str) -> list[str]:
-    ev = read_events(run / "trials" / trial / "events.csv")
+    ev = read_trial_log(run / "trials" / trial)
     acks = ev.filter(pl.col("stage") == "submit_ack")
     return [str(x) for x in acks["attrs"].str.json_path_match("$.backend_id").to_list()]
 
@@ -113,7 +113,7 @@ def test_status_time_against_the_nodes_a_running_job_spans(
     out = run_with(STATUS, tmp_path, _backend(slurm4))
     assert out.status == "complete", out.error
     for point, nodes in enumerate((1, 2, 4)):
-        ev = read_events(out.run.path / "trials" / f"p{point:02d}-t00" / "events.csv")
+        ev = read_trial_log(out.run.path / "trials" / f"p{point:02d}-t00")
         ends = ev.filter(pl.col("stage") == "op_end")
         attrs = [json.loads(a) for a in ends["attrs"].to_list()]
         probes = [a for a in attrs if a.get("op") == "status"]
@@ -164,7 +164,7 @@ def test_more_nodes_than_the_cluster_is_a_refused_submission(
 ) -> None:
     spec = PROBE.replace("job: {", "job: {nodes: 5, ").replace("count: 2", "count: 1")
     out = run_with(spec, tmp_path, _backend(slurm4))
-    ev = read_events(out.run.path / "trials" / "p00-t00" / "events.csv")
+    ev = read_trial_log(out.run.path / "trials" / "p00-t00")
     failed = ev.filter(pl.col("stage") == "failed")
     assert failed.height == 1
     attrs = json.loads(failed["attrs"][0])

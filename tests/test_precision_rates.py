@@ -18,7 +18,7 @@ import pytest
 
 from conftest import BIN, cli_env
 from gridbench.jobflow.analysis import analyze_run
-from gridbench.jobflow.events.log import read_events
+from gridbench.jobflow.events.trial_log import read_trial_log
 from test_runner import events, run_spec
 
 POLL_S = 2.0  # long against the grid's ~0.3 s job: client_done is known to ±2 s only
@@ -70,7 +70,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "out": p.stdout + p.stderr,
         "trial_dir": trial,
         "info": json.loads((trial / "trial.json").read_text()),
-        "events": read_events(trial / "events.csv"),
+        "events": read_trial_log(trial),
         "trial": metrics["points"][0]["trials"][0],
     }
 

@@ -19,7 +19,7 @@ from gridbench.errors import SpecError
 from gridbench.jobflow.analysis.experiment import analyze_run
 from gridbench.jobflow.backends.operations import Checkpointer, HoldingSubmitter, NamedOperations
 from gridbench.jobflow.backends.registry import create_backend
-from gridbench.jobflow.events.log import read_events
+from gridbench.jobflow.events.trial_log import read_trial_log
 from gridbench.jobflow.experiment.check import check_config
 from gridbench.jobflow.experiment.runner import ExperimentOutcome, ExperimentRunner
 from gridbench.jobflow.spec import load_spec_text, make_plan
@@ -52,7 +52,7 @@ def run(text: str, root: Path) -> tuple[ExperimentOutcome, pl.DataFrame, dict[st
     spec, data = load_spec_text(text)
     out = asyncio.run(ExperimentRunner(make_plan(spec, data), data, root).execute())
     assert out.status == "complete"
-    ev = read_events(out.run.trial_dir("p00-t00") / "events.csv")
+    ev = read_trial_log(out.run.trial_dir("p00-t00"))
     trial = analyze_run(out.run.path)["points"][0]["trials"][0]
     return out, ev, trial
 

@@ -16,7 +16,7 @@ import yaml
 from arc_site import ArcSite, arc_fixture  # noqa: F401 (the fixture arc)
 from gram_site import GramSite, gram_fixture  # noqa: F401 (the fixture gram)
 from gridbench.jobflow.analysis.experiment import analyze_run
-from gridbench.jobflow.events.log import read_events
+from gridbench.jobflow.events.trial_log import read_trial_log
 from gridbench.jobflow.experiment.runner import ExperimentRunner
 from gridbench.jobflow.spec import load_spec_text, make_plan
 
@@ -35,7 +35,7 @@ def credential_probe(options: dict[str, Any], root: Path) -> tuple[pl.DataFrame,
     spec, data = load_spec_text(text)
     out = asyncio.run(ExperimentRunner(make_plan(spec, data), data, root).execute())
     assert out.status == "complete"
-    ev = read_events(out.run.trial_dir("p00-t00") / "events.csv")
+    ev = read_trial_log(out.run.trial_dir("p00-t00"))
     trial = analyze_run(out.run.path)["points"][0]["trials"][0]
     return ev, trial
 

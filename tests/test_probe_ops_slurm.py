@@ -17,6 +17,8 @@ from backend_run import backend_ids, run_with, trial
 from gridbench.jobflow.analysis.experiment import analyze_run
 from gridbench.jobflow.backends.registry import create_backend
 from gridbench.jobflow.backends.slurm.backend import SlurmBackend
+from gridbench.jobflow.events.columnar import ArrowEventLog
+from gridbench.jobflow.events.trial_log import read_trial_log
 from gridbench.jobflow.experiment.cleanup import cleanup_run
 from gridbench.jobflow.experiment.runner import ExperimentOutcome
 from gridbench.jobflow.metrics_schema import validate_metrics
@@ -153,8 +155,8 @@ def test_tokens_with_the_controllers_cpu_per_request(slurm: SlurmCluster, tmp_pa
 
 def test_cleanup_deletes_a_reservation_a_crash_left(slurm: SlurmCluster, tmp_path: Path) -> None:
     out = probe(slurm, tmp_path, "reserve")
-    events = out.run.trial_dir("p00-t00") / "events.csv"
-    ev = pl.read_csv(events)
+    tdir = out.run.trial_dir("p00-t00")
+    ev = read_trial_log(tdir)
     # as if the run had died between a reserve and its release: the reservation exists
     # and the log has no release of it
     name = ops(ev, "reserve")[0]["reservation"]
@@ -165,7 +167,9 @@ def test_cleanup_deletes_a_reservation_a_crash_left(slurm: SlurmCluster, tmp_pat
     release = pl.col("attrs").str.contains(f'"reservation":"{name}"') & pl.col(
         "attrs"
     ).str.contains('"op":"release"')
-    ev.filter(~release).write_csv(events)
+    (tdir / "events.arrows").unlink()  # the log rewritten without the release
+    with ArrowEventLog(tdir / "events.arrows") as log:
+        log.write_frame(ev.filter(~release))
     # force: the runner recorded in experiment.json is this test process, still alive
     dry = asyncio.run(cleanup_run(out.run, dry_run=True, force=True))
     assert any(f"would delete {name}" in line for line in dry.plan)

@@ -10,7 +10,11 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from family_runs import copy_run, gb
+from gridbench.jobflow.events.columnar import ArrowEventLog
+from gridbench.jobflow.events.trial_log import read_trial_log
 
 
 def _copy(run: Path, tmp: Path) -> Path:
@@ -36,17 +40,28 @@ def _analyses(run: Path) -> None:
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
 
 
-def test_jobflow_run_with_its_event_log_gone_or_emptied(jobflow_run: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("fmt", ["arrows", "csv"])
+def test_jobflow_run_with_its_event_log_gone_or_emptied(
+    jobflow_run: Path, tmp_path: Path, fmt: str
+) -> None:
     run = _copy(jobflow_run, tmp_path)
+    trial = run / "trials" / "p00-t00"  # the first of the sweep's 2 trials
+    events = trial / f"events.{fmt}"
+    if fmt == "csv":  # a run of older gridbench: the same events as events.csv
+        read_trial_log(trial).write_csv(events)
+        (trial / "events.arrows").unlink()
     _analyses(run)  # intact, the same copy analyses: what follows is the damage alone
-    events = run / "trials" / "p00-t00" / "events.csv"  # the first of the sweep's 2 trials
-    header = events.read_text(encoding="utf-8").splitlines()[0]
-    counted = json.loads((events.parent / "trial.json").read_text())["events"]
+    counted = json.loads((trial / "trial.json").read_text())["events"]
     assert counted > 0
-    events.write_text(header + "\n", encoding="utf-8")  # emptied: the header alone
-    _refused(run, "trials/p00-t00/events.csv: trial p00-t00's event log holds no event")
+    if fmt == "csv":
+        header = events.read_text(encoding="utf-8").splitlines()[0]
+        events.write_text(header + "\n", encoding="utf-8")  # emptied: the header alone
+    else:
+        events.unlink()
+        ArrowEventLog(events).close()  # emptied: the schema alone
+    _refused(run, f"trials/p00-t00/events.{fmt}: trial p00-t00's event log holds no event")
     events.unlink()
-    _refused(run, "events.csv: trial p00-t00's event log is missing", ("analyze", "report"))
+    _refused(run, "events.arrows: trial p00-t00's event log is missing", ("analyze", "report"))
 
 
 def test_jobflow_run_with_a_trial_folder_gone(jobflow_run: Path, tmp_path: Path) -> None:

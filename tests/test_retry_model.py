@@ -16,7 +16,7 @@ from rich.console import Console
 
 from gridbench.errors import SpecError
 from gridbench.jobflow.analysis import analyze_run
-from gridbench.jobflow.events.log import read_events
+from gridbench.jobflow.events.trial_log import read_trial_log
 from gridbench.jobflow.experiment.runner import ExperimentOutcome
 from gridbench.jobflow.loads.retry import RetryLoad
 from gridbench.jobflow.report import build_report
@@ -51,7 +51,7 @@ def trial_info(out: ExperimentOutcome, tid: str = "p00-t00") -> dict[str, Any]:
 
 
 def events_of(out: ExperimentOutcome, tid: str = "p00-t00") -> pl.DataFrame:
-    return read_events(out.run.trial_dir(tid) / "events.csv")
+    return read_trial_log(out.run.trial_dir(tid))
 
 
 def count_from_events(ev: pl.DataFrame, mode: str) -> dict[int, tuple[int, int]]:

@@ -9,7 +9,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from gridbench.jobflow.events.log import read_events
+from gridbench.jobflow.events.trial_log import read_trial_log
 from gridbench.jobflow.experiment.runner import ExperimentOutcome, ExperimentRunner
 from gridbench.jobflow.spec import load_spec_text, make_plan
 
@@ -27,7 +27,7 @@ def run_spec(text: str, root: Path, *, abort_after: float | None = None) -> Expe
 
 
 def events(out: ExperimentOutcome, tid: str = "p00-t00") -> pl.DataFrame:
-    return read_events(out.run.trial_dir(tid) / "events.csv")
+    return read_trial_log(out.run.trial_dir(tid))
 
 
 def stage_counts(ev: pl.DataFrame) -> dict[str, int]:
@@ -177,6 +177,28 @@ timeouts: {status_interval: 0.05s}
     assert stage_counts(ev)["submit"] == 4 + 6 * 2
     bursts = ev.filter(pl.col("stage") == "op_start")["attrs"].str.json_path_match("$.threads")
     assert sorted(bursts.to_list()) == ["1", "3"]
+
+
+@pytest.mark.parametrize(("event_log", "name"), [(None, "events.arrows"), ("csv", "events.csv")])
+def test_a_new_trial_writes_the_log_format_its_spec_asks_for(
+    tmp_path: Path, event_log: str | None, name: str
+) -> None:
+    """Columnar by default; ``trial.event_log: csv`` still gives the CSV of older runs, and
+    either reads back to the same events."""
+    trial = f"trial: {{jobs: 10, event_log: {event_log}}}" if event_log else "trial: {jobs: 10}"
+    out = run_spec(
+        f"""
+name: format
+backend: {{type: noop}}
+load: {{model: batch, jobs: 10, submitters: 2}}
+{trial}
+timeouts: {{status_interval: 0.05s}}
+""",
+        tmp_path,
+    )
+    tdir = out.run.trial_dir("p00-t00")
+    assert sorted(p.name for p in tdir.glob("events*")) == [name]
+    assert stage_counts(events(out))["client_done"] == 10
 
 
 def test_local_backend_runs_real_processes(tmp_path: Path) -> None:

@@ -436,7 +436,7 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
         help="fetch the agents' logs of a run (after a controller crash) and merge them",
         description="Copy every agent's own event log (load.agents as a block) into "
         "RUN/agents/ - from the run itself for local processes, with scp over the spec's "
-        "ssh settings for hosts - and append to each trial's events.csv the events it "
+        "ssh settings for hosts - and append to each trial's event log the events it "
         "lacks. Idempotent and append-only: collecting twice adds nothing. Then run "
         "'gridbench analyze RUN' (and 'gridbench cleanup RUN' for jobs left queued).",
     )
@@ -447,9 +447,10 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
     p = sub.add_parser(
         "export",
         help="write a run's events (CSV or columnar log) as CSV or Parquet",
-        description="Write each trial's event log of RUN - events.csv or the columnar "
-        "events.arrows - to OUT/<trial>.events.csv or .parquet (default OUT: RUN/export), "
-        "one trial in memory at a time; the run's own files are left as they are.",
+        description="Write each trial's event log of RUN - the columnar events.arrows or "
+        "the events.csv of older runs - to OUT/<trial>.events.csv or .parquet (default OUT: "
+        "RUN/export), one trial in memory at a time; the run's own files are left as they "
+        "are. The way to a CSV of a run.",
     )
     add_run_arg(p)
     add_results_arg(p)
@@ -478,7 +479,7 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
         "--client",
         required=True,
         metavar="CLIENT_EVENTS",
-        help="client events: an events.csv or a .jsonl file",
+        help="client events: an event log (events.arrows or events.csv) or a .jsonl file",
     )
     q.add_argument(
         "--reports",

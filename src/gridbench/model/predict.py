@@ -20,8 +20,16 @@ import polars as pl
 
 from gridbench.jobflow.backends.reference_staging import with_staging
 from gridbench.jobflow.events.chain import Stage, StageChain
+from gridbench.jobflow.events.columnar import ArrowEventLog
 from gridbench.jobflow.events.ingest_run import edgi_chain
-from gridbench.jobflow.events.model import EVENT_COLUMNS, FAIL_JOB, FAIL_LOST, FAIL_SUBMIT_REJECTED
+from gridbench.jobflow.events.model import (
+    EVENT_COLUMNS,
+    EVENT_SCHEMA,
+    FAIL_JOB,
+    FAIL_LOST,
+    FAIL_SUBMIT_REJECTED,
+)
+from gridbench.jobflow.events.trial_log import ARROW_FILE
 from gridbench.model.chain import HIDDEN, steps
 from gridbench.model.engine import F64, FAILED, LOST, REFUSED, Layout, draw_model, layout, simulate
 from gridbench.model.spec import ChainModel
@@ -105,7 +113,7 @@ def events_frame(rows: F64, trial_id: str, chain: dict[str, Any], lay: Layout) -
                 precision_ns=pl.lit(prec.get(stage, _US), dtype=pl.Int64),
                 agent=pl.lit("model"),
                 clock_offset_ns=pl.lit(0, dtype=pl.Int64),
-                attrs=pl.lit(attrs),
+                attrs=pl.lit(attrs or None, dtype=pl.String),  # none: null, as read from CSV
             )
         )
 
@@ -117,7 +125,7 @@ def events_frame(rows: F64, trial_id: str, chain: dict[str, Any], lay: Layout) -
     for code, kind in ((REFUSED, FAIL_SUBMIT_REJECTED), (FAILED, FAIL_JOB), (LOST, FAIL_LOST)):
         add("failed", last, out == code, json.dumps({"kind": kind}))
     if not frames:
-        return pl.DataFrame(schema=dict.fromkeys(EVENT_COLUMNS, pl.String))
+        return pl.DataFrame(schema=EVENT_SCHEMA)
     return pl.concat(frames).select(EVENT_COLUMNS).sort("t_ns")
 
 
@@ -130,7 +138,8 @@ def _trial(run: RunDir, point: Point, pi: int, ti: int, seed: int, rep: Repeat) 
     d.mkdir(parents=True, exist_ok=True)
     chain = chain_dict(point.model)
     lay = layout(point.model)
-    events_frame(rows, tid, chain, lay).write_csv(d / "events.csv")
+    with ArrowEventLog(d / ARROW_FILE) as log:  # the format of a run's own trials
+        log.write_frame(events_frame(rows, tid, chain, lay))
     ends = rows[:, : lay.out]
     last = float(np.nanmax(ends)) if np.isfinite(ends).any() else point.offer.duration_s
     info = {

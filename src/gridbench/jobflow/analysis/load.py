@@ -20,6 +20,7 @@ from gridbench.jobflow.analysis.info import TrialInfo
 from gridbench.jobflow.analysis.reduce import ReducedEvents, reduce_events
 from gridbench.jobflow.events.log import EVENTS_FILE
 from gridbench.jobflow.events.trial_log import (
+    ARROW_FILE,
     read_trial_log_counted,
     scan_trial_log,
     trial_log_path,
@@ -79,7 +80,7 @@ def read_trial_events_counted(trial_dir: Path, info: TrialInfo) -> tuple[pl.Data
     """:func:`read_trial_events` and the torn batches its columnar log skipped."""
     path = trial_log_path(trial_dir)
     if path is None and info.ended_ns is not None:  # the runner creates it before the start
-        raise _lost(trial_dir / EVENTS_FILE, info, "is missing")
+        raise _lost(trial_dir / ARROW_FILE, info, MISSING)
     # events.csv or events.arrows; the analysis never looks at the source column
     events, torn = read_trial_log_counted(trial_dir, columns=ANALYSIS_COLUMNS)
     finished_empty = events.height == 0 and info.ended_ns is not None
@@ -96,7 +97,7 @@ def reduce_trial_events(
     skipped; the same checks as :func:`read_trial_events`."""
     with scan_trial_log(trial_dir) as scan:
         if scan is None and info.ended_ns is not None:  # the runner creates it first
-            raise _lost(trial_dir / EVENTS_FILE, info, "is missing")
+            raise _lost(trial_dir / ARROW_FILE, info, MISSING)
 
         def chunks() -> Iterator[pl.DataFrame]:
             if scan is not None:
@@ -109,6 +110,10 @@ def reduce_trial_events(
     if scan is not None and finished_empty and (info.events or 0) > 0:
         raise _lost(scan.path, info, "holds no event")
     return reduced, torn
+
+
+# the log's file is the format marker: a missing one may have been either
+MISSING = f"is missing (no {ARROW_FILE}, nor the {EVENTS_FILE} of older runs)"
 
 
 def _lost(path: Path, info: TrialInfo, what: str) -> ResultsError:

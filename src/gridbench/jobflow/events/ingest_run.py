@@ -1,6 +1,6 @@
 """Turn ingested events into a results directory that ``gridbench analyze`` can read.
 
-The run has one trial, ``trials/ingested/``, whose ``events.csv`` holds client and server
+The run has one trial, ``trials/ingested/``, whose ``events.arrows`` holds client and server
 events and whose ``trial.json`` is derived from the data: the offered rate is estimated
 from the intended (else submit) stamps, the stage chain is the EDGI chain of the tiers
 found (or the one given).
@@ -26,10 +26,11 @@ import polars as pl
 
 from gridbench.errors import IngestError, ResultsError
 from gridbench.jobflow.events.chain import Segment, Stage, StageChain
+from gridbench.jobflow.events.columnar import ARROW_SUFFIX, ArrowEventLog, segments
 from gridbench.jobflow.events.edgi.collector import ingest_edgi
 from gridbench.jobflow.events.ingest import SHOWN_CHARS, IngestResult, clip
 from gridbench.jobflow.events.jsonl import read_jsonl
-from gridbench.jobflow.events.log import EVENTS_FILE, concat_events, read_events
+from gridbench.jobflow.events.log import EVENTS_FILE, concat_events
 from gridbench.jobflow.events.model import (
     EVENT_COLUMNS,
     STAGE_CANCELLED,
@@ -42,6 +43,7 @@ from gridbench.jobflow.events.model import (
     Source,
 )
 from gridbench.jobflow.events.sources import FetchLimits
+from gridbench.jobflow.events.trial_log import ARROW_FILE, read_event_log
 
 TRIAL_ID: Final = "ingested"
 DEFAULT_LATE_THRESHOLD_NS: Final = 100_000_000
@@ -234,6 +236,20 @@ def _remove_stale(out_dir: Path) -> None:
             shutil.rmtree(path)
 
 
+def _write_log(trial_dir: Path, events: pl.DataFrame) -> None:
+    """The trial's columnar log, written aside then renamed over any log ingested before
+    (its CSV or its segments), so that the trial never holds half a log."""
+    final = trial_dir / ARROW_FILE
+    tmp = trial_dir / ("events.tmp" + ARROW_SUFFIX)
+    for old in segments(tmp):  # a crashed ingest's
+        old.unlink()
+    with ArrowEventLog(tmp) as log:
+        log.write_frame(events)
+    for old in [trial_dir / EVENTS_FILE, *segments(final)]:
+        old.unlink(missing_ok=True)
+    os.replace(tmp, final)
+
+
 def _prepare(out_dir: Path, overwrite: bool) -> Path:
     check_out_dir(out_dir, overwrite)
     if overwrite and out_dir.is_dir():
@@ -266,7 +282,7 @@ def build_run_from_ingest(
     """Write a one-trial results directory from ingested events; returns its path.
 
     Writes ``experiment.json``, ``ingest.json`` (``info``), and
-    ``trials/ingested/{events.csv,trial.json}``.
+    ``trials/ingested/{events.arrows,trial.json}``.
     """
     out = Path(out_dir)
     kind = info.kind
@@ -276,9 +292,7 @@ def build_run_from_ingest(
         )
     trial_dir = _prepare(out, overwrite)
     events = events.select(*EVENT_COLUMNS).sort("t_ns", "job", maintain_order=True)
-    tmp = trial_dir / (EVENTS_FILE + ".tmp")
-    events.write_csv(tmp, include_header=True, null_value="", line_terminator="\n")
-    os.replace(tmp, trial_dir / EVENTS_FILE)
+    _write_log(trial_dir, events)
     _write_json(trial_dir / "trial.json", _trial_record(events, chain, kind))
     created = datetime.now(UTC).isoformat(timespec="seconds")
     _write_json(
@@ -343,11 +357,12 @@ def _trial_record(events: pl.DataFrame, chain: StageChain, kind: str) -> dict[st
 
 
 def read_client_events(path: str | os.PathLike[str]) -> IngestResult:
-    """Client events from an event-log CSV (``events.csv``) or a ``.jsonl`` file."""
+    """Client events from an event log (``events.arrows`` or ``events.csv``) or a
+    ``.jsonl`` file."""
     p = Path(path)
     if p.suffix.lower() in (".jsonl", ".ndjson", ".json"):
         return read_jsonl(p)
-    return IngestResult(events=read_events(p, store=False))  # the user's own file
+    return IngestResult(events=read_event_log(p, store=False))  # the user's own file
 
 
 def ingest_edgi_run(
@@ -370,7 +385,7 @@ def ingest_edgi_run(
     res = ingest_edgi(cl.events, reports, limits=limits)
     warnings = cl.warnings + res.warnings
     tiers = [t for t in res.stats.get("tiers", []) if isinstance(t, str)]
-    # a trial's events.csv may already hold these tiers' events (ingested live): replace them
+    # a trial's log may already hold these tiers' events (ingested live): replace them
     ours = pl.col("stage").str.extract(r"^(.*)_(?:entry|submit|done|status)$").is_in(tiers)
     client_ev = cl.events.filter(~ours.fill_null(False))
     replaced = cl.events.height - client_ev.height

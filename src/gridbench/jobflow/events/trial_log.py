@@ -54,7 +54,7 @@ def open_log(path: str | os.PathLike[str], *, batch_size: int = 256) -> EventWri
     return EventLog(p, batch_size=batch_size)
 
 
-def open_trial_log(trial_dir: Path, fmt: EventFormat = "csv") -> EventWriter:
+def open_trial_log(trial_dir: Path, fmt: EventFormat = "arrow") -> EventWriter:
     """A writer for the trial's log: its existing format, else ``fmt``."""
     existing = trial_log_path(trial_dir)
     if existing is not None:

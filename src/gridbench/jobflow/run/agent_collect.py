@@ -4,8 +4,9 @@ After a controller crash the agents' logs (each on its host, written as the agen
 events the controller never pulled. ``experiment.json``'s ``agents.logs`` says where each
 is: a path under the run for local processes, a path under the agent's home for hosts and
 a scheduler's workers. Collect copies each log into ``RUN/agents/<agent>/<trial>.events.csv``
-(locally, or with ``scp`` over the ssh settings of the spec for another host), then appends
-to the trial's ``events.csv`` the rows it lacks. A row is identified by (job, stage, t_ns,
+(``.arrows`` for a columnar agent log; locally, or with ``scp`` over the ssh settings of the
+spec for another host), then appends to the trial's event log (``events.arrows``, or an
+older run's ``events.csv``) the rows it lacks. A row is identified by (job, stage, t_ns,
 agent), so collecting twice adds nothing, and nothing already there is changed or removed.
 """
 

@@ -11,7 +11,7 @@ keeps the cluster for the next trials (:class:`AgentPools`). Per trial it
    agent its share with one common start time, converted to its clock;
 3. pulls new lines of every agent's own log as they are written (:func:`read_log`, which is
    also the heartbeat; local agents' logs it reads from its own disk) and appends them to
-   the trial's events.csv;
+   the trial's event log (as bytes to an events.csv, as record batches to events.arrows);
 4. estimates the offsets again, and records offset, bound, drift and start skew per agent.
 
 An agent whose worker vanishes mid-trial is recorded as lost; the jobs it had submitted and
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import logging
 import os
 import time
@@ -33,8 +34,15 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from gridbench.errors import GridbenchError
-from gridbench.jobflow.events.model import EVENT_COLUMNS, FAIL_LOST, STAGE_CANCELLED, STAGE_FAILED
+from gridbench.errors import GridbenchError, ResultsError
+from gridbench.jobflow.events.columnar import ArrowEventLog
+from gridbench.jobflow.events.model import (
+    EVENT_COLUMNS,
+    EVENT_SCHEMA,
+    FAIL_LOST,
+    STAGE_CANCELLED,
+    STAGE_FAILED,
+)
 from gridbench.jobflow.events.trial_log import EventWriter, read_event_log
 from gridbench.jobflow.run import clock_sync
 from gridbench.jobflow.run.agent_live import merge_live
@@ -76,12 +84,15 @@ class _Merger:
     """Appends an agent's pulled log lines to the trial's event log as they are.
 
     The agent writes the very format of events.csv (same gridbench version, checked at
-    connect), so its complete lines are appended as bytes after the controller's own
-    pending batch is flushed: both write whole lines to an O_APPEND descriptor, so lines
-    never interleave, and merging costs a copy rather than a parse per event."""
+    connect). Into a CSV trial log its complete lines are appended as bytes after the
+    controller's own pending batch is flushed: both write whole lines to an O_APPEND
+    descriptor, so lines never interleave, and merging costs a copy rather than a parse
+    per event. Into a columnar log each pull's lines are parsed at once (polars) and
+    appended as one record batch, after the controller's pending events."""
 
-    def __init__(self, elog: EventWriter) -> None:  # a CSV log (run_trial sees to it)
+    def __init__(self, elog: EventWriter, where: str = "an agent's log") -> None:
         self.elog = elog
+        self.where = where  # the agent's log, named in an error
         self.events = 0
         self._fd: int | None = None
 
@@ -91,6 +102,11 @@ class _Merger:
             data = data[len(HEADER) :]
         n = data.count(b"\n")
         if not n:
+            return
+        if isinstance(self.elog, ArrowEventLog):
+            frame = _parse_lines(data, self.where)
+            self.elog.write_frame(frame)  # counts them in trial.json's events
+            self.events += frame.height
             return
         self.elog.flush()
         if self._fd is None:
@@ -105,6 +121,21 @@ class _Merger:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+def _parse_lines(data: bytes, where: str) -> pl.DataFrame:
+    """An agent log's complete CSV lines (no header) as :data:`EVENT_SCHEMA`; lines that
+    do not parse are one error naming the log (the pull is retried, then the agent
+    counted lost with this reason)."""
+    try:
+        return pl.read_csv(io.BytesIO(data), schema=EVENT_SCHEMA, has_header=False)
+    except (pl.exceptions.ComputeError, pl.exceptions.NoDataError) as exc:
+        raise ResultsError(
+            f"the agent's log lines are not valid CSV: {str(exc).splitlines()[0]}",
+            where=where,
+            fix="the agent runs another gridbench version, or its log is damaged; "
+            "check the agent's log, then 'gridbench collect' the run",
+        ) from exc
 
 
 async def run_remote_open(
@@ -173,7 +204,7 @@ async def _run_on(
         pool.client.submit(run_agent, t, workers=[a], allow_other_workers=False, pure=False)
         for t, a in zip(tasks, addrs, strict=True)
     ]
-    mergers = [_Merger(elog) for _ in tasks]
+    mergers = [_Merger(elog, f"{t.name}'s log {t.log_path}") for t in tasks]
     results = await _stream(pool, ctx, tasks, addrs, futures, mergers)
     agents: dict[str, Any] = {}
     for k, (t, a) in enumerate(zip(tasks, addrs, strict=True)):

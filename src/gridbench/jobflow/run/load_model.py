@@ -57,7 +57,7 @@ class TrialContext:
     requests: Callable[[int], RequestMaker]
     info: dict[str, Any]  # trial.json as being written; a runner may add what it knows
     write_info: Callable[[], None]
-    trial_dir: Path | None = None  # where trial.json and events.csv are (agents' logs: ../..)
+    trial_dir: Path | None = None  # where trial.json and the event log are (agents' logs: ../..)
     agent_pools: AgentPools | None = None  # the experiment's agents' clusters (remote agents)
 
     @property

@@ -234,9 +234,7 @@ async def _run_trial(env: TrialEnv) -> TrialOutcome:
 
     write_info()
     _runtime_stats(backend)  # start the backend's counters afresh for this trial
-    # remote agents' pulled CSV lines are appended to the controller's log as bytes
-    fmt = "csv" if load.remote_agents is not None else pspec.trial.event_log
-    elog = open_trial_log(trial_dir, fmt)
+    elog = open_trial_log(trial_dir, pspec.trial.event_log)
     # remote agents stamp their own events; the controller's one recorder is the tracker's
     n_recs = load.agent_count if load.remote_agents is None else 1
     recs = [Recorder(elog, clock, f"agent-{k}") for k in range(n_recs)]

@@ -106,9 +106,10 @@ class TrialSpec(Strict):
     duration: PositiveDuration | None = Field(default=None, description="submission window")
     jobs: int | None = Field(default=None, ge=1, description="or a job count")
     event_log: Literal["csv", "arrow"] = Field(
-        default="csv",
-        description="the event log's format: csv (events.csv) or arrow (events.arrows, "
-        "columnar Arrow IPC batches; smaller and faster to analyse)",
+        default="arrow",
+        description="the event log's format: arrow (events.arrows, columnar Arrow IPC "
+        "batches; smaller and faster to analyse) or csv (events.csv, as older runs); "
+        "'gridbench export RUN --format csv' gives a CSV of either",
     )
 
 
