@@ -72,3 +72,32 @@ def test_no_events() -> None:
     tl, rest = reduce_events(lambda: [], STAGES, keep).take()
     assert tl.table.height == 0 and tl.table.columns == ["job", *STAGES, "failed"]
     assert rest.height == 0
+
+
+def _held(s: pl.Series) -> int:
+    """Bytes of the buffers a string column keeps alive (views share their chunk's)."""
+    arrow = s.to_arrow(compat_level=pl.CompatLevel.newest())
+    return sum(b.size for b in arrow.buffers() if b is not None)
+
+
+def test_kept_rows_own_their_strings() -> None:
+    """What the reduction keeps is copied out of its chunk: a filtered or grouped frame's
+    strings are views into the chunk's buffers (for a columnar log, the mapped file),
+    which would keep every chunk alive while the trial is read."""
+    n, pad = 2000, "x" * 60
+    rows = []
+    for i in range(n):
+        job = f"a-rather-long-job-name-{i:08d}"
+        for k, stage in enumerate(["intended", "submit", "run", "done"]):
+            rows.append({"job": job, "stage": stage, "t": i + k, "attrs": {"pad": pad}})
+        if i % 100 == 0:
+            rows.append({"job": job, "stage": "failed", "t": i + 5, "attrs": {"kind": pad}})
+    ev = to_controller_time(fx.frame(rows), {})
+    chunk_bytes = _held(ev["attrs"])
+    keep = keep_expr(["submit", "run", "done"], {}, all_events=False, by_agent=False)
+    tl, rest = reduce_events(lambda: frame_chunks(ev, 5000), STAGES, keep).take()
+    assert rest.height == n // 100 and tl.table.height == n
+    assert _held(rest["attrs"]) < 20 * (16 + 90) + 1024 < chunk_bytes // 50
+    # one copy of each job's id (a view and its bytes), not the events' buffers
+    assert _held(tl.table["job"]) <= 2 * n * (16 + 32)
+    assert _held(ev["job"]) > 4 * n * 32

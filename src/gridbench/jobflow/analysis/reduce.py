@@ -113,7 +113,7 @@ def _reduce(
                 pl.len().alias("n"), pl.col(BOUND_COLUMN).max().alias("b")
             )
         )
-        rest.append(_compact(chunk.filter(keep), ("job", "attrs")))
+        rest.append(_compact(chunk.filter(keep)))
         base += chunk.height
     counts = _as_strings(pl.concat(small)) if small else _EMPTY_COUNTS
     kept = _as_strings(pl.concat(rest)) if rest else _EMPTY_REST
@@ -125,12 +125,12 @@ def _reduce(
     return ReducedEvents(timeline, kept, base)
 
 
-def _compact(frame: pl.DataFrame, strings: Sequence[str]) -> pl.DataFrame:
-    """``frame`` holding its own copy of its few rows: a filtered or grouped frame's
+def _compact(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` holding its own copy of its rows' strings: a filtered or grouped frame's
     strings are views into the whole chunk's buffers, and those of a columnar log into
     the mapped file, so kept rows would keep every chunk alive and page the log back in
     when read (measured: +470 MB a million jobs). ``concat_str`` writes new strings."""
-    present = [c for c in strings if c in frame.columns]
+    present = [c for c, t in frame.schema.items() if t == pl.String]
     return frame.with_columns(pl.concat_str(pl.col(c), pl.lit("")) for c in present).shrink_to_fit()
 
 
@@ -212,7 +212,7 @@ class _Merged:
                 *[pl.col(s).min() for s in self.stages],
             )
         )
-        part = _compact(part, ("job",))
+        part = _compact(part)  # the job id (and the exact key after a collision)
         for (b,), bucket in part.partition_by("_b", as_dict=True, include_key=False).items():
             k = int(b)
             self.parts[k].append(bucket)
