@@ -111,32 +111,36 @@ class StatusTracker:
         p = self.progress
         seen, inflight = self._seen_ns, self.inflight
         put, key, floor = rec.put, rec.key, rec.precision
+        done, on_end = JobState.DONE, self.on_end
         left = SWEEP_CHUNK
         for bid, st in states.items():  # the backend's answer: nobody else changes it
             left -= 1
             if not left:
                 left = SWEEP_CHUNK
                 await asyncio.sleep(0)  # a big sweep must not stall the submitters' schedule
-            if st.state not in TERMINAL_STATES:
+            state = st.state
+            if state not in TERMINAL_STATES:
                 if bid in seen:
                     seen[bid] = asked
                 continue
             job = inflight.pop(bid, None)
             if job is None:
                 continue
-            prec = max(now - seen.pop(bid, now), floor)
-            if st.state is JobState.DONE:
+            prec = now - seen.pop(bid, now)
+            if prec < floor:
+                prec = floor
+            if state is done:
                 put((job, STAGE_CLIENT_DONE, now, prec, key, ""))
                 p.completed += 1
-            elif st.state is JobState.FAILED:
-                rec.stamp(job, STAGE_CLIENT_DONE, now, {"state": st.state.value}, prec)
+            elif state is JobState.FAILED:
+                rec.stamp(job, STAGE_CLIENT_DONE, now, {"state": state.value}, prec)
                 p.failed += 1
                 attrs = {"kind": FAIL_JOB, "message": st.message[:500]}
                 rec.stamp(job, STAGE_FAILED, now, attrs)
             else:  # cancelled by someone else: it did not complete, so no client_done
                 rec.stamp(job, STAGE_CANCELLED, now, {"by": "backend"})
-            if self.on_end:
-                self._ended(job, st.state)
+            if on_end:
+                self._ended(job, state)
         p.in_flight = len(inflight)
 
     def _ended(self, job: str, state: JobState) -> None:
