@@ -197,7 +197,7 @@ def _acked(sub: Submitter, job: str, bid: str, acked_ns: int | None = None) -> N
 
 
 def _backend_id(bid: str) -> str:
-    return '{"backend_id":' + _json_str(bid) + "}"
+    return f'{{"backend_id":{_json_str(bid)}}}'
 
 
 def _failed(sub: Submitter, job: str, exc: Exception) -> None:
@@ -252,7 +252,7 @@ async def run_open_loop(
     inline = backend.capabilities().submit_at_once
     # a plain call when the backend offers one: no coroutine, no StopIteration per job
     plain = backend.inline_submit() if inline and isinstance(backend, InlineSubmit) else None
-    track = sub.tracker.add
+    track = sub.tracker.adder()
     # loop time at a perf_counter_ns reading: an inline call's time-out counts from its start
     loop_shift = asyncio.get_running_loop().time() - time.perf_counter_ns() / 1e9
     perf = time.perf_counter_ns
@@ -303,7 +303,8 @@ async def run_open_loop(
                 waiting += 1
                 tg.create_task(submit_one(sub, req)).add_done_callback(ended)
                 continue
-            put((job, STAGE_SUBMIT, now + shift, prec, key, _attributes(req)))
+            attrs = "" if req.attributes is NO_ENTRIES else _attributes(req)
+            put((job, STAGE_SUBMIT, now + shift, prec, key, attrs))
             progress.submitted += 1
             if plain is not None:
                 try:
@@ -312,16 +313,8 @@ async def run_open_loop(
                     _failed(sub, job, exc)
                     continue
                 acked = perf() + shift
-                put(
-                    (
-                        job,
-                        STAGE_SUBMIT_ACK,
-                        acked,
-                        prec,
-                        key,
-                        '{"backend_id":' + _json_str(bid) + "}",
-                    )
-                )
+                ack = f'{{"backend_id":{_json_str(bid)}}}'  # _backend_id, inline
+                put((job, STAGE_SUBMIT_ACK, acked, prec, key, ack))
                 progress.acknowledged += 1
                 track(bid, job, acked)
                 continue
