@@ -53,9 +53,9 @@ class StatusTracker:
         # its end lies between that and the answer that shows it ended, so that bracket,
         # not the clock's resolution, is client_done's precision (polled, not observed)
         self._seen_ns: dict[str, int] = {}
-        # every backend id seen this trial -> job (:attr:`names`): its pairs as two lists
-        # until someone asks (collectors, server stamps), two appends where a dict insert
-        # into a dict of the whole trial cost the open loop ~0.3 us a job
+        # every backend id seen this trial -> job (:attr:`names`): its pairs kept as two
+        # lists until someone asks (collectors, server stamps), so the open loop appends
+        # twice per job instead of inserting into a dict as large as the trial
         self._names: dict[str, str] = {}
         self._ids: list[str] = []
         self._jobs: list[str] = []
