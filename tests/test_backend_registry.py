@@ -13,6 +13,7 @@ from gridbench.errors import SpecError
 from gridbench.jobflow.backends import registry
 from gridbench.jobflow.backends.base import (
     BulkSubmitter,
+    InlineSubmit,
     OrphanStopper,
     ReportPublisher,
     RuntimeInfoSource,
@@ -105,12 +106,13 @@ def test_no_entry_points_at_all_says_how_to_register_them(monkeypatch: pytest.Mo
         (CommandBackend, {RuntimeInfoSource, RuntimeStatsSource}),
         (SlurmBackend, {BulkSubmitter}),
         (SgeBackend, set()),
-        (NoopBackend, set()),
+        (NoopBackend, {InlineSubmit}),
     ],
 )
 def test_optional_hooks_are_found_by_isinstance(cls: type[Any], hooks: set[type]) -> None:
     protocols = {
         BulkSubmitter,
+        InlineSubmit,
         OrphanStopper,
         ReportPublisher,
         RuntimeInfoSource,

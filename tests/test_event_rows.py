@@ -144,3 +144,68 @@ def test_an_inline_call_that_waits_past_the_time_out_fails(tmp_path: Path) -> No
     assert failed.height == 2
     assert failed["attrs"].str.json_path_match("$.kind").to_list() == ["submit_timeout"] * 2
     assert ev.filter(pl.col("stage") == "submit_ack").height == 0
+
+
+class _AwaitedAtOnce(NoopBackend):
+    """The noop backend without its plain call: the open loop drives its coroutine."""
+
+    def inline_submit(self) -> None:
+        return None
+
+
+def _inline_run(
+    tmp_path: Path, backend: NoopBackend, n: int
+) -> tuple[pl.DataFrame, dict[str, str]]:
+    spec, _ = load_spec_text(
+        "name: x\nbackend: {type: noop}\nload: {model: open, rate: 1/s}\ntrial: {jobs: 5}\n"
+        "job: {fail_fraction: 0.3}\n"
+    )
+    log = EventLog(tmp_path / "events.csv")
+    rec = Recorder(log, AnchoredClock(), "agent-0")
+    progress = TrialProgress("t", n)
+    tracker = StatusTracker(backend, rec, progress, 0.1)
+    sub = Submitter(backend, rec, tracker, progress, 5.0)
+    asyncio.run(
+        run_open_loop(
+            sub,
+            np.arange(n, dtype=np.int64) * 100_000,
+            np.arange(n, dtype=np.int64),
+            request_factory(spec, "t", n, 1),
+            OpenLoop(pool=4, max_lateness_s=10.0, late_threshold_s=1.0),
+            start_mono_ns=time.perf_counter_ns(),
+            stop=asyncio.Event(),
+        )
+    )
+    assert (progress.submitted, progress.acknowledged, progress.in_flight) == (n, n - 2, n - 2)
+    log.close()
+    return read_events(tmp_path / "events.csv"), tracker.names
+
+
+def test_the_plain_inline_call_records_what_the_awaited_one_does(tmp_path: Path) -> None:
+    """The noop backend's plain call (``InlineSubmit``) and its coroutine give the same
+    events, attrs, ids and tracked jobs; a rejected submission is one failed stamp."""
+    runs = []
+    for k, cls in enumerate((NoopBackend, _AwaitedAtOnce)):
+        (tmp_path / str(k)).mkdir()
+        backend = cls(NoopOptions(runtime_s=1.0, reject_above=48))
+        runs.append(_inline_run(tmp_path / str(k), backend, 50))
+    (plain, plain_names), (awaited, awaited_names) = runs
+    cols = ["job", "stage", "source", "precision_ns", "agent", "clock_offset_ns", "attrs"]
+    assert plain.select(cols).equals(awaited.select(cols))
+    assert plain.height == 50 * 3  # intended, submit, and submit_ack or failed
+    failed = plain.filter(pl.col("stage") == "failed")
+    assert failed["job"].to_list() == ["t-000048", "t-000049"]
+    assert failed["attrs"].str.json_path_match("$.kind").to_list() == ["submit_rejected"] * 2
+    acks = plain.filter(pl.col("stage") == "submit_ack")
+    assert acks["attrs"].to_list()[:2] == ['{"backend_id":"1"}', '{"backend_id":"2"}']
+    assert plain_names == awaited_names == {str(i + 1): f"t-{i:06d}" for i in range(48)}
+    wide = plain.pivot(on="stage", index="job", values="t_ns", aggregate_function="first")
+    assert (wide["submit"] >= wide["intended"]).all()
+    assert (
+        wide.drop_nulls("submit_ack")["submit_ack"] >= wide.drop_nulls("submit_ack")["submit"]
+    ).all()
+
+
+def test_noop_offers_its_plain_call_only_without_a_submit_delay() -> None:
+    assert NoopBackend(NoopOptions()).inline_submit() is not None
+    assert NoopBackend(NoopOptions(submit_delay_s=0.01)).inline_submit() is None

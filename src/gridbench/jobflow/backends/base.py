@@ -7,7 +7,7 @@ time: :meth:`Backend.status` takes every job of a sweep in one call.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
@@ -195,6 +195,17 @@ class JobSizer(Protocol):
 
     def job_size_problem(self, tasks: int | None, nodes: int | None) -> str | None:
         """Why this backend, as configured, cannot run jobs of this size (None: it can)."""
+        ...
+
+
+@runtime_checkable
+class InlineSubmit(Protocol):
+    """A backend that can submit with a plain call, nothing to wait for (in-process): the
+    open loop then calls that, no coroutine and no StopIteration per job."""
+
+    def inline_submit(self) -> Callable[[JobRequest], str] | None:
+        """A call that submits one job exactly as :meth:`Backend.submit` would, returning
+        the id or raising SubmitError; None when, as configured, submit must be awaited."""
         ...
 
 

@@ -14,7 +14,6 @@ import csv
 import io
 import operator
 import os
-import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,8 +29,12 @@ from gridbench.store.records import drop_torn_tail
 from gridbench.store.safe_open import opened_store_file
 
 EVENTS_FILE = "events.csv"
-# a field holding one of these is quoted (the csv module's minimal quoting)
-_SPECIAL = re.compile(r'[,"\r\n]')
+
+
+def _special(text: str) -> bool:
+    """Whether ``text`` holds a character that makes the csv module quote a field (its
+    minimal quoting); four substring searches, faster than one regex over a chunk."""
+    return "," in text or '"' in text or "\n" in text or "\r" in text
 
 
 class EventLog(EventWriter):
@@ -67,9 +70,9 @@ def _csv_lines(rows: list[Row], origins: list[Origin]) -> str:
     through csv.writer); attrs (JSON) always hold quotes: quoted, inner quotes doubled."""
     keys = set(map(_KEY, rows))
     if (
-        _SPECIAL.search("".join(map(_JOB, rows)))
-        or _SPECIAL.search("".join(set(map(_STAGE, rows))))
-        or any(_SPECIAL.search(origins[k].source + origins[k].agent) for k in keys)
+        _special("".join(map(_JOB, rows)))
+        or _special("".join(set(map(_STAGE, rows))))
+        or any(_special(origins[k].source + origins[k].agent) for k in keys)
     ):
         out = io.StringIO()
         csv.writer(out, lineterminator="\n").writerows(

@@ -23,6 +23,7 @@ from gridbench.jobflow.backends.base import (
     NO_ENTRIES,
     Backend,
     BulkSubmitter,
+    InlineSubmit,
     JobRequest,
     SubmitError,
 )
@@ -196,7 +197,7 @@ def _acked(sub: Submitter, job: str, bid: str, acked_ns: int | None = None) -> N
 
 
 def _backend_id(bid: str) -> str:
-    return '{"backend_id":' + _json_str(bid) + "}"
+    return f'{{"backend_id":{_json_str(bid)}}}'
 
 
 def _failed(sub: Submitter, job: str, exc: Exception) -> None:
@@ -244,11 +245,14 @@ async def run_open_loop(
     idx = indices.tolist()
     max_late = int(loop.max_lateness_s * 1e9)
     late_ns = int(loop.late_threshold_s * 1e9)
-    rec, progress = sub.rec, sub.progress
+    rec, progress, backend = sub.rec, sub.progress, sub.backend
     put, key, prec = rec.put, rec.key, rec.precision
     shift = rec.clock.shift_ns  # stamps here are perf_counter_ns + shift (clock.now_ns)
-    submit, pool = sub.backend.submit, loop.pool
-    inline = sub.backend.capabilities().submit_at_once
+    submit, pool = backend.submit, loop.pool
+    inline = backend.capabilities().submit_at_once
+    # a plain call when the backend offers one: no coroutine, no StopIteration per job
+    plain = backend.inline_submit() if inline and isinstance(backend, InlineSubmit) else None
+    track = sub.tracker.adder()
     # loop time at a perf_counter_ns reading: an inline call's time-out counts from its start
     loop_shift = asyncio.get_running_loop().time() - time.perf_counter_ns() / 1e9
     perf = time.perf_counter_ns
@@ -260,22 +264,30 @@ async def run_open_loop(
         waiting -= 1
         freed.set()
 
+    if stop.is_set():
+        return
     # a TaskGroup: if a submission fails, the dispatcher stops before the trial ends
     async with asyncio.TaskGroup() as tg:
         for i, offset in enumerate(offsets):
             due = start_mono_ns + offset
             delay = due - perf()
+            # stop is set by another task: it can only change where this one waits
             if delay > INTERRUPTIBLE_NS:
                 # long waits must end on abort; short ones use the cheaper plain sleep
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), delay / 1e9)
+                if stop.is_set():
+                    return
             elif delay > 0:
                 await asyncio.sleep(delay / 1e9)
-            while waiting >= pool and not stop.is_set():
-                freed.clear()
-                await freed.wait()
-            if stop.is_set():
-                return
+                if stop.is_set():
+                    return
+            if waiting >= pool:
+                while waiting >= pool and not stop.is_set():
+                    freed.clear()
+                    await freed.wait()
+                if stop.is_set():
+                    return
             now = perf()
             req = make_request(idx[i])
             job = req.name
@@ -291,8 +303,21 @@ async def run_open_loop(
                 waiting += 1
                 tg.create_task(submit_one(sub, req)).add_done_callback(ended)
                 continue
-            put((job, STAGE_SUBMIT, now + shift, prec, key, _attributes(req)))
+            attrs = "" if req.attributes is NO_ENTRIES else _attributes(req)
+            put((job, STAGE_SUBMIT, now + shift, prec, key, attrs))
             progress.submitted += 1
+            if plain is not None:
+                try:
+                    bid = plain(req)
+                except Exception as exc:  # any backend failure is a recorded failure
+                    _failed(sub, job, exc)
+                    continue
+                acked = perf() + shift
+                ack = f'{{"backend_id":{_json_str(bid)}}}'  # _backend_id, inline
+                put((job, STAGE_SUBMIT_ACK, acked, prec, key, ack))
+                progress.acknowledged += 1
+                track(bid, job, acked)
+                continue
             try:
                 call = submit(req)
                 pending = call.send(None)
@@ -304,3 +329,5 @@ async def run_open_loop(
                 continue
             # declared at once, yet it waits: finish it here, in the task that started it
             await _finish(sub, job, _rest(call, pending, now / 1e9 + loop_shift + sub.timeout_s))
+            if stop.is_set():
+                return

@@ -33,6 +33,8 @@ def request_factory(spec: ExperimentBase, trial_id: str, n_hint: int, seed: int)
     users = spec.users
     order = user_order([u.weight for u in users]) if users else []
 
+    prefix = f"{trial_id}-"
+
     def make(i: int, slot: int | None = None) -> JobRequest:
         """Job ``i``; ``slot`` pins a sustain model's virtual user to a declared user (by the
         same weighted order, so weights set the share of virtual users)."""
@@ -40,7 +42,7 @@ def request_factory(spec: ExperimentBase, trial_id: str, n_hint: int, seed: int)
             fail = fails[i] if i < len(fails) else bool(frac_rng.random() < job.fail_fraction)
         else:
             fail = False
-        name = f"{trial_id}-{i:06d}"
+        name = prefix + str(i).zfill(6)  # f"{i:06d}", at less than half its cost
         if not users:  # positional: keywords cost the open loop ~0.15 us a job
             return JobRequest(
                 name, command, runtime, fail, None, NO_ENTRIES, None, NO_ENTRIES, tasks, nodes, data

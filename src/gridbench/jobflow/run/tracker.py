@@ -53,7 +53,12 @@ class StatusTracker:
         # its end lies between that and the answer that shows it ended, so that bracket,
         # not the clock's resolution, is client_done's precision (polled, not observed)
         self._seen_ns: dict[str, int] = {}
-        self.names: dict[str, str] = {}  # every backend id seen this trial -> job
+        # every backend id seen this trial -> job (:attr:`names`): its pairs kept as two
+        # lists until someone asks (collectors, server stamps), so the open loop appends
+        # twice per job instead of inserting into a dict as large as the trial
+        self._names: dict[str, str] = {}
+        self._ids: list[str] = []
+        self._jobs: list[str] = []
         self.sweeps = 0
         self.status_calls = 0
         self.errors = 0
@@ -71,10 +76,35 @@ class StatusTracker:
     def add(self, backend_id: str, job: str, acked_ns: int | None = None) -> None:
         """Track a submitted job; ``acked_ns``: when its id came back (default: now)."""
         self.inflight[backend_id] = job
-        self.names[backend_id] = job
+        self._ids.append(backend_id)
+        self._jobs.append(job)
         # not ended when the id came back
         self._seen_ns[backend_id] = self.rec.clock.now_ns() if acked_ns is None else acked_ns
         self.progress.in_flight = len(self.inflight)
+
+    def adder(self) -> Callable[[str, str, int], None]:
+        """:meth:`add` with ``acked_ns`` given, as a closure over the tracker's maps: the
+        open loop's per-job call, without the method's attribute lookups."""
+        inflight, seen, progress = self.inflight, self._seen_ns, self.progress
+        ids, jobs = self._ids.append, self._jobs.append
+
+        def add(backend_id: str, job: str, acked_ns: int) -> None:
+            inflight[backend_id] = job
+            ids(backend_id)
+            jobs(job)
+            seen[backend_id] = acked_ns
+            progress.in_flight = len(inflight)
+
+        return add
+
+    @property
+    def names(self) -> dict[str, str]:
+        """Every backend id acknowledged this trial -> its job."""
+        if self._ids:
+            self._names.update(zip(self._ids, self._jobs, strict=True))
+            self._ids.clear()
+            self._jobs.clear()
+        return self._names
 
     async def sweep(self) -> None:
         """One status call for every in-flight job; stamp the ones that ended."""
@@ -111,32 +141,36 @@ class StatusTracker:
         p = self.progress
         seen, inflight = self._seen_ns, self.inflight
         put, key, floor = rec.put, rec.key, rec.precision
+        done, on_end = JobState.DONE, self.on_end
         left = SWEEP_CHUNK
         for bid, st in states.items():  # the backend's answer: nobody else changes it
             left -= 1
             if not left:
                 left = SWEEP_CHUNK
                 await asyncio.sleep(0)  # a big sweep must not stall the submitters' schedule
-            if st.state not in TERMINAL_STATES:
+            state = st.state
+            if state not in TERMINAL_STATES:
                 if bid in seen:
                     seen[bid] = asked
                 continue
             job = inflight.pop(bid, None)
             if job is None:
                 continue
-            prec = max(now - seen.pop(bid, now), floor)
-            if st.state is JobState.DONE:
+            prec = now - seen.pop(bid, now)
+            if prec < floor:
+                prec = floor
+            if state is done:
                 put((job, STAGE_CLIENT_DONE, now, prec, key, ""))
                 p.completed += 1
-            elif st.state is JobState.FAILED:
-                rec.stamp(job, STAGE_CLIENT_DONE, now, {"state": st.state.value}, prec)
+            elif state is JobState.FAILED:
+                rec.stamp(job, STAGE_CLIENT_DONE, now, {"state": state.value}, prec)
                 p.failed += 1
                 attrs = {"kind": FAIL_JOB, "message": st.message[:500]}
                 rec.stamp(job, STAGE_FAILED, now, attrs)
             else:  # cancelled by someone else: it did not complete, so no client_done
                 rec.stamp(job, STAGE_CANCELLED, now, {"by": "backend"})
-            if self.on_end:
-                self._ended(job, st.state)
+            if on_end:
+                self._ended(job, state)
         p.in_flight = len(inflight)
 
     def _ended(self, job: str, state: JobState) -> None:
@@ -151,10 +185,10 @@ class StatusTracker:
         except Exception as exc:
             log.warning("server events failed: %s", exc)
             return
-        log_ = self.rec.log
+        log_, names = self.rec.log, self.names
         waiting: list[Event] = []
         for e in [*self._unmatched, *events]:
-            job = self.names.get(e.job)
+            job = names.get(e.job)
             if job is None:
                 waiting.append(e)
                 continue
