@@ -26,6 +26,11 @@ import pyarrow as pa
 
 from gridbench.errors import ResultsError
 from gridbench.jobflow.events.buffer import EventWriter, Origin, Row, opened_dir
+from gridbench.jobflow.events.dictionaries import (
+    GrowingDictionaries,
+    combined_dictionary,
+    strings_array,
+)
 from gridbench.jobflow.events.model import EVENT_COLUMNS, EVENT_SCHEMA
 from gridbench.store.safe_open import opened_store_file
 
@@ -85,6 +90,9 @@ class ArrowEventLog(EventWriter):
         self.segment = _next_segment(p)
         super().__init__(p, self.segment, batch_size=batch_size)
         self._fh = open(self.segment, "ab")  # noqa: SIM115
+        self._dictionaries = GrowingDictionaries(ARROW_SCHEMA)
+        # a grown dictionary is written whole (a replacement), not as a delta: polars'
+        # own IPC reader refuses deltas, and values are new only in a trial's first batches
         self._writer = pa.ipc.new_stream(self._fh, ARROW_SCHEMA)
         # the schema and an empty batch now: the first batch's set-up is paid here, before
         # the trial submits, rather than in its first flush
@@ -104,7 +112,7 @@ class ArrowEventLog(EventWriter):
             self._write(_rows_batch(rows, self.origins))
 
     def _write(self, batch: pa.RecordBatch) -> None:
-        self._writer.write_batch(batch)
+        self._writer.write_batch(self._dictionaries.encode(batch))
         self._fh.flush()
 
     @property
@@ -135,33 +143,16 @@ def _rows_batch(rows: list[Row], origins: list[Origin]) -> pa.RecordBatch:
     codes = np.fromiter(keys, np.int32, n)
     offsets = np.array([o.clock_offset_ns for o in origins], dtype=np.int64)[codes]
     arrays = [
-        _strings(jobs),
+        strings_array(jobs),
         _dictionary(stages),
         _ints(times),
         _per_origin([o.source for o in origins], codes),
         _ints(precisions),
         _per_origin([o.agent for o in origins], codes),
         pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(offsets)]),
-        _strings(attrs, empty_is_null=True),
+        strings_array(attrs, empty_is_null=True),
     ]
     return pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA)
-
-
-def _strings(values: Sequence[str], *, empty_is_null: bool = False) -> pa.Array:
-    n = len(values)
-    lengths = np.fromiter(map(len, values), np.int32, n)
-    data = "".join(values).encode("utf-8", "replace")
-    if len(data) != int(lengths.sum()):  # not all ASCII: lengths in bytes, one by one
-        lengths = np.fromiter((len(v.encode("utf-8", "replace")) for v in values), np.int32, n)
-    offsets = np.zeros(n + 1, dtype=np.int32)
-    np.cumsum(lengths, out=offsets[1:])
-    bitmap, nulls = None, 0
-    if empty_is_null:
-        valid = lengths > 0
-        nulls = n - int(valid.sum())
-        if nulls:
-            bitmap = pa.py_buffer(np.packbits(valid, bitorder="little"))
-    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data), bitmap, nulls)
 
 
 def _dictionary(values: Sequence[str]) -> pa.Array:
@@ -178,7 +169,7 @@ def _per_origin(values: list[str], codes: npt.NDArray[np.int32]) -> pa.Array:
 
 def _coded(codes: npt.NDArray[np.int32], dictionary: list[str]) -> pa.Array:
     indices = pa.Array.from_buffers(pa.int32(), len(codes), [None, pa.py_buffer(codes)])
-    return pa.DictionaryArray.from_arrays(indices, _strings(dictionary))
+    return pa.DictionaryArray.from_arrays(indices, strings_array(dictionary))
 
 
 def _ints(values: Sequence[int]) -> pa.Array:
@@ -289,12 +280,29 @@ def _to_polars(
     is built; 3-4x cheaper)."""
     table = pa.Table.from_batches(batches, schema=ARROW_SCHEMA).select(cols)
     if categorical:
+        table = _combined(table)
         frame = pl.from_arrow(table, rechunk=False)
         assert isinstance(frame, pl.DataFrame)
         return frame
     frame = pl.from_arrow(table.unify_dictionaries(), rechunk=False)
     assert isinstance(frame, pl.DataFrame)
     return frame.cast({c: EVENT_SCHEMA[c] for c in cols})
+
+
+def _combined(table: pa.Table) -> pa.Table:
+    """``table`` as one chunk per column when its dictionary columns grew one dictionary
+    (:mod:`gridbench.jobflow.events.dictionaries`); as it is otherwise."""
+    columns = []
+    for name in table.column_names:
+        col = table.column(name)
+        if pa.types.is_dictionary(col.type):
+            one = combined_dictionary(col.chunks)
+            if one is None:
+                return table
+            columns.append(one)
+        else:
+            columns.append(col.combine_chunks())
+    return pa.Table.from_arrays(columns, names=table.column_names)
 
 
 class _SegmentBatches:
