@@ -278,9 +278,8 @@ def _to_polars(
     dictionary columns as categoricals (``categorical``: polars maps each batch's small
     dictionary into its global categories, so no unified dictionary and no string column
     is built; 3-4x cheaper)."""
-    table = pa.Table.from_batches(batches, schema=ARROW_SCHEMA).select(cols)
+    table = _combined(pa.Table.from_batches(batches, schema=ARROW_SCHEMA).select(cols))
     if categorical:
-        table = _combined(table)
         frame = pl.from_arrow(table, rechunk=False)
         assert isinstance(frame, pl.DataFrame)
         return frame
