@@ -129,12 +129,27 @@ def test_slower_ce_is_a_significant_regression(store: dict[str, Any]) -> None:
     assert any("different specs" in n for n in c.notes)
 
 
+#: the client's own sub-millisecond timings (the submit call, and the hop to the CE it
+#: includes): they time the machine running the test, whose load drifts between two runs
+#: recorded a few seconds apart (the suite once saw both 1.2-1.7x slower in the second
+#: run, genuinely significant), not the system the rerun repeats
+CLIENT_TIMINGS = ("latency.submit_call.", "latency.submit_to_ce.", "latency.submit_lag.")
+
+
 def test_identical_rerun_is_mostly_not_significant(store: dict[str, Any]) -> None:
     c = load_comparison(store["root"], [store["a"], store["b"]])
-    tested = [d for p in c.points for m in p.metrics for d in m.diffs if d.p_value is not None]
+    tested = [
+        (p.key, m.metric)
+        for p in c.points
+        for m in p.metrics
+        for d in m.diffs
+        if d.p_value is not None and not m.metric.startswith(CLIENT_TIMINGS)
+    ]
     assert len(tested) > 50
-    flagged = c.significant()
-    assert len(flagged) <= max(2, len(tested) // 20), [(p.key, m.metric) for p, m, _ in flagged]
+    flagged = [
+        (p.key, m.metric) for p, m, _ in c.significant() if not m.metric.startswith(CLIENT_TIMINGS)
+    ]
+    assert len(flagged) <= max(2, len(tested) // 20), flagged
     for point in ("rate=4/s", "rate=8/s"):
         assert not diff_of(c, point, "latency.ce_prep.mean", store["b"]).significant
     assert not any("different specs" in n for n in c.notes)
