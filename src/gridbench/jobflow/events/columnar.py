@@ -275,9 +275,9 @@ def _to_polars(
     batches: list[pa.RecordBatch], cols: list[str], *, categorical: bool = False
 ) -> pl.DataFrame:
     """A group of batches as one polars chunk of :data:`EVENT_SCHEMA` types, or with the
-    dictionary columns as categoricals (``categorical``: polars maps each batch's small
-    dictionary into its global categories, so no unified dictionary and no string column
-    is built; 3-4x cheaper)."""
+    dictionary columns as categoricals (``categorical``: no unified dictionary and no
+    string column is built; 3-4x cheaper). Batches of one growing dictionary are joined
+    first (:func:`_combined`); older logs' per-batch dictionaries are mapped by polars."""
     table = _combined(pa.Table.from_batches(batches, schema=ARROW_SCHEMA).select(cols))
     if categorical:
         frame = pl.from_arrow(table, rechunk=False)
