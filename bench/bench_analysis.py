@@ -27,7 +27,7 @@ Targets (issue 26): analysis of 1 M jobs <= 2 s and <= 1 GiB; 10 M jobs <= 25 s 
 batch (a live log's batch is what 0.1 s brought; smaller batches cost more to read).
 
     .venv/bin/python bench/bench_analysis.py [--jobs 1000000] [--formats csv,arrow]
-        [--keep DIR] [--baseline /work/main/src] [--repeat 3] [--batch 4096]
+        [--keep DIR] [--baseline /work/main/src] [--repeat 3] [--batch 4096] [--foreign-ids]
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ import numpy as np
 import polars as pl
 
 from gridbench.jobflow.events.columnar import ArrowEventLog
+from gridbench.jobflow.events.model import JOB_DIGITS, job_prefix
 
 STAGES = [
     ("submit", "client", 1_000),
@@ -101,11 +102,19 @@ T0 = 1_700_000_000_000_000_000
 SLICE_JOBS = 500_000
 
 
-def _events(t: dict[str, np.ndarray], failed: np.ndarray, lo: int, hi: int) -> pl.DataFrame:
+def _events(
+    t: dict[str, np.ndarray], failed: np.ndarray, lo: int, hi: int, *, foreign: bool = False
+) -> pl.DataFrame:
     """The events of jobs ``lo``..``hi`` sorted by time (an append-only log is roughly
-    time-ordered; slices overlap in time, as a live log's late stamps do)."""
+    time-ordered; slices overlap in time, as a live log's late stamps do). Jobs are named
+    as gridbench names them (``p00-t00-000042``), or ``foreign``: ``j00000042``, ids the
+    analysis cannot number (an ingested log's)."""
     n = hi - lo
-    jobs = "j" + pl.Series("job", np.arange(lo, hi)).cast(pl.String).str.zfill(8)
+    numbers = pl.Series("job", np.arange(lo, hi)).cast(pl.String)
+    if foreign:
+        jobs = "j" + numbers.str.zfill(8)
+    else:
+        jobs = job_prefix("p00-t00") + numbers.str.zfill(JOB_DIGITS)
     fail = failed[lo:hi]
     prec = {"intended": ("client", 1_000), "submit_ack": ("client", 1_000)}
     prec.update({name: (src, p) for name, src, p in STAGES})
@@ -143,6 +152,7 @@ def generate(
     rate: float = 1000.0,
     seed: int = 1,
     batch: int = 4096,
+    foreign: bool = False,
 ) -> int:
     """Write the one-trial run with ``n`` jobs at ``rate``/s in each format of ``formats``
     (``base/run`` CSV, ``base/run-arrow`` Arrow), slice by slice; return the events."""
@@ -155,7 +165,7 @@ def generate(
     csv = open(dirs["csv"] / "events.csv", "wb") if "csv" in dirs else None  # noqa: SIM115
     try:
         for lo in range(0, n, SLICE_JOBS):
-            events = _events(t, failed, lo, min(n, lo + SLICE_JOBS))
+            events = _events(t, failed, lo, min(n, lo + SLICE_JOBS), foreign=foreign)
             count += events.height
             if csv is not None:
                 events.write_csv(csv, include_header=lo == 0)
@@ -323,13 +333,19 @@ def main() -> None:
         help="another source tree (e.g. /work/main/src) whose full analysis runs in the same "
         "run, for the figures before a change (skipped past 2 M jobs: it does not fit)",
     )
+    ap.add_argument(
+        "--foreign-ids",
+        action="store_true",
+        help="name jobs j00000042 rather than gridbench's p00-t00-000042: ids the analysis "
+        "cannot number, so its per-job table takes the hash-keyed path (an ingested log's)",
+    )
     args = ap.parse_args()
     formats = [f for f in args.formats.split(",") if f]
     base = args.keep or Path(tempfile.mkdtemp(prefix="gridbench-bench-"))
     runs = {f: base / RUNS[f] for f in formats}
     logs = {"csv": "events.csv", "arrow": "events.arrows"}
     try:
-        tag = "" if args.batch == 4096 else f"-b{args.batch}"
+        tag = ("" if args.batch == 4096 else f"-b{args.batch}") + ("-foreign" * args.foreign_ids)
         stamp = base / f"generated-{args.jobs}{tag}"
         if not stamp.exists():
             for r in runs.values():
@@ -337,7 +353,9 @@ def main() -> None:
             for other in base.glob("generated-*"):  # what was kept is replaced
                 other.unlink()
             t = time.perf_counter()
-            stamp.write_text(str(generate(base, args.jobs, formats, batch=args.batch)))
+            stamp.write_text(
+                str(generate(base, args.jobs, formats, batch=args.batch, foreign=args.foreign_ids))
+            )
             print(f"generated in {time.perf_counter() - t:.1f} s")
         sizes = {f: (runs[f] / "trials" / "p00-t00" / logs[f]).stat().st_size for f in formats}
         print(

@@ -50,7 +50,8 @@ def test_chunks_give_the_in_memory_timeline(size: int, merge_min: int, exact: bo
     keep = keep_expr(["submit", "run", "done"], AGENTS, all_events=False, by_agent=False)
     chunks = list(frame_chunks(ev, size))
     if exact:  # the string-keyed path a hash collision takes
-        got = reduce._reduce(iter(chunks), STAGES, keep, exact=True, merge_min=merge_min)
+        table = reduce._Merged(STAGES, exact=True, merge_min=merge_min)
+        got = reduce._reduce(iter(chunks), STAGES, keep, table)
     else:
         got = reduce_events(lambda: chunks, STAGES, keep, merge_min=merge_min)
     tl, rest = got.take()

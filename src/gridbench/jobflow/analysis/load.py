@@ -17,7 +17,7 @@ import polars as pl
 from gridbench.errors import GridbenchError, ResultsError
 from gridbench.jobflow.analysis.clocks import to_controller_time
 from gridbench.jobflow.analysis.info import TrialInfo
-from gridbench.jobflow.analysis.reduce import ReducedEvents, reduce_events
+from gridbench.jobflow.analysis.reduce import JobNumbering, ReducedEvents, reduce_events
 from gridbench.jobflow.events.log import EVENTS_FILE
 from gridbench.jobflow.events.trial_log import (
     ARROW_FILE,
@@ -104,7 +104,8 @@ def reduce_trial_events(
                 for chunk in scan.chunks(ANALYSIS_COLUMNS, categorical=True):
                     yield to_controller_time(chunk, info.agents)
 
-        reduced = reduce_events(chunks, stages, keep)
+        numbering = JobNumbering.of_trial(info.trial_id, info.planned_jobs)
+        reduced = reduce_events(chunks, stages, keep, numbering=numbering)
         torn = scan.torn if scan is not None else 0
     finished_empty = reduced.events == 0 and info.ended_ns is not None
     if scan is not None and finished_empty and (info.events or 0) > 0:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import polars as pl
@@ -35,6 +35,7 @@ from gridbench.jobflow.analysis.clocks import (
     clocks_from_pairs,
     to_controller_time,
 )
+from gridbench.jobflow.analysis.numbered import NotNumbered, NumberedJobs
 from gridbench.jobflow.analysis.staging import STARTS, TRANSFERS
 from gridbench.jobflow.analysis.timelines import FAILED_COLUMN, Timeline
 from gridbench.jobflow.events.model import (
@@ -42,6 +43,7 @@ from gridbench.jobflow.events.model import (
     STAGE_FAILED,
     STAGE_SUBMIT,
     STAGE_SUBMIT_ACK,
+    job_prefix,
 )
 
 _ROW = "_row"
@@ -77,32 +79,58 @@ def keep_expr(
     return keep
 
 
+@dataclass(frozen=True)
+class JobNumbering:
+    """How a trial named its jobs: ``prefix`` then the job's number
+    (:func:`gridbench.jobflow.events.model.job_prefix`), and how many it planned."""
+
+    prefix: str
+    planned: int = 0
+
+    @classmethod
+    def of_trial(cls, trial_id: str, planned_jobs: int | None) -> JobNumbering:
+        return cls(job_prefix(trial_id), planned_jobs or 0)
+
+
+class _JobTable(Protocol):
+    def add(self, indexed: pl.DataFrame) -> None: ...
+    def table(self) -> pl.DataFrame: ...
+
+
 def reduce_events(
     chunks: Callable[[], Iterable[pl.DataFrame]],
     stages: Sequence[str],
     keep: pl.Expr,
     *,
     merge_min: int = MERGE_MIN,
+    numbering: JobNumbering | None = None,
 ) -> ReducedEvents:
     """Reduce the events ``chunks()`` gives (in log order, on the controller's clock, with
     ``clock_bound_ns``) for the timeline stages ``stages``; ``keep``: see :func:`keep_expr`.
-    ``chunks`` is called again in the rare case of a hash collision; ``merge_min``: the
+    With ``numbering``, the per-job table is keyed by the jobs' numbers
+    (:mod:`gridbench.jobflow.analysis.numbered`) unless an id is not of that form. ``chunks``
+    is called again when a path gives way (an odd id, a hash collision); ``merge_min``: the
     fewest rows of a bucket's partials that are merged."""
-    try:
-        return _reduce(chunks(), tuple(stages), keep, exact=False, merge_min=merge_min)
-    except _Collision:
-        return _reduce(chunks(), tuple(stages), keep, exact=True, merge_min=merge_min)
+    names = tuple(stages)
+    tables: list[Callable[[], _JobTable]] = [
+        lambda: _Merged(names, exact=False, merge_min=merge_min),
+        lambda: _Merged(names, exact=True, merge_min=merge_min),
+    ]
+    if numbering is not None:
+        n = numbering
+        tables.insert(0, lambda: NumberedJobs(names, n.prefix, jobs_hint=n.planned))
+    for make in tables[:-1]:
+        try:
+            return _reduce(chunks(), names, keep, make())
+        except (NotNumbered, _Collision):
+            continue
+    return _reduce(chunks(), names, keep, tables[-1]())
 
 
 def _reduce(
-    chunks: Iterable[pl.DataFrame],
-    stages: tuple[str, ...],
-    keep: pl.Expr,
-    *,
-    exact: bool,
-    merge_min: int,
+    chunks: Iterable[pl.DataFrame], stages: tuple[str, ...], keep: pl.Expr, wide: _JobTable
 ) -> ReducedEvents:
-    wide, small, rest = _Merged(stages, exact=exact, merge_min=merge_min), [], []
+    small, rest = [], []
     base = 0
     for chunk in chunks:
         if chunk.height == 0:

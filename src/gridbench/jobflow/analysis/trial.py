@@ -32,6 +32,7 @@ from gridbench.jobflow.analysis.queues import (
 )
 from gridbench.jobflow.analysis.rates import scheduler_rates
 from gridbench.jobflow.analysis.reduce import (
+    JobNumbering,
     ReducedEvents,
     frame_chunks,
     keep_expr,
@@ -125,7 +126,10 @@ def analyze_trial(
     if BOUND_COLUMN not in events.columns:  # not read through load.read_trial_events
         events = to_controller_time(events, info.agents)
     stages = timeline_stages(info.chain.names())
-    reduced = reduce_events(lambda: frame_chunks(events), stages, trial_keep(info))
+    numbering = JobNumbering.of_trial(info.trial_id, info.planned_jobs)
+    reduced = reduce_events(
+        lambda: frame_chunks(events), stages, trial_keep(info), numbering=numbering
+    )
     return analyze_reduced(info, reduced, resources, cfg, server)
 
 

@@ -7,6 +7,7 @@ from typing import Protocol
 import numpy as np
 
 from gridbench.jobflow.backends.base import NO_ENTRIES, JobRequest, Staging
+from gridbench.jobflow.events.model import JOB_DIGITS, job_prefix
 from gridbench.jobflow.specbase.model import ExperimentBase, JobSpec
 
 
@@ -33,7 +34,7 @@ def request_factory(spec: ExperimentBase, trial_id: str, n_hint: int, seed: int)
     users = spec.users
     order = user_order([u.weight for u in users]) if users else []
 
-    prefix = f"{trial_id}-"
+    prefix = job_prefix(trial_id)
 
     def make(i: int, slot: int | None = None) -> JobRequest:
         """Job ``i``; ``slot`` pins a sustain model's virtual user to a declared user (by the
@@ -42,7 +43,7 @@ def request_factory(spec: ExperimentBase, trial_id: str, n_hint: int, seed: int)
             fail = fails[i] if i < len(fails) else bool(frac_rng.random() < job.fail_fraction)
         else:
             fail = False
-        name = prefix + str(i).zfill(6)  # f"{i:06d}", at less than half its cost
+        name = prefix + str(i).zfill(JOB_DIGITS)  # f"{i:06d}", at less than half its cost
         if not users:  # positional: keywords cost the open loop ~0.15 us a job
             return JobRequest(
                 name, command, runtime, fail, None, NO_ENTRIES, None, NO_ENTRIES, tasks, nodes, data
