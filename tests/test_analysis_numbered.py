@@ -5,17 +5,25 @@ a log's ids are not gridbench's own ``<trial>-<number>``, in bounded memory."""
 from __future__ import annotations
 
 import tracemalloc
+from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pytest
 
 import test_analysis_fixtures as fx
-from gridbench.jobflow.analysis import reduce
+from gridbench.jobflow.analysis import load, reduce
 from gridbench.jobflow.analysis.clocks import to_controller_time
 from gridbench.jobflow.analysis.numbered import NotNumbered, NumberedJobs
-from gridbench.jobflow.analysis.reduce import JobNumbering, frame_chunks, keep_expr, reduce_events
+from gridbench.jobflow.analysis.reduce import (
+    TIMELINE_KEEP,
+    JobNumbering,
+    frame_chunks,
+    keep_expr,
+    reduce_events,
+)
 from gridbench.jobflow.analysis.timelines import timeline_stages
+from test_runner import run_spec
 from timeline_oracle import build_timeline
 
 STAGES = timeline_stages(["submit", "run", "done"])
@@ -56,7 +64,7 @@ def test_numbered_table_is_the_in_memory_timeline(size: int) -> None:
     # and reduce_events takes this path for such a log: the same table
     numbering = JobNumbering(PREFIX, planned=150)
     got = reduce_events(lambda: frame_chunks(ev, size), STAGES, KEEP, numbering=numbering)
-    assert got.take()[0].table.equals(want.table)
+    assert got.job_key == "number" and got.take()[0].table.equals(want.table)
 
 
 @pytest.mark.parametrize(
@@ -77,7 +85,7 @@ def test_other_ids_are_not_numbered_and_take_the_hash_path(odd: str) -> None:
     want = build_timeline(ev, STAGES)
     numbering = JobNumbering(PREFIX, planned=60)
     got = reduce_events(lambda: frame_chunks(ev, 50), STAGES, KEEP, numbering=numbering)
-    assert got.take()[0].table.equals(want.table)
+    assert got.job_key == "hash" and got.take()[0].table.equals(want.table)
 
 
 def test_an_odd_id_after_numbered_chunks_restarts_on_the_hash_path() -> None:
@@ -86,6 +94,7 @@ def test_an_odd_id_after_numbered_chunks_restarts_on_the_hash_path() -> None:
     mixed = pl.concat([ev, odd, ev.head(30)])
     numbering = JobNumbering(PREFIX, planned=80)
     got = reduce_events(lambda: frame_chunks(mixed, 64), STAGES, KEEP, numbering=numbering)
+    assert got.job_key == "hash"
     tl = got.take()[0]
     assert tl.table.equals(build_timeline(mixed, STAGES).table)
     assert "hand-made" in tl.table["job"].to_list()
@@ -124,3 +133,28 @@ def test_huge_numbers_and_a_hostile_plan_stay_bounded() -> None:
         tracemalloc.stop()
     assert got.take()[0].table.equals(build_timeline(ev, STAGES).table)
     assert peak < 64 * 2**20  # numpy's arrays are traced: the hint was capped
+
+
+def test_a_real_runs_jobs_are_numbered(tmp_path: Path) -> None:
+    """The runner's own names (three agents sharing the numbering) take the numbered path,
+    and give the timeline the independent in-memory pivot gives."""
+    out = run_spec(
+        """
+name: numbered
+backend: {type: noop, options: {runtime_s: 0.05}}
+job: {fail_fraction: 0.1}
+load: {model: open, rate: 100/s, agents: 3}
+trial: {duration: 2s}
+timeouts: {status_interval: 0.05s}
+""",
+        tmp_path,
+    )
+    tdir = out.run.trial_dir("p00-t00")
+    info = load.read_trial_info(tdir)
+    stages = timeline_stages(info.chain.names())
+    reduced, torn = load.reduce_trial_events(tdir, info, stages, TIMELINE_KEEP)
+    assert torn == 0 and reduced.job_key == "number"
+    tl = reduced.take()[0]
+    events = load.read_trial_events(tdir, info)
+    assert tl.table.height == 200
+    assert tl.table.equals(build_timeline(events, stages).table)

@@ -4,9 +4,12 @@ The analysis needs one row per job (the first time each stage was reached: the w
 :class:`Timeline`) and a handful of events with attributes (failures, users, transfers,
 remote agents' submit stamps). Both are built from the log's chunks (~1 M events each,
 read in turn), so memory is bounded by the number of jobs, not of events; every step is
-a polars group-by or filter over a chunk, never a Python loop per event:
+a polars group-by or filter (or a numpy scatter) over a chunk, never a Python loop per
+event:
 
-- the timeline: per chunk, one ``group_by`` on a 64-bit hash of the job id with a
+- the timeline: keyed by the job's number when every id is gridbench's own
+  ``<trial>-<number>`` (:mod:`gridbench.jobflow.analysis.numbered`); otherwise, per chunk,
+  one ``group_by`` on a 64-bit hash of the job id with a
   ``min`` per stage (a second hash, whose min and max must agree within each group,
   detects a collision; then the exact string key is used); the partial tables are merged
   by the same group-by whenever they have doubled. Jobs keep the order of their first
@@ -112,23 +115,28 @@ def reduce_events(
     is called again when a path gives way (an odd id, a hash collision); ``merge_min``: the
     fewest rows of a bucket's partials that are merged."""
     names = tuple(stages)
-    tables: list[Callable[[], _JobTable]] = [
-        lambda: _Merged(names, exact=False, merge_min=merge_min),
-        lambda: _Merged(names, exact=True, merge_min=merge_min),
+    tables: list[tuple[str, Callable[[], _JobTable]]] = [
+        ("hash", lambda: _Merged(names, exact=False, merge_min=merge_min)),
+        ("id", lambda: _Merged(names, exact=True, merge_min=merge_min)),
     ]
     if numbering is not None:
         n = numbering
-        tables.insert(0, lambda: NumberedJobs(names, n.prefix, jobs_hint=n.planned))
-    for make in tables[:-1]:
+        tables.insert(0, ("number", lambda: NumberedJobs(names, n.prefix, jobs_hint=n.planned)))
+    for key, make in tables[:-1]:
         try:
-            return _reduce(chunks(), names, keep, make())
+            return _reduce(chunks(), names, keep, make(), key)
         except (NotNumbered, _Collision):
             continue
-    return _reduce(chunks(), names, keep, tables[-1]())
+    key, make = tables[-1]
+    return _reduce(chunks(), names, keep, make(), key)
 
 
 def _reduce(
-    chunks: Iterable[pl.DataFrame], stages: tuple[str, ...], keep: pl.Expr, wide: _JobTable
+    chunks: Iterable[pl.DataFrame],
+    stages: tuple[str, ...],
+    keep: pl.Expr,
+    wide: _JobTable,
+    job_key: str = "hash",
 ) -> ReducedEvents:
     small, rest = [], []
     base = 0
@@ -150,7 +158,7 @@ def _reduce(
     clocks = _clocks(counts, stages)
     table = table.with_columns(_failed_kinds(kept, table["job"]))
     timeline = Timeline(stages, table, precision, clocks, typical)
-    return ReducedEvents(timeline, kept, base)
+    return ReducedEvents(timeline, kept, base, job_key)
 
 
 def _compact(frame: pl.DataFrame) -> pl.DataFrame:
@@ -296,6 +304,9 @@ class ReducedEvents:
     timeline: Timeline | None
     rest: pl.DataFrame | None
     events: int  # how many there were
+    #: what keyed the per-job table: "number" (gridbench's own job names), "hash" (a
+    #: 64-bit hash of other ids), "id" (the ids themselves, after a hash collision)
+    job_key: str = "hash"
 
     def take(self) -> tuple[Timeline, pl.DataFrame]:
         tl, rest = self.timeline, self.rest
