@@ -25,6 +25,7 @@ are small) gets all events in ``rest``.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -124,11 +125,23 @@ def reduce_events(
         tables.insert(0, ("number", lambda: NumberedJobs(names, n.prefix, jobs_hint=n.planned)))
     for key, make in tables[:-1]:
         try:
-            return _reduce(chunks(), names, keep, make(), key)
+            return _reduce(read_ahead(chunks()), names, keep, make(), key)
         except (NotNumbered, _Collision):
             continue
     key, make = tables[-1]
-    return _reduce(chunks(), names, keep, make(), key)
+    return _reduce(read_ahead(chunks()), names, keep, make(), key)
+
+
+def read_ahead(chunks: Iterable[pl.DataFrame]) -> Iterator[pl.DataFrame]:
+    """``chunks``, the next one read on a thread while the caller works on this one: the
+    reading (Arrow's validation, the conversion) mostly releases the GIL, so it overlaps
+    the reduction's numpy and polars work. Two chunks are held at a time."""
+    it = iter(chunks)
+    with ThreadPoolExecutor(1, thread_name_prefix="gridbench-read") as pool:
+        ahead = pool.submit(next, it, None)
+        while (chunk := ahead.result()) is not None:
+            ahead = pool.submit(next, it, None)
+            yield chunk
 
 
 def _reduce(
