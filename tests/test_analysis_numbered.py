@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 
 import test_analysis_fixtures as fx
-from gridbench.jobflow.analysis import load, reduce
+from gridbench.jobflow.analysis import load, numbered, reduce
 from gridbench.jobflow.analysis.clocks import to_controller_time
 from gridbench.jobflow.analysis.numbered import NotNumbered, NumberedJobs
 from gridbench.jobflow.analysis.reduce import (
@@ -62,7 +62,7 @@ def test_numbered_table_is_the_in_memory_timeline(size: int) -> None:
     assert tl.table.height > 100 and tl.table["failed"].null_count() < tl.table.height
     assert rest.equals(ev.filter(KEEP))
     # and reduce_events takes this path for such a log: the same table
-    numbering = JobNumbering(PREFIX, planned=150)
+    numbering = JobNumbering(PREFIX)
     got = reduce_events(lambda: frame_chunks(ev, size), STAGES, KEEP, numbering=numbering)
     assert got.job_key == "number" and got.take()[0].table.equals(want.table)
 
@@ -83,7 +83,7 @@ def test_other_ids_are_not_numbered_and_take_the_hash_path(odd: str) -> None:
     with pytest.raises(NotNumbered):
         _numbered([ev])
     want = build_timeline(ev, STAGES)
-    numbering = JobNumbering(PREFIX, planned=60)
+    numbering = JobNumbering(PREFIX)
     got = reduce_events(lambda: frame_chunks(ev, 50), STAGES, KEEP, numbering=numbering)
     assert got.job_key == "hash" and got.take()[0].table.equals(want.table)
 
@@ -92,7 +92,7 @@ def test_an_odd_id_after_numbered_chunks_restarts_on_the_hash_path() -> None:
     ev = _events(80, seed=5)
     odd = ev.head(1).with_columns(pl.lit("hand-made").alias("job"))
     mixed = pl.concat([ev, odd, ev.head(30)])
-    numbering = JobNumbering(PREFIX, planned=80)
+    numbering = JobNumbering(PREFIX)
     got = reduce_events(lambda: frame_chunks(mixed, 64), STAGES, KEEP, numbering=numbering)
     assert got.job_key == "hash"
     tl = got.take()[0]
@@ -118,21 +118,32 @@ def test_a_null_job_id_is_not_numbered() -> None:
         _numbered([ev])
 
 
-def test_huge_numbers_and_a_hostile_plan_stay_bounded() -> None:
-    """A job numbered 10^17 (and trial.json planning 10^15 jobs) must not size the arrays."""
+def test_a_huge_number_costs_one_block_and_scattered_ones_take_the_hash_path() -> None:
+    """Job 10^17 is one more block, not an array up to it; numbers scattered over more
+    blocks than the events can fill give way to the hash path: memory bounded by the log."""
     ev = _events(40, seed=9)
-    huge = ev.head(2).with_columns(pl.lit(PREFIX + "1" + "0" * 17).alias("job"))
+    huge = ev.head(3).with_columns(pl.lit(PREFIX + "1" + "0" * 17).alias("job"))
+    with_huge = pl.concat([ev, huge])
+    scattered = ev.with_columns(
+        (pl.lit(PREFIX) + (pl.int_range(pl.len()) * numbered.BLOCK).cast(pl.String)).alias("job")
+    )
     tracemalloc.start()
     try:
+        tl = _numbered([with_huge]).take()[0]
         with pytest.raises(NotNumbered):
-            _numbered([pl.concat([ev, huge])])
-        numbering = JobNumbering(PREFIX, planned=10**15)
-        got = reduce_events(lambda: frame_chunks(ev, 25), STAGES, KEEP, numbering=numbering)
+            _numbered([scattered])
+        got = reduce_events(
+            lambda: frame_chunks(scattered, 25), STAGES, KEEP, numbering=JobNumbering(PREFIX)
+        )
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert got.take()[0].table.equals(build_timeline(ev, STAGES).table)
-    assert peak < 64 * 2**20  # numpy's arrays are traced: the hint was capped
+    assert tl.table.equals(build_timeline(with_huge, STAGES).table)
+    assert PREFIX + "1" + "0" * 17 in tl.table["job"].to_list()
+    assert got.job_key == "hash"
+    assert got.take()[0].table.equals(build_timeline(scattered, STAGES).table)
+    # numpy's arrays are traced: a few blocks at most (a block is ~14 MB here)
+    assert peak < (numbered._SPARE + 1) * 16 * 2**20
 
 
 def test_a_real_runs_jobs_are_numbered(tmp_path: Path) -> None:

@@ -104,7 +104,7 @@ def reduce_trial_events(
                 for chunk in scan.chunks(ANALYSIS_COLUMNS, categorical=True):
                     yield to_controller_time(chunk, info.agents)
 
-        numbering = JobNumbering.of_trial(info.trial_id, info.planned_jobs)
+        numbering = JobNumbering.of_trial(info.trial_id)
         reduced = reduce_events(chunks, stages, keep, numbering=numbering)
         torn = scan.torn if scan is not None else 0
     finished_empty = reduced.events == 0 and info.ended_ns is not None

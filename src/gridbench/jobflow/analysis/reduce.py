@@ -86,14 +86,13 @@ def keep_expr(
 @dataclass(frozen=True)
 class JobNumbering:
     """How a trial named its jobs: ``prefix`` then the job's number
-    (:func:`gridbench.jobflow.events.model.job_prefix`), and how many it planned."""
+    (:func:`gridbench.jobflow.events.model.job_prefix`)."""
 
     prefix: str
-    planned: int = 0
 
     @classmethod
-    def of_trial(cls, trial_id: str, planned_jobs: int | None) -> JobNumbering:
-        return cls(job_prefix(trial_id), planned_jobs or 0)
+    def of_trial(cls, trial_id: str) -> JobNumbering:
+        return cls(job_prefix(trial_id))
 
 
 class _JobTable(Protocol):
@@ -122,7 +121,7 @@ def reduce_events(
     ]
     if numbering is not None:
         n = numbering
-        tables.insert(0, ("number", lambda: NumberedJobs(names, n.prefix, jobs_hint=n.planned)))
+        tables.insert(0, ("number", lambda: NumberedJobs(names, n.prefix)))
     for key, make in tables[:-1]:
         try:
             return _reduce(read_ahead(chunks()), names, keep, make(), key)

@@ -126,7 +126,7 @@ def analyze_trial(
     if BOUND_COLUMN not in events.columns:  # not read through load.read_trial_events
         events = to_controller_time(events, info.agents)
     stages = timeline_stages(info.chain.names())
-    numbering = JobNumbering.of_trial(info.trial_id, info.planned_jobs)
+    numbering = JobNumbering.of_trial(info.trial_id)
     reduced = reduce_events(
         lambda: frame_chunks(events), stages, trial_keep(info), numbering=numbering
     )
