@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import csv
+import gc
 import io
 import time
 from pathlib import Path
@@ -24,6 +25,7 @@ from gridbench.jobflow.events.log import EventLog, read_events
 from gridbench.jobflow.events.model import EVENT_COLUMNS
 from gridbench.jobflow.run.observer import TrialProgress
 from gridbench.jobflow.run.open_loop import OpenLoop, Submitter, run_open_loop
+from gridbench.jobflow.run.plain_loop import GC_THRESHOLD, fewer_collections
 from gridbench.jobflow.run.recorder import Recorder
 from gridbench.jobflow.run.requests import request_factory
 from gridbench.jobflow.run.tracker import StatusTracker
@@ -267,6 +269,7 @@ def test_the_plain_loop_stops_at_its_next_wake(tmp_path: Path) -> None:
     ]
     assert (progress.submitted, progress.acknowledged, progress.in_flight) == (10, 10, 10)
     assert sorted(tracker.names.values()) == [f"t-{i:06d}" for i in range(10)]
+    assert gc.get_threshold()[0] < GC_THRESHOLD  # put back when the loop ended
 
 
 def test_the_plain_loop_stopped_between_short_waits_leaves_no_job_half_stamped(
@@ -279,3 +282,18 @@ def test_the_plain_loop_stopped_between_short_waits_leaves_no_job_half_stamped(
     assert per_job["stages"].to_list() == [["intended", "submit", "submit_ack"]] * k
     assert (progress.submitted, progress.acknowledged, progress.in_flight) == (k, k, k)
     assert len(tracker.names) == k
+
+
+def test_open_loops_raise_the_collectors_threshold_and_put_it_back() -> None:
+    """Two open loops at once (agents in one process) raise the first threshold once;
+    it is put back when the last one ends, even if they end out of order."""
+    before = gc.get_threshold()
+    first = fewer_collections()
+    second = fewer_collections()
+    first.__enter__()
+    assert gc.get_threshold() == (max(before[0], GC_THRESHOLD), *before[1:])
+    second.__enter__()
+    first.__exit__(None, None, None)
+    assert gc.get_threshold()[0] == max(before[0], GC_THRESHOLD)
+    second.__exit__(None, None, None)
+    assert gc.get_threshold() == before
