@@ -23,9 +23,9 @@ from gridbench.jobflow.events.clock import AnchoredClock
 from gridbench.jobflow.events.columnar import ArrowEventLog, read_columnar
 from gridbench.jobflow.events.log import EventLog, read_events
 from gridbench.jobflow.events.model import EVENT_COLUMNS
+from gridbench.jobflow.run.heap import GC_THRESHOLD, fewer_collections
 from gridbench.jobflow.run.observer import TrialProgress
 from gridbench.jobflow.run.open_loop import OpenLoop, Submitter, run_open_loop
-from gridbench.jobflow.run.plain_loop import GC_THRESHOLD, fewer_collections
 from gridbench.jobflow.run.recorder import Recorder
 from gridbench.jobflow.run.requests import request_factory
 from gridbench.jobflow.run.tracker import StatusTracker

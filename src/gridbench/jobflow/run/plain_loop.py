@@ -10,7 +10,8 @@ order, the same lag, late and dropped rules, and ``stop`` looked at after every 
 The trial's progress counters are brought up to date at the end of every wake, before
 any other task can read them.
 
-While it runs, the garbage collector's first threshold is raised (:func:`fewer_collections`):
+While it runs, the garbage collector's first threshold is raised
+(:func:`~gridbench.jobflow.run.heap.fewer_collections`):
 a job's rows are containers that wait in the log's buffer until the next flush (0.1 s,
 8,000 rows at 20,000 jobs/s), so at the default threshold (700) every row was looked at by
 a collection and the buffer's growth set off a full one (~10-15 ms, a pause in the
@@ -22,9 +23,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from json.encoder import encode_basestring as _json_str
 
 from gridbench.jobflow.backends.base import NO_ENTRIES, JobRequest
@@ -35,33 +35,12 @@ from gridbench.jobflow.events.model import (
     STAGE_SUBMIT,
     STAGE_SUBMIT_ACK,
 )
+from gridbench.jobflow.run.heap import fewer_collections
 from gridbench.jobflow.run.observer import TrialProgress
 from gridbench.jobflow.run.recorder import Recorder
 from gridbench.jobflow.run.tracker import StatusTracker
 
 INTERRUPTIBLE_NS = 50_000_000  # waits longer than this end at once when ``stop`` is set
-#: the garbage collector's first threshold while an open loop runs: net new containers
-#: (rows waiting for a flush, mostly) before a collection, well above a flush interval's
-GC_THRESHOLD = 50_000
-_raised = [0, 0]  # open loops running with the threshold raised; the threshold before
-
-
-@contextlib.contextmanager
-def fewer_collections() -> Iterator[None]:
-    """Raise the collector's first threshold to :data:`GC_THRESHOLD` while in the block
-    (and any other open loop's, in this process), then put back the one before."""
-    if not _raised[0]:
-        _raised[1] = gc.get_threshold()[0]
-        first, second, third = gc.get_threshold()
-        gc.set_threshold(max(first, GC_THRESHOLD), second, third)
-    _raised[0] += 1
-    try:
-        yield
-    finally:
-        _raised[0] -= 1
-        if not _raised[0]:
-            _, second, third = gc.get_threshold()
-            gc.set_threshold(_raised[1], second, third)
 
 
 class PlainJobs:
