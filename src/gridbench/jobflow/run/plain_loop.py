@@ -122,7 +122,8 @@ class PlainJobs:
             progress.submitted += submitted
             progress.acknowledged += acknowledged
             progress.late += late
-            progress.in_flight = len(self.tracker.inflight)
+            if acknowledged:  # as the tracker's add would have set it
+                progress.in_flight = len(self.tracker.inflight)
 
 
 async def run_plain(jobs: PlainJobs, stop: asyncio.Event) -> None:
