@@ -11,6 +11,7 @@ import pyarrow as pa
 
 from gridbench.jobflow.events import columnar
 from gridbench.jobflow.events.columnar import ARROW_SCHEMA, ArrowEventLog, ColumnarScan
+from gridbench.jobflow.events.dictionaries import GrowingDictionaries
 from gridbench.jobflow.events.log import Origin
 from gridbench.jobflow.events.model import EVENT_SCHEMA
 
@@ -101,3 +102,76 @@ def test_a_null_stage_stays_null(tmp_path: Path) -> None:
         )
     got = _read(path, categorical=True)
     assert got["stage"].to_list() == ["submit", None, "ce_done", "ce_done"]
+
+
+def _batch_of_its_own(
+    rows: list[tuple[str, str, int, Origin]], origins: list[Origin]
+) -> pa.RecordBatch:
+    """The batch as the writer built it before coding against the growing dictionaries:
+    ``stage`` coded in first-seen order, ``source`` and ``agent`` by one value per origin
+    in origin order."""
+
+    def coded(codes: list[int], values: list[str]) -> pa.DictionaryArray:
+        return pa.DictionaryArray.from_arrays(pa.array(codes, pa.int32()), pa.array(values))
+
+    stages = list(dict.fromkeys(r[1] for r in rows))
+    keys = [origins.index(r[3]) for r in rows]
+    columns = []
+    for field in ("source", "agent"):
+        values = list(dict.fromkeys(getattr(o, field) for o in origins))
+        columns.append(coded([values.index(getattr(origins[k], field)) for k in keys], values))
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array([r[0] for r in rows]),
+            coded([stages.index(r[1]) for r in rows], stages),
+            pa.array([r[2] for r in rows], pa.int64()),
+            columns[0],
+            pa.array([r[3].precision_ns for r in rows], pa.int64()),
+            columns[1],
+            pa.array([r[3].clock_offset_ns for r in rows], pa.int64()),
+            pa.array([None] * len(rows), pa.string()),
+        ],
+        schema=ARROW_SCHEMA,
+    )
+
+
+def test_rows_coded_as_they_are_built_equal_a_batch_recoded(tmp_path: Path) -> None:
+    """The writer codes a batch's stage, source and agent against the growing dictionaries
+    as it builds it: byte for byte the batches that re-coding a batch with dictionaries of
+    its own gave, including an origin known to the writer but absent from a batch (its
+    values join the dictionary only with a batch that uses them)."""
+    a = Origin("client", 1_000, "agent-a", 0)
+    b = Origin("ce", 1_000, "agent-b", 5)
+    c = Origin("client", 1_000, "agent-c", -7)
+    batches = [
+        [("j1", "submit", 1, c), ("j1", "intended", 0, a), ("j2", "submit", 3, a)],
+        [("j2", "ce_entry", 4, b), ("j3", "intended", 5, c), ("j2", "submit", 6, b)],
+        [("j4", "client_done", 7, a), ("j4", "ce_entry", 8, c)],
+    ]
+    path = tmp_path / "events.arrows"
+    with ArrowEventLog(path, batch_size=1_000) as log:
+        origins = [a, b, c]
+        for o in origins:
+            log.origin_key(o)  # known from the start, as a recorder makes it
+        for rows in batches:
+            for job, stage, t, o in rows:
+                log.append(job, stage, t, o)
+            log.flush()
+    expected = GrowingDictionaries(ARROW_SCHEMA)
+    expected.encode(columnar._to_batch(columnar._ONE_ROW).slice(0, 0))
+    with pa.memory_map(str(path)) as source:
+        written = [x for x in pa.ipc.open_stream(source) if x.num_rows]
+    assert len(written) == 3
+    for got, rows in zip(written, batches, strict=True):
+        want = expected.encode(_batch_of_its_own(rows, origins))
+        assert got.equals(want)
+        for name in ("stage", "source", "agent"):
+            assert got.column(name).dictionary.equals(want.column(name).dictionary)
+    assert written[0].column("source").dictionary.to_pylist() == ["client"]
+    assert written[0].column("agent").dictionary.to_pylist() == ["agent-a", "agent-c"]
+    assert written[2].column("stage").dictionary.to_pylist() == [
+        "submit",
+        "intended",
+        "ce_entry",
+        "client_done",
+    ]

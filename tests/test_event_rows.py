@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import csv
+import gc
 import io
 import time
 from pathlib import Path
@@ -22,6 +23,7 @@ from gridbench.jobflow.events.clock import AnchoredClock
 from gridbench.jobflow.events.columnar import ArrowEventLog, read_columnar
 from gridbench.jobflow.events.log import EventLog, read_events
 from gridbench.jobflow.events.model import EVENT_COLUMNS
+from gridbench.jobflow.run.heap import GC_THRESHOLD, fewer_collections
 from gridbench.jobflow.run.observer import TrialProgress
 from gridbench.jobflow.run.open_loop import OpenLoop, Submitter, run_open_loop
 from gridbench.jobflow.run.recorder import Recorder
@@ -209,3 +211,89 @@ def test_the_plain_inline_call_records_what_the_awaited_one_does(tmp_path: Path)
 def test_noop_offers_its_plain_call_only_without_a_submit_delay() -> None:
     assert NoopBackend(NoopOptions()).inline_submit() is not None
     assert NoopBackend(NoopOptions(submit_delay_s=0.01)).inline_submit() is None
+
+
+def _stopped_run(
+    tmp_path: Path, offsets_ms: list[float], stop_after: int
+) -> tuple[pl.DataFrame, TrialProgress, StatusTracker]:
+    """The noop backend's plain loop over ``offsets_ms``, stopped once ``stop_after`` jobs
+    are acknowledged (the time-out fails the test if a wait is not cut short)."""
+    spec, _ = load_spec_text(
+        "name: x\nbackend: {type: noop}\nload: {model: open, rate: 1/s}\ntrial: {jobs: 5}\n"
+    )
+    n = len(offsets_ms)
+    backend = NoopBackend(NoopOptions(runtime_s=60.0))
+    log = EventLog(tmp_path / "events.csv")
+    rec = Recorder(log, AnchoredClock(), "agent-0")
+    progress = TrialProgress("t", n)
+    tracker = StatusTracker(backend, rec, progress, 0.1)
+    sub = Submitter(backend, rec, tracker, progress, 5.0)
+
+    async def main() -> None:
+        stop = asyncio.Event()
+
+        async def stopper() -> None:
+            while progress.acknowledged < stop_after:
+                await asyncio.sleep(0.001)
+            stop.set()
+
+        watcher = asyncio.create_task(stopper())
+        await asyncio.wait_for(
+            run_open_loop(
+                sub,
+                (np.array(offsets_ms) * 1e6).astype(np.int64),
+                np.arange(n, dtype=np.int64),
+                request_factory(spec, "t", n, 1),
+                OpenLoop(pool=4, max_lateness_s=10.0, late_threshold_s=1.0),
+                start_mono_ns=time.perf_counter_ns(),
+                stop=stop,
+            ),
+            timeout=20.0,
+        )
+        watcher.cancel()
+
+    asyncio.run(main())
+    log.close()
+    return read_events(tmp_path / "events.csv"), progress, tracker
+
+
+def test_the_plain_loop_stops_at_its_next_wake(tmp_path: Path) -> None:
+    """Stopped during a long wait (the 11th job is a minute away), the plain loop returns
+    at once; every job it started has its three stamps, and the progress says so."""
+    ev, progress, tracker = _stopped_run(tmp_path, [*range(10), 60_000.0], stop_after=10)
+    assert ev.height == 30
+    assert ev.group_by("stage").len().sort("stage").rows() == [
+        ("intended", 10),
+        ("submit", 10),
+        ("submit_ack", 10),
+    ]
+    assert (progress.submitted, progress.acknowledged, progress.in_flight) == (10, 10, 10)
+    assert sorted(tracker.names.values()) == [f"t-{i:06d}" for i in range(10)]
+    assert gc.get_threshold()[0] < GC_THRESHOLD  # put back when the loop ended
+
+
+def test_the_plain_loop_stopped_between_short_waits_leaves_no_job_half_stamped(
+    tmp_path: Path,
+) -> None:
+    ev, progress, tracker = _stopped_run(tmp_path, [k * 0.5 for k in range(4_000)], 50)
+    per_job = ev.group_by("job").agg(pl.col("stage").sort().alias("stages"))
+    k = per_job.height
+    assert 50 <= k < 4_000  # stopped at a wake after the 50th, long before the end
+    assert per_job["stages"].to_list() == [["intended", "submit", "submit_ack"]] * k
+    assert (progress.submitted, progress.acknowledged, progress.in_flight) == (k, k, k)
+    assert len(tracker.names) == k
+
+
+def test_open_loops_raise_the_collectors_threshold_and_put_it_back() -> None:
+    """Two open loops at once (agents in one process) raise the first threshold once;
+    it is put back when the last one ends, even if they end out of order."""
+    before = gc.get_threshold()
+    first = fewer_collections()
+    second = fewer_collections()
+    first.__enter__()
+    assert gc.get_threshold() == (max(before[0], GC_THRESHOLD), *before[1:])
+    second.__enter__()
+    first.__exit__(None, None, None)
+    assert gc.get_threshold()[0] == max(before[0], GC_THRESHOLD)
+    second.__exit__(None, None, None)
+    assert gc.get_threshold() == before

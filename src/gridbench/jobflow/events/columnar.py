@@ -108,8 +108,9 @@ class ArrowEventLog(EventWriter):
             self.add_count(frame.height)
 
     def _write_rows(self, rows: list[Row]) -> None:
-        if rows:
-            self._write(_rows_batch(rows, self.origins))
+        if rows:  # coded against the growing dictionaries as it is built: no re-coding
+            self._writer.write_batch(_rows_batch(rows, self.origins, self._dictionaries))
+            self._fh.flush()
 
     def _write(self, batch: pa.RecordBatch) -> None:
         self._writer.write_batch(self._dictionaries.encode(batch))
@@ -136,40 +137,45 @@ def _to_batch(frame: pl.DataFrame) -> pa.RecordBatch:
 # lengthen every garbage collection of the dispatcher's process).
 
 
-def _rows_batch(rows: list[Row], origins: list[Origin]) -> pa.RecordBatch:
-    """One record batch of :data:`ARROW_SCHEMA` from rows (at least one)."""
+def _rows_batch(
+    rows: list[Row], origins: list[Origin], dictionaries: GrowingDictionaries
+) -> pa.RecordBatch:
+    """One record batch of :data:`ARROW_SCHEMA` from rows (at least one), its dictionary
+    columns coded against ``dictionaries`` (grown by any new value)."""
     jobs, stages, times, precisions, keys, attrs = zip(*rows, strict=True)
     n = len(jobs)
     codes = np.fromiter(keys, np.int32, n)
     offsets = np.array([o.clock_offset_ns for o in origins], dtype=np.int64)[codes]
+    d, used = dictionaries, set(keys)
     arrays = [
         strings_array(jobs),
-        _dictionary(stages),
+        d.coded(_STAGE, stages),
         _ints(times),
-        _per_origin([o.source for o in origins], codes),
+        _per_origin(d, _SOURCE, [o.source for o in origins], used, codes),
         _ints(precisions),
-        _per_origin([o.agent for o in origins], codes),
+        _per_origin(d, _AGENT, [o.agent for o in origins], used, codes),
         pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(offsets)]),
         strings_array(attrs, empty_is_null=True),
     ]
     return pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA)
 
 
-def _dictionary(values: Sequence[str]) -> pa.Array:
-    index = {v: k for k, v in enumerate(dict.fromkeys(values))}  # few distinct: stages
-    codes = np.fromiter(map(index.__getitem__, values), np.int32, len(values))
-    return _coded(codes, list(index))
+_STAGE, _SOURCE, _AGENT = (ARROW_SCHEMA.get_field_index(c) for c in ("stage", "source", "agent"))
 
 
-def _per_origin(values: list[str], codes: npt.NDArray[np.int32]) -> pa.Array:
-    """A dictionary column of one value per origin, ``codes`` naming each row's origin."""
-    index = {v: k for k, v in enumerate(dict.fromkeys(values))}
-    return _coded(np.array([index[v] for v in values], dtype=np.int32)[codes], list(index))
-
-
-def _coded(codes: npt.NDArray[np.int32], dictionary: list[str]) -> pa.Array:
-    indices = pa.Array.from_buffers(pa.int32(), len(codes), [None, pa.py_buffer(codes)])
-    return pa.DictionaryArray.from_arrays(indices, strings_array(dictionary))
+def _per_origin(
+    d: GrowingDictionaries,
+    column: int,
+    values: list[str],
+    used: set[int],
+    codes: npt.NDArray[np.int32],
+) -> pa.Array:
+    """A dictionary column of one value per origin (``values``), ``codes`` naming each
+    row's origin; the dictionary grows by the values of the ``used`` origins only, in
+    origin order, as re-coding a batch of its own did."""
+    wanted = {values[k] for k in used}
+    d.grow(column, [v for v in dict.fromkeys(values) if v in wanted])
+    return d.from_codes(column, d.codes_of(column, values)[codes])
 
 
 def _ints(values: Sequence[int]) -> pa.Array:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 import types
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
@@ -38,10 +39,10 @@ from gridbench.jobflow.events.model import (
     STAGE_SUBMIT_ACK,
 )
 from gridbench.jobflow.run.observer import TrialProgress
+from gridbench.jobflow.run.plain_loop import INTERRUPTIBLE_NS, PlainJobs, run_plain
 from gridbench.jobflow.run.recorder import Recorder
 from gridbench.jobflow.run.tracker import StatusTracker
 
-INTERRUPTIBLE_NS = 50_000_000
 _T = TypeVar("_T")
 
 
@@ -245,14 +246,31 @@ async def run_open_loop(
     idx = indices.tolist()
     max_late = int(loop.max_lateness_s * 1e9)
     late_ns = int(loop.late_threshold_s * 1e9)
-    rec, progress, backend = sub.rec, sub.progress, sub.backend
+    backend = sub.backend
+    inline = backend.capabilities().submit_at_once
+    if stop.is_set():
+        return
+    # a plain call when the backend offers one: no coroutine, no StopIteration per job
+    plain = backend.inline_submit() if inline and isinstance(backend, InlineSubmit) else None
+    if plain is not None:  # waits by timer callbacks: no task step per wake
+        jobs = PlainJobs(
+            sub.rec,
+            sub.tracker,
+            sub.progress,
+            (start_mono_ns, offsets, idx),
+            make_request,
+            plain,
+            max_late_ns=max_late,
+            late_ns=late_ns,
+            attributes=_attributes,
+            failed=functools.partial(_failed, sub),
+        )
+        await run_plain(jobs, stop)
+        return
+    rec, progress = sub.rec, sub.progress
     put, key, prec = rec.put, rec.key, rec.precision
     shift = rec.clock.shift_ns  # stamps here are perf_counter_ns + shift (clock.now_ns)
     submit, pool = backend.submit, loop.pool
-    inline = backend.capabilities().submit_at_once
-    # a plain call when the backend offers one: no coroutine, no StopIteration per job
-    plain = backend.inline_submit() if inline and isinstance(backend, InlineSubmit) else None
-    track = sub.tracker.adder()
     # loop time at a perf_counter_ns reading: an inline call's time-out counts from its start
     loop_shift = asyncio.get_running_loop().time() - time.perf_counter_ns() / 1e9
     perf = time.perf_counter_ns
@@ -264,8 +282,6 @@ async def run_open_loop(
         waiting -= 1
         freed.set()
 
-    if stop.is_set():
-        return
     # a TaskGroup: if a submission fails, the dispatcher stops before the trial ends
     async with asyncio.TaskGroup() as tg:
         for i, offset in enumerate(offsets):
@@ -306,18 +322,6 @@ async def run_open_loop(
             attrs = "" if req.attributes is NO_ENTRIES else _attributes(req)
             put((job, STAGE_SUBMIT, now + shift, prec, key, attrs))
             progress.submitted += 1
-            if plain is not None:
-                try:
-                    bid = plain(req)
-                except Exception as exc:  # any backend failure is a recorded failure
-                    _failed(sub, job, exc)
-                    continue
-                acked = perf() + shift
-                ack = f'{{"backend_id":{_json_str(bid)}}}'  # _backend_id, inline
-                put((job, STAGE_SUBMIT_ACK, acked, prec, key, ack))
-                progress.acknowledged += 1
-                track(bid, job, acked)
-                continue
             try:
                 call = submit(req)
                 pending = call.send(None)

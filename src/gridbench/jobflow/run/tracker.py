@@ -82,9 +82,10 @@ class StatusTracker:
         self._seen_ns[backend_id] = self.rec.clock.now_ns() if acked_ns is None else acked_ns
         self.progress.in_flight = len(self.inflight)
 
-    def adder(self) -> Callable[[str, str, int], None]:
+    def adder(self, *, count: bool = True) -> Callable[[str, str, int], None]:
         """:meth:`add` with ``acked_ns`` given, as a closure over the tracker's maps: the
-        open loop's per-job call, without the method's attribute lookups."""
+        open loop's per-job call, without the method's attribute lookups. ``count=False``
+        leaves ``progress.in_flight`` to the caller (set once after a burst of adds)."""
         inflight, seen, progress = self.inflight, self._seen_ns, self.progress
         ids, jobs = self._ids.append, self._jobs.append
 
@@ -95,7 +96,13 @@ class StatusTracker:
             seen[backend_id] = acked_ns
             progress.in_flight = len(inflight)
 
-        return add
+        def add_uncounted(backend_id: str, job: str, acked_ns: int) -> None:
+            inflight[backend_id] = job
+            ids(backend_id)
+            jobs(job)
+            seen[backend_id] = acked_ns
+
+        return add if count else add_uncounted
 
     @property
     def names(self) -> dict[str, str]:
