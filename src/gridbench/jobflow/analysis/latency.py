@@ -135,5 +135,5 @@ def latency_stats(durations: Durations) -> dict[str, Stats]:
 
 def median(d: NDArray[np.float64]) -> float | None:
     """Median of the finite values, ``None`` when there are none."""
-    a = d[np.isfinite(d)]
-    return float(np.median(a)) if a.size else None
+    a = d[np.isfinite(d)]  # a fresh copy: np.median may partition it in place
+    return float(np.median(a, overwrite_input=True)) if a.size else None

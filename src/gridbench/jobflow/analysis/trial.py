@@ -164,11 +164,11 @@ def analyze_reduced(
     del tl  # the per-job table: its times are in ``jt`` now
     end = end_stage(jt, chain)
     sched = schedule_times(jt, chain)
-    sched_sorted = sorted_finite(sched)
+    passages = _Passages(jt)
+    sched_sorted = _sched_sorted(passages, sched, names)
     sub_start = float(sched_sorted[0]) if sched_sorted.size else None
     sub_end = float(sched_sorted[-1]) if sched_sorted.size else None
     offered = _offered(info, sched_sorted, load_model is not None and load_model.rate_based)
-    passages = _Passages(jt)
 
     durations = latency_durations(jt, chain)
     latency = latency_stats(durations)
@@ -181,10 +181,18 @@ def analyze_reduced(
 
     throughput: dict[str, Any] = {}
     flows: dict[str, StageFlow] = {}
+    punct: dict[str, Any] = {}  # the punctual series, made while each P_n is at hand
+
+    def measure(f: StageFlow) -> None:
+        p = f.punctual() if f.times.size else None
+        throughput[f.stage] = stage_throughput(f, warm, sub_end, offered, p)
+        if cfg.series and p is not None:
+            punct[f.stage] = ser.series(f.times, p, cfg.max_points)
+
     for i, s in enumerate(names):
         up = names[i - 1] if i else (STAGE_INTENDED if jt.has(STAGE_INTENDED) else None)
         flows[s] = _flow(passages, s, up, jt.get(s) - sched, errors.get(s))
-        throughput[s] = stage_throughput(flows[s], warm, sub_end, offered)
+        measure(flows[s])
     if len(names) >= 2:
         last = flows[names[-1]]
         first_t = passages(names[0])
@@ -197,7 +205,7 @@ def analyze_reduced(
             last.failures,
         )
         flows["overall"] = overall
-        throughput["overall"] = stage_throughput(overall, warm, sub_end, offered)
+        measure(overall)
 
     rates = scheduler_rates(jt, chain, errors, end)
     seg_median = {g.name: latency[g.name]["p50"] for g in chain.all_segments()}
@@ -268,7 +276,7 @@ def analyze_reduced(
     out_series = None
     if cfg.series:
         out_series = _series(
-            cfg, flows, queue_data, durations, sched_sorted, passages(STAGE_SUBMIT), window
+            cfg, flows, punct, queue_data, durations, sched_sorted, passages(STAGE_SUBMIT), window
         )
     return TrialResult(info, metrics, out_series)
 
@@ -293,6 +301,16 @@ def _flow(
     )
 
 
+def _sched_sorted(passages: _Passages, sched: F64, names: list[str]) -> F64:
+    """The sorted schedule times: the sorted intended times when no job falls back to its
+    first chain stage (the same values, so one sort less), else sorted anew."""
+    intended = passages.jt.get(STAGE_INTENDED)
+    first = passages.jt.get(names[0]) if names else None
+    if first is None or not (np.isfinite(first) & ~np.isfinite(intended)).any():
+        return passages(STAGE_INTENDED)
+    return sorted_finite(sched)
+
+
 def _warmup(cfg: AnalysisConfig, sched_sorted: F64, done_sorted: F64, window: float) -> Warmup:
     if cfg.warmup_method == "steady_state":
         return steady_state_warmup(sched_sorted, done_sorted, window, cfg.warmup_fraction)
@@ -302,6 +320,7 @@ def _warmup(cfg: AnalysisConfig, sched_sorted: F64, done_sorted: F64, window: fl
 def _series(
     cfg: AnalysisConfig,
     flows: dict[str, StageFlow],
+    punct: dict[str, Any],
     queue_data: dict[str, tuple[F64, F64]],
     durations: dict[str, F64],
     sched_sorted: F64,
@@ -309,11 +328,6 @@ def _series(
     window: float,
 ) -> dict[str, Any]:
     mp = cfg.max_points
-    punct: dict[str, Any] = {}
-    for s, f in flows.items():
-        p = f.punctual() if f.times.size else None
-        if p is not None:
-            punct[s] = ser.series(f.times, p, mp)
     all_t = [f.times for f in flows.values() if f.times.size]
     lo = min(float(t[0]) for t in all_t) if all_t else 0.0
     hi = max(float(t[-1]) for t in all_t) if all_t else 0.0
