@@ -52,13 +52,14 @@ def describe(x: NDArray[np.float64] | list[float]) -> Stats:
     out["mean"] = mean
     out["min"] = float(a.min())
     out["max"] = float(a.max())
-    qs = np.percentile(a, [q for _, q in PERCENTILES])
-    for (name, _), v in zip(PERCENTILES, qs, strict=True):
-        out[name] = float(v)
     if n >= 2:
         std = float(a.std(ddof=1))
         out["std"] = std
         out["ci95"] = t_halfwidth(std, n)
+    # last: ``a`` is our own copy, partitioned in place (the sums above keep their order)
+    qs = np.percentile(a, [q for _, q in PERCENTILES], overwrite_input=True)
+    for (name, _), v in zip(PERCENTILES, qs, strict=True):
+        out[name] = float(v)
     return out
 
 

@@ -28,6 +28,7 @@ from numpy.typing import NDArray
 
 from gridbench.jobflow.analysis.clocks import segment_bound
 from gridbench.jobflow.analysis.timelines import JobTimes
+from gridbench.jobflow.analysis.workers import pmap
 from gridbench.jobflow.events.chain import Segment, StageChain
 from gridbench.jobflow.events.model import (
     STAGE_CLIENT_DONE,
@@ -130,10 +131,10 @@ def latency_durations(jt: JobTimes, chain: StageChain) -> Durations:
 
 def latency_stats(durations: Durations) -> dict[str, Stats]:
     """The stats object of every duration array."""
-    return {name: describe(d) for name, d in durations.items()}
+    return dict(zip(durations, pmap(describe, durations.values()), strict=True))
 
 
 def median(d: NDArray[np.float64]) -> float | None:
     """Median of the finite values, ``None`` when there are none."""
-    a = d[np.isfinite(d)]
-    return float(np.median(a)) if a.size else None
+    a = d[np.isfinite(d)]  # a fresh copy: np.median may partition it in place
+    return float(np.median(a, overwrite_input=True)) if a.size else None

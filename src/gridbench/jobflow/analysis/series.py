@@ -22,18 +22,26 @@ HIST_BINS = 50
 def minmax_downsample(t: F64, v: F64, max_points: int = MAX_POINTS) -> tuple[F64, F64, bool]:
     """At most ``max_points`` points keeping each bucket's min and max (NaN values dropped)."""
     ok = np.isfinite(t) & np.isfinite(v)
-    t, v = t[ok], v[ok]
+    if t.size <= max_points or not ok.all():  # long and all finite: no copy needed
+        t, v = t[ok], v[ok]
     n = t.size
     if n <= max_points:
         return t, v, False
     buckets = max(1, max_points // 2)
     k = math.ceil(n / buckets)
     buckets = math.ceil(n / k)
-    pad = buckets * k - n
-    grid = np.concatenate([v, np.full(pad, np.nan)]).reshape(buckets, k)
-    lo = np.nanargmin(grid, axis=1) + np.arange(buckets) * k
-    hi = np.nanargmax(grid, axis=1) + np.arange(buckets) * k
-    idx = np.unique(np.concatenate([lo, hi]))  # sorted: time order within and across buckets
+    # full buckets as a view; the short last one apart (no NaN padding, no nanarg* copies)
+    full = n // k
+    rows = v[: full * k].reshape(full, k)
+    starts = np.arange(buckets) * k
+    lo = np.empty(buckets, dtype=np.intp)
+    hi = np.empty(buckets, dtype=np.intp)
+    lo[:full] = np.argmin(rows, axis=1)
+    hi[:full] = np.argmax(rows, axis=1)
+    if full < buckets:
+        lo[full] = np.argmin(v[full * k :])
+        hi[full] = np.argmax(v[full * k :])
+    idx = np.unique(np.concatenate([lo + starts, hi + starts]))  # sorted: time order
     return t[idx], v[idx], True
 
 

@@ -42,22 +42,28 @@ F64 = NDArray[np.float64]
 
 def sorted_finite(t: F64) -> F64:
     """The finite values of ``t``, sorted."""
-    return np.sort(t[np.isfinite(t)])
+    a = t[np.isfinite(t)]  # a fresh copy: sorted in place (np.sort would copy it again)
+    a.sort()
+    return a
 
 
 def punctual(times_sorted: F64, t0: float) -> F64:
     """P_n = n / (t_n - t0) for n = 1..N (NaN where t_n <= t0)."""
-    n = np.arange(1, times_sorted.size + 1, dtype=np.float64)
     dt = times_sorted - t0
+    p = np.arange(1, times_sorted.size + 1, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(dt > 0, n / dt, np.nan)
+        np.divide(p, dt, out=p)  # in place: one array per job and stage, not three
+    p[~(dt > 0)] = np.nan
+    return p
 
 
 def edgi_average(p: F64, fraction: float) -> float | None:
     """Mean of P_n for n = floor(fraction*N)+1 .. N (the seed's average throughput)."""
     k = trimmed_count(p.size, fraction)
     tail = p[k:]
-    tail = tail[np.isfinite(tail)]
+    ok = np.isfinite(tail)
+    if not ok.all():  # copy only when something must be dropped (same values, same sum)
+        tail = tail[ok]
     return float(tail.mean()) if tail.size else None
 
 
@@ -108,10 +114,12 @@ def stage_throughput(
     warm: Warmup,
     sub_end: float | None,
     offered: float | None,
+    punct: F64 | None = None,
 ) -> dict[str, Any]:
-    """The per-stage throughput object of metrics.json."""
+    """The per-stage throughput object of metrics.json (``punct``: the flow's P_n when the
+    caller already has it, so it is not computed twice)."""
     n = int(flow.times.size)
-    p = flow.punctual()
+    p = punct if punct is not None else flow.punctual()
     average = edgi_average(p, warm.fraction) if p is not None and n else None
     steady = None
     if flow.lag is not None and warm.start_s is not None and sub_end is not None:

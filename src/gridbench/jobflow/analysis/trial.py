@@ -24,6 +24,7 @@ from gridbench.jobflow.analysis.latency import (
     median,
     schedule_times,
 )
+from gridbench.jobflow.analysis.passages import Passages, schedule_sorted, stage_flow
 from gridbench.jobflow.analysis.queues import (
     growth_window,
     queue_metrics,
@@ -43,12 +44,10 @@ from gridbench.jobflow.analysis.staging import staging_stats
 from gridbench.jobflow.analysis.throughput import (
     StageFlow,
     default_window,
-    sorted_finite,
     stage_throughput,
     windowed_rate,
 )
 from gridbench.jobflow.analysis.timelines import (
-    JobTimes,
     job_times,
     stage_failures,
     timeline_stages,
@@ -57,6 +56,7 @@ from gridbench.jobflow.analysis.timelines import (
 from gridbench.jobflow.analysis.users import job_users, user_breakdown
 from gridbench.jobflow.analysis.validity import client_cpu, late_jobs, trial_validity
 from gridbench.jobflow.analysis.warmup import Warmup, fraction_warmup, steady_state_warmup
+from gridbench.jobflow.analysis.workers import pmap
 from gridbench.jobflow.events.model import STAGE_INTENDED, STAGE_SUBMIT
 
 F64 = NDArray[np.float64]
@@ -69,32 +69,6 @@ class TrialResult:
     info: TrialInfo
     metrics: dict[str, Any]
     series: dict[str, Any] | None
-
-
-class _Passages:
-    """Sorted passage times per stage, computed once and shared (sorting is the main cost)."""
-
-    def __init__(self, jt: JobTimes) -> None:
-        self.jt = jt
-        self._cache: dict[str, F64] = {}
-
-    def __call__(self, stage: str) -> F64:
-        if stage not in self._cache:
-            self._cache[stage] = sorted_finite(self.jt.get(stage))
-        return self._cache[stage]
-
-    def completed(self, stage: str, failing: NDArray[np.bool_] | None) -> F64:
-        """Sorted times of the jobs that passed ``stage`` without being reported failing
-        there (``failing``: per job, from :func:`stage_failures`)."""
-        if failing is None or not failing.any():
-            return self(stage)
-        return sorted_finite(np.where(failing, np.nan, self.jt.get(stage)))
-
-    def ends_after(self, start: str, end: str) -> F64:
-        """Sorted ``end`` times of the jobs that also reached ``start``."""
-        s, e = self.jt.get(start), self.jt.get(end)
-        orphan = np.isfinite(e) & ~np.isfinite(s)
-        return sorted_finite(np.where(np.isfinite(s), e, np.nan)) if orphan.any() else self(end)
 
 
 def _origin(info: TrialInfo, tl_table: pl.DataFrame, stages: tuple[str, ...]) -> int:
@@ -168,11 +142,12 @@ def analyze_reduced(
     del tl  # the per-job table: its times are in ``jt`` now
     end = end_stage(jt, chain)
     sched = schedule_times(jt, chain)
-    sched_sorted = sorted_finite(sched)
+    passages = Passages(jt)
+    passages.fill(stages)
+    sched_sorted = schedule_sorted(passages, sched, names)
     sub_start = float(sched_sorted[0]) if sched_sorted.size else None
     sub_end = float(sched_sorted[-1]) if sched_sorted.size else None
     offered = _offered(info, sched_sorted, load_model is not None and load_model.rate_based)
-    passages = _Passages(jt)
 
     durations = latency_durations(jt, chain)
     latency = latency_stats(durations)
@@ -183,16 +158,18 @@ def analyze_reduced(
     window = cfg.window_s or default_window(span)
     warm = _warmup(cfg, sched_sorted, passages(names[-1]) if names else np.empty(0), window)
 
-    throughput: dict[str, Any] = {}
-    flows: dict[str, StageFlow] = {}
-    for i, s in enumerate(names):
-        up = names[i - 1] if i else (STAGE_INTENDED if jt.has(STAGE_INTENDED) else None)
-        flows[s] = _flow(passages, s, up, jt.get(s) - sched, errors.get(s))
-        throughput[s] = stage_throughput(flows[s], warm, sub_end, offered)
+    first_up = STAGE_INTENDED if jt.has(STAGE_INTENDED) else None
+
+    def flow(i: int) -> StageFlow:
+        s = names[i]
+        up = names[i - 1] if i else first_up
+        return stage_flow(passages, s, up, jt.get(s) - sched, errors.get(s))
+
+    flows = dict(zip(names, pmap(flow, range(len(names))), strict=True))
     if len(names) >= 2:
         last = flows[names[-1]]
         first_t = passages(names[0])
-        overall = StageFlow(
+        flows["overall"] = StageFlow(
             "overall",
             last.times,
             names[0],
@@ -200,16 +177,23 @@ def analyze_reduced(
             last.lag,
             last.failures,
         )
-        flows["overall"] = overall
-        throughput["overall"] = stage_throughput(overall, warm, sub_end, offered)
+
+    def measure(f: StageFlow) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """The throughput object and the punctual series, from one P_n."""
+        p = f.punctual() if f.times.size else None
+        s = ser.series(f.times, p, cfg.max_points) if cfg.series and p is not None else None
+        return stage_throughput(f, warm, sub_end, offered, p), s
+
+    measured = dict(zip(flows, pmap(measure, flows.values()), strict=True))
+    throughput = {s: m[0] for s, m in measured.items()}
+    punct = {s: m[1] for s, m in measured.items() if m[1] is not None}
 
     rates = scheduler_rates(jt, chain, errors, end)
     seg_median = {g.name: latency[g.name]["p50"] for g in chain.all_segments()}
-    queues: dict[str, Any] = {}
-    queue_data: dict[str, tuple[F64, F64]] = {}
-    for qname, a, b in queue_segments(chain):
+
+    def queue(q: tuple[str, str, str]) -> tuple[dict[str, Any], tuple[F64, F64]]:
+        qname, a, b = q
         starts, ends = passages(a), passages.ends_after(a, b)
-        queue_data[qname] = (starts, ends)
         lo, hi = growth_window(
             sub_start,
             sub_end,
@@ -217,7 +201,13 @@ def analyze_reduced(
             flows[a].lag if a in flows else median(jt.get(a) - sched),
             seg_median.get(qname) if qname in seg_median else median(jt.get(b) - jt.get(a)),
         )
-        queues[qname] = queue_metrics(starts, ends, lo, hi)
+        return queue_metrics(starts, ends, lo, hi), (starts, ends)
+
+    segs = queue_segments(chain)
+    passages.fill(a for _, a, _ in segs)
+    queued = dict(zip((q[0] for q in segs), pmap(queue, segs), strict=True))
+    queues = {q: m[0] for q, m in queued.items()}
+    queue_data = {q: m[1] for q, m in queued.items()}
 
     failures = failure_counts(jt)
     late = late_jobs(jt, info.late_threshold_ns)
@@ -272,29 +262,9 @@ def analyze_reduced(
     out_series = None
     if cfg.series:
         out_series = _series(
-            cfg, flows, queue_data, durations, sched_sorted, passages(STAGE_SUBMIT), window
+            cfg, flows, punct, queue_data, durations, sched_sorted, passages(STAGE_SUBMIT), window
         )
     return TrialResult(info, metrics, out_series)
-
-
-def _flow(
-    passages: _Passages,
-    stage: str,
-    upstream: str | None,
-    lag: F64,
-    failing: NDArray[np.bool_] | None,
-) -> StageFlow:
-    """A stage's completed passages, measured from the first upstream time of any job."""
-    up_t = passages(upstream) if upstream is not None else np.empty(0)
-    n_failed = int(np.count_nonzero(failing)) if failing is not None else 0
-    return StageFlow(
-        stage,
-        passages.completed(stage, failing),
-        upstream,
-        float(up_t[0]) if up_t.size else None,
-        median(lag),
-        n_failed,
-    )
 
 
 def _warmup(cfg: AnalysisConfig, sched_sorted: F64, done_sorted: F64, window: float) -> Warmup:
@@ -306,6 +276,7 @@ def _warmup(cfg: AnalysisConfig, sched_sorted: F64, done_sorted: F64, window: fl
 def _series(
     cfg: AnalysisConfig,
     flows: dict[str, StageFlow],
+    punct: dict[str, Any],
     queue_data: dict[str, tuple[F64, F64]],
     durations: dict[str, F64],
     sched_sorted: F64,
@@ -313,11 +284,6 @@ def _series(
     window: float,
 ) -> dict[str, Any]:
     mp = cfg.max_points
-    punct: dict[str, Any] = {}
-    for s, f in flows.items():
-        p = f.punctual() if f.times.size else None
-        if p is not None:
-            punct[s] = ser.series(f.times, p, mp)
     all_t = [f.times for f in flows.values() if f.times.size]
     lo = min(float(t[0]) for t in all_t) if all_t else 0.0
     hi = max(float(t[-1]) for t in all_t) if all_t else 0.0
@@ -334,7 +300,7 @@ def _series(
     for q, (a, b) in queue_data.items():
         qt, qv, down = queue_series(a, b, mp)
         queues[q] = {"t": qt.tolist(), "v": qv.tolist(), "downsampled": down}
-    hist = {k: ser.histogram(d) for k, d in durations.items()}
+    hist = dict(zip(durations, pmap(ser.histogram, durations.values()), strict=True))
     parts = [*punct.values(), *queues.values()]
     return {
         "downsampled": any(p["downsampled"] for p in parts),
