@@ -343,6 +343,14 @@ def _agent_logs(run: Path, trial: str = "p00-t00") -> dict[str, Any]:
     return logs.get("logs", {}).get(trial, {})
 
 
+def _acked(log: Path) -> int:
+    """Submissions acknowledged in an agent's log as it is being written."""
+    if not log.exists():
+        return 0
+    ev = read_event_log(log, columns=["stage"], store=False)
+    return ev.filter(pl.col("stage") == "submit_ack").height
+
+
 def test_kill_9_of_an_agent_mid_trial(tmp_path: Path, grid: ReferenceGrid) -> None:
     proc, run, err = _run_background(
         f"""
@@ -358,7 +366,7 @@ timeouts: {{status_interval: 0.2s, drain: 30s, settle: 0s}}
     try:
         logs = _wait_for(lambda: len(_agent_logs(run)) == 2 and _agent_logs(run), 60, "agents", err)
         victim_log = Path(logs["agent-1"]["path"])
-        _wait_for(lambda: victim_log.exists() and victim_log.stat().st_size > 2000, 30, "events")
+        _wait_for(lambda: _acked(victim_log) >= 3, 30, "acknowledged jobs")
         victim = psutil.Process(int(logs["agent-1"]["pid"]))  # the agent's worker process
         assert victim.pid != proc.pid and proc.pid in {p.pid for p in victim.parents()}
         victim.send_signal(signal.SIGKILL)

@@ -262,6 +262,9 @@ async def _stream(
                 fails[k] += 1
                 if gone or fails[k] >= LOST_AFTER:
                     results[k] = {"error": f"agent gone: {type(exc).__name__}: {exc}"[:300]}
+                    if local:  # its log is on this disk: merge what it wrote before dying
+                        with contextlib.suppress(Exception):
+                            await pull(k, False)
                     with contextlib.suppress(Exception):
                         await f.cancel()
                     continue
