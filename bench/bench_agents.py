@@ -18,8 +18,9 @@ Prints, in one run:
    controller process);
 3. the merge cost of 16 agents' logs of 1,000,000 events in all: the streaming path
    (pulled CSV lines appended as bytes to an events.csv, or parsed and appended as record
-   batches to an events.arrows, as during a trial) and ``gridbench collect``'s path
-   (``--merge-only``: this alone, best of ``--repeat``).
+   batches to an events.arrows; and agents' Arrow logs, as agents of an Arrow trial write
+   them, pulled as whole IPC messages and decoded into events.arrows, as during a trial)
+   and ``gridbench collect``'s path (``--merge-only``: this alone, best of ``--repeat``).
 
     PYTHONPATH=src .venv/bin/python bench/bench_agents.py [--rates 4000,8000,...] [--seconds 3]
         [--saturate 150000] [--repeat 5] [--merge-only]
@@ -41,11 +42,13 @@ from typing import Any, Literal
 import polars as pl
 
 from gridbench.jobflow.events.clock import AnchoredClock
+from gridbench.jobflow.events.columnar import ArrowEventLog
 from gridbench.jobflow.events.log import EventLog, Origin
 from gridbench.jobflow.events.trial_log import open_trial_log, read_trial_log
 from gridbench.jobflow.experiment.runner import ExperimentRunner
 from gridbench.jobflow.run.agent_collect import merge_logs
-from gridbench.jobflow.run.agents import _Merger
+from gridbench.jobflow.run.agent_merge import LogMerger
+from gridbench.jobflow.run.agent_worker import read_log
 from gridbench.jobflow.spec import load_spec_text, make_plan
 
 
@@ -117,14 +120,15 @@ safety: {{max_rate: 1000000/s, max_jobs: 10000000, confirm_above: 10000000}}
     }
 
 
-def synth_logs(root: Path, agents: int, total: int) -> list[Path]:
-    """``agents`` logs of ``total`` events in all, written as agents write them."""
+def synth_logs(root: Path, agents: int, total: int, *, arrow: bool = False) -> list[Path]:
+    """``agents`` logs of ``total`` events in all, written as agents write them (CSV, or
+    Arrow in batches of 1,024 events: what 0.1 s brings an agent at ~10,000/s)."""
     clock = AnchoredClock()
     paths = []
     per = total // agents
     for k in range(agents):
-        p = root / f"agent-{k}.events.csv"
-        with EventLog(p, batch_size=4096) as log:
+        p = root / f"agent-{k}.events.{'arrows' if arrow else 'csv'}"
+        with ArrowEventLog(p, batch_size=1024) if arrow else EventLog(p, batch_size=4096) as log:
             t = clock.now_ns()
             for i in range(per // 4):
                 job = f"p00-t00-{k:02d}{i:07d}"
@@ -142,7 +146,7 @@ def _stream(paths: list[Path], trial_dir: Path, fmt: Literal["csv", "arrow"], to
     c0 = _cpu()
     with open_trial_log(trial_dir, fmt) as elog:
         for p in paths:
-            m, first = _Merger(elog), True
+            m, first = LogMerger(elog), True
             with open(p, "rb") as fh:
                 while chunk := fh.read(1 << 20):
                     cut = chunk.rfind(b"\n") + 1  # the pull hands over complete lines
@@ -156,10 +160,32 @@ def _stream(paths: list[Path], trial_dir: Path, fmt: Literal["csv", "arrow"], to
     return cpu
 
 
+def _stream_arrow_agents(paths: list[Path], trial_dir: Path, total: int) -> float:
+    """CPU seconds of merging agents' Arrow logs into events.arrows as a trial does: each
+    pulled by ``read_log`` (whole IPC messages) and decoded against the earlier pulls."""
+    trial_dir.mkdir()
+    c0 = _cpu()
+    with open_trial_log(trial_dir, "arrow") as elog:
+        for p in paths:
+            m, offset = LogMerger(elog, columnar=True), 0
+            while True:
+                data, offset, _ = read_log(str(p), offset)
+                if not data:
+                    break
+                m.add(data, False)
+            m.close()
+    cpu = _cpu() - c0
+    merged = read_trial_log(trial_dir, columns=["job"]).height
+    assert merged == total, ("arrow agents", merged, total)
+    return cpu
+
+
 def merge_costs(root: Path, agents: int = 16, total: int = 1_000_000) -> dict[str, float]:
     paths = synth_logs(root, agents, total)
     stream = _stream(paths, root / "stream-csv", "csv", total)
     stream_arrow = _stream(paths, root / "stream-arrow", "arrow", total)
+    arrow_logs = synth_logs(root / "arrow-agents", agents, total, arrow=True)
+    stream_arrow_agents = _stream_arrow_agents(arrow_logs, root / "stream-arrow-agents", total)
     collect_dir = root / "collect"
     collect_dir.mkdir()
     c0 = _cpu()
@@ -172,6 +198,7 @@ def merge_costs(root: Path, agents: int = 16, total: int = 1_000_000) -> dict[st
     return {
         "stream_s": stream,
         "stream_arrow_s": stream_arrow,
+        "stream_arrow_agents_s": stream_arrow_agents,
         "collect_s": collect,
         "recollect_s": recollect,
     }
@@ -293,7 +320,9 @@ def _print_merge(m: dict[str, float]) -> None:
     print(
         f"merge of 16 agents' logs, 1,000,000 events: streaming into events.csv "
         f"{m['stream_s']:.2f} s CPU ({1e6 / m['stream_s']:,.0f} ev/s), into events.arrows "
-        f"{m['stream_arrow_s']:.2f} s ({1e6 / m['stream_arrow_s']:,.0f} ev/s); collect "
+        f"{m['stream_arrow_s']:.2f} s ({1e6 / m['stream_arrow_s']:,.0f} ev/s), agents' Arrow "
+        f"logs into events.arrows {m['stream_arrow_agents_s']:.2f} s "
+        f"({1e6 / m['stream_arrow_agents_s']:,.0f} ev/s); collect "
         f"{m['collect_s']:.2f} s, collect again (nothing new) {m['recollect_s']:.2f} s"
     )
 

@@ -25,7 +25,7 @@ import pytest
 from conftest import BIN, cli_env
 from gridbench.jobflow.analysis import analyze_run
 from gridbench.jobflow.events.log import read_events
-from gridbench.jobflow.events.trial_log import read_trial_log
+from gridbench.jobflow.events.trial_log import read_event_log, read_trial_log
 from gridbench.jobflow.reference import ReferenceGrid, build_config
 from gridbench.jobflow.run.outstanding import outstanding_jobs
 from test_runner import run_spec
@@ -204,6 +204,7 @@ timeouts: {{status_interval: 0.2s, drain: 30s, settle: 0s}}
     assert set(ev["agent"].unique()) == {"agent-0", "agent-1"}
     per_agent = dict(intended.group_by("agent").len().iter_rows())
     assert per_agent == {"agent-0": 20, "agent-1": 20}  # the schedule split evenly
+    owns = []
     for name in ("agent-0", "agent-1"):
         a = info["agents"][name]
         # same host: the offset is zero within its bound, and the bound is small
@@ -213,9 +214,21 @@ timeouts: {{status_interval: 0.2s, drain: 30s, settle: 0s}}
         assert a["start_skew_ns"] is not None and abs(a["start_skew_ns"]) < 1_000_000_000
         offsets = ev.filter(pl.col("agent") == name)["clock_offset_ns"].unique().to_list()
         assert offsets == [a["clock_offset_ns"]]
-        # the agent's own log survives in the run, and holds what was merged
-        own = read_events(out.run.path / "agents" / name / "p00-t00.events.csv")
+        # the agent's own log, in the trial log's format, survives in the run and holds
+        # what was merged (an Arrow one pulled as whole IPC messages and decoded)
+        suffix = {"arrow": ".events.arrows", "csv": ".events.csv"}[fmt]
+        own_path = out.run.path / "agents" / name / f"p00-t00{suffix}"
+        assert a["log"] == str(own_path) and _agent_logs(out.run.path)[name]["path"] == a["log"]
+        assert [p.name for p in own_path.parent.glob("p00-t00.*")] == [own_path.name]
+        own = read_event_log(own_path)
         assert own.height == a["events"] == ev.filter(pl.col("agent") == name).height
+        owns.append(own)
+    # the trial's log is exactly the controller's events and the agents' own, each once
+    key = ["job", "stage", "t_ns", "agent"]
+    mine = ev.filter(~pl.col("agent").is_in(["agent-0", "agent-1"]))
+    # (the controller stamps events itself only for a lost agent's jobs: none here)
+    union = {*mine.select(key).iter_rows(), *pl.concat(owns).select(key).iter_rows()}
+    assert ev.height == len(union) and set(ev.select(key).iter_rows()) == union
     assert _queued(grid.url) == 0
     # the results break down per agent: its share, rate, late/dropped, CPU, submit latency
     m = analyze_run(out.run.path, write=True)
@@ -330,6 +343,14 @@ def _agent_logs(run: Path, trial: str = "p00-t00") -> dict[str, Any]:
     return logs.get("logs", {}).get(trial, {})
 
 
+def _acked(log: Path) -> int:
+    """Submissions acknowledged in an agent's log as it is being written."""
+    if not log.exists():
+        return 0
+    ev = read_event_log(log, columns=["stage"], store=False)
+    return ev.filter(pl.col("stage") == "submit_ack").height
+
+
 def test_kill_9_of_an_agent_mid_trial(tmp_path: Path, grid: ReferenceGrid) -> None:
     proc, run, err = _run_background(
         f"""
@@ -345,7 +366,7 @@ timeouts: {{status_interval: 0.2s, drain: 30s, settle: 0s}}
     try:
         logs = _wait_for(lambda: len(_agent_logs(run)) == 2 and _agent_logs(run), 60, "agents", err)
         victim_log = Path(logs["agent-1"]["path"])
-        _wait_for(lambda: victim_log.exists() and victim_log.stat().st_size > 2000, 30, "events")
+        _wait_for(lambda: _acked(victim_log) >= 3, 30, "acknowledged jobs")
         victim = psutil.Process(int(logs["agent-1"]["pid"]))  # the agent's worker process
         assert victim.pid != proc.pid and proc.pid in {p.pid for p in victim.parents()}
         victim.send_signal(signal.SIGKILL)
@@ -418,8 +439,10 @@ timeouts: {{status_interval: 0.2s, drain: 5s, settle: 0s}}
     _, ev = _trial(run)
     assert ev.filter(pl.col("stage") == "cancelled").height > 0
     assert outstanding_jobs(ev).height == 0
+    assert all(p.name.endswith(".events.arrows") for p in paths)  # the trial log's format
     for p in paths:  # every agent event is in the trial, once
-        own = read_events(p)
+        own = read_event_log(p)
+        assert own.height > 0
         assert own.join(ev, on=["job", "stage", "t_ns", "agent"], how="anti").height == 0
     again = subprocess.run([str(BIN), "collect", str(run)], env=env, capture_output=True, text=True)
     assert again.returncode == 0 and ": 0 events merged" in again.stdout, again.stdout
@@ -446,7 +469,7 @@ def test_pulled_lines_merge_into_a_columnar_trial_log(tmp_path: Path) -> None:
     from gridbench.errors import ResultsError
     from gridbench.jobflow.events.columnar import ArrowEventLog
     from gridbench.jobflow.events.log import EventLog, Origin
-    from gridbench.jobflow.run.agents import _Merger
+    from gridbench.jobflow.run.agent_merge import LogMerger
 
     agent_log = tmp_path / "agent-1.events.csv"
     with EventLog(agent_log) as log:
@@ -458,7 +481,7 @@ def test_pulled_lines_merge_into_a_columnar_trial_log(tmp_path: Path) -> None:
     trial = tmp_path / "trial"
     with ArrowEventLog(trial / "events.arrows") as elog:
         elog.append("j9", "intended", 10)  # the controller's own pending event
-        merger = _Merger(elog, "agent-1's log")
+        merger = LogMerger(elog, "agent-1's log")
         merger.add(raw[:cut], True)
         merger.add(raw[cut:], False)
         assert merger.events == 14 and elog.count == 15

@@ -19,8 +19,7 @@ import pytest
 
 import gridbench
 from conftest import BIN, cli_env
-from gridbench.jobflow.events.log import read_events
-from gridbench.jobflow.events.trial_log import read_trial_log
+from gridbench.jobflow.events.trial_log import read_event_log, read_trial_log
 from gridbench.jobflow.run.agent_pool import HOSTS_IDLE_CLOSE_S
 from io_fixtures import free_port, log_tail, stop
 from test_runner import run_spec
@@ -161,7 +160,8 @@ timeouts: {{status_interval: 0.1s}}
     assert r.returncode == 0, r.stdout + r.stderr
     assert ": 0 events merged" in r.stdout and f"{hosts.addrs[1]}:" in r.stdout
     for name in ("agent-0", "agent-1"):
-        copy = read_events(out.run.path / "agents" / name / "p00-t00.events.csv")
+        # the agent's log is in the trial log's format (events.arrows by default)
+        copy = read_event_log(out.run.path / "agents" / name / "p00-t00.events.arrows")
         assert copy.height == ev.filter(pl.col("agent") == name).height
 
 
@@ -200,7 +200,7 @@ timeouts: {{status_interval: 0.2s, drain: 5s, settle: 0s}}
         proc.wait(timeout=10)
 
         def cancelled_all() -> bool:
-            evs = [read_events(p) for p in paths]
+            evs = [read_event_log(p, store=False) for p in paths]
             return all(
                 e.filter(pl.col("stage") == "cancelled").height > 0
                 and outstanding_jobs(e).height == 0

@@ -11,7 +11,10 @@ keeps the cluster for the next trials (:class:`AgentPools`). Per trial it
    agent its share with one common start time, converted to its clock;
 3. pulls new lines of every agent's own log as they are written (:func:`read_log`, which is
    also the heartbeat; local agents' logs it reads from its own disk) and appends them to
-   the trial's event log (as bytes to an events.csv, as record batches to events.arrows);
+   the trial's event log (an agent writes its log in the trial log's format: CSV lines
+   appended as bytes to an events.csv; Arrow IPC messages decoded against the schema and
+   dictionaries pulled before, :mod:`gridbench.jobflow.events.ipc_pull`, and appended as
+   one record batch per pull to events.arrows);
 4. estimates the offsets again, and records offset, bound, drift and start skew per agent.
 
 An agent whose worker vanishes mid-trial is recorded as lost; the jobs it had submitted and
@@ -22,9 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import io
 import logging
-import os
 import time
 import uuid
 from pathlib import Path
@@ -34,18 +35,17 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from gridbench.errors import GridbenchError, ResultsError
-from gridbench.jobflow.events.columnar import ArrowEventLog
+from gridbench.errors import GridbenchError
+from gridbench.jobflow.events.columnar import ARROW_SUFFIX, ArrowEventLog
 from gridbench.jobflow.events.model import (
-    EVENT_COLUMNS,
-    EVENT_SCHEMA,
     FAIL_LOST,
     STAGE_CANCELLED,
     STAGE_FAILED,
 )
-from gridbench.jobflow.events.trial_log import EventWriter, read_event_log
+from gridbench.jobflow.events.trial_log import read_event_log
 from gridbench.jobflow.run import clock_sync
 from gridbench.jobflow.run.agent_live import merge_live
+from gridbench.jobflow.run.agent_merge import LogMerger
 from gridbench.jobflow.run.agent_pool import AgentPool, AgentPools
 from gridbench.jobflow.run.agent_worker import (
     AgentTask,
@@ -69,73 +69,18 @@ PULL_S = 0.2  # how often the controller pulls agents' logs (and so its heartbea
 TALK_S = 0.5  # how often it speaks to local agents, whose logs it reads itself
 LOST_AFTER = 3  # failed pulls in a row: the agent is gone
 PULL_TIMEOUT_S = 10.0  # one pull (a worker that does not answer counts as a failed pull)
-HEADER = (",".join(EVENT_COLUMNS) + "\n").encode()  # the first line of every event log
 
 
-def log_path(block: AgentsBlock, run_dir: Path, name: str, trial_id: str) -> str:
+def log_path(
+    block: AgentsBlock, run_dir: Path, name: str, trial_id: str, columnar: bool = False
+) -> str:
     """Where agent ``name`` keeps its log of ``trial_id``: under the run for local
-    processes, under ``workdir`` in the agent's home otherwise."""
+    processes, under ``workdir`` in the agent's home otherwise; ``.events.arrows`` when
+    the trial's own log is columnar, else ``.events.csv``."""
+    file = f"{trial_id}.events{ARROW_SUFFIX if columnar else '.csv'}"
     if block.processes:
-        return str(run_dir / "agents" / name / f"{trial_id}.events.csv")
-    return f"{block.workdir}/{run_dir.name}/{name}/{trial_id}.events.csv"
-
-
-class _Merger:
-    """Appends an agent's pulled log lines to the trial's event log as they are.
-
-    The agent writes the very format of events.csv (same gridbench version, checked at
-    connect). Into a CSV trial log its complete lines are appended as bytes after the
-    controller's own pending batch is flushed: both write whole lines to an O_APPEND
-    descriptor, so lines never interleave, and merging costs a copy rather than a parse
-    per event. Into a columnar log each pull's lines are parsed at once (polars) and
-    appended as one record batch, after the controller's pending events."""
-
-    def __init__(self, elog: EventWriter, where: str = "an agent's log") -> None:
-        self.elog = elog
-        self.where = where  # the agent's log, named in an error
-        self.events = 0
-        self._fd: int | None = None
-
-    def add(self, data: bytes, at_start: bool) -> None:
-        """Append ``data`` (complete lines; the log's header when ``at_start``)."""
-        if at_start and data.startswith(HEADER):
-            data = data[len(HEADER) :]
-        n = data.count(b"\n")
-        if not n:
-            return
-        if isinstance(self.elog, ArrowEventLog):
-            frame = _parse_lines(data, self.where)
-            self.elog.write_frame(frame)  # counts them in trial.json's events
-            self.events += frame.height
-            return
-        self.elog.flush()
-        if self._fd is None:
-            self._fd = os.open(self.elog.path, os.O_WRONLY | os.O_APPEND)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self._fd, view) :]
-        self.elog.add_count(n)  # trial.json's event count includes the merged events
-        self.events += n
-
-    def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-
-
-def _parse_lines(data: bytes, where: str) -> pl.DataFrame:
-    """An agent log's complete CSV lines (no header) as :data:`EVENT_SCHEMA`; lines that
-    do not parse are one error naming the log (the pull is retried, then the agent
-    counted lost with this reason)."""
-    try:
-        return pl.read_csv(io.BytesIO(data), schema=EVENT_SCHEMA, has_header=False)
-    except (pl.exceptions.ComputeError, pl.exceptions.NoDataError) as exc:
-        raise ResultsError(
-            f"the agent's log lines are not valid CSV: {str(exc).splitlines()[0]}",
-            where=where,
-            fix="the agent runs another gridbench version, or its log is damaged; "
-            "check the agent's log, then 'gridbench collect' the run",
-        ) from exc
+        return str(run_dir / "agents" / name / file)
+    return f"{block.workdir}/{run_dir.name}/{name}/{file}"
 
 
 async def run_remote_open(
@@ -168,6 +113,7 @@ async def _run_on(
     run_dir: Path,
 ) -> None:
     elog = ctx.recorders[0].log
+    columnar = isinstance(elog, ArrowEventLog)  # the agents write the trial log's format
     assert pool.client is not None
     addrs, names = pool.addresses, pool.names
     before = {a: await pool.offset(a) for a in addrs}
@@ -189,7 +135,7 @@ async def _run_on(
             seed=ctx.seed,
             start_ns=start_ns + before[a].offset_ns,
             clock_offset_ns=before[a].offset_ns,
-            log_path=log_path(block, run_dir, name, ctx.trial_id),
+            log_path=log_path(block, run_dir, name, ctx.trial_id, columnar),
             heartbeat_s=block.heartbeat,
             cancel_on_loss=block.on_controller_loss == "cancel",
             pool=loop.pool,
@@ -204,7 +150,7 @@ async def _run_on(
         pool.client.submit(run_agent, t, workers=[a], allow_other_workers=False, pure=False)
         for t, a in zip(tasks, addrs, strict=True)
     ]
-    mergers = [_Merger(elog, f"{t.name}'s log {t.log_path}") for t in tasks]
+    mergers = [LogMerger(elog, f"{t.name}'s log {t.log_path}", columnar=columnar) for t in tasks]
     results = await _stream(pool, ctx, tasks, addrs, futures, mergers)
     agents: dict[str, Any] = {}
     for k, (t, a) in enumerate(zip(tasks, addrs, strict=True)):
@@ -249,7 +195,7 @@ async def _stream(
     tasks: list[AgentTask],
     addrs: list[str],
     futures: list[Any],
-    mergers: list[_Merger],
+    mergers: list[LogMerger],
 ) -> list[dict[str, Any]]:
     """Pull every agent's new log lines until all are done or gone; their results.
 
@@ -316,6 +262,9 @@ async def _stream(
                 fails[k] += 1
                 if gone or fails[k] >= LOST_AFTER:
                     results[k] = {"error": f"agent gone: {type(exc).__name__}: {exc}"[:300]}
+                    if local:  # its log is on this disk: merge what it wrote before dying
+                        with contextlib.suppress(Exception):
+                            await pull(k, False)
                     with contextlib.suppress(Exception):
                         await f.cancel()
                     continue
