@@ -476,3 +476,33 @@ def test_writing_the_log_does_not_import_pandas(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
     assert read_columnar(tmp_path / "e.arrows").events.height == 1000
+
+
+def _log_with_bad_job_bytes(path: Path) -> None:
+    """A log whose one batch holds a job id that is not UTF-8 (a writer never makes one;
+    a damaged or hostile file may)."""
+    from gridbench.jobflow.events.columnar import ARROW_SCHEMA
+    from gridbench.jobflow.events.dictionaries import strings_array
+
+    good = pa.array(["ok-1", "ok-2"], pa.string())
+    bad = pa.StringArray.from_buffers(2, good.buffers()[1], pa.py_buffer(b"ok-1ok-\xff"), None, 0)
+    stages = pa.DictionaryArray.from_arrays(pa.array([0, 0], pa.int32()), strings_array(["s"]))
+    ints = pa.array([1, 2], pa.int64())
+    batch = pa.RecordBatch.from_arrays(
+        [bad, stages, ints, stages, ints, stages, ints, pa.nulls(2, pa.string())],
+        schema=ARROW_SCHEMA,
+    )
+    with pa.OSFile(str(path), "wb") as fh, pa.ipc.new_stream(fh, ARROW_SCHEMA) as w:
+        w.write_batch(batch)
+
+
+def test_a_column_that_is_not_utf8_is_one_error_when_read(tmp_path: Path) -> None:
+    """Columns are validated as they are read: the damaged job column is one error naming
+    the file, while a reader of other columns gets its events."""
+    p = tmp_path / "events.arrows"
+    _log_with_bad_job_bytes(p)
+    with pytest.raises(ResultsError, match="damaged event batch") as err:
+        read_columnar(p)
+    assert err.value.where == str(p) and err.value.fix
+    times = read_columnar(p, columns=["stage", "t_ns"]).events
+    assert times["t_ns"].to_list() == [1, 2] and times["stage"].to_list() == ["s", "s"]

@@ -10,14 +10,18 @@ chunk, and the caller takes the hash-keyed path instead.
 
 The arrays come in blocks of :data:`BLOCK` numbers, made when a number in them is first
 seen: never reallocated or copied as a run grows, and a stray large number (job
-``p00-t00-999999999999``) costs one block, not an array up to it. The blocks may hold at
-most :data:`SPARSE_LIMIT` times the events read (plus a few blocks): a log whose numbers
-are scattered wider takes the hash-keyed path instead, so memory stays bounded by the log.
+``p00-t00-999999999999``) costs one block, not an array up to it. A block is zero-filled
+by the kernel as its pages are first touched (``np.zeros``), so only the numbers used
+cost memory: a time is stored as ``_BIG - t`` and a scatter-max keeps the earliest, with
+0 meaning "not reached". The blocks may hold at most :data:`SPARSE_LIMIT` times the
+events read (plus a few blocks): a log whose numbers are scattered wider takes the
+hash-keyed path instead, so memory stays bounded by the log.
 """
 
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 import numpy as np
 import polars as pl
@@ -26,9 +30,11 @@ from numpy.typing import NDArray
 from gridbench.jobflow.events.model import JOB_DIGITS
 
 _ROW = "_row"
-_NONE = np.iinfo(np.int64).max
-#: job numbers per block of arrays (~25 MB a block for a 10-stage timeline)
-BLOCK_BITS = 18
+#: times and rows are stored as ``_BIG - value`` (positive for -2^62 < value < 2^62), so
+#: that a never-touched 0 means none and the earliest is the largest
+_BIG = 1 << 62
+#: job numbers per block of arrays (virtual: pages cost memory once touched)
+BLOCK_BITS = 20
 BLOCK = 1 << BLOCK_BITS
 #: the blocks' numbers may exceed the events read by this factor (plus _SPARE blocks): a
 #: job has at least one event, so a dense numbering stays well below it
@@ -44,15 +50,18 @@ class NotNumbered(Exception):
     numbers are too scattered to index."""
 
 
-class _Block:
-    """The arrays of the jobs numbered ``[b * BLOCK, (b + 1) * BLOCK)``: each job's first
-    log row, and per stage its earliest time and whether it has one (C-contiguous, so that
-    ``reshape(-1)`` is a view the scatter writes through)."""
+class _Part(NamedTuple):
+    """A chunk's events as arrays: job number, log row, stage row (-1: none), time."""
 
-    def __init__(self, stages: int) -> None:
-        self.first = np.full(BLOCK, _NONE, np.int64)
-        self.times = np.full((stages, BLOCK), _NONE, np.int64)
-        self.seen = np.zeros((stages, BLOCK), np.bool_)
+    number: NDInt
+    rows: NDInt
+    k: NDInt
+    t: NDInt
+
+
+def block_bytes(stages: int) -> int:
+    """The size of one block of arrays for a timeline of ``stages`` stages."""
+    return (stages + 1) * BLOCK * 8
 
 
 class NumberedJobs:
@@ -66,22 +75,17 @@ class NumberedJobs:
         # (str(i).zfill(6)), never "0000042", "+00042" or " 42"
         digits = JOB_DIGITS
         self._form = rf"^{re.escape(prefix)}(?:\d{{{digits}}}|[1-9]\d{{{digits},17}})$"
-        self._blocks: dict[int, _Block] = {}
+        self._blocks: dict[int, NDInt] = {}
         self._events = 0
         self._index = {s: k for k, s in enumerate(stages)}
 
-    def add(self, indexed: pl.DataFrame) -> None:
-        """Fold in one chunk of events with their log rows (``_row``)."""
+    def part(self, indexed: pl.DataFrame) -> _Part:
+        """One chunk of events with their log rows (``_row``) as the arrays the scatter
+        takes (pure: run ahead on a worker thread); :class:`NotNumbered` for an odd id."""
         jobs = indexed.select(
             pl.col("job").str.contains(self._form).fill_null(False).alias("ok"),
             pl.col("job").str.slice(len(self.prefix)).cast(pl.Int64, strict=False).alias("n"),
-        )
-        if not jobs["ok"].all():  # an odd or null id
-            raise NotNumbered
-        number = jobs["n"].to_numpy()
-        self._events += number.size
-        # each event's stage row in the arrays: -1 for no timeline stage or no time
-        staged = indexed.select(
+            # each event's stage row in the arrays: -1 for no timeline stage or no time
             pl.when(pl.col("t_ns").is_not_null())
             .then(pl.col("stage").replace_strict(self._index, default=-1, return_dtype=pl.Int64))
             .fill_null(-1)
@@ -89,7 +93,17 @@ class NumberedJobs:
             pl.col("t_ns").fill_null(0),
             pl.col(_ROW).cast(pl.Int64),
         )
-        rows, k, t = staged[_ROW].to_numpy(), staged["k"].to_numpy(), staged["t_ns"].to_numpy()
+        if not jobs["ok"].all():  # an odd or null id
+            raise NotNumbered
+        t = jobs["t_ns"].to_numpy()
+        if t.size and not (int(t.min()) > -_BIG and int(t.max()) < _BIG):
+            raise NotNumbered  # a time outside the years 1824-2116: the hash path keeps it
+        return _Part(jobs["n"].to_numpy(), jobs[_ROW].to_numpy(), jobs["k"].to_numpy(), t)
+
+    def add(self, part: _Part) -> None:
+        """Fold in one chunk's arrays (:meth:`part`), in log order."""
+        number, rows, k, t = part
+        self._events += number.size
         block_of = number >> BLOCK_BITS
         lo, hi = int(block_of.min()), int(block_of.max())
         for b in range(lo, hi + 1) if hi - lo < 4 else np.unique(block_of).tolist():
@@ -103,41 +117,38 @@ class NumberedJobs:
         if block is None:
             if (len(self._blocks) + 1 - _SPARE) * BLOCK > SPARSE_LIMIT * self._events:
                 raise NotNumbered  # scattered numbers: the hash path is bounded by the log
-            block = self._blocks[b] = _Block(len(self.stages))
+            # row 0: each job's first log row; row 1 + k: stage k's earliest time
+            block = self._blocks[b] = np.zeros((len(self.stages) + 1, BLOCK), np.int64)
         local = number - b * BLOCK
-        np.minimum.at(block.first, local, rows)
+        flat = block.reshape(-1)
+        np.maximum.at(flat, local, _BIG - rows)
         timed = k >= 0
-        flat = k[timed] * BLOCK + local[timed]
-        np.minimum.at(block.times.reshape(-1), flat, t[timed])
-        block.seen.reshape(-1)[flat] = True
+        np.maximum.at(flat, (k[timed] + 1) * BLOCK + local[timed], _BIG - t[timed])
 
     def table(self) -> pl.DataFrame:
         """``job`` and each stage's earliest time, one row per job in first-event order
         (built a column at a time; the blocks are freed at the end)."""
-        blocks = [self._blocks[b] for b in sorted(self._blocks)]
-        bases = [b * BLOCK for b in sorted(self._blocks)]
+        bases = sorted(self._blocks)
+        blocks = [self._blocks[b] for b in bases]
         self._blocks = {}
         schema = {"job": pl.String, **dict.fromkeys(self.stages, pl.Int64)}
         if not blocks:
             return pl.DataFrame(schema=schema)
-        present = [np.flatnonzero(blk.first != _NONE) for blk in blocks]
+        present = [np.flatnonzero(blk[0]) for blk in blocks]
         pairs = list(zip(blocks, present, strict=True))
-        first = np.concatenate([blk.first[p] for blk, p in pairs])
+        # _BIG - row: decreasing when the rows increase
+        first = np.concatenate([blk[0][p] for blk, p in pairs])
         # the runner numbers jobs in the order it schedules them: usually already in order
-        order = None if bool(np.all(first[1:] > first[:-1])) else np.argsort(first, kind="stable")
+        order = None if bool(np.all(first[1:] < first[:-1])) else np.argsort(-first, kind="stable")
         del first
-        numbers = np.concatenate([p + base for p, base in zip(present, bases, strict=True)])
+        numbers = np.concatenate([p + b * BLOCK for p, b in zip(present, bases, strict=True)])
         columns: dict[str, pl.Series] = {
             "_n": pl.Series(numbers if order is None else numbers[order])
         }
-        for k, s in enumerate(self.stages):  # a column at a time
-            t = np.concatenate([blk.times[k][p] for blk, p in pairs])
-            seen = np.concatenate([blk.seen[k][p] for blk, p in pairs])
-            if order is not None:
-                t, seen = t[order], seen[order]
-            columns[s] = pl.Series(s, t)
-            columns["_seen_" + s] = pl.Series(seen)
+        for k, s in enumerate(self.stages, start=1):  # a column at a time
+            stored = np.concatenate([blk[k][p] for blk, p in pairs])
+            columns[s] = pl.Series(s, stored if order is None else stored[order])
         return pl.DataFrame(columns).select(
             (pl.lit(self.prefix) + pl.col("_n").cast(pl.String).str.zfill(JOB_DIGITS)).alias("job"),
-            *[pl.when(pl.col("_seen_" + s)).then(pl.col(s)).alias(s) for s in self.stages],
+            *[pl.when(pl.col(s) > 0).then(_BIG - pl.col(s)).alias(s) for s in self.stages],
         )

@@ -24,8 +24,8 @@ are small) gets all events in ``rest``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -42,6 +42,7 @@ from gridbench.jobflow.analysis.clocks import (
 from gridbench.jobflow.analysis.numbered import NotNumbered, NumberedJobs
 from gridbench.jobflow.analysis.staging import STARTS, TRANSFERS
 from gridbench.jobflow.analysis.timelines import FAILED_COLUMN, Timeline
+from gridbench.jobflow.analysis.workers import made_ahead
 from gridbench.jobflow.events.model import (
     EVENT_SCHEMA,
     STAGE_FAILED,
@@ -96,7 +97,11 @@ class JobNumbering:
 
 
 class _JobTable(Protocol):
-    def add(self, indexed: pl.DataFrame) -> None: ...
+    """A per-job table built a chunk at a time: :meth:`part` is a pure function of the
+    chunk (run on a worker thread, ahead of the fold), :meth:`add` folds it in, in order."""
+
+    def part(self, indexed: pl.DataFrame) -> Any: ...
+    def add(self, part: Any) -> None: ...
     def table(self) -> pl.DataFrame: ...
 
 
@@ -124,23 +129,43 @@ def reduce_events(
         tables.insert(0, ("number", lambda: NumberedJobs(names, n.prefix)))
     for key, make in tables[:-1]:
         try:
-            return _reduce(read_ahead(chunks()), names, keep, make(), key)
+            return _reduce(made_ahead(chunks()), names, keep, make(), key)
         except (NotNumbered, _Collision):
             continue
     key, make = tables[-1]
-    return _reduce(read_ahead(chunks()), names, keep, make(), key)
+    return _reduce(made_ahead(chunks()), names, keep, make(), key)
 
 
-def read_ahead(chunks: Iterable[pl.DataFrame]) -> Iterator[pl.DataFrame]:
-    """``chunks``, the next one read on a thread while the caller works on this one: the
-    reading (Arrow's validation, the conversion) mostly releases the GIL, so it overlaps
-    the reduction's numpy and polars work. Two chunks are held at a time."""
-    it = iter(chunks)
-    with ThreadPoolExecutor(1, thread_name_prefix="gridbench-read") as pool:
-        ahead = pool.submit(next, it, None)
-        while (chunk := ahead.result()) is not None:
-            ahead = pool.submit(next, it, None)
-            yield chunk
+@dataclass(frozen=True)
+class _Piece:
+    """One chunk's share of the reduction: its per-job part, its (stage, agent,
+    precision) counts, the rows ``rest`` keeps, and how many events it held."""
+
+    wide: Any
+    counts: pl.DataFrame
+    kept: pl.DataFrame
+    events: int
+
+
+def _based(chunks: Iterable[pl.DataFrame]) -> Iterator[tuple[int, pl.DataFrame]]:
+    """The non-empty chunks with the log row each starts at."""
+    base = 0
+    for chunk in chunks:
+        if chunk.height:
+            yield base, chunk
+            base += chunk.height
+
+
+def _piece(wide: _JobTable, keep: pl.Expr, based: tuple[int, pl.DataFrame]) -> _Piece:
+    base, chunk = based
+    return _Piece(
+        wide.part(chunk.with_row_index(_ROW, offset=base)),
+        chunk.group_by("stage", "agent", "precision_ns").agg(
+            pl.len().alias("n"), pl.col(BOUND_COLUMN).max().alias("b")
+        ),
+        _compact(chunk.filter(keep)),
+        chunk.height,
+    )
 
 
 def _reduce(
@@ -152,17 +177,14 @@ def _reduce(
 ) -> ReducedEvents:
     small, rest = [], []
     base = 0
-    for chunk in chunks:
-        if chunk.height == 0:
-            continue
-        wide.add(chunk.with_row_index(_ROW, offset=base))
-        small.append(
-            chunk.group_by("stage", "agent", "precision_ns").agg(
-                pl.len().alias("n"), pl.col(BOUND_COLUMN).max().alias("b")
-            )
-        )
-        rest.append(_compact(chunk.filter(keep)))
-        base += chunk.height
+    # three stages at once: the caller's reading (made_ahead), each chunk's pure work on
+    # a thread of its own, and the fold here; measured on 10 M jobs, the fold alone had
+    # held the pure work (12.5 s of 19.5) while reading waited
+    for piece in made_ahead(map(functools.partial(_piece, wide, keep), _based(chunks))):
+        wide.add(piece.wide)
+        small.append(piece.counts)
+        rest.append(piece.kept)
+        base += piece.events
     counts = _as_strings(pl.concat(small)) if small else _EMPTY_COUNTS
     kept = _as_strings(pl.concat(rest)) if rest else _EMPTY_REST
     table = wide.table()
@@ -235,7 +257,8 @@ class _Merged:
         self.rows = [0] * BUCKETS
         self.merged_rows = [0] * BUCKETS
 
-    def add(self, indexed: pl.DataFrame) -> None:
+    def part(self, indexed: pl.DataFrame) -> pl.DataFrame:
+        """The chunk grouped by job: its first row and each stage's earliest time."""
         mins = [pl.when(pl.col("stage") == s).then(pl.col("t_ns")).alias(s) for s in self.stages]
         h1 = pl.col("job").hash(11)
         # one chunk per column: polars' string aggregations and gathers over the many small
@@ -260,7 +283,9 @@ class _Merged:
                 *[pl.col(s).min() for s in self.stages],
             )
         )
-        part = _compact(part)  # the job id (and the exact key after a collision)
+        return _compact(part)  # the job id (and the exact key after a collision)
+
+    def add(self, part: pl.DataFrame) -> None:
         for (b,), bucket in part.partition_by("_b", as_dict=True, include_key=False).items():
             k = int(b)
             self.parts[k].append(bucket)

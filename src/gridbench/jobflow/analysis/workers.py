@@ -9,7 +9,7 @@ so the values are the ones a plain loop gives.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
@@ -27,3 +27,19 @@ def pmap(fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
         return [fn(x) for x in xs]
     with ThreadPoolExecutor(WORKERS, thread_name_prefix="gb-analysis") as pool:
         return list(pool.map(fn, xs))
+
+
+_DONE = object()
+
+
+def made_ahead(items: Iterable[T]) -> Iterator[T]:
+    """``items``, the next one made on a thread while the caller works on this one. A
+    log's reading (Arrow's validation, the conversion) and a chunk's polars and numpy
+    work mostly release the GIL, so stages chained so (``made_ahead(map(f,
+    made_ahead(chunks)))``) overlap. Each stage holds one item ahead."""
+    it = iter(items)
+    with ThreadPoolExecutor(1, thread_name_prefix="gridbench-ahead") as pool:
+        ahead = pool.submit(next, it, _DONE)
+        while (item := ahead.result()) is not _DONE:
+            ahead = pool.submit(next, it, _DONE)
+            yield item  # type: ignore[misc]

@@ -225,9 +225,9 @@ CONVERT_EVENTS = 1_000_000
 class ColumnarScan:
     """The log at ``path`` read a group of batches at a time (:meth:`frames`): batches
     are read, checked and turned into polars a group at a time, so a reader holds one
-    group, not the log. The first pass validates every batch and notes how many each
-    segment holds up to its torn tail; a later pass reads exactly those (``torn``: the
-    torn batches skipped)."""
+    group, not the log; every pass validates the columns it reads. The first pass notes
+    how many batches each segment holds up to its torn tail; a later pass reads exactly
+    those (``torn``: the torn batches skipped)."""
 
     def __init__(self, path: str | os.PathLike[str], *, store: bool = True) -> None:
         p = Path(path)
@@ -260,31 +260,43 @@ class ColumnarScan:
                 else:
                     source, size = str(seg), seg.stat().st_size
                 n = 0
-                batches = _SegmentBatches(source, size, seg, check=checking, limit=limit)
+                batches = _SegmentBatches(source, size, seg, limit=limit)
                 for batch in batches:
                     n += 1
                     pending.append(batch)
                     rows += batch.num_rows
                     if rows >= CONVERT_EVENTS:
-                        yield _to_polars(pending, cols, categorical=categorical)
+                        yield _to_polars(pending, cols, seg, categorical=categorical)
                         pending, rows = [], 0
                         batches.release()
                 torn += batches.torn
                 good.append(n)
         if pending:
-            yield _to_polars(pending, cols, categorical=categorical)
+            yield _to_polars(pending, cols, self.segments[-1], categorical=categorical)
         if checking:
             self._good, self.torn = good, torn
 
 
 def _to_polars(
-    batches: list[pa.RecordBatch], cols: list[str], *, categorical: bool = False
+    batches: list[pa.RecordBatch], cols: list[str], seg: Path, *, categorical: bool = False
 ) -> pl.DataFrame:
     """A group of batches as one polars chunk of :data:`EVENT_SCHEMA` types, or with the
     dictionary columns as categoricals (``categorical``: no unified dictionary and no
     string column is built; 3-4x cheaper). Batches of one growing dictionary are joined
-    first (:func:`_combined`); older logs' per-batch dictionaries are mapped by polars."""
-    table = _combined(pa.Table.from_batches(batches, schema=ARROW_SCHEMA).select(cols))
+    first (:func:`_combined`); older logs' per-batch dictionaries are mapped by polars.
+
+    The columns read are validated first (offsets, UTF-8, dictionary indices), as one
+    table rather than batch by batch: a live log's batches are small, and each check has
+    a fixed cost (measured: 16 ms against 36 ms a million events). ``seg``: the segment
+    named by an error (the group's last)."""
+    table = pa.Table.from_batches(batches, schema=ARROW_SCHEMA).select(cols)
+    try:
+        table.validate(full=True)
+    except (pa.ArrowException, ValueError) as exc:
+        raise ResultsError(
+            f"damaged event batch: {str(exc)[:200]}", where=str(seg), fix=_FIX
+        ) from None
+    table = _combined(table)
     if categorical:
         frame = pl.from_arrow(table, rechunk=False)
         assert isinstance(frame, pl.DataFrame)
@@ -311,11 +323,12 @@ def _combined(table: pa.Table) -> pa.Table:
 
 
 class _SegmentBatches:
-    """The whole batches of one segment (``torn``: 1 once its tail proved torn)."""
+    """The whole batches of one segment (``torn``: 1 once its tail proved torn), each
+    checked only as far as reading it goes (:func:`_to_polars` validates their data)."""
 
-    def __init__(self, source: str, size: int, seg: Path, *, check: bool, limit: int | None):
+    def __init__(self, source: str, size: int, seg: Path, *, limit: int | None):
         self.source, self.size, self.seg = source, size, seg
-        self.check, self.limit = check, limit
+        self.limit = limit
         self.torn = 0
         self._stream: pa.BufferReader | None = None
         self._map: mmap.mmap | None = None
@@ -340,13 +353,6 @@ class _SegmentBatches:
             batch = self._next(reader)
             if batch is None:
                 return
-            if self.check:
-                try:
-                    batch.validate(full=True)  # offsets, UTF-8 and dictionary indices
-                except (pa.ArrowException, ValueError) as exc:
-                    raise ResultsError(
-                        f"damaged event batch: {str(exc)[:200]}", where=str(self.seg), fix=_FIX
-                    ) from None
             n += 1
             yield batch
 
