@@ -47,7 +47,8 @@ import numpy as np
 import polars as pl
 
 from gridbench.jobflow.events.columnar import ArrowEventLog
-from gridbench.jobflow.events.model import JOB_DIGITS, job_prefix
+from gridbench.jobflow.events.job_numbers import job_name_expr
+from gridbench.jobflow.events.model import job_prefix
 
 STAGES = [
     ("submit", "client", 1_000),
@@ -110,11 +111,11 @@ def _events(
     as gridbench names them (``p00-t00-000042``), or ``foreign``: ``j00000042``, ids the
     analysis cannot number (an ingested log's)."""
     n = hi - lo
-    numbers = pl.Series("job", np.arange(lo, hi)).cast(pl.String)
+    numbers = pl.Series("job", np.arange(lo, hi))
     if foreign:
-        jobs = "j" + numbers.str.zfill(8)
+        jobs = "j" + numbers.cast(pl.String).str.zfill(8)
     else:
-        jobs = job_prefix("p00-t00") + numbers.str.zfill(JOB_DIGITS)
+        jobs = pl.select(job_name_expr(job_prefix("p00-t00"), pl.lit(numbers)).alias("job"))["job"]
     fail = failed[lo:hi]
     prec = {"intended": ("client", 1_000), "submit_ack": ("client", 1_000)}
     prec.update({name: (src, p) for name, src, p in STAGES})

@@ -17,12 +17,13 @@ from gridbench.jobflow.analysis.clocks import to_controller_time
 from gridbench.jobflow.analysis.numbered import NotNumbered, NumberedJobs
 from gridbench.jobflow.analysis.reduce import (
     TIMELINE_KEEP,
-    JobNumbering,
     frame_chunks,
+    in_chunks,
     keep_expr,
     reduce_events,
 )
 from gridbench.jobflow.analysis.timelines import timeline_stages
+from gridbench.jobflow.events.job_numbers import with_job_numbers
 from test_runner import run_spec
 from timeline_oracle import build_timeline
 
@@ -50,7 +51,10 @@ def _events(
 
 
 def _numbered(chunks: list[pl.DataFrame]) -> reduce.ReducedEvents:
-    return reduce._reduce(iter(chunks), STAGES, KEEP, NumberedJobs(STAGES, PREFIX))
+    """The numbered path alone, over ``chunks`` (events with their ``job`` ids)."""
+    numbered = (with_job_numbers(c, PREFIX) for c in chunks)
+    table = NumberedJobs(STAGES, PREFIX)
+    return reduce._reduce(numbered, STAGES, KEEP, table, "number", PREFIX)
 
 
 @pytest.mark.parametrize("size", [1, 7, 64, 100_000])
@@ -62,8 +66,7 @@ def test_numbered_table_is_the_in_memory_timeline(size: int) -> None:
     assert tl.table.height > 100 and tl.table["failed"].null_count() < tl.table.height
     assert rest.equals(ev.filter(KEEP))
     # and reduce_events takes this path for such a log: the same table
-    numbering = JobNumbering(PREFIX)
-    got = reduce_events(lambda: frame_chunks(ev, size), STAGES, KEEP, numbering=numbering)
+    got = reduce_events(in_chunks(ev, size), STAGES, KEEP, job_prefix=PREFIX)
     assert got.job_key == "number" and got.take()[0].table.equals(want.table)
 
 
@@ -83,8 +86,7 @@ def test_other_ids_are_not_numbered_and_take_the_hash_path(odd: str) -> None:
     with pytest.raises(NotNumbered):
         _numbered([ev])
     want = build_timeline(ev, STAGES)
-    numbering = JobNumbering(PREFIX)
-    got = reduce_events(lambda: frame_chunks(ev, 50), STAGES, KEEP, numbering=numbering)
+    got = reduce_events(in_chunks(ev, 50), STAGES, KEEP, job_prefix=PREFIX)
     assert got.job_key == "hash" and got.take()[0].table.equals(want.table)
 
 
@@ -92,8 +94,7 @@ def test_an_odd_id_after_numbered_chunks_restarts_on_the_hash_path() -> None:
     ev = _events(80, seed=5)
     odd = ev.head(1).with_columns(pl.lit("hand-made").alias("job"))
     mixed = pl.concat([ev, odd, ev.head(30)])
-    numbering = JobNumbering(PREFIX)
-    got = reduce_events(lambda: frame_chunks(mixed, 64), STAGES, KEEP, numbering=numbering)
+    got = reduce_events(in_chunks(mixed, 64), STAGES, KEEP, job_prefix=PREFIX)
     assert got.job_key == "hash"
     tl = got.take()[0]
     assert tl.table.equals(build_timeline(mixed, STAGES).table)
@@ -132,9 +133,7 @@ def test_a_huge_number_costs_one_block_and_scattered_ones_take_the_hash_path() -
         tl = _numbered([with_huge]).take()[0]
         with pytest.raises(NotNumbered):
             _numbered([scattered])
-        got = reduce_events(
-            lambda: frame_chunks(scattered, 25), STAGES, KEEP, numbering=JobNumbering(PREFIX)
-        )
+        got = reduce_events(in_chunks(scattered, 25), STAGES, KEEP, job_prefix=PREFIX)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()

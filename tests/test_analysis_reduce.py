@@ -11,7 +11,7 @@ import pytest
 import test_analysis_fixtures as fx
 from gridbench.jobflow.analysis import reduce
 from gridbench.jobflow.analysis.clocks import to_controller_time
-from gridbench.jobflow.analysis.reduce import frame_chunks, keep_expr, reduce_events
+from gridbench.jobflow.analysis.reduce import frame_chunks, in_chunks, keep_expr, reduce_events
 from gridbench.jobflow.analysis.timelines import timeline_stages
 from timeline_oracle import build_timeline
 
@@ -53,7 +53,7 @@ def test_chunks_give_the_in_memory_timeline(size: int, merge_min: int, exact: bo
         table = reduce._Merged(STAGES, exact=True, merge_min=merge_min)
         got = reduce._reduce(iter(chunks), STAGES, keep, table)
     else:
-        got = reduce_events(lambda: chunks, STAGES, keep, merge_min=merge_min)
+        got = reduce_events(lambda _: chunks, STAGES, keep, merge_min=merge_min)
     tl, rest = got.take()
     assert got.events == ev.height
     assert tl.table.equals(want.table)  # same jobs in first-event order, times, failures
@@ -70,7 +70,7 @@ def test_chunks_give_the_in_memory_timeline(size: int, merge_min: int, exact: bo
 
 def test_no_events() -> None:
     keep = keep_expr(["submit"], {}, all_events=False, by_agent=False)
-    tl, rest = reduce_events(lambda: [], STAGES, keep).take()
+    tl, rest = reduce_events(lambda _: [], STAGES, keep).take()
     assert tl.table.height == 0 and tl.table.columns == ["job", *STAGES, "failed"]
     assert rest.height == 0
 
@@ -96,7 +96,7 @@ def test_kept_rows_own_their_strings() -> None:
     ev = to_controller_time(fx.frame(rows), {})
     chunk_bytes = _held(ev["attrs"])
     keep = keep_expr(["submit", "run", "done"], {}, all_events=False, by_agent=False)
-    tl, rest = reduce_events(lambda: frame_chunks(ev, 5000), STAGES, keep).take()
+    tl, rest = reduce_events(in_chunks(ev, 5000), STAGES, keep).take()
     assert rest.height == n // 100 and tl.table.height == n
     assert _held(rest["attrs"]) < 20 * (16 + 90) + 1024 < chunk_bytes // 50
     # one copy of each job's id (a view and its bytes), not the events' buffers

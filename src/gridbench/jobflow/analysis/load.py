@@ -17,8 +17,9 @@ import polars as pl
 from gridbench.errors import GridbenchError, ResultsError
 from gridbench.jobflow.analysis.clocks import to_controller_time
 from gridbench.jobflow.analysis.info import TrialInfo
-from gridbench.jobflow.analysis.reduce import JobNumbering, ReducedEvents, reduce_events
+from gridbench.jobflow.analysis.reduce import ReducedEvents, reduce_events
 from gridbench.jobflow.events.log import EVENTS_FILE
+from gridbench.jobflow.events.model import job_prefix
 from gridbench.jobflow.events.trial_log import (
     ARROW_FILE,
     read_trial_log_counted,
@@ -99,13 +100,14 @@ def reduce_trial_events(
         if scan is None and info.ended_ns is not None:  # the runner creates it first
             raise _lost(trial_dir / ARROW_FILE, info, MISSING)
 
-        def chunks() -> Iterator[pl.DataFrame]:
+        def chunks(numbered: str | None) -> Iterator[pl.DataFrame]:
             if scan is not None:
-                for chunk in scan.chunks(ANALYSIS_COLUMNS, categorical=True):
+                read = scan.chunks(ANALYSIS_COLUMNS, categorical=True, job_prefix=numbered)
+                for chunk in read:
                     yield to_controller_time(chunk, info.agents)
 
-        numbering = JobNumbering.of_trial(info.trial_id)
-        reduced = reduce_events(chunks, stages, keep, numbering=numbering)
+        prefix = job_prefix(info.trial_id)
+        reduced = reduce_events(chunks, stages, keep, job_prefix=prefix)
         torn = scan.torn if scan is not None else 0
     finished_empty = reduced.events == 0 and info.ended_ns is not None
     if scan is not None and finished_empty and (info.events or 0) > 0:

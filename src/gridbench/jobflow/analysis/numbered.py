@@ -1,12 +1,13 @@
 """The per-job table of a trial whose jobs are numbered, built by scattering into arrays.
 
 gridbench names job ``i`` of a trial ``<trial id>-<i zero-padded to 6 digits>`` (the
-controller and its agents alike: :func:`gridbench.jobflow.events.model.job_name`). When
-every event's job id has exactly that form, the number is a dense key: each stage's
-earliest time is a scatter-min into an array indexed by it (``np.minimum.at``), with no
-hash table, no partial tables to merge and no string kept per event. A log that is not
-numbered so (ingested ids, hand-made logs) raises :class:`NotNumbered` at its first odd
-chunk, and the caller takes the hash-keyed path instead.
+controller and its agents alike: :func:`gridbench.jobflow.events.job_numbers.job_name`).
+When every event's job id has exactly that form, the number (read as ``job_no``,
+:mod:`gridbench.jobflow.events.job_numbers`) is a dense key: each stage's earliest time
+is a scatter into an array indexed by it (``np.maximum.at``), with no hash table, no
+partial tables to merge and no string kept per event. A log that is not numbered so
+(ingested ids, hand-made logs) raises :class:`NotNumbered` at its first odd chunk, and
+the caller takes the hash-keyed path instead.
 
 The arrays come in blocks of :data:`BLOCK` numbers, made when a number in them is first
 seen: never reallocated or copied as a run grows, and a stray large number (job
@@ -20,14 +21,13 @@ hash-keyed path instead, so memory stays bounded by the log.
 
 from __future__ import annotations
 
-import re
 from typing import NamedTuple
 
 import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
-from gridbench.jobflow.events.model import JOB_DIGITS
+from gridbench.jobflow.events.job_numbers import JOB_NO, job_name_expr
 
 _ROW = "_row"
 #: times and rows are stored as ``_BIG - value`` (positive for -2^62 < value < 2^62), so
@@ -71,20 +71,17 @@ class NumberedJobs:
     def __init__(self, stages: tuple[str, ...], prefix: str) -> None:
         self.stages = stages
         self.prefix = prefix
-        # the canonical form only, so that one number is one id: "000042", "1234567"
-        # (str(i).zfill(6)), never "0000042", "+00042" or " 42"
-        digits = JOB_DIGITS
-        self._form = rf"^{re.escape(prefix)}(?:\d{{{digits}}}|[1-9]\d{{{digits},17}})$"
         self._blocks: dict[int, NDInt] = {}
         self._events = 0
         self._index = {s: k for k, s in enumerate(stages)}
 
     def part(self, indexed: pl.DataFrame) -> _Part:
-        """One chunk of events with their log rows (``_row``) as the arrays the scatter
-        takes (pure: run ahead on a worker thread); :class:`NotNumbered` for an odd id."""
+        """One chunk of events with their log rows (``_row``) and job numbers
+        (:data:`~gridbench.jobflow.events.job_numbers.JOB_NO`) as the arrays the scatter
+        takes (pure: run ahead on a worker thread); :class:`NotNumbered` for an id that is
+        not the trial's."""
         jobs = indexed.select(
-            pl.col("job").str.contains(self._form).fill_null(False).alias("ok"),
-            pl.col("job").str.slice(len(self.prefix)).cast(pl.Int64, strict=False).alias("n"),
+            pl.col(JOB_NO),
             # each event's stage row in the arrays: -1 for no timeline stage or no time
             pl.when(pl.col("t_ns").is_not_null())
             .then(pl.col("stage").replace_strict(self._index, default=-1, return_dtype=pl.Int64))
@@ -93,12 +90,13 @@ class NumberedJobs:
             pl.col("t_ns").fill_null(0),
             pl.col(_ROW).cast(pl.Int64),
         )
-        if not jobs["ok"].all():  # an odd or null id
+        number = jobs[JOB_NO].to_numpy()
+        if number.size and int(number.min()) < 0:  # an odd or null id
             raise NotNumbered
         t = jobs["t_ns"].to_numpy()
         if t.size and not (int(t.min()) > -_BIG and int(t.max()) < _BIG):
             raise NotNumbered  # a time outside the years 1824-2116: the hash path keeps it
-        return _Part(jobs["n"].to_numpy(), jobs[_ROW].to_numpy(), jobs["k"].to_numpy(), t)
+        return _Part(number, jobs[_ROW].to_numpy(), jobs["k"].to_numpy(), t)
 
     def add(self, part: _Part) -> None:
         """Fold in one chunk's arrays (:meth:`part`), in log order."""
@@ -149,6 +147,6 @@ class NumberedJobs:
             stored = np.concatenate([blk[k][p] for blk, p in pairs])
             columns[s] = pl.Series(s, stored if order is None else stored[order])
         return pl.DataFrame(columns).select(
-            (pl.lit(self.prefix) + pl.col("_n").cast(pl.String).str.zfill(JOB_DIGITS)).alias("job"),
+            job_name_expr(self.prefix, pl.col("_n")).alias("job"),
             *[pl.when(pl.col(s) > 0).then(_BIG - pl.col(s)).alias(s) for s in self.stages],
         )

@@ -43,12 +43,12 @@ from gridbench.jobflow.analysis.numbered import NotNumbered, NumberedJobs
 from gridbench.jobflow.analysis.staging import STARTS, TRANSFERS
 from gridbench.jobflow.analysis.timelines import FAILED_COLUMN, Timeline
 from gridbench.jobflow.analysis.workers import made_ahead
+from gridbench.jobflow.events.job_numbers import with_job_names, with_job_numbers
 from gridbench.jobflow.events.model import (
     EVENT_SCHEMA,
     STAGE_FAILED,
     STAGE_SUBMIT,
     STAGE_SUBMIT_ACK,
-    job_prefix,
 )
 
 _ROW = "_row"
@@ -84,18 +84,6 @@ def keep_expr(
     return keep
 
 
-@dataclass(frozen=True)
-class JobNumbering:
-    """How a trial named its jobs: ``prefix`` then the job's number
-    (:func:`gridbench.jobflow.events.model.job_prefix`)."""
-
-    prefix: str
-
-    @classmethod
-    def of_trial(cls, trial_id: str) -> JobNumbering:
-        return cls(job_prefix(trial_id))
-
-
 class _JobTable(Protocol):
     """A per-job table built a chunk at a time: :meth:`part` is a pure function of the
     chunk (run on a worker thread, ahead of the fold), :meth:`add` folds it in, in order."""
@@ -105,35 +93,42 @@ class _JobTable(Protocol):
     def table(self) -> pl.DataFrame: ...
 
 
+#: what a reduction reads: the events in log order, chunk by chunk; given a job prefix,
+#: with each job's number (``job_no``, -1 for an id not of that form) in place of ``job``
+#: (:mod:`gridbench.jobflow.events.job_numbers`). Called once per path tried.
+Chunks = Callable[[str | None], Iterable[pl.DataFrame]]
+
+
 def reduce_events(
-    chunks: Callable[[], Iterable[pl.DataFrame]],
+    chunks: Chunks,
     stages: Sequence[str],
     keep: pl.Expr,
     *,
     merge_min: int = MERGE_MIN,
-    numbering: JobNumbering | None = None,
+    job_prefix: str | None = None,
 ) -> ReducedEvents:
-    """Reduce the events ``chunks()`` gives (in log order, on the controller's clock, with
+    """Reduce the events ``chunks`` gives (on the controller's clock, with
     ``clock_bound_ns``) for the timeline stages ``stages``; ``keep``: see :func:`keep_expr`.
-    With ``numbering``, the per-job table is keyed by the jobs' numbers
-    (:mod:`gridbench.jobflow.analysis.numbered`) unless an id is not of that form. ``chunks``
-    is called again when a path gives way (an odd id, a hash collision); ``merge_min``: the
-    fewest rows of a bucket's partials that are merged."""
+    With ``job_prefix`` (:func:`gridbench.jobflow.events.model.job_prefix`), the per-job
+    table is keyed by the jobs' numbers (:mod:`gridbench.jobflow.analysis.numbered`)
+    unless an id is not of that form; then, and after a hash collision, the log is read
+    again on the next path. ``merge_min``: the fewest rows of a bucket's partials that
+    are merged."""
     names = tuple(stages)
-    tables: list[tuple[str, Callable[[], _JobTable]]] = [
-        ("hash", lambda: _Merged(names, exact=False, merge_min=merge_min)),
-        ("id", lambda: _Merged(names, exact=True, merge_min=merge_min)),
+    paths: list[tuple[str, str | None, Callable[[], _JobTable]]] = [
+        ("hash", None, lambda: _Merged(names, exact=False, merge_min=merge_min)),
+        ("id", None, lambda: _Merged(names, exact=True, merge_min=merge_min)),
     ]
-    if numbering is not None:
-        n = numbering
-        tables.insert(0, ("number", lambda: NumberedJobs(names, n.prefix)))
-    for key, make in tables[:-1]:
+    if job_prefix is not None:
+        prefix = job_prefix
+        paths.insert(0, ("number", prefix, lambda: NumberedJobs(names, prefix)))
+    for key, numbered, make in paths[:-1]:
         try:
-            return _reduce(made_ahead(chunks()), names, keep, make(), key)
+            return _reduce(made_ahead(chunks(numbered)), names, keep, make(), key, numbered)
         except (NotNumbered, _Collision):
             continue
-    key, make = tables[-1]
-    return _reduce(made_ahead(chunks()), names, keep, make(), key)
+    key, numbered, make = paths[-1]
+    return _reduce(made_ahead(chunks(numbered)), names, keep, make(), key, numbered)
 
 
 @dataclass(frozen=True)
@@ -156,14 +151,22 @@ def _based(chunks: Iterable[pl.DataFrame]) -> Iterator[tuple[int, pl.DataFrame]]
             base += chunk.height
 
 
-def _piece(wide: _JobTable, keep: pl.Expr, based: tuple[int, pl.DataFrame]) -> _Piece:
+def _piece(
+    wide: _JobTable, keep: pl.Expr, job_prefix: str | None, based: tuple[int, pl.DataFrame]
+) -> _Piece:
+    """A chunk's share (``job_prefix``: its jobs come as numbers; the kept rows are
+    named again, once the part has proved every number is the trial's)."""
     base, chunk = based
+    part = wide.part(chunk.with_row_index(_ROW, offset=base))
+    kept = chunk.filter(keep)
+    if job_prefix is not None:
+        kept = with_job_names(kept, job_prefix)
     return _Piece(
-        wide.part(chunk.with_row_index(_ROW, offset=base)),
+        part,
         chunk.group_by("stage", "agent", "precision_ns").agg(
             pl.len().alias("n"), pl.col(BOUND_COLUMN).max().alias("b")
         ),
-        _compact(chunk.filter(keep)),
+        _compact(kept),
         chunk.height,
     )
 
@@ -174,13 +177,15 @@ def _reduce(
     keep: pl.Expr,
     wide: _JobTable,
     job_key: str = "hash",
+    job_prefix: str | None = None,
 ) -> ReducedEvents:
     small, rest = [], []
     base = 0
     # three stages at once: the caller's reading (made_ahead), each chunk's pure work on
     # a thread of its own, and the fold here; measured on 10 M jobs, the fold alone had
     # held the pure work (12.5 s of 19.5) while reading waited
-    for piece in made_ahead(map(functools.partial(_piece, wide, keep), _based(chunks))):
+    pieces = map(functools.partial(_piece, wide, keep, job_prefix), _based(chunks))
+    for piece in made_ahead(pieces):
         wide.add(piece.wide)
         small.append(piece.counts)
         rest.append(piece.kept)
@@ -219,16 +224,28 @@ def timeline_of(events: pl.DataFrame, stages: Sequence[str]) -> Timeline:
     """The per-job timeline of an in-memory frame of events (moved to the controller's
     clock here unless :func:`gridbench.jobflow.analysis.clocks.to_controller_time` did)."""
     moved = events if BOUND_COLUMN in events.columns else to_controller_time(events, {})
-    return reduce_events(lambda: frame_chunks(moved), stages, TIMELINE_KEEP).take()[0]
+    return reduce_events(in_chunks(moved), stages, TIMELINE_KEEP).take()[0]
 
 
 #: events per chunk of an in-memory frame
 CHUNK_EVENTS = 1_000_000
 
 
-def frame_chunks(events: pl.DataFrame, size: int = CHUNK_EVENTS) -> Iterator[pl.DataFrame]:
-    """An in-memory frame in chunks of ``size`` events."""
-    return events.iter_slices(size)
+def frame_chunks(
+    events: pl.DataFrame, size: int = CHUNK_EVENTS, job_prefix: str | None = None
+) -> Iterator[pl.DataFrame]:
+    """An in-memory frame in chunks of ``size`` events (``job_prefix``: see :data:`Chunks`)."""
+    for chunk in events.iter_slices(size):
+        yield chunk if job_prefix is None else with_job_numbers(chunk, job_prefix)
+
+
+def in_chunks(events: pl.DataFrame, size: int = CHUNK_EVENTS) -> Chunks:
+    """An in-memory frame as what :func:`reduce_events` reads."""
+    return functools.partial(_chunks_of, events, size)
+
+
+def _chunks_of(events: pl.DataFrame, size: int, job_prefix: str | None) -> Iterator[pl.DataFrame]:
+    return frame_chunks(events, size, job_prefix)
 
 
 _EMPTY_COUNTS = pl.DataFrame(

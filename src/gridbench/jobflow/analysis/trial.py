@@ -33,9 +33,8 @@ from gridbench.jobflow.analysis.queues import (
 )
 from gridbench.jobflow.analysis.rates import scheduler_rates
 from gridbench.jobflow.analysis.reduce import (
-    JobNumbering,
     ReducedEvents,
-    frame_chunks,
+    in_chunks,
     keep_expr,
     reduce_events,
 )
@@ -57,7 +56,7 @@ from gridbench.jobflow.analysis.users import job_users, user_breakdown
 from gridbench.jobflow.analysis.validity import client_cpu, late_jobs, trial_validity
 from gridbench.jobflow.analysis.warmup import Warmup, fraction_warmup, steady_state_warmup
 from gridbench.jobflow.analysis.workers import pmap
-from gridbench.jobflow.events.model import STAGE_INTENDED, STAGE_SUBMIT
+from gridbench.jobflow.events.model import STAGE_INTENDED, STAGE_SUBMIT, job_prefix
 
 F64 = NDArray[np.float64]
 
@@ -100,10 +99,8 @@ def analyze_trial(
     if BOUND_COLUMN not in events.columns:  # not read through load.read_trial_events
         events = to_controller_time(events, info.agents)
     stages = timeline_stages(info.chain.names())
-    numbering = JobNumbering.of_trial(info.trial_id)
-    reduced = reduce_events(
-        lambda: frame_chunks(events), stages, trial_keep(info), numbering=numbering
-    )
+    prefix = job_prefix(info.trial_id)
+    reduced = reduce_events(in_chunks(events), stages, trial_keep(info), job_prefix=prefix)
     return analyze_reduced(info, reduced, resources, cfg, server)
 
 

@@ -31,6 +31,7 @@ from gridbench.jobflow.events.dictionaries import (
     combined_dictionary,
     strings_array,
 )
+from gridbench.jobflow.events.job_numbers import JOB_NO, arrow_job_numbers, with_job_numbers
 from gridbench.jobflow.events.model import EVENT_COLUMNS, EVENT_SCHEMA
 from gridbench.store.safe_open import opened_store_file
 
@@ -241,7 +242,11 @@ class ColumnarScan:
         self._good: list[int] | None = None  # whole batches per segment, once checked
 
     def frames(
-        self, columns: Sequence[str] | None = None, *, categorical: bool = False
+        self,
+        columns: Sequence[str] | None = None,
+        *,
+        categorical: bool = False,
+        job_prefix: str | None = None,
     ) -> Iterator[pl.DataFrame]:
         """The events a group of batches at a time (``columns``: only those;
         ``categorical``: ``stage``, ``source`` and ``agent`` left as polars categoricals,
@@ -266,19 +271,23 @@ class ColumnarScan:
                     pending.append(batch)
                     rows += batch.num_rows
                     if rows >= CONVERT_EVENTS:
-                        yield _to_polars(pending, cols, seg, categorical=categorical)
+                        yield _to_polars(pending, cols, seg, categorical, job_prefix)
                         pending, rows = [], 0
                         batches.release()
                 torn += batches.torn
                 good.append(n)
         if pending:
-            yield _to_polars(pending, cols, self.segments[-1], categorical=categorical)
+            yield _to_polars(pending, cols, self.segments[-1], categorical, job_prefix)
         if checking:
             self._good, self.torn = good, torn
 
 
 def _to_polars(
-    batches: list[pa.RecordBatch], cols: list[str], seg: Path, *, categorical: bool = False
+    batches: list[pa.RecordBatch],
+    cols: list[str],
+    seg: Path,
+    categorical: bool = False,
+    job_prefix: str | None = None,
 ) -> pl.DataFrame:
     """A group of batches as one polars chunk of :data:`EVENT_SCHEMA` types, or with the
     dictionary columns as categoricals (``categorical``: no unified dictionary and no
@@ -288,7 +297,8 @@ def _to_polars(
     The columns read are validated first (offsets, UTF-8, dictionary indices), as one
     table rather than batch by batch: a live log's batches are small, and each check has
     a fixed cost (measured: 16 ms against 36 ms a million events). ``seg``: the segment
-    named by an error (the group's last)."""
+    named by an error (the group's last). ``job_prefix``: ``job`` is given as its number
+    (:mod:`gridbench.jobflow.events.job_numbers`), with no string made."""
     table = pa.Table.from_batches(batches, schema=ARROW_SCHEMA).select(cols)
     try:
         table.validate(full=True)
@@ -297,13 +307,28 @@ def _to_polars(
             f"damaged event batch: {str(exc)[:200]}", where=str(seg), fix=_FIX
         ) from None
     table = _combined(table)
+    if job_prefix is not None and "job" in cols:
+        at = table.column_names.index("job")
+        numbers = _job_numbers(table.column(at), job_prefix)
+        table = table.set_column(at, JOB_NO, numbers)
     if categorical:
         frame = pl.from_arrow(table, rechunk=False)
         assert isinstance(frame, pl.DataFrame)
         return frame
     frame = pl.from_arrow(table.unify_dictionaries(), rechunk=False)
     assert isinstance(frame, pl.DataFrame)
-    return frame.cast({c: EVENT_SCHEMA[c] for c in cols})
+    return frame.cast({c: EVENT_SCHEMA[c] for c in frame.columns if c in EVENT_SCHEMA})
+
+
+def _job_numbers(jobs: pa.ChunkedArray, prefix: str) -> pa.Array:
+    """The number of each of ``jobs`` (-1: not the trial's form), from its bytes when
+    the ids are of one length, else parsed in polars."""
+    one = jobs.combine_chunks()  # one chunk already, but for older logs' per-batch columns
+    numbers = arrow_job_numbers(one, prefix)
+    if numbers is None:
+        ids = pl.DataFrame({"job": pl.Series(one)})
+        numbers = with_job_numbers(ids, prefix)[JOB_NO].to_numpy()
+    return pa.Array.from_buffers(pa.int64(), len(numbers), [None, pa.py_buffer(numbers)])
 
 
 def _combined(table: pa.Table) -> pa.Table:

@@ -34,8 +34,8 @@ class Precision:
 
 
 #: job ``i`` of a trial is named ``<trial id>-<i zero-padded to this many digits>`` (the
-#: controller and its agents alike); the analysis keys its per-job table by the number
-#: when every id of a trial has this form
+#: controller and its agents alike: :func:`gridbench.jobflow.events.job_numbers.job_name`);
+#: the analysis keys its per-job table by the number when every id of a trial has this form
 JOB_DIGITS: Final = 6
 
 

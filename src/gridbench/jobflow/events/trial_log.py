@@ -25,6 +25,7 @@ from gridbench.jobflow.events.columnar import (
     ColumnarScan,
     read_columnar,
 )
+from gridbench.jobflow.events.job_numbers import with_job_numbers
 from gridbench.jobflow.events.log import EVENTS_FILE, EventLog, empty_events, read_events
 from gridbench.jobflow.events.model import EVENT_SCHEMA
 from gridbench.store.safe_open import opened_store_file
@@ -109,14 +110,23 @@ class LogScan:
         return self._columnar.torn if self._columnar is not None else 0
 
     def chunks(
-        self, columns: Sequence[str] | None = None, *, categorical: bool = False
+        self,
+        columns: Sequence[str] | None = None,
+        *,
+        categorical: bool = False,
+        job_prefix: str | None = None,
     ) -> Iterator[pl.DataFrame]:
         """The events in log order, a chunk at a time (``columns``: only those;
         ``categorical``: ``stage``, ``source`` and ``agent`` as polars categoricals, which
-        compare and group far faster than strings)."""
+        compare and group far faster than strings; ``job_prefix``: ``job`` given as the
+        job's number, :mod:`gridbench.jobflow.events.job_numbers`)."""
         cols = list(columns) if columns is not None else None
         if self._columnar is not None:
-            yield from self._columnar.frames(cols, categorical=categorical)
+            yield from self._columnar.frames(cols, categorical=categorical, job_prefix=job_prefix)
+            return
+        if job_prefix is not None:
+            for chunk in self.chunks(columns, categorical=categorical):
+                yield with_job_numbers(chunk, job_prefix) if "job" in chunk.columns else chunk
             return
         if self._csv is None:
             return

@@ -1,0 +1,99 @@
+"""A job's number read back from its id, and its id made from the number.
+
+gridbench names job ``i`` of a trial ``<trial id>-<i zero-padded to 6 digits>``
+(:func:`job_name`; the controller and its agents alike). Analysis keys its per-job table
+by that number when every id of a trial has exactly that form, so the form is checked in
+full: ``000042`` and ``1234567`` are numbers, ``0000042``, ``+00042``, `` 42`` and
+``42`` are not (each number has one id, each id at most one number).
+
+Reading gives the number in the column ``job_no`` (:data:`JOB_NO`), -1 for an id not of
+that form: :func:`arrow_job_numbers` straight from a columnar log's bytes (no string is
+made), :func:`job_number_expr` from a polars column (a CSV log, a frame in memory).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+from numpy.typing import NDArray
+
+from gridbench.jobflow.events.model import JOB_DIGITS
+
+#: the column that carries each event's job number in place of ``job``
+JOB_NO: Final = "job_no"
+#: the most digits a job number may have (it must fit an int64)
+MAX_DIGITS: Final = 18
+
+
+def job_name(prefix: str, number: int) -> str:
+    """The id of job ``number`` whose trial's ids start with ``prefix``."""
+    return prefix + str(number).zfill(JOB_DIGITS)
+
+
+def job_name_expr(prefix: str, numbers: pl.Expr) -> pl.Expr:
+    """:func:`job_name` of each of ``numbers`` (an Int64 expression)."""
+    return pl.lit(prefix) + numbers.cast(pl.String).str.zfill(JOB_DIGITS)
+
+
+def job_number_expr(prefix: str, jobs: pl.Expr) -> pl.Expr:
+    """Each of ``jobs`` (ids) as its number when it is ``prefix`` then a number in
+    :func:`job_name`'s form, else -1 (a null id too)."""
+    digits = JOB_DIGITS
+    form = rf"^{re.escape(prefix)}(?:\d{{{digits}}}|[1-9]\d{{{digits},{MAX_DIGITS - 1}}})$"
+    number = jobs.str.slice(len(prefix)).cast(pl.Int64, strict=False)
+    return pl.when(jobs.str.contains(form)).then(number).otherwise(-1)
+
+
+def arrow_job_numbers(jobs: pa.Array, prefix: str) -> NDArray[np.int64] | None:
+    """:func:`job_number_expr` of an Arrow string array, computed on its bytes; ``None``
+    when its ids are not all of one length without nulls (then the caller parses them in
+    polars). A run's ids have one length but around job 10^6: its chunks read here."""
+    n = len(jobs)
+    if n == 0 or jobs.null_count or not pa.types.is_string(jobs.type):
+        return None
+    offsets = np.frombuffer(jobs.buffers()[1], np.int32, n + 1, offset=jobs.offset * 4)
+    first, span = int(offsets[0]), int(offsets[-1] - offsets[0])
+    width = span // n
+    if span != width * n or not bool((np.diff(offsets) == width).all()):
+        return None
+    out = np.full(n, -1, np.int64)
+    p = prefix.encode()
+    digits = width - len(p)
+    if not JOB_DIGITS <= digits <= MAX_DIGITS:
+        return out
+    # one id a row: a view of the data buffer, no copy
+    ids = np.frombuffer(jobs.buffers()[2], np.uint8, span, offset=first).reshape(n, width)
+    ok = np.ones(n, np.bool_)
+    for j, byte in enumerate(p):
+        ok &= ids[:, j] == byte
+    if digits > JOB_DIGITS:  # no leading zero past the padding
+        ok &= ids[:, len(p)] != ord("0")
+    number = np.zeros(n, np.int64)
+    for j in range(len(p), width):
+        d = ids[:, j] - np.uint8(ord("0"))  # a byte below "0" wraps round to above 9
+        ok &= d <= 9
+        number *= 10
+        number += d
+    out[ok] = number[ok]
+    return out
+
+
+def with_job_numbers(frame: pl.DataFrame, prefix: str) -> pl.DataFrame:
+    """``frame`` with :data:`JOB_NO` in place of its ``job`` column (parsed in polars)."""
+    return frame.select(
+        job_number_expr(prefix, pl.col(c)).alias(JOB_NO) if c == "job" else pl.col(c)
+        for c in frame.columns
+    )
+
+
+def with_job_names(frame: pl.DataFrame, prefix: str) -> pl.DataFrame:
+    """``frame`` with ``job`` (:func:`job_name`) in place of its :data:`JOB_NO` column,
+    whose numbers are all of the trial's jobs (none -1)."""
+    return frame.select(
+        job_name_expr(prefix, pl.col(c)).alias("job") if c == JOB_NO else pl.col(c)
+        for c in frame.columns
+    )

@@ -1,0 +1,103 @@
+"""A job's number read back from its id (events/job_numbers.py): the bytes path a
+columnar log takes gives exactly the polars form's numbers, on gridbench's own ids and on
+odd ones, and a log read with a job prefix carries the numbers in place of the ids."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gridbench.jobflow.events.columnar import ArrowEventLog, ColumnarScan
+from gridbench.jobflow.events.job_numbers import (
+    JOB_NO,
+    arrow_job_numbers,
+    job_name,
+    with_job_names,
+    with_job_numbers,
+)
+from gridbench.jobflow.events.log import EventLog
+from gridbench.jobflow.events.trial_log import scan_trial_log
+
+PREFIX = "p00-t03-"
+
+
+def _polars(ids: list[str | None]) -> list[int]:
+    frame = pl.DataFrame({"job": ids}, schema={"job": pl.String})
+    return with_job_numbers(frame, PREFIX)[JOB_NO].to_list()
+
+
+def test_gridbench_ids_and_odd_ones_of_the_same_width() -> None:
+    ids = [
+        job_name(PREFIX, 42),  # 000042
+        job_name(PREFIX, 999_999),
+        "p00-t03-+00042",
+        "p00-t03- 00042",
+        "p00-t03--00042",
+        "p00-t09-000042",  # another trial
+        "P00-t03-000042",
+        "p00-t03-00004a",
+        "p00-t03-00004/",  # the byte below "0"
+        "p00-t03-00004:",  # the byte above "9"
+        "x" * 14,
+    ]
+    got = arrow_job_numbers(pa.array(ids, pa.string()), PREFIX)
+    assert got is not None
+    assert got.tolist() == _polars(ids) == [42, 999_999, *[-1] * 9]
+
+
+def test_more_digits_have_no_leading_zero() -> None:
+    ids = [job_name(PREFIX, 1_000_000), "p00-t03-0100000", "p00-t03-1234567"]
+    got = arrow_job_numbers(pa.array(ids, pa.string()), PREFIX)
+    assert got is not None and got.tolist() == _polars(ids) == [1_000_000, -1, 1_234_567]
+    wide = [PREFIX + "1" + "0" * 17, PREFIX + "1" + "0" * 18]  # 18 digits; 19 do not fit
+    got = arrow_job_numbers(pa.array(wide[:1], pa.string()), PREFIX)
+    assert got is not None and got.tolist() == _polars(wide[:1]) == [10**17]
+    got = arrow_job_numbers(pa.array(wide[1:], pa.string()), PREFIX)
+    assert got is not None and got.tolist() == _polars(wide[1:]) == [-1]
+
+
+def test_ids_of_several_widths_or_with_nulls_are_left_to_polars() -> None:
+    assert arrow_job_numbers(pa.array([job_name(PREFIX, 1), "j1"], pa.string()), PREFIX) is None
+    assert arrow_job_numbers(pa.array([job_name(PREFIX, 1), None], pa.string()), PREFIX) is None
+    assert _polars([job_name(PREFIX, 1), None]) == [1, -1]
+
+
+_CHARS = st.sampled_from(list("0123456789+- /:ap-t3é"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    tails=st.lists(st.text(_CHARS, min_size=6, max_size=6), min_size=1, max_size=40),
+    head=st.sampled_from([PREFIX, "p00-t03_", "p00-t0é-"]),
+)
+def test_the_bytes_path_is_the_polars_form(tails: list[str], head: str) -> None:
+    ids = [head + t for t in tails]
+    got = arrow_job_numbers(pa.array(ids, pa.string()), PREFIX)
+    if got is not None:  # one width in bytes ("é" is two)
+        assert got.tolist() == _polars(ids)
+    back = [job_name(PREFIX, n) == i for i, n in zip(ids, _polars(ids), strict=True) if n >= 0]
+    assert all(back)  # a number's name is the id it came from: one id, one number
+
+
+def test_a_log_read_with_the_prefix_carries_numbers(tmp_path: Path) -> None:
+    ids = [job_name(PREFIX, i) for i in (5, 3, 999_999, 1_000_000)] + ["hand-made"]
+    for fmt, log in (("arrow", ArrowEventLog), ("csv", EventLog)):
+        d = tmp_path / fmt
+        name = "events.arrows" if fmt == "arrow" else "events.csv"
+        with log(d / name) as w:
+            for k, job in enumerate(ids):
+                w.append(job, "submit", k)
+        with scan_trial_log(d) as scan:
+            assert scan is not None
+            frames = list(scan.chunks(["job", "t_ns"], job_prefix=PREFIX))
+        got = pl.concat(frames)
+        assert got.columns == [JOB_NO, "t_ns"]
+        assert got[JOB_NO].to_list() == [5, 3, 999_999, 1_000_000, -1]
+        named = with_job_names(got.head(4), PREFIX)
+        assert named["job"].to_list() == ids[:4]
+    plain = next(ColumnarScan(tmp_path / "arrow" / "events.arrows").frames(["job"]))
+    assert plain["job"].to_list() == ids
