@@ -124,3 +124,23 @@ def test_bytes_that_do_not_decode_are_one_error_naming_the_agents_log(
     assert decoder.decode(raw[first:])["job"].to_list() == ["j4", "j5"]
     with pytest.raises(ResultsError, match="does not start with its schema"):
         StreamPulls("agent-1's log").decode(raw[first:])
+
+
+def test_a_batch_longer_than_one_pull_is_read_whole(tmp_path: Path) -> None:
+    """A batch past the pull's limit (8 MiB: a long run of events with large attributes)
+    comes in one pull, whole, rather than never."""
+    from gridbench.jobflow.run.agent_worker import READ_LIMIT
+
+    path = tmp_path / "agent.events.arrows"
+    pad = "x" * 4096
+    n = READ_LIMIT // len(pad) + 64  # one batch: more bytes than a pull reads
+    with ArrowEventLog(path, batch_size=n + 1) as log:
+        for i in range(n):
+            log.append(f"j{i}", "submit", i, AGENT, attrs={"pad": pad})
+    size = path.stat().st_size
+    assert size > READ_LIMIT
+    data, offset, _ = read_log(str(path), 0)
+    assert offset == len(data) and offset > READ_LIMIT
+    got = StreamPulls(str(path)).decode(data)
+    assert got.height == n and got["job"].to_list() == [f"j{i}" for i in range(n)]
+    assert read_log(str(path), offset)[0] in (b"", b"\xff\xff\xff\xff\x00\x00\x00\x00")

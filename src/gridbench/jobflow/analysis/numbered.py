@@ -25,6 +25,7 @@ from typing import NamedTuple
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
 from numpy.typing import NDArray
 
 from gridbench.jobflow.events.job_numbers import JOB_NO, job_name_expr
@@ -124,29 +125,58 @@ class NumberedJobs:
         np.maximum.at(flat, (k[timed] + 1) * BLOCK + local[timed], _BIG - t[timed])
 
     def table(self) -> pl.DataFrame:
-        """``job`` and each stage's earliest time, one row per job in first-event order
-        (built a column at a time; the blocks are freed at the end)."""
-        bases = sorted(self._blocks)
-        blocks = [self._blocks[b] for b in bases]
-        self._blocks = {}
+        """``job`` and each stage's earliest time, one row per job in first-event order.
+        Each block is freed once its jobs are taken out, and each column once joined, so
+        the peak is about the table plus one column, not the blocks and the table."""
         schema = {"job": pl.String, **dict.fromkeys(self.stages, pl.Int64)}
-        if not blocks:
+        if not self._blocks:
             return pl.DataFrame(schema=schema)
-        present = [np.flatnonzero(blk[0]) for blk in blocks]
-        pairs = list(zip(blocks, present, strict=True))
-        # _BIG - row: decreasing when the rows increase
-        first = np.concatenate([blk[0][p] for blk, p in pairs])
-        # the runner numbers jobs in the order it schedules them: usually already in order
+        # per block: its jobs' numbers, then row 0 (first rows), then each stage's times
+        parts: list[list[NDInt | None]] = []
+        for b in sorted(self._blocks):
+            block = self._blocks.pop(b)
+            present = np.flatnonzero(block[0])
+            parts.append([present + b * BLOCK, *(row[present] for row in block)])
+            del block
+        columns = [_joined(parts, c) for c in range(len(self.stages) + 2)]
+        numbers, first, times = columns[0], columns[1], columns[2:]
+        # _BIG - row: decreasing when the rows increase, as the runner numbers jobs in the
+        # order it schedules them: usually already in order
         order = None if bool(np.all(first[1:] < first[:-1])) else np.argsort(-first, kind="stable")
-        del first
-        numbers = np.concatenate([p + b * BLOCK for p, b in zip(present, bases, strict=True)])
-        columns: dict[str, pl.Series] = {
-            "_n": pl.Series(numbers if order is None else numbers[order])
+        del first, columns
+        out: dict[str, pl.Series] = {
+            "job": pl.select(
+                job_name_expr(self.prefix, pl.lit(_ordered(numbers, order))).alias("job")
+            )["job"]
         }
-        for k, s in enumerate(self.stages, start=1):  # a column at a time
-            stored = np.concatenate([blk[k][p] for blk, p in pairs])
-            columns[s] = pl.Series(s, stored if order is None else stored[order])
-        return pl.DataFrame(columns).select(
-            job_name_expr(self.prefix, pl.col("_n")).alias("job"),
-            *[pl.when(pl.col(s) > 0).then(_BIG - pl.col(s)).alias(s) for s in self.stages],
-        )
+        del numbers
+        for s, stored in zip(self.stages, times, strict=True):
+            out[s] = _times(s, _ordered(stored, order))
+        times.clear()
+        return pl.DataFrame(out)
+
+
+def _joined(parts: list[list[NDInt | None]], c: int) -> NDInt:
+    """Column ``c`` of every block's part, joined, each part dropped once copied."""
+    pieces = [part[c] for part in parts]
+    for part in parts:
+        part[c] = None
+    arrays = [a for a in pieces if a is not None]
+    return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+
+
+def _ordered(a: NDInt, order: NDInt | None) -> NDInt:
+    return a if order is None else a[order]
+
+
+def _times(name: str, stored: NDInt) -> pl.Series:
+    """A stage's column from its stored ``_BIG - t`` values (0: not reached, null),
+    turned into times in place and handed to polars without a copy."""
+    reached = stored > 0
+    np.subtract(_BIG, stored, out=stored, where=reached)
+    n = stored.size
+    bitmap = None if bool(reached.all()) else pa.py_buffer(np.packbits(reached, bitorder="little"))
+    array = pa.Array.from_buffers(pa.int64(), n, [bitmap, pa.py_buffer(stored)])
+    series = pl.from_arrow(array)
+    assert isinstance(series, pl.Series)
+    return series.alias(name)
