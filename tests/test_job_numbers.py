@@ -25,9 +25,9 @@ from gridbench.jobflow.events.trial_log import scan_trial_log
 PREFIX = "p00-t03-"
 
 
-def _polars(ids: list[str | None]) -> list[int]:
+def _polars(ids: list[str | None], prefix: str = PREFIX) -> list[int]:
     frame = pl.DataFrame({"job": ids}, schema={"job": pl.String})
-    return with_job_numbers(frame, PREFIX)[JOB_NO].to_list()
+    return with_job_numbers(frame, prefix)[JOB_NO].to_list()
 
 
 def test_gridbench_ids_and_odd_ones_of_the_same_width() -> None:
@@ -101,3 +101,29 @@ def test_a_log_read_with_the_prefix_carries_numbers(tmp_path: Path) -> None:
         assert named["job"].to_list() == ids[:4]
     plain = next(ColumnarScan(tmp_path / "arrow" / "events.arrows").frames(["job"]))
     assert plain["job"].to_list() == ids
+
+
+_PREFIXES = ["p-", "ab-1-", PREFIX, "x-p00-t03-", "run-42-p00-t03-7-"]  # 2, 5, 8, 10, 17 bytes
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    prefix=st.sampled_from(_PREFIXES),
+    tails=st.lists(st.text(_CHARS, min_size=6, max_size=9), min_size=1, max_size=30),
+    mutate=st.integers(-1, 20),
+)
+def test_any_prefix_length_and_up_to_nine_digits(
+    prefix: str, tails: list[str], mutate: int
+) -> None:
+    """Prefixes shorter and longer than a word, ids of 6 to 9 digit bytes (a word's
+    worth and past it), one id's prefix changed at one byte."""
+    width = len(tails[0])
+    ids = [prefix + t[:width].ljust(width, "0") for t in tails]
+    if 0 <= mutate < len(prefix):
+        ids[0] = ids[0][:mutate] + "#" + ids[0][mutate + 1 :]
+    got = arrow_job_numbers(pa.array(ids, pa.string()), prefix)
+    want = _polars(ids, prefix)
+    if got is not None:
+        assert got.tolist() == want
+    if 0 <= mutate < len(prefix):
+        assert want[0] == -1

@@ -323,7 +323,8 @@ def _to_polars(
 def _job_numbers(jobs: pa.ChunkedArray, prefix: str) -> pa.Array:
     """The number of each of ``jobs`` (-1: not the trial's form), from its bytes when
     the ids are of one length, else parsed in polars."""
-    one = jobs.combine_chunks()  # one chunk already, but for older logs' per-batch columns
+    # one chunk already (combining one would copy it), but for older logs' per-batch columns
+    one = jobs.chunk(0) if jobs.num_chunks == 1 else jobs.combine_chunks()
     numbers = arrow_job_numbers(one, prefix)
     if numbers is None:
         ids = pl.DataFrame({"job": pl.Series(one)})
