@@ -126,54 +126,53 @@ class NumberedJobs:
 
     def table(self) -> pl.DataFrame:
         """``job`` and each stage's earliest time, one row per job in first-event order.
-        Each block is freed once its jobs are taken out, and each column once joined, so
-        the peak is about the table plus one column, not the blocks and the table."""
+        The columns are made first and filled a block at a time, each block freed once
+        its jobs are copied out: the peak is about the larger of the blocks and the table
+        (the columns' pages cost memory as they are filled)."""
         schema = {"job": pl.String, **dict.fromkeys(self.stages, pl.Int64)}
         if not self._blocks:
             return pl.DataFrame(schema=schema)
-        # per block: its jobs' numbers, then row 0 (first rows), then each stage's times
-        parts: list[list[NDInt | None]] = []
-        for b in sorted(self._blocks):
+        bases = sorted(self._blocks)
+        present = [_present(self._blocks[b][0]) for b in bases]
+        n = sum(p.size if isinstance(p, np.ndarray) else p.stop - p.start for p in present)
+        # row 0: numbers, row 1: first rows, then each stage's stored times
+        columns = np.empty((len(self.stages) + 2, n), np.int64)
+        at = 0
+        for b, p in zip(bases, present, strict=True):
             block = self._blocks.pop(b)
-            present = np.flatnonzero(block[0])
-            parts.append([present + b * BLOCK, *(row[present] for row in block)])
+            m = p.size if isinstance(p, np.ndarray) else p.stop - p.start
+            columns[0, at : at + m] = p if isinstance(p, np.ndarray) else np.arange(p.start, p.stop)
+            columns[0, at : at + m] += b * BLOCK
+            columns[1:, at : at + m] = block[:, p]
             del block
-        columns = [_joined(parts, c) for c in range(len(self.stages) + 2)]
-        numbers, first, times = columns[0], columns[1], columns[2:]
+            at += m
+        first = columns[1]
         # _BIG - row: decreasing when the rows increase, as the runner numbers jobs in the
         # order it schedules them: usually already in order
-        order = None if bool(np.all(first[1:] < first[:-1])) else np.argsort(-first, kind="stable")
-        del first, columns
-        out: dict[str, pl.Series] = {
-            "job": pl.select(
-                job_name_expr(self.prefix, pl.lit(_ordered(numbers, order))).alias("job")
-            )["job"]
-        }
-        del numbers
-        for s, stored in zip(self.stages, times, strict=True):
-            out[s] = _times(s, _ordered(stored, order))
-        times.clear()
+        if not bool(np.all(first[1:] < first[:-1])):
+            columns = np.take(columns, np.argsort(-first, kind="stable"), axis=1)
+        names = job_name_expr(self.prefix, pl.lit(columns[0])).alias("job")
+        out: dict[str, pl.Series] = {"job": pl.select(names)["job"]}
+        for k, s in enumerate(self.stages, start=2):
+            out[s] = _times(s, columns[k])
         return pl.DataFrame(out)
 
 
-def _joined(parts: list[list[NDInt | None]], c: int) -> NDInt:
-    """Column ``c`` of every block's part, joined, each part dropped once copied."""
-    pieces = [part[c] for part in parts]
-    for part in parts:
-        part[c] = None
-    arrays = [a for a in pieces if a is not None]
-    return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
-
-
-def _ordered(a: NDInt, order: NDInt | None) -> NDInt:
-    return a if order is None else a[order]
+def _present(first: NDInt) -> NDInt | slice:
+    """Where a block has jobs: a slice when they are one run from its start (the common
+    dense numbering: copied without a gather), else their indices."""
+    at = np.flatnonzero(first)
+    if at.size == 0 or (at[0] == 0 and at[-1] == at.size - 1):
+        return slice(0, int(at.size))
+    return at
 
 
 def _times(name: str, stored: NDInt) -> pl.Series:
     """A stage's column from its stored ``_BIG - t`` values (0: not reached, null),
     turned into times in place and handed to polars without a copy."""
+    stored = np.ascontiguousarray(stored)  # a view of a row: already contiguous
     reached = stored > 0
-    np.subtract(_BIG, stored, out=stored, where=reached)
+    np.subtract(_BIG, stored, out=stored)  # not reached: _BIG, under the null
     n = stored.size
     bitmap = None if bool(reached.all()) else pa.py_buffer(np.packbits(reached, bitorder="little"))
     array = pa.Array.from_buffers(pa.int64(), n, [bitmap, pa.py_buffer(stored)])
