@@ -42,11 +42,16 @@ def test_gridbench_ids_and_odd_ones_of_the_same_width() -> None:
         "p00-t03-00004a",
         "p00-t03-00004/",  # the byte below "0"
         "p00-t03-00004:",  # the byte above "9"
+        "p00-t03-0004٢",  # a digit of another script (two bytes)
         "x" * 14,
     ]
     got = arrow_job_numbers(pa.array(ids, pa.string()), PREFIX)
     assert got is not None
-    assert got.tolist() == _polars(ids) == [42, 999_999, *[-1] * 9]
+    assert got.tolist() == _polars(ids) == [42, 999_999, *[-1] * 10]
+    # six digits of which one is another script's: no number (nor a null), on either path
+    other = ["p00-t03-00004٢"]
+    got = arrow_job_numbers(pa.array(other, pa.string()), PREFIX)
+    assert got is not None and got.tolist() == _polars(other) == [-1]
 
 
 def test_more_digits_have_no_leading_zero() -> None:
@@ -66,7 +71,7 @@ def test_ids_of_several_widths_or_with_nulls_are_left_to_polars() -> None:
     assert _polars([job_name(PREFIX, 1), None]) == [1, -1]
 
 
-_CHARS = st.sampled_from(list("0123456789+- /:ap-t3é"))
+_CHARS = st.sampled_from(list("0123456789+- /:ap-t3é٤"))  # ٤: a digit, not ASCII
 
 
 @settings(max_examples=300, deadline=None)

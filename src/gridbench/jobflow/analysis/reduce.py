@@ -241,11 +241,7 @@ def frame_chunks(
 
 def in_chunks(events: pl.DataFrame, size: int = CHUNK_EVENTS) -> Chunks:
     """An in-memory frame as what :func:`reduce_events` reads."""
-    return functools.partial(_chunks_of, events, size)
-
-
-def _chunks_of(events: pl.DataFrame, size: int, job_prefix: str | None) -> Iterator[pl.DataFrame]:
-    return frame_chunks(events, size, job_prefix)
+    return functools.partial(frame_chunks, events, size)
 
 
 _EMPTY_COUNTS = pl.DataFrame(

@@ -42,9 +42,10 @@ def job_name_expr(prefix: str, numbers: pl.Expr) -> pl.Expr:
 def job_number_expr(prefix: str, jobs: pl.Expr) -> pl.Expr:
     """Each of ``jobs`` (ids) as its number when it is ``prefix`` then a number in
     :func:`job_name`'s form, else -1 (a null id too)."""
-    digits = JOB_DIGITS
-    form = rf"^{re.escape(prefix)}(?:\d{{{digits}}}|[1-9]\d{{{digits},{MAX_DIGITS - 1}}})$"
-    number = jobs.str.slice(len(prefix)).cast(pl.Int64, strict=False)
+    # ASCII digits only: the regex's \d would take any script's (a "٤٢" the cast refuses)
+    d, digits = "[0-9]", JOB_DIGITS
+    form = rf"^{re.escape(prefix)}(?:{d}{{{digits}}}|[1-9]{d}{{{digits},{MAX_DIGITS - 1}}})$"
+    number = jobs.str.slice(len(prefix)).cast(pl.Int64, strict=False).fill_null(-1)
     return pl.when(jobs.str.contains(form)).then(number).otherwise(-1)
 
 
