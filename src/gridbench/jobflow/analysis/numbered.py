@@ -133,17 +133,15 @@ class NumberedJobs:
         if not self._blocks:
             return pl.DataFrame(schema=schema)
         bases = sorted(self._blocks)
-        present = [_present(self._blocks[b][0]) for b in bases]
-        n = sum(p.size if isinstance(p, np.ndarray) else p.stop - p.start for p in present)
+        present = [np.flatnonzero(self._blocks[b][0]) for b in bases]
         # row 0: numbers, row 1: first rows, then each stage's stored times
-        columns = np.empty((len(self.stages) + 2, n), np.int64)
+        columns = np.empty((len(self.stages) + 2, sum(p.size for p in present)), np.int64)
         at = 0
         for b, p in zip(bases, present, strict=True):
-            block = self._blocks.pop(b)
-            m = p.size if isinstance(p, np.ndarray) else p.stop - p.start
-            columns[0, at : at + m] = p if isinstance(p, np.ndarray) else np.arange(p.start, p.stop)
-            columns[0, at : at + m] += b * BLOCK
-            columns[1:, at : at + m] = block[:, p]
+            block, m = self._blocks.pop(b), p.size
+            dense = m == 0 or int(p[-1]) == m - 1  # jobs 0..m-1 of the block: no gather
+            columns[0, at : at + m] = p + b * BLOCK
+            columns[1:, at : at + m] = block[:, :m] if dense else block[:, p]
             del block
             at += m
         first = columns[1]
@@ -156,15 +154,6 @@ class NumberedJobs:
         for k, s in enumerate(self.stages, start=2):
             out[s] = _times(s, columns[k])
         return pl.DataFrame(out)
-
-
-def _present(first: NDInt) -> NDInt | slice:
-    """Where a block has jobs: a slice when they are one run from its start (the common
-    dense numbering: copied without a gather), else their indices."""
-    at = np.flatnonzero(first)
-    if at.size == 0 or (at[0] == 0 and at[-1] == at.size - 1):
-        return slice(0, int(at.size))
-    return at
 
 
 def _times(name: str, stored: NDInt) -> pl.Series:
