@@ -47,8 +47,7 @@ import numpy as np
 import polars as pl
 
 from gridbench.jobflow.events.columnar import ArrowEventLog
-from gridbench.jobflow.events.job_numbers import job_name_expr
-from gridbench.jobflow.events.model import job_prefix
+from gridbench.jobflow.events.job_numbers import job_name_expr, job_prefix
 
 STAGES = [
     ("submit", "client", 1_000),

@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 from conftest import BIN, cli_env
 from gridbench.errors import ResourceError, ResultsError
 from gridbench.jobflow.analysis import analyze_run
-from gridbench.jobflow.events.columnar import ArrowEventLog, read_columnar
+from gridbench.jobflow.events.columnar import ArrowEventLog
+from gridbench.jobflow.events.columnar_read import read_columnar
 from gridbench.jobflow.events.export import export_events
 from gridbench.jobflow.events.log import EventLog, Origin, read_events
 from gridbench.jobflow.events.trial_log import (
@@ -416,7 +417,7 @@ def test_a_trial_keeps_the_format_it_has(tmp_path: Path) -> None:
 def test_reading_in_groups_gives_the_same_frame(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gridbench.jobflow.events import columnar
+    from gridbench.jobflow.events import columnar_read
 
     path = tmp_path / "events.arrows"
     with ArrowEventLog(path, batch_size=10) as log:
@@ -424,14 +425,14 @@ def test_reading_in_groups_gives_the_same_frame(
             origin = Origin("ce" if i % 2 else "client", 1_000, f"agent-{i % 3}", i % 3)
             log.append(f"j{i}", ["submit", "ce_entry", "client_done"][i % 3], i, origin)
     whole = read_columnar(path).events
-    monkeypatch.setattr(columnar, "CONVERT_EVENTS", 25)
+    monkeypatch.setattr(columnar_read, "CONVERT_EVENTS", 25)
     grouped = read_columnar(path).events
     assert grouped.equals(whole) and grouped.n_chunks() > 1 and whole.height == 95
     assert grouped["agent"].to_list() == [f"agent-{i % 3}" for i in range(95)]
     # a chunk is the batches that reach CONVERT_EVENTS events (batches of 10: 30 events)
-    sizes = [f.height for f in columnar.ColumnarScan(path).frames(categorical=True)]
+    sizes = [f.height for f in columnar_read.ColumnarScan(path).frames(categorical=True)]
     assert sizes == [30, 30, 30, 5]
-    frames = list(columnar.ColumnarScan(path).frames(["stage", "agent"], categorical=True))
+    frames = list(columnar_read.ColumnarScan(path).frames(["stage", "agent"], categorical=True))
     assert isinstance(frames[0].schema["stage"], pl.Categorical)
     assert pl.concat(frames)["agent"].cast(pl.String).to_list() == grouped["agent"].to_list()
 

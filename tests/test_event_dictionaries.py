@@ -10,7 +10,8 @@ import polars as pl
 import pyarrow as pa
 
 from gridbench.jobflow.events import columnar
-from gridbench.jobflow.events.columnar import ARROW_SCHEMA, ArrowEventLog, ColumnarScan
+from gridbench.jobflow.events.columnar import ARROW_SCHEMA, ArrowEventLog
+from gridbench.jobflow.events.columnar_read import ColumnarScan
 from gridbench.jobflow.events.dictionaries import GrowingDictionaries
 from gridbench.jobflow.events.log import Origin
 from gridbench.jobflow.events.model import EVENT_SCHEMA

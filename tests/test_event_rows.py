@@ -20,7 +20,8 @@ from gridbench.jobflow.backends.base import Capabilities
 from gridbench.jobflow.backends.noop import NoopBackend, NoopOptions
 from gridbench.jobflow.events.buffer import Origin
 from gridbench.jobflow.events.clock import AnchoredClock
-from gridbench.jobflow.events.columnar import ArrowEventLog, read_columnar
+from gridbench.jobflow.events.columnar import ArrowEventLog
+from gridbench.jobflow.events.columnar_read import read_columnar
 from gridbench.jobflow.events.log import EventLog, read_events
 from gridbench.jobflow.events.model import EVENT_COLUMNS
 from gridbench.jobflow.run.heap import GC_THRESHOLD, fewer_collections

@@ -11,7 +11,8 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gridbench.jobflow.events.columnar import ArrowEventLog, ColumnarScan
+from gridbench.jobflow.events.columnar import ArrowEventLog
+from gridbench.jobflow.events.columnar_read import ColumnarScan
 from gridbench.jobflow.events.job_numbers import (
     JOB_NO,
     arrow_job_numbers,

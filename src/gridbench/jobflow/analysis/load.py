@@ -18,8 +18,8 @@ from gridbench.errors import GridbenchError, ResultsError
 from gridbench.jobflow.analysis.clocks import to_controller_time
 from gridbench.jobflow.analysis.info import TrialInfo
 from gridbench.jobflow.analysis.reduce import ReducedEvents, reduce_events
+from gridbench.jobflow.events.job_numbers import job_prefix
 from gridbench.jobflow.events.log import EVENTS_FILE
-from gridbench.jobflow.events.model import job_prefix
 from gridbench.jobflow.events.trial_log import (
     ARROW_FILE,
     read_trial_log_counted,

@@ -56,7 +56,8 @@ from gridbench.jobflow.analysis.users import job_users, user_breakdown
 from gridbench.jobflow.analysis.validity import client_cpu, late_jobs, trial_validity
 from gridbench.jobflow.analysis.warmup import Warmup, fraction_warmup, steady_state_warmup
 from gridbench.jobflow.analysis.workers import pmap
-from gridbench.jobflow.events.model import STAGE_INTENDED, STAGE_SUBMIT, job_prefix
+from gridbench.jobflow.events.job_numbers import job_prefix
+from gridbench.jobflow.events.model import STAGE_INTENDED, STAGE_SUBMIT
 
 F64 = NDArray[np.float64]
 

@@ -21,12 +21,18 @@ import polars as pl
 import pyarrow as pa
 from numpy.typing import NDArray
 
-from gridbench.jobflow.events.model import JOB_DIGITS
-
+#: job ``i`` of a trial is named ``<trial id>-<i zero-padded to this many digits>``; the
+#: analysis keys its per-job table by the number when every id of a trial has this form
+JOB_DIGITS: Final = 6
 #: the column that carries each event's job number in place of ``job``
 JOB_NO: Final = "job_no"
 #: the most digits a job number may have (it must fit an int64)
 MAX_DIGITS: Final = 18
+
+
+def job_prefix(trial_id: str) -> str:
+    """What every job name of trial ``trial_id`` starts with."""
+    return f"{trial_id}-"
 
 
 def job_name(prefix: str, number: int) -> str:

@@ -33,17 +33,6 @@ class Precision:
     S: Final = 1_000_000_000
 
 
-#: job ``i`` of a trial is named ``<trial id>-<i zero-padded to this many digits>`` (the
-#: controller and its agents alike: :func:`gridbench.jobflow.events.job_numbers.job_name`);
-#: the analysis keys its per-job table by the number when every id of a trial has this form
-JOB_DIGITS: Final = 6
-
-
-def job_prefix(trial_id: str) -> str:
-    """What every job name of trial ``trial_id`` starts with (:data:`JOB_DIGITS`)."""
-    return f"{trial_id}-"
-
-
 # Client-side stages every load model records; backends add their own chain.
 STAGE_INTENDED: Final = "intended"  # when the schedule wanted the submission to start
 STAGE_SUBMIT: Final = "submit"  # when the submit call actually started (T1)

@@ -1,5 +1,6 @@
 """A trial's event log in either format: the CSV of older runs (``events.csv``) or the
-columnar Arrow stream (``events.arrows``, :mod:`gridbench.jobflow.events.columnar`).
+columnar Arrow stream (``events.arrows``, :mod:`gridbench.jobflow.events.columnar`, read by
+:mod:`gridbench.jobflow.events.columnar_read`).
 
 The file present is the format marker: a trial that has an ``events.csv`` keeps appending
 CSV (so cleanup and collect extend an old run in its own format); a new trial is written
@@ -19,12 +20,8 @@ import polars as pl
 
 from gridbench.errors import ResultsError
 from gridbench.jobflow.events.buffer import EventWriter as EventWriter
-from gridbench.jobflow.events.columnar import (
-    ARROW_SUFFIX,
-    ArrowEventLog,
-    ColumnarScan,
-    read_columnar,
-)
+from gridbench.jobflow.events.columnar import ARROW_SUFFIX, ArrowEventLog
+from gridbench.jobflow.events.columnar_read import ColumnarScan, read_columnar
 from gridbench.jobflow.events.job_numbers import with_job_numbers
 from gridbench.jobflow.events.log import EVENTS_FILE, EventLog, empty_events, read_events
 from gridbench.jobflow.events.model import EVENT_SCHEMA

@@ -7,8 +7,7 @@ from typing import Protocol
 import numpy as np
 
 from gridbench.jobflow.backends.base import NO_ENTRIES, JobRequest, Staging
-from gridbench.jobflow.events.job_numbers import job_name
-from gridbench.jobflow.events.model import job_prefix
+from gridbench.jobflow.events.job_numbers import job_name, job_prefix
 from gridbench.jobflow.specbase.model import ExperimentBase, JobSpec
 
 
