@@ -58,8 +58,8 @@ def schedule_times(jt: JobTimes, chain: StageChain) -> NDArray[np.float64]:
 
 
 def segment_durations(jt: JobTimes, seg: Segment) -> NDArray[np.float64]:
-    """end - start per job (NaN where either stamp is missing)."""
-    return jt.get(seg.end) - jt.get(seg.start)
+    """end - start per job (NaN where either stamp is missing; read-only, shared)."""
+    return jt.span(seg.start, seg.end)
 
 
 def clock_bound_s(jt: JobTimes, seg: Segment) -> tuple[float, str]:
@@ -116,9 +116,10 @@ def latency_durations(jt: JobTimes, chain: StageChain) -> Durations:
     comp = np.zeros(jt.n_jobs, dtype=np.float64)
     for seg in segments:
         if seg.component:
-            comp = comp + out[seg.name]  # NaN propagates: jobs missing a component drop out
+            comp += out[seg.name]  # NaN propagates: jobs missing a component drop out
     # to the nanosecond the stamps have: a sum of float seconds leaves -1e-19 s "others"
-    out["other"] = np.round(overall - comp, 9)
+    other = overall - comp
+    out["other"] = np.round(other, 9, out=other)
     first = jt.get(chain.stages[0].name) if chain.stages else np.full(jt.n_jobs, np.nan)
     out["running_time"] = np.where(ok, end - first, np.nan)
     out["submit_lag"] = jt.get(STAGE_SUBMIT) - jt.get(STAGE_INTENDED)

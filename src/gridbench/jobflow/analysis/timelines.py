@@ -66,10 +66,24 @@ class JobTimes:
     precision_s: dict[str, float]
     clocks: dict[str, StageClock] = field(default_factory=dict)  # per stage stamped
     typical_precision_s: dict[str, float] = field(default_factory=dict)
+    #: :meth:`span`'s arrays: a segment's durations are read by the latencies and the
+    #: validity checks (four passes over the jobs each, without it)
+    _spans: dict[tuple[str, str], NDArray[np.float64]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     @property
     def n_jobs(self) -> int:
         return int(self.failed_kind.size)
+
+    def span(self, start: str, end: str) -> NDArray[np.float64]:
+        """``end - start`` per job (NaN where either is missing), computed once (read-only)."""
+        key = (start, end)
+        if key not in self._spans:
+            d = self.get(end) - self.get(start)
+            d.flags.writeable = False
+            self._spans[key] = d
+        return self._spans[key]
 
     def get(self, stage: str) -> NDArray[np.float64]:
         """Times of ``stage`` (all NaN when the stage is unknown)."""
