@@ -8,9 +8,11 @@ from pathlib import Path
 
 import polars as pl
 import pyarrow as pa
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gridbench.jobflow.events import job_numbers
 from gridbench.jobflow.events.columnar import ArrowEventLog
 from gridbench.jobflow.events.columnar_read import ColumnarScan
 from gridbench.jobflow.events.job_numbers import (
@@ -31,7 +33,9 @@ def _polars(ids: list[str | None], prefix: str = PREFIX) -> list[int]:
     return with_job_numbers(frame, prefix)[JOB_NO].to_list()
 
 
-def test_gridbench_ids_and_odd_ones_of_the_same_width() -> None:
+def test_gridbench_ids_and_odd_ones_of_the_same_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    # ids of one width are read from their bytes: the polars form is not called
+    monkeypatch.setattr(job_numbers, "with_job_numbers", _not_called)
     ids = [
         job_name(PREFIX, 42),  # 000042
         job_name(PREFIX, 999_999),
@@ -47,29 +51,48 @@ def test_gridbench_ids_and_odd_ones_of_the_same_width() -> None:
         "x" * 14,
     ]
     got = arrow_job_numbers(pa.array(ids, pa.string()), PREFIX)
-    assert got is not None
     assert got.tolist() == _polars(ids) == [42, 999_999, *[-1] * 10]
     # six digits of which one is another script's: no number (nor a null), on either path
     other = ["p00-t03-00004٢"]
     got = arrow_job_numbers(pa.array(other, pa.string()), PREFIX)
-    assert got is not None and got.tolist() == _polars(other) == [-1]
+    assert got.tolist() == _polars(other) == [-1]
 
 
 def test_more_digits_have_no_leading_zero() -> None:
     ids = [job_name(PREFIX, 1_000_000), "p00-t03-0100000", "p00-t03-1234567"]
     got = arrow_job_numbers(pa.array(ids, pa.string()), PREFIX)
-    assert got is not None and got.tolist() == _polars(ids) == [1_000_000, -1, 1_234_567]
+    assert got.tolist() == _polars(ids) == [1_000_000, -1, 1_234_567]
     wide = [PREFIX + "1" + "0" * 17, PREFIX + "1" + "0" * 18]  # 18 digits; 19 do not fit
     got = arrow_job_numbers(pa.array(wide[:1], pa.string()), PREFIX)
-    assert got is not None and got.tolist() == _polars(wide[:1]) == [10**17]
+    assert got.tolist() == _polars(wide[:1]) == [10**17]
     got = arrow_job_numbers(pa.array(wide[1:], pa.string()), PREFIX)
-    assert got is not None and got.tolist() == _polars(wide[1:]) == [-1]
+    assert got.tolist() == _polars(wide[1:]) == [-1]
 
 
-def test_ids_of_several_widths_or_with_nulls_are_left_to_polars() -> None:
-    assert arrow_job_numbers(pa.array([job_name(PREFIX, 1), "j1"], pa.string()), PREFIX) is None
-    assert arrow_job_numbers(pa.array([job_name(PREFIX, 1), None], pa.string()), PREFIX) is None
-    assert _polars([job_name(PREFIX, 1), None]) == [1, -1]
+def test_a_block_of_several_widths_or_with_nulls_is_parsed_in_polars(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    mixed = [job_name(PREFIX, 1), "j1", None, job_name(PREFIX, 1_000_000)]
+    assert arrow_job_numbers(pa.array(mixed, pa.string()), PREFIX).tolist() == [1, -1, -1, 10**6]
+    # blocks of one width are read from their bytes, the one mixed block in polars
+    calls: list[int] = []
+    polars_form = job_numbers.with_job_numbers
+
+    def counted(frame: pl.DataFrame, prefix: str) -> pl.DataFrame:
+        calls.append(frame.height)
+        return polars_form(frame, prefix)
+
+    monkeypatch.setattr(job_numbers, "with_job_numbers", counted)
+    block = job_numbers.BLOCK_IDS
+    ids = [job_name(PREFIX, i) for i in range(block * 2 + 5)]
+    ids[block + 7] = "hand-made"
+    got = arrow_job_numbers(pa.array(ids, pa.string()), PREFIX)
+    assert calls == [block]
+    assert got.tolist() == [*range(block + 7), -1, *range(block + 8, block * 2 + 5)]
+
+
+def _not_called(frame: pl.DataFrame, prefix: str) -> pl.DataFrame:
+    raise AssertionError("the polars form was called for ids of one width")
 
 
 _CHARS = st.sampled_from(list("0123456789+- /:ap-t3é٤"))  # ٤: a digit, not ASCII
@@ -83,8 +106,7 @@ _CHARS = st.sampled_from(list("0123456789+- /:ap-t3é٤"))  # ٤: a digit, not A
 def test_the_bytes_path_is_the_polars_form(tails: list[str], head: str) -> None:
     ids = [head + t for t in tails]
     got = arrow_job_numbers(pa.array(ids, pa.string()), PREFIX)
-    if got is not None:  # one width in bytes ("é" is two)
-        assert got.tolist() == _polars(ids)
+    assert got.tolist() == _polars(ids)  # of one width in bytes or not ("é" is two)
     back = [job_name(PREFIX, n) == i for i, n in zip(ids, _polars(ids), strict=True) if n >= 0]
     assert all(back)  # a number's name is the id it came from: one id, one number
 
@@ -129,7 +151,6 @@ def test_any_prefix_length_and_up_to_nine_digits(
         ids[0] = ids[0][:mutate] + "#" + ids[0][mutate + 1 :]
     got = arrow_job_numbers(pa.array(ids, pa.string()), prefix)
     want = _polars(ids, prefix)
-    if got is not None:
-        assert got.tolist() == want
+    assert got.tolist() == want
     if 0 <= mutate < len(prefix):
         assert want[0] == -1

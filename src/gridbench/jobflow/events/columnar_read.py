@@ -20,7 +20,7 @@ import pyarrow as pa
 from gridbench.errors import ResultsError
 from gridbench.jobflow.events.columnar import ARROW_SCHEMA, FORMAT, FORMAT_KEY, segments
 from gridbench.jobflow.events.dictionaries import combined_dictionary
-from gridbench.jobflow.events.job_numbers import JOB_NO, arrow_job_numbers, with_job_numbers
+from gridbench.jobflow.events.job_numbers import JOB_NO, arrow_job_numbers
 from gridbench.jobflow.events.model import EVENT_COLUMNS, EVENT_SCHEMA
 from gridbench.store.safe_open import opened_store_file
 
@@ -163,14 +163,10 @@ def _to_polars(
 
 
 def _job_numbers(jobs: pa.ChunkedArray, prefix: str) -> pa.Array:
-    """The number of each of ``jobs`` (-1: not the trial's form), from its bytes when
-    the ids are of one length, else parsed in polars."""
+    """The number of each of ``jobs`` (-1: not the trial's form)."""
     # one chunk already (combining one would copy it), but for older logs' per-batch columns
     one = jobs.chunk(0) if jobs.num_chunks == 1 else jobs.combine_chunks()
     numbers = arrow_job_numbers(one, prefix)
-    if numbers is None:
-        ids = pl.DataFrame({"job": pl.Series(one)})
-        numbers = with_job_numbers(ids, prefix)[JOB_NO].to_numpy()
     return pa.Array.from_buffers(pa.int64(), len(numbers), [None, pa.py_buffer(numbers)])
 
 

@@ -8,7 +8,8 @@ full: ``000042`` and ``1234567`` are numbers, ``0000042``, ``+00042``, `` 42`` a
 
 Reading gives the number in the column ``job_no`` (:data:`JOB_NO`), -1 for an id not of
 that form: :func:`arrow_job_numbers` straight from a columnar log's bytes (no string is
-made), :func:`job_number_expr` from a polars column (a CSV log, a frame in memory).
+made; a block of ids of several widths goes to the polars form), :func:`job_number_expr`
+from a polars column (a CSV log, a frame in memory).
 """
 
 from __future__ import annotations
@@ -55,10 +56,29 @@ def job_number_expr(prefix: str, jobs: pl.Expr) -> pl.Expr:
     return pl.when(jobs.str.contains(form)).then(number).otherwise(-1)
 
 
-def arrow_job_numbers(jobs: pa.Array, prefix: str) -> NDArray[np.int64] | None:
-    """:func:`job_number_expr` of an Arrow string array, computed on its bytes; ``None``
-    when its ids are not all of one length without nulls (then the caller parses them in
-    polars). A run's ids have one length but around job 10^6: its chunks read here."""
+#: ids parsed at a time: each step's arrays stay in cache (measured on a million ids:
+#: 10 ms against 18 ms in one piece)
+BLOCK_IDS: Final = 32_768
+
+
+def arrow_job_numbers(jobs: pa.Array, prefix: str) -> NDArray[np.int64]:
+    """:func:`job_number_expr` of an Arrow string array, computed on its bytes a block
+    of :data:`BLOCK_IDS` at a time; a block whose ids are not all of one length without
+    nulls is parsed in polars (a run's ids have one length but around job 10^6)."""
+    out = np.empty(len(jobs), np.int64)
+    for at in range(0, len(jobs), BLOCK_IDS):
+        block = jobs.slice(at, BLOCK_IDS)
+        numbers = _of_one_width(block, prefix)
+        if numbers is None:
+            ids = pl.DataFrame({"job": pl.Series(block, dtype=pl.String)})
+            numbers = with_job_numbers(ids, prefix)[JOB_NO].to_numpy()
+        out[at : at + len(block)] = numbers
+    return out
+
+
+def _of_one_width(jobs: pa.Array, prefix: str) -> NDArray[np.int64] | None:
+    """The numbers of ``jobs`` from their bytes; ``None`` unless the ids are all of one
+    length without nulls."""
     n = len(jobs)
     if n == 0 or jobs.null_count or not pa.types.is_string(jobs.type):
         return None
