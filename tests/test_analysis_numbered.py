@@ -58,7 +58,11 @@ def _numbered(chunks: list[pl.DataFrame]) -> reduce.ReducedEvents:
 
 
 @pytest.mark.parametrize("size", [1, 7, 64, 100_000])
-def test_numbered_table_is_the_in_memory_timeline(size: int) -> None:
+@pytest.mark.parametrize("fold", [5, numbered.FOLD_EVENTS])
+def test_numbered_table_is_the_in_memory_timeline(
+    size: int, fold: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(numbered, "FOLD_EVENTS", fold)  # a chunk folded in slices of 5
     ev = _events(150, seed=size)
     want = build_timeline(ev, STAGES)
     tl, rest = _numbered(list(frame_chunks(ev, size))).take()

