@@ -126,7 +126,12 @@ def latency_durations(jt: JobTimes, chain: StageChain) -> Durations:
     out["submit_call"] = jt.get(STAGE_SUBMIT_ACK) - jt.get(STAGE_SUBMIT)
     bad = backwards_jobs(jt, chain)
     if bad.any():
-        out = {name: np.where(bad, np.nan, d) for name, d in out.items()}
+        shared = {seg.name for seg in segments}  # JobTimes.span's arrays: copied
+        for name, d in out.items():
+            if name in shared:
+                out[name] = np.where(bad, np.nan, d)
+            else:  # made here: cleared in place, no second array
+                d[bad] = np.nan
     return out
 
 
