@@ -83,6 +83,13 @@ def test_spec_errors_name_line_and_fix() -> None:
     assert "s.yaml:6" in str(ei.value)
     spec, _ = load_io_spec_text(GOOD, "s.yaml", ["iozone.file_size=8M"])
     assert spec.iozone.file_size == 8 * 1024**2
+    with pytest.raises(SpecError) as ei:  # past 1 EiB: a slip, and sums would leave int64
+        load_io_spec_text(GOOD, "s.yaml", ["iozone.file_size=1e308"])
+    assert "larger than 1 EiB" in str(ei.value) and "iozone.file_size" in str(ei.value)
+    two = "targets: [{name: a, path: /x/}, {name: b, path: /x}]\nbaseline: a\n"
+    with pytest.raises(SpecError) as ei:  # their work folders would collide
+        load_io_spec_text("name: t\n" + two, "s.yaml")
+    assert "two targets measure the same path: /x" in str(ei.value)
 
 
 def test_iozone_mapping() -> None:

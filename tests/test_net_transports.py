@@ -207,6 +207,40 @@ def test_grpc_echo_insecure_and_tls_in_process(tls: TlsFiles) -> None:
             server.close()
 
 
+GOAWAY = """
+from gridbench.messaging.transports.grpc_echo import GrpcEchoClient, GrpcServer, aio_burst
+server = GrpcServer().start()
+client = GrpcEchoClient(server.target)
+aio_burst(server.target, None, b"x" * 100, 200, 30)
+server.close()  # the open channel then hears the server's GOAWAY
+client.close()
+print("closed")
+"""
+
+
+def test_grpc_core_logs_nothing_below_errors_unless_asked() -> None:
+    """gRPC core prints INFO lines through absl ("Got goaway" when a server this process
+    ran stops) unless a level is set before it loads: gridbench sets ERROR, and a user's
+    own GRPC_VERBOSITY still wins."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "GRPC_VERBOSITY"}
+    quiet = subprocess.run(
+        [sys.executable, "-c", GOAWAY], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert quiet.returncode == 0 and "closed" in quiet.stdout, quiet.stderr[-2000:]
+    assert "goaway" not in quiet.stderr.lower(), quiet.stderr[-2000:]
+    asked = subprocess.run(
+        [sys.executable, "-c", GOAWAY],
+        env={**env, "GRPC_VERBOSITY": "INFO"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert asked.returncode == 0 and "goaway" in asked.stderr.lower(), asked.stderr[-2000:]
+
+
 def test_grpc_tls_peer_and_untrusted_ca(
     tls: TlsFiles, tmp_path: Path, peers: list[PeerProcess]
 ) -> None:

@@ -39,6 +39,16 @@ def test_every_step_is_a_line_when_the_interval_has_passed(monkeypatch: pytest.M
     ]
 
 
+def test_a_run_that_fails_says_where_it_stopped_not_done(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cliargs, "LOG_EVERY_S", 0.0)
+    u, out = ui()
+    with pytest.raises(RuntimeError), cliargs.step_progress(u, "io", 3) as step:
+        step("a: write")
+        raise RuntimeError("target refused")
+    got = [LINE.match(x) for x in out.getvalue().splitlines()]
+    assert [(m.group(1), m.group(2)) for m in got if m] == [("0", "a: write"), ("1", "stopped")]
+
+
 def test_lines_are_throttled(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cliargs, "LOG_EVERY_S", 3600.0)
     u, out = ui()

@@ -118,6 +118,8 @@ def test_the_example_responses_import_whole() -> None:
         ({"launch_time_s": "-3"}, "launch_time_s", "is not a time in seconds"),
         ({"launch_time_s": "ten"}, "launch_time_s", "is not a time in seconds"),
         ({"launch_time_s": "nan"}, "launch_time_s", "is not a time in seconds"),
+        ({"launch_time_s": "1e308"}, "launch_time_s", "(0 to 604,800: a week)"),
+        ({"launch_time_s": "604801"}, "launch_time_s", "is not a time in seconds"),
         (
             {"launch_success": "", "launch_failure": 3},
             "launch_failure",
@@ -297,6 +299,31 @@ def test_encoding_bom_size_and_delimiter(tmp_path: Path) -> None:
         import_responses(ahe(), big)
     with pytest.raises(GridbenchError, match="file not found"):
         import_responses(ahe(), tmp_path / "absent.csv")
+
+
+def test_quotes_blank_lines_and_huge_cells(tmp_path: Path) -> None:
+    """An unclosed quote is named with its line, not the rest of the file read as one
+    cell; blank lines above the header are skipped (rows keep their file numbers); a
+    cell of 100,000 characters is cut in the message, its length said."""
+    good = write(tmp_path / "r.csv", [row("P01"), row("P02")]).read_text(encoding="utf-8")
+    lines = good.splitlines(keepends=True)
+    unclosed = tmp_path / "unclosed.csv"
+    unclosed.write_text(lines[0] + lines[1] + '"P03' + lines[2][3:], encoding="utf-8")
+    with pytest.raises(GridbenchError) as info:
+        import_responses(ahe(), unclosed)
+    assert "a quoted cell is never closed" in info.value.message
+    assert info.value.where == f"{unclosed}: line 3"
+    blank = tmp_path / "blank.csv"
+    blank.write_text("\n,,\n" + good, encoding="utf-8")
+    assert import_responses(ahe(), blank).rows == 2
+    found = problems(ahe(), write(tmp_path / "b2.csv", [row("P01"), row("P02", sus3=9)]))
+    blank.write_text("\n\n" + (tmp_path / "b2.csv").read_text(encoding="utf-8"))
+    assert [r for r, _, _ in problems(ahe(), blank)] == [r + 2 for r, _, _ in found]
+    huge = write(tmp_path / "huge.csv", [row("P01", launch_time_s="9" * 100_000)])
+    with pytest.raises(ImportProblems) as many:
+        import_responses(ahe(), huge)
+    text = str(many.value)
+    assert len(text) < 1_000 and "characters in all)" in text, text
 
 
 SURVEY_SPEC = """

@@ -171,3 +171,9 @@ def test_resolve_keys_with_dots() -> None:
     assert resolve(d, "l.0.x") == 3
     with pytest.raises(PathError, match=r"no 'z' under m \(known: a, a.b\)"):
         resolve(d, "m.z")
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+def test_a_limit_that_is_no_finite_number_is_refused(value: float) -> None:
+    with pytest.raises(ValueError, match="finite number"):
+        ThresholdSpec(metric="latency.p99", op="<=", value=value)

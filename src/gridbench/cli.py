@@ -166,10 +166,12 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from gridbench.family import family_of
     from gridbench.store.catalogue import resolve_run
 
     run = resolve_run(args.run, _results_root(args))
     exp = run.read_experiment()
+    family_of(run)  # a run no family reads is an error before its record is shown
     console.print_json(data=exp, ensure_ascii=True)  # bidi controls as \\u escapes, not obeyed
     if run.metrics_file.exists():
         from gridbench.pipeline import report_of

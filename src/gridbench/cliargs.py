@@ -212,9 +212,11 @@ def line_progress(ui: Ui, label: str, total: int) -> Iterator[Callable[[str], No
 
     try:
         yield step
-    finally:
-        done = total
-        line("done")
+    except BaseException:
+        line("stopped")  # at the step it reached; the error follows
+        raise
+    done = total
+    line("done")
 
 
 def run_and_show(

@@ -314,17 +314,23 @@ def available() -> dict[str, str]:
     return dict(sorted(_entry_points().items()))
 
 
-@functools.cache
-def family(name: str) -> Family:
-    """The registered family ``name``; ResultsError naming the kind and the fix."""
+def _known(name: str, where: str) -> str:
+    """The entry point of family ``name``; ResultsError naming ``where`` and the fix."""
     found = _entry_points()
     target = found.get(name)
     if target is None:
         raise ResultsError(
             f"unknown benchmark family {name!r}",
-            where="experiment.json: kind",
+            where=where,
             fix=f"install the plugin that provides it; installed: {', '.join(sorted(found))}",
         )
+    return target
+
+
+@functools.cache
+def family(name: str) -> Family:
+    """The registered family ``name``; ResultsError naming the kind and the fix."""
+    target = _known(name, "experiment.json: kind")
     module, _, attr = target.partition(":")
     try:
         obj = getattr(importlib.import_module(module), attr)
@@ -358,7 +364,9 @@ def kind_of(experiment: Mapping[str, Any]) -> str:
 
 def family_of(run: RunDir) -> Family:
     """The family of a results directory, by the kind recorded in it."""
-    return family(kind_of(run.read_experiment()))
+    kind = kind_of(run.read_experiment())
+    _known(kind, f"{run.experiment_file}: kind")  # an unknown one named with its run
+    return family(kind)
 
 
 def command_of(fam: Family) -> list[str]:

@@ -53,7 +53,7 @@ class ThresholdSpec(BaseModel):
 
     metric: str = Field(description="a dotted path into the family's metrics document")
     op: Op = "<"
-    value: float
+    value: float = Field(allow_inf_nan=False, description="the limit (a finite number)")
     point: int | Literal["all", "any"] = Field(
         default="all",
         description="job flow: the point index, 'all' or 'any'; families without points ignore it",

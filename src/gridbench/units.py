@@ -82,21 +82,29 @@ _SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
 _MULT = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 
 
+#: The largest size a spec may give (1 EiB): past it, a typo or a unit slip, and sums of
+#: such sizes would leave int64.
+MAX_SIZE = 1024**6
+
+
 def parse_size(value: object) -> int:
     """Bytes from ``128k``/``2G``/``1.5GiB`` (binary multiples, as iozone and fio use)."""
     if isinstance(value, bool):
         raise ValueError("a size is a number of bytes or a string like 128k, 2G")
+    size: int | None = None
     if isinstance(value, int):
         if value < 0:
             raise ValueError("a size cannot be negative")
-        return value
-    if isinstance(value, float) and value.is_integer() and value >= 0:
-        return int(value)
-    if isinstance(value, str):
-        m = _SIZE.match(value)
-        if m:
-            return int(float(m.group(1)) * _MULT[m.group(2).lower()])
-    raise ValueError(f"{value!r} is not a size; write e.g. 4k, 128k, 512M, 2G")
+        size = value
+    elif isinstance(value, float) and value.is_integer() and value >= 0:
+        size = int(value)
+    elif isinstance(value, str) and (m := _SIZE.match(value)):
+        size = int(float(m.group(1)) * _MULT[m.group(2).lower()])
+    if size is None:
+        raise ValueError(f"{value!r} is not a size; write e.g. 4k, 128k, 512M, 2G")
+    if size > MAX_SIZE:
+        raise ValueError(f"{value!r} is larger than 1 EiB, the largest size a spec may give")
+    return size
 
 
 def format_size(n: float) -> str:

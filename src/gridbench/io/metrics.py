@@ -44,18 +44,39 @@ SCHEMA = "gridbench.io/1"
 CDF_POINTS = 200
 
 
+#: Fields every result row has, and those of a concurrency row (its run's key).
+_ROW_FIELDS: tuple[tuple[str, type | tuple[type, ...]], ...] = (
+    ("target", str),
+    ("test", str),
+    ("kbps", (int, float)),
+    ("bytes", int),
+    ("runtime_s", (int, float)),
+)
+_CONCURRENCY_FIELDS: tuple[tuple[str, type], ...] = (("clients", int), ("files", str), ("rep", int))
+_COUNTS = ("kbps", "bytes", "runtime_s")  # measured amounts: never below zero
+_MAX_AMOUNT = 1e18  # past this, not a measurement (and numpy's sums would overflow)
+
+
+def _valid(value: Any, typ: type | tuple[type, ...], most: float | None) -> bool:
+    """``value`` is of ``typ`` (a bool is no number); a number is at least 0 (and at most
+    ``most``, when given)."""
+    if not isinstance(value, typ) or isinstance(value, bool):
+        return False
+    if isinstance(value, int | float):
+        return 0 <= value <= (most if most is not None else value)
+    return True
+
+
 def _check_rows(rows: list[dict[str, Any]], path: Path) -> None:
     for i, r in enumerate(rows, 1):
-        for key, typ in (
-            ("target", str),
-            ("test", str),
-            ("kbps", (int, float)),
-            ("bytes", int),
-            ("runtime_s", (int, float)),
-        ):
-            if not isinstance(r.get(key), typ):
+        fields = _ROW_FIELDS + (_CONCURRENCY_FIELDS if r.get("kind") == "concurrency" else ())
+        if "rep" in r:
+            fields += (("rep", int),)
+        for key, typ in fields:
+            value = r.get(key)
+            if not _valid(value, typ, _MAX_AMOUNT if key in _COUNTS else None):
                 raise ResultsError(
-                    f"row has no valid {key!r}",
+                    f"row has no valid {key!r} (got {str(value)[:40]!r})",
                     where=f"{path}:{i}",
                     fix="the file was edited or is from another tool; re-run the benchmark",
                 )
@@ -188,8 +209,7 @@ def build_metrics(run: RunDir) -> dict[str, Any]:
     raw_files.check(run, exp)  # lost raw data is refused, never analysed as a smaller run
     if raw_files.KEY not in exp:
         raw_files.require(run, "rows.jsonl", exp.get("status") in FINISHED)
-    text = run.spec_file.read_text(encoding="utf-8")
-    spec, _ = load_io_spec_text(text, str(run.spec_file), checked=False)
+    spec, _ = load_io_spec_text(run.spec_text(), str(run.spec_file), checked=False)
     rows_path = run.path / "rows.jsonl"
     rows = read_records(rows_path)
     _check_rows(rows, rows_path)

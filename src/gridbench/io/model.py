@@ -295,6 +295,10 @@ class IoSpec(_Strict):
         dup = {n for n in names if names.count(n) > 1}
         if dup:
             raise ValueError(f"target names must be unique: {', '.join(sorted(dup))}")
+        paths = [t.path.rstrip("/") or "/" for t in self.targets]
+        same = sorted({p for p in paths if paths.count(p) > 1})
+        if same:  # their work directories would collide: one run refuses the other's
+            raise ValueError(f"two targets measure the same path: {', '.join(same)}")
         if self.baseline is not None and self.baseline not in names:
             raise ValueError(f"baseline {self.baseline!r} is not a target ({', '.join(names)})")
         if self.http and self.http.compare_target and self.http.compare_target not in names:

@@ -214,6 +214,18 @@ class RunDir:
                 fix="restore the file from the spec the run was started with",
             ) from None
 
+    def spec_text(self) -> str:
+        """The spec as run (its YAML text, read as :meth:`read_spec` does: never through a
+        link, bounded); a ResultsError naming the file when the run has none."""
+        text, _ = self.read_spec()
+        if not text:
+            raise ResultsError(
+                "the run has no spec.yaml (or it is empty)",
+                where=str(self.spec_file),
+                fix="restore spec.yaml from the spec the run was started with",
+            )
+        return text
+
     def begin(self, kind: str, name: str, spec_data: Any, *, status: str, **fields: Any) -> None:
         """Record a new run of family ``kind``: the spec as run (``spec.yaml``, written
         atomically) and experiment.json with its id, name, kind, status and creation time,

@@ -250,13 +250,7 @@ def _notes(tools: Mapping[str, Mapping[str, Any]]) -> list[str]:
 def _spec_of(run: RunDir) -> StudySpec:
     from gridbench.study.load import load_study_spec_text
 
-    text, _ = run.read_spec()
-    if not text:
-        raise ResultsError(
-            "the run has no spec.yaml",
-            where=str(run.spec_file),
-            fix="restore the spec the study ran with",
-        )
+    text = run.spec_text()
     try:
         spec, _ = load_study_spec_text(text, str(run.spec_file))
     except GridbenchError as exc:

@@ -28,7 +28,7 @@ class ImportProblems(GridbenchError):
     """A CSV with problems: ``problems`` holds every (row, column, problem)."""
 
     def __init__(self, path: str, problems: list[tuple[int, str, str]]) -> None:
-        lines = [f"row {r}, column {c}: {p}" for r, c, p in problems[:SHOWN_PROBLEMS]]
+        lines = [_cut(f"row {r}, column {c}: {p}") for r, c, p in problems[:SHOWN_PROBLEMS]]
         if len(problems) > SHOWN_PROBLEMS:
             lines.append(f"... and {len(problems) - SHOWN_PROBLEMS} more")
         n = len(problems)
@@ -40,6 +40,17 @@ class ImportProblems(GridbenchError):
             "import again",
         )
         self.problems = problems
+
+
+#: Longest problem line shown: a cell may be a whole file's worth (an unclosed quote).
+SHOWN_CHARS = 200
+
+
+def _cut(line: str) -> str:
+    """``line`` at most :data:`SHOWN_CHARS` long, a cut one ending in its length."""
+    if len(line) <= SHOWN_CHARS:
+        return line
+    return f"{line[:SHOWN_CHARS]}... (cut: {len(line):,} characters in all)"
 
 
 @dataclass
@@ -133,12 +144,16 @@ def read_csv(path: Path, delimiter: str, rename: Mapping[str, str]) -> CsvTable:
     text = _read_text(path)
     problems = Problems(str(path))
     back = {header: generic for generic, header in rename.items()}
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    # strict: a quote never closed is an error, not the rest of the file read as one cell
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
+    done_line = 0  # the last line of the last row read whole
     rows: list[tuple[int, dict[str, str]]] = []
     columns: list[str] = []
     headers: dict[str, str] = {}
     try:
-        header = next(reader, None)
+        header, first = next(reader, None), 2
+        while header is not None and not any(c.strip() for c in header):
+            header, first = next(reader, None), first + 1  # blank lines above the header
         if header is None:
             raise GridbenchError(
                 "the CSV is empty", where=str(path), fix="give the export with its header row"
@@ -152,7 +167,7 @@ def read_csv(path: Path, delimiter: str, rename: Mapping[str, str]) -> CsvTable:
                 continue
             if generic in first_at:
                 problems.add(
-                    1,
+                    first - 1,
                     repr(name),
                     f"a second column named {generic!r} (first: column {first_at[generic]})",
                 )
@@ -161,7 +176,7 @@ def read_csv(path: Path, delimiter: str, rename: Mapping[str, str]) -> CsvTable:
             columns.append(generic)
             headers[generic] = name
         keys = [back.get(h.strip(), h.strip()) for h in header]
-        for n, cells in enumerate(reader, 2):
+        for n, cells in enumerate(reader, first):
             if not any(c.strip() for c in cells):
                 continue  # blank lines (a trailing newline, a spacer row)
             if len(cells) > len(keys) and any(c.strip() for c in cells[len(keys) :]):
@@ -169,7 +184,15 @@ def read_csv(path: Path, delimiter: str, rename: Mapping[str, str]) -> CsvTable:
                     n, f"{len(keys) + 1}", f"the row has {len(cells)} cells, the header {len(keys)}"
                 )
             rows.append((n, {k: c.strip() for k, c in zip(keys, cells, strict=False) if k}))
+            done_line = reader.line_num
     except csv.Error as exc:
+        if "unexpected end of data" in str(exc):
+            raise GridbenchError(
+                f"a quoted cell is never closed: its quote opens on line {done_line + 1} "
+                "or after, and the file ends inside it",
+                where=f"{path}: line {done_line + 1}",
+                fix="close the quote (or remove the stray one) on that row",
+            ) from None
         raise GridbenchError(
             f"not readable as CSV: {exc}",
             where=f"{path}: line {reader.line_num}",

@@ -35,6 +35,7 @@ from gridbench.study.records import (
 
 SUS_COLUMNS = tuple(f"sus{i}" for i in range(1, 11))
 TASK_FIELDS = ("time_s", "success", "difficulty", "satisfaction", "failure")
+MAX_TASK_S = 7 * 24 * 3600.0  # a task's time past a week is a wrong column or unit
 #: columns on a 1..5 scale: the only ones ``import.reversed`` may flip
 _SCALED_FIELDS = ("difficulty", "satisfaction", "failure")
 _SUCCESS = {"1": True, "0": False, "true": True, "false": False, "yes": True, "no": False}
@@ -247,9 +248,11 @@ def _task(read: _Row, task: str, cols: dict[str, str]) -> list[Record]:
             seconds = float(text)
         except ValueError:
             seconds = math.nan
-        if not math.isfinite(seconds) or seconds < 0:
+        if not 0 <= seconds <= MAX_TASK_S:  # NaN too
             reader.problems.add(
-                row, label(cols["time_s"]), f"{text!r} is not a time in seconds (>= 0)"
+                row,
+                label(cols["time_s"]),
+                f"{text!r} is not a time in seconds (0 to {MAX_TASK_S:,.0f}: a week)",
             )
         else:
             out.append(TaskTime.model_validate({**key, "seconds": seconds}))

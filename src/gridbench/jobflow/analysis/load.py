@@ -27,7 +27,7 @@ from gridbench.jobflow.events.trial_log import (
     trial_log_path,
 )
 from gridbench.store.layout import read_json
-from gridbench.store.safe_open import opened_store_file
+from gridbench.store.safe_open import CAPS, opened_store_file, read_store_text
 
 TRIALS_DIR = "trials"
 TRIAL_FILE = "trial.json"
@@ -189,12 +189,14 @@ def read_spec_settings(run_dir: Path) -> dict[str, Any]:
     """``name``, ``thresholds``, ``warmup`` and ``validity`` from spec.yaml, as plain
     data (empty if absent)."""
     path = run_dir / "spec.yaml"
-    if not path.is_file():
+    try:  # a store file: never through a link, bounded (a planted one is an error)
+        text = read_store_text(path, cap=CAPS["spec"], base=run_dir)
+    except FileNotFoundError:
         return {}
-    from gridbench.specload import parse_yaml, read_spec_text
+    from gridbench.specload import parse_yaml
 
     try:
-        root = parse_yaml(read_spec_text(path), str(path))
+        root = parse_yaml(text, str(path))
     except GridbenchError as exc:
         raise ResultsError(
             f"the run's spec.yaml cannot be read: {exc.message}",

@@ -48,7 +48,7 @@ from gridbench.jobflow.run.cleanup_reservations import (
     release_all,
 )
 from gridbench.jobflow.run.outstanding import outstanding_jobs
-from gridbench.jobflow.spec.load import load_spec
+from gridbench.jobflow.spec.load import load_spec_text
 from gridbench.states import COMPLETE, NEEDS_CLEANUP
 from gridbench.store.layout import RunDir, now_iso, read_json, write_json
 from gridbench.store.spawned import NOT_THIS_RUN, live_runner, run_process, sweep_orphaned
@@ -108,7 +108,7 @@ async def cleanup_run(run: RunDir, *, dry_run: bool = False, force: bool = False
             await _cancel_all(run, backend, todo, report, dry_run=dry_run)
     reservations = find_reservations(run)
     if reservations:
-        spec, _ = load_spec(run.spec_file)
+        spec, _ = load_spec_text(run.spec_text(), str(run.spec_file))
         backend = create_backend(spec.backend.type, spec.backend.options)
         report.released_reservations = await release_all(
             run, backend, reservations, report.plan, report.errors, dry_run=dry_run
@@ -148,7 +148,7 @@ def final_state(run: RunDir, status: str) -> str:
 def _cleanup_backend(run: RunDir, runtime: dict[str, Any], report: CleanupReport) -> Backend | None:
     """The run's backend, made to cancel only: never its ``init``; a command backend's
     cancel template only when it is the one recorded at run time."""
-    spec, _ = load_spec(run.spec_file)
+    spec, _ = load_spec_text(run.spec_text(), str(run.spec_file))
     extra = runtime.get("options")
     options = {**spec.backend.options, **(extra if isinstance(extra, dict) else {})}
     backend = create_backend(spec.backend.type, options)

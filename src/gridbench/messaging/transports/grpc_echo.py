@@ -20,12 +20,17 @@ and Cython (the call object, its task, starting the batch in core): docs/net.md.
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 from collections.abc import Coroutine
 from concurrent import futures
 from typing import Any
 
+# gRPC core logs through absl, which prints INFO lines to stderr ("Got goaway" when a
+# server this process ran stops) unless a level is set before grpc is loaded; a user's
+# own GRPC_VERBOSITY wins
+os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 import grpc  # type: ignore[import-untyped]
 
 from gridbench.messaging.transports.base import BurstTiming, PeerError, TlsFiles, gc_paused
