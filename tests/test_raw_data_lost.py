@@ -59,9 +59,28 @@ def test_jobflow_run_with_its_event_log_gone_or_emptied(
     else:
         events.unlink()
         ArrowEventLog(events).close()  # emptied: the schema alone
-    _refused(run, f"trials/p00-t00/events.{fmt}: trial p00-t00's event log holds no event")
+    _refused(run, f"trials/p00-t00/events.{fmt}: trial p00-t00's event log holds only 0 events")
     events.unlink()
     _refused(run, "events.arrows: trial p00-t00's event log is missing", ("analyze", "report"))
+
+
+def test_jobflow_run_whose_log_was_cut_after_the_trial(jobflow_run: Path, tmp_path: Path) -> None:
+    """A log cut to part of what trial.json counted (a torn copy, a truncation after the
+    trial ended) is damage too, not a valid-looking trial with fewer jobs; events added
+    after the trial (a collector's late report, cleanup's stamps) only add, so the check
+    is a floor."""
+    run = _copy(jobflow_run, tmp_path)
+    trial = run / "trials" / "p00-t00"
+    counted = json.loads((trial / "trial.json").read_text())["events"]
+    events = read_trial_log(trial)
+    assert events.height >= counted > 4
+    (trial / "events.arrows").unlink()
+    with ArrowEventLog(trial / "events.arrows") as log:  # all but the last two events
+        log.write_frame(events.head(counted - 2))
+    _refused(run, f"event log holds only {counted - 2} events (trial.json counted {counted}")
+    with ArrowEventLog(trial / "events.arrows") as log:  # a later writer's segment adds
+        log.write_frame(events.tail(events.height - counted + 2))
+    _analyses(run)
 
 
 def test_jobflow_run_with_a_trial_folder_gone(jobflow_run: Path, tmp_path: Path) -> None:

@@ -72,7 +72,7 @@ def read_trial_events(trial_dir: Path, info: TrialInfo) -> pl.DataFrame:
     nothing yet): ``t_ns − clock_offset_ns``, with each stamp's clock bound from trial.json
     ``agents`` (:func:`gridbench.jobflow.analysis.clocks.to_controller_time`).
 
-    A finished trial's log that is gone, or holds no event while trial.json counted some,
+    A finished trial's log that is gone, or holds fewer events than trial.json counted,
     is damage: one error naming the file, never a valid-looking empty trial."""
     return read_trial_events_counted(trial_dir, info)[0]
 
@@ -84,10 +84,18 @@ def read_trial_events_counted(trial_dir: Path, info: TrialInfo) -> tuple[pl.Data
         raise _lost(trial_dir / ARROW_FILE, info, MISSING)
     # events.csv or events.arrows; the analysis never looks at the source column
     events, torn = read_trial_log_counted(trial_dir, columns=ANALYSIS_COLUMNS)
-    finished_empty = events.height == 0 and info.ended_ns is not None
-    if path is not None and finished_empty and (info.events or 0) > 0:
-        raise _lost(path, info, "holds no event")
+    if path is not None:
+        _check_count(path, info, events.height)
     return to_controller_time(events, info.agents), torn
+
+
+def _check_count(path: Path, info: TrialInfo, read: int) -> None:
+    """A finished trial's log holds at least the events trial.json counted (what came
+    later, a collector's late report, cleanup's stamps, only adds): fewer is damage, a log
+    cut or emptied after the trial, never a valid-looking smaller trial."""
+    counted = info.events or 0
+    if info.ended_ns is not None and read < counted:
+        raise _lost(path, info, f"holds only {read} event{'s' if read != 1 else ''}")
 
 
 def reduce_trial_events(
@@ -109,9 +117,8 @@ def reduce_trial_events(
         prefix = job_prefix(info.trial_id)
         reduced = reduce_events(chunks, stages, keep, job_prefix=prefix)
         torn = scan.torn if scan is not None else 0
-    finished_empty = reduced.events == 0 and info.ended_ns is not None
-    if scan is not None and finished_empty and (info.events or 0) > 0:
-        raise _lost(scan.path, info, "holds no event")
+    if scan is not None:
+        _check_count(scan.path, info, reduced.events)
     return reduced, torn
 
 

@@ -137,9 +137,9 @@ class EventWriter(abc.ABC):
         else:
             chunk = rows[:limit]
             del rows[:limit]
-        self._written += len(chunk)
         with self._guard():
             self._write_rows(chunk)
+        self._written += len(chunk)  # counted once in the file: trial.json's count is a floor
         return bool(rows)
 
     async def flush_soon(self) -> None:

@@ -207,14 +207,35 @@ def _write_json(path: Path, data: Mapping[str, Any]) -> None:
     os.replace(tmp, path)
 
 
+#: What an ingest writes beside its trial: the inputs read and what reading them found.
+INGEST_FILE: Final = "ingest.json"
+
+
 def check_out_dir(out_dir: str | os.PathLike[str], overwrite: bool = False) -> None:
-    """Refuse a non-empty output directory unless ``overwrite`` (checked before ingesting)."""
+    """Refuse a non-empty output directory unless ``overwrite`` and it is a run made by
+    ingest itself (checked before ingesting): ``--force`` never mixes ingested events into
+    a measured run, nor deletes another folder's files."""
     out = Path(out_dir)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())) and not overwrite:
+    if not out.exists() or (out.is_dir() and not any(out.iterdir())):
+        return
+    if not overwrite:
         raise ResultsError(
             "output directory already exists and is not empty",
             where=str(out),
             fix="choose another --out, or remove the directory first",
+        )
+    trials = out / "trials"
+    others = [d.name for d in trials.iterdir() if d.name != TRIAL_ID] if trials.is_dir() else []
+    if not (out / INGEST_FILE).is_file() or others:
+        raise ResultsError(
+            "--force replaces only a run made by 'gridbench ingest', and this directory "
+            + (
+                f"holds measured trials ({', '.join(sorted(others)[:3])}...)"
+                if others
+                else f"has no {INGEST_FILE}"
+            ),
+            where=str(out),
+            fix="choose another --out (a measured run is never overwritten)",
         )
 
 
@@ -308,7 +329,7 @@ def build_run_from_ingest(
         },
     )
     _write_json(
-        out / "ingest.json",
+        out / INGEST_FILE,
         {
             "kind": kind,
             "created": created,

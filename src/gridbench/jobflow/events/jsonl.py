@@ -94,7 +94,21 @@ def _text(obj: dict[str, Any], key: str, default: str | None = None) -> str:
         v = str(v)  # numeric job ids are common; keep them as text
     if not isinstance(v, str) or not v:
         raise _BadLine(f"'{key}' must be a non-empty string" if key in obj else f"missing '{key}'")
-    return v
+    return _encodable(v, f"'{key}'")
+
+
+def _encodable(text: str, what: str) -> str:
+    """``text``, unless it holds a lone surrogate (valid JSON may escape one, "\\ud800"),
+    which no log, page or terminal can encode."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _BadLine(f"{what} holds a lone surrogate (an escaped \\ud800-\\udfff)") from None
+    return text
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def _event_row(obj: Any) -> tuple[Any, ...]:
@@ -135,6 +149,8 @@ def _event_row(obj: Any) -> tuple[Any, ...]:
         raise _BadLine("'attrs' must be a JSON object")
     # no attrs is null, as the event-log reader gives it
     attrs_text = json.dumps(attrs, separators=(",", ":"), ensure_ascii=False) if attrs else None
+    if attrs_text is not None:
+        _encodable(attrs_text, "'attrs'")
     return (job, stage, t_ns, source, precision, agent, offset, attrs_text)
 
 
@@ -172,17 +188,18 @@ def parse_jsonl_lines(
             continue
         nonblank += 1
         try:
-            obj = json.loads(text)
+            obj = json.loads(text, parse_constant=_no_constant)  # NaN is no JSON number
         except (ValueError, RecursionError) as exc:
             bad += 1
             if torn:
                 sink.add(f"{name}:{lineno}: torn last line (no newline); ignored", file=name)
                 continue
-            msg = (
-                f"not valid JSON ({exc.msg} at column {exc.colno})"
-                if isinstance(exc, json.JSONDecodeError)
-                else "not valid JSON (nested too deeply)"
-            )
+            if isinstance(exc, json.JSONDecodeError):
+                msg = f"not valid JSON ({exc.msg} at column {exc.colno})"
+            elif isinstance(exc, RecursionError):
+                msg = "not valid JSON (nested too deeply)"
+            else:
+                msg = f"not valid JSON ({exc})"
             first_bad = first_bad or (lineno, msg)
             sink.add(f"{name}:{lineno}: {msg}; line skipped", file=name, kind="bad lines")
             if json_ok == 0 and nonblank >= SNIFF_LINES:

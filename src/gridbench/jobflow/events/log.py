@@ -154,12 +154,20 @@ def _read_csv(source: str, size: int, p: Path, columns: Sequence[str] | None) ->
             has_header=True,
             columns=list(columns) if columns is not None else None,
         )
-    except (pl.exceptions.ComputeError, pl.exceptions.NoDataError) as exc:
-        raise ResultsError(
-            f"event log is not valid CSV: {str(exc).splitlines()[0]}",
-            where=str(p),
-            fix="the file may be corrupted; re-run the trial or repair the named line",
-        ) from exc
+    except pl.exceptions.PolarsError as exc:
+        raise csv_error(exc, p) from None
+
+
+def csv_error(exc: Exception, path: Path) -> ResultsError:
+    """A CSV event log polars could not read (bad bytes, another header, a torn middle)
+    as one error naming the file, polars' reason cut to its first 200 characters."""
+    reason = (str(exc).splitlines() or [type(exc).__name__])[0]
+    return ResultsError(
+        f"event log is not valid CSV: {reason[:200]}",
+        where=str(path),
+        fix="the file is damaged or not a gridbench event log (its header: "
+        f"{','.join(EVENT_COLUMNS)}); re-run the trial, or move the file aside",
+    )
 
 
 def concat_events(frames: Iterable[pl.DataFrame]) -> pl.DataFrame:

@@ -18,12 +18,17 @@ from typing import Literal
 
 import polars as pl
 
-from gridbench.errors import ResultsError
 from gridbench.jobflow.events.buffer import EventWriter as EventWriter
 from gridbench.jobflow.events.columnar import ARROW_SUFFIX, ArrowEventLog
 from gridbench.jobflow.events.columnar_read import ColumnarScan, read_columnar
 from gridbench.jobflow.events.job_numbers import with_job_numbers
-from gridbench.jobflow.events.log import EVENTS_FILE, EventLog, empty_events, read_events
+from gridbench.jobflow.events.log import (
+    EVENTS_FILE,
+    EventLog,
+    csv_error,
+    empty_events,
+    read_events,
+)
 from gridbench.jobflow.events.model import EVENT_SCHEMA
 from gridbench.store.safe_open import opened_store_file
 
@@ -136,12 +141,8 @@ class LogScan:
         )
         try:
             yield from batches
-        except (pl.exceptions.ComputeError, pl.exceptions.NoDataError) as exc:
-            raise ResultsError(
-                f"event log is not valid CSV: {str(exc).splitlines()[0]}",
-                where=str(self.path),
-                fix="the file may be corrupted; re-run the trial or repair the named line",
-            ) from exc
+        except pl.exceptions.PolarsError as exc:
+            raise csv_error(exc, self.path) from None
 
 
 #: rows per chunk of a CSV log

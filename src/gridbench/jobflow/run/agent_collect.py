@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import stat
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,6 +87,12 @@ def _fetch(run: RunDir, kind: str, where: dict[str, Any], dest: Path, ssh: dict[
                 f"agent log {src} is outside the run",
                 where=str(run.experiment_file),
                 fix="a local agent's log is under RUN/agents/; restore experiment.json",
+            )
+        if not stat.S_ISREG(os.stat(src).st_mode):  # a device or FIFO would fill the disk
+            raise GridbenchError(
+                f"agent log {src} is not a regular file",
+                where=str(run.experiment_file),
+                fix="an agent writes its log as a file: restore experiment.json's agents.logs",
             )
         if src.resolve() != dest.resolve():
             shutil.copyfile(src, dest)
@@ -172,11 +179,14 @@ def collect_run(run: RunDir) -> CollectReport:
             if not str(name).startswith("agent-") or "/" in str(name):
                 report.errors.append(f"{tid}: {name!r} is not an agent name")
                 continue
-            wpath = str(where.get("path", "")) if isinstance(where, dict) else ""
+            if not isinstance(where, dict):
+                report.errors.append(f"{tid} {name}: its entry is not a mapping (path, host)")
+                continue
+            wpath = str(where.get("path", ""))
             suffix = ARROW_SUFFIX if wpath.endswith(ARROW_SUFFIX) else ".csv"
             dest = run.path / "agents" / str(name) / f"{tid}.events{suffix}"
             try:
-                report.fetched.append(_fetch(run, kind, dict(where), dest, dict(ssh or {})))
+                report.fetched.append(_fetch(run, kind, where, dest, dict(ssh or {})))
                 _note_offsets(trial_dir, read_event_log(dest, columns=["clock_offset_ns"]), name)
                 fetched.append(dest)
             except (GridbenchError, OSError, subprocess.TimeoutExpired) as exc:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -108,6 +109,10 @@ class Plan:
         }
 
 
+#: Most points a sweep may expand to (a plan validates a spec per point: ~1 ms each).
+MAX_SWEEP_POINTS = 1_000
+
+
 def trial_id(point: int, trial: int) -> str:
     return f"p{point:02d}-t{trial:02d}"
 
@@ -123,6 +128,14 @@ def _estimate(spec: ExperimentSpec) -> tuple[int | None, float, float | None]:
 def make_plan(spec: ExperimentSpec, data: dict[str, Any], origin: str = "<spec>") -> Plan:
     """Expand the sweep (cartesian product, in the order written) and check safety caps."""
     keys = list(spec.sweep)
+    sizes = [len(spec.sweep[k]) for k in keys]
+    if math.prod(sizes) > MAX_SWEEP_POINTS:  # before a point is built: each costs a spec
+        raise SpecError(
+            f"the sweep has {math.prod(sizes):,} points ({' × '.join(map(str, sizes))}: "
+            f"the product of its lists), more than the {MAX_SWEEP_POINTS:,} a plan may hold",
+            where=f"{origin}: sweep",
+            fix="sweep fewer values, or split the experiment into several specs",
+        )
     combos = list(itertools.product(*(spec.sweep[k] for k in keys))) if keys else [()]
     points: list[PlannedPoint] = []
     for i, combo in enumerate(combos):
@@ -130,7 +143,14 @@ def make_plan(spec: ExperimentSpec, data: dict[str, Any], origin: str = "<spec>"
         pdata = {k: v for k, v in data.items() if k != "sweep"}
         pdata = _deepcopy(pdata)
         for k, v in values.items():
-            set_path(pdata, sweep_path(k), v)
+            try:
+                set_path(pdata, sweep_path(k), v)
+            except (TypeError, IndexError) as exc:  # a key that goes into a single value
+                raise SpecError(
+                    f"sweep key {k!r} cannot be set: {exc}",
+                    where=f"{origin}: sweep.{k}",
+                    fix="sweep a field of the spec (docs/spec.md, section sweep)",
+                ) from None
         try:
             pspec = validate_data(pdata, None, f"{origin} (sweep point {values})")
         except SpecError as exc:
