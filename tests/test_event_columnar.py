@@ -28,6 +28,7 @@ from gridbench.jobflow.events.trial_log import (
     open_trial_log,
     read_trial_log,
     read_trial_log_counted,
+    scan_trial_log,
 )
 from gridbench.jobflow.run.agent_collect import merge_logs
 from io_fixtures import mounted_tmpfs
@@ -507,3 +508,29 @@ def test_a_column_that_is_not_utf8_is_one_error_when_read(tmp_path: Path) -> Non
     assert err.value.where == str(p) and err.value.fix
     times = read_columnar(p, columns=["stage", "t_ns"]).events
     assert times["t_ns"].to_list() == [1, 2] and times["stage"].to_list() == ["s", "s"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"a,b,c\n1,2,3\n",  # another tool's CSV
+        b"p00-t00-000001,submit,1,client,1000,local,0,\n",  # no header
+        bytes(range(256)) * 40 + b"\n",  # random bytes
+    ],
+)
+def test_a_csv_log_polars_cannot_read_is_one_short_error(tmp_path: Path, body: bytes) -> None:
+    """Every polars failure on a CSV log (another header: a SchemaError, once an internal
+    error) is one ResultsError naming the file, with polars' reason cut to 200 characters,
+    by both readers (whole and chunked)."""
+    trial = tmp_path / "trials" / "p00-t00"
+    trial.mkdir(parents=True)
+    (trial / "events.csv").write_bytes(body)
+    with pytest.raises(ResultsError) as whole:
+        read_events(trial / "events.csv")
+    with pytest.raises(ResultsError) as chunked, scan_trial_log(trial) as scan:
+        assert scan is not None
+        list(scan.chunks(["job", "stage", "t_ns"]))
+    for err in (whole.value, chunked.value):
+        assert err.message.startswith("event log is not valid CSV: "), err.message
+        assert len(err.message) <= len("event log is not valid CSV: ") + 200
+        assert err.where == str(trial / "events.csv") and "job,stage,t_ns" in (err.fix or "")

@@ -140,3 +140,54 @@ def test_ingest_force_over_an_analysed_run_removes_its_stale_results(tmp_path: P
         assert not (out / stale).exists(), stale
     shown = _gb(tmp_path, "show", str(out))
     assert shown.returncode == 0 and "not analysed yet" in shown.stdout
+
+
+def test_ingest_force_never_overwrites_a_measured_run_or_another_folder(
+    jobflow_run: Path, tmp_path: Path
+) -> None:
+    """--force replaces only what ingest made: over a measured run (its trials, metrics and
+    report) or a folder without ingest.json it refuses, and nothing there changes."""
+    from family_runs import copy_run
+
+    src = tmp_path / "ev.jsonl"
+    src.write_text("".join(
+        json.dumps({"job": f"j{j}", "stage": s, "t": T0_NS + j * 10**9 + k * 10**8,
+                    "source": "client"}) + "\n"
+        for j in range(3) for k, s in enumerate(("submit", "client_done"))
+    ))  # fmt: skip
+    run = copy_run(jobflow_run, tmp_path / "results")
+    before = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
+    p = _gb(tmp_path, "ingest", "jsonl", str(src), "--out", str(run), "--force")
+    assert p.returncode == 2 and "holds measured trials (p00-t00" in p.stderr, p.stderr
+    assert {q: q.read_bytes() for q in run.rglob("*") if q.is_file()} == before
+    other = tmp_path / "mine"
+    other.mkdir()
+    (other / "notes.txt").write_text("keep me")
+    p = _gb(tmp_path, "ingest", "jsonl", str(src), "--out", str(other), "--force")
+    assert p.returncode == 2 and "has no ingest.json" in p.stderr, p.stderr
+    assert (other / "notes.txt").read_text() == "keep me" and not (other / "trials").exists()
+
+
+def test_a_json_line_with_a_lone_surrogate_or_nan_is_skipped_with_its_line(
+    tmp_path: Path,
+) -> None:
+    def line(job: str, stage: str, k: int, attrs: str = "{}") -> str:
+        t = T0_NS + k * 10**8
+        return f'{{"job":"{job}","stage":"{stage}","t":{t},"source":"client","attrs":{attrs}}}\n'
+
+    src = tmp_path / "ev.jsonl"
+    src.write_text(
+        line("j0", "submit", 0) + line("j0", "client_done", 1)
+        + line("j1", "submit", 2) + line("j1", "client_done", 3)
+        + line("j\\ud800", "submit", 4)  # line 5: valid JSON, no encodable string
+        + line("j2", "submit", 5, '{"why":"\\udfff"}')  # line 6
+        + line("j2", "client_done", 6, '{"k":NaN}')  # line 7: NaN is no JSON number
+    )  # fmt: skip
+    out = tmp_path / "run"
+    p = _gb(tmp_path, "ingest", "jsonl", str(src), "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    warned = " ".join(_ingest_json(out)["warnings"])
+    assert "ev.jsonl:5: 'job' holds a lone surrogate" in warned, warned
+    assert "ev.jsonl:6: 'attrs' holds a lone surrogate" in warned, warned
+    assert "ev.jsonl:7: not valid JSON (NaN is not a JSON number)" in warned, warned
+    assert sorted(set(read_trial_log(out / "trials" / "ingested")["job"])) == ["j0", "j1"]

@@ -100,6 +100,38 @@ def test_sweep_bad_key_and_bad_value() -> None:
     assert "oops" in str(e.value)
 
 
+def test_a_sweep_key_into_a_single_value_names_the_key() -> None:
+    text = BASE + "job: {runtime: 1s}\nsweep: {job.runtime.x: [1s]}\n"
+    spec, data = load_spec_text(text, "s.yaml")
+    with pytest.raises(SpecError) as e:
+        make_plan(spec, data, "s.yaml")
+    assert e.value.where == "s.yaml: sweep.job.runtime.x"
+    assert "job.runtime is a single value, not a mapping" in str(e.value)
+
+
+def test_a_sweep_of_more_points_than_a_plan_holds_is_refused_before_any_is_built(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """100 x 100 x 100 values are a 1.3 kB spec and a million points: refused at once
+    (it once built every point, gigabytes and minutes, before the caps were checked)."""
+    import gridbench.jobflow.spec.plan as plan
+
+    built: list[object] = []
+    real = plan.validate_data
+    monkeypatch.setattr(plan, "validate_data", lambda *a, **k: built.append(1) or real(*a, **k))
+    many = ", ".join(f"{r}/s" for r in range(1, 101))
+    runtimes = ", ".join(f"{r}s" for r in range(1, 101))
+    text = BASE + f"sweep: {{rate: [{many}], pool: [{many.replace('/s', '')}], "
+    text += f"job.runtime: [{runtimes}]}}\n"
+    spec, data = load_spec_text(text, "s.yaml")
+    with pytest.raises(SpecError) as e:
+        make_plan(spec, data, "s.yaml")
+    assert "1,000,000 points (100 × 100 × 100" in str(e.value) and not built
+    assert e.value.where == "s.yaml: sweep"
+    spec, data = load_spec_text(BASE + "sweep: {rate: [1/s, 2/s], job.runtime: [1s, 2s]}\n")
+    assert len(make_plan(spec, data).points) == 4 and len(built) == 4
+
+
 def test_safety_caps() -> None:
     spec, data = load_spec_text(BASE + "sweep: {rate: [60, 600]}\nsafety: {max_rate: 5/s}\n")
     with pytest.raises(SpecError) as e:
