@@ -381,8 +381,23 @@ def test_export_gives_csv_and_parquet_from_either_format(tmp_path: Path) -> None
         csv_out = export_events(tmp_path / fmt, "csv")[0]
         pq_out = export_events(tmp_path / fmt, "parquet")[0]
         assert csv_out.events == pq_out.events == want.height
+        assert csv_out.path is not None and pq_out.path is not None
         assert read_events(csv_out.path, store=False).equals(want)
         assert pl.read_parquet(pq_out.path).equals(want)
+    (tmp_path / "arrow" / "trials" / "p00-t01").mkdir()  # a trial that left no log
+    done = export_events(tmp_path / "arrow", "csv")
+    assert [(e.trial, e.path is None) for e in done] == [("p00-t00", False), ("p00-t01", True)]
+    (tmp_path / "arrow" / "experiment.json").write_text('{"id": "arrow", "name": "x"}')
+    p = subprocess.run(
+        [str(BIN), "export", str(tmp_path / "arrow"), "--format", "csv"],
+        env=cli_env(tmp_path), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert p.returncode == 0 and "p00-t01: no event log, skipped" in p.stderr, p.stderr
+    csv_log = tmp_path / "arrow" / "trials" / "p00-t00" / "events.csv"
+    csv_log.write_text("job,stage,t_ns,source,precision_ns,agent,clock_offset_ns,attrs\n")
+    with pytest.raises(ResultsError, match="two event logs, events.csv and events.arrows"):
+        read_trial_log(csv_log.parent)  # neither read over the other, silently
+    csv_log.unlink()
     (tmp_path / "empty-run").mkdir()
     with pytest.raises(ResultsError, match="no trial"):
         export_events(tmp_path / "empty-run", "csv")

@@ -363,7 +363,11 @@ def cmd_export(args: argparse.Namespace, ui: Ui) -> int:
     run = resolve_run(args.run, ui.results_root(args))
     done = export_events(run.path, args.format, Path(args.out) if args.out else None)
     for e in done:
-        ui.console.print(f"{safe_markup(e.trial)}: {e.events:,} events -> {safe_markup(e.path)}")
+        if e.path is None:
+            ui.err_console.print(f"[yellow]{safe_markup(e.trial)}: no event log, skipped[/]")
+        else:
+            shown = f"{e.events:,} events -> {safe_markup(e.path)}"
+            ui.console.print(f"{safe_markup(e.trial)}: {shown}")
     return EXIT_OK
 
 

@@ -21,16 +21,20 @@ EXPORT_FORMATS: tuple[ExportFormat, ...] = ("csv", "parquet")
 
 @dataclass(frozen=True, slots=True)
 class Exported:
+    """One trial's export: where its events went, or ``path`` None when the trial folder
+    has no event log (a trial a crashed run never started, or a log lost): said, not
+    silently left out."""
+
     trial: str
-    path: Path
+    path: Path | None
     events: int
 
 
 def export_events(run_dir: Path, fmt: ExportFormat, out: Path | None = None) -> list[Exported]:
     """Write every trial's events of ``run_dir`` to ``out`` (default ``RUN/export``)."""
     trials = run_dir / "trials"
-    dirs = sorted(d for d in trials.iterdir() if d.is_dir()) if trials.is_dir() else []
-    dirs = [d for d in dirs if trial_log_path(d) is not None]
+    every = sorted(d for d in trials.iterdir() if d.is_dir()) if trials.is_dir() else []
+    dirs = [d for d in every if trial_log_path(d) is not None]
     if not dirs:
         raise ResultsError(
             "no trial of this run has an event log",
@@ -40,7 +44,10 @@ def export_events(run_dir: Path, fmt: ExportFormat, out: Path | None = None) -> 
     dest = out or run_dir / "export"
     dest.mkdir(parents=True, exist_ok=True)
     done = []
-    for d in dirs:
+    for d in every:
+        if d not in dirs:
+            done.append(Exported(d.name, None, 0))
+            continue
         events = read_trial_log(d)
         path = dest / f"{d.name}.events.{fmt}"
         tmp = path.with_name(path.name + ".tmp")

@@ -18,6 +18,7 @@ from typing import Literal
 
 import polars as pl
 
+from gridbench.errors import ResultsError
 from gridbench.jobflow.events.buffer import EventWriter as EventWriter
 from gridbench.jobflow.events.columnar import ARROW_SUFFIX, ArrowEventLog
 from gridbench.jobflow.events.columnar_read import ColumnarScan, read_columnar
@@ -42,11 +43,18 @@ def is_columnar(path: Path) -> bool:
 
 
 def trial_log_path(trial_dir: Path) -> Path | None:
-    """The trial's event log, or ``None`` when it recorded nothing yet."""
-    for name in (EVENTS_FILE, ARROW_FILE):
-        if (trial_dir / name).exists():
-            return trial_dir / name
-    return None
+    """The trial's event log, or ``None`` when it recorded nothing yet. A trial has one
+    log, in one format: both is damage (a file copied in), never one of them silently
+    read, nor added to, over the other."""
+    found = [trial_dir / n for n in (EVENTS_FILE, ARROW_FILE) if os.path.lexists(trial_dir / n)]
+    if len(found) > 1:
+        raise ResultsError(
+            f"the trial has two event logs, {EVENTS_FILE} and {ARROW_FILE}",
+            where=str(trial_dir),
+            fix="a trial writes one format: move aside the one the run did not write "
+            "(trial.json's events count names how many the log holds)",
+        )
+    return found[0] if found else None
 
 
 def open_log(path: str | os.PathLike[str], *, batch_size: int = 256) -> EventWriter:
