@@ -395,7 +395,7 @@ def test_export_gives_csv_and_parquet_from_either_format(tmp_path: Path) -> None
     assert p.returncode == 0 and "p00-t01: no event log, skipped" in p.stderr, p.stderr
     csv_log = tmp_path / "arrow" / "trials" / "p00-t00" / "events.csv"
     csv_log.write_text("job,stage,t_ns,source,precision_ns,agent,clock_offset_ns,attrs\n")
-    with pytest.raises(ResultsError, match="two event logs, events.csv and events.arrows"):
+    with pytest.raises(ResultsError, match=r"two event logs, events\.csv and events\.arrows"):
         read_trial_log(csv_log.parent)  # neither read over the other, silently
     csv_log.unlink()
     (tmp_path / "empty-run").mkdir()
