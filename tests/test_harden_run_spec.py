@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -107,3 +108,28 @@ def test_an_unknown_family_is_named_with_its_run_before_any_record(
     p = gb(run.parent, "show", str(run))
     _clear_error(p, f"{run / 'experiment.json'}: kind", "unknown benchmark family 'bogus'")
     assert '"id"' not in p.stdout  # the record is not shown before the error
+
+
+@pytest.mark.parametrize(
+    ("edit", "named"),
+    [
+        (lambda t: t.update(started_ns=10**30), "started_ns is '1" + "0" * 30),
+        (lambda t: t.update(events="83"), "events is '83', not a 64-bit integer"),
+        (lambda t: t.update(offered_rate_per_s=True), "offered_rate_per_s is 'True'"),
+        (lambda t: t["chain"]["stages"][0].update(precision_ns="x"), "precision_ns is 'x'"),
+        (lambda t: t["chain"]["stages"][0].update(name=5), "name is not a string"),
+        (lambda t: t["chain"]["segments"][0].update(component="yes"), "component is not true"),
+    ],
+)
+def test_a_trial_json_field_of_the_wrong_type_is_named(
+    jobflow_run: Path, tmp_path: Path, edit: Any, named: str
+) -> None:
+    """trial.json is foreign input too: a string, a boolean or a 10^30 where the analysis
+    reads a number (once a TypeError or a polars overflow deep in it) names the field."""
+    run = _copy(jobflow_run, tmp_path)
+    path = run / "trials" / "p00-t00" / "trial.json"
+    trial = json.loads(path.read_text())
+    edit(trial)
+    path.write_text(json.dumps(trial))
+    out = _clear_error(gb(run.parent, "analyze", str(run)), "trial.json", named)
+    assert "wrong type" in out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,12 +14,25 @@ from gridbench.jobflow.specbase.load import DEFAULT_MODEL
 DEFAULT_LATE_THRESHOLD_NS = 100_000_000  # 100 ms, as the spec's load.late_threshold default
 
 
-def _opt_int(v: Any) -> int | None:
-    return None if v is None else int(v)
+_INT64 = (-(2**63), 2**63 - 1)
 
 
-def _opt_float(v: Any) -> float | None:
-    return None if v is None else float(v)
+def _opt_int(v: Any, key: str = "a field") -> int | None:
+    """An integer field of trial.json (ns times, counts): int64 or None, else ValueError
+    naming ``key`` (a string or 10^30 would fail later, inside the analysis)."""
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int) or not _INT64[0] <= v <= _INT64[1]:
+        raise ValueError(f"{key} is {str(v)[:40]!r}, not a 64-bit integer")
+    return v
+
+
+def _opt_float(v: Any, key: str = "a field") -> float | None:
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+        raise ValueError(f"{key} is {str(v)[:40]!r}, not a finite number")
+    return float(v)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,30 +78,34 @@ class TrialInfo:
             return cls(
                 trial_id=str(d.get("trial_id", "trial")),
                 chain=chain,
-                point_index=int(d.get("point_index", 0)),
-                trial_index=int(d.get("trial_index", 0)),
+                point_index=_opt_int(d.get("point_index", 0), "point_index") or 0,
+                trial_index=_opt_int(d.get("trial_index", 0), "trial_index") or 0,
                 point=dict(d.get("point") or {}),
                 load_model=str(d.get("load_model", DEFAULT_MODEL)),
-                offered_rate_per_s=_opt_float(d.get("offered_rate_per_s")),
-                planned_jobs=_opt_int(d.get("planned_jobs")),
-                started_ns=_opt_int(d.get("started_ns")),
-                submit_end_ns=_opt_int(d.get("submit_end_ns")),
-                ended_ns=_opt_int(d.get("ended_ns")),
+                offered_rate_per_s=_opt_float(d.get("offered_rate_per_s"), "offered_rate_per_s"),
+                planned_jobs=_opt_int(d.get("planned_jobs"), "planned_jobs"),
+                started_ns=_opt_int(d.get("started_ns"), "started_ns"),
+                submit_end_ns=_opt_int(d.get("submit_end_ns"), "submit_end_ns"),
+                ended_ns=_opt_int(d.get("ended_ns"), "ended_ns"),
                 status=str(d.get("status", "complete")),
-                cpu_count=max(1, int(d.get("cpu_count") or 1)),
-                late_threshold_ns=int(d.get("late_threshold_ns") or DEFAULT_LATE_THRESHOLD_NS),
+                cpu_count=max(1, _opt_int(d.get("cpu_count"), "cpu_count") or 1),
+                late_threshold_ns=_opt_int(d.get("late_threshold_ns"), "late_threshold_ns")
+                or DEFAULT_LATE_THRESHOLD_NS,
                 background_queue={
-                    "start": _opt_int(bq.get("start")),
-                    "end": _opt_int(bq.get("end")),
+                    "start": _opt_int(bq.get("start"), "background_queue.start"),
+                    "end": _opt_int(bq.get("end"), "background_queue.end"),
                 },
                 agents=dict(d.get("agents") or {}),
                 clock_sync=dict(d.get("clock_sync") or {}),
-                client_cpu_s=_opt_float((d.get("client_processes") or {}).get("cpu_s")),
-                events=_opt_int(d.get("events")),
+                client_cpu_s=_opt_float(
+                    (d.get("client_processes") or {}).get("cpu_s"), "client_processes.cpu_s"
+                ),
+                events=_opt_int(d.get("events"), "events"),
             )
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, AttributeError) as exc:
             raise ResultsError(
                 f"trial.json has a value of the wrong type: {exc}",
                 where=where,
-                fix="re-run the trial, or correct the named field",
+                fix="restore trial.json (gridbench writes it at the trial's end), or correct "
+                "the named field",
             ) from None

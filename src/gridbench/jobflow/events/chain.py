@@ -32,6 +32,14 @@ class Stage:
     #: the change, up to one poll after it, and ``precision_ns`` is the poll interval
     polled: bool = False
 
+    def __post_init__(self) -> None:  # a chain may come from foreign input (trial.json)
+        _check_fields(self, f"stage {str(self.name)[:40]!r}", ("name", "source", "label"))
+        p = self.precision_ns
+        if isinstance(p, bool) or not isinstance(p, int) or not 0 <= p < 2**63:
+            raise ValueError(f"stage {self.name!r}: precision_ns is {str(p)[:40]!r}, not ns")
+        if not isinstance(self.polled, bool):
+            raise ValueError(f"stage {self.name!r}: polled is not true or false")
+
 
 @dataclass(frozen=True, slots=True)
 class Segment:
@@ -41,6 +49,18 @@ class Segment:
     start: str
     end: str
     component: bool = True
+
+    def __post_init__(self) -> None:
+        _check_fields(self, f"segment {str(self.name)[:40]!r}", ("name", "start", "end"))
+        if not isinstance(self.component, bool):
+            raise ValueError(f"segment {self.name!r}: component is not true or false")
+
+
+def _check_fields(obj: object, what: str, names: tuple[str, ...]) -> None:
+    """Each of ``names`` of ``obj`` is a string (ValueError naming it otherwise)."""
+    for name in names:
+        if not isinstance(getattr(obj, name), str):
+            raise ValueError(f"{what}: {name} is not a string")
 
 
 @dataclass(frozen=True, slots=True)
