@@ -178,3 +178,15 @@ def test_check_reports_each_step(tmp_path: Path) -> None:
     p = gb("check", str(bad), results=tmp_path)
     no_traceback(p)
     assert p.returncode == 3 and "FAILED" in p.stdout and "ended failed" in p.stdout
+
+
+def test_list_of_no_runs_is_a_sentence_not_an_empty_table(tmp_path: Path) -> None:
+    p = gb("list", results=tmp_path / "not-yet")
+    no_traceback(p)
+    assert p.returncode == 0 and "the folder does not exist yet" in p.stdout, p.stdout
+    assert "┏" not in p.stdout  # no table
+    (tmp_path / "empty").mkdir()
+    p = gb("list", results=tmp_path / "empty")
+    assert p.returncode == 0 and "no runs in" in p.stdout and "does not exist" not in p.stdout
+    p = gb("list", "--json", results=tmp_path / "empty")
+    assert p.returncode == 0 and json.loads(p.stdout) == []

@@ -116,6 +116,8 @@ def test_an_unknown_family_is_named_with_its_run_before_any_record(
         (lambda t: t.update(started_ns=10**30), "started_ns is '1" + "0" * 30),
         (lambda t: t.update(events="83"), "events is '83', not a 64-bit integer"),
         (lambda t: t.update(offered_rate_per_s=True), "offered_rate_per_s is 'True'"),
+        (lambda t: t.update(planned_jobs=-5), "planned_jobs is -5, below 0"),
+        (lambda t: t.update(point_index=-1), "point_index is -1, below 0"),
         (lambda t: t["chain"]["stages"][0].update(precision_ns="x"), "precision_ns is 'x'"),
         (lambda t: t["chain"]["stages"][0].update(name=5), "name is not a string"),
         (lambda t: t["chain"]["segments"][0].update(component="yes"), "component is not true"),

@@ -135,7 +135,12 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(runs, indent=1, default=str))
         return EXIT_OK
-    t = Table(title=f"experiments in {_results_root(args)}")
+    root = _results_root(args)
+    if not runs:  # a sentence, not an empty table; a folder not made yet is said so
+        where = "" if root.is_dir() else " (the folder does not exist yet)"
+        console.print(f"no runs in {safe_markup(root)}{where}; 'gridbench demo' makes one")
+        return EXIT_OK
+    t = Table(title=f"experiments in {root}")
     for col in ("id", "name", "kind", "target", "variant", "status", "trials", "verdict"):
         t.add_column(col, overflow="fold")  # ids stay whole on a narrow terminal
     t.add_column("created", overflow="fold")

@@ -17,13 +17,16 @@ DEFAULT_LATE_THRESHOLD_NS = 100_000_000  # 100 ms, as the spec's load.late_thres
 _INT64 = (-(2**63), 2**63 - 1)
 
 
-def _opt_int(v: Any, key: str = "a field") -> int | None:
+def _opt_int(v: Any, key: str = "a field", *, low: int = _INT64[0]) -> int | None:
     """An integer field of trial.json (ns times, counts): int64 or None, else ValueError
-    naming ``key`` (a string or 10^30 would fail later, inside the analysis)."""
+    naming ``key`` (a string or 10^30 would fail later, inside the analysis); a count is
+    at least ``low``."""
     if v is None:
         return None
     if isinstance(v, bool) or not isinstance(v, int) or not _INT64[0] <= v <= _INT64[1]:
         raise ValueError(f"{key} is {str(v)[:40]!r}, not a 64-bit integer")
+    if v < low:
+        raise ValueError(f"{key} is {v}, below {low}")
     return v
 
 
@@ -78,18 +81,18 @@ class TrialInfo:
             return cls(
                 trial_id=str(d.get("trial_id", "trial")),
                 chain=chain,
-                point_index=_opt_int(d.get("point_index", 0), "point_index") or 0,
-                trial_index=_opt_int(d.get("trial_index", 0), "trial_index") or 0,
+                point_index=_opt_int(d.get("point_index", 0), "point_index", low=0) or 0,
+                trial_index=_opt_int(d.get("trial_index", 0), "trial_index", low=0) or 0,
                 point=dict(d.get("point") or {}),
                 load_model=str(d.get("load_model", DEFAULT_MODEL)),
                 offered_rate_per_s=_opt_float(d.get("offered_rate_per_s"), "offered_rate_per_s"),
-                planned_jobs=_opt_int(d.get("planned_jobs"), "planned_jobs"),
+                planned_jobs=_opt_int(d.get("planned_jobs"), "planned_jobs", low=0),
                 started_ns=_opt_int(d.get("started_ns"), "started_ns"),
                 submit_end_ns=_opt_int(d.get("submit_end_ns"), "submit_end_ns"),
                 ended_ns=_opt_int(d.get("ended_ns"), "ended_ns"),
                 status=str(d.get("status", "complete")),
                 cpu_count=max(1, _opt_int(d.get("cpu_count"), "cpu_count") or 1),
-                late_threshold_ns=_opt_int(d.get("late_threshold_ns"), "late_threshold_ns")
+                late_threshold_ns=_opt_int(d.get("late_threshold_ns"), "late_threshold_ns", low=0)
                 or DEFAULT_LATE_THRESHOLD_NS,
                 background_queue={
                     "start": _opt_int(bq.get("start"), "background_queue.start"),
@@ -100,7 +103,7 @@ class TrialInfo:
                 client_cpu_s=_opt_float(
                     (d.get("client_processes") or {}).get("cpu_s"), "client_processes.cpu_s"
                 ),
-                events=_opt_int(d.get("events"), "events"),
+                events=_opt_int(d.get("events"), "events", low=0),
             )
         except (TypeError, ValueError, AttributeError) as exc:
             raise ResultsError(
