@@ -494,12 +494,20 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
         "(repeatable; TIER=DIR_OR_URL names the tier)",
     )
     q.add_argument("--out", required=True, metavar="RUN_DIR")
-    q.add_argument("--force", action="store_true", help="replace an existing RUN_DIR")
+    q.add_argument(
+        "--force",
+        action="store_true",
+        help="replace a RUN_DIR an earlier ingest made (never a measured run)",
+    )
     q.set_defaults(func=_bind(cmd_ingest_edgi, ui))
     q = isub.add_parser("jsonl", help="events in the documented JSON-lines format")
     q.add_argument("file")
     q.add_argument("--out", required=True, metavar="RUN_DIR")
-    q.add_argument("--force", action="store_true", help="replace an existing RUN_DIR")
+    q.add_argument(
+        "--force",
+        action="store_true",
+        help="replace a RUN_DIR an earlier ingest made (never a measured run)",
+    )
     q.set_defaults(func=_bind(cmd_ingest_jsonl, ui))
 
     p = sub.add_parser(
