@@ -37,6 +37,7 @@ from gridbench.stats import rep
 from gridbench.store import raw_files
 from gridbench.store.layout import RunDir, write_json
 from gridbench.store.records import read_records
+from gridbench.store.safe_open import INT64_MAX
 from gridbench.thresholds import evaluate_thresholds
 
 SCHEMA = "gridbench.io/1"
@@ -52,29 +53,32 @@ _ROW_FIELDS: tuple[tuple[str, type | tuple[type, ...]], ...] = (
     ("bytes", int),
     ("runtime_s", (int, float)),
 )
-_CONCURRENCY_FIELDS: tuple[tuple[str, type], ...] = (("clients", int), ("files", str), ("rep", int))
+_CONCURRENCY_FIELDS: tuple[tuple[str, type | tuple[type, ...]], ...] = (
+    ("clients", int),
+    ("files", str),
+    ("rep", int),
+)
 _COUNTS = ("kbps", "bytes", "runtime_s")  # measured amounts: never below zero
 _MAX_AMOUNT = 1e18  # past this, not a measurement (and numpy's sums would overflow)
 
 
-def _valid(value: Any, typ: type | tuple[type, ...], most: float | None) -> bool:
-    """``value`` is of ``typ`` (a bool is no number); a number is at least 0 (and at most
-    ``most``, when given)."""
+def _valid(value: Any, typ: type | tuple[type, ...], high: float) -> bool:
+    """``value`` is of ``typ`` (a bool is no number), and a number is in 0..``high``."""
     if not isinstance(value, typ) or isinstance(value, bool):
         return False
-    if isinstance(value, int | float):
-        return 0 <= value <= (most if most is not None else value)
-    return True
+    return not isinstance(value, int | float) or 0 <= value <= high
 
 
 def _check_rows(rows: list[dict[str, Any]], path: Path) -> None:
     for i, r in enumerate(rows, 1):
-        fields = _ROW_FIELDS + (_CONCURRENCY_FIELDS if r.get("kind") == "concurrency" else ())
-        if "rep" in r:
-            fields += (("rep", int),)
-        for key, typ in fields:
+        fields = dict(_ROW_FIELDS)
+        if r.get("kind") == "concurrency":
+            fields.update(_CONCURRENCY_FIELDS)
+        elif "rep" in r:
+            fields["rep"] = int
+        for key, typ in fields.items():
             value = r.get(key)
-            if not _valid(value, typ, _MAX_AMOUNT if key in _COUNTS else None):
+            if not _valid(value, typ, _MAX_AMOUNT if key in _COUNTS else INT64_MAX):
                 raise ResultsError(
                     f"row has no valid {key!r} (got {str(value)[:40]!r})",
                     where=f"{path}:{i}",

@@ -18,7 +18,7 @@ import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, Final, NoReturn
 
 from gridbench.errors import ResultsError
 
@@ -155,7 +155,13 @@ def read_store_text(path: Path, *, cap: int, base: Path | None = None) -> str:
     return decode_utf8(read_store_bytes(path, cap=cap, base=base), path)
 
 
-def _no_constant(name: str) -> NoReturn:
+#: what a 64-bit integer column of the store holds (ns times, counts)
+INT64_MIN: Final = -(1 << 63)
+INT64_MAX: Final = (1 << 63) - 1
+
+
+def refuse_json_constant(name: str) -> NoReturn:
+    """``json.loads``'s ``parse_constant``: NaN and Infinity are no JSON numbers."""
     raise ValueError(f"{name} is not a JSON number")
 
 
@@ -199,7 +205,7 @@ def parse_json(text: str, where: Path | str, *, fix: str | None = None) -> Any:
     if not text.strip():
         _fail("empty", path, fix)
     try:
-        data = json.loads(text, parse_constant=_no_constant)
+        data = json.loads(text, parse_constant=refuse_json_constant)
     except json.JSONDecodeError as exc:
         at = f"{where}:{exc.lineno}" if "\n" in text.strip() else str(where)
         raise ResultsError(f"not valid JSON: {exc.msg}", where=at, fix=fix) from None

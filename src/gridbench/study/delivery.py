@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gridbench.errors import GridbenchError, ResultsError
-from gridbench.store.safe_open import CAPS, read_store_text
+from gridbench.store.layout import RunDir
 from gridbench.study import records as log
 from gridbench.study.answers import (
     StepConflict,
@@ -93,16 +93,8 @@ class StudyDelivery:
         """The engine of a study run folder: its spec.yaml and its log."""
         from gridbench.study.load import load_study_spec_text
 
-        path = run_path / "spec.yaml"
-        try:
-            text = read_store_text(path, cap=CAPS["spec"], base=run_path)
-        except FileNotFoundError:
-            raise ResultsError(
-                "the study run has no spec.yaml",
-                where=str(run_path),
-                fix="give a run made by 'gridbench study serve', or restore its spec.yaml",
-            ) from None
-        spec, _ = load_study_spec_text(text, str(path))
+        run = RunDir(run_path)
+        spec, _ = load_study_spec_text(run.spec_text(), str(run.spec_file))
         return cls(run_path, spec)
 
     # -- state -------------------------------------------------------------------------

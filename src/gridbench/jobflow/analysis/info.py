@@ -10,20 +10,18 @@ from typing import Any
 from gridbench.errors import ResultsError
 from gridbench.jobflow.events.chain import StageChain
 from gridbench.jobflow.specbase.load import DEFAULT_MODEL
+from gridbench.store.safe_open import INT64_MAX, INT64_MIN
 
 DEFAULT_LATE_THRESHOLD_NS = 100_000_000  # 100 ms, as the spec's load.late_threshold default
 
 
-_INT64 = (-(2**63), 2**63 - 1)
-
-
-def _opt_int(v: Any, key: str = "a field", *, low: int = _INT64[0]) -> int | None:
+def _opt_int(v: Any, key: str = "a field", *, low: int = INT64_MIN) -> int | None:
     """An integer field of trial.json (ns times, counts): int64 or None, else ValueError
     naming ``key`` (a string or 10^30 would fail later, inside the analysis); a count is
     at least ``low``."""
     if v is None:
         return None
-    if isinstance(v, bool) or not isinstance(v, int) or not _INT64[0] <= v <= _INT64[1]:
+    if isinstance(v, bool) or not isinstance(v, int) or not INT64_MIN <= v <= INT64_MAX:
         raise ValueError(f"{key} is {str(v)[:40]!r}, not a 64-bit integer")
     if v < low:
         raise ValueError(f"{key} is {v}, below {low}")

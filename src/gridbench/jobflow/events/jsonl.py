@@ -33,13 +33,13 @@ import polars as pl
 from gridbench.errors import IngestError
 from gridbench.jobflow.events.ingest import IngestResult, WarningSink, clip
 from gridbench.jobflow.events.model import EVENT_COLUMNS, EVENT_SCHEMA
+from gridbench.store.safe_open import INT64_MAX, INT64_MIN, refuse_json_constant
 
 DEFAULT_MAX_BYTES: Final = 1 << 30  # 1 GiB per file
 DEFAULT_MAX_LINE_BYTES: Final = 1 << 20  # 1 MiB per line
 #: if none of this many first non-blank lines is a JSON object, the file is not JSON lines
 SNIFF_LINES: Final = 50
 DEFAULT_PRECISION_NS: Final = 1_000
-_INT64 = (-(1 << 63), (1 << 63) - 1)
 _TIME_KEYS: Final = ("t", "t_s", "time")
 _KNOWN: Final = frozenset(
     {"job", "stage", "source", "precision_ns", "agent", "clock_offset_ns", "attrs", *_TIME_KEYS}
@@ -74,7 +74,7 @@ def rfc3339_to_ns(text: str) -> tuple[int, int]:
     frac_ns = int(frac.ljust(9, "0")) if frac else 0
     resolution = 10 ** (9 - len(frac)) if frac else 1_000_000_000
     t_ns = secs * 1_000_000_000 + frac_ns
-    if not _INT64[0] <= t_ns <= _INT64[1]:
+    if not INT64_MIN <= t_ns <= INT64_MAX:
         raise ValueError(f"'{text}' is out of range (nanoseconds since 1970 fit in 64 bits)")
     return t_ns, resolution
 
@@ -83,7 +83,7 @@ def _int(obj: dict[str, Any], key: str, default: int | None = None) -> int:
     v = obj.get(key, default)
     if v is None or isinstance(v, bool) or not isinstance(v, int):
         raise _BadLine(f"'{key}' must be an integer")
-    if not _INT64[0] <= v <= _INT64[1]:
+    if not INT64_MIN <= v <= INT64_MAX:
         raise _BadLine(f"'{key}' is out of range")
     return v
 
@@ -107,10 +107,6 @@ def _encodable(text: str, what: str) -> str:
     return text
 
 
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
-
-
 def _event_row(obj: Any) -> tuple[Any, ...]:
     if not isinstance(obj, dict):
         raise _BadLine("not a JSON object")
@@ -127,7 +123,7 @@ def _event_row(obj: Any) -> tuple[Any, ...]:
             raise _BadLine("'t_s' must be a number of seconds")
         # via the number's shortest decimal form: 1718000001.25 -> exactly ...250000000 ns
         t_ns = int((Decimal(repr(v)) * 1_000_000_000).to_integral_value())
-        if not _INT64[0] <= t_ns <= _INT64[1]:
+        if not INT64_MIN <= t_ns <= INT64_MAX:
             raise _BadLine("'t_s' is out of range")
     else:
         if not isinstance(obj["time"], str):
@@ -188,7 +184,7 @@ def parse_jsonl_lines(
             continue
         nonblank += 1
         try:
-            obj = json.loads(text, parse_constant=_no_constant)  # NaN is no JSON number
+            obj = json.loads(text, parse_constant=refuse_json_constant)  # NaN is no JSON number
         except (ValueError, RecursionError) as exc:
             bad += 1
             if torn:
