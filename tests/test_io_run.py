@@ -243,6 +243,33 @@ def test_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert p.returncode == 2 and "io.yaml:2" in p.stderr and "colour" in p.stderr
 
 
+def test_validate_notes_targets_this_host_refuses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A valid spec whose targets 'io run' here would refuse: still valid (it may be meant
+    for another host), each refused target named with its reason and fix."""
+    full, empty = tmp_path / "full", tmp_path / "empty"
+    full.mkdir()
+    empty.mkdir()
+    (full / "data.bin").write_bytes(b"x")
+    targets = [("full", full), ("gone", tmp_path / "gone"), ("root", "/"), ("ok", empty)]
+    listed = ", ".join(f"{{name: {n}, path: {p}}}" for n, p in targets)
+    spec = _spec(tmp_path, f"name: x\ntargets: [{listed}]\n")
+    p = gbi("io", "validate", str(spec), results=tmp_path, capsys=capsys)
+    no_traceback(p)
+    out = " ".join(p.stdout.split())  # rich wraps long lines
+    assert p.returncode == 0 and "is a valid io spec (4 targets" in out, out
+    assert "target 'full'" in out and "already holds data (1 entries, e.g. 'data.bin')" in out
+    assert "target 'gone'" in out and "does not exist" in out
+    assert "target 'root'" in out and "root directory" in out
+    assert out.count("'io run' here refuses it") == 3 and "target 'ok'" not in out
+    assert "fix: create it" in out
+    # the target's own force counts, as 'io run' counts it
+    forced = _spec(tmp_path, f"name: x\ntargets: [{{name: full, path: {full}, force: true}}]\n")
+    p = gbi("io", "validate", str(forced), results=tmp_path, capsys=capsys)
+    assert p.returncode == 0 and "note:" not in p.stdout, p.stdout
+
+
 def test_latency_log_series(tmp_path: Path) -> None:
     from gridbench.io.load import load_io_spec_text
     from gridbench.io.metrics import analyze_and_write

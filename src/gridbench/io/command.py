@@ -23,12 +23,16 @@ from gridbench.fmt import safe_markup
 def cmd_validate(args: argparse.Namespace, ui: Ui) -> int:
     from gridbench.io.load import load_io_spec
     from gridbench.io.runner import plan_steps
+    from gridbench.io.safety import target_problems
 
     spec, _ = load_io_spec(args.spec, args.set)
     ui.console.print(
         f"[green]ok[/]: {safe_markup(args.spec)} is a valid io spec ({len(spec.targets)} targets, "
         f"{spec.repetitions} repetitions, {plan_steps(spec)} steps)"
     )
+    # the spec may be meant for another host: a target refused here is a note, not an error
+    for problem in target_problems(spec):
+        ui.console.print(f"[yellow]note[/]: {safe_markup(problem)}")
     return EXIT_OK
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gridbench.errors import GridbenchError
+from gridbench.io.model import IoSpec
 from gridbench.units import format_size
 
 #: Entries a fresh file system holds that do not count as "data".
@@ -63,6 +64,20 @@ def check_target(name: str, path: str, *, force: bool) -> Path:
             "gridbench only writes inside its own gridbench-io-* subdirectory",
         )
     return real
+
+
+def target_problems(spec: IoSpec) -> list[str]:
+    """Why 'io run' on this host would refuse each of ``spec``'s targets (its own ``force``
+    counted; free space is not, as it depends on the moment): one line per refused target,
+    its reason and fix."""
+    problems = []
+    for t in spec.targets:
+        try:
+            check_target(t.name, t.path, force=t.force)
+        except GridbenchError as exc:
+            fix = f"\n  fix: {exc.fix}" if exc.fix else ""
+            problems.append(f"{exc.where}: {exc.message} ('io run' here refuses it){fix}")
+    return problems
 
 
 def check_free_space(name: str, root: Path, needed: int) -> int:
