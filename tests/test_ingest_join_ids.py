@@ -113,3 +113,19 @@ async def test_reference_grid_bridge_mixing_ids_is_joined_live(tmp_path: Path) -
     by = final.stats["joined_by"]["bridge"]
     assert by["own"] > 0 and by["upstream"] > 0
     assert by["own"] + by["upstream"] == ev.filter(pl.col("source") == "bridge").height
+
+
+def test_two_jobs_claiming_one_server_id_are_counted_and_the_first_kept(tmp_path: Path) -> None:
+    """The CE hands job 1 to the bridge under job 0's bridge id: one conflict, in the one
+    batch a whole ingest reads (a clash inside a batch once went uncounted)."""
+    ce, br = two_tier_records(3)
+    ce = [{**r, "next_id": "br-0"} if r.get("next_id") == "br-1" else r for r in ce]
+    write_report(tmp_path / "ce" / "a.xml", ce)
+    write_report(tmp_path / "bridge" / "a.xml", [r for r in br if r["job_id"] != "br-1"])
+    client = client_events([(f"j{i}", f"ce-{i}") for i in range(3)])
+    res = ingest_edgi(client, [f"ce={tmp_path / 'ce'}", f"bridge={tmp_path / 'bridge'}"])
+    assert res.stats["id_conflicts"] == 1
+    assert any("1 server id(s) were claimed by two different jobs" in w for w in res.warnings)
+    chains = _chains(res.events)
+    assert chains["j0"] >= CHAIN and chains["j2"] >= CHAIN  # br-0 stays job 0's
+    assert chains["j1"].isdisjoint({"bridge_entry", "bridge_submit", "bridge_done"})

@@ -137,6 +137,11 @@ class IdChain:
     def _add_map(self, tier: str, new: pl.DataFrame) -> None:
         if new.is_empty():
             return
+        # two jobs may claim one id within a batch (a whole ingest is one batch) as well
+        # as across batches; the same job repeating its id is no clash
+        self.conflicts += (
+            new.group_by("id").agg(pl.col("job").n_unique()).filter(pl.col("job") > 1).height
+        )
         new = new.unique(subset="id", keep="first", maintain_order=True)
         old = self._maps.get(tier)
         if old is None:
