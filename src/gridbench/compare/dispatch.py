@@ -82,8 +82,14 @@ def compare_runs(
     return compare_figures(figure_runs, metrics=metrics, settings=settings)
 
 
-def _same_name(root: Path, name: str) -> list[dict[str, Any]]:
-    return [e for e in list_runs(root) if str(e.get("name")) == name]
+def _same_name(root: Path, name: str, run: RunDir) -> list[dict[str, Any]]:
+    """The catalogue entries of ``root``'s runs named ``name``, and ``run`` itself when
+    it lies outside ``root`` (given by path): its history holds at least itself."""
+    entries = [e for e in list_runs(root) if str(e.get("name")) == name]
+    here = run.path.resolve()
+    if all(Path(str(e["path"])).resolve() != here for e in entries):
+        entries.append({**run.read_experiment(), "path": str(run.path)})
+    return entries
 
 
 def _swept_history(
@@ -92,7 +98,7 @@ def _swept_history(
     reference = load_swept(fam, run, samples=False)
     runs: list[ExperimentMetrics] = []
     skipped: dict[str, str] = {}
-    for entry in _same_name(root, reference.name):
+    for entry in _same_name(root, reference.name, run):
         try:
             runs.append(load_swept(fam, find_run(root, str(entry["path"])), samples=False))
         except ResultsError as exc:
@@ -113,7 +119,7 @@ def history_of(root: Path, ref: str, metric: str, *, settings: Settings | None =
     reference = load_figure_run(comparable, fam.schema, run)
     runs: list[FigureRun] = []
     skipped: dict[str, str] = {}
-    for entry in _same_name(root, reference.experiment.name):
+    for entry in _same_name(root, reference.experiment.name, run):
         other = RunDir(Path(str(entry["path"])))
         if kind_of(entry) != fam.name:
             skipped[other.path.name] = f"a {kind_of(entry)} run"
