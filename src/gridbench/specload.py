@@ -18,9 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Annotated, Any, Generic, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import AfterValidator, BaseModel, Field, ValidationError
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq, TaggedScalar
 from ruamel.yaml.error import YAMLError
@@ -29,6 +29,21 @@ from gridbench.errors import SpecError
 from gridbench.spechints import did_you_mean
 
 MAX_SPEC_BYTES = 1024 * 1024
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _printable_name(name: str) -> str:
+    if _CONTROL.search(name):
+        raise ValueError(
+            "a name holds no control characters (newline, tab, NUL, escape): it titles the "
+            "run in every listing, report and page"
+        )
+    return name
+
+
+#: The ``name`` every family's spec gives its runs.
+SpecName = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_printable_name)]
 
 
 def _yaml() -> YAML:

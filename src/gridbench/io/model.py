@@ -22,6 +22,7 @@ from pydantic import (
 
 from gridbench.io.model_posix import ConformanceSpec, IdentitySpec, ReplaySpec
 from gridbench.io.resilience_model import HttpClientsSpec, ResilienceSpec
+from gridbench.specload import SpecName
 from gridbench.testplan import TestPlan
 from gridbench.thresholds import Op, ThresholdSpec
 from gridbench.units import Duration, Size, parse_size
@@ -244,7 +245,7 @@ def _translate_legacy(items: Any, data: Mapping[str, Any]) -> Any:
 class IoSpec(_Strict):
     """A storage evaluation: targets, one baseline, and what to run against each."""
 
-    name: str = Field(min_length=1, max_length=100)
+    name: SpecName
     description: str = ""
     targets: list[TargetSpec] = Field(min_length=1)
     baseline: str | None = Field(default=None, description="name of one target")

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from gridbench.specload import SpecName
 from gridbench.testplan import TestPlan
 from gridbench.thresholds import ThresholdSpec
 from gridbench.units import Duration, Size
@@ -216,7 +217,7 @@ PATTERNS = ("pingpong", "echo", "burst", "transfer")
 class NetSpec(_Strict):
     """A messaging evaluation: patterns x transports x environments, with a native floor."""
 
-    name: str = Field(min_length=1, max_length=100)
+    name: SpecName
     description: str = ""
     environments: list[Environment] = Field(default_factory=_host, min_length=1)
     lan: LanSpec = Field(default_factory=LanSpec)

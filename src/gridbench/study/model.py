@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from gridbench.specload import SpecName
 from gridbench.testplan import TestPlan
 
 #: tools, tasks, questions and participant pseudonyms
@@ -157,7 +158,7 @@ class InstallSurvey(_Strict):
 class StudySpec(_Strict):
     """A usability study."""
 
-    name: str = Field(min_length=1, max_length=200)
+    name: SpecName
     purpose: str = Field(min_length=1, max_length=20_000, description="shown first")
     tools: list[Tool] = Field(min_length=1)
     participants: list[Ident] = Field(default_factory=list)

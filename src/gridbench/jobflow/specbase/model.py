@@ -17,6 +17,7 @@ from pydantic import Field, model_validator
 
 from gridbench.jobflow.specbase.load import LoadBase, Strict
 from gridbench.jobflow.specbase.units import Rate, parse_rate
+from gridbench.specload import SpecName
 from gridbench.testplan import TestPlan
 from gridbench.thresholds import ThresholdSpec  # one model for all families
 from gridbench.units import Duration, PositiveDuration, Size
@@ -208,7 +209,7 @@ class ExperimentBase(Strict):
     """A whole experiment: system under test, workload, sweep, trials and checks
     (``load`` as its common fields; a validated spec is an ``ExperimentSpec``)."""
 
-    name: str = Field(min_length=1, max_length=200)
+    name: SpecName
     description: str = ""
     backend: BackendSpec
     job: JobSpec = Field(default_factory=JobSpec)
