@@ -122,3 +122,15 @@ def test_better_direction() -> None:
     assert better_direction("summary.expected_ratio.client_done.mean") == "higher"
     assert better_direction("failures.rate") == "lower"
     assert better_direction("knee.capacity_per_s") == "higher"
+    # every job rate: a fall in throughput is never called an improvement
+    for rate in (
+        "rates.end_to_end_per_s",
+        "rates.submit_per_s",
+        "rates.dispatch_per_s",
+        "rates.per_second.p99",
+        "model.throughput_per_s",
+        "model.submit_rate_per_s",
+        "by_agent.agent-1.rate_per_s",
+    ):
+        assert better_direction(rate) == "higher", rate
+    assert better_direction("queues.ce_finish.growth_per_s") == "lower"

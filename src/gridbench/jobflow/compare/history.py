@@ -31,14 +31,19 @@ _HIGHER = (
     "jobs.completed",
     "summary.valid_trials",
     "summary.used_trials",
+    "rates.",  # end-to-end, submit, dispatch and per-second completion rates (jobs/s)
 )
 
 
 def better_direction(metric: str) -> str:
-    """'higher' for throughput-like paths and transfer rates, else 'lower' (latency,
-    failures, queues, transfer times)."""
+    """'higher' for throughput-like paths, job rates (``*_per_s``: a closed model's
+    throughput, an agent's rate) and transfer rates, else 'lower' (latency, failures,
+    queues and their growth, transfer times)."""
     higher = metric.startswith(_HIGHER) or ".expected_ratio" in metric
-    return "higher" if higher or metric.endswith((".rate_bps_p50", ".rate_bps_min")) else "lower"
+    rate = metric.endswith("_per_s") and not metric.endswith("growth_per_s")
+    if higher or rate or metric.endswith((".rate_bps_p50", ".rate_bps_min")):
+        return "higher"
+    return "lower"
 
 
 def higher_is_better(metric: str) -> bool:
