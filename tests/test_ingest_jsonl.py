@@ -96,6 +96,23 @@ def test_not_jsonl_at_all_is_refused(tmp_path: Path) -> None:
     assert "docs/formats.md" in (err.value.fix or "")
 
 
+@pytest.mark.parametrize("filler", ["[1]", "42", '"text"', "not json"])
+def test_fifty_lines_without_an_object_refuse_the_file(tmp_path: Path, filler: str) -> None:
+    """Valid JSON that is no object counts towards the first 50 lines as invalid JSON does
+    (60 array lines then one event was once read as a file of 60 bad lines)."""
+    event = json.dumps({"job": "a", "stage": "s", "t": T, "source": "c"})
+    p = _write(tmp_path / "e.jsonl", [filler] * 60 + [event])
+    with pytest.raises(IngestError) as err:
+        read_jsonl(p)
+    assert "none of its the first 50 non-blank lines" not in err.value.message
+    assert "none of the first 50 non-blank lines is a JSON object" in err.value.message
+    assert err.value.where == f"{p}:1"
+    # 49 such lines, then the event: still JSON lines, the bad ones named
+    p = _write(tmp_path / "f.jsonl", [filler] * 49 + [event])
+    res = read_jsonl(p)
+    assert res.events["job"].to_list() == ["a"] and res.stats["bad_lines"] == 49
+
+
 def test_size_limits(tmp_path: Path) -> None:
     line = json.dumps({"job": "a", "stage": "s", "t": T, "source": "c"})
     long_attr = json.dumps(

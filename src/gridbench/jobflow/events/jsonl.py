@@ -198,21 +198,25 @@ def parse_jsonl_lines(
                 msg = f"not valid JSON ({exc})"
             first_bad = first_bad or (lineno, msg)
             sink.add(f"{name}:{lineno}: {msg}; line skipped", file=name, kind="bad lines")
-            if json_ok == 0 and nonblank >= SNIFF_LINES:
-                break
-            continue
-        if isinstance(obj, dict):
-            json_ok += 1
-        try:
-            rows.append(_event_row(obj))
-            unknown.update(k for k in obj if k not in _KNOWN)
-        except _BadLine as exc:
-            bad += 1
-            sink.add(f"{name}:{lineno}: {exc}; line skipped", file=name, kind="bad lines")
+        else:
+            if isinstance(obj, dict):
+                json_ok += 1
+            try:
+                rows.append(_event_row(obj))
+                unknown.update(k for k in obj if k not in _KNOWN)
+            except _BadLine as exc:
+                bad += 1
+                first_bad = first_bad or (lineno, str(exc))
+                sink.add(f"{name}:{lineno}: {exc}; line skipped", file=name, kind="bad lines")
+        if json_ok == 0 and nonblank >= SNIFF_LINES:
+            break  # valid JSON that is no object (arrays, numbers) counts as well
     if nonblank and json_ok == 0:
         where = f"{name}:{first_bad[0]}" if first_bad else name
+        among = (
+            f"the first {SNIFF_LINES} non-blank lines" if nonblank >= SNIFF_LINES else "its lines"
+        )
         raise IngestError(
-            "not a JSON-lines event file (no line is a JSON object)",
+            f"not a JSON-lines event file (none of {among} is a JSON object)",
             where=where,
             fix="write one JSON object per line with job, stage, source and t/t_s/time "
             "(see docs/formats.md); event-log CSV files are read as events.csv",
