@@ -36,6 +36,15 @@ def test_the_checked_scopes_are_the_evaluated_ones() -> None:
     assert set(NetThresholds.model_fields) == net_scopes
 
 
+def test_io_latency_percentiles_are_the_schema_fields() -> None:
+    from gridbench.io.metrics_schema import Latency
+    from gridbench.io.parse import PERCENTILES
+
+    assert list(Latency.model_fields) == [name for name, _ in PERCENTILES]
+    for name, _ in PERCENTILES:
+        assert io_problem(f"matrix.cand.write.lat_ms.{name}", TARGETS) is None
+
+
 @pytest.mark.parametrize(
     ("metric", "instead"),
     [
@@ -51,6 +60,8 @@ def test_the_checked_scopes_are_the_evaluated_ones() -> None:
         ),
         ("replay.cand.read.sync.4.kbps.men", "replay.cand.read.sync.4.kbps.mean"),
         ("foo.bar", None),  # io has no default scope: refused, nothing near
+        ("matrix.cand.write.lat_ms.p9", "matrix.cand.write.lat_ms.p99"),
+        ("concurrency.cand.write.2.lat_ms.p999x", "concurrency.cand.write.2.lat_ms.p999"),
     ],
 )
 def test_io_misspellings_are_named_with_what_was_meant(metric: str, instead: str | None) -> None:

@@ -313,6 +313,11 @@ def test_quotes_blank_lines_and_huge_cells(tmp_path: Path) -> None:
         import_responses(ahe(), unclosed)
     assert "a quoted cell is never closed" in info.value.message
     assert info.value.where == f"{unclosed}: line 3"
+    # a quote opening in the first row, below two blank lines: its own line, not the header's
+    unclosed.write_text("\n\n" + lines[0] + '"P01' + lines[1][3:], encoding="utf-8")
+    with pytest.raises(GridbenchError) as info:
+        import_responses(ahe(), unclosed)
+    assert info.value.where == f"{unclosed}: line 4"
     blank = tmp_path / "blank.csv"
     blank.write_text("\n,,\n" + good, encoding="utf-8")
     assert import_responses(ahe(), blank).rows == 2

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import Field
+
 from gridbench.io.metrics_schema_posix import Conformance, IdentityCheck, Replay
 from gridbench.io.model import FileSharing
 from gridbench.schema import (
@@ -34,13 +36,23 @@ SCHEMA = "gridbench.io/1"
 # --- the figures -------------------------------------------------------------------------
 
 
+class Latency(OpenModel):
+    """Latency percentiles in ms (io/parse.py's PERCENTILES): named, so that a threshold
+    on a near miss (``lat_ms.p98``) is refused before the run."""
+
+    p50: Num = None
+    p90: Num = None
+    p99: Num = None
+    p999: Num = None
+
+
 class Entry(OpenModel):
     """One (test, target) of the iozone matrix."""
 
     test: Text = None
     target: Text = None
     kbps: Rep | None = None
-    lat_ms: dict[str, Num] = {}
+    lat_ms: Latency = Field(default_factory=Latency)
     baseline: Text = None
     baseline_kbps: Num = None
     speedup: Num = None
@@ -84,7 +96,7 @@ class Concurrency(OpenModel):
     first_done_kbps: Rep | None = None
     finish_spread_s: Num = None
     per_client_kbps: dict[str, Num] = {}
-    lat_ms: dict[str, Num] = {}
+    lat_ms: Latency = Field(default_factory=Latency)
 
 
 class Bonnie(OpenModel):

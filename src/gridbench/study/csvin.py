@@ -159,6 +159,7 @@ def read_csv(path: Path, delimiter: str, rename: Mapping[str, str]) -> CsvTable:
                 "the CSV is empty", where=str(path), fix="give the export with its header row"
             )
         _check_delimiter(header, delimiter, path)
+        done_line = reader.line_num  # the header (and any blank lines above it)
         first_at: dict[str, int] = {}
         for i, raw in enumerate(header, 1):
             name = raw.strip()
