@@ -46,3 +46,17 @@ def test_collect_refuses_devices_malformed_entries_and_foreign_files(
     assert log.read_bytes() == before
     copied = run / "agents" / "agent-0"
     assert not copied.exists() or sum(f.stat().st_size for f in copied.iterdir()) == 0
+
+
+def test_collect_and_export_of_another_familys_run_name_its_commands(
+    io_run: Path, net_run: Path, tmp_path: Path
+) -> None:
+    for run, kind in ((io_run, "io"), (net_run, "net")):
+        before = sorted(p.relative_to(run) for p in run.rglob("*"))
+        for command in ("collect", "export"):
+            p = gb(tmp_path, command, str(run))
+            assert p.returncode == 2, p.stdout + p.stderr
+            assert f"'gridbench {command}' does not apply to {kind} runs" in p.stderr
+            assert f"see 'gridbench {kind} --help'" in p.stderr
+            assert "Traceback" not in p.stderr
+        assert sorted(p.relative_to(run) for p in run.rglob("*")) == before

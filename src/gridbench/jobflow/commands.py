@@ -25,6 +25,7 @@ from gridbench.errors import (
 )
 from gridbench.family import Ui
 from gridbench.fmt import safe_markup
+from gridbench.store.layout import RunDir
 from gridbench.units import format_duration
 
 Command = Callable[[argparse.Namespace, Ui], int]
@@ -338,12 +339,24 @@ def cmd_backends(args: argparse.Namespace, ui: Ui) -> int:
     return EXIT_OK
 
 
-def cmd_collect(args: argparse.Namespace, ui: Ui) -> int:
-    """Fetch the agents' own logs of a run and merge the events the controller lacks."""
-    from gridbench.jobflow.run.agent_collect import collect_run
+def _jobflow_run(args: argparse.Namespace, ui: Ui, command: str, why: str) -> RunDir:
+    """The run ``args.run`` names, or the one error saying ``command`` (a job-flow
+    command) does not apply to another family's run, with that family's commands."""
+    from gridbench.family import DEFAULT_KIND, family, kind_of, not_applicable
     from gridbench.store.catalogue import resolve_run
 
     run = resolve_run(args.run, ui.results_root(args))
+    kind = kind_of(run.read_experiment())
+    if kind != DEFAULT_KIND:
+        raise not_applicable(family(kind), command, why)
+    return run
+
+
+def cmd_collect(args: argparse.Namespace, ui: Ui) -> int:
+    """Fetch the agents' own logs of a run and merge the events the controller lacks."""
+    from gridbench.jobflow.run.agent_collect import collect_run
+
+    run = _jobflow_run(args, ui, "collect", "only job-flow runs have agents' event logs")
     report = collect_run(run)
     for src in report.fetched:
         ui.console.print(f"fetched {safe_markup(src)}")
@@ -358,9 +371,8 @@ def cmd_collect(args: argparse.Namespace, ui: Ui) -> int:
 def cmd_export(args: argparse.Namespace, ui: Ui) -> int:
     """Write each trial's events of a run as CSV or Parquet."""
     from gridbench.jobflow.events.export import export_events
-    from gridbench.store.catalogue import resolve_run
 
-    run = resolve_run(args.run, ui.results_root(args))
+    run = _jobflow_run(args, ui, "export", "only job-flow runs have event logs")
     done = export_events(run.path, args.format, Path(args.out) if args.out else None)
     for e in done:
         if e.path is None:
