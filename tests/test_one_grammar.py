@@ -118,3 +118,11 @@ def test_control_characters_in_a_name(name: str) -> None:
         load_io_spec_text(f'name: "{name}"\ntargets: [{{name: t, path: /tmp}}]\n')
     spec, _ = load_io_spec_text("name: café — über 2\ntargets: [{name: t, path: /tmp}]\n")
     assert spec.name == "café — über 2"
+
+
+def test_emoji_codes_in_the_users_words_stay_text(tmp_path: Path) -> None:
+    """Rich turns ':fire:' into an emoji: a message quoting the user must not."""
+    p = gb(tmp_path, "validate", "examples/batch-local.yaml", "--set", "backend.type=a:fire:b")
+    assert p.returncode == 2 and "unknown backend 'a:fire:b'" in p.stderr, p.stderr
+    p = gb(tmp_path, "list", "--results", str(tmp_path / ":smile:"))
+    assert ":smile:" in p.stdout and "\U0001f604" not in p.stdout, p.stdout

@@ -35,8 +35,8 @@ from gridbench.errors import (
 from gridbench.family import Cleanable, CleanupOutcome, families, kind_of, not_applicable
 from gridbench.fmt import safe_markup
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+console = Console(highlight=False, emoji=False)  # ":fire:" in data stays text
+err_console = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 
 
 class _Settings:

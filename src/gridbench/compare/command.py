@@ -25,7 +25,7 @@ from gridbench.fmt import fmt_pm, safe_markup
 
 EXIT_OK, EXIT_REGRESSION = 0, 1
 
-console = Console(highlight=False)
+console = Console(highlight=False, emoji=False)  # ":fire:" in data stays text
 
 
 def _root(args: argparse.Namespace) -> Path:
