@@ -126,3 +126,25 @@ def test_emoji_codes_in_the_users_words_stay_text(tmp_path: Path) -> None:
     assert p.returncode == 2 and "unknown backend 'a:fire:b'" in p.stderr, p.stderr
     p = gb(tmp_path, "list", "--results", str(tmp_path / ":smile:"))
     assert ":smile:" in p.stdout and "\U0001f604" not in p.stdout, p.stdout
+
+
+def test_cross_field_and_union_errors_name_the_set_that_gave_the_value(tmp_path: Path) -> None:
+    """A check across fields names the --set values it read (once only the file's line);
+    a value no member of a union takes is one line for its own field (once a second line
+    for 'thresholds.0.point.int', a pydantic tag)."""
+    p = gb(tmp_path, "io", "validate", "examples/io-local-quick.yaml", "--set", "baseline=zzz")
+    assert p.returncode == 2
+    assert p.stderr.startswith(
+        "error: examples/io-local-quick.yaml (with --set baseline): field '(top level)': "
+        "baseline 'zzz' is not a target"
+    ), p.stderr
+    p = gb(tmp_path, "validate", "examples/local-sleep-ramp.yaml", "--set", "sweep.rate=[]")
+    assert p.returncode == 2 and "(with --set sweep.rate)" in p.stderr, p.stderr
+    threshold = '[{metric: latency.overall.p99, op: "<", value: 1, point: zz}]'
+    p = gb(tmp_path, "validate", "examples/batch-local.yaml", "--set", f"thresholds={threshold}")
+    assert p.returncode == 2
+    assert p.stderr.count("\n") == 1 and "point.int" not in p.stderr, p.stderr
+    assert "--set thresholds: field 'thresholds.0.point': Input should be a valid integer" in (
+        p.stderr
+    )
+    assert "; or Input should be 'all' or 'any'" in p.stderr

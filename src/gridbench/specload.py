@@ -127,10 +127,36 @@ def _place(
     origin: str,
     overridden: list[tuple[str, ...]] | None,
 ) -> str:
-    """Where a value at ``loc`` came from: the ``--set`` that supplied it, else file:line."""
+    """Where a value at ``loc`` came from: the ``--set`` that supplied it, else file:line
+    (the file alone for the whole spec), naming the ``--set`` values a check across the
+    fields below ``loc`` read (``record_size`` against ``file_size``)."""
     path = tuple(str(x) for x in loc)
     by_set = next((o for o in overridden or [] if path[: len(o)] == o), None)
-    return f"--set {'.'.join(by_set)}" if by_set else (f"{origin}:{line}" if line else origin)
+    if by_set:
+        return f"--set {'.'.join(by_set)}"
+    place = f"{origin}:{line}" if line and path else origin
+    within = [".".join(o) for o in overridden or [] if o[: len(path)] == path]
+    return f"{place} (with --set {', '.join(within)})" if within else place
+
+
+def _data_loc(root: Any, loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
+    """``loc`` without pydantic's union tags: parts past a single value of the spec
+    (``point.int`` for a ``point: zz`` that is neither an integer nor 'all'/'any') and
+    tags such as ``literal['all','any']``."""
+    loc = tuple(x for x in loc if not (isinstance(x, str) and "[" in x))
+    node = root
+    for i, key in enumerate(loc):
+        if isinstance(node, dict):
+            if key not in node:
+                return loc  # a missing or unknown key: the path names it
+            node = node[key]
+        elif isinstance(node, list):
+            if not isinstance(key, int) or not 0 <= key < len(node):
+                return loc
+            node = node[key]
+        else:
+            return loc[:i]  # nothing lies below a single value: the rest are tags
+    return loc
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,23 +210,30 @@ def validation_error(
     origin: str,
     overridden: list[tuple[str, ...]] | None = None,
     model: type[BaseModel] | None = None,
+    data: Any = None,
 ) -> SpecError:
     """Turn a pydantic error into one SpecError listing every problem with its line
     (or the ``--set`` that supplied the value), with the key or value a near miss meant
-    ("did you mean"; keys from ``model``)."""
-    lines = []
+    ("did you mean"; keys from ``model``). ``data`` is what was validated (the file's
+    tree with the overrides applied; ``root`` when not given)."""
+    # one line per field: a union's members each refuse the value ("a valid integer",
+    # "'all' or 'any'"), said together
+    by_field: dict[tuple[str, str], list[tuple[str, str]]] = {}
     for err in exc.errors():
-        loc = tuple(x for x in err["loc"] if not (isinstance(x, str) and "[" in x))
+        loc = _data_loc(root if data is None else data, err["loc"])
         field = ".".join(str(x) for x in loc) or "(top level)"
-        line = _line_of(root, loc)
+        place = _place(loc, _line_of(root, loc), origin, overridden)
         msg = err["msg"].removeprefix("Value error, ")
-        fix = _FIX_BY_TYPE.get(err["type"], "see docs/spec.md")
         meant = did_you_mean(model, err)
         if meant is not None:
             msg = f"{msg}; did you mean '{meant}'?"
-        lines.append(
-            f"{_place(loc, line, origin, overridden)}: field '{field}': {msg} (fix: {fix})"
-        )
+        fix = _FIX_BY_TYPE.get(err["type"], "see docs/spec.md")
+        by_field.setdefault((place, field), []).append((msg, fix))
+    lines = []
+    for (place, field), said in by_field.items():
+        msgs = "; or ".join(dict.fromkeys(m for m, _ in said))
+        fixes = "; or ".join(dict.fromkeys(f for _, f in said))
+        lines.append(f"{place}: field '{field}': {msgs} (fix: {fixes})")
     first, *rest = lines
     return SpecError("\n".join([first, *rest]) if rest else first)
 
@@ -239,7 +272,7 @@ def validate_spec(
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        err = validation_error(exc, root, origin, overridden, model)
+        err = validation_error(exc, root, origin, overridden, model, data)
         raise SpecError(err.message.replace("docs/spec.md", words.docs)) from None
 
 
