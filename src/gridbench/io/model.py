@@ -151,7 +151,7 @@ class HttpSpec(_Strict):
     sizes: list[Annotated[int, BeforeValidator(parse_size), Field(gt=0)]] = Field(
         default_factory=lambda: [128 * 1024**2, 1536 * 1024**2], min_length=1
     )
-    repetitions: int = Field(default=3, ge=1)
+    repetitions: int = Field(default=3, ge=1, le=1000)
     compare_target: str | None = Field(
         default=None, description="a target whose file-system copy times are shown beside"
     )

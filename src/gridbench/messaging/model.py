@@ -134,7 +134,9 @@ class PingPongSpec(_Strict):
     sizes: SizesSpec = Field(default_factory=SizesSpec)
     tests: int = Field(default=30, ge=1, le=10_000, description="T: tests per size")
     round_trips: int = Field(default=10, ge=1, le=100_000, description="M: round trips per test")
-    warmup: int = Field(default=1, ge=0, description="untimed round trips before each size")
+    warmup: int = Field(
+        default=1, ge=0, le=100_000, description="untimed round trips before each size"
+    )
 
 
 class EchoSpec(_Strict):
@@ -152,7 +154,9 @@ class EchoSpec(_Strict):
         default_factory=lambda: [1, 2, 4, 8, 16, 32],
         description="client processes for the scaling series (the seed went up to 320)",
     )
-    client_calls: int = Field(default=200, ge=1, description="calls per client when scaling")
+    client_calls: int = Field(
+        default=200, ge=1, le=1_000_000, description="calls per client when scaling"
+    )
     scale_repetitions: int = Field(
         default=3, ge=1, le=100, description="repetitions of each client count when scaling"
     )
@@ -206,6 +210,7 @@ class FloorSpec(_Strict):
     factor: float = Field(
         default=2.0,
         gt=1.0,
+        le=1000.0,
         description="a figure this many times worse than the floor is flagged as overhead",
     )
 

@@ -48,7 +48,7 @@ class BatchLoad(LoadBase):
 
     model: Literal["batch"]
     jobs: int | None = Field(default=None, ge=1)
-    submitters: int = Field(default=10, ge=1)
+    submitters: int = Field(default=10, ge=1, le=10_000)
     bulk: int = Field(
         default=1, ge=1, le=10_000, description="jobs per submission call (job arrays; batch)"
     )

@@ -20,7 +20,7 @@ import asyncio
 import dataclasses
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import polars as pl
 from pydantic import Field, field_validator
@@ -63,8 +63,11 @@ NO_JOB_COMPLETED = "no job completed"
 class BurstSpec(Strict):
     """Bursts after the single operations: ``requests`` calls with each thread count."""
 
-    requests: int = Field(default=100, ge=1)
-    threads: list[int] = Field(default_factory=lambda: [1, 10, 20, 33])
+    requests: int = Field(default=100, ge=1, le=1_000_000)
+    # each thread count is that many concurrent calls at once
+    threads: list[Annotated[int, Field(ge=1, le=10_000)]] = Field(
+        default_factory=lambda: [1, 10, 20, 33]
+    )
 
 
 class ProbeLoad(LoadBase):
@@ -76,7 +79,7 @@ class ProbeLoad(LoadBase):
         description="submit, status, cancel, reserve, release, credential, checkpoint, "
         "restart or op:<name>",
     )
-    count: int = Field(default=30, ge=1)
+    count: int = Field(default=30, ge=1, le=1_000_000)
     gap: Duration = 2.0
     burst: BurstSpec | None = None
     status_of: Literal["held", "running"] = Field(

@@ -57,8 +57,8 @@ class SustainLoad(LoadBase):
     """``load:`` of the sustain model."""
 
     model: Literal["sustain"]
-    users: int = Field(default=10, ge=1)
-    jobs_per_user: int = Field(default=5, ge=1)
+    users: int = Field(default=10, ge=1, le=10_000)
+    jobs_per_user: int = Field(default=5, ge=1, le=1_000_000)
     sleep_coef: Duration = 10.0
 
 
