@@ -148,3 +148,24 @@ def test_cross_field_and_union_errors_name_the_set_that_gave_the_value(tmp_path:
         p.stderr
     )
     assert "; or Input should be 'all' or 'any'" in p.stderr
+
+
+@pytest.mark.parametrize(
+    ("reports", "says"),
+    [
+        ("[]", "no monitoring-report source given"),
+        ("['ce=http://a/', 'ce=http://b/']", "tier 'ce' is given more than once"),
+        ("['ce=ftp://x/']", "only http://, https:// or local directories"),
+    ],
+)
+def test_collector_report_errors_name_the_spec_field(
+    tmp_path: Path, reports: str, says: str
+) -> None:
+    """The report parser is ingest's: in a spec its errors name collectors.<i>.reports,
+    never ingest's --reports flag."""
+    p = gb(
+        tmp_path, "validate", "examples/edgi-site.yaml", "--set", f"collectors.0.reports={reports}"
+    )
+    assert p.returncode == 2
+    assert f"examples/edgi-site.yaml: collectors.0.reports: {says}" in p.stderr, p.stderr
+    assert "--reports" not in p.stderr
