@@ -169,3 +169,15 @@ def test_collector_report_errors_name_the_spec_field(
     assert p.returncode == 2
     assert f"examples/edgi-site.yaml: collectors.0.reports: {says}" in p.stderr, p.stderr
     assert "--reports" not in p.stderr
+
+
+def test_reference_grid_overrides_name_the_spec_field(tmp_path: Path) -> None:
+    """backend.options.grid is the spec's: its errors name that field, not the preset."""
+    p = gb(
+        tmp_path,
+        *("validate", "examples/retry-reference.yaml", "--set"),
+        "backend.options.grid.ce.concurrency=abc",
+    )
+    assert p.returncode == 2
+    assert "backend.options.grid.ce.concurrency: Input should be a valid integer" in p.stderr
+    assert "preset" not in p.stderr and "docs/reference-grid.md" in p.stderr, p.stderr

@@ -51,6 +51,9 @@ from gridbench.jobflow.events.model import (
 )
 from gridbench.store.spawned import owned_temp_dir
 
+#: the spec field of the embedded grid's overrides, as errors name it
+GRID_FIELD = "backend.options.grid"
+
 STARTUP_TIMEOUT_S = 30.0
 #: The start of an embedded grid's temporary folder (its configuration and stderr).
 GRID_TMP_PREFIX = "gridbench-grid-"
@@ -101,16 +104,21 @@ class ReferenceBackend:
             return chain  # the default: the EDGI chain exactly as before
         return with_staging(chain)
 
+    def _grid_config(self) -> GridConfig:
+        """The embedded grid's configuration: the preset with the spec's overrides."""
+        from gridbench.jobflow.reference.presets import build_config
+
+        return build_config(
+            self.options.preset, overrides=self.options.grid, overrides_at=GRID_FIELD
+        )
+
     def _stages_data(self) -> bool:
         """Whether the grid stages data: from the embedded grid's configuration, or (a
         grid at ``url``) what its ``/config`` said when opened."""
         if self._staging is None:
             if self.options.url:
                 return False
-            from gridbench.jobflow.reference.presets import build_config
-
-            cfg = build_config(self.options.preset, overrides=self.options.grid)
-            self._staging = cfg.stages_data
+            self._staging = self._grid_config().stages_data
         return self._staging
 
     def staged_fields(self) -> frozenset[str]:
@@ -118,9 +126,7 @@ class ReferenceBackend:
         ``stage_out`` one; a grid at ``url`` decides when opened, so all of them."""
         if self.options.url:
             return frozenset(STAGING_FIELDS)
-        from gridbench.jobflow.reference.presets import build_config
-
-        cfg = build_config(self.options.preset, overrides=self.options.grid)
+        cfg = self._grid_config()
         on = {"input": cfg.ce.stage_in.enabled, "output": cfg.bridge.stage_out.enabled}
         return frozenset(f for f in STAGING_FIELDS if on[f.split("_")[0]])
 
@@ -130,9 +136,7 @@ class ReferenceBackend:
         time); a grid at ``url`` runs a configuration not known here."""
         if self.options.url:
             return Capabilities(queue_length=True, server_events=bool(self._staging))
-        from gridbench.jobflow.reference.presets import build_config
-
-        cfg = build_config(self.options.preset, overrides=self.options.grid)
+        cfg = self._grid_config()
         tiers = [(cfg.ce.concurrency, cfg.ce.service.mean)]
         tiers.append((cfg.bridge.concurrency, cfg.bridge.service.mean))
         rate = min((n / mean for n, mean in tiers if mean > 0), default=None)
@@ -357,6 +361,8 @@ def _field(r: httpx.Response, key: str) -> str:
 
 
 if TYPE_CHECKING:  # mypy checks the optional hooks against their protocols
+    from gridbench.jobflow.reference.config import GridConfig
+
     _publishes_reports: type[ReportPublisher] = ReferenceBackend
     _has_runtime_info: type[RuntimeInfoSource] = ReferenceBackend
     _stages: type[DataStager] = ReferenceBackend

@@ -162,17 +162,25 @@ def _where(loc: tuple[int | str, ...], source: str) -> str:
     return f"{source}: {field}"
 
 
-def config_from_dict(data: Mapping[str, Any] | None, *, source: str = "config") -> GridConfig:
-    """Validate a mapping into a :class:`GridConfig`; raise :class:`SpecError` naming the field."""
+def config_from_dict(
+    data: Mapping[str, Any] | None, *, source: str = "config", spec_field: str | None = None
+) -> GridConfig:
+    """Validate a mapping into a :class:`GridConfig`; raise :class:`SpecError` naming the
+    field: under ``spec_field`` (``backend.options.grid``) when an experiment spec gave
+    the values, else in ``source`` (a file, a preset)."""
     try:
         return GridConfig.model_validate(dict(data or {}))
     except ValidationError as exc:
         err = exc.errors()[0]
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        loc = tuple(err["loc"])
+        where = ".".join([spec_field, *map(str, loc)]) if spec_field else _where(loc, source)
         raise SpecError(
             f"{err['msg']}{more}",
-            where=_where(tuple(err["loc"]), source),
-            fix="see `gridbench reference serve --help` and docs for the reference grid fields",
+            where=where,
+            fix="see docs/reference-grid.md for the grid's fields"
+            if spec_field
+            else "see `gridbench reference serve --help` and docs for the reference grid fields",
         ) from None
 
 

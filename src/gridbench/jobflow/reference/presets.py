@@ -49,8 +49,12 @@ def build_config(
     preset: str = DEFAULT_PRESET,
     path: str | Path | None = None,
     overrides: Mapping[str, Any] | None = None,
+    *,
+    overrides_at: str | None = None,
 ) -> GridConfig:
-    """A preset, then a YAML file, then ``overrides`` deep-merged over it, validated."""
+    """A preset, then a YAML file, then ``overrides`` deep-merged over it, validated;
+    an error names the field under ``overrides_at`` (the spec field that gave the
+    overrides) when given."""
     if preset not in PRESETS:
         raise unknown_preset(preset, PRESETS, where="preset", kind="reference grid preset")
     data: dict[str, Any] = dict(PRESETS[preset])
@@ -60,7 +64,7 @@ def build_config(
         source = str(path)
     if overrides:
         data = merge(data, overrides)
-    return config_from_dict(data, source=source)
+    return config_from_dict(data, source=source, spec_field=overrides_at)
 
 
 def preset(name: str) -> GridConfig:
