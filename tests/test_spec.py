@@ -154,3 +154,16 @@ def test_closed_models_need_their_sizes() -> None:
         "name: b\nbackend: {type: noop}\nload: {model: batch, jobs: 50, submitters: 5}\n"
     )
     assert make_plan(spec, data).total_jobs == 50
+
+
+def test_a_bad_sweep_value_is_one_error_with_one_fix() -> None:
+    spec, data = load_spec_text(
+        "name: s\nbackend: {type: noop}\nload: {model: open, rate: 1/s}\n"
+        "trial: {duration: 1s}\nsweep: {rate: [1/s, [1]]}\n",
+        "s.yaml",
+    )
+    with pytest.raises(SpecError) as info:
+        make_plan(spec, data, "s.yaml")
+    text = str(info.value)
+    assert text.startswith("s.yaml (sweep point {'rate': [1]}): field 'load.rate': expected a rate")
+    assert text.count("fix") == 1, text

@@ -151,10 +151,8 @@ def make_plan(spec: ExperimentSpec, data: dict[str, Any], origin: str = "<spec>"
                     where=f"{origin}: sweep.{k}",
                     fix="sweep a field of the spec (docs/spec.md, section sweep)",
                 ) from None
-        try:
-            pspec = validate_data(pdata, None, f"{origin} (sweep point {values})")
-        except SpecError as exc:
-            raise SpecError(str(exc), fix="check the sweep values against the field") from None
+        # an error names the point and the field, with its own fix
+        pspec = validate_data(pdata, None, f"{origin} (sweep point {values})")
         jobs, seconds, peak = _estimate(pspec)
         points.append(PlannedPoint(i, values, pspec, jobs, seconds, peak))
     plan = Plan(spec, points, order_trials(spec, points))
