@@ -56,3 +56,12 @@ def test_probe_thread_counts_and_sustain_users_are_bounded() -> None:
     for key, limit in (("load.users", 10_000), ("load.jobs_per_user", 1_000_000)):
         with pytest.raises(SpecError, match=rf"less than or equal to {limit}"):
             load_spec_text(sustain, "s", [f"{key}={limit + 1}"])
+
+
+def test_a_number_past_64_bits_is_said_so() -> None:
+    """pydantic calls a YAML number past 64 bits an "input string" it cannot parse."""
+    text = (EX / "batch-local.yaml").read_text(encoding="utf-8")
+    with pytest.raises(SpecError) as info:
+        load_spec_text(text, "b.yaml", ["safety.max_jobs=1e300"])
+    assert "field 'safety.max_jobs': the number is past the 64-bit integers" in str(info.value)
+    assert "input string" not in str(info.value)

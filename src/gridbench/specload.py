@@ -118,7 +118,10 @@ _FIX_BY_TYPE = {
     "float_parsing": "give a number",
     "greater_than_equal": "give a larger value",
     "less_than_equal": "give a smaller value",
+    "int_parsing_size": "give a number in the field's range: see docs/spec.md",
 }
+#: pydantic's words that misname what the user gave (a YAML number is no "input string")
+_MSG_BY_TYPE = {"int_parsing_size": "the number is past the 64-bit integers"}
 
 
 def _place(
@@ -223,7 +226,7 @@ def validation_error(
         loc = _data_loc(root if data is None else data, err["loc"])
         field = ".".join(str(x) for x in loc) or "(top level)"
         place = _place(loc, _line_of(root, loc), origin, overridden)
-        msg = err["msg"].removeprefix("Value error, ")
+        msg = _MSG_BY_TYPE.get(err["type"]) or err["msg"].removeprefix("Value error, ")
         meant = did_you_mean(model, err)
         if meant is not None:
             msg = f"{msg}; did you mean '{meant}'?"
