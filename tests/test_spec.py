@@ -167,3 +167,22 @@ def test_a_bad_sweep_value_is_one_error_with_one_fix() -> None:
     text = str(info.value)
     assert text.startswith("s.yaml (sweep point {'rate': [1]}): field 'load.rate': expected a rate")
     assert text.count("fix") == 1, text
+
+
+@pytest.mark.parametrize("point", [4, 99, -1])
+def test_a_threshold_on_a_point_the_sweep_lacks_is_refused_before_the_run(point: int) -> None:
+    from gridbench.jobflow.experiment.check import check_config
+
+    text = (
+        "name: s\nbackend: {type: noop}\nload: {model: open, rate: 1/s}\ntrial: {duration: 1s}\n"
+        "sweep: {rate: [1/s, 2/s, 3/s, 4/s]}\n"
+        f"thresholds: [{{metric: latency.overall.p99, value: 9, point: {point}}}]\n"
+    )
+    spec, data = load_spec_text(text, "s.yaml")
+    plan = make_plan(spec, data, "s.yaml")
+    with pytest.raises(SpecError) as info:
+        check_config([p.spec for p in plan.points], host=False)
+    assert info.value.where == "thresholds.0.point"
+    assert f"no point with index {point} (the sweep has 4: 0 to 3)" in info.value.message
+    ok, data = load_spec_text(text.replace(f"point: {point}", "point: 3"), "s.yaml")
+    check_config([p.spec for p in make_plan(ok, data, "s.yaml").points], host=False)
