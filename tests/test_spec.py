@@ -186,3 +186,10 @@ def test_a_threshold_on_a_point_the_sweep_lacks_is_refused_before_the_run(point:
     assert f"no point with index {point} (the sweep has 4: 0 to 3)" in info.value.message
     ok, data = load_spec_text(text.replace(f"point: {point}", "point: 3"), "s.yaml")
     check_config([p.spec for p in make_plan(ok, data, "s.yaml").points], host=False)
+
+
+@pytest.mark.parametrize(("command", "says"), [("[]", "at least 1 item"), ("['']", "empty")])
+def test_a_job_needs_a_program(command: str, says: str) -> None:
+    text = "name: s\nbackend: {type: noop}\nload: {model: open, rate: 1/s}\ntrial: {duration: 1s}\n"
+    with pytest.raises(SpecError, match=rf"field 'job.command': .*{says}"):
+        load_spec_text(text, "s.yaml", [f"job.command={command}"])

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from gridbench.jobflow.specbase.load import LoadBase, Strict
 from gridbench.jobflow.specbase.units import Rate, parse_rate
@@ -33,7 +33,11 @@ class BackendSpec(Strict):
 class JobSpec(Strict):
     """What each job runs."""
 
-    command: list[str] = Field(default_factory=lambda: ["/bin/true"])
+    command: list[str] = Field(
+        default_factory=lambda: ["/bin/true"],
+        min_length=1,
+        description="the program and its arguments (never through a shell)",
+    )
     runtime: Duration | None = Field(
         default=None, description="job run time for simulating backends (reference, null)"
     )
@@ -61,6 +65,13 @@ class JobSpec(Strict):
         default=None, description="bytes the job's output downloads after it ran; staging"
     )
     output_files: int | None = Field(default=None, ge=0, le=10_000_000)
+
+    @field_validator("command")
+    @classmethod
+    def _program(cls, command: list[str]) -> list[str]:
+        if not command[0].strip():
+            raise ValueError("the program (the first item) is empty: name it, e.g. [/bin/true]")
+        return command
 
     @model_validator(mode="after")
     def _size(self) -> JobSpec:
