@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from gridbench.errors import SpecError
 from gridbench.store import catalogue
 from gridbench.study.delivery import StudyDelivery
 from gridbench.study.load import load_study_spec_text
@@ -21,6 +22,7 @@ from gridbench.study.runs import create_study_run
 from gridbench.web.app import WebConfig, create_app
 from gridbench.web.security import CSRF_COOKIE
 
+EX = Path(__file__).resolve().parent.parent / "examples"
 SPEC = """\
 name: errors-study
 purpose: Which tool is easier?
@@ -130,3 +132,16 @@ def test_a_link_issued_on_the_admin_page_names_the_run_folder(tmp_path: Path) ->
         assert link, page[-1500:]
         assert link.group(1).startswith(f"/p/{run.path.name}/")  # links find runs by name
         assert admin.get(link.group(1)).status_code == 200
+
+
+def test_a_choice_offered_twice_and_a_header_read_twice_are_refused() -> None:
+    ahe = (EX / "study-ahe.yaml").read_text(encoding="utf-8")
+    twice = ahe.replace("choices: [undergraduate, postgraduate, staff]", "choices: [staff, staff]")
+    with pytest.raises(SpecError, match="question 'level' offers 'staff' twice"):
+        load_study_spec_text(twice, "ahe.yaml")
+    imp = (EX / "study-import.yaml").read_text(encoding="utf-8")
+    both = imp.replace("    tool: Tool\n", "    tool: Participant\n")
+    with pytest.raises(
+        SpecError, match=r"columns 'participant' and 'tool' both read .*'Participant'"
+    ):
+        load_study_spec_text(both, "import.yaml")

@@ -75,6 +75,12 @@ class Question(_Strict):
             raise ValueError(f"question {self.id!r} is a choice: give at least two choices")
         if self.kind != "choice" and self.choices:
             raise ValueError(f"question {self.id!r} has choices but kind is {self.kind!r}")
+        twice = sorted({c for c in self.choices if self.choices.count(c) > 1})
+        if twice:
+            raise ValueError(
+                f"question {self.id!r} offers {twice[0]!r} twice: an answer could not say "
+                "which was chosen; give each choice once"
+            )
         return self
 
 
@@ -145,6 +151,18 @@ class ImportMapping(_Strict):
         description="generic columns exported on a reversed scale (1 means 5): flipped",
     )
     delimiter: str = Field(default=",", min_length=1, max_length=1)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ImportMapping:
+        seen: dict[str, str] = {}
+        for generic, header in self.columns.items():
+            if header in seen:
+                raise ValueError(
+                    f"columns {seen[header]!r} and {generic!r} both read the export's column "
+                    f"{header!r}: map each generic column to its own header"
+                )
+            seen[header] = generic
+        return self
 
 
 class InstallSurvey(_Strict):
