@@ -119,9 +119,40 @@ _FIX_BY_TYPE = {
     "greater_than_equal": "give a larger value",
     "less_than_equal": "give a smaller value",
     "int_parsing_size": "give a number in the field's range: see docs/spec.md",
+    "string_pattern_mismatch": "write it in that form: see docs/spec.md",
 }
 #: pydantic's words that misname what the user gave (a YAML number is no "input string")
 _MSG_BY_TYPE = {"int_parsing_size": "the number is past the 64-bit integers"}
+#: The spec fields' patterns in words (a regular expression is no explanation); the test
+#: suite checks that every pattern of every family's spec is here.
+PATTERN_WORDS = {
+    r"^[A-Za-z][A-Za-z0-9_-]{0,39}$": "1 to 40 letters, digits, '_' or '-', the first a letter",
+    r"^[A-Za-z_][A-Za-z0-9_]*$": "an environment variable's name (letters, digits and '_', "
+    "not starting with a digit)",
+    r"^[A-Za-z0-9_.@-]+$": "letters, digits, '.', '_', '@' or '-'",
+    r"^[A-Za-z0-9_.-]+$": "letters, digits, '.', '_' or '-'",
+    r"^[A-Za-z0-9_.-]{1,40}$": "1 to 40 letters, digits, '.', '_' or '-'",
+    r"^[A-Za-z0-9_.-]{1,64}$": "1 to 64 letters, digits, '.', '_' or '-'",
+    r"^[a-z_][a-z0-9_.-]*\$?$": "a Unix account name (lower-case letters, digits, '_', '.' "
+    "or '-', the first a letter or '_')",
+    r"^[a-z_][a-z0-9_.-]{0,31}$": "a Unix user name (up to 32 lower-case letters, digits, "
+    "'_', '.' or '-', the first a letter or '_')",
+    r"^https?://": "an http:// or https:// URL",
+    r"^\d+(\.\d+)?(bit|kbit|mbit|gbit)$": "a rate such as 100mbit (bit, kbit, mbit or gbit)",
+    r"^10\.\d{1,3}\.\d{1,3}$": "the first three octets of a 10.x.y.0/24 network, e.g. 10.247.0",
+    r"^[A-Za-z0-9_.:\[\]-]+$": "a host name or address",
+    r"^(brick[1-9][0-9]{0,2}|[A-Za-z0-9_.-]+:/[^\s]*)$": "brickN (N from 1) or HOST:/PATH",
+}
+
+
+def _message(err: Any) -> str:
+    """pydantic's message for ``err``, in the spec's words where pydantic's mislead."""
+    if err["type"] == "string_pattern_mismatch":
+        pattern = str(err.get("ctx", {}).get("pattern", ""))
+        words = PATTERN_WORDS.get(pattern)
+        if words is not None:
+            return f"{str(err.get('input'))[:80]!r} is not {words}"
+    return _MSG_BY_TYPE.get(err["type"]) or str(err["msg"]).removeprefix("Value error, ")
 
 
 def _place(
@@ -226,7 +257,7 @@ def validation_error(
         loc = _data_loc(root if data is None else data, err["loc"])
         field = ".".join(str(x) for x in loc) or "(top level)"
         place = _place(loc, _line_of(root, loc), origin, overridden)
-        msg = _MSG_BY_TYPE.get(err["type"]) or err["msg"].removeprefix("Value error, ")
+        msg = _message(err)
         meant = did_you_mean(model, err)
         if meant is not None:
             msg = f"{msg}; did you mean '{meant}'?"

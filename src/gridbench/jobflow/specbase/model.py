@@ -87,7 +87,7 @@ class CredentialRef(Strict):
     """Where a user's credential lives: an environment variable or a file, never the value."""
 
     env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
-    file: str | None = None
+    file: str | None = Field(default=None, min_length=1)
 
     @model_validator(mode="after")
     def _one(self) -> CredentialRef:
