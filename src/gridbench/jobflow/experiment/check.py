@@ -92,14 +92,7 @@ def check_config(specs: list[ExperimentSpec], *, host: bool = True) -> None:
     Raises the SpecError of the first problem, so ``validate`` and ``plan`` catch what
     ``run`` would otherwise only find after creating a results directory.
     """
-    for i, th in enumerate(specs[0].thresholds if specs else []):
-        if isinstance(th.point, int) and not 0 <= th.point < len(specs):
-            raise SpecError(
-                f"no point with index {th.point} (the sweep has {len(specs)}: 0 to "
-                f"{len(specs) - 1})",
-                where=f"thresholds.{i}.point",
-                fix="give a point index from 'gridbench plan', or 'all' or 'any'",
-            )
+    check_threshold_points(specs)
     for spec in specs:
         backend = create_backend(spec.backend.type, spec.backend.options)
         build_collectors(spec, backend)
@@ -108,6 +101,18 @@ def check_config(specs: list[ExperimentSpec], *, host: bool = True) -> None:
         check_thresholds(spec, backend)
         if host:
             check_users(spec)
+
+
+def check_threshold_points(specs: list[ExperimentSpec]) -> None:
+    """A threshold's point index names one of the sweep's points (``specs``, one each)."""
+    for i, th in enumerate(specs[0].thresholds if specs else []):
+        if isinstance(th.point, int) and not 0 <= th.point < len(specs):
+            raise SpecError(
+                f"no point with index {th.point} (the sweep has {len(specs)}: 0 to "
+                f"{len(specs) - 1})",
+                where=f"thresholds.{i}.point",
+                fix="give a point index from 'gridbench plan', or 'all' or 'any'",
+            )
 
 
 #: what a spec does to get a staging field honoured (docs/backends.md, Data staging)
@@ -122,14 +127,6 @@ def config_warnings(specs: list[ExperimentSpec]) -> list[str]:
     """What every point's configuration would silently ignore (nothing connects), each
     once, as 'where: what (fix: ...)': staging fields a backend does not move."""
     out: list[str] = []
-    for i, th in enumerate(specs[0].thresholds if specs else []):
-        if isinstance(th.point, int) and not 0 <= th.point < len(specs):
-            raise SpecError(
-                f"no point with index {th.point} (the sweep has {len(specs)}: 0 to "
-                f"{len(specs) - 1})",
-                where=f"thresholds.{i}.point",
-                fix="give a point index from 'gridbench plan', or 'all' or 'any'",
-            )
     for spec in specs:
         backend = create_backend(spec.backend.type, spec.backend.options)
         out += staging_warnings(spec, backend)
