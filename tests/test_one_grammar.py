@@ -91,35 +91,6 @@ def test_verbose_is_taken_after_the_command(tmp_path: Path) -> None:
     assert p.returncode == 0, p.stderr
 
 
-@pytest.mark.parametrize(
-    "example",
-    ["io-local-quick.yaml", "net-loopback-quick.yaml", "study-ahe.yaml", "batch-local.yaml"],
-)
-def test_every_family_refuses_a_name_with_control_characters(tmp_path: Path, example: str) -> None:
-    """The run's name titles listings, reports and pages: one rule for every family."""
-    name = "a\\x1b[31mred"
-    text = (EX / example).read_text(encoding="utf-8")
-    lines = text.splitlines()
-    [i] = [k for k, line in enumerate(lines) if line.startswith("name:")]
-    lines[i] = f'name: "{name}"'
-    spec = tmp_path / example
-    spec.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    p = gb(tmp_path, "validate", str(spec))
-    assert p.returncode == 2, p.stdout + p.stderr
-    assert f"{example}:{i + 1}: field 'name': a name holds no control characters" in p.stderr
-    lines[i] = 'name: "a plain name, with spaces (and 2 digits)"'
-    spec.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    assert gb(tmp_path, "validate", str(spec)).returncode == 0
-
-
-@pytest.mark.parametrize("name", ["a\\0b", "two\\nlines", "a\\tb", "del\\x7f"])
-def test_control_characters_in_a_name(name: str) -> None:
-    with pytest.raises(SpecError, match="a name holds no control characters"):
-        load_io_spec_text(f'name: "{name}"\ntargets: [{{name: t, path: /tmp}}]\n')
-    spec, _ = load_io_spec_text("name: café — über 2\ntargets: [{name: t, path: /tmp}]\n")
-    assert spec.name == "café — über 2"
-
-
 def test_emoji_codes_in_the_users_words_stay_text(tmp_path: Path) -> None:
     """Rich turns ':fire:' into an emoji: a message quoting the user must not."""
     p = gb(tmp_path, "validate", "examples/batch-local.yaml", "--set", "backend.type=a:fire:b")
