@@ -15,6 +15,12 @@ from sge_cluster import sge_fixture  # noqa: F401
 
 BIN = Path(sys.executable).with_name("gridbench")
 
+# Tests live in folders by area (core, jobflow, io, net, study, web, model, hosts); a few
+# test modules lend helpers to modules of another area, so every area folder is importable.
+for _area in sorted(Path(__file__).parent.iterdir()):
+    if _area.is_dir() and any(_area.glob("test_*.py")) and str(_area) not in sys.path:
+        sys.path.append(str(_area))
+
 
 @pytest.fixture
 def results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
