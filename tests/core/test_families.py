@@ -38,7 +38,7 @@ def gb(*args: str, results: Path) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture(scope="module")
-def io_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+def planned_io_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     tmp = tmp_path_factory.mktemp("fam")
     a, b = tmp / "a", tmp / "b"
     a.mkdir()
@@ -58,8 +58,8 @@ def _io_metrics(run: Path) -> dict[str, object]:
     return m  # type: ignore[no-any-return]
 
 
-def test_analyze_and_report_keep_io_results(io_run: tuple[Path, Path]) -> None:
-    results, run = io_run
+def test_analyze_and_report_keep_io_results(planned_io_run: tuple[Path, Path]) -> None:
+    results, run = planned_io_run
     before = _io_metrics(run)
     cells = {(e["target"], e["test"]) for e in before["matrix"]}  # type: ignore[union-attr]
     assert cells == {("a", "write"), ("a", "read"), ("b", "write"), ("b", "read")}
@@ -76,8 +76,8 @@ def test_analyze_and_report_keep_io_results(io_run: tuple[Path, Path]) -> None:
     assert p.returncode == 0 and json.loads(p.stdout)["schema"] == "gridbench.io/1"
 
 
-def test_show_and_list_an_io_run(io_run: tuple[Path, Path]) -> None:
-    results, run = io_run
+def test_show_and_list_an_io_run(planned_io_run: tuple[Path, Path]) -> None:
+    results, run = planned_io_run
     p = gb("show", str(run), results=results)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "Traceback" not in p.stdout + p.stderr and "gridbench analyze" not in p.stdout
@@ -88,8 +88,8 @@ def test_show_and_list_an_io_run(io_run: tuple[Path, Path]) -> None:
     assert "backend" not in entry and "load_model" not in entry  # no faked fields
 
 
-def test_cleanup_says_it_does_not_apply(io_run: tuple[Path, Path]) -> None:
-    results, run = io_run
+def test_cleanup_says_it_does_not_apply(planned_io_run: tuple[Path, Path]) -> None:
+    results, run = planned_io_run
     p = gb("cleanup", str(run), results=results)
     assert p.returncode == 2
     assert "does not apply to io runs" in p.stderr and "Traceback" not in p.stderr

@@ -118,7 +118,7 @@ def test_show_of_a_bad_run_is_one_clear_error(store: dict[str, Path], name: str)
 
 
 @pytest.fixture
-def net_run(tmp_path: Path) -> tuple[Path, Path, Path]:
+def net_copy(tmp_path: Path) -> tuple[Path, Path, Path]:
     """A fresh net run, its root, and a folder outside the run holding a secret file."""
     root = tmp_path / "results"
     outside = tmp_path / "outside"
@@ -127,8 +127,8 @@ def net_run(tmp_path: Path) -> tuple[Path, Path, Path]:
     return root, good_run(root), outside
 
 
-def test_a_linked_spec_is_never_written_into_the_report(net_run: tuple[Path, Path, Path]) -> None:
-    root, run, outside = net_run
+def test_a_linked_spec_is_never_written_into_the_report(net_copy: tuple[Path, Path, Path]) -> None:
+    root, run, outside = net_copy
     (run / "spec.yaml").unlink()
     (run / "spec.yaml").symlink_to(outside / "passwd")
     p = gb("report", str(run), results=root)
@@ -162,8 +162,8 @@ def test_record_files_are_read_without_links_and_checked(tmp_path: Path) -> None
     assert exc.value.where == f"{rows}:2"
 
 
-def test_analyze_never_writes_through_a_tables_link(net_run: tuple[Path, Path, Path]) -> None:
-    root, run, outside = net_run
+def test_analyze_never_writes_through_a_tables_link(net_copy: tuple[Path, Path, Path]) -> None:
+    root, run, outside = net_copy
     (run / "tables").symlink_to(outside, target_is_directory=True)
     p = gb("analyze", str(run), results=root)
     assert p.returncode == 2, p.stdout + p.stderr
@@ -182,12 +182,12 @@ def test_analyze_never_writes_through_a_tables_link(net_run: tuple[Path, Path, P
     ],
 )
 def test_show_of_hostile_metrics_is_one_clear_error(
-    net_run: tuple[Path, Path, Path],
+    net_copy: tuple[Path, Path, Path],
     content: bytes,
     reason: str,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    root, run, _ = net_run
+    root, run, _ = net_copy
     (run / "metrics.json").write_bytes(content)
     from gridbench.cli import main
 

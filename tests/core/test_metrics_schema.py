@@ -65,7 +65,7 @@ def _only_run(results: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def jobflow_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def schema_jf_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("schema-ref")
     spec = tmp / "ref.yaml"
     spec.write_text(REFERENCE_SPEC)
@@ -75,7 +75,7 @@ def jobflow_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def io_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def schema_io_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("schema-io")
     a, b = tmp / "a", tmp / "b"
     a.mkdir()
@@ -102,17 +102,17 @@ def _error(validate: Any, data: Any, where: str = "metrics.json") -> str:
 # --- real metrics validate ---------------------------------------------------------------
 
 
-def test_real_jobflow_metrics_validate(jobflow_run: Path) -> None:
-    m = _metrics(jobflow_run)
+def test_real_jobflow_metrics_validate(schema_jf_run: Path) -> None:
+    m = _metrics(schema_jf_run)
     assert m["points"] and m["points"][0]["trials"]
-    assert validate_jobflow(m, str(jobflow_run / "metrics.json")) is m
+    assert validate_jobflow(m, str(schema_jf_run / "metrics.json")) is m
     check_metrics(m)
 
 
-def test_real_io_metrics_validate(io_run: Path) -> None:
-    m = _metrics(io_run)
+def test_real_io_metrics_validate(schema_io_run: Path) -> None:
+    m = _metrics(schema_io_run)
     assert m["matrix"] and m["thresholds"]
-    assert validate_io(m, str(io_run / "metrics.json")) is m
+    assert validate_io(m, str(schema_io_run / "metrics.json")) is m
 
 
 def test_report_fixtures_validate() -> None:
@@ -121,8 +121,8 @@ def test_report_fixtures_validate() -> None:
         validate_jobflow(fx.make_metrics(hostile=hostile))
 
 
-def test_extra_fields_and_nulls_stay_compatible(jobflow_run: Path) -> None:
-    m = copy.deepcopy(_metrics(jobflow_run))
+def test_extra_fields_and_nulls_stay_compatible(schema_jf_run: Path) -> None:
+    m = copy.deepcopy(_metrics(schema_jf_run))
     m["added_later"] = {"anything": [1, "x"]}
     t = m["points"][0]["trials"][0]
     t["latency"]["overall"]["p99"] = None
@@ -215,21 +215,21 @@ def _jobflow_cases(m: dict[str, Any]) -> list[tuple[str, Any, str, str]]:
     ]
 
 
-def test_malformed_jobflow_metrics_name_the_field(jobflow_run: Path) -> None:
-    m = _metrics(jobflow_run)
-    where = str(jobflow_run / "metrics.json")
+def test_malformed_jobflow_metrics_name_the_field(schema_jf_run: Path) -> None:
+    m = _metrics(schema_jf_run)
+    where = str(schema_jf_run / "metrics.json")
     for what, doc, path, message in _jobflow_cases(m):
         text = _error(validate_jobflow, doc, where)
         assert f"{where}: {path}: " in text, (what, text)
         assert message in text, (what, text)
-        assert f"gridbench analyze {jobflow_run}" in text, (what, text)
+        assert f"gridbench analyze {schema_jf_run}" in text, (what, text)
         assert len(text) < 400, (what, text)  # the garbage is not echoed in full
         with pytest.raises(ResultsError):  # the report's own check says the same
             check_metrics(doc, where)
 
 
-def test_more_bad_fields_are_counted_not_listed(jobflow_run: Path) -> None:
-    m = copy.deepcopy(_metrics(jobflow_run))
+def test_more_bad_fields_are_counted_not_listed(schema_jf_run: Path) -> None:
+    m = copy.deepcopy(_metrics(schema_jf_run))
     for t in m["points"][0]["trials"]:
         t["failure_rate"] = "high"
     text = _error(validate_jobflow, m)
@@ -248,9 +248,9 @@ def test_not_an_object_or_another_schema() -> None:
     assert "metrics.json: schema: unsupported metrics schema 'gridbench.metrics/1'" in text
 
 
-def test_malformed_io_metrics_name_the_field(io_run: Path) -> None:
-    m = _metrics(io_run)
-    where = str(io_run / "metrics.json")
+def test_malformed_io_metrics_name_the_field(schema_io_run: Path) -> None:
+    m = _metrics(schema_io_run)
+    where = str(schema_io_run / "metrics.json")
     cases: list[tuple[Any, str, str]] = []
 
     d = copy.deepcopy(m)
@@ -275,7 +275,7 @@ def test_malformed_io_metrics_name_the_field(io_run: Path) -> None:
     for doc, path, message in cases:
         text = _error(validate_io, doc, where)
         assert f"{where}: {path}: " in text and message in text, (path, text)
-        assert f"gridbench analyze {io_run}" in text
+        assert f"gridbench analyze {schema_io_run}" in text
 
 
 # --- the commands --------------------------------------------------------------------------
@@ -290,11 +290,11 @@ def _corrupt(run: Path, tmp: Path, change: Any) -> Path:
     return copy_
 
 
-def test_show_on_corrupted_jobflow_metrics_exits_2(jobflow_run: Path, tmp_path: Path) -> None:
+def test_show_on_corrupted_jobflow_metrics_exits_2(schema_jf_run: Path, tmp_path: Path) -> None:
     def change(m: dict[str, Any]) -> None:
         m["points"][0]["trials"][0]["latency"]["overall"]["p99"] = "fast"
 
-    run = _corrupt(jobflow_run, tmp_path, change)
+    run = _corrupt(schema_jf_run, tmp_path, change)
     p = gb("show", str(run), results=tmp_path)
     assert p.returncode == 2, p.stdout + p.stderr
     assert "Traceback" not in p.stdout + p.stderr
@@ -302,16 +302,16 @@ def test_show_on_corrupted_jobflow_metrics_exits_2(jobflow_run: Path, tmp_path: 
     assert f"gridbench analyze {run}" in p.stderr
 
 
-def test_show_on_corrupted_io_metrics_exits_2(io_run: Path, tmp_path: Path) -> None:
-    run = _corrupt(io_run, tmp_path, lambda m: m["matrix"].__setitem__(0, "entry"))
+def test_show_on_corrupted_io_metrics_exits_2(schema_io_run: Path, tmp_path: Path) -> None:
+    run = _corrupt(schema_io_run, tmp_path, lambda m: m["matrix"].__setitem__(0, "entry"))
     p = gb("show", str(run), results=tmp_path)
     assert p.returncode == 2, p.stdout + p.stderr
     assert "Traceback" not in p.stdout + p.stderr
     assert f"{run / 'metrics.json'}: matrix.0: Input should be a valid dictionary" in p.stderr
 
 
-def test_show_on_half_written_metrics_exits_2(jobflow_run: Path, tmp_path: Path) -> None:
-    run = _corrupt(jobflow_run, tmp_path, lambda m: None)
+def test_show_on_half_written_metrics_exits_2(schema_jf_run: Path, tmp_path: Path) -> None:
+    run = _corrupt(schema_jf_run, tmp_path, lambda m: None)
     text = (run / "metrics.json").read_text()
     (run / "metrics.json").write_text(text[: len(text) // 2])
     p = gb("show", str(run), results=tmp_path)
@@ -323,8 +323,8 @@ def test_show_on_half_written_metrics_exits_2(jobflow_run: Path, tmp_path: Path)
 # --- the cost --------------------------------------------------------------------------------
 
 
-def test_validation_is_cheap(jobflow_run: Path) -> None:
-    m = _metrics(jobflow_run)
+def test_validation_is_cheap(schema_jf_run: Path) -> None:
+    m = _metrics(schema_jf_run)
     validate_jobflow(m)  # warm
     start = time.perf_counter()
     for _ in range(20):
