@@ -160,6 +160,36 @@ class Comparable(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class RunSize:
+    """How big an analysed run is, in a family's own units of work (job flow's jobs), for
+    the dashboard: what its results page says and when a comparison reads per-unit
+    samples in the background."""
+
+    units: int  # units of work shown on the results page
+    noun: str  # what a unit is called, plural ("jobs")
+    samples: int  # per-unit samples a comparison of the run reads
+
+
+@runtime_checkable
+class Sized(Protocol):
+    """A family whose runs are made of many units of work (job flow: jobs)."""
+
+    def run_size(self, metrics: Mapping[str, Any]) -> RunSize:
+        """The size of an analysed run from its metrics (untrusted: never raise)."""
+        ...
+
+
+@runtime_checkable
+class HasRecords(Protocol):
+    """A family whose runs may have recorded nothing to analyse yet (job flow: no trial
+    folder): the dashboard offers *Analyse* only when they have."""
+
+    def has_records(self, run: RunDir) -> bool:
+        """Whether ``run`` holds what the family's analysis reads (never raise)."""
+        ...
+
+
 class Executes(Protocol):
     """A family's runner as its run command drives it: ``run`` is set once the results
     folder exists."""

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gridbench.errors import EXIT_OK, EXIT_THRESHOLD
-from gridbench.family import CatalogueEntry, CleanupOutcome, Ui, ValidityRule
+from gridbench.family import CatalogueEntry, CleanupOutcome, RunSize, Ui, ValidityRule
 from gridbench.sections import Report
 from gridbench.states import FAIL, PASS
 from gridbench.store.layout import RunDir
@@ -91,6 +92,31 @@ class JobFlow:
         if isinstance(experiment.get("predicted"), Mapping):
             variant = f"{variant} · predicted" if variant else "predicted"
         return CatalogueEntry(target=str(experiment.get("backend", "") or ""), variant=variant)
+
+    def has_records(self, run: RunDir) -> bool:
+        """Whether the run has a trial folder (``HasRecords``: what analysis reads); a
+        linked one is not the run's."""
+        trials = run.path / "trials"
+        try:
+            if trials.is_symlink() or not trials.is_dir():
+                return False
+            return any(p.is_dir() and not p.is_symlink() for p in trials.iterdir())
+        except OSError:
+            return False
+
+    def run_size(self, metrics: Mapping[str, Any]) -> RunSize:
+        """The jobs of an analysed run (``Sized``): per trial those submitted (else those
+        planned) for the results page, and those submitted, whose per-job samples a
+        comparison reads."""
+        shown = samples = 0
+        with contextlib.suppress(AttributeError, TypeError, ValueError):  # untrusted metrics
+            for p in metrics.get("points") or []:
+                for t in p.get("trials") or []:
+                    jobs = t.get("jobs")
+                    if isinstance(jobs, Mapping):
+                        shown += int(jobs.get("submitted") or jobs.get("planned") or 0)
+                        samples += int(jobs.get("submitted") or 0)
+        return RunSize(units=shown, noun="jobs", samples=samples)
 
     def cleanup(self, run: RunDir, *, dry_run: bool, force: bool) -> CleanupOutcome:
         """Cancel, by id, the jobs a crashed or killed run left behind; stop only the

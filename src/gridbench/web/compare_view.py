@@ -16,9 +16,10 @@ from gridbench.compare.change import change_text, metric_scale
 from gridbench.compare.dispatch import compare_runs, family_of_runs, history_of
 from gridbench.compare.dispatch import metric_choices as dispatch_metric_choices
 from gridbench.errors import GridbenchError
-from gridbench.family import DEFAULT_KIND
+from gridbench.family import Sized, family_of
 from gridbench.plotting import PALETTE, ptext
-from gridbench.store.layout import read_json
+from gridbench.store.layout import RunDir, read_json
+from gridbench.swept import SweptComparable
 from gridbench.web.runs import resolve_in_root
 
 #: Above this many jobs in total, per-job samples are read in the background.
@@ -85,14 +86,13 @@ def _version(path: str) -> tuple[str, int]:
     return path, (Path(path) / "metrics.json").stat().st_mtime_ns
 
 
-def _jobs(path: str) -> int:
+def _samples(path: str) -> int:
+    """The per-unit samples a comparison of the run reads (0 when its family does not say)."""
     try:
-        m = read_json(Path(path) / "metrics.json")
-        return sum(
-            int((t.get("jobs") or {}).get("submitted") or 0)
-            for p in m.get("points") or []
-            for t in p.get("trials") or []
-        )
+        fam = family_of(RunDir(Path(path)))
+        if not isinstance(fam, Sized):
+            return 0
+        return fam.run_size(read_json(Path(path) / "metrics.json")).samples
     except (GridbenchError, OSError, AttributeError, TypeError, ValueError):
         return 0
 
@@ -126,12 +126,12 @@ def compare_context(root: Path, ids: list[str], *, all_charts: bool = False) -> 
     try:
         paths = run_paths(root, ids)
         fam, _ = family_of_runs(root, paths, "compare")
-        if fam.name != DEFAULT_KIND:  # another family: its figures (no per-job samples)
+        if not isinstance(fam, SweptComparable):  # flat figures (no per-unit samples)
             cmp = compare_runs(root, paths).to_dict()
             return _compare_ctx(cmp, pending=False, all_charts=all_charts)
         with _GUARD:
             ready = all(_version(p) in _READY for p in paths)
-        pending = not ready and sum(_jobs(p) for p in paths) > SAMPLES_INLINE_MAX_JOBS
+        pending = not ready and sum(_samples(p) for p in paths) > SAMPLES_INLINE_MAX_JOBS
         if pending:
             threading.Thread(target=warm_samples, args=(root, paths), daemon=True).start()
         cmp = load_comparison(root, paths, samples=not pending).to_dict()

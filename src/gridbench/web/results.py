@@ -27,9 +27,9 @@ import numpy as np
 
 from gridbench import __version__
 from gridbench.errors import GridbenchError, ResultsError
-from gridbench.family import DEFAULT_KIND
-from gridbench.jobflow.analysis.series import MAX_POINTS, minmax_downsample
+from gridbench.family import Family, Sized
 from gridbench.pipeline import report_of
+from gridbench.plotting import MAX_POINTS, minmax_downsample
 from gridbench.report.html import (
     chart_ids,
     charts_html,
@@ -53,9 +53,9 @@ class ResultsView:
     tables: str
     chart_ids: tuple[str, ...]
     downsampling_note: str
-    jobs: int
-    #: the run's family (job flow's page has the down-sampling note and the job count)
-    kind: str = DEFAULT_KIND
+    #: how big the run is in its family's units ("1,234 jobs"), when the family says
+    #: (:class:`~gridbench.family.Sized`)
+    size: str = ""
 
 
 def cap_series(obj: Any, max_points: int = MAX_POINTS) -> Any:
@@ -109,14 +109,12 @@ def cap_report(report: Report, max_points: int = MAX_POINTS) -> tuple[Report, in
     return dataclasses.replace(report, sections=tuple(sections)), total
 
 
-def _jobs(metrics: Mapping[str, Any]) -> int:
-    total = 0
-    for p in metrics.get("points") or []:
-        for t in p.get("trials") or []:
-            jobs = t.get("jobs")
-            if isinstance(jobs, Mapping):
-                total += int(jobs.get("submitted") or jobs.get("planned") or 0)
-    return total
+def size_text(fam: Family, metrics: Mapping[str, Any]) -> str:
+    """"1,234 jobs" when the run's family counts its units of work, else ""."""
+    if not isinstance(fam, Sized):
+        return ""
+    size = fam.run_size(metrics)
+    return f"{size.units:,} {size.noun}"
 
 
 CACHE_FILE = ".web-view.json"  # inside the run directory, next to what it is built from
@@ -222,15 +220,16 @@ def _mac(stamp: int, view: Any) -> str:
     return hmac.new(_key(), body, hashlib.sha256).hexdigest()
 
 
-def _report(run: RunDir) -> tuple[dict[str, Any], Report]:
-    _, metrics, report = report_of(run)
+def _report(run: RunDir) -> tuple[Family, dict[str, Any], Report]:
+    fam, metrics, report = report_of(run)
     if report is None:
         raise ResultsError("this run's family has no typed report", where=str(run.path), fix=None)
-    return metrics, report
+    return fam, metrics, report
 
 
 def _build(path: Path) -> ResultsView:
-    metrics, report = _report(RunDir(path))
+    run = RunDir(path)
+    fam, metrics, report = _report(run)
     report, capped = cap_report(report)
     note = (
         f"Down-sampled on the server: {capped} plotted line(s) are cut to at most "
@@ -248,6 +247,5 @@ def _build(path: Path) -> ResultsView:
         tables=tables_html(report),
         chart_ids=tuple(chart_ids(report)),
         downsampling_note=note,
-        jobs=_jobs(metrics),
-        kind=report.family,
+        size=size_text(fam, metrics),
     )

@@ -8,41 +8,16 @@ Times are seconds since the trial start.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
-F64 = NDArray[np.float64]
-MAX_POINTS = 500
+# the down-sampler is core (the dashboard caps any family's lines with it); named here too
+from gridbench.plotting import F64 as F64
+from gridbench.plotting import MAX_POINTS as MAX_POINTS
+from gridbench.plotting import minmax_downsample as minmax_downsample
+
 HIST_BINS = 50
-
-
-def minmax_downsample(t: F64, v: F64, max_points: int = MAX_POINTS) -> tuple[F64, F64, bool]:
-    """At most ``max_points`` points keeping each bucket's min and max (NaN values dropped)."""
-    ok = np.isfinite(t) & np.isfinite(v)
-    if t.size <= max_points or not ok.all():  # long and all finite: no copy needed
-        t, v = t[ok], v[ok]
-    n = t.size
-    if n <= max_points:
-        return t, v, False
-    buckets = max(1, max_points // 2)
-    k = math.ceil(n / buckets)
-    buckets = math.ceil(n / k)
-    # full buckets as a view; the short last one apart (no NaN padding, no nanarg* copies)
-    full = n // k
-    rows = v[: full * k].reshape(full, k)
-    starts = np.arange(buckets) * k
-    lo = np.empty(buckets, dtype=np.intp)
-    hi = np.empty(buckets, dtype=np.intp)
-    lo[:full] = np.argmin(rows, axis=1)
-    hi[:full] = np.argmax(rows, axis=1)
-    if full < buckets:
-        lo[full] = np.argmin(v[full * k :])
-        hi[full] = np.argmax(v[full * k :])
-    idx = np.unique(np.concatenate([lo + starts, hi + starts]))  # sorted: time order
-    return t[idx], v[idx], True
 
 
 def series(t: F64, v: F64, max_points: int = MAX_POINTS) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from gridbench.errors import GridbenchError, ResultsError
-from gridbench.family import DEFAULT_KIND
+from gridbench.family import HasRecords, family_of
 from gridbench.store.catalogue import list_runs
 from gridbench.store.layout import RunDir
 from gridbench.store.safe_open import CAPS, read_store_bytes
@@ -46,6 +46,16 @@ def spec_text(run: RunDir) -> str:
         return run.read_spec()[0]
     except GridbenchError as exc:
         return f"# unreadable: {exc}"
+
+
+def has_records(run: RunDir) -> bool:
+    """Whether the run holds what its family's analysis reads (:class:`HasRecords`; a
+    family that does not say, or is not installed here: yes)."""
+    try:
+        fam = family_of(run)
+    except GridbenchError:
+        return True
+    return fam.has_records(run) if isinstance(fam, HasRecords) else True
 
 
 @router.get("/", response_class=HTMLResponse)
@@ -100,7 +110,7 @@ def experiment(request: Request, dash: Dash, rid: str) -> HTMLResponse:
         downloads=[d for d in DOWNLOADS if (run.path / d).is_file()],
         spec_yaml=spec_text(run),
         # job flow analyses trials; another family's run has its own records
-        has_trials=bool(run.trial_ids()) or exp["kind"] != DEFAULT_KIND,
+        has_trials=has_records(run),
     )
 
 
