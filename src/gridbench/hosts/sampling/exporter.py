@@ -1,0 +1,174 @@
+"""node_exporter's ``/metrics`` as :class:`~gridbench.hosts.sampling.figures.Counters`.
+
+:func:`parse_exporter` is pure: the Prometheus text (foreign input) is bounded, cut down to
+the few families used, then parsed by ``prometheus_client.parser``; anything it cannot read
+is a :class:`Problem` (``exporter-malformed``, ``exporter-incomplete``,
+``exporter-too-large``), never a traceback. :func:`scrape` is the I/O at the edge: one GET
+with a deadline and a byte cap, timed on the controller's clock.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from gridbench.hosts.sampling.figures import Counters, Problem
+
+#: The most of an exporter's answer read (node_exporter gives about 60 KB in all).
+MAX_BYTES = 2 * 1024 * 1024
+#: The collectors asked for (node_exporter's ``collect[]``): less for it to gather and send.
+COLLECTORS = ("cpu", "loadavg", "meminfo", "diskstats", "netdev", "time")
+_WANTED = (
+    "node_cpu_seconds_total",
+    "node_load1",
+    "node_memory_MemTotal_bytes",
+    "node_memory_MemAvailable_bytes",
+    "node_disk_read_bytes_total",
+    "node_disk_written_bytes_total",
+    "node_network_receive_bytes_total",
+    "node_network_transmit_bytes_total",
+    "node_time_seconds",
+)
+_PREFIXES = tuple(_WANTED) + tuple(f"# TYPE {w} " for w in _WANTED)
+#: interfaces left out of the host's network rates (traffic that never leaves it)
+LOOPBACK_DEVICES = frozenset({"lo"})
+
+
+def _keep(line: str) -> bool:
+    if not line.startswith(_PREFIXES):
+        return False
+    if line.startswith("#"):
+        return True
+    name = line.split("{", 1)[0].split(" ", 1)[0]
+    return name in _WANTED
+
+
+def parse_exporter(text: str) -> Counters | Problem:
+    """The counters in node_exporter's text (pure; foreign input)."""
+    if len(text) > MAX_BYTES:
+        return Problem(
+            "exporter-too-large", f"the exporter's answer is over {MAX_BYTES} bytes: not read"
+        )
+    kept = "\n".join(line for line in text.splitlines() if _keep(line))
+    cpu: dict[str, float] = defaultdict(float)
+    cpus: set[str] = set()
+    sums: dict[str, float] = defaultdict(float)
+    seen: set[str] = set()
+    try:
+        for fam in text_string_to_metric_families(kept + "\n"):
+            for s in fam.samples:
+                if s.name not in _WANTED:
+                    continue
+                v = float(s.value)
+                if v != v or v in (float("inf"), float("-inf")):
+                    continue
+                seen.add(s.name)
+                if s.name == "node_cpu_seconds_total":
+                    mode, which = s.labels.get("mode"), s.labels.get("cpu")
+                    if mode is None or which is None or len(mode) > 32:
+                        continue
+                    cpu[mode] += v
+                    cpus.add(which)
+                elif s.name.startswith("node_network_"):
+                    if s.labels.get("device") not in LOOPBACK_DEVICES:
+                        sums[s.name] += v
+                else:
+                    sums[s.name] += v
+    except Exception as exc:  # the parser raises many kinds on foreign text
+        return Problem(
+            "exporter-malformed",
+            f"the exporter's answer is not Prometheus text ({type(exc).__name__}: "
+            f"{str(exc)[:120]})",
+        )
+    if not cpu or not cpus:
+        return Problem(
+            "exporter-incomplete",
+            "the exporter's answer has no node_cpu_seconds_total: is it node_exporter, "
+            "with its cpu collector on?",
+        )
+
+    def got(name: str) -> float | None:
+        return sums[name] if name in seen else None
+
+    return Counters(
+        cpu_seconds=dict(cpu),
+        ncpu=len(cpus),
+        load1=got("node_load1"),
+        mem_total=got("node_memory_MemTotal_bytes"),
+        mem_available=got("node_memory_MemAvailable_bytes"),
+        disk_read=got("node_disk_read_bytes_total"),
+        disk_written=got("node_disk_written_bytes_total"),
+        net_rx=got("node_network_receive_bytes_total"),
+        net_tx=got("node_network_transmit_bytes_total"),
+        host_t=got("node_time_seconds"),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Scrape:
+    """One answer: its counters and when it was asked and answered (controller clock)."""
+
+    counters: Counters
+    t_sent: float
+    t_received: float
+
+    @property
+    def t(self) -> float:
+        """The controller's time of the scrape: the middle of the round trip."""
+        return (self.t_sent + self.t_received) / 2
+
+
+def scrape_url(url: str) -> str:
+    """``url`` with node_exporter's ``collect[]`` filter, unless it has a query already."""
+    if urlsplit(url).query:
+        return url
+    return url + "?" + "&".join(f"collect[]={c}" for c in COLLECTORS)
+
+
+async def fetch(client: httpx.AsyncClient, url: str, timeout: float) -> str | Problem:
+    """The text at ``url`` within ``timeout`` seconds and :data:`MAX_BYTES`."""
+    try:
+        async with client.stream("GET", url, timeout=timeout) as resp:
+            if resp.status_code != 200:
+                return Problem(
+                    "exporter-down", f"the exporter at {url} answered HTTP {resp.status_code}"
+                )
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in resp.aiter_bytes():
+                size += len(chunk)
+                if size > MAX_BYTES:
+                    return Problem(
+                        "exporter-too-large",
+                        f"the exporter at {url} sent over {MAX_BYTES} bytes: not read",
+                    )
+                chunks.append(chunk)
+    except httpx.TimeoutException:
+        return Problem("exporter-down", f"the exporter at {url} did not answer in {timeout:g} s")
+    except (httpx.HTTPError, OSError) as exc:
+        return Problem("exporter-down", f"the exporter at {url} cannot be reached ({exc})")
+    return b"".join(chunks).decode("utf-8", errors="replace")
+
+
+async def scrape(client: httpx.AsyncClient, url: str, timeout: float = 2.0) -> Scrape | Problem:
+    """One scrape of node_exporter at ``url`` (its ``collect[]`` filter added)."""
+    asked = scrape_url(url)
+    t0 = time.time()
+    text = await fetch(client, asked, timeout)
+    t1 = time.time()
+    if isinstance(text, Problem) and asked != url and "HTTP 400" in text.text:
+        # an exporter that refuses the collect[] filter (a collector it lacks): ask for all
+        t0 = time.time()
+        text = await fetch(client, url, timeout)
+        t1 = time.time()
+    if isinstance(text, Problem):
+        return text
+    parsed = parse_exporter(text)
+    if isinstance(parsed, Problem):
+        return Problem(parsed.code, f"{url}: {parsed.text}")
+    return Scrape(parsed, t0, t1)

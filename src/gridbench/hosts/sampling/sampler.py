@@ -1,0 +1,395 @@
+"""The sampler: every named host, every interval, each sample on disk as it arrives.
+
+One asyncio task per host (in a thread of its own, so any family can start and stop it
+around its run). A host with a node_exporter is scraped; one without (or whose exporter
+stops answering) is sampled by the psutil probe over SSH; named processes on a host are
+always read by the probe. The host called ``local`` (unless the inventory names one) is
+the controller itself, read in-process by the same probe.
+
+Each record is one line of ``RUN/samples/<host>.jsonl``, appended and fsynced by
+:mod:`gridbench.store.records` (nothing lost on kill -9). Kinds:
+
+* ``sample``: host-wide figures (:class:`~gridbench.hosts.sampling.figures.Figures`) at
+  ``t`` (the controller's clock), with ``host_t`` (the host's own clock), ``offset_s``
+  (host minus controller, as known: given, or the exporter's round trip) and the processes;
+* ``processes``: named processes only (when the exporter gives the host's figures);
+* ``warning``: a named problem (``code``), e.g. ``nothing-sampled``: "nothing sampled on
+  HOST: exporter down and no SSH". A host that gives nothing is never silent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gridbench.hosts.sampling.exporter import Scrape, scrape
+from gridbench.hosts.sampling.figures import (
+    Counters,
+    Problem,
+    counters_from_json,
+    rates,
+)
+from gridbench.hosts.sampling.ssh import probe_lines
+from gridbench.store.records import append_record
+
+log = logging.getLogger(__name__)
+
+SAMPLES_DIR = "samples"
+#: the host name that means the controller itself (when the inventory has no such host)
+LOCAL = "local"
+#: how long a probe started over SSH lives at most (it is stopped with the run anyway)
+PROBE_LIFETIME_S = 7 * 24 * 3600.0
+#: a host with no figures for this many intervals (and at least 3 s) is warned about
+SILENT_INTERVALS = 3
+
+
+@dataclass(frozen=True)
+class HostTarget:
+    """One host to sample: how to reach it and what to read there."""
+
+    name: str
+    exporter: str | None = None  # node_exporter's URL
+    address: str | None = None  # None: the controller itself, read in-process
+    ssh: dict[str, Any] = field(default_factory=dict)  # asyncssh connect options
+    python: str = "python3"
+    processes: tuple[dict[str, Any], ...] = ()  # {"label", "name"|"pid"} for the probe
+    offset_s: float | None = None  # the host's clock minus the controller's, when known
+
+    @property
+    def reachable_by_ssh(self) -> bool:
+        return self.address is not None
+
+
+@dataclass
+class _HostState:
+    """What one host's tasks share."""
+
+    target: HostTarget
+    path: Path
+    last_figures: float = 0.0  # controller monotonic time of the last host figures
+    exporter_ok: bool = False
+    ssh_ok: bool = False
+    silent_warned: bool = False
+    warned: set[str] = field(default_factory=set)
+    best_rtt: float = float("inf")
+    offset: float | None = None
+    offset_from: str | None = None
+    written: int = 0
+
+
+def _clean(obj: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in obj.items() if v is not None}
+
+
+class Sampler:
+    """Samples ``targets`` every ``interval`` seconds into ``folder`` (``RUN/samples``)
+    until :meth:`stop`; :meth:`start` runs it in a thread of its own, :meth:`run` in the
+    caller's event loop."""
+
+    def __init__(
+        self,
+        folder: Path,
+        targets: Sequence[HostTarget],
+        interval: float = 1.0,
+        *,
+        timeout: float | None = None,
+        probe_lifetime: float = PROBE_LIFETIME_S,
+    ) -> None:
+        if interval <= 0:
+            raise ValueError("the sampling interval must be positive")
+        self.folder = folder
+        self.targets = tuple(targets)
+        self.interval = interval
+        self.timeout = timeout if timeout is not None else min(5.0, max(0.5, 0.9 * interval))
+        self.probe_lifetime = probe_lifetime
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._ready = threading.Event()
+        self.states: dict[str, _HostState] = {}
+        self.error: BaseException | None = None
+
+    # ---- lifecycle -------------------------------------------------------------------
+    def start(self) -> None:
+        """Start sampling in a background thread (returns at once)."""
+        self._thread = threading.Thread(
+            target=self._thread_main, name="gridbench-sampler", daemon=True
+        )
+        self._thread.start()
+        self._ready.wait(10)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop sampling; every sample taken is on disk already."""
+        loop, ev = self._loop, self._stop
+        if loop is not None and ev is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(ev.set)
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _thread_main(self) -> None:
+        try:
+            asyncio.run(self.run())
+        except BaseException as exc:  # a bug must not kill the run being measured
+            self.error = exc
+            log.warning("sampling stopped: %s", exc)
+        finally:
+            self._ready.set()
+
+    async def run(self, stop: asyncio.Event | None = None) -> None:
+        """Sample until ``stop`` is set (or :meth:`stop` is called)."""
+        import httpx
+
+        self._loop = asyncio.get_running_loop()
+        self._stop = stop or asyncio.Event()
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._ready.set()
+        limits = httpx.Limits(max_connections=max(4, len(self.targets) * 2))
+        async with httpx.AsyncClient(limits=limits, trust_env=False) as client:
+            tasks = [
+                asyncio.create_task(self._host(t, client), name=f"sample-{t.name}")
+                for t in self.targets
+            ]
+            try:
+                await self._stop.wait()
+            finally:
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+
+    # ---- records ---------------------------------------------------------------------
+    async def _write(self, st: _HostState, obj: dict[str, Any]) -> None:
+        await asyncio.to_thread(append_record, st.path, _clean(obj))
+        st.written += 1
+
+    async def _warn(self, st: _HostState, problem: Problem, *, once: bool = True) -> None:
+        if once and problem.code in st.warned:
+            return
+        st.warned.add(problem.code)
+        log.warning("sampling %s: %s", st.target.name, problem.text)
+        await self._write(
+            st,
+            {
+                "kind": "warning",
+                "host": st.target.name,
+                "t": time.time(),
+                "code": problem.code,
+                "text": problem.text,
+            },
+        )
+
+    # ---- one host --------------------------------------------------------------------
+    async def _host(self, target: HostTarget, client: Any) -> None:
+        st = _HostState(target, self.folder / f"{target.name}.jsonl")
+        if target.offset_s is not None:
+            st.offset, st.offset_from = target.offset_s, "given"
+        self.states[target.name] = st
+        st.last_figures = time.monotonic()
+        await self._write(
+            st,
+            {
+                "kind": "start",
+                "host": target.name,
+                "t": time.time(),
+                "interval_s": self.interval,
+                "exporter": target.exporter,
+                "ssh": target.reachable_by_ssh,
+                "local": target.address is None,
+                "processes": list(target.processes),
+            },
+        )
+        jobs = [self._watch(st)]
+        if target.address is None:
+            jobs.append(self._local(st))
+        else:
+            if target.exporter:
+                jobs.append(self._exporter(st, client, target.exporter))
+            jobs.append(self._ssh(st))
+        await asyncio.gather(*jobs)
+
+    async def _ticks(self) -> Any:
+        """Sleep to the next tick of a grid ``interval`` apart (skipping missed ones)."""
+        nxt = time.monotonic()
+        while True:
+            yield
+            nxt += self.interval
+            now = time.monotonic()
+            if nxt < now:
+                nxt = now + self.interval - ((now - nxt) % self.interval)
+            await asyncio.sleep(nxt - now)
+
+    async def _watch(self, st: _HostState) -> None:
+        """Warn when a host has given no figures for a while (and say when it resumes)."""
+        silent = max(3.0, SILENT_INTERVALS * self.interval)
+        while True:
+            await asyncio.sleep(min(self.interval, 1.0))
+            quiet = time.monotonic() - st.last_figures
+            if quiet > silent and not st.silent_warned:
+                st.silent_warned = True
+                why = []
+                if st.target.exporter:
+                    why.append("exporter down")
+                else:
+                    why.append("no exporter")
+                why.append("and no SSH" if not st.ssh_ok else "and the SSH probe silent")
+                await self._warn(
+                    st,
+                    Problem(
+                        "nothing-sampled", f"nothing sampled on {st.target.name}: {' '.join(why)}"
+                    ),
+                    once=False,
+                )
+
+    def _got_figures(self, st: _HostState) -> None:
+        st.last_figures = time.monotonic()
+        st.silent_warned = False
+
+    async def _exporter(self, st: _HostState, client: Any, url: str) -> None:
+        prev: Scrape | None = None
+        async for _ in self._ticks():
+            got = await scrape(client, url, self.timeout)
+            if isinstance(got, Problem):
+                if st.exporter_ok or got.code not in st.warned:
+                    st.warned.discard(got.code)
+                    await self._warn(st, got)
+                st.exporter_ok, prev = False, None
+                continue
+            if not st.exporter_ok:
+                st.warned.discard("exporter-down")
+            st.exporter_ok = True
+            rtt = got.t_received - got.t_sent
+            host_t = got.counters.host_t
+            if host_t is not None and st.offset_from != "given" and rtt <= st.best_rtt:
+                st.best_rtt, st.offset, st.offset_from = rtt, host_t - got.t, "exporter"
+            if prev is not None:
+                dt = (
+                    None
+                    if host_t is not None and prev.counters.host_t is not None
+                    else got.t - prev.t
+                )
+                figs = rates(prev.counters, got.counters, dt)
+                if isinstance(figs, Problem):
+                    await self._warn(st, figs)
+                else:
+                    self._got_figures(st)
+                    await self._write(
+                        st,
+                        {
+                            "kind": "sample",
+                            "host": st.target.name,
+                            "source": "exporter",
+                            "t": round(got.t, 6),
+                            "host_t": host_t,
+                            "rtt_s": round(rtt, 6),
+                            "offset_s": st.offset,
+                            "offset_from": st.offset_from,
+                            **figs.to_json(),
+                        },
+                    )
+            prev = got
+
+    async def _ssh(self, st: _HostState) -> None:
+        """The probe over SSH, restarted (every 5 s at most) while it is needed."""
+        t = st.target
+        while True:
+            if (
+                not t.processes
+                and t.exporter
+                and (
+                    st.exporter_ok
+                    or time.monotonic() - st.last_figures < self.timeout + self.interval
+                )
+            ):
+                await asyncio.sleep(self.interval)  # the exporter does it all
+                continue
+            started = time.monotonic()
+            prev: Counters | None = None
+            lines = probe_lines(
+                t.address or "",
+                dict(t.ssh),
+                t.python,
+                self.interval,
+                self.probe_lifetime,
+                t.processes,
+            )
+            async with contextlib.aclosing(lines):  # the connection closed when left
+                async for obj in lines:
+                    if isinstance(obj, Problem):
+                        st.ssh_ok = False
+                        await self._warn(st, obj)
+                        break
+                    st.ssh_ok = True
+                    st.warned.discard("ssh-failed")
+                    prev = await self._probe_record(st, obj, prev, "ssh")
+                    if not t.processes and st.exporter_ok:
+                        break  # the exporter is back: it gives the figures
+            st.ssh_ok = False
+            await asyncio.sleep(max(0.0, 5.0 - (time.monotonic() - started)))
+
+    async def _local(self, st: _HostState) -> None:
+        from gridbench.hosts.sampling.probe import Probe
+
+        probe = Probe(list(st.target.processes))
+        st.ssh_ok = True
+        st.offset, st.offset_from = 0.0, "controller"
+        prev: Counters | None = None
+        async for _ in self._ticks():
+            obj = await asyncio.to_thread(probe.sample)
+            prev = await self._probe_record(st, obj, prev, "local")
+
+    async def _probe_record(
+        self, st: _HostState, obj: dict[str, Any], prev: Counters | None, source: str
+    ) -> Counters | None:
+        """One probe line: the host's figures (unless the exporter gives them) and the
+        processes, recorded; returns the counters for the next line's rates."""
+        t_recv = time.time()
+        cur = counters_from_json(obj.get("counters"))
+        if isinstance(cur, Problem):
+            await self._warn(st, cur)
+            return prev
+        host_t = cur.host_t
+        if host_t is not None and st.offset_from not in ("given", "exporter", "controller"):
+            # one way only: the line's delay makes this the offset's lower bound
+            est = host_t - t_recv
+            if st.offset is None or est > st.offset:
+                st.offset, st.offset_from = est, "ssh"
+        t = host_t - st.offset if host_t is not None and st.offset is not None else t_recv
+        procs = obj.get("processes")
+        procs = procs if isinstance(procs, list) else []
+        base = {
+            "host": st.target.name,
+            "source": source,
+            "t": round(t, 6),
+            "host_t": host_t,
+            "offset_s": st.offset,
+            "offset_from": st.offset_from,
+        }
+        if st.exporter_ok:
+            if procs:
+                await self._write(st, {"kind": "processes", **base, "processes": procs[:1000]})
+            return cur
+        if prev is not None:
+            figs = rates(prev, cur)
+            if isinstance(figs, Problem):
+                await self._warn(st, figs)
+            else:
+                self._got_figures(st)
+                await self._write(
+                    st, {"kind": "sample", **base, **figs.to_json(), "processes": procs[:1000]}
+                )
+        return cur
+
+
+def sample_files(run: Path) -> list[Path]:
+    """The sample files of a run folder (``RUN/samples/*.jsonl``), by host name."""
+    folder = run / SAMPLES_DIR
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.glob("*.jsonl") if p.is_file() and not p.is_symlink())
