@@ -10,7 +10,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gridbench.errors import EXIT_OK, EXIT_THRESHOLD
-from gridbench.family import CatalogueEntry, CleanupOutcome, RunSize, Ui, ValidityRule
+from gridbench.family import (
+    CatalogueEntry,
+    CleanupOutcome,
+    Pages,
+    RunSize,
+    Ui,
+    ValidityRule,
+    WebContext,
+)
 from gridbench.sections import Report
 from gridbench.states import FAIL, PASS
 from gridbench.store.layout import RunDir
@@ -87,11 +95,26 @@ class JobFlow:
         return word
 
     def catalogue(self, experiment: Mapping[str, Any]) -> CatalogueEntry:
-        """The backend and the load model; a run of ``gridbench model predict`` is marked."""
+        """The backend and the load model; a run of ``gridbench model predict`` is marked.
+        Job flow's catalogue fields of a damaged experiment.json are a ResultsError."""
+        from pathlib import Path
+
+        from gridbench.jobflow.events.run_folder import check_jobflow_experiment
+        from gridbench.store.layout import EXPERIMENT_FILE
+
+        where = Path(str(experiment.get("path", "."))) / EXPERIMENT_FILE
+        check_jobflow_experiment(experiment, where)
         variant = str(experiment.get("load_model", "") or "")
         if isinstance(experiment.get("predicted"), Mapping):
             variant = f"{variant} · predicted" if variant else "predicted"
         return CatalogueEntry(target=str(experiment.get("backend", "") or ""), variant=variant)
+
+    def web_pages(self, web: WebContext) -> Pages:
+        """``/new``, presets and agents (``WebPages``): job flow's pages, built on the
+        dashboard's context; its runs start on the dashboard's run manager."""
+        from gridbench.jobflow.web.pages import web_pages
+
+        return web_pages(web)
 
     def has_records(self, run: RunDir) -> bool:
         """Whether the run has a trial folder (``HasRecords``: what analysis reads); a

@@ -29,12 +29,13 @@ from gridbench.jobflow.events.model import (
     FAIL_LOST,
     FAIL_SUBMIT_REJECTED,
 )
+from gridbench.jobflow.events.run_folder import JobFlowRun
 from gridbench.jobflow.events.trial_log import ARROW_FILE
 from gridbench.model.chain import HIDDEN, steps
 from gridbench.model.engine import F64, FAILED, LOST, REFUSED, Layout, draw_model, layout, simulate
 from gridbench.model.spec import ChainModel
 from gridbench.model.sweep import Point
-from gridbench.store.layout import RunDir, write_json
+from gridbench.store.layout import write_json
 
 KIND = "jobflow"  # a prediction is a job-flow run: the same analysis, report and pages
 _MS, _US = 1_000_000, 1_000
@@ -129,7 +130,7 @@ def events_frame(rows: F64, trial_id: str, chain: dict[str, Any], lay: Layout) -
     return pl.concat(frames).select(EVENT_COLUMNS).sort("t_ns")
 
 
-def _trial(run: RunDir, point: Point, pi: int, ti: int, seed: int, rep: Repeat) -> int:
+def _trial(run: JobFlowRun, point: Point, pi: int, ti: int, seed: int, rep: Repeat) -> int:
     rng = np.random.default_rng([seed, pi, ti])
     model = draw_model(point.model, rng) if rep.fit_uncertainty and ti > 0 else point.model
     rows, stats = simulate(model, point.offer, int(rng.integers(1 << 62)))
@@ -171,7 +172,7 @@ def predict(
 ) -> tuple[Path, dict[str, Any]]:
     """Simulate every point ``rep.reps`` times into a new run under ``root``; return it and
     what experiment.json records of the prediction (events, wall time)."""
-    run = RunDir.create(root, str(spec.get("name") or mark.model.name))
+    run = JobFlowRun.create(root, str(spec.get("name") or mark.model.name))
     predicted: dict[str, Any] = {
         "model": mark.model_path,
         "model_name": mark.model.name,

@@ -19,6 +19,7 @@ from gridbench.errors import ResultsError, resource_error
 from gridbench.states import run_state
 from gridbench.store.safe_open import CAPS, parse_json, read_store_text, refuse_links
 from gridbench.store.safe_open import EXPERIMENT_FILE as EXPERIMENT_FILE  # re-exported
+from gridbench.yamltext import dump_yaml
 
 DEFAULT_ROOT_ENV = "GRIDBENCH_RESULTS"
 
@@ -103,9 +104,10 @@ def read_json(
 
 
 #: Fields of experiment.json that generic code (list, compare, the dashboard) reads, by
-#: the types they may hold (None is allowed too: a field not known yet).
-_TEXT_FIELDS = ("id", "name", "kind", "status", "created", "verdict", "backend", "load_model")
-_INT_FIELDS = ("trials_planned", "trials_done", "pid")
+#: the types they may hold (None is allowed too: a field not known yet). A family checks
+#: its own fields where it reads them.
+_TEXT_FIELDS = ("id", "name", "kind", "status", "created", "verdict")
+_INT_FIELDS = ("pid",)
 
 
 def check_experiment(data: Any, path: Path) -> None:
@@ -142,7 +144,7 @@ class RunDir:
         while p.exists():
             n += 1
             p = base.with_name(f"{base.name}-{n}")
-        (p / "trials").mkdir(parents=True)
+        p.mkdir(parents=True)
         return cls(p)
 
     @classmethod
@@ -175,16 +177,6 @@ class RunDir:
     @property
     def metrics_file(self) -> Path:
         return self.path / "metrics.json"
-
-    def trial_dir(self, trial_id: str) -> Path:
-        return self.path / "trials" / trial_id
-
-    def trial_ids(self) -> list[str]:
-        d = self.path / "trials"
-        if d.is_symlink() or not d.is_dir():
-            return []
-        # a linked trial folder would be read from outside the run
-        return sorted(p.name for p in d.iterdir() if p.is_dir() and not p.is_symlink())
 
     def read_experiment(self) -> dict[str, Any]:
         """experiment.json, checked: an object whose catalogue fields have their types."""
@@ -230,8 +222,6 @@ class RunDir:
         """Record a new run of family ``kind``: the spec as run (``spec.yaml``, written
         atomically) and experiment.json with its id, name, kind, status and creation time,
         then the family's own ``fields``."""
-        from gridbench.specload import dump_yaml
-
         write_text_atomic(self.spec_file, dump_yaml(spec_data))
         self.update_experiment(
             id=self.id, name=name, kind=kind, status=status, created=now_iso(), **fields

@@ -63,7 +63,8 @@ def _open_step(name: str, flags: int, dir_fd: int | None, path: Path) -> int:
 
 def run_base(path: Path) -> Path | None:
     """The run folder holding ``path`` (the nearest ancestor with experiment.json, up to
-    four levels up: RUN/trials/T/file), from which no link is followed; else None."""
+    four levels up: RUN/<folder>/<folder>/file, a family's nested files), from which no
+    link is followed; else None."""
     for parent in list(path.parents)[:4]:
         if os.path.lexists(parent / EXPERIMENT_FILE):
             return parent

@@ -70,7 +70,7 @@ def _make_folder(root: Path, name: str, out: Path | None) -> RunDir:
             where=str(out),
             fix="choose another --out, or remove the directory first",
         )
-    (out / "trials").mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
     return RunDir(out)
 
 

@@ -40,6 +40,7 @@ from gridbench.jobflow.events.clock import AnchoredClock
 from gridbench.jobflow.events.model import (
     STAGE_CANCELLED,
 )
+from gridbench.jobflow.events.run_folder import JobFlowRun
 from gridbench.jobflow.events.trial_log import open_trial_log, read_trial_log
 from gridbench.jobflow.run.agent_processes import stop_stray_agents, sweep_stale_tls
 from gridbench.jobflow.run.cleanup_reservations import (
@@ -131,8 +132,8 @@ def final_state(run: RunDir, status: str) -> str:
     status says so (issue 22.7). trial.json alone tells: no event log is read again."""
     if status != COMPLETE:
         return status
-    for tid in run.trial_ids():
-        path = run.trial_dir(tid) / "trial.json"
+    for tid in JobFlowRun.of(run).trial_ids():
+        path = JobFlowRun.of(run).trial_dir(tid) / "trial.json"
         info = read_json(path) if path.is_file() else None
         if not isinstance(info, dict):
             continue
@@ -210,7 +211,7 @@ def _record_cancelled(
     run: RunDir, tid: str, left: pl.DataFrame, clock: AnchoredClock, attrs: dict[str, Any]
 ) -> None:
     """Log ``left``'s jobs cancelled now, and the trial aborted if it was left running."""
-    log = open_trial_log(run.trial_dir(tid))
+    log = open_trial_log(JobFlowRun.of(run).trial_dir(tid))
     try:
         now = clock.now_ns()
         for job in left["job"].to_list():
@@ -259,7 +260,7 @@ def _verified_pids(
 ) -> list[int]:
     """The pids of ``left``'s jobs whose start time matches the recorded one; the others
     are named in ``plan`` and left alone."""
-    ev = read_trial_log(run.trial_dir(tid))
+    ev = read_trial_log(JobFlowRun.of(run).trial_dir(tid))
     attrs = ev.filter((pl.col("stage") == "local_start") & pl.col("job").is_in(left["job"]))[
         "attrs"
     ].to_list()
@@ -286,7 +287,7 @@ def _verified_pids(
 
 
 def _mark_trial(run: RunDir, tid: str) -> None:
-    path = run.trial_dir(tid) / "trial.json"
+    path = JobFlowRun.of(run).trial_dir(tid) / "trial.json"
     if path.exists():
         info = read_json(path)
         if info.get("status") == "running":

@@ -21,6 +21,7 @@ from gridbench.jobflow import loads as load_models
 from gridbench.jobflow.backends.base import Backend, RuntimeInfoSource
 from gridbench.jobflow.backends.registry import create_backend
 from gridbench.jobflow.events.clock import AnchoredClock
+from gridbench.jobflow.events.run_folder import JobFlowRun
 from gridbench.jobflow.experiment.cleanup import final_state
 from gridbench.jobflow.run.closed_loop import sleep_or_stop
 from gridbench.jobflow.run.collect import Collector, Summarised
@@ -31,7 +32,7 @@ from gridbench.jobflow.spec.model import ExperimentSpec
 from gridbench.jobflow.spec.plan import Plan, PlannedTrial
 from gridbench.specload import dump_yaml
 from gridbench.states import COMPLETE
-from gridbench.store.layout import RunDir, now_iso, write_json
+from gridbench.store.layout import now_iso, write_json
 from gridbench.store.spawned import mark_run
 
 log = logging.getLogger(__name__)
@@ -39,7 +40,7 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class ExperimentOutcome:
-    run: RunDir
+    run: JobFlowRun
     status: str  # complete | aborted | failed
     trials: list[TrialOutcome] = field(default_factory=list)
     error: str | None = None
@@ -85,16 +86,16 @@ class ExperimentRunner:
         self.observer = observer or NullObserver()
         self.backend = backend
         self.stop = asyncio.Event()
-        self.run: RunDir | None = None
+        self.run: JobFlowRun | None = None
 
     def abort(self) -> None:
         """Stop submitting, drain or cancel per the spec, and finalise what was recorded."""
         self.stop.set()
 
-    def prepare(self) -> RunDir:
+    def prepare(self) -> JobFlowRun:
         """Create the results directory with the spec as run and the plan."""
         spec = self.plan.spec
-        run = RunDir.create(self.root, spec.name)
+        run = JobFlowRun.create(self.root, spec.name)
         mark_run(run.path)  # every helper and job started from now on is provably this run's
         run.spec_file.write_text(dump_yaml(self.data), encoding="utf-8")
         write_json(run.plan_file, self.plan.to_dict())

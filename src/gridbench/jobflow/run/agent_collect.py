@@ -27,6 +27,7 @@ from gridbench.errors import GridbenchError
 from gridbench.jobflow.events.columnar import ARROW_SUFFIX, ArrowEventLog
 from gridbench.jobflow.events.log import EVENTS_FILE, EventLog
 from gridbench.jobflow.events.model import EVENT_COLUMNS
+from gridbench.jobflow.events.run_folder import JobFlowRun
 from gridbench.jobflow.events.trial_log import read_event_log, trial_log_path
 from gridbench.store.layout import RunDir, read_json, write_json
 
@@ -170,7 +171,7 @@ def collect_run(run: RunDir) -> CollectReport:
     ssh = agents.get("ssh_options") if isinstance(agents.get("ssh_options"), dict) else {}
     report = CollectReport()
     for tid, per_agent in sorted(agents["logs"].items()):
-        trial_dir = run.trial_dir(str(tid))
+        trial_dir = JobFlowRun.of(run).trial_dir(str(tid))
         if not isinstance(per_agent, dict) or not trial_dir.is_dir():
             report.errors.append(f"{tid}: not a trial of this run")
             continue

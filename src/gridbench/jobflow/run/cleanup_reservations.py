@@ -18,6 +18,7 @@ import polars as pl
 
 from gridbench.jobflow.backends.operations import Reserver
 from gridbench.jobflow.events.clock import AnchoredClock
+from gridbench.jobflow.events.run_folder import JobFlowRun
 from gridbench.jobflow.events.trial_log import open_trial_log, read_event_log, trial_log_path
 from gridbench.jobflow.run.closed_loop import STAGE_OP_END, STAGE_OP_START
 
@@ -56,8 +57,8 @@ def outstanding_per_trial(
 ) -> dict[str, pl.DataFrame]:
     """``outstanding(events)`` of each trial that has an event log (empty ones left out)."""
     out = {}
-    for tid in run.trial_ids():
-        path = trial_log_path(run.trial_dir(tid))
+    for tid in JobFlowRun.of(run).trial_ids():
+        path = trial_log_path(JobFlowRun.of(run).trial_dir(tid))
         if path is not None:
             left = outstanding(read_event_log(path))
             if left.height:
@@ -102,7 +103,7 @@ async def release_all(
                     errors.append(f"{tid}: deleting reservation {name} failed: {exc}")
                     continue
                 released += 1
-                log = open_trial_log(run.trial_dir(tid))
+                log = open_trial_log(JobFlowRun.of(run).trial_dir(tid))
                 try:
                     attrs = {"op": "release", "reservation": name, "by": "cleanup"}
                     log.append(job, STAGE_OP_END, clock.now_ns(), attrs=attrs)
