@@ -13,12 +13,12 @@ from pathlib import Path
 
 import httpx
 import pytest
-from sampling_fixtures import Exporter, exporter  # noqa: F401
 
 from gridbench.hosts.sampling.analysis import read_samples
 from gridbench.hosts.sampling.exporter import MAX_BYTES, parse_exporter, scrape, scrape_url
 from gridbench.hosts.sampling.figures import Counters, Figures, Problem, rates
 from gridbench.hosts.sampling.sampler import HostTarget, Sampler
+from sampling_fixtures import Exporter, exporter  # noqa: F401
 
 
 def _text(url: str) -> str:
@@ -121,7 +121,7 @@ def test_malformed_text_is_a_named_warning(text: str, code: str) -> None:
 
 
 class _Garbage(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         body = b'node_cpu_seconds_total{cpu="0",mode="idle" oops\n'
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))

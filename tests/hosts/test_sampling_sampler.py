@@ -14,6 +14,9 @@ import time
 from pathlib import Path
 
 import polars as pl
+
+from gridbench.hosts.sampling.analysis import read_samples
+from gridbench.hosts.sampling.sampler import HostTarget, Sampler
 from sampling_fixtures import (  # noqa: F401
     Exporter,
     Sshd,
@@ -24,9 +27,6 @@ from sampling_fixtures import (  # noqa: F401
     start_exporter,
     stop,
 )
-
-from gridbench.hosts.sampling.analysis import read_samples
-from gridbench.hosts.sampling.sampler import HostTarget, Sampler
 
 
 async def _sample(sampler: Sampler, seconds: float) -> None:
