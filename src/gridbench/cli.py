@@ -32,7 +32,14 @@ from gridbench.errors import (
     GridbenchError,
     resource_error,
 )
-from gridbench.family import Cleanable, CleanupOutcome, families, kind_of, not_applicable
+from gridbench.family import (
+    Cleanable,
+    CleanupOutcome,
+    command_sets,
+    families,
+    kind_of,
+    not_applicable,
+)
 from gridbench.fmt import safe_markup
 
 console = Console(highlight=False, emoji=False)  # ":fire:" in data stays text
@@ -259,9 +266,8 @@ def build_parser() -> argparse.ArgumentParser:
     ui = CliUi()
     for fam in families():
         fam.add_commands(sub, ui)
-    from gridbench.model.commands import add_commands as add_model_commands
-
-    add_model_commands(sub, ui)  # what-if models of job-flow runs (not a family: no kind)
+    for commands in command_sets():  # what-if models, hosts: commands that are no family
+        commands.add_commands(sub, ui)
 
     # the generic commands on the results store: (name, help, takes a run, handler)
     generic: tuple[tuple[str, str, bool, Callable[[argparse.Namespace], int]], ...] = (

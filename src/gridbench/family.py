@@ -15,6 +15,7 @@ docs/architecture.md for a worked example.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import functools
 import importlib
 from collections.abc import Mapping, Sequence
@@ -30,8 +31,10 @@ from gridbench.errors import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_THRESHOLD,
+    GridbenchError,
     ResultsError,
 )
+from gridbench.schema import ValidityRule as ValidityRule  # re-exported: families use it
 from gridbench.sections import Report
 from gridbench.states import FAIL, PASS, run_state
 from gridbench.store.layout import RunDir
@@ -40,14 +43,6 @@ from gridbench.testplan import report_inputs
 ENTRY_POINT_GROUP = "gridbench.families"
 #: Runs written before families existed carry no ``kind``: they are job flow.
 DEFAULT_KIND = "jobflow"
-
-
-@dataclass(frozen=True, slots=True)
-class ValidityRule:
-    """A rule a family applies before it trusts a figure (shown in reports and docs)."""
-
-    name: str
-    description: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,6 +208,82 @@ class StartsFromSpec(Protocol):
         ...
 
 
+class QueueFull(GridbenchError):
+    """More runs wait for a slot than the dashboard accepts (``--max-queued``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunEnd:
+    """How a run the dashboard's run manager drove ended."""
+
+    status: str  # a run state (gridbench.states): completed, failed, aborted ...
+    error: str | None = None
+    #: whether it recorded anything to analyse (the manager analyses it then, as the CLI)
+    recorded: bool = True
+
+
+class LiveSink(Protocol):
+    """Where a running run's live view goes: the dashboard pushes each update at once to
+    the run's listeners (the event stream of its page)."""
+
+    def publish(self, kind: str, data: Any) -> None:
+        """One update of kind ``kind`` (JSON-safe ``data``) to every listener."""
+        ...
+
+    def message(self, text: str) -> None:
+        """A line for the run's message list."""
+        ...
+
+    def set_status(self, status: str, error: str | None = None) -> None:
+        """The run's state (gridbench.states), and what went wrong if it failed."""
+        ...
+
+
+@runtime_checkable
+class Abortable(Protocol):
+    """The abort hook of a runner the dashboard drives (its Stop and Abort buttons)."""
+
+    def abort(self) -> None:
+        """As the command line's first Ctrl-C: start no more work, cancel what is
+        outstanding, save what was recorded (the run then ends as aborted)."""
+        ...
+
+    def finish_current(self) -> None:
+        """Let the part running now (job flow: the trial) end, then start no more."""
+        ...
+
+
+@runtime_checkable
+class LiveRunner(Abortable, Protocol):
+    """A run a family's pages hand the dashboard's run manager (:class:`LiveRuns`): its
+    results folder exists already; the manager queues it, runs it in the server's event
+    loop, shows it live, stops and aborts it, and analyses it when it ends."""
+
+    run: RunDir
+    name: str
+
+    def snapshot(self) -> dict[str, Any]:
+        """The family's part of the live view, from scratch (JSON-safe)."""
+        ...
+
+    async def execute(self, sink: LiveSink) -> RunEnd:
+        """Run to the end, publishing updates to ``sink``."""
+        ...
+
+
+class LiveRuns(Protocol):
+    """The dashboard's run manager as a family's pages see it."""
+
+    def start(self, runner: LiveRunner) -> str:
+        """Queue ``runner``; its run id (its page is ``/experiments/<id>``). QueueFull
+        when too many runs wait already."""
+        ...
+
+    def running(self) -> list[dict[str, Any]]:
+        """The live views of the runs not finished yet."""
+        ...
+
+
 class WebContext(Protocol):
     """What the dashboard lends a family's pages (as :class:`Ui` lends its commands), so
     that a family never imports the web layer. Login, CSRF and the Host/Origin checks are
@@ -227,6 +298,27 @@ class WebContext(Protocol):
 
     def resolve(self, rid: str) -> RunDir | None:
         """The run ``rid`` names in the results root (folder name or id), or None."""
+        ...
+
+    #: connectivity checks that may run at once (:meth:`checks`)
+    max_checks: int
+
+    @property
+    def runs(self) -> LiveRuns:
+        """The run manager: live runs started from a family's pages."""
+        ...
+
+    def error(self, request: Any, status: int, title: str, message: str) -> Any:
+        """The error page."""
+        ...
+
+    def checks(self) -> asyncio.Semaphore:
+        """The slots of connectivity checks, shared by every page that runs one."""
+        ...
+
+    async def json_body(self, request: Any) -> tuple[Any, Any]:
+        """The request's JSON body (bounded in depth) and None, or None and the 422
+        response naming what is wrong with it."""
         ...
 
 
@@ -260,6 +352,29 @@ class OwnsSpecs(Protocol):
     spec_marks: frozenset[str]
     #: what its spec is called in an error, "a storage spec"
     spec_noun: str
+
+
+# -- helpers for a family's pages ----------------------------------------------------------
+
+STRING = {"type": "string"}
+
+
+def body_doc(media_type: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    """The OpenAPI ``requestBody`` of a handler that reads its body itself (the schema
+    documents it, and the schemathesis test fuzzes it)."""
+    schema = {"type": "object", "properties": properties, "required": required}
+    return {"requestBody": {"required": True, "content": {media_type: {"schema": schema}}}}
+
+
+def form_doc(*fields: str, required: list[str]) -> dict[str, Any]:
+    """:func:`body_doc` of a urlencoded form of string fields."""
+    props = {f: STRING for f in fields}
+    return body_doc("application/x-www-form-urlencoded", props, required)
+
+
+def error_dict(exc: GridbenchError) -> dict[str, str]:
+    """An error as the pages and the JSON API show it: what, where, the fix."""
+    return {"message": exc.message, "where": exc.where or "", "fix": exc.fix or ""}
 
 
 # -- a family made of its own modules -----------------------------------------------------
@@ -384,6 +499,42 @@ def families() -> list[Family]:
     """Every registered family: job flow first, then the others by name."""
     names = sorted(available(), key=lambda n: (n != DEFAULT_KIND, n))
     return [family(n) for n in names]
+
+
+#: Command sets that are not families (no ``kind``, no runs of their own: the what-if
+#: models, the hosts inventory and lab) register here, the way families do.
+COMMANDS_ENTRY_POINT_GROUP = "gridbench.commands"
+
+
+@runtime_checkable
+class CommandSet(Protocol):
+    """A group of commands registered under :data:`COMMANDS_ENTRY_POINT_GROUP`."""
+
+    name: str
+
+    def add_commands(self, sub: argparse._SubParsersAction[Any], ui: Ui) -> None: ...
+
+
+def command_sets() -> list[CommandSet]:
+    """Every registered command set, by name; one that cannot load is one clear error."""
+    found: list[CommandSet] = []
+    for ep in sorted(entry_points(group=COMMANDS_ENTRY_POINT_GROUP), key=lambda e: e.name):
+        try:
+            obj = ep.load()
+        except (ImportError, AttributeError) as exc:
+            raise ResultsError(
+                f"command set {ep.name!r} cannot be loaded: {exc}",
+                where=f"entry point {COMMANDS_ENTRY_POINT_GROUP}:{ep.name} = {ep.value}",
+                fix="reinstall the package that provides it",
+            ) from None
+        if not isinstance(obj, CommandSet) or obj.name != ep.name:
+            raise ResultsError(
+                f"entry point {ep.name!r} is not a command set named {ep.name!r}",
+                where=f"entry point {COMMANDS_ENTRY_POINT_GROUP}:{ep.name} = {ep.value}",
+                fix="point it at an object with name and add_commands(sub, ui)",
+            )
+        found.append(obj)
+    return found
 
 
 def kind_of(experiment: Mapping[str, Any]) -> str:

@@ -90,12 +90,9 @@ def _show_model(ui: Ui, model: ChainModel) -> None:
     tiers, su = model.tiers, model.status_update
     if tiers is None or su is None:
         for st in model.chain or []:
-            if st.kind == "tier":
-                pas = st.dispatch
-                ui.console.print(
-                    f"{st.stage}: concurrency {_limit(st.concurrency)}"
-                    + (f" · dispatched at passes every {pas.interval_s:g} s" if pas else "")
-                )
+            line = step_kind(st.kind).describe(st)
+            if line is not None:
+                ui.console.print(line)
         return
     ui.console.print(
         f"ce concurrency {_limit(tiers.ce.concurrency)} · bridge concurrency "
@@ -289,3 +286,16 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
     q.add_argument("--reps", type=_positive, default=3, help="repetitions per point (default 3)")
     q.add_argument("--seed", type=int, default=1)
     q.add_argument("--json", action="store_true", help="print the rows as JSON too")
+
+
+class ModelCommands:
+    """``gridbench model``, registered as a command set (``gridbench.commands``): not a
+    family, since a model has no runs of its own (its predictions are job-flow runs)."""
+
+    name = "model"
+
+    def add_commands(self, sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
+        add_commands(sub, ui)
+
+
+COMMANDS = ModelCommands()
