@@ -11,9 +11,9 @@ import pytest
 
 from gridbench.errors import IngestError
 from gridbench.jobflow.events.edgi.collector import ReportCollector, ingest_edgi
+from gridbench.jobflow.events.edgi.fetch import FetchLimits
 from gridbench.jobflow.events.edgi.report_xml import parse_report
 from gridbench.jobflow.events.model import EVENT_SCHEMA
-from gridbench.jobflow.events.sources import FetchLimits
 from gridbench.jobflow.events.tiers import parse_report_sources
 from test_ingest_helpers import (
     T0_NS,

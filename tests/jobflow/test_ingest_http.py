@@ -10,7 +10,7 @@ import pytest
 
 from gridbench.errors import IngestError
 from gridbench.jobflow.events.edgi.collector import ReportCollector, ingest_edgi
-from gridbench.jobflow.events.sources import FetchLimits, child_links
+from gridbench.jobflow.events.edgi.fetch import FetchLimits, child_links
 from test_ingest_helpers import (
     _Handler,
     client_events,

@@ -20,9 +20,9 @@ import pytest
 from gridbench.errors import SpecError
 from gridbench.jobflow.backends.command.serverside import chain
 from gridbench.jobflow.events.stamps.collector import StampCollector
-from gridbench.jobflow.events.stamps.declare import LogSource, TimeFormat, parse_plan
+from gridbench.jobflow.events.stamps.declare import TimeFormat, parse_plan
+from gridbench.jobflow.events.stamps.kinds.log import LogReader, LogSource
 from gridbench.jobflow.events.stamps.parse import lines_frame, parse_times
-from gridbench.jobflow.events.stamps.readers import LogReader
 
 DATA = Path(__file__).parents[1] / "stamp_data"
 AREX_ID = "d0EODmsY2qAoOSAtDmABFKDmABFKDmABFKDmw0MKDmABFKDm4PT3gm"

@@ -28,6 +28,7 @@ from gridbench.errors import IngestError, ResultsError
 from gridbench.jobflow.events.chain import Segment, Stage, StageChain
 from gridbench.jobflow.events.columnar import ARROW_SUFFIX, ArrowEventLog, segments
 from gridbench.jobflow.events.edgi.collector import ingest_edgi
+from gridbench.jobflow.events.edgi.fetch import FetchLimits
 from gridbench.jobflow.events.ingest import SHOWN_CHARS, IngestResult, clip
 from gridbench.jobflow.events.jsonl import read_jsonl
 from gridbench.jobflow.events.log import EVENTS_FILE, concat_events
@@ -42,7 +43,6 @@ from gridbench.jobflow.events.model import (
     Precision,
     Source,
 )
-from gridbench.jobflow.events.sources import FetchLimits
 from gridbench.jobflow.events.trial_log import ARROW_FILE, read_event_log
 
 TRIAL_ID: Final = "ingested"

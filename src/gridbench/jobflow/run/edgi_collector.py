@@ -18,9 +18,9 @@ from gridbench.errors import SpecError
 from gridbench.jobflow.backends.base import Backend, ReportPublisher
 from gridbench.jobflow.events.buffer import Origin
 from gridbench.jobflow.events.edgi.collector import ReportCollector
+from gridbench.jobflow.events.edgi.fetch import FetchLimits
 from gridbench.jobflow.events.edgi.join import joined_by_lines
 from gridbench.jobflow.events.model import EVENT_SCHEMA, STAGE_SUBMIT_ACK
-from gridbench.jobflow.events.sources import FetchLimits
 from gridbench.jobflow.events.trial_log import EventWriter, open_trial_log
 from gridbench.jobflow.specbase.model import CollectorSpec
 

@@ -22,7 +22,7 @@ from gridbench.jobflow.backends.command.transfer import (
 from gridbench.jobflow.events.chain import Stage, StageChain
 from gridbench.jobflow.events.model import Event
 from gridbench.jobflow.events.stamps.collector import StampCollector
-from gridbench.jobflow.events.stamps.declare import FilesSource, StampPlan, parse_plan
+from gridbench.jobflow.events.stamps.declare import StampPlan, parse_plan
 
 SETTLE_POLL_S = 0.5
 
@@ -76,7 +76,7 @@ def compile_stamps(
     plan = parse_plan(block, "backend.options.stamps")
     out = []
     for i, src in enumerate(plan.sources):
-        raw = src.glob if isinstance(src, FilesSource) else src.path
+        raw = src.location  # a path or a glob, as the source's kind reads it
         try:
             out.append(TextTemplate.parse(raw, set(values)).render(values))
         except TemplateError as exc:

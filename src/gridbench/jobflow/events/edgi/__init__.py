@@ -12,4 +12,6 @@ tier's id.
 * :mod:`.join` - the id chain tying tier events to gridbench jobs (polars; pure)
 * :mod:`.collector` - :class:`~.collector.ReportCollector` and :func:`~.collector.ingest_edgi`:
   listing, fetching and polling the report sources (I/O)
+* :mod:`.fetch` - finding and fetching report files: local directories or HTTP(S)
+  listings of untrusted report servers (I/O)
 """

@@ -17,11 +17,7 @@ from typing import Any, Final, Literal
 import httpx
 import polars as pl
 
-from gridbench.jobflow.events.edgi.frames import checked_tz, records_to_events
-from gridbench.jobflow.events.edgi.join import IdChain
-from gridbench.jobflow.events.edgi.report_xml import ParsedReport, parse_report
-from gridbench.jobflow.events.ingest import IngestResult, WarningSink
-from gridbench.jobflow.events.sources import (
+from gridbench.jobflow.events.edgi.fetch import (
     Fetched,
     FetchLimits,
     FileMeta,
@@ -30,6 +26,10 @@ from gridbench.jobflow.events.sources import (
     list_source,
     make_client,
 )
+from gridbench.jobflow.events.edgi.frames import checked_tz, records_to_events
+from gridbench.jobflow.events.edgi.join import IdChain
+from gridbench.jobflow.events.edgi.report_xml import ParsedReport, parse_report
+from gridbench.jobflow.events.ingest import IngestResult, WarningSink
 from gridbench.jobflow.events.tiers import ReportSource, parse_report_sources, tier_order_key
 
 #: parsing holds the GIL, so one worker thread is as fast as many and keeps memory flatter;

@@ -1,7 +1,9 @@
 """The declaration of a chain's server stamp sources (``stamps:`` in a backend's options or
 a preset): pure data, validated here, read by :mod:`.readers`, joined by :mod:`.join`.
 
-A *source* is one place a tier records per-job times:
+A *source* is one place a tier records per-job times; each kind is one module of
+``kinds/`` registered in :mod:`.kind` (another kind is another module, registered the
+same way). The built-ins:
 
 - ``sqlite``: a read-only query over a database the middleware writes (ARC's
   ``accounting.db``); it selects ``cursor``, ``id``, ``stage``, ``time`` (and optionally
@@ -22,6 +24,8 @@ backend gives the job an id, like an input uploaded before submit) or ``<tier>.l
 
 from __future__ import annotations
 
+import functools
+import operator
 import re
 from typing import Annotated, Any, Literal
 
@@ -31,6 +35,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    create_model,
     field_validator,
     model_validator,
 )
@@ -93,6 +98,11 @@ class LineRule(_Base):
 
 
 class SourceBase(_Base):
+    """What every kind of source declares; a kind's model (its module in ``kinds/``, in
+    the registry of :mod:`.kind`) adds ``kind: Literal[<name>]``, where it reads
+    (:attr:`location`) and the stages it stamps (:meth:`stage_names`)."""
+
+    kind: str
     tier: str = Field(description="the component that stamps (the events' source)")
     precision: Literal["ns", "us", "ms", "s"] = "s"
     time: TimeFormat = Field(default_factory=TimeFormat)
@@ -130,51 +140,30 @@ class SourceBase(_Base):
         m = _LOCAL_KEY.match(self.key)
         return m.group(1) if m else None
 
+    @property
+    def location(self) -> str:
+        """Where the source is read (a path or a glob), before the variables are filled in."""
+        raise NotImplementedError(f"stamp kind {self.kind!r} gives no location")
 
-class SqliteSource(SourceBase):
-    kind: Literal["sqlite"]
-    path: str
-    query: str = Field(description="SELECT with :after; columns cursor, id, stage, time")
-    stages: dict[str, str] = Field(description="the database's event names -> stage names")
-
-    @field_validator("query")
-    @classmethod
-    def _query(cls, v: str) -> str:
-        if not v.lstrip().lower().startswith(("select", "with")) or ":after" not in v:
-            raise ValueError("must be a SELECT using :after (the last cursor read)")
-        return v
-
-    @field_validator("stages")
-    @classmethod
-    def _stages(cls, v: dict[str, str]) -> dict[str, str]:
-        bad = [s for s in v.values() if not STAGE_RE.match(s)]
-        if bad:
-            raise ValueError(f"{bad[0]!r} is not a stage name (lower case letters, digits, _)")
-        return v
+    def stage_names(self) -> list[str]:
+        """The stages this source stamps, in its declaration's order."""
+        raise NotImplementedError(f"stamp kind {self.kind!r} gives no stage names")
 
 
-class LogSource(SourceBase):
-    kind: Literal["log"]
-    path: str
+class LineSource(SourceBase):
+    """A source read as lines, each matched by ``lines``' patterns (log, files)."""
+
     lines: list[LineRule] = Field(min_length=1)
 
-
-class FilesSource(SourceBase):
-    """One small file per job; each line is matched as ``<path><TAB><line>``, so a pattern
-    can take the job's id from the file's name or directory (``/job\\.(?P<id>\\w+)\\.local\\t``)."""
-
-    kind: Literal["files"]
-    glob: str = Field(description="one file per job, e.g. {controldir}/job.*.errors")
-    lines: list[LineRule] = Field(min_length=1)
-
-
-Source = Annotated[SqliteSource | LogSource | FilesSource, Field(discriminator="kind")]
+    def stage_names(self) -> list[str]:
+        return [r.stage for r in self.lines if r.stage]
 
 
 class StampPlan(_Base):
     """Every server stamp source of a chain, and the chain's order of their stages."""
 
-    sources: list[Source] = Field(min_length=1)
+    #: each a registered kind's model (:func:`plan_model` validates them by ``kind``)
+    sources: list[SourceBase] = Field(min_length=1)
     #: the stages in chain order (client ``submit`` first and ``client_done`` after are
     #: added); a stage a source stamps but this list leaves out is appended in source order
     order: list[str] = Field(default_factory=list)
@@ -186,22 +175,41 @@ class StampPlan(_Base):
         """``(stage, tier, precision_ns)`` in chain order."""
         by: dict[str, tuple[str, int]] = {}
         for s in self.sources:
-            if isinstance(s, SqliteSource):
-                names = list(s.stages.values())
-            else:
-                names = [r.stage for r in s.lines if r.stage]
-            for n in names:
+            for n in s.stage_names():
                 by.setdefault(n, (s.tier, s.precision_ns))
         ordered = [n for n in self.order if n in by]
         ordered += [n for n in by if n not in ordered]
         return [(n, *by[n]) for n in ordered]
 
 
+_PLAN_MODELS: dict[tuple[type[SourceBase], ...], type[StampPlan]] = {}
+
+
+def plan_model() -> type[StampPlan]:
+    """:class:`StampPlan` whose ``sources`` are the union of the registered kinds' models,
+    told apart by ``kind`` (made again when a kind is registered)."""
+    from gridbench.jobflow.events.stamps.kind import stamp_kinds
+
+    specs = tuple(k.spec for k in stamp_kinds().values())
+    model = _PLAN_MODELS.get(specs)
+    if model is None:
+        union: Any = functools.reduce(operator.or_, specs)
+        source = Annotated[union, Field(discriminator="kind")]
+        model = create_model(
+            "StampPlan",
+            __base__=StampPlan,
+            __module__=__name__,
+            sources=(list[source], Field(min_length=1)),
+        )
+        _PLAN_MODELS[specs] = model
+    return model
+
+
 def parse_plan(data: Any, where: str) -> StampPlan:
     """Validate a ``stamps:`` block; one SpecError naming each bad field and the fix."""
     data = library.resolve(data, where)
     try:
-        plan = StampPlan.model_validate(data)
+        plan = plan_model().model_validate(data)
     except ValidationError as exc:
         problems = [
             f"{where}.{'.'.join(str(x) for x in e['loc'])}: "

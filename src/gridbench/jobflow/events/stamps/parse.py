@@ -1,5 +1,6 @@
 """Stamp rows -> one frame per sweep (pure, columnar): log lines matched by each rule's
-pattern, database rows mapped through the source's stage names, times parsed as declared.
+pattern, times parsed as declared, any kind's rows made a typed stamp frame (``finish``;
+a database's rows: ``kinds/sqlite.py``).
 
 A row whose time does not parse, or whose id is empty, is dropped and counted: the files
 are the middleware's, and a line that only looks like a stamp must not become one.
@@ -8,11 +9,10 @@ are the middleware's, and a line that only looks like a stamp must not become on
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import polars as pl
 
-from gridbench.jobflow.events.stamps.declare import LineRule, SourceBase, SqliteSource, TimeFormat
+from gridbench.jobflow.events.stamps.declare import LineRule, SourceBase, TimeFormat
 
 #: columns of a stamp frame: this tier's id, the id it gave the tier below (or null)
 STAMP_SCHEMA = pl.Schema(
@@ -57,7 +57,7 @@ def parse_times(col: pl.Expr, tf: TimeFormat) -> pl.Expr:
     return parsed.dt.epoch("ns")
 
 
-def _finish(df: pl.DataFrame, src: SourceBase) -> tuple[pl.DataFrame, int]:
+def finish(df: pl.DataFrame, src: SourceBase) -> tuple[pl.DataFrame, int]:
     """Typed stamp frame and the number of rows dropped as unusable."""
     df = df.with_columns(
         pl.lit(src.tier).alias("tier"),
@@ -106,27 +106,4 @@ def lines_frame(
         )
     if not frames:
         return empty(), 0
-    return _finish(pl.concat(frames, how="diagonal_relaxed"), src)
-
-
-def rows_frame(
-    columns: Sequence[str], rows: Sequence[Sequence[Any]], src: SqliteSource
-) -> tuple[pl.DataFrame, int]:
-    """Stamps in the rows of a source's query (columns named as declared); dropped count."""
-    if not rows:
-        return empty(), 0
-    raw = pl.DataFrame(rows, schema=dict.fromkeys(columns, pl.String), orient="row", strict=False)
-    if "local_id" not in raw.columns:
-        raw = raw.with_columns(pl.lit(None, dtype=pl.String).alias("local_id"))
-    df = raw.with_columns(
-        pl.col("stage").replace_strict(src.stages, default=None).alias("stage"),
-        parse_times(pl.col("time"), src.time).alias("t_ns"),
-    )
-    # event names the declaration does not map are not stamps: dropped, not counted
-    return _finish(df.filter(pl.col("stage").is_not_null()), src)
-
-
-def check_columns(columns: Sequence[str]) -> str | None:
-    """What a query's columns lack (None: fine)."""
-    missing = [c for c in ("cursor", "id", "stage", "time") if c not in columns]
-    return f"the query returns no column(s) {', '.join(missing)}" if missing else None
+    return finish(pl.concat(frames, how="diagonal_relaxed"), src)
