@@ -23,6 +23,7 @@ from gridbench.model.fitchain import fit_chain
 from gridbench.model.fitstaging import add_staging
 from gridbench.model.predict import Marking, Repeat, predict
 from gridbench.model.spec import ChainModel, durations, load_model, model_text
+from gridbench.model.steps.base import step_kind
 from gridbench.model.sweep import Window, parse_sweeps, points, with_value
 from gridbench.store.catalogue import resolve_run
 from gridbench.store.layout import RunDir, write_text_atomic

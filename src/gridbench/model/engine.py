@@ -11,9 +11,8 @@ in flight.
 
 from __future__ import annotations
 
-import collections
 import math
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -24,6 +23,7 @@ from numpy.typing import NDArray
 from gridbench.model.chain import stage_names, steps
 from gridbench.model.fitdist import Draw, perturbed, sampler
 from gridbench.model.spec import ChainModel, Duration, Step, durations
+from gridbench.model.steps.base import Gate, step_kind
 
 F64 = NDArray[np.float64]
 OK, REFUSED, FAILED, LOST = 0.0, 1.0, 2.0, 3.0  # a job's outcome (lost: not done by the end)
@@ -88,86 +88,6 @@ def draw_model(model: ChainModel, rng: np.random.Generator) -> ChainModel:
     return data
 
 
-class _Fifo:
-    """A FIFO tier of ``free`` servers; ``after`` takes each job it finishes. With a
-    dispatch interval, waiting jobs start only at the scheduler's passes."""
-
-    __slots__ = ("after", "cap", "col", "draw", "env", "free", "limit", "queue", "start_col")
-
-    def __init__(self, env: simpy.Environment, st: Step, draw: Draw, cols: tuple[int, int]) -> None:
-        self.env, self.draw = env, draw
-        self.start_col, self.col = cols
-        self.cap = self.free = st.concurrency if st.concurrency is not None else 1 << 62
-        self.limit = st.queue_limit
-        self.queue: collections.deque[list[float]] = collections.deque()
-        self.after: Callable[[list[float]], None] = lambda job: None
-
-    def full(self) -> bool:
-        """The tier holds ``queue_limit`` jobs, waiting or in service (as the reference CE)."""
-        return self.limit is not None and len(self.queue) + self.cap - self.free >= self.limit
-
-    def put(self, job: list[float]) -> None:
-        if self.free:
-            self.free -= 1
-            self._start(job)
-        else:
-            self.queue.append(job)
-
-    def _start(self, job: list[float]) -> None:
-        if self.start_col >= 0:
-            job[self.start_col] = self.env.now
-        self.env.timeout(self.draw(), job).callbacks.append(self._end)
-
-    def _end(self, ev: Any) -> None:
-        job: list[float] = ev.value
-        job[self.col] = self.env.now
-        if self.queue:
-            self._start(self.queue.popleft())
-        else:
-            self.free += 1
-        self.after(job)
-
-
-class _Dispatched(_Fifo):
-    """A tier whose scheduler starts waiting jobs only at passes every ``interval_s``,
-    and at a pass a job's end triggers (drawn once per instant of ending)."""
-
-    __slots__ = ("dispatch", "last_end", "rng")
-
-    def __init__(
-        self, env: simpy.Environment, st: Step, draw: Draw, cols: tuple[int, int],
-        rng: np.random.Generator,
-    ) -> None:  # fmt: skip
-        super().__init__(env, st, draw, cols)
-        assert st.dispatch is not None  # a dispatched tier has one
-        self.dispatch, self.rng, self.last_end = st.dispatch, rng, -1.0
-
-    def put(self, job: list[float]) -> None:
-        self.queue.append(job)
-
-    def _end(self, ev: Any) -> None:
-        job: list[float] = ev.value
-        now = job[self.col] = self.env.now
-        self.free += 1
-        d = self.dispatch
-        if d.on_end_share > 0 and now != self.last_end and self.queue:
-            self.last_end = now
-            if self.rng.random() < d.on_end_share:
-                self.env.timeout(d.on_end_delay_s).callbacks.append(self._pass)
-        self.after(job)
-
-    def _pass(self, _ev: Any = None) -> None:
-        while self.free and self.queue:
-            self.free -= 1
-            self._start(self.queue.popleft())
-
-    def passes(self, phase: float) -> Generator[simpy.Event, Any, None]:
-        yield self.env.timeout(phase)
-        while True:
-            self._pass()
-            yield self.env.timeout(self.dispatch.interval_s)
-
-
 class ChainSim:
     """One trial of the chain on a fresh SimPy environment."""
 
@@ -183,30 +103,22 @@ class ChainSim:
         self.OUT, self.IDX, self.STEP = self.lay.out, self.lay.idx, self.lay.idx + 1
         self.col = [col[st.stage] for st in self.chain]
         self.prev_col: list[int] = []  # a side stamp's origin: the stage stamped before it
+        self.col_of = col
+        kinds = [step_kind(st.kind) for st in self.chain]
+        self.holds = [kind.holds_job for kind in kinds]
         last = col["submit"]
-        for st in self.chain:
+        for st, holds in zip(self.chain, self.holds, strict=True):
             self.prev_col.append(last)
-            if st.kind != "side":
+            if holds:
                 last = col[st.stage]
         self.draws = [self._draw(st) for st in self.chain]
-        self.tiers: dict[int, _Fifo] = {}
-        for k, st in enumerate(self.chain):
-            if st.kind == "tier":
-                cols = (col[st.start_stage] if st.start_stage else -1, col[st.stage])
-                tier = (
-                    _Dispatched(self.env, st, self.draws[k], cols, self.rng)
-                    if st.dispatch is not None
-                    else _Fifo(self.env, st, self.draws[k], cols)
-                )
-                tier.after = self._after_of(k)
-                self.tiers[k] = tier
-        self.gate = next((t for t in self.tiers.values() if t.limit is not None), None)
-        polls = [k for k, st in enumerate(self.chain) if st.kind == "poll"]
-        self.poll_k = polls[0] if polls else -1
-        tracked = self.chain[self.poll_k].tracked_from if polls else None
-        self.track_at = next((k for k, st in enumerate(self.chain) if st.stage == tracked), -1)
+        #: the first bounded tier (it refuses submissions), the poll step and the step
+        #: from which a job is on the poller's list: set by their kinds' runs
+        self.gate: Gate | None = None
+        self.poll_k = self.track_at = -1
         self.tracked: dict[int, list[float]] = {}  # on the poller's list, not yet seen
         self.finished: list[list[float]] = []  # for batched polling: ended, not yet seen
+        self.runs = [kind.runner(self, k) for k, kind in enumerate(kinds)]
         self.inflight: dict[int, list[float]] = {}
         self.gap = 1.0 / offer.rate_per_s
         self.first = 0.0
@@ -230,18 +142,21 @@ class ChainSim:
         fixed = link.files * link.per_file_s + nbytes / link.bandwidth_bps
         return lambda: fixed + base()
 
-    def _after_of(self, k: int) -> Callable[[list[float]], None]:
-        return lambda job: self._after(job, k)
+    def done(self, job: list[float], k: int) -> None:
+        """Step ``k`` is over for ``job`` now: its stage stamped, the job handed on."""
+        job[self.col[k]] = self.env.now
+        self._after(job, k)
+
+    def passed(self, job: list[float], k: int) -> None:
+        """Step ``k`` is over for ``job`` (its stage stamped already): handed on."""
+        self._after(job, k)
 
     def run(self) -> SimStats:
         env = self.env
         env.timeout(0.0).callbacks.append(self._arrive)
-        if self.poll_k >= 0:
-            env.process(self._poller(self.chain[self.poll_k]))
-        for k, tier in self.tiers.items():
-            d = self.chain[k].dispatch
-            if d is not None and isinstance(tier, _Dispatched):
-                env.process(tier.passes(float(self.rng.uniform(0.0, d.interval_s))))
+        for run in self.runs:
+            if run is not None:
+                run.start()
         env.run(until=self.offer.horizon_s)
         for job in list(self.inflight.values()):
             job[self.OUT] = LOST
@@ -287,10 +202,10 @@ class ChainSim:
         self.inflight[self.n - 1] = job
         if self.track_at < 0 and self.poll_k >= 0:
             self.tracked[self.n - 1] = job
-        first = self.chain[0]
-        if first.kind == "delay":  # the hop and the wait for the batch's instant in one event
+        first = self.runs[0]
+        if first is not None and ahead > 0:  # the step may join the wait to its own
             job[self.STEP] = 0
-            self.env.timeout(ahead + self.draws[0](), job).callbacks.append(self._delay_end)
+            first.enter_after(job, ahead)
         elif ahead > 0:
             self.env.timeout(ahead, job).callbacks.append(self._begin)
         else:
@@ -303,7 +218,7 @@ class ChainSim:
     def _advance(self, job: list[float], k: int) -> None:
         """Send ``job`` into step ``k`` (side stamps are taken on the way)."""
         chain = self.chain
-        while k < len(chain) and chain[k].kind == "side":
+        while k < len(chain) and not self.holds[k]:  # stamps taken on the way
             job[self.col[k]] = job[self.prev_col[k]] + self.draws[k]()
             self.events += 1
             k += 1
@@ -312,19 +227,9 @@ class ChainSim:
             self._emit(job)
             return
         job[self.STEP] = k
-        kind = chain[k].kind
-        if kind == "delay":
-            self.env.timeout(self.draws[k](), job).callbacks.append(self._delay_end)
-        elif kind == "tier":
-            self.tiers[k].put(job)
-        else:  # poll: the poller stamps it when an update sees it
-            self.finished.append(job)
-
-    def _delay_end(self, ev: Any) -> None:
-        job: list[float] = ev.value
-        k = int(job[self.STEP])
-        job[self.col[k]] = self.env.now
-        self._after(job, k)
+        run = self.runs[k]
+        assert run is not None  # a step that holds the job has a run
+        run.enter(job)
 
     def _after(self, job: list[float], k: int) -> None:
         self.events += 1
@@ -335,35 +240,6 @@ class ChainSim:
             if p > 0 and self.rng.random() < p:
                 job[self.OUT] = FAILED
         self._advance(job, k + 1)
-
-    # -- status updates ---------------------------------------------------------------
-    def _seen(self, job: list[float]) -> None:
-        job[self.col[self.poll_k]] = self.env.now
-        del self.tracked[int(job[self.IDX])]
-        self._after(job, self.poll_k)
-
-    def _poller(self, st: Step) -> Generator[simpy.Event, Any, None]:
-        su = st.poll
-        assert su is not None  # a poll step has one (the model's validator)
-        env, k, step = self.env, self.poll_k, self.STEP
-        while True:
-            if su.policy == "sequential":
-                for job in list(self.tracked.values()):
-                    yield env.timeout(su.per_job_cost_s)
-                    self.events += 1
-                    if job[step] == k and int(job[self.IDX]) in self.tracked:
-                        self._seen(job)
-                self.finished.clear()  # the pass itself finds ended jobs
-                yield env.timeout(su.interval_s)
-            else:
-                yield env.timeout(su.interval_s)
-                if self.tracked:
-                    if su.per_job_cost_s > 0:
-                        yield env.timeout(su.per_job_cost_s)
-                    ended, self.finished = self.finished, []
-                    self.events += 1
-                    for job in ended:
-                        self._seen(job)
 
     # -- output -----------------------------------------------------------------------
     def _emit(self, job: list[float]) -> None:

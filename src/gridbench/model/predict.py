@@ -34,6 +34,7 @@ from gridbench.jobflow.events.trial_log import ARROW_FILE
 from gridbench.model.chain import HIDDEN, steps
 from gridbench.model.engine import F64, FAILED, LOST, REFUSED, Layout, draw_model, layout, simulate
 from gridbench.model.spec import ChainModel
+from gridbench.model.steps.base import step_kind
 from gridbench.model.sweep import Point
 from gridbench.store.layout import write_json
 
@@ -76,7 +77,7 @@ def chain_dict(model: ChainModel) -> dict[str, Any]:
     else:
         stages = [Stage("submit", "client", "client submit call", _US)]
         for st in chain_steps:
-            if st.kind == "side":
+            if not step_kind(st.kind).holds_job:  # a side stamp: not in the run's chain
                 continue
             if st.stage.startswith(HIDDEN):
                 continue

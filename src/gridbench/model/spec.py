@@ -16,8 +16,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from gridbench.model.steps.base import step_kind, step_kinds
 from gridbench.specload import SpecLoader, dump_yaml
 
 SCHEMA = "gridbench.model/1"
@@ -161,7 +162,7 @@ class Step(_Strict):
     """
 
     stage: str = Field(min_length=1, max_length=100)
-    kind: Literal["delay", "tier", "side", "poll"] = "delay"
+    kind: str = Field(default="delay", description="a registered step kind (model/steps/)")
     source: str = Field(default="server", max_length=100)
     precision_ns: int = Field(default=1_000, ge=1)
     polled: bool = False
@@ -179,15 +180,22 @@ class Step(_Strict):
     poll: StatusUpdate | None = None
     tracked_from: str | None = None
 
+    @field_validator("kind")
+    @classmethod
+    def _kind(cls, v: str) -> str:
+        kinds = step_kinds()
+        if v not in kinds:
+            raise ValueError(f"{v!r} is not a step kind: give one of {', '.join(kinds)}")
+        return v
+
     @model_validator(mode="after")
     def _complete(self) -> Step:
-        if self.kind == "poll":
-            if self.poll is None:
-                raise ValueError(f"step {self.stage!r}: a poll step needs poll: {{policy, ...}}")
-        elif self.service is None:
+        kind = step_kind(self.kind)
+        if kind.needs_service and self.service is None:
             raise ValueError(f"step {self.stage!r}: a {self.kind} step needs service: {{mean}}")
-        if self.kind != "tier" and (self.concurrency or self.queue_limit or self.dispatch):
+        if not kind.servers and (self.concurrency or self.queue_limit or self.dispatch):
             raise ValueError(f"step {self.stage!r}: only a tier has servers, queue or dispatch")
+        kind.check(self)
         return self
 
 
@@ -249,12 +257,14 @@ def _check_chain(chain: list[Step]) -> None:
                 raise ValueError(f"chain[{i}]: stage {name!r} appears twice")
             if name is not None:
                 seen.add(name)
-        if st.kind == "poll" and st.tracked_from not in (None, *seen):
-            raise ValueError(f"chain[{i}]: tracked_from {st.tracked_from!r} is no earlier stage")
-    if sum(st.kind == "poll" for st in chain) > 1:
-        raise ValueError("a chain has at most one poll step")
-    if chain[-1].kind == "side":
-        raise ValueError("the chain's last step holds the job: it cannot be a side stamp")
+        step_kind(st.kind).check_in_chain(chain, i, seen)
+    for name, kind in step_kinds().items():
+        if kind.once and sum(st.kind == name for st in chain) > 1:
+            raise ValueError(f"a chain has at most one {name} step")
+    if not step_kind(chain[-1].kind).holds_job:
+        raise ValueError(
+            f"the chain's last step holds the job: it cannot be a {chain[-1].kind} stamp"
+        )
 
 
 def durations(m: ChainModel) -> list[tuple[str, Duration]]:
