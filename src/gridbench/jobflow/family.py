@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -79,7 +80,13 @@ class JobFlow:
 
         validate_metrics(metrics, str(run.metrics_file))
 
-        return build_report(metrics, load_series(run.path), **report_inputs(run))
+        report = build_report(metrics, load_series(run.path), **report_inputs(run))
+        from gridbench.jobflow.report.sampling import run_sampling_sections
+
+        sampled = run_sampling_sections(run.path, run.read_spec()[1])
+        if not sampled:
+            return report
+        return dataclasses.replace(report, sections=(*report.sections, *sampled))
 
     def exit_code(self, metrics: Mapping[str, Any]) -> int:
         """1 when any threshold failed."""

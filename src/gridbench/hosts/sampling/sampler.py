@@ -42,8 +42,6 @@ from gridbench.store.records import append_record
 log = logging.getLogger(__name__)
 
 SAMPLES_DIR = "samples"
-#: the host name that means the controller itself (when the inventory has no such host)
-LOCAL = "local"
 #: how long a probe started over SSH lives at most (it is stopped with the run anyway)
 PROBE_LIFETIME_S = 7 * 24 * 3600.0
 #: a host with no figures for this many intervals (and at least 3 s) is warned about

@@ -15,16 +15,20 @@ is one SpecError with a "did you mean", before anything starts.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from gridbench.errors import SpecError
-from gridbench.hosts.sampling.sampler import LOCAL, HostTarget
 from gridbench.units import PositiveDuration
 
-#: a host's name (the inventory's pattern): also a file name under RUN/samples
-SampledHost = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")]
+if TYPE_CHECKING:
+    from gridbench.hosts.sampling.sampler import HostTarget
+
+#: the host name that means the controller itself (when the inventory has no such host)
+LOCAL = "local"
+#: a host's name (an inventory name fits): also a file name under RUN/samples
+SampledHost = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.-]{1,64}$")]
 
 
 class SampledProcess(BaseModel):
@@ -104,6 +108,8 @@ def host_targets(
     :class:`gridbench.hosts.inventory.Inventory`); ``local`` is the controller unless the
     inventory names a host so. ``offsets``: hosts' known clock offsets (host minus
     controller, seconds)."""
+    from gridbench.hosts.sampling.sampler import HostTarget
+
     offsets = offsets or {}
     out = []
     for i, name in enumerate(spec.hosts):

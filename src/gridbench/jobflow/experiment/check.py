@@ -10,6 +10,7 @@ import os
 import pwd
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from gridbench.errors import GridbenchError, SpecError
 from gridbench.jobflow import loads as load_models
@@ -101,6 +102,19 @@ def check_config(specs: list[ExperimentSpec], *, host: bool = True) -> None:
         check_thresholds(spec, backend)
         if host:
             check_users(spec)
+        check_sampling(spec, host=host)
+
+
+def check_sampling(spec: ExperimentSpec, *, host: bool = True) -> None:
+    """The ``sampling:`` block's hosts, each in its inventory (a typo: one SpecError with a
+    "did you mean"); without ``host`` only when the inventory file is here to read."""
+    if spec.sampling is None:
+        return
+    from gridbench.hosts.sampling.spec import load_targets
+
+    inv = spec.sampling.inventory
+    if host or inv is None or Path(inv).is_file():
+        load_targets(spec.sampling)
 
 
 def check_threshold_points(specs: list[ExperimentSpec]) -> None:

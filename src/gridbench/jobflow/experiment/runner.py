@@ -12,7 +12,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psutil
 
@@ -35,7 +35,24 @@ from gridbench.states import COMPLETE
 from gridbench.store.layout import now_iso, write_json
 from gridbench.store.spawned import mark_run
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from gridbench.hosts.sampling.sampler import Sampler
+
 log = logging.getLogger(__name__)
+
+
+def _sampler(spec: ExperimentSpec) -> Callable[[Path], Sampler] | None:
+    """A maker of the run's :class:`~gridbench.hosts.sampling.sampler.Sampler` from the
+    spec's ``sampling:`` block (its hosts looked up now), or None without one."""
+    if spec.sampling is None:
+        return None
+    from gridbench.hosts.sampling.sampler import SAMPLES_DIR, Sampler
+    from gridbench.hosts.sampling.spec import load_targets  # imported only when sampling
+
+    targets, interval = load_targets(spec.sampling), spec.sampling.interval
+    return lambda run: Sampler(run / SAMPLES_DIR, targets, interval)
 
 
 @dataclass
@@ -146,6 +163,7 @@ class ExperimentRunner:
             if key != backend_key(spec) and key not in others:
                 bspec = point.spec.backend
                 others[key] = create_backend(bspec.type, bspec.options)
+        make_sampler = _sampler(spec)  # a host missing from its inventory: before the run
         run = self.run or self.prepare()
         outcome = ExperimentOutcome(run, "failed", error="interrupted while starting")
         run.update_experiment(status="running", started=now_iso(), runner=runner_identity())
@@ -169,7 +187,11 @@ class ExperimentRunner:
             pools = AgentPools()
         first: int | None = None  # the first trial's recorded start (clock ns)
         last_end = 0  # the previous trial's end (clock ns)
+        sampler: Sampler | None = None
         try:
+            if make_sampler is not None:  # RUN/samples/<host>.jsonl, every trial a phase
+                sampler = make_sampler(run.path)
+                sampler.start()
             opened[backend_key(spec)] = (backend, build_collectors(spec, backend))
             for planned in self.plan.trials:
                 if first is not None:
@@ -238,6 +260,8 @@ class ExperimentRunner:
             outcome.status = "aborted" if self.stop.is_set() else "failed"
             raise
         finally:
+            if sampler is not None:
+                sampler.stop()
             if pools is not None:
                 try:
                     await pools.close()

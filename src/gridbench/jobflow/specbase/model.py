@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from gridbench.hosts.sampling.spec import SamplingSpec
 from gridbench.jobflow.specbase.load import LoadBase, Strict
 from gridbench.jobflow.specbase.units import Rate, parse_rate
 from gridbench.specload import SpecName
@@ -247,6 +248,11 @@ class ExperimentBase(Strict):
     server_processes: list[ServerProcessSpec] = Field(
         default_factory=list,
         description="server processes (by name or pid) whose CPU and RSS are sampled",
+    )
+    sampling: SamplingSpec | None = Field(
+        default=None,
+        description="hosts sampled during the run (CPU, load, memory, disk, network; "
+        "named processes), each trial a phase (docs/hosts.md)",
     )
 
     @model_validator(mode="after")
