@@ -287,7 +287,7 @@ def test_dashboard_compare_and_history_survive_bad_runs(
 
 
 def test_a_linked_saved_preset_is_neither_listed_nor_read(tmp_path: Path) -> None:
-    from gridbench.web.presets import read_saved_preset, saved_dir, saved_presets
+    from gridbench.jobflow.web.presets import read_saved_preset, saved_dir, saved_presets
 
     root = tmp_path / "results"
     presets = saved_dir(root)

@@ -150,7 +150,7 @@ def test_the_login_throttle_ignores_x_forwarded_for(tmp_path: Path) -> None:
 
 
 def test_secret_finder_catches_headers_flags_and_token_values() -> None:
-    from gridbench.web.literal_secrets import find_secrets, redact
+    from gridbench.jobflow.web.literal_secrets import find_secrets, redact
 
     spec = {
         "job": {"command": ["curl", "-H", "Authorization: Bearer abcdef123", "http://h"]},

@@ -369,7 +369,7 @@ def test_short_token_is_refused(tmp_path: Path) -> None:
 
 
 def test_matches_and_secret_finder() -> None:
-    from gridbench.web.literal_secrets import find_secrets
+    from gridbench.jobflow.web.literal_secrets import find_secrets
     from gridbench.web.routes.experiments import matches
     from gridbench.web.security import hash_token, token_matches
 
@@ -610,7 +610,7 @@ def test_literal_secrets_anywhere_are_refused_and_not_echoed(
 
 
 def test_secret_finder_values_and_key_names() -> None:
-    from gridbench.web.literal_secrets import find_secrets, redact
+    from gridbench.jobflow.web.literal_secrets import find_secrets, redact
 
     assert find_secrets({"argv": ["curl", "-u", "bob:S3", "-u", "bob:{password}"]}) == ["argv.2"]
     assert find_secrets({"argv": ["x", "--password=S", "--token", "T", "--token", "$T"]}) == [

@@ -19,7 +19,7 @@ from gridbench.jobflow.backends.base import (
     RuntimeStatsSource,
 )
 from gridbench.jobflow.backends.registry import create_backend
-from gridbench.web.live import HOOKS, MeasuringBackend, measuring
+from gridbench.jobflow.web.live import HOOKS, MeasuringBackend, measuring
 
 PROTOCOLS = (BulkSubmitter, RuntimeStatsSource, RuntimeInfoSource, OrphanStopper, ReportPublisher)
 

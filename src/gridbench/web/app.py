@@ -1,9 +1,10 @@
 """The dashboard's FastAPI application: it builds the app, its shared state and includes
-the routers of each concern (web/routes/) and of each family with pages of its own.
+the routers of each concern (web/routes/) and of each family with pages of its own
+(:class:`~gridbench.family.WebPages`: job flow's /new, presets and agents, the study's).
 
-The same results store and runner as the CLI: pages read RUN directories through the
-store, runs go through :class:`~gridbench.jobflow.experiment.runner.ExperimentRunner`, reports
-through the HTML report's builders. Heavy page work runs in the thread pool (sync
+The same results store and runners as the CLI: pages read RUN directories through the
+store, runs a family's pages start go through the family's runner on the run manager,
+reports through the HTML report's builders. Heavy page work runs in the thread pool (sync
 endpoints) so that the event loop, shared with live runs, stays free for their timing.
 """
 
@@ -19,33 +20,20 @@ from fastapi.staticfiles import StaticFiles
 from starlette.formparsers import MultiPartException
 
 from gridbench import __version__
-from gridbench.family import DEFAULT_KIND, WebPages, families
+from gridbench.family import WebPages, families
 from gridbench.store.catalogue import list_runs
 from gridbench.web.compare_view import warm_samples
 from gridbench.web.dashboard import Dashboard, WebConfig
 from gridbench.web.results import warm
-from gridbench.web.routes import (
-    agents,
-    auth,
-    compare,
-    experiments,
-    metrics,
-    new_run,
-    presets,
-    run_control,
-    start,
-)
+from gridbench.web.routes import auth, compare, experiments, metrics, run_control, start
 from gridbench.web.security import BodyLimit, HeadAsGet, bad_form, make_middleware
 
 __all__ = ["WebConfig", "create_app"]
 
 #: the dashboard's own pages, for runs of every family (analyse is any family's; stop,
-#: abort and the event stream are the run manager's, whatever started the run)
+#: abort and the event stream are the run manager's, whatever started the run); a
+#: family's own pages come through :class:`~gridbench.family.WebPages`
 ROUTERS = (auth, experiments, run_control, start, compare, metrics)
-#: a family's pages that live in the web layer, included when the family is installed:
-#: job flow's start runs on the dashboard's run manager (live runs, SSE), which a family's
-#: own pages (:class:`~gridbench.family.WebPages`, handed a WebContext only) cannot reach
-FAMILY_ROUTERS = {DEFAULT_KIND: (new_run, presets, agents)}
 WARM_RECENT = 20
 WARM_SAMPLES = 5
 
@@ -76,17 +64,13 @@ def create_app(cfg: WebConfig) -> FastAPI:
     app.add_middleware(BodyLimit)  # caps bodies before anything reads them
     app.add_middleware(HeadAsGet)  # outermost: HEAD is GET without the body
     app.mount("/static", StaticFiles(packages=[("gridbench.web", "static")]), name="static")
-    installed = families()
-    for fam in installed:  # a family's own pages (the study's) come first, as before
+    for fam in families():  # a family's own pages (job flow's, the study's) come first
         if isinstance(fam, WebPages):
             pages = fam.web_pages(dash)
             if pages.templates is not None:
                 dash.add_templates(pages.templates)
             for router in pages.routers:
                 app.include_router(router)
-    for fam in installed:
-        for module in FAMILY_ROUTERS.get(fam.name, ()):
-            app.include_router(module.router)
     for module in ROUTERS:
         app.include_router(module.router)
     return app

@@ -8,28 +8,12 @@ from typing import Any
 from fastapi import Request
 from fastapi.responses import JSONResponse
 
-from gridbench.errors import GridbenchError
+from gridbench.family import STRING as STRING  # re-exported: the dashboard's pages use them
+from gridbench.family import body_doc as body_doc
+from gridbench.family import error_dict as error_dict
+from gridbench.family import form_doc as form_doc
 
 MAX_JSON_DEPTH = 32  # nesting of posted JSON (a spec is a few levels deep)
-STRING = {"type": "string"}
-
-
-def body_doc(media_type: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    """The OpenAPI ``requestBody`` of a handler that reads its body itself (the schema
-    documents it, and the schemathesis test fuzzes it)."""
-    schema = {"type": "object", "properties": properties, "required": required}
-    return {"requestBody": {"required": True, "content": {media_type: {"schema": schema}}}}
-
-
-def form_doc(*fields: str, required: list[str]) -> dict[str, Any]:
-    """:func:`body_doc` of a urlencoded form of string fields."""
-    props = {f: STRING for f in fields}
-    return body_doc("application/x-www-form-urlencoded", props, required)
-
-
-def error_dict(exc: GridbenchError) -> dict[str, str]:
-    """An error as the pages and the JSON API show it: what, where, the fix."""
-    return {"message": exc.message, "where": exc.where or "", "fix": exc.fix or ""}
 
 
 def json_depth(obj: Any) -> int:

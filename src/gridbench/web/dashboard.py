@@ -17,16 +17,16 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import Depends, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, JSONResponse
 from jinja2 import BaseLoader, ChoiceLoader, Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 from prometheus_client.registry import CollectorRegistry
 
 from gridbench import __version__
-from gridbench.jobflow.specbase.units import format_rate
 from gridbench.report.html import json_for_script, offline_plotlyjs
 from gridbench.states import state_tone, verdict_tone
 from gridbench.store.layout import RunDir, json_safe
+from gridbench.web.bodies import json_or_422
 from gridbench.web.manager import RunManager
 from gridbench.web.metrics import make_registry
 from gridbench.web.runs import resolve_in_root
@@ -54,7 +54,6 @@ def template_env(loader: ChoiceLoader) -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters["rate"] = lambda v: format_rate(float(v)) if v is not None else "–"
     env.filters["clock"] = lambda t: datetime.fromtimestamp(float(t), UTC).strftime(
         "%Y-%m-%d %H:%M:%S UTC"
     )
@@ -75,7 +74,10 @@ def plotly_bytes() -> tuple[bytes, str]:
 
 class Dashboard:
     """The state every page shares; it is also the :class:`gridbench.family.WebContext`
-    that a family's own pages receive (``root``, ``render``, ``resolve``)."""
+    that a family's own pages receive (``root``, ``render``, ``resolve``, ``error``, the run
+    manager as ``runs``, the checks' slots, ``json_body``)."""
+
+    max_checks = MAX_CHECKS
 
     def __init__(self, cfg: WebConfig) -> None:
         self.cfg = cfg
@@ -96,6 +98,15 @@ class Dashboard:
         if self._checks is None:
             self._checks = asyncio.Semaphore(MAX_CHECKS)
         return self._checks
+
+    @property
+    def runs(self) -> RunManager:
+        """The run manager (:class:`gridbench.family.LiveRuns` to a family's pages)."""
+        return self.manager
+
+    async def json_body(self, request: Request) -> tuple[Any, JSONResponse | None]:
+        """The posted JSON (bounded in depth), or the 422 response saying what is wrong."""
+        return await json_or_422(request)
 
     def add_templates(self, package: str) -> None:
         """Look for templates in ``package``'s ``templates`` folder too (a family's pages)."""

@@ -1,221 +1,40 @@
-"""Live state of a running experiment, fed by the runner's observer, pushed to listeners.
+"""Live state of a run the dashboard's run manager drives, pushed to listeners.
 
-:class:`LiveRun` keeps counters per trial, a bounded history of chart samples (offered
-against achieved submission rate, submit latency, failures, jobs per client-visible
-stage, client CPU), each agent's counters when the load runs on agents (``load.agents`` as a
-block) and recent messages. Every change is pushed at once to each
-subscriber's queue (the server-sent-event streams); nothing polls. Everything here runs
-on the event loop of the server, the same loop as the runner.
+:class:`LiveRun` is the run's :class:`~gridbench.family.LiveSink`: its state, recent
+messages and the family's part of the view (the runner's snapshot: job flow's trials and
+chart samples). Every change is pushed at once to each subscriber's queue (the
+server-sent-event streams); nothing polls. Everything here runs on the event loop of the
+server, the same loop as the runner. It knows no family.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections import Counter, deque
-from collections.abc import Sequence
-from dataclasses import asdict
+from collections import deque
 from typing import Any
 
-import numpy as np
-import psutil
-
-from gridbench.jobflow.backends.base import (
-    Backend,
-    BulkSubmitter,
-    Capabilities,
-    JobRequest,
-    JobStatus,
-    OrphanStopper,
-    ReportPublisher,
-    RuntimeInfoSource,
-    RuntimeStatsSource,
-    SubmitError,
-)
-from gridbench.jobflow.events.chain import StageChain
-from gridbench.jobflow.events.model import Event
-from gridbench.jobflow.run.observer import TrialProgress
-from gridbench.jobflow.spec.plan import Plan
+from gridbench.family import LiveRunner
 from gridbench.states import FINISHED, state_tone
 
-#: Chart samples at most this often (s): rates over shorter windows are mostly noise.
-SAMPLE_PERIOD_S = 0.5
-#: Samples kept per experiment (about half an hour at the sample period).
-MAX_SAMPLES = 3600
 #: Events a slow listener may fall behind before it is sent a fresh snapshot instead.
 QUEUE_SIZE = 1000
 FINAL = FINISHED  # gridbench.states: the one vocabulary
 
 
-class MeasuringBackend:
-    """Wraps a backend to time submit calls and count job states per status sweep.
-
-    The Backend methods are forwarded explicitly; the optional hooks (``isinstance`` against
-    the runtime-checkable protocols of :mod:`gridbench.jobflow.backends.base`, which on Python 3.12+
-    ignore ``__getattr__``) only by the subclass :func:`measuring` builds for the inner
-    backend, so the wrapper has exactly the hooks the wrapped backend has.
-    """
-
-    def __init__(self, inner: Backend) -> None:
-        self._inner = inner
-        self.submit_seconds: list[float] = []
-        self.submit_errors = 0
-        self.submitting = 0
-        self.states: dict[str, int] = {}
-
-    @property
-    def name(self) -> str:
-        return str(self._inner.name)
-
-    def stage_chain(self) -> StageChain:
-        return self._inner.stage_chain()
-
-    def capabilities(self) -> Capabilities:
-        return self._inner.capabilities()
-
-    async def open(self) -> None:
-        await self._inner.open()
-
-    async def close(self) -> None:
-        await self._inner.close()
-
-    async def submit(self, job: JobRequest) -> str:
-        self.submitting += 1
-        t0 = time.perf_counter()
-        try:
-            return await self._inner.submit(job)
-        except BaseException:
-            self.submit_errors += 1
-            raise
-        finally:
-            self.submitting -= 1
-            self.submit_seconds.append(time.perf_counter() - t0)
-
-    async def status(self, ids: Sequence[str]) -> dict[str, JobStatus]:
-        res = await self._inner.status(ids)
-        self.states = dict(Counter(st.state.value for st in res.values()))
-        return res
-
-    async def cancel(self, ids: Sequence[str]) -> None:
-        await self._inner.cancel(ids)
-
-    async def fetch_output(self, backend_id: str) -> bytes:
-        return await self._inner.fetch_output(backend_id)
-
-    async def server_events(self) -> list[Event]:
-        return await self._inner.server_events()
-
-    async def queue_length(self) -> int | None:
-        return await self._inner.queue_length()
-
-    def take_latencies(self) -> list[float]:
-        out, self.submit_seconds = self.submit_seconds, []
-        return out
-
-
-# One forwarding mixin per optional hook; the inner backend is checked for each protocol.
-class _Bulk(MeasuringBackend):
-    async def submit_bulk(self, jobs: Sequence[JobRequest]) -> list[str | SubmitError]:
-        assert isinstance(self._inner, BulkSubmitter)
-        return await self._inner.submit_bulk(jobs)
-
-
-class _Stats(MeasuringBackend):
-    def runtime_stats(self) -> dict[str, Any]:
-        assert isinstance(self._inner, RuntimeStatsSource)
-        return self._inner.runtime_stats()
-
-
-class _Info(MeasuringBackend):
-    def runtime_info(self) -> dict[str, Any]:
-        assert isinstance(self._inner, RuntimeInfoSource)
-        return self._inner.runtime_info()
-
-
-class _Orphans(MeasuringBackend):
-    def stop_orphans(self, pids: Sequence[int]) -> list[int]:
-        assert isinstance(self._inner, OrphanStopper)
-        return self._inner.stop_orphans(pids)
-
-
-class _Reports(MeasuringBackend):
-    def report_sources(self) -> list[tuple[str, str]]:
-        assert isinstance(self._inner, ReportPublisher)
-        return self._inner.report_sources()
-
-
-#: Each optional hook protocol and the mixin that forwards it.
-HOOKS: tuple[tuple[type, type[MeasuringBackend]], ...] = (
-    (BulkSubmitter, _Bulk),
-    (RuntimeStatsSource, _Stats),
-    (RuntimeInfoSource, _Info),
-    (OrphanStopper, _Orphans),
-    (ReportPublisher, _Reports),
-)
-_CLASSES: dict[tuple[type[MeasuringBackend], ...], type[MeasuringBackend]] = {}
-
-
-def measuring(inner: Backend) -> MeasuringBackend:
-    """``inner`` wrapped in a :class:`MeasuringBackend` with exactly its optional hooks."""
-    mixins = tuple(m for proto, m in HOOKS if isinstance(inner, proto))
-    cls = _CLASSES.get(mixins)
-    if cls is None:
-        name = "Measuring" + "".join(m.__name__.strip("_") for m in mixins)
-        cls = _CLASSES[mixins] = (
-            type(name, (*mixins, MeasuringBackend), {}) if mixins else MeasuringBackend
-        )
-    return cls(inner)
-
-
-def _trial_rows(plan: Plan) -> list[dict[str, Any]]:
-    rows = []
-    for t in plan.trials:
-        p = plan.points[t.point_index]
-        rows.append(
-            {
-                "trial_id": t.trial_id,
-                "point": ", ".join(f"{k}={v}" for k, v in p.values.items()) or "-",
-                "offered_rate_per_s": p.peak_rate_per_s,
-                "planned": p.jobs_per_trial,
-                "status": "pending",
-                "submitted": 0,
-                "acknowledged": 0,
-                "completed": 0,
-                "failed": 0,
-                "dropped": 0,
-                "late": 0,
-                "in_flight": 0,
-                "phase": "pending",
-                "started": None,
-                "ended": None,
-            }
-        )
-    return rows
-
-
 class LiveRun:
-    """One experiment's live view; also the runner's Observer."""
+    """One run's live view; also the sink its runner publishes to."""
 
-    def __init__(self, run_id: str, name: str, plan: Plan, backend: MeasuringBackend) -> None:
-        self.run_id = run_id
-        self.name = name
-        self.backend_type = plan.spec.backend.type
+    def __init__(self, runner: LiveRunner) -> None:
+        self.runner = runner
+        self.run_id = runner.run.id
+        self.name = runner.name
         self.status = "queued"
         self.error: str | None = None
         self.created = time.time()
-        self.started: float | None = None
-        self.trials = _trial_rows(plan)
-        self._index = {r["trial_id"]: i for i, r in enumerate(self.trials)}
-        self.current: str | None = None
-        self.samples: deque[dict[str, Any]] = deque(maxlen=MAX_SAMPLES)
         self.messages: deque[str] = deque(maxlen=200)
-        self.backend = backend
         self.stop_after_trial = False
         self._subs: set[asyncio.Queue[tuple[str, Any]]] = set()
-        self._last: tuple[float, int, int, int, int] | None = None
-        self._proc = psutil.Process()
-        self._proc.cpu_percent(None)  # the first call only starts the measurement
-        self.on_trial_finished: list[Any] = []
 
     # -- listeners ---------------------------------------------------------------------
     def subscribe(self) -> asyncio.Queue[tuple[str, Any]]:
@@ -241,24 +60,24 @@ class LiveRun:
                 q.put_nowait(("snapshot", self.snapshot()))
 
     def snapshot(self) -> dict[str, Any]:
-        """Everything a page needs to draw the live view from scratch."""
-        done = sum(1 for t in self.trials if t["status"] not in ("pending", "running"))
+        """Everything a page needs to draw the live view from scratch: the family's part
+        (the runner's snapshot) and the run's state and messages."""
         return {
+            **self.runner.snapshot(),
             "id": self.run_id,
             "name": self.name,
-            "backend": self.backend_type,
             "status": self.status,
             "error": self.error,
-            "trials_done": done,
-            "trials_total": len(self.trials),
-            "current": self.current,
-            "trials": self.trials,
-            "samples": list(self.samples),
             "messages": list(self.messages),
             "stop_after_trial": self.stop_after_trial,
-            "started": self.started,
             "now": time.time(),
         }
+
+    def rows(self, key: str) -> list[dict[str, Any]]:
+        """A list of rows of the family's part of the view (``trials``, ``samples``), for
+        /metrics; empty when the family has none."""
+        found = self.runner.snapshot().get(key)
+        return [r for r in found if isinstance(r, dict)] if isinstance(found, list) else []
 
     def set_status(self, status: str, error: str | None = None) -> None:
         self.status = status
@@ -270,79 +89,6 @@ class LiveRun:
     def final(self) -> bool:
         return self.status in FINAL
 
-    # -- Observer ----------------------------------------------------------------------
-    def experiment_started(self, run_dir: str, total_trials: int) -> None:
-        self.started = time.time()
-        self.set_status("running")
-
-    def trial_started(self, progress: TrialProgress) -> None:
-        self.current = progress.trial_id
-        self._last = None
-        row = self._update(progress, "running")
-        row["started"] = time.time()
-        self.publish("trial", row)
-
-    def trial_progress(self, progress: TrialProgress) -> None:
-        row = self._update(progress, "running")
-        self.publish("progress", row)
-        self._sample(progress)
-
-    def trial_finished(self, progress: TrialProgress) -> None:
-        row = self._update(progress, progress.phase)
-        row["ended"] = time.time()
-        self.publish("trial", row)
-        for hook in self.on_trial_finished:
-            hook(progress)
-
     def message(self, text: str) -> None:
         self.messages.append(text)
         self.publish("message", text)
-
-    # -- internals -----------------------------------------------------------------------
-    def _update(self, p: TrialProgress, status: str) -> dict[str, Any]:
-        i = self._index.get(p.trial_id)
-        if i is None:
-            return {}
-        row = self.trials[i]
-        counters = asdict(p)
-        extra = counters.pop("extra", None) or {}
-        counters.pop("trial_id", None)
-        row.update(counters)
-        if "agents" in extra:  # agents on Dask (run.agent_live.merge_live): each one's counters
-            row["agents"] = extra["agents"]
-            row["submit_latency_ms"] = extra.get("submit_latency_ms")
-        row["status"] = status
-        return row
-
-    def _sample(self, p: TrialProgress) -> None:
-        now = time.monotonic()
-        cur = (now, p.submitted + p.dropped, p.acknowledged, p.completed, p.failed)
-        if self._last is None:
-            self._last = cur
-            return
-        dt = now - self._last[0]
-        if dt < SAMPLE_PERIOD_S:
-            return
-        lat = np.asarray(self.backend.take_latencies(), dtype=float)
-        states = self.backend.states
-        sample = {
-            "t": round(time.time(), 3),
-            "trial": p.trial_id,
-            "offered_per_s": (cur[1] - self._last[1]) / dt,
-            "achieved_per_s": (cur[2] - self._last[2]) / dt,
-            "completed_per_s": (cur[3] - self._last[3]) / dt,
-            "failures_per_s": (cur[4] - self._last[4]) / dt,
-            "failed_total": p.failed,
-            "submit_mean_s": float(lat.mean()) if lat.size else None,
-            "submit_p95_s": float(np.percentile(lat, 95)) if lat.size else None,
-            "submit_max_s": float(lat.max()) if lat.size else None,
-            "submitting": self.backend.submitting,
-            "queued": states.get("queued", 0),
-            "running": states.get("running", 0),
-            "in_flight": p.in_flight,
-            "completed_total": p.completed,
-            "client_cpu_percent": self._proc.cpu_percent(None),
-        }
-        self._last = cur
-        self.samples.append(sample)
-        self.publish("sample", sample)

@@ -1,10 +1,11 @@
 """Runs several experiments at once in the server's event loop, each its own asyncio task.
 
-Each experiment has its own ExperimentRunner, backend and safety caps (its spec's);
-``max_running`` of them run at a time and the rest queue. ``abort`` is the CLI's first
-Ctrl-C (stop submitting, cancel outstanding jobs, finalise the record); a second abort is
-its second Ctrl-C (cancel the task). ``stop`` lets the running trial finish and starts
-no more. Finished runs are analysed and reported exactly as by ``gridbench run``.
+A family's pages hand the manager a :class:`~gridbench.family.LiveRunner` (job flow's: its
+own runner, backend and safety caps); ``max_running`` of them run at a time and the rest
+queue. ``abort`` calls the runner's abort hook, the CLI's first Ctrl-C (stop submitting,
+cancel outstanding work, finalise the record); a second abort is its second Ctrl-C (cancel
+the task). ``stop`` lets the running part (a trial) finish and starts no more. Finished
+runs are analysed and reported exactly as by the CLI. It knows no family.
 """
 
 from __future__ import annotations
@@ -14,17 +15,14 @@ import contextlib
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from gridbench.errors import GridbenchError
-from gridbench.jobflow.backends.base import Backend
-from gridbench.jobflow.backends.registry import create_backend
-from gridbench.jobflow.experiment.runner import ExperimentRunner
-from gridbench.jobflow.run.observer import TrialProgress
-from gridbench.jobflow.spec.plan import Plan
+from gridbench.family import LiveRunner
+from gridbench.family import QueueFull as QueueFull  # re-exported: the pages catch it
 from gridbench.pipeline import analyze_and_report
 from gridbench.store.layout import now_iso
-from gridbench.web.live import LiveRun, measuring
+from gridbench.web.live import LiveRun
 from gridbench.web.results import warm
 
 log = logging.getLogger(__name__)
@@ -34,13 +32,9 @@ log = logging.getLogger(__name__)
 KEEP_FINISHED = 50
 
 
-class QueueFull(GridbenchError):
-    """More experiments are queued than the server accepts."""
-
-
 @dataclass
 class ManagedRun:
-    runner: ExperimentRunner
+    runner: LiveRunner
     live: LiveRun
     task: asyncio.Task[None] | None = None
     aborts: int = 0
@@ -62,8 +56,8 @@ class RunManager:
             self._slots = asyncio.Semaphore(self.max_running)
         return self._slots
 
-    def start(self, plan: Plan, data: dict[str, Any]) -> ManagedRun:
-        """Create the results directory now (so the run has an id) and queue the run."""
+    def start(self, runner: LiveRunner) -> str:
+        """Queue ``runner`` (its results folder exists: the run has an id); its id."""
         queued = sum(1 for m in self.runs.values() if m.live.status == "queued")
         if queued >= self.max_queued:
             raise QueueFull(
@@ -72,21 +66,18 @@ class RunManager:
                 fix="wait for queued runs to start, abort some, or restart the server with "
                 "a larger --max-queued",
             )
-        spec = plan.spec
-        inner = create_backend(spec.backend.type, spec.backend.options)  # bad options: now
-        backend = measuring(inner)
-        runner = ExperimentRunner(plan, data, self.root, backend=cast(Backend, backend))
-        run = runner.prepare()
-        live = LiveRun(run.id, spec.name, plan, backend)
-        runner.observer = live
-        managed = ManagedRun(runner, live, path=run.path)
-        live.on_trial_finished.append(lambda p: self._after_trial(managed, p))
+        live = LiveRun(runner)
+        managed = ManagedRun(runner, live, path=runner.run.path)
         self._prune()
-        self.runs[run.id] = managed
+        self.runs[live.run_id] = managed
         managed.task = asyncio.get_running_loop().create_task(
-            self._run(managed), name=f"gridbench-run-{run.id}"
+            self._run(managed), name=f"gridbench-run-{live.run_id}"
         )
-        return managed
+        return live.run_id
+
+    def running(self) -> list[dict[str, Any]]:
+        """The live views of the runs not finished yet."""
+        return [m.live.snapshot() for m in self.runs.values() if not m.live.final]
 
     def _prune(self) -> None:
         """Forget the oldest finished runs beyond KEEP_FINISHED (dicts keep insertion order)."""
@@ -113,6 +104,7 @@ class RunManager:
         m.live.message("stop requested: the running trial finishes, no further trials start")
         if m.live.status == "queued":
             return self.abort(run_id)
+        m.runner.finish_current()
         return True
 
     def abort(self, run_id: str) -> bool:
@@ -123,8 +115,7 @@ class RunManager:
         m.aborts += 1
         if m.live.status == "queued":  # nothing submitted yet: done at once
             m.runner.abort()
-            if m.runner.run is not None:
-                m.runner.run.update_experiment(status="aborted", ended=now_iso())
+            m.runner.run.update_experiment(status="aborted", ended=now_iso())
             m.live.message("aborted while queued: nothing was submitted")
             m.live.set_status("aborted")
             if m.task is not None:
@@ -142,19 +133,15 @@ class RunManager:
             m.task.cancel()
         return True
 
-    def _after_trial(self, m: ManagedRun, progress: TrialProgress) -> None:
-        if m.live.stop_after_trial and progress.phase == "complete":
-            m.runner.abort()  # checked before the next trial starts: none will
-
     async def _run(self, m: ManagedRun) -> None:
         live, runner = m.live, m.runner
         try:
             async with self._sem():
-                if runner.stop.is_set():  # aborted while queued: nothing was submitted
+                if m.aborts:  # aborted while queued: nothing was submitted
                     return
                 live.set_status("starting")
                 try:
-                    outcome = await runner.execute()
+                    outcome = await runner.execute(live)
                 except GridbenchError as exc:
                     live.set_status("failed", exc.message)
                     return
@@ -165,7 +152,7 @@ class RunManager:
                     log.exception("run %s failed", live.run_id)
                     live.set_status("failed", f"{type(exc).__name__}: {exc}")
                     return
-            if outcome.trials:
+            if outcome.recorded:
                 live.set_status("analysing")
                 try:
                     await asyncio.to_thread(analyse, m.path, self.root)
@@ -176,7 +163,7 @@ class RunManager:
                     live.message(f"analysis failed: {type(exc).__name__}: {exc}")
             live.set_status(outcome.status, outcome.error)
         except asyncio.CancelledError:
-            if live.status != "aborted" or runner.run is None:
+            if live.status != "aborted":
                 raise
             # aborted while queued (abort() recorded it) or forced: the task ends here
         finally:

@@ -58,7 +58,7 @@ class LiveCollector(Collector):
         )
         for r in runs:
             state.add_metric([r.run_id, r.name, r.status], 0.0 if r.final else 1.0)
-            for t in r.trials:
+            for t in r.rows("trials"):
                 if t["status"] == "pending":
                     continue
                 lab = [r.run_id, r.name, str(t["trial_id"])]
@@ -67,8 +67,9 @@ class LiveCollector(Collector):
                 in_flight.add_metric(lab, float(t.get("in_flight") or 0))
                 if t.get("planned") is not None:
                     planned.add_metric(lab, float(t["planned"]))
-            if r.samples and not r.final:
-                s = r.samples[-1]
+            samples = r.rows("samples")
+            if samples and not r.final:
+                s = samples[-1]
                 offered.add_metric([r.run_id, r.name], float(s["offered_per_s"]))
                 achieved.add_metric([r.run_id, r.name], float(s["achieved_per_s"]))
                 if s["submit_mean_s"] is not None:

@@ -1,6 +1,7 @@
 """Runs of other families started from a spec on ``/start``: each family's own runner
 (as its ``run`` command drives it) in a worker thread, then analysed and reported as the
-CLI does. Unlike job flow's runs (web/manager.py) they have no live view and no stop
+CLI does. Unlike the live runs a family's pages hand the run manager (web/manager.py:
+job flow's) they have no live view and no stop
 button: the families' runners cannot be interrupted from another thread, so a run goes to
 its end, and a server shutting down waits for it."""
 

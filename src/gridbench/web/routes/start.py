@@ -10,15 +10,21 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from gridbench.errors import GridbenchError
+from gridbench.errors import GridbenchError, SpecError
 from gridbench.family import StartsFromSpec, families
+from gridbench.specload import MAX_SPEC_BYTES
 from gridbench.web.bodies import error_dict, form_doc
 from gridbench.web.dashboard import Dash, Dashboard
 from gridbench.web.manager import QueueFull
-from gridbench.web.spec_text import check_size
 
 log = logging.getLogger(__name__)
 router = APIRouter()
+
+
+def check_size(text: str) -> None:
+    """SpecError when the text is over the spec size limit."""
+    if len(text.encode("utf-8")) > MAX_SPEC_BYTES:
+        raise SpecError("the spec is larger than 1 MiB", where="spec", fix="a spec is short")
 
 
 def startable() -> dict[str, StartsFromSpec]:

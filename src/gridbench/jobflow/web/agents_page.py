@@ -11,8 +11,8 @@ from gridbench.errors import SpecError
 from gridbench.jobflow.experiment.agent_check import STEP_NAMES, AgentCheck
 from gridbench.jobflow.spec.load import load_spec_text
 from gridbench.jobflow.spec.model import ExperimentSpec
+from gridbench.jobflow.web import presets as presets_mod
 from gridbench.specload import dump_yaml
-from gridbench.web import presets as presets_mod
 
 CHECK_JOB_TIMEOUT_S = 20.0  # the tiny job each agent submits
 

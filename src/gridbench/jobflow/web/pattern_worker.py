@@ -2,7 +2,7 @@
 
 A user's regex can backtrack catastrophically (``^(a+)+$`` on ``aaaa…!``); in the server's
 process that would hold the GIL and stall the event loop that times live runs. Here it
-runs in ``python -m gridbench.web.pattern_worker`` under a timeout instead: the request
+runs in ``python -m gridbench.jobflow.web.pattern_worker`` under a timeout instead: the request
 is one JSON document on stdin, the answer one on stdout.
 """
 

@@ -3,7 +3,7 @@
 A saved preset is a backend section (``type`` and ``options``) with a description, and
 optionally the agents that load it (``agents:``, as ``load.agents`` takes a block), kept
 as ``<results root>/.presets/<name>.yaml``. Secrets are never stored: a preset holding a
-literal one is refused (web/literal_secrets.py).
+literal one is refused (jobflow/web/literal_secrets.py).
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ from gridbench.jobflow.backends.registry import create_backend
 from gridbench.jobflow.reference.presets import PRESET_NOTES as REFERENCE_NOTES
 from gridbench.jobflow.reference.presets import PRESETS as REFERENCE_PRESETS
 from gridbench.jobflow.spec.load import load_spec_text
+from gridbench.jobflow.web.literal_secrets import refuse_secrets
 from gridbench.presets import shipped_yaml
 from gridbench.specload import dump_yaml, parse_yaml, plain_data
 from gridbench.store.layout import write_text_atomic
 from gridbench.store.safe_open import CAPS, read_store_text
-from gridbench.web.literal_secrets import refuse_secrets
 
 PRESET_DIR = ".presets"
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -276,7 +276,7 @@ def try_pattern(backend: dict[str, Any], op: str, sample: str) -> list[tuple[str
     request = json.dumps({"backend": backend, "op": op, "sample": sample})
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "gridbench.web.pattern_worker"],
+            [sys.executable, "-m", "gridbench.jobflow.web.pattern_worker"],
             input=request, capture_output=True, text=True, timeout=TRY_TIMEOUT_S, check=False,
         )  # fmt: skip
     except subprocess.TimeoutExpired:  # run() kills the child

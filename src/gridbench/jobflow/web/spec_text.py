@@ -9,15 +9,15 @@ from typing import Any
 from ruamel.yaml import YAML
 
 from gridbench.errors import GridbenchError, SpecError
+from gridbench.family import error_dict
 from gridbench.jobflow.experiment.check import check_config
 from gridbench.jobflow.spec.load import load_spec_text
 from gridbench.jobflow.spec.model import ExperimentSpec
 from gridbench.jobflow.spec.plan import Plan, make_plan
 from gridbench.jobflow.specbase.units import format_rate
+from gridbench.jobflow.web.literal_secrets import redact, refuse_secrets
 from gridbench.specload import MAX_SPEC_BYTES, parse_yaml, plain_data
 from gridbench.store.layout import json_safe
-from gridbench.web.bodies import error_dict
-from gridbench.web.literal_secrets import redact, refuse_secrets
 
 NEW_SPEC = """\
 name: my-experiment
