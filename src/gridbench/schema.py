@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
 from difflib import get_close_matches
 from pathlib import Path
 from types import UnionType
-from typing import TYPE_CHECKING, Annotated, Any, Union, get_args, get_origin
+from typing import Annotated, Any, Union, get_args, get_origin
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, PlainValidator, ValidationError
@@ -23,8 +24,14 @@ from pydantic_core import PydanticCustomError
 
 from gridbench.errors import ResultsError
 
-if TYPE_CHECKING:
-    from gridbench.family import ValidityRule
+
+@dataclass(frozen=True, slots=True)
+class ValidityRule:
+    """A rule a family applies before it trusts a figure (shown in reports and docs; a
+    family's ``validity_rules``, also importable from :mod:`gridbench.family`)."""
+
+    name: str
+    description: str
 
 
 def _number(v: Any) -> float | None:

@@ -26,7 +26,9 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq, TaggedScalar
 from ruamel.yaml.error import YAMLError
 
 from gridbench.errors import SpecError
+from gridbench.family import OwnsSpecs, command_of, family_of_spec
 from gridbench.spechints import did_you_mean
+from gridbench.yamltext import dump_yaml as dump_yaml  # re-exported: specs' callers use it
 
 MAX_SPEC_BYTES = 1024 * 1024
 
@@ -455,14 +457,6 @@ def parse_with_overrides(
     return root, data, overridden
 
 
-def dump_yaml(data: Any) -> str:
-    buf = io.StringIO()
-    y = YAML(typ="safe", pure=True)
-    y.default_flow_style = False
-    y.dump(data, buf)
-    return buf.getvalue()
-
-
 def own_kind(data: Any, kind: str, origin: str) -> Any:
     """``data`` without its ``kind:`` when that names this family (``kind``); a SpecError
     naming the family and its command when it names another."""
@@ -481,9 +475,6 @@ def own_kind(data: Any, kind: str, origin: str) -> Any:
 def other_family(data: Any, kind: str, what: str, origin: str) -> SpecError | None:
     """The one error for a spec of another family handed to this one's command (instead
     of this family's complaints about every key it does not know), or None."""
-    # imported here: the registry loads every family, and only a refused spec needs it
-    from gridbench.family import OwnsSpecs, command_of, family_of_spec
-
     fam = family_of_spec(data)
     if fam is None or fam.name == kind or not isinstance(fam, OwnsSpecs):
         return None

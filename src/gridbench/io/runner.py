@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,8 +31,9 @@ from gridbench.io.matrix import CLOSE_NOTE, DATA_FILE, job_options, needs_cache_
 from gridbench.io.model import IoSpec
 from gridbench.io.parse import JobResult, parse_fio_text
 from gridbench.io.plan import steps as plan_of
+from gridbench.io.runner_posix import check_in_depth, run_in_depth
 from gridbench.io.safety import (
-    PreparedTarget,
+    TargetState,
     check_free_space,
     check_target,
     cleanup,
@@ -48,14 +48,6 @@ Progress = Callable[[str], None]
 
 if TYPE_CHECKING:
     from gridbench.io.resilience import Servers
-
-
-@dataclass
-class TargetState:
-    prepared: PreparedTarget
-    mode: cache.CacheMode
-    peer: str | None
-    notes: list[str] = field(default_factory=list)
 
 
 #: fio's default time limit: this floor rate for the data a run moves, plus a fixed allowance.
@@ -185,8 +177,6 @@ class IoRunner:
         """Check every target before anything is written, then create the results
         directory and the targets' work directories."""
         spec = self.spec
-        from gridbench.io.runner_posix import check_in_depth
-
         check_in_depth(self)
         checked = []
         for t in spec.targets:
@@ -467,8 +457,6 @@ class IoRunner:
                         append_record(
                             run.path / "consistency.jsonl", {"target": s.prepared.name, **res}
                         )
-            from gridbench.io.runner_posix import run_in_depth
-
             run_in_depth(self)  # conformance, trace replay, identities
             if self.spec.http is not None:
                 from gridbench.io.http import run_http

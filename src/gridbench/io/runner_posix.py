@@ -14,8 +14,9 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from gridbench.errors import BackendError
 from gridbench.io.conformance import (
@@ -26,11 +27,31 @@ from gridbench.io.conformance import (
     run_pjdfstest,
 )
 from gridbench.io.fio import FioJob
+from gridbench.io.model import IoSpec
+from gridbench.io.parse import JobResult
+from gridbench.io.safety import TargetState
 from gridbench.io.trace import TraceInfo, check_trace
+from gridbench.store.layout import RunDir
 from gridbench.store.records import append_record
 
-if TYPE_CHECKING:
-    from gridbench.io.runner import IoRunner, TargetState
+
+class InDepthRunner(Protocol):
+    """What the in-depth phases use of the run's runner (:class:`gridbench.io.runner.IoRunner`,
+    which calls them): its spec, results folder, targets, progress line and fio."""
+
+    @property
+    def spec(self) -> IoSpec: ...
+    @property
+    def run(self) -> RunDir | None: ...
+    @property
+    def targets(self) -> list[TargetState]: ...
+    @property
+    def progress(self) -> Callable[[str], None]: ...
+
+    def run_jobs(self, label: str, jobs: list[FioJob], bytes_moved: int) -> list[JobResult]:
+        """One fio run, its job file and raw output kept in raw/."""
+        ...
+
 
 REPLAY_FILE = "gridbench-replay.dat"
 RECORD_FILE = "gridbench-record.dat"
@@ -51,7 +72,7 @@ def searchable_note(workdir: Path) -> str | None:
     return None
 
 
-def check_in_depth(runner: IoRunner) -> None:
+def check_in_depth(runner: InDepthRunner) -> None:
     """Spec problems only the machine can show, before anything runs: unknown users, a
     missing pjdfstest, a given trace that is not a trace."""
     spec = runner.spec
@@ -72,7 +93,7 @@ def check_in_depth(runner: IoRunner) -> None:
         check_users(spec.identities.users)
 
 
-def conformance(runner: IoRunner, s: TargetState) -> None:
+def conformance(runner: InDepthRunner, s: TargetState) -> None:
     """pjdfstest in a fresh directory of the target; one record per case."""
     assert runner.run is not None
     spec = runner.spec.conformance
@@ -109,7 +130,7 @@ def conformance(runner: IoRunner, s: TargetState) -> None:
     shutil.rmtree(d, ignore_errors=True)
 
 
-def record_trace(runner: IoRunner, s: TargetState) -> TraceInfo:
+def record_trace(runner: InDepthRunner, s: TargetState) -> TraceInfo:
     """Record the replay's trace from the spec's fio workload on target ``s``."""
     assert runner.run is not None
     r = runner.spec.replay
@@ -129,7 +150,7 @@ def record_trace(runner: IoRunner, s: TargetState) -> TraceInfo:
     return check_trace(log)
 
 
-def replay(runner: IoRunner, trace: TraceInfo, s: TargetState, rep: int) -> None:
+def replay(runner: InDepthRunner, trace: TraceInfo, s: TargetState, rep: int) -> None:
     """The trace replayed on ``s`` for every (sync, streams) of the spec: all streams
     replay the same trace onto one shared file, as fast as fio can (no stalls)."""
     assert runner.run is not None
@@ -180,7 +201,7 @@ def replay(runner: IoRunner, trace: TraceInfo, s: TargetState, rep: int) -> None
     (wd / REPLAY_FILE).unlink(missing_ok=True)
 
 
-def run_in_depth(runner: IoRunner) -> None:
+def run_in_depth(runner: InDepthRunner) -> None:
     """Every enabled in-depth phase, after the matrices: conformance per target, the
     trace (recorded on the baseline, else the first target) replayed per repetition and
     target, then the identity checks."""

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from gridbench.errors import GridbenchError
+from gridbench.io import cache
 from gridbench.io.model import IoSpec
 from gridbench.units import format_size
 
@@ -26,6 +27,17 @@ class PreparedTarget:
     name: str
     root: Path
     workdir: Path
+
+
+@dataclass
+class TargetState:
+    """A prepared target as a run uses it: the cache mode it got, its peer path and the
+    notes its phases add."""
+
+    prepared: PreparedTarget
+    mode: cache.CacheMode
+    peer: str | None
+    notes: list[str] = field(default_factory=list)
 
 
 def check_target(name: str, path: str, *, force: bool) -> Path:

@@ -31,6 +31,7 @@ from gridbench.jobflow.reference import reports as rp
 from gridbench.jobflow.reference.config import GridConfig, LinkConfig
 from gridbench.jobflow.reference.dist import make_sampler
 from gridbench.jobflow.reference.staging import STAGE_IN, STAGE_OUT, JobData, Link, Stamps
+from gridbench.jobflow.reference.updates import update_manager
 
 log = logging.getLogger("gridbench.jobflow.reference")
 
@@ -165,8 +166,6 @@ class Grid:
     # -- lifecycle --------------------------------------------------------------------
     async def start(self) -> None:
         """Start the tier workers, the UpdateManager and report rotation."""
-        from gridbench.jobflow.reference.updates import update_manager
-
         self._loop = asyncio.get_running_loop()
         spawn = self._loop.create_task
         for i in range(self.config.ce.concurrency):

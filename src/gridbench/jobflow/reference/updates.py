@@ -13,15 +13,40 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from typing import Protocol, TypeVar
 
-if TYPE_CHECKING:
-    from gridbench.jobflow.reference.sim import Grid
+from gridbench.jobflow.reference.config import GridConfig
 
 log = logging.getLogger("gridbench.jobflow.reference")
 
+J = TypeVar("J")
 
-async def sequential(grid: Grid, cost_s: float, interval_s: float) -> None:
+
+class JobList(Protocol[J]):
+    """What the UpdateManager uses of the grid (:class:`gridbench.jobflow.reference.sim.Grid`,
+    which starts it): the status-update settings and the CE's job list."""
+
+    @property
+    def config(self) -> GridConfig: ...
+
+    def tracked_snapshot(self) -> list[J]:
+        """The CE's job list, oldest first."""
+        ...
+
+    def tracked_count(self) -> int:
+        """Length of the CE's job list."""
+        ...
+
+    def is_tracked(self, job: J) -> bool:
+        """True while ``job`` is still in the CE's list."""
+        ...
+
+    def ce_observe(self, job: J) -> None:
+        """Apply what one status answer from the bridge says about ``job``."""
+        ...
+
+
+async def sequential(grid: JobList[J], cost_s: float, interval_s: float) -> None:
     """One status call per job in the CE's list, in order, forever."""
     loop = asyncio.get_running_loop()
     while True:
@@ -39,7 +64,7 @@ async def sequential(grid: Grid, cost_s: float, interval_s: float) -> None:
         await asyncio.sleep(interval_s)
 
 
-async def batched(grid: Grid, cost_s: float, interval_s: float) -> None:
+async def batched(grid: JobList[J], cost_s: float, interval_s: float) -> None:
     """One call for all statuses every ``interval_s``."""
     while True:
         await asyncio.sleep(interval_s)
@@ -51,7 +76,7 @@ async def batched(grid: Grid, cost_s: float, interval_s: float) -> None:
             grid.ce_observe(job)
 
 
-async def update_manager(grid: Grid) -> None:
+async def update_manager(grid: JobList[J]) -> None:
     """Run the configured status-update policy of ``grid`` until cancelled."""
     su = grid.config.status_update
     policy = sequential if su.policy == "sequential" else batched
