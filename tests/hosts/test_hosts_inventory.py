@@ -100,3 +100,50 @@ def test_latency_paths_are_read_or_refused() -> None:
     for bad in ("lab-2", "lab-2:x:50ms", ":50ms", "lab-2:0ms"):
         with pytest.raises(GridbenchError, match="--latency"):
             parse_latency(bad)
+
+
+SPEC = """\
+name: agents-on-lab
+backend: {type: noop}
+load:
+  model: open
+  rate: 10/s
+  agents:
+    inventory: INVENTORY
+    hosts: [lab-1, HOST]
+trial: {duration: 5s}
+"""
+
+
+def test_job_flow_agents_name_inventory_hosts(tmp_path: Path) -> None:
+    from gridbench.jobflow.spec.load import load_spec
+
+    inv = tmp_path / "hosts.yaml"
+    inv.write_text(
+        "hosts:\n"
+        "  lab-1: {address: 10.0.0.2, python: /opt/v/bin/python, ssh: {username: root}}\n"
+        "  lab-2: {address: 10.0.0.3, python: /opt/v/bin/python, ssh: {username: root}}\n"
+    )
+    spec_path = tmp_path / "spec.yaml"
+    spec_path.write_text(SPEC.replace("INVENTORY", str(inv)).replace("HOST", "lab2"))
+    with pytest.raises(SpecError) as e:  # at validate, before anything starts
+        load_spec(spec_path)
+    text = str(e.value)
+    assert f"{spec_path}:8: field 'load.agents.hosts.1': no host 'lab2'" in text
+    assert "did you mean 'lab-2'?" in text
+    spec_path.write_text(SPEC.replace("INVENTORY", str(inv)).replace("HOST", "lab-2"))
+    spec, data = load_spec(spec_path)
+    block = spec.load.remote_agents
+    assert block is not None and data["load"]["agents"]["hosts"] == ["lab-1", "lab-2"]
+    got = block.resolved()
+    assert (got.hosts, got.venv, got.ssh_options) == (
+        ["10.0.0.2", "10.0.0.3"],
+        "/opt/v",
+        {"username": "root"},
+    )
+    # the old form, addresses with ssh_options and venv, is unchanged
+    old = SPEC.replace("    inventory: INVENTORY\n", "    venv: /opt/v\n").replace("HOST", "h2")
+    spec_path.write_text(old)
+    spec, _ = load_spec(spec_path)
+    assert spec.load.remote_agents is not None
+    assert spec.load.remote_agents.resolved().hosts == ["lab-1", "h2"]

@@ -175,3 +175,22 @@ def hosts_block(text: str, origin: str) -> Inventory | None:
     block = validate_spec(_HostsBlock, data, root, origin, overridden, words)
     inv = Inventory.model_validate({"hosts": {k: h.model_dump() for k, h in block.hosts.items()}})
     return _named(inv, f"the hosts: block of {origin}")
+
+
+def shared_access(
+    inv: Inventory, names: list[str], where: str
+) -> tuple[list[str], dict[str, Any], str | None]:
+    """The hosts ``names`` (each checked, with a did-you-mean naming ``where[i]``) as
+    (addresses, their ssh options, their python), for tools that reach several hosts with
+    one set of options (job flow's agents on Dask's SSHCluster): hosts that differ in
+    ``ssh`` or ``python`` are a SpecError at ``where``."""
+    hosts = [inv.host(n, f"{where}[{i}]") for i, n in enumerate(names)]
+    kinds = {(repr(sorted(h.ssh.items())), h.python) for h in hosts}
+    if len(kinds) > 1:
+        raise SpecError(
+            f"the hosts {', '.join(names)} differ in ssh: or python: in {inv.origin}, and "
+            "these are reached with one set of options",
+            where=where,
+            fix="give them the same ssh: and python: in the inventory",
+        )
+    return [h.address for h in hosts], dict(hosts[0].ssh), hosts[0].python

@@ -74,7 +74,7 @@ def agents_block(spec: ExperimentSpec) -> AgentsBlock:
             fix="give load.agents as a block (processes, hosts or scheduler; docs/spec.md), "
             "or use 'gridbench check' for the backend alone",
         )
-    return block
+    return block.resolved()  # inventory names -> addresses (docs/hosts.md)
 
 
 async def check_agents(spec: ExperimentSpec, *, job_timeout_s: float = 20.0) -> list[AgentCheck]:

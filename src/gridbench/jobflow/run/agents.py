@@ -90,6 +90,7 @@ async def run_remote_open(
     as ``loop`` says (on the experiment's cluster of agents, :class:`AgentPools`, when the
     runner keeps one; else on one of its own)."""
     assert ctx.trial_dir is not None
+    block = block.resolved()  # inventory names -> addresses (docs/hosts.md)
     run_dir = ctx.trial_dir.parent.parent
     log_dir = run_dir / "agents" if block.processes else None
     pools = ctx.agent_pools or AgentPools()

@@ -12,10 +12,12 @@ from gridbench.errors import SpecError
 from gridbench.jobflow import loads as load_models
 from gridbench.jobflow.spec.model import ExperimentSpec
 from gridbench.specload import (
+    SpecProblem,
     SpecWords,
     other_family,
     own_kind,
     parse_with_overrides,
+    problem_error,
     read_spec_text,
     validate_spec,
 )
@@ -60,12 +62,42 @@ def load_spec(
     """Load, override and validate a spec. Returns the model and the plain data as run."""
     origin = str(path)
     text = read_spec_text(path)
-    return load_spec_text(text, origin, overrides)
+    return load_spec_text(text, origin, overrides, check_hosts=True)
 
 
 def load_spec_text(
-    text: str, origin: str = "<spec>", overrides: list[str] | None = None
+    text: str,
+    origin: str = "<spec>",
+    overrides: list[str] | None = None,
+    *,
+    check_hosts: bool = False,
 ) -> tuple[ExperimentSpec, dict[str, Any]]:
+    """Parse, override and validate spec text; ``check_hosts``: the agents' inventory
+    names too (a spec file given to a command; not a finished run's spec, whose
+    inventory may be gone)."""
     root, data, overridden = parse_with_overrides(text, origin, overrides)
     spec = validate_data(data, root, origin, overridden)
+    if check_hosts:
+        _check_agent_hosts(spec, root, origin, overridden)
     return spec, own_kind(data, KIND, origin)
+
+
+def _check_agent_hosts(
+    spec: ExperimentSpec, root: Any, origin: str, overridden: list[tuple[str, ...]]
+) -> None:
+    """``load.agents.hosts`` named from an inventory: each name is there (else one error
+    at its line, with a did-you-mean), before anything starts (docs/hosts.md)."""
+    block = spec.load.remote_agents
+    if block is None or block.inventory is None or not block.hosts:
+        return
+    from gridbench.hosts.inventory import load_inventory, shared_access
+
+    inv = load_inventory(block.inventory)
+    for i, name in enumerate(block.hosts):
+        if name not in inv.hosts:
+            try:
+                inv.host(name, "load.agents.hosts")
+            except SpecError as exc:
+                problem = SpecProblem(("load", "agents", "hosts", i), exc.message, exc.fix or "")
+                raise problem_error(problem, root, origin, overridden) from None
+    shared_access(inv, list(block.hosts), f"{origin}: load.agents.hosts")

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
+from gridbench.errors import SpecError
 from gridbench.units import Duration
 
 #: The model of a ``load:`` block that names none (here, not in the registry, so that
@@ -41,6 +42,9 @@ class AgentsBlock(Strict):
     #: where agents on hosts/scheduler keep their logs (relative: under their home)
     workdir: str = ".gridbench/agents"
     ssh_options: dict[str, Any] = Field(default_factory=dict)  # asyncssh connect options
+    #: an inventory of hosts (docs/hosts.md): ``hosts`` are then its names, and their
+    #: addresses, ssh options and python come from it (``venv``, ``ssh_options`` override)
+    inventory: str | None = None
 
     @model_validator(mode="after")
     def _one_kind(self) -> AgentsBlock:
@@ -50,10 +54,13 @@ class AgentsBlock(Strict):
                 "agents needs exactly one of processes, hosts or scheduler "
                 "(e.g. agents: {processes: 2})"
             )
-        if self.hosts is not None and not self.venv:
+        if self.hosts is not None and not self.venv and not self.inventory:
             raise ValueError(
-                "agents.hosts needs venv: the path of the venv holding gridbench on every host"
+                "agents.hosts needs venv: the path of the venv holding gridbench on every "
+                "host (or inventory: a hosts file whose hosts name their python)"
             )
+        if self.inventory is not None and self.hosts is None:
+            raise ValueError("agents.inventory names the hosts of agents.hosts: give hosts too")
         if self.scheduler is not None and not self.scheduler.startswith(("tcp://", "tls://")):
             raise ValueError("agents.scheduler is an address like tcp://host:8786")
         bad = [k for k in self.env if not re.fullmatch(r"agent-\d+", k)]
@@ -69,6 +76,35 @@ class AgentsBlock(Strict):
                 f"are {names}"
             )
         return self
+
+    def resolved(self) -> AgentsBlock:
+        """The block with ``hosts`` as addresses: itself, or with an ``inventory`` its
+        hosts' addresses, ssh options (``ssh_options`` given here win) and venv (from
+        their python, ``venv`` given here wins); a SpecError for an unknown name."""
+        if self.inventory is None or not self.hosts:
+            return self
+        from gridbench.hosts.inventory import load_inventory, shared_access
+
+        inv = load_inventory(self.inventory)
+        addresses, ssh, python = shared_access(inv, list(self.hosts), "load.agents.hosts")
+        venv = self.venv
+        if venv is None:
+            if not python or not python.endswith("/bin/python"):
+                raise SpecError(
+                    f"the hosts' python in {self.inventory} is {python or 'not given'}, "
+                    "not a venv's bin/python",
+                    where="load.agents",
+                    fix="give venv: here, or python: VENV/bin/python in the inventory",
+                )
+            venv = python.removesuffix("/bin/python")
+        return self.model_copy(
+            update={
+                "hosts": addresses,
+                "ssh_options": {**ssh, **self.ssh_options},
+                "venv": venv,
+                "inventory": None,
+            }
+        )
 
     @property
     def kind(self) -> str:
