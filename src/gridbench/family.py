@@ -322,6 +322,17 @@ class WebContext(Protocol):
         ...
 
 
+@runtime_checkable
+class RunPages(Protocol):
+    """A family whose runs have pages of their own in the dashboard (a study's admin and
+    observer pages): a run's page links them, and a run of the family that is "running"
+    with no runner is served by those pages (not by a process elsewhere)."""
+
+    def run_pages(self, run_id: str) -> tuple[tuple[str, str], ...]:
+        """(label, path) of each of the run's own pages."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class Pages:
     """A family's own dashboard pages."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import quote
 
 from gridbench.family import (
     CatalogueEntry,
@@ -42,6 +43,15 @@ class Study(ComparableFamily):
         imported only when a dashboard is made."""
         pages: Pages = lazy("gridbench.study.web_pages:pages")(web)
         return pages
+
+    def run_pages(self, run_id: str) -> tuple[tuple[str, str], ...]:
+        """The admin and observer pages of a study run (:class:`~gridbench.family.RunPages`):
+        a study being delivered is "running" without a runner, its pages serve it."""
+        rid = quote(run_id, safe="")
+        return (
+            ("Study admin page", f"/studies/{rid}"),
+            ("Observer page", f"/studies/{rid}/observer"),
+        )
 
     def exit_code(self, metrics: Mapping[str, Any]) -> int:
         """3 when the run failed, 130 when aborted, else 0: a study has no pass mark."""

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from gridbench.errors import GridbenchError, ResultsError
-from gridbench.family import HasRecords, family_of
+from gridbench.family import HasRecords, RunPages, family_of
 from gridbench.store.catalogue import list_runs
 from gridbench.store.layout import RunDir
 from gridbench.store.safe_open import CAPS, read_store_bytes
@@ -58,6 +58,16 @@ def has_records(run: RunDir) -> bool:
     return fam.has_records(run) if isinstance(fam, HasRecords) else True
 
 
+def run_pages(run: RunDir) -> tuple[tuple[str, str], ...]:
+    """The run's own pages in its family (:class:`RunPages`: a study's admin and observer
+    pages), as (label, path)."""
+    try:
+        fam = family_of(run)
+    except GridbenchError:
+        return ()
+    return fam.run_pages(run.id) if isinstance(fam, RunPages) else ()
+
+
 @router.get("/", response_class=HTMLResponse)
 def experiments(request: Request, dash: Dash, q: str = "") -> HTMLResponse:
     runs = [catalogued(r) for r in list_runs(dash.root)]
@@ -91,6 +101,7 @@ def experiment(request: Request, dash: Dash, rid: str) -> HTMLResponse:
     active = live is not None and not live.final
     if live is not None:
         exp["status"] = live.status
+    own_pages = run_pages(run)
     return dash.render(
         request,
         "experiment.html",
@@ -98,12 +109,13 @@ def experiment(request: Request, dash: Dash, rid: str) -> HTMLResponse:
         exp=exp,
         live=live.snapshot() if live is not None else None,
         active=active,
-        # a study being delivered is "running" without a runner: its pages are served here
-        # (and a run started on /start runs here, in a thread)
+        # a study being delivered is "running" without a runner: its family's pages serve
+        # it here (and a run started on /start runs here, in a thread)
         external=not active
         and exp.get("status") in ("running", "created")
-        and exp.get("kind") != "study"
+        and not own_pages
         and not dash.spec_runs.running(run.id),
+        own_pages=own_pages,
         view=view,
         view_error=view_error,
         tables=tables,
