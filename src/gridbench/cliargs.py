@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gridbench.errors import GridbenchError
+from gridbench.errors import EXIT_OK, GridbenchError
 
 if TYPE_CHECKING:
     from gridbench.family import Executes, Ui
@@ -128,6 +129,100 @@ def report_command(args: argparse.Namespace, ui: Ui) -> int:
     from gridbench.store.catalogue import resolve_run
 
     return ui.analyze_and_show(resolve_run(args.run, ui.results_root(args)).path)
+
+
+# -- a family whose runs start from a spec ----------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SpecVerbs:
+    """The actions of a family's command whose runs start from a spec (``gridbench io``,
+    ``gridbench net``): ``validate``, ``plan`` (with ``--json``), ``run`` and ``report``,
+    as data; the help texts of ``validate`` and ``plan`` name the spec (``noun``)."""
+
+    spec: SpecArgs
+    noun: str  # "an io spec"
+    validate: FamilyCommand
+    plan: FamilyCommand
+    run: FamilyCommand
+    run_help: str
+    report_help: str
+
+
+def add_spec_verbs(
+    actions: argparse._SubParsersAction[Any], ui: Ui, verbs: SpecVerbs
+) -> argparse.ArgumentParser:
+    """Add ``verbs``' four actions, in that order; returns the ``run`` action's parser for
+    its own options."""
+    add_action(
+        actions,
+        "validate",
+        verbs.validate,
+        ui,
+        args=ActionArgs(spec=verbs.spec),
+        help=f"check {verbs.noun} and report every problem with its line",
+    )
+    q = add_action(
+        actions,
+        "plan",
+        verbs.plan,
+        ui,
+        args=ActionArgs(spec=verbs.spec),
+        help=f"show the steps {verbs.noun} runs and their estimated duration, without running them",
+    )
+    q.add_argument("--json", action="store_true", help="print the plan as JSON")
+    run = add_action(
+        actions,
+        "run",
+        verbs.run,
+        ui,
+        args=ActionArgs(spec=verbs.spec, results=True),
+        help=verbs.run_help,
+    )
+    add_action(
+        actions,
+        "report",
+        report_command,
+        ui,
+        args=ActionArgs(run=True, results=True),
+        help=verbs.report_help,
+    )
+    return run
+
+
+def print_json(doc: Mapping[str, Any]) -> int:
+    """``plan --json``: the plan document on standard output (never through the console's
+    markup), one space of indent."""
+    print(json.dumps(doc, indent=1))
+    return EXIT_OK
+
+
+@dataclass(frozen=True, slots=True)
+class PlanTable:
+    """A ``plan`` command's steps as a table: ``title`` and ``rows`` are safe for markup
+    already; the ``right`` columns are aligned right; ``summary`` is the line under it."""
+
+    title: str
+    columns: tuple[str, ...]
+    right: frozenset[str]
+    rows: Iterable[tuple[str, ...]]
+    summary: str
+
+
+def show_plan(ui: Ui, plan: PlanTable) -> int:
+    """A ``plan`` command's output: the table of steps, the summary, and that nothing was
+    started."""
+    from rich.table import Table
+
+    table = Table(title=plan.title)
+    for col in plan.columns:
+        table.add_column(col, justify="right" if col in plan.right else "left")
+    for row in plan.rows:
+        table.add_row(*row)
+    ui.console.print(table)
+    ui.console.print(plan.summary)
+    ui.console.print("[dim]dry run: nothing was started[/]")
+    return EXIT_OK
 
 
 # -- a family's run command -----------------------------------------------------------

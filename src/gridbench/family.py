@@ -261,6 +261,9 @@ class LiveRunner(Abortable, Protocol):
 
     run: RunDir
     name: str
+    #: the family's template of its part of the live view (its Pages' templates), drawn
+    #: from :meth:`snapshot` as ``live`` inside the dashboard's frame (state, messages)
+    live_template: str
 
     def snapshot(self) -> dict[str, Any]:
         """The family's part of the live view, from scratch (JSON-safe)."""
@@ -455,6 +458,19 @@ class ComparableFamily(ModuleFamily):
         """The comparable figures (compare, history) of an analysed run."""
         found: list[Figure] = lazy(self.figures_at)(metrics)
         return found
+
+
+class StartsFromSpecAt:
+    """A family's :class:`StartsFromSpec` made of data: ``runner_at`` names its
+    ``runner_for_text(text, root)`` (mixed into a :class:`ModuleFamily`)."""
+
+    runner_at: str
+
+    def runner_for(self, text: str, root: Path) -> Executes:
+        """A run of the spec ``text`` (:class:`~gridbench.family.StartsFromSpec`: the
+        dashboard's /start), validated now, not started."""
+        made: Executes = lazy(self.runner_at)(text, root)
+        return made
 
 
 # -- registry ------------------------------------------------------------------------------

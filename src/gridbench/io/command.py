@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 from typing import Any
 
-from rich.table import Table
-
-from gridbench.cliargs import ActionArgs, add_action, add_spec_args, report_command, run_and_show
+from gridbench.cliargs import (
+    PlanTable,
+    SpecVerbs,
+    add_spec_args,
+    add_spec_verbs,
+    print_json,
+    run_and_show,
+    show_plan,
+)
 from gridbench.errors import EXIT_OK
 from gridbench.family import Ui
 from gridbench.fmt import safe_markup
@@ -53,22 +58,27 @@ def cmd_plan(args: argparse.Namespace, ui: Ui) -> int:
             ],
             "estimated_seconds": round(secs, 1),
         }
-        print(json.dumps(doc, indent=1))
-        return EXIT_OK
-    table = Table(title=f"io plan: {safe_markup(spec.name)}")
-    for col in ("target", "repetition", "step", "seconds"):
-        table.add_column(col, justify="right" if col in ("repetition", "seconds") else "left")
-    for s in plan:
-        rep = str(s.rep + 1) if s.rep is not None else "-"
-        table.add_row(safe_markup(s.target or "-"), rep, safe_markup(s.what), f"{s.seconds:.1f}")
-    ui.console.print(table)
-    ui.console.print(
-        f"{len(plan)} steps; estimated duration about {format_duration(round(secs))} (fio runs "
-        f"at an assumed local-disk rate: a slower target takes longer); data on a target at "
-        f"once up to {format_size(needed_bytes(spec))}"
+        return print_json(doc)
+    return show_plan(
+        ui,
+        PlanTable(
+            title=f"io plan: {safe_markup(spec.name)}",
+            columns=("target", "repetition", "step", "seconds"),
+            right=frozenset({"repetition", "seconds"}),
+            rows=[
+                (
+                    safe_markup(s.target or "-"),
+                    str(s.rep + 1) if s.rep is not None else "-",
+                    safe_markup(s.what),
+                    f"{s.seconds:.1f}",
+                )
+                for s in plan
+            ],
+            summary=f"{len(plan)} steps; estimated duration about {format_duration(round(secs))} "
+            f"(fio runs at an assumed local-disk rate: a slower target takes longer); data on a "
+            f"target at once up to {format_size(needed_bytes(spec))}",
+        ),
     )
-    ui.console.print("[dim]dry run: nothing was started[/]")
-    return EXIT_OK
 
 
 def cmd_run(args: argparse.Namespace, ui: Ui) -> int:
@@ -107,39 +117,19 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
         "conformance (pjdfstest per syscall); replay (fio trace replay); identities",
     )
     isub = p.add_subparsers(dest="io_action", required=True, metavar="ACTION")
-    add_action(
+    q = add_spec_verbs(
         isub,
-        "validate",
-        cmd_validate,
         ui,
-        args=ActionArgs(spec=_spec_args),
-        help="check an io spec and report every problem with its line",
-    )
-    q = add_action(
-        isub,
-        "plan",
-        cmd_plan,
-        ui,
-        args=ActionArgs(spec=_spec_args),
-        help="show the steps an io spec runs and their estimated duration, without running them",
-    )
-    q.add_argument("--json", action="store_true", help="print the plan as JSON")
-    q = add_action(
-        isub,
-        "run",
-        cmd_run,
-        ui,
-        args=ActionArgs(spec=_spec_args, results=True),
-        help="run an io spec against its targets, then report (exit 1 also when a byte "
-        "written in the resilience phase is lost or corrupt; conformance needs "
-        "pjdfstest: scripts/install-pjdfstest; identities need root)",
+        SpecVerbs(
+            spec=_spec_args,
+            noun="an io spec",
+            validate=cmd_validate,
+            plan=cmd_plan,
+            run=cmd_run,
+            run_help="run an io spec against its targets, then report (exit 1 also when a byte "
+            "written in the resilience phase is lost or corrupt; conformance needs "
+            "pjdfstest: scripts/install-pjdfstest; identities need root)",
+            report_help="re-analyse an io results directory and rewrite its reports",
+        ),
     )
     q.add_argument("--force", action="store_true", help="allow targets that already hold data")
-    add_action(
-        isub,
-        "report",
-        report_command,
-        ui,
-        args=ActionArgs(run=True, results=True),
-        help="re-analyse an io results directory and rewrite its reports",
-    )

@@ -4,14 +4,13 @@ speedups against a baseline, consistency checks, analysed into ``gridbench.io/1`
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gridbench.family import (
     CatalogueEntry,
     CleanupOutcome,
     ModuleFamily,
-    lazy,
+    StartsFromSpecAt,
     not_applicable,
     status_exit_code,
     status_verdict,
@@ -19,11 +18,10 @@ from gridbench.family import (
 from gridbench.io.metrics import SCHEMA
 
 if TYPE_CHECKING:
-    from gridbench.family import Executes
     from gridbench.store.layout import RunDir
 
 
-class Storage(ModuleFamily):
+class Storage(StartsFromSpecAt, ModuleFamily):
     """The io family (the ``kind`` of runs made by ``gridbench io run``)."""
 
     name = "io"
@@ -53,12 +51,7 @@ class Storage(ModuleFamily):
     analysis_at = "gridbench.io.metrics:analyze_and_write"
     check_at = "gridbench.io.metrics_schema:validate_metrics"
     report_at = "gridbench.io.report:build_report"
-
-    def runner_for(self, text: str, root: Path) -> Executes:
-        """A run of the spec ``text`` (:class:`~gridbench.family.StartsFromSpec`: the
-        dashboard's /start), validated now, not started."""
-        made: Executes = lazy("gridbench.io.runner:runner_for_text")(text, root)
-        return made
+    runner_at = "gridbench.io.runner:runner_for_text"  # the dashboard's /start
 
     def cleanup(self, run: RunDir, *, dry_run: bool, force: bool) -> CleanupOutcome:
         """(:class:`~gridbench.family.Cleanable`) continue the bricks a killed run left

@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 from typing import Any
 
-from rich.table import Table
-
-from gridbench.cliargs import ActionArgs, add_action, add_spec_args, report_command, run_and_show
+from gridbench.cliargs import (
+    PlanTable,
+    SpecVerbs,
+    add_spec_args,
+    add_spec_verbs,
+    print_json,
+    run_and_show,
+    show_plan,
+)
 from gridbench.errors import EXIT_OK
 from gridbench.family import Ui
 from gridbench.fmt import safe_markup
@@ -58,23 +63,32 @@ def cmd_plan(args: argparse.Namespace, ui: Ui) -> int:
             "memory_bytes": need,
             "estimated_seconds": round(secs, 1),
         }
-        print(json.dumps(doc, indent=1))
-        return EXIT_OK
-    table = Table(title=f"net plan: {safe_markup(spec.name)}")
-    cols = ("environment", "pattern", "transport/tool", "configuration", "measurements", "seconds")
-    for col in cols:
-        table.add_column(col, justify="right" if col in ("measurements", "seconds") else "left")
-    for s in plan:
-        cells = (s.env, s.pattern, s.what, s.config, s.measurements)
-        table.add_row(*(safe_markup(x) for x in cells), f"{step_seconds(spec, s):.1f}")
-    ui.console.print(table)
-    ui.console.print(
-        f"{len(plan)} steps; estimated duration about {format_duration(round(secs))} (times "
-        f"measured on loopback: a real network adds its latency); memory held at once about "
-        f"{format_size(need)} ({where})"
+        return print_json(doc)
+    return show_plan(
+        ui,
+        PlanTable(
+            title=f"net plan: {safe_markup(spec.name)}",
+            columns=(
+                "environment",
+                "pattern",
+                "transport/tool",
+                "configuration",
+                "measurements",
+                "seconds",
+            ),
+            right=frozenset({"measurements", "seconds"}),
+            rows=[
+                (
+                    *(safe_markup(x) for x in (s.env, s.pattern, s.what, s.config, s.measurements)),
+                    f"{step_seconds(spec, s):.1f}",
+                )
+                for s in plan
+            ],
+            summary=f"{len(plan)} steps; estimated duration about {format_duration(round(secs))} "
+            f"(times measured on loopback: a real network adds its latency); memory held at "
+            f"once about {format_size(need)} ({where})",
+        ),
     )
-    ui.console.print("[dim]dry run: nothing was started[/]")
-    return EXIT_OK
 
 
 def cmd_run(args: argparse.Namespace, ui: Ui) -> int:
@@ -111,36 +125,16 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
         "same run. See docs/net.md.",
     )
     nsub = p.add_subparsers(dest="net_action", required=True, metavar="ACTION")
-    add_action(
+    add_spec_verbs(
         nsub,
-        "validate",
-        cmd_validate,
         ui,
-        args=ActionArgs(spec=_spec_args),
-        help="check a net spec and report every problem with its line",
-    )
-    q = add_action(
-        nsub,
-        "plan",
-        cmd_plan,
-        ui,
-        args=ActionArgs(spec=_spec_args),
-        help="show the steps a net spec runs and their estimated duration, without running them",
-    )
-    q.add_argument("--json", action="store_true", help="print the plan as JSON")
-    add_action(
-        nsub,
-        "run",
-        cmd_run,
-        ui,
-        args=ActionArgs(spec=_spec_args, results=True),
-        help="run a net spec (root for lan), then analyse and report",
-    )
-    add_action(
-        nsub,
-        "report",
-        report_command,
-        ui,
-        args=ActionArgs(run=True, results=True),
-        help="re-analyse a net results directory, rewrite its reports",
+        SpecVerbs(
+            spec=_spec_args,
+            noun="a net spec",
+            validate=cmd_validate,
+            plan=cmd_plan,
+            run=cmd_run,
+            run_help="run a net spec (root for lan), then analyse and report",
+            report_help="re-analyse a net results directory, rewrite its reports",
+        ),
     )

@@ -5,26 +5,22 @@ run; analysed into ``gridbench.net/1``."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gridbench.family import (
     CatalogueEntry,
     CleanupOutcome,
     ComparableFamily,
-    lazy,
+    StartsFromSpecAt,
     status_exit_code,
     status_verdict,
 )
 from gridbench.store.layout import RunDir
 
-if TYPE_CHECKING:
-    from gridbench.family import Executes
-
 SCHEMA = "gridbench.net/1"
 
 
-class Messaging(ComparableFamily):
+class Messaging(StartsFromSpecAt, ComparableFamily):
     """The net family (the ``kind`` of runs made by ``gridbench net run``)."""
 
     name = "net"
@@ -41,12 +37,7 @@ class Messaging(ComparableFamily):
     report_at = "gridbench.messaging.report:build_report"
     # per-size RTTs, echo latencies, transfer speeds, each with its repeated samples
     figures_at = "gridbench.messaging.analysis:figures"
-
-    def runner_for(self, text: str, root: Path) -> Executes:
-        """A run of the spec ``text`` (:class:`~gridbench.family.StartsFromSpec`: the
-        dashboard's /start), validated now, not started."""
-        made: Executes = lazy("gridbench.messaging.runner:runner_for_text")(text, root)
-        return made
+    runner_at = "gridbench.messaging.runner:runner_for_text"  # the dashboard's /start
 
     def exit_code(self, metrics: Mapping[str, Any]) -> int:
         """3 when the run failed, 130 when aborted, 1 when a threshold failed."""
