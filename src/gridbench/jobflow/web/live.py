@@ -314,6 +314,8 @@ class JobFlowRun:
     (:class:`~gridbench.family.LiveRunner`): its results folder is made at once (so it has
     an id), its backend is wrapped to be measured, and the live view is its observer."""
 
+    live_template = "jobflow_live.html"  # this package's templates/
+
     def __init__(self, plan: Plan, data: dict[str, Any], root: Path) -> None:
         spec = plan.spec
         inner = create_backend(spec.backend.type, spec.backend.options)  # bad options: now
