@@ -193,9 +193,10 @@ def tear_down(book: LabBook, say: Callable[[str], None]) -> list[str]:
     for r in res:
         if r["kind"] in ("link", "bridge") and link_exists(r["name"]):
             out = _run(["ip", "link", "delete", r["name"]])
-            if out.returncode != 0:
+            # a veth goes with its peer's namespace, a moment later: gone is as good
+            if out.returncode != 0 and link_exists(r["name"]):
                 errors.append(f"ip link delete {r['name']}: {out.stderr.strip()}")
-            else:
+            elif out.returncode == 0:
                 say(f"removed {r['kind']} {r['name']}")
     # 3. folders made outside the lab's own (sshd's privilege-separation folder)
     for r in res:
