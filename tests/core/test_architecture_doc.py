@@ -56,3 +56,14 @@ def test_a_diagram_that_drifts_is_caught() -> None:
     drifted = [set(x) for x in contract_layers("gridbench")]
     drifted[0].add("nowhere")
     assert diagram_after("## Layers") != drifted
+
+
+def test_model_is_forbidden_every_job_flow_module_but_its_public_face() -> None:
+    """The ``forbidden`` contract on ``gridbench.model`` names every module of job flow's
+    (exhaustive) layers except ``api``, so a new job-flow subpackage is forbidden too."""
+    (c,) = [c for c in CONTRACTS if c.get("source_modules") == ["gridbench.model"]]
+    assert c["type"] == "forbidden"
+    layers = contract_layers("gridbench.jobflow")
+    every = {f"gridbench.jobflow.{n}" for layer in layers for n in layer}
+    assert set(c["forbidden_modules"]) == every - {"gridbench.jobflow.api"}
+    assert "gridbench.jobflow.api" in every

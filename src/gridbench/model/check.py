@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from gridbench.jobflow.analysis import load
+from gridbench.jobflow import api as load
 from gridbench.model.spec import ChainModel, Check
 from gridbench.model.sweep import Point, Window
 from gridbench.store.layout import RunDir, now_iso

@@ -16,7 +16,7 @@ from gridbench.cliargs import ActionArgs, add_action, add_results_arg
 from gridbench.errors import EXIT_OK, EXIT_THRESHOLD, SpecError
 from gridbench.family import Ui
 from gridbench.fmt import safe_markup
-from gridbench.jobflow.specbase.units import parse_rate
+from gridbench.jobflow.api import parse_rate
 from gridbench.model import check as chk
 from gridbench.model.fit import fit_model, read_measured
 from gridbench.model.fitchain import fit_chain
@@ -41,7 +41,7 @@ def _fit_rates(run: Path, given: str | None) -> list[float] | None:
     knee), else every rate."""
     if given:
         return [parse_rate(r.strip()) for r in given.split(",") if r.strip()]
-    from gridbench.jobflow.analysis.experiment import analyze_run
+    from gridbench.jobflow.api import analyze_run
 
     metrics = analyze_run(run)
     knee = (metrics.get("knee") or {}).get("highest_sustained_rate_per_s")
@@ -180,7 +180,7 @@ def _checked(model: ChainModel) -> str:
 
 
 def cmd_check(args: argparse.Namespace, ui: Ui) -> int:
-    from gridbench.jobflow.analysis.experiment import analyze_run
+    from gridbench.jobflow.api import analyze_run
 
     model = load_model(args.model)
     run = resolve_run(args.run, ui.results_root(args))

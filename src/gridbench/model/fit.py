@@ -23,13 +23,13 @@ import polars as pl
 from numpy.typing import NDArray
 
 from gridbench.errors import ResultsError
-from gridbench.jobflow.analysis import load
-from gridbench.jobflow.events.chain import StageChain
-from gridbench.jobflow.events.model import (
+from gridbench.jobflow import api as load
+from gridbench.jobflow.api import (
     FAIL_JOB,
     FAIL_SUBMIT_REJECTED,
     STAGE_FAILED,
     SUBMIT_FAILURES,
+    StageChain,
 )
 from gridbench.model.fitdist import fit_duration
 from gridbench.model.spec import (

@@ -18,19 +18,20 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from gridbench.jobflow.backends.reference_staging import with_staging
-from gridbench.jobflow.events.chain import Stage, StageChain
-from gridbench.jobflow.events.columnar import ArrowEventLog
-from gridbench.jobflow.events.ingest_run import edgi_chain
-from gridbench.jobflow.events.model import (
+from gridbench.jobflow.api import (
+    ARROW_FILE,
     EVENT_COLUMNS,
     EVENT_SCHEMA,
     FAIL_JOB,
     FAIL_LOST,
     FAIL_SUBMIT_REJECTED,
+    ArrowEventLog,
+    JobFlowRun,
+    Stage,
+    StageChain,
+    edgi_chain,
+    with_staging,
 )
-from gridbench.jobflow.events.run_folder import JobFlowRun
-from gridbench.jobflow.events.trial_log import ARROW_FILE
 from gridbench.model.chain import HIDDEN, steps
 from gridbench.model.engine import F64, FAILED, LOST, REFUSED, Layout, draw_model, layout, simulate
 from gridbench.model.spec import ChainModel

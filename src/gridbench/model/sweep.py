@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from gridbench.errors import SpecError
-from gridbench.jobflow.specbase.units import parse_rate
+from gridbench.jobflow.api import parse_rate
 from gridbench.model.engine import Offer
 from gridbench.model.spec import ChainModel
 from gridbench.specload import parse_yaml, set_path, validation_error
