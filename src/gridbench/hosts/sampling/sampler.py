@@ -80,6 +80,8 @@ class _HostState:
     offset: float | None = None
     offset_from: str | None = None
     written: int = 0
+    #: set while the exporter does not answer: the SSH probe gives the host's figures
+    exporter_down: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 def _clean(obj: dict[str, Any]) -> dict[str, Any]:
@@ -111,6 +113,7 @@ class Sampler:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
         self._ready = threading.Event()
+        self._grid0 = time.monotonic()
         self.states: dict[str, _HostState] = {}
         self.error: BaseException | None = None
 
@@ -143,24 +146,19 @@ class Sampler:
 
     async def run(self, stop: asyncio.Event | None = None) -> None:
         """Sample until ``stop`` is set (or :meth:`stop` is called)."""
-        import httpx
-
         self._loop = asyncio.get_running_loop()
         self._stop = stop or asyncio.Event()
         self.folder.mkdir(parents=True, exist_ok=True)
         self._ready.set()
-        limits = httpx.Limits(max_connections=max(4, len(self.targets) * 2))
-        async with httpx.AsyncClient(limits=limits, trust_env=False) as client:
-            tasks = [
-                asyncio.create_task(self._host(t, client), name=f"sample-{t.name}")
-                for t in self.targets
-            ]
-            try:
-                await self._stop.wait()
-            finally:
-                for task in tasks:
-                    task.cancel()
-                await asyncio.gather(*tasks, return_exceptions=True)
+        self._grid0 = time.monotonic()  # every host's ticks on one grid: one wake-up each
+        tasks = [asyncio.create_task(self._host(t), name=f"sample-{t.name}") for t in self.targets]
+        tasks.append(asyncio.create_task(self._watch(), name="sample-watch"))
+        try:
+            await self._stop.wait()
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
 
     # ---- records ---------------------------------------------------------------------
     async def _write(self, st: _HostState, obj: dict[str, Any]) -> None:
@@ -184,7 +182,7 @@ class Sampler:
         )
 
     # ---- one host --------------------------------------------------------------------
-    async def _host(self, target: HostTarget, client: Any) -> None:
+    async def _host(self, target: HostTarget) -> None:
         st = _HostState(target, self.folder / f"{target.name}.jsonl")
         if target.offset_s is not None:
             st.offset, st.offset_from = target.offset_s, "given"
@@ -203,18 +201,18 @@ class Sampler:
                 "processes": list(target.processes),
             },
         )
-        jobs = [self._watch(st)]
+        jobs = []
         if target.address is None:
             jobs.append(self._local(st))
         else:
             if target.exporter:
-                jobs.append(self._exporter(st, client, target.exporter))
+                jobs.append(self._exporter(st, target.exporter))
             jobs.append(self._ssh(st))
         await asyncio.gather(*jobs)
 
     async def _ticks(self) -> Any:
         """Sleep to the next tick of a grid ``interval`` apart (skipping missed ones)."""
-        nxt = time.monotonic()
+        nxt = self._grid0
         while True:
             yield
             nxt += self.interval
@@ -223,49 +221,57 @@ class Sampler:
                 nxt = now + self.interval - ((now - nxt) % self.interval)
             await asyncio.sleep(nxt - now)
 
-    async def _watch(self, st: _HostState) -> None:
-        """Warn when a host has given no figures for a while (and say when it resumes)."""
+    async def _watch(self) -> None:
+        """Warn when a host has given no figures for a while (once per silence)."""
         silent = max(3.0, SILENT_INTERVALS * self.interval)
         while True:
             await asyncio.sleep(min(self.interval, 1.0))
-            quiet = time.monotonic() - st.last_figures
-            if quiet > silent and not st.silent_warned:
+            now = time.monotonic()
+            for st in list(self.states.values()):
+                if now - st.last_figures <= silent or st.silent_warned:
+                    continue
                 st.silent_warned = True
-                why = []
-                if st.target.exporter:
-                    why.append("exporter down")
-                else:
-                    why.append("no exporter")
-                why.append("and no SSH" if not st.ssh_ok else "and the SSH probe silent")
-                await self._warn(
-                    st,
-                    Problem(
-                        "nothing-sampled", f"nothing sampled on {st.target.name}: {' '.join(why)}"
-                    ),
-                    once=False,
-                )
+                why = "exporter down" if st.target.exporter else "no exporter"
+                why += " and no SSH" if not st.ssh_ok else " and the SSH probe silent"
+                text = f"nothing sampled on {st.target.name}: {why}"
+                await self._warn(st, Problem("nothing-sampled", text), once=False)
 
     def _got_figures(self, st: _HostState) -> None:
         st.last_figures = time.monotonic()
         st.silent_warned = False
 
-    async def _exporter(self, st: _HostState, client: Any, url: str) -> None:
+    async def _exporter(self, st: _HostState, url: str) -> None:
+        import httpx
+
+        with httpx.Client(trust_env=False) as client:  # one per host: calls never overlap
+            await self._scrapes(st, client, url)
+
+    async def _scrapes(self, st: _HostState, client: Any, url: str) -> None:
+        """Scrape every tick (in a worker thread), a sample per scrape after the first.
+
+        The sample's ``t`` is the host's own time of the scrape (``node_time_seconds``)
+        moved onto the controller's clock by the offset (given, or the host's time minus
+        the middle of the round trip of the quickest scrape so far); without the host's
+        time, the middle of the round trip."""
         prev: Scrape | None = None
         async for _ in self._ticks():
-            got = await scrape(client, url, self.timeout)
+            got = await asyncio.to_thread(scrape, client, url, self.timeout)
             if isinstance(got, Problem):
                 if st.exporter_ok or got.code not in st.warned:
                     st.warned.discard(got.code)
                     await self._warn(st, got)
                 st.exporter_ok, prev = False, None
+                st.exporter_down.set()
                 continue
             if not st.exporter_ok:
                 st.warned.discard("exporter-down")
             st.exporter_ok = True
+            st.exporter_down.clear()
             rtt = got.t_received - got.t_sent
             host_t = got.counters.host_t
             if host_t is not None and st.offset_from != "given" and rtt <= st.best_rtt:
                 st.best_rtt, st.offset, st.offset_from = rtt, host_t - got.t, "exporter"
+            t = host_t - st.offset if host_t is not None and st.offset is not None else got.t
             if prev is not None:
                 dt = (
                     None
@@ -283,7 +289,8 @@ class Sampler:
                             "kind": "sample",
                             "host": st.target.name,
                             "source": "exporter",
-                            "t": round(got.t, 6),
+                            "t": round(t, 6),
+                            "t_mid": round(got.t, 6),
                             "host_t": host_t,
                             "rtt_s": round(rtt, 6),
                             "offset_s": st.offset,
@@ -297,15 +304,8 @@ class Sampler:
         """The probe over SSH, restarted (every 5 s at most) while it is needed."""
         t = st.target
         while True:
-            if (
-                not t.processes
-                and t.exporter
-                and (
-                    st.exporter_ok
-                    or time.monotonic() - st.last_figures < self.timeout + self.interval
-                )
-            ):
-                await asyncio.sleep(self.interval)  # the exporter does it all
+            if not t.processes and t.exporter and not st.exporter_down.is_set():
+                await st.exporter_down.wait()  # the exporter does it all until it fails
                 continue
             started = time.monotonic()
             prev: Counters | None = None
