@@ -337,6 +337,8 @@ def route_spec(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
         data = plain_data(parse_yaml(read_spec_text(argv[1]), argv[1]))
     except (GridbenchError, OSError, ValueError):
         return argv
+    if argv[0] == "check" and isinstance(data, dict) and set(data) == {"hosts"}:
+        return ["hosts", "check", *argv[1:]]  # an inventory of hosts (docs/hosts.md)
     fam = family_of_spec(data)
     if fam is None or fam.name == DEFAULT_KIND:
         return argv
