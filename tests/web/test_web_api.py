@@ -155,6 +155,7 @@ def test_metrics_endpoint_is_openmetrics(finished: tuple[str, list, str]) -> Non
 
 
 def test_abort_cleans_up_like_ctrl_c(server: Server, client: httpx.Client) -> None:
+    from gridbench.jobflow.api import JobFlowRun
     from gridbench.jobflow.experiment.cleanup import find_outstanding
     from gridbench.store.layout import RunDir
 
@@ -182,7 +183,7 @@ def test_abort_cleans_up_like_ctrl_c(server: Server, client: httpx.Client) -> No
     run = RunDir(server.root / rid)
     assert run.read_experiment()["status"] == "aborted"
     assert find_outstanding(run) == {}  # every acknowledged job ended or was cancelled
-    trial = json.loads((run.trial_dir("p00-t00") / "trial.json").read_text())
+    trial = json.loads((JobFlowRun.of(run).trial_dir("p00-t00") / "trial.json").read_text())
     assert trial["status"] == "aborted"
     assert trial["events"] > 0
 

@@ -20,6 +20,7 @@ import httpx
 import pytest
 from playwright.sync_api import sync_playwright
 
+from gridbench.jobflow.api import JobFlowRun
 from gridbench.store.layout import RunDir
 from web_server import Server, fast_spec, serve, start_run
 
@@ -202,7 +203,7 @@ def test_abort_a_second_run_and_verify_cleanup(page: Any, server: Server) -> Non
     run = RunDir(server.root / rid)
     assert run.read_experiment()["status"] == "aborted"
     assert find_outstanding(run) == {}, "jobs left outstanding after the abort"
-    trial = json.loads((run.trial_dir("p00-t00") / "trial.json").read_text())
+    trial = json.loads((JobFlowRun.of(run).trial_dir("p00-t00") / "trial.json").read_text())
     assert trial["status"] == "aborted" and trial["events"] > 0
     submitted = trial["planned_jobs"]
     assert submitted == 240  # planned: the abort stopped it long before
