@@ -15,7 +15,7 @@ import pytest
 
 from gridbench.errors import SpecError
 from gridbench.jobflow.events.stamps import kind
-from gridbench.jobflow.events.stamps.declare import parse_plan
+from gridbench.jobflow.events.stamps.kind import parse_plan
 
 PLUGINS = Path(__file__).parents[1] / "plugins"
 SOURCE = {

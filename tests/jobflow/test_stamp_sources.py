@@ -20,7 +20,8 @@ import pytest
 from gridbench.errors import SpecError
 from gridbench.jobflow.backends.command.serverside import chain
 from gridbench.jobflow.events.stamps.collector import StampCollector
-from gridbench.jobflow.events.stamps.declare import TimeFormat, parse_plan
+from gridbench.jobflow.events.stamps.declare import TimeFormat
+from gridbench.jobflow.events.stamps.kind import parse_plan
 from gridbench.jobflow.events.stamps.kinds.log import LogReader, LogSource
 from gridbench.jobflow.events.stamps.parse import lines_frame, parse_times
 

@@ -22,7 +22,8 @@ from gridbench.jobflow.backends.command.transfer import (
 from gridbench.jobflow.events.chain import Stage, StageChain
 from gridbench.jobflow.events.model import Event
 from gridbench.jobflow.events.stamps.collector import StampCollector
-from gridbench.jobflow.events.stamps.declare import StampPlan, parse_plan
+from gridbench.jobflow.events.stamps.declare import StampPlan
+from gridbench.jobflow.events.stamps.kind import parse_plan
 
 SETTLE_POLL_S = 0.5
 

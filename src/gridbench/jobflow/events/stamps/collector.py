@@ -15,9 +15,9 @@ import polars as pl
 from gridbench.jobflow.events.model import Event
 from gridbench.jobflow.events.stamps.declare import StampPlan
 from gridbench.jobflow.events.stamps.join import backend_keys, join_stamps
-from gridbench.jobflow.events.stamps.kind import Reader
+from gridbench.jobflow.events.stamps.kind import make_reader
 from gridbench.jobflow.events.stamps.parse import ID_ONLY, empty
-from gridbench.jobflow.events.stamps.readers import make_reader
+from gridbench.jobflow.events.stamps.readers import Reader
 
 PENDING_CAP = 200_000  # unjoined stamps kept for later sweeps (other users' jobs age out)
 

@@ -1,5 +1,6 @@
 """The declaration of a chain's server stamp sources (``stamps:`` in a backend's options or
-a preset): pure data, validated here, read by :mod:`.readers`, joined by :mod:`.join`.
+a preset): pure data, checked field by field here, a whole block validated against the
+registered kinds by :func:`.kind.parse_plan`, read by :mod:`.readers`, joined by :mod:`.join`.
 
 A *source* is one place a tier records per-job times; each kind is one module of
 ``kinds/`` registered in :mod:`.kind` (another kind is another module, registered the
@@ -24,24 +25,18 @@ backend gives the job an id, like an input uploaded before submit) or ``<tier>.l
 
 from __future__ import annotations
 
-import functools
-import operator
 import re
-from typing import Annotated, Any, Literal
+from typing import Literal
 
 import polars as pl
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    ValidationError,
-    create_model,
     field_validator,
     model_validator,
 )
 
-from gridbench.errors import SpecError
-from gridbench.jobflow.events.stamps import library
 from gridbench.jobflow.events.tiers import TIER_RE
 
 _PRECISIONS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
@@ -180,64 +175,3 @@ class StampPlan(_Base):
         ordered = [n for n in self.order if n in by]
         ordered += [n for n in by if n not in ordered]
         return [(n, *by[n]) for n in ordered]
-
-
-_PLAN_MODELS: dict[tuple[type[SourceBase], ...], type[StampPlan]] = {}
-
-
-def plan_model() -> type[StampPlan]:
-    """:class:`StampPlan` whose ``sources`` are the union of the registered kinds' models,
-    told apart by ``kind`` (made again when a kind is registered)."""
-    from gridbench.jobflow.events.stamps.kind import stamp_kinds
-
-    specs = tuple(k.spec for k in stamp_kinds().values())
-    model = _PLAN_MODELS.get(specs)
-    if model is None:
-        union: Any = functools.reduce(operator.or_, specs)
-        source = Annotated[union, Field(discriminator="kind")]
-        model = create_model(
-            "StampPlan",
-            __base__=StampPlan,
-            __module__=__name__,
-            sources=(list[source], Field(min_length=1)),
-        )
-        _PLAN_MODELS[specs] = model
-    return model
-
-
-def parse_plan(data: Any, where: str) -> StampPlan:
-    """Validate a ``stamps:`` block; one SpecError naming each bad field and the fix."""
-    data = library.resolve(data, where)
-    try:
-        plan = plan_model().model_validate(data)
-    except ValidationError as exc:
-        problems = [
-            f"{where}.{'.'.join(str(x) for x in e['loc'])}: "
-            + e["msg"].removeprefix("Value error, ")
-            for e in exc.errors()
-        ]
-        raise SpecError(
-            "; ".join(problems[:5]),
-            where=where,
-            fix="see docs/backends.md, 'Server stamps', for the fields of a stamp source",
-        ) from None
-    tiers = [s.tier for s in plan.sources]
-    for s in plan.sources:
-        first = next(x for x in plan.sources if x.tier == s.tier)
-        if (s.key, s.backend_pattern) != (first.key, first.backend_pattern):
-            raise SpecError(
-                f"the sources of tier {s.tier!r} meet the jobs in different ways",
-                where=f"{where}.sources",
-                fix="give every source of one tier the same key and backend_pattern",
-            )
-    for s in plan.sources:
-        if s.via is not None and s.via not in tiers:
-            raise SpecError(
-                f"source of tier {s.tier!r} joins through tier {s.via!r}, which no source has",
-                where=f"{where}.sources",
-                fix=f"declare a source with tier: {s.via} that records local ids, or use "
-                "key: backend",
-            )
-        if s.via is None and s.key not in ("backend", "name"):  # pragma: no cover
-            raise SpecError(f"bad key {s.key!r}", where=where)
-    return plan

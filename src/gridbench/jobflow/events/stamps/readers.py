@@ -14,14 +14,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import polars as pl
-
-from gridbench.jobflow.events.stamps.declare import SourceBase
-
-if TYPE_CHECKING:
-    from gridbench.jobflow.events.stamps.kind import Reader
 
 MAX_READ_BYTES = 16 * 1024 * 1024  # of one file per call; the rest waits for the next
 MAX_ROWS = 200_000  # of one query per call
@@ -37,6 +32,12 @@ class ReadResult:
     frame: pl.DataFrame
     dropped: int = 0
     problem: str = ""
+
+
+class Reader(Protocol):
+    """Reads what is new in one source since its previous call (blocking I/O)."""
+
+    def read(self) -> ReadResult: ...
 
 
 @dataclass(slots=True)
@@ -65,11 +66,3 @@ def read_new_lines(path: Path, tail: Tail) -> list[str]:
     if len(tail.rest) > MAX_READ_BYTES:  # one endless line: not a log we can read
         tail.rest = b""
     return buf[:cut].decode("utf-8", errors="replace").splitlines()
-
-
-def make_reader(src: SourceBase, location: str) -> Reader:
-    """The reader of one source, by its kind's registration; ``location`` is its path or
-    glob with the variables filled in."""
-    from gridbench.jobflow.events.stamps.kind import stamp_kind
-
-    return stamp_kind(src.kind).reader(src, location)
