@@ -18,7 +18,7 @@ import argparse
 import asyncio
 import functools
 import importlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -277,9 +277,10 @@ class LiveRunner(Abortable, Protocol):
 class LiveRuns(Protocol):
     """The dashboard's run manager as a family's pages see it."""
 
-    def start(self, runner: LiveRunner) -> str:
-        """Queue ``runner``; its run id (its page is ``/experiments/<id>``). QueueFull
-        when too many runs wait already."""
+    def start(self, make: Callable[[], LiveRunner]) -> str:
+        """Queue the runner ``make`` returns (called only when there is room: it makes the
+        run's folder); its run id (its page is ``/experiments/<id>``). QueueFull, before
+        anything is made, when too many runs wait already."""
         ...
 
     def running(self) -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,8 +57,9 @@ class RunManager:
             self._slots = asyncio.Semaphore(self.max_running)
         return self._slots
 
-    def start(self, runner: LiveRunner) -> str:
-        """Queue ``runner`` (its results folder exists: the run has an id); its id."""
+    def start(self, make: Callable[[], LiveRunner]) -> str:
+        """Queue the runner ``make`` returns (it makes the run's folder, so the run has an
+        id); its id. Refused (QueueFull) before anything is made when the queue is full."""
         queued = sum(1 for m in self.runs.values() if m.live.status == "queued")
         if queued >= self.max_queued:
             raise QueueFull(
@@ -66,6 +68,7 @@ class RunManager:
                 fix="wait for queued runs to start, abort some, or restart the server with "
                 "a larger --max-queued",
             )
+        runner = make()  # bad options are refused here, before anything runs
         live = LiveRun(runner)
         managed = ManagedRun(runner, live, path=runner.run.path)
         self._prune()

@@ -95,7 +95,7 @@ async def start(
         }
         return await asyncio.to_thread(new_page, request, dash, text, 422, error=error, **ctx)
     try:
-        run_id = dash.runs.start(JobFlowRun(plan, data, dash.root))
+        run_id = dash.runs.start(lambda: JobFlowRun(plan, data, dash.root))
     except QueueFull as exc:
         return new_page(request, dash, text, 429, error=error_dict(exc), **ctx)
     except GridbenchError as exc:
