@@ -38,3 +38,58 @@ def cli_env(results: Path) -> dict[str, str]:
 
 # One short real run per family for the whole session (after BIN and cli_env: it uses them)
 from family_runs import io_run, jobflow_run, net_run  # noqa: E402, F401
+
+
+# ---- running the suite on several workers (pytest-xdist, --dist loadgroup) ----
+# A live daemon is one per run, on one worker: every test that uses it is in its group.
+# Grid Engine and ARC hold machine-wide state (the cell's qmaster, port 443); the others
+# would only be started twice. The first match in this order names the group.
+DAEMON_GROUPS = (
+    ("sge", "sge"),
+    ("arc", "arc"),
+    ("arc_slurm", "arc"),
+    ("gram", "globus"),
+    ("gridftp", "globus"),
+    ("gluster_volume", "gluster"),
+    ("slurm4", "slurm"),
+    ("slurm", "slurm"),
+)
+# Files that make network namespaces with fixed subnets, or that count run folders in the
+# shared default results folder (the examples as written), run on one worker in turn.
+FILE_GROUPS = {
+    "test_examples_as_written.py": "examples",
+    "test_net_environments.py": "netns",
+    "test_net_floor.py": "netns",
+    "test_net_run.py": "netns",
+    "test_agents_hosts.py": "netns",
+    "test_io_links.py": "netns",
+}
+AREA_GROUPS = {"hosts": "netns"}  # the lab: a bridge and namespaces of its own
+
+
+def _xdist_group(item: pytest.Item) -> str | None:
+    names = set(getattr(item, "fixturenames", ()))
+    for fixture, group in DAEMON_GROUPS:
+        if fixture in names:
+            return group
+    path = Path(str(item.fspath))
+    if path.name in FILE_GROUPS:
+        return FILE_GROUPS[path.name]
+    if path.parent.name in AREA_GROUPS:
+        return AREA_GROUPS[path.parent.name]
+    # A module whose tests share a module-scoped fixture (a real run, a live server) stays
+    # on one worker, so the fixture is made once; other tests spread one by one.
+    info = getattr(item, "_fixtureinfo", None)
+    defs = info.name2fixturedefs.values() if info is not None else ()
+    if any(d[-1].scope in ("module", "class", "package") for d in defs if d):
+        return f"module:{path.name}"
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        group = _xdist_group(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
