@@ -119,7 +119,7 @@ class JobFlow:
     def web_pages(self, web: WebContext) -> Pages:
         """``/new``, presets and agents (``WebPages``): job flow's pages, built on the
         dashboard's context; its runs start on the dashboard's run manager."""
-        from gridbench.jobflow.web.pages import web_pages
+        from gridbench.jobflow.web.seam import web_pages
 
         return web_pages(web)
 

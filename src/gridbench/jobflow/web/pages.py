@@ -1,5 +1,5 @@
-"""Job flow's pages as the family seam returns them (:func:`web_pages`), and :class:`Web`,
-the dashboard's :class:`~gridbench.family.WebContext` with typed responses."""
+""":class:`Web`, the dashboard's :class:`~gridbench.family.WebContext` with typed responses,
+as job flow's pages use it (they are assembled in :mod:`.seam`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 from fastapi import Request
 from fastapi.responses import HTMLResponse, JSONResponse
 
-from gridbench.family import LiveRuns, Pages, WebContext
+from gridbench.family import LiveRuns, WebContext
 
 
 def _html(page: Any) -> HTMLResponse:
@@ -53,17 +53,3 @@ class Web:
         body, bad = await self.ctx.json_body(request)
         assert bad is None or isinstance(bad, JSONResponse)
         return body, bad
-
-
-def web_pages(ctx: WebContext) -> Pages:
-    """``/new`` with its form's round trips, ``/presets``, ``/agents``: job flow's routers,
-    built on the dashboard's context, and their templates (this package's ``templates/``)."""
-    from gridbench.jobflow.web import agents_pages, new_run, presets_pages
-
-    web = Web(ctx)
-    routers = (
-        new_run.make_router(web),
-        presets_pages.make_router(web),
-        agents_pages.make_router(web),
-    )
-    return Pages(routers=routers, templates="gridbench.jobflow.web")
