@@ -18,7 +18,8 @@ import argparse
 import asyncio
 import functools
 import importlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -36,7 +37,7 @@ from gridbench.errors import (
 )
 from gridbench.schema import ValidityRule as ValidityRule  # re-exported: families use it
 from gridbench.sections import Report
-from gridbench.states import FAIL, PASS, run_state
+from gridbench.states import ABORTED, COMPLETE, FAIL, FAILED, PASS, run_state
 from gridbench.store.layout import RunDir
 from gridbench.testplan import report_inputs
 
@@ -194,6 +195,36 @@ class Executes(Protocol):
     def execute(self) -> object:
         """Run the spec into ``run``."""
         ...
+
+
+def runner_identity() -> dict[str, Any]:
+    """This process, recorded in experiment.json (``pid``, ``create_time``), so that
+    ``gridbench cleanup`` can tell a live run from a dead one."""
+    import psutil
+
+    me = psutil.Process()
+    return {"pid": me.pid, "create_time": me.create_time()}
+
+
+@contextmanager
+def recorded_end(finish: Callable[[str, str | None], object]) -> Iterator[None]:
+    """How a family's run ended, handed to ``finish(status, error)`` whatever happens:
+    complete; aborted by Ctrl-C ("interrupted"); failed, with a GridbenchError's own text
+    or another error's type and text. The error goes on after ``finish``."""
+    status, error = COMPLETE, None
+    try:
+        yield
+    except KeyboardInterrupt:
+        status, error = ABORTED, "interrupted"
+        raise
+    except GridbenchError as exc:
+        status, error = FAILED, str(exc)
+        raise
+    except BaseException as exc:
+        status, error = FAILED, f"{type(exc).__name__}: {exc}"
+        raise
+    finally:
+        finish(status, error)
 
 
 @runtime_checkable

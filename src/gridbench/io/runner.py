@@ -14,15 +14,13 @@ Results directory (the job-flow store layout, see store/layout.py)::
 
 from __future__ import annotations
 
-import os
 import shlex
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import psutil
-
 from gridbench.errors import BackendError, GridbenchError, ResultsError
+from gridbench.family import recorded_end, runner_identity
 from gridbench.io import bonnie as bon
 from gridbench.io import cache
 from gridbench.io.fio import FioJob, find_fio, fio_argv, job_file_text, run_fio
@@ -39,7 +37,6 @@ from gridbench.io.safety import (
     cleanup,
     make_workdir,
 )
-from gridbench.states import COMPLETE
 from gridbench.store import raw_files
 from gridbench.store.layout import RunDir, now_iso
 from gridbench.store.records import append_record
@@ -203,8 +200,7 @@ class IoRunner:
             status="preparing",
             baseline=spec.baseline,
             repetitions=spec.repetitions,
-            pid=os.getpid(),
-            create_time=psutil.Process().create_time(),  # cleanup knows this process again
+            **runner_identity(),  # cleanup knows this process again
             ram_bytes=cache.total_ram(),
         )
         try:
@@ -436,72 +432,8 @@ class IoRunner:
     def execute(self) -> RunDir:
         """Run everything; the results directory is kept (and marked) on failure."""
         run = self.prepare()
-        status, error = COMPLETE, None
-        try:
-            for rep in range(self.spec.repetitions):
-                for s in self.targets:
-                    if self.spec.iozone.enabled:
-                        self.iozone(s, rep)
-                        self._clear(s)
-                    if self.spec.concurrency.enabled:
-                        self.concurrency(s, rep)
-                        self._clear(s)
-                    if self.spec.bonnie.enabled:
-                        self.bonnie(s, rep)
-            if self.spec.consistency.enabled:
-                from gridbench.io.consistency import run_checks
 
-                for s in self.targets:
-                    self.progress(f"{s.prepared.name}: consistency checks")
-                    for res in run_checks(self.spec.consistency, s.prepared, s.peer):
-                        append_record(
-                            run.path / "consistency.jsonl", {"target": s.prepared.name, **res}
-                        )
-            run_in_depth(self)  # conformance, trace replay, identities
-            if self.spec.http is not None:
-                from gridbench.io.http import run_http
-
-                self.progress("HTTP transfers")
-                compare = next(
-                    (
-                        s.prepared
-                        for s in self.targets
-                        if s.prepared.name == self.spec.http.compare_target
-                    ),
-                    None,
-                )
-                for res in run_http(self.spec.http, run.id, compare):
-                    append_record(run.path / "http.jsonl", res)
-            if self.spec.resilience is not None:
-                from gridbench.io.resilience import run_resilience
-
-                rs = self.spec.resilience
-                st = next(s for s in self.targets if s.prepared.name == rs.target)
-                run_resilience(rs, st.prepared, run.path, self.servers, self.progress)
-            if self.spec.http_clients is not None:
-                from gridbench.io.http_clients import run_http_clients
-
-                run_http_clients(self.spec.http_clients, run.id, run.path, self.progress)
-        except KeyboardInterrupt:
-            status, error = "aborted", "interrupted"
-            raise
-        except GridbenchError as exc:
-            status, error = "failed", str(exc)
-            raise
-        except OSError as exc:
-            # the target itself failed (I/O error, full, unmounted): one clear message
-            status = "failed"
-            err = BackendError(
-                f"I/O error on a target: {exc.strerror or exc}",
-                where=str(exc.filename) if exc.filename else None,
-                fix="check the target is mounted, writable and not full; results so far are kept",
-            )
-            error = str(err)
-            raise err from None
-        except BaseException as exc:
-            status, error = "failed", f"{type(exc).__name__}: {exc}"
-            raise
-        finally:
+        def finish(status: str, error: str | None) -> None:
             errors = self.cleanup()
             raw_files.record(run, [*RECORD_FILES, *raw_files.in_folder(run, "raw")])
             run.update_experiment(
@@ -511,7 +443,66 @@ class IoRunner:
                 targets=[self._target_info(s) for s in self.targets],
                 cleanup_errors=errors,
             )
+
+        with recorded_end(finish):
+            try:
+                self._phases(run)
+            except OSError as exc:
+                # the target itself failed (I/O error, full, unmounted): one clear message
+                raise BackendError(
+                    f"I/O error on a target: {exc.strerror or exc}",
+                    where=str(exc.filename) if exc.filename else None,
+                    fix="check the target is mounted, writable and not full; results so far "
+                    "are kept",
+                ) from None
         return run
+
+    def _phases(self, run: RunDir) -> None:
+        """Every phase of the spec, in order, into ``run``."""
+        for rep in range(self.spec.repetitions):
+            for s in self.targets:
+                if self.spec.iozone.enabled:
+                    self.iozone(s, rep)
+                    self._clear(s)
+                if self.spec.concurrency.enabled:
+                    self.concurrency(s, rep)
+                    self._clear(s)
+                if self.spec.bonnie.enabled:
+                    self.bonnie(s, rep)
+        if self.spec.consistency.enabled:
+            from gridbench.io.consistency import run_checks
+
+            for s in self.targets:
+                self.progress(f"{s.prepared.name}: consistency checks")
+                for res in run_checks(self.spec.consistency, s.prepared, s.peer):
+                    append_record(
+                        run.path / "consistency.jsonl", {"target": s.prepared.name, **res}
+                    )
+        run_in_depth(self)  # conformance, trace replay, identities
+        if self.spec.http is not None:
+            from gridbench.io.http import run_http
+
+            self.progress("HTTP transfers")
+            compare = next(
+                (
+                    s.prepared
+                    for s in self.targets
+                    if s.prepared.name == self.spec.http.compare_target
+                ),
+                None,
+            )
+            for res in run_http(self.spec.http, run.id, compare):
+                append_record(run.path / "http.jsonl", res)
+        if self.spec.resilience is not None:
+            from gridbench.io.resilience import run_resilience
+
+            rs = self.spec.resilience
+            st = next(s for s in self.targets if s.prepared.name == rs.target)
+            run_resilience(rs, st.prepared, run.path, self.servers, self.progress)
+        if self.spec.http_clients is not None:
+            from gridbench.io.http_clients import run_http_clients
+
+            run_http_clients(self.spec.http_clients, run.id, run.path, self.progress)
 
 
 def runner_for_text(text: str, root: Path) -> IoRunner:

@@ -25,9 +25,8 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-import psutil
-
 from gridbench.errors import GridbenchError
+from gridbench.family import recorded_end, runner_identity
 from gridbench.messaging import patterns, scaling, transfers
 from gridbench.messaging.environments import NetEnvironment, open_environment
 from gridbench.messaging.load import load_net_spec_text
@@ -35,7 +34,6 @@ from gridbench.messaging.model import Environment, NetSpec
 from gridbench.messaging.plan import check_memory, steps
 from gridbench.messaging.processes import ProcessBook
 from gridbench.messaging.records import RECORDS_FILE
-from gridbench.states import COMPLETE
 from gridbench.store import raw_files
 from gridbench.store.layout import RunDir, now_iso
 from gridbench.store.records import append_record
@@ -126,8 +124,7 @@ class NetRunner:
             pingpong_tests=spec.pingpong.tests,
             pingpong_round_trips=spec.pingpong.round_trips,
             steps=len(steps(spec)),
-            pid=os.getpid(),
-            create_time=psutil.Process().create_time(),  # cleanup knows the pid is still ours
+            **runner_identity(),  # cleanup knows the pid is still ours
             python=sys.version.split()[0],
             notes=[],
         )
@@ -148,22 +145,14 @@ class NetRunner:
         """Run every step; the status in experiment.json says how it ended."""
         run = self.run or self.prepare()
         book = ProcessBook(run.path)
-        status, error = COMPLETE, None
-        try:
-            for env_name in self.spec.environments:
-                self._environment(env_name, run, book)
-        except KeyboardInterrupt:
-            status, error = "aborted", "interrupted"
-            raise
-        except GridbenchError as exc:
-            status, error = "failed", str(exc)
-            raise
-        except BaseException as exc:
-            status, error = "failed", f"{type(exc).__name__}: {exc}"
-            raise
-        finally:
+
+        def finish(status: str, error: str | None) -> None:
             raw_files.record(run, [RECORDS_FILE])  # analysis refuses it lost or cut
             run.update_experiment(status=status, error=error, finished=now_iso(), notes=self.notes)
+
+        with recorded_end(finish):
+            for env_name in self.spec.environments:
+                self._environment(env_name, run, book)
         return run
 
     def _environment(self, name: Environment, run: RunDir, book: ProcessBook) -> None:

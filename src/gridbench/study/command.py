@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from gridbench.cliargs import (
     add_results_arg,
     add_serve_args,
     add_spec_args,
+    print_json,
 )
 from gridbench.errors import EXIT_OK, GridbenchError, ResultsError
 from gridbench.family import Ui
@@ -125,8 +125,7 @@ def cmd_plan(args: argparse.Namespace, ui: Ui) -> int:
     spec, _ = load_study_spec(args.spec, args.set)
     doc = plan_document(spec)
     if args.json:
-        print(json.dumps(doc, indent=1))
-        return EXIT_OK
+        return print_json(doc)
     if spec.plan is not None:
         declared = plan_table(spec.plan)
         t = Table(title=f"test plan: {safe_markup(spec.name)}")
