@@ -69,6 +69,13 @@ def test_a_sampled_job_flow_run(tmp_path: Path, exporter: Exporter) -> None:  # 
     rd = RunDir(run)
     fam = family_of(rd)
     metrics = json.loads((run / "metrics.json").read_text())
+    sampled = metrics["sampling"]  # per trial and host, for compare and history
+    assert sampled["hosts"] == ["exp-1", "local"]
+    assert {(r["phase"], r["host"]) for r in sampled["phases"]} == {
+        (t, h) for t in ("p00-t00", "p00-t01") for h in ("exp-1", "local")
+    }
+    assert all(r["samples"] >= 2 and r["cpu_busy_mean"] is not None for r in sampled["phases"])
+    assert sampled["client_bound"]["flagged"] in (True, False)
     rep = fam.report(rd, metrics)
     ids = [s.id for s in rep.sections]
     assert "sampling-chart" in ids

@@ -193,8 +193,8 @@ def read_experiment(run_dir: Path) -> dict[str, Any]:
 
 
 def read_spec_settings(run_dir: Path) -> dict[str, Any]:
-    """``name``, ``thresholds``, ``warmup`` and ``validity`` from spec.yaml, as plain
-    data (empty if absent)."""
+    """``name``, ``thresholds``, ``warmup``, ``validity`` and ``sampling`` from spec.yaml,
+    as plain data (empty if absent)."""
     path = run_dir / "spec.yaml"
     try:  # a store file: never through a link, bounded (a planted one is an error)
         text = read_store_text(path, cap=CAPS["spec"], base=run_dir)
@@ -213,7 +213,8 @@ def read_spec_settings(run_dir: Path) -> dict[str, Any]:
     if not isinstance(root, Mapping):
         return {}
     plain = json.loads(json.dumps(root, default=str))
-    return {k: plain[k] for k in ("name", "thresholds", "warmup", "validity") if k in plain}
+    keys = ("name", "thresholds", "warmup", "validity", "sampling")
+    return {k: plain[k] for k in keys if k in plain}
 
 
 def _read_samples(path: Path) -> pl.DataFrame | None:
