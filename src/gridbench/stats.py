@@ -39,6 +39,18 @@ def _finite(x: NDArray[np.float64] | list[float]) -> NDArray[np.float64]:
     return a[np.isfinite(a)]
 
 
+def _moments(a: NDArray[np.float64], out: Stats) -> None:
+    """Fill ``out``'s mean, min, max and (n >= 2) std and ci95 from a non-empty finite
+    sample (the keys are there already: their order is the object's)."""
+    out["mean"] = float(a.mean())
+    out["min"] = float(a.min())
+    out["max"] = float(a.max())
+    if a.size >= 2:
+        std = float(a.std(ddof=1))
+        out["std"] = std
+        out["ci95"] = t_halfwidth(std, int(a.size))
+
+
 def describe(x: NDArray[np.float64] | list[float]) -> Stats:
     """The stats object of a sample (non-finite values are ignored)."""
     a = _finite(x)
@@ -48,14 +60,7 @@ def describe(x: NDArray[np.float64] | list[float]) -> Stats:
     out["ci95"] = None
     if n == 0:
         return out
-    mean = float(a.mean())
-    out["mean"] = mean
-    out["min"] = float(a.min())
-    out["max"] = float(a.max())
-    if n >= 2:
-        std = float(a.std(ddof=1))
-        out["std"] = std
-        out["ci95"] = t_halfwidth(std, n)
+    _moments(a, out)
     # last: ``a`` is our own copy, partitioned in place (the sums above keep their order)
     qs = np.percentile(a, [q for _, q in PERCENTILES], overwrite_input=True)
     for (name, _), v in zip(PERCENTILES, qs, strict=True):
@@ -70,13 +75,7 @@ def rep(values: list[float | None] | NDArray[np.float64]) -> Stats:
     out: Stats = {"n": n, "mean": None, "std": None, "min": None, "max": None, "ci95": None}
     if n == 0:
         return out
-    out["mean"] = float(a.mean())
-    out["min"] = float(a.min())
-    out["max"] = float(a.max())
-    if n >= 2:
-        std = float(a.std(ddof=1))
-        out["std"] = std
-        out["ci95"] = t_halfwidth(std, n)
+    _moments(a, out)
     return out
 
 
