@@ -39,7 +39,6 @@ def cli_env(results: Path) -> dict[str, str]:
 # One short real run per family for the whole session (after BIN and cli_env: it uses them)
 from family_runs import io_run, jobflow_run, net_run  # noqa: E402, F401
 
-
 # ---- running the suite on several workers (pytest-xdist, --dist loadgroup) ----
 # A live daemon is one per run, on one worker: every test that uses it is in its group.
 # Grid Engine and ARC hold machine-wide state (the cell's qmaster, port 443); the others
