@@ -14,9 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import psutil
-
 from gridbench.errors import GridbenchError
+from gridbench.family import runner_identity
 from gridbench.jobflow import loads as load_models
 from gridbench.jobflow.backends.base import Backend, RuntimeInfoSource
 from gridbench.jobflow.backends.registry import create_backend
@@ -61,12 +60,6 @@ class ExperimentOutcome:
     status: str  # complete | aborted | failed
     trials: list[TrialOutcome] = field(default_factory=list)
     error: str | None = None
-
-
-def runner_identity() -> dict[str, Any]:
-    """This process, so that ``gridbench cleanup`` can tell a live run from a dead one."""
-    me = psutil.Process()
-    return {"pid": me.pid, "create_time": me.create_time()}
 
 
 async def _close_quietly(backend: Backend) -> None:
