@@ -14,6 +14,7 @@ from gridbench.errors import EXIT_OK, GridbenchError
 
 if TYPE_CHECKING:
     from gridbench.family import Executes, Ui
+    from gridbench.hosts.sampling.phases import StepSampling
     from gridbench.store.layout import RunDir
 
 #: A family's command: the parsed arguments and what the CLI lends it -> the exit code.
@@ -322,15 +323,24 @@ def run_and_show(
     *,
     interrupted: str,
     failures: tuple[type[GridbenchError], ...] = (GridbenchError,),
+    sampling: StepSampling | None = None,
 ) -> int:
     """A family's run command: ``runner(step)`` executed under a progress bar of ``total``
     steps, then :func:`show_run`. Once the results folder exists, an error of ``failures``
     is shown after the report of what was measured, and Ctrl-C prints
     "interrupted: ``interrupted``, results so far kept" and reports them; before, both
-    propagate."""
+    propagate. ``sampling``: the spec's hosts sampled during the run, each step a phase
+    (docs/hosts.md)."""
     failure: GridbenchError | None = None
-    with step_progress(ui, label, total) as step:
-        made = runner(step)
+    made: Executes | None = None
+    with step_progress(ui, label, total) as bar:
+
+        def step(msg: str) -> None:
+            bar(msg)
+            if sampling is not None and made is not None and made.run is not None:
+                sampling.step(made.run.path, msg)
+
+        made = runner(step if sampling is not None else bar)
         try:
             made.execute()
         except failures as exc:
@@ -341,6 +351,9 @@ def run_and_show(
             if made.run is None:
                 raise
             ui.console.print(f"[yellow]interrupted: {interrupted}, results so far kept[/]")
+        finally:
+            if sampling is not None:
+                sampling.close()
     return show_run(ui, made.run, failure)
 
 

@@ -88,6 +88,11 @@ def cmd_run(args: argparse.Namespace, ui: Ui) -> int:
 
     spec, data = load_io_spec(args.spec, args.set)
     root = ui.results_root(args)
+    sampling = None
+    if spec.sampling is not None:  # a host missing from its inventory: before the run
+        from gridbench.hosts.sampling.phases import StepSampling
+
+        sampling = StepSampling(spec.sampling)
     return run_and_show(
         ui,
         "io",
@@ -95,6 +100,7 @@ def cmd_run(args: argparse.Namespace, ui: Ui) -> int:
         lambda step: IoRunner(spec, data, root, force=args.force, progress=step),
         interrupted="files cleaned up",
         failures=(BackendError,),
+        sampling=sampling,
     )
 
 

@@ -18,6 +18,7 @@ from gridbench.family import (
 from gridbench.io.metrics import SCHEMA
 
 if TYPE_CHECKING:
+    from gridbench.sections import Report
     from gridbench.store.layout import RunDir
 
 
@@ -52,6 +53,13 @@ class Storage(StartsFromSpecAt, ModuleFamily):
     check_at = "gridbench.io.metrics_schema:validate_metrics"
     report_at = "gridbench.io.report:build_report"
     runner_at = "gridbench.io.runner:runner_for_text"  # the dashboard's /start
+
+    def report(self, run: RunDir, metrics: Mapping[str, Any]) -> Report:
+        """The io report, with the hosts its ``sampling:`` block sampled (each step a
+        phase; docs/hosts.md)."""
+        from gridbench.hosts.sampling.phases import with_sampling
+
+        return with_sampling(super().report(run, metrics), run.path, run.read_spec()[1])
 
     def cleanup(self, run: RunDir, *, dry_run: bool, force: bool) -> CleanupOutcome:
         """(:class:`~gridbench.family.Cleanable`) continue the bricks a killed run left

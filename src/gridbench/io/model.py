@@ -20,6 +20,7 @@ from pydantic import (
     model_validator,
 )
 
+from gridbench.hosts.sampling.spec import SamplingSpec
 from gridbench.io.model_posix import ConformanceSpec, IdentitySpec, ReplaySpec
 from gridbench.io.resilience_model import HttpClientsSpec, ResilienceSpec
 from gridbench.specload import SpecName
@@ -275,6 +276,10 @@ class IoSpec(_Strict):
     )
     plan: TestPlan | None = Field(
         default=None, description="the IEEE 829 test plan: items, features, approach, criteria"
+    )
+    sampling: SamplingSpec | None = Field(
+        default=None,
+        description="hosts sampled during the run, each step a phase (docs/hosts.md)",
     )
     fio: str = Field(default="fio", min_length=1, description="the fio binary")
     fio_timeout: Duration | None = Field(
