@@ -531,19 +531,25 @@ def _known(name: str, where: str) -> str:
     return target
 
 
+def _loaded(what: str, group: str, name: str, target: str) -> Any:
+    """The object entry point ``name`` of ``group`` names (``module:attribute``); one
+    ResultsError naming the entry point when it cannot be imported."""
+    module, _, attr = target.partition(":")
+    try:
+        return functools.reduce(getattr, attr.split("."), importlib.import_module(module))
+    except (ImportError, AttributeError) as exc:
+        raise ResultsError(
+            f"{what} {name!r} cannot be loaded: {exc}",
+            where=f"entry point {group}:{name} = {target}",
+            fix="reinstall the package that provides it",
+        ) from None
+
+
 @functools.cache
 def family(name: str) -> Family:
     """The registered family ``name``; ResultsError naming the kind and the fix."""
     target = _known(name, "experiment.json: kind")
-    module, _, attr = target.partition(":")
-    try:
-        obj = getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError) as exc:
-        raise ResultsError(
-            f"benchmark family {name!r} cannot be loaded: {exc}",
-            where=f"entry point {ENTRY_POINT_GROUP}:{name} = {target}",
-            fix="reinstall the package that provides it",
-        ) from None
+    obj = _loaded("benchmark family", ENTRY_POINT_GROUP, name, target)
     fam = obj() if isinstance(obj, type) else obj
     if getattr(fam, "name", None) != name:  # a plugin's own declaration must agree
         raise ResultsError(
@@ -578,14 +584,7 @@ def command_sets() -> list[CommandSet]:
     """Every registered command set, by name; one that cannot load is one clear error."""
     found: list[CommandSet] = []
     for ep in sorted(entry_points(group=COMMANDS_ENTRY_POINT_GROUP), key=lambda e: e.name):
-        try:
-            obj = ep.load()
-        except (ImportError, AttributeError) as exc:
-            raise ResultsError(
-                f"command set {ep.name!r} cannot be loaded: {exc}",
-                where=f"entry point {COMMANDS_ENTRY_POINT_GROUP}:{ep.name} = {ep.value}",
-                fix="reinstall the package that provides it",
-            ) from None
+        obj = _loaded("command set", COMMANDS_ENTRY_POINT_GROUP, ep.name, ep.value)
         if not isinstance(obj, CommandSet) or obj.name != ep.name:
             raise ResultsError(
                 f"entry point {ep.name!r} is not a command set named {ep.name!r}",
