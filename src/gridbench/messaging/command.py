@@ -98,12 +98,18 @@ def cmd_run(args: argparse.Namespace, ui: Ui) -> int:
 
     spec, data = load_net_spec(args.spec, args.set)
     root = ui.results_root(args)
+    sampling = None
+    if spec.sampling is not None:  # a host missing from its inventory: before the run
+        from gridbench.hosts.sampling.phases import StepSampling
+
+        sampling = StepSampling(spec.sampling)
     return run_and_show(
         ui,
         "net",
         len(steps(spec)),
         lambda step: NetRunner(spec, data, root, progress=step),
         interrupted="peers stopped",
+        sampling=sampling,
     )
 
 

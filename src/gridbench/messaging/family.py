@@ -15,6 +15,7 @@ from gridbench.family import (
     status_exit_code,
     status_verdict,
 )
+from gridbench.sections import Report
 from gridbench.store.layout import RunDir
 
 SCHEMA = "gridbench.net/1"
@@ -65,6 +66,13 @@ class Messaging(StartsFromSpecAt, ComparableFamily):
             target=", ".join(names) or "network",
             variant=", ".join(patterns) or "messaging",
         )
+
+    def report(self, run: RunDir, metrics: Mapping[str, Any]) -> Report:
+        """The net report, with the hosts its ``sampling:`` block sampled (each step a
+        phase; docs/hosts.md)."""
+        from gridbench.hosts.sampling.phases import with_sampling
+
+        return with_sampling(super().report(run, metrics), run.path, run.read_spec()[1])
 
     def cleanup(self, run: RunDir, *, dry_run: bool, force: bool) -> CleanupOutcome:
         """Stop the peers, relays and floor servers a killed run left, verified by their

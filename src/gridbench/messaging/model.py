@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from gridbench.hosts.sampling.spec import SamplingSpec
 from gridbench.specload import SpecName
 from gridbench.testplan import TestPlan
 from gridbench.thresholds import ThresholdSpec
@@ -240,6 +241,10 @@ class NetSpec(_Strict):
     )
     plan: TestPlan | None = Field(
         default=None, description="the IEEE 829 test plan: items, features, approach, criteria"
+    )
+    sampling: SamplingSpec | None = Field(
+        default=None,
+        description="hosts sampled during the run, each step a phase (docs/hosts.md)",
     )
 
     @model_validator(mode="before")
