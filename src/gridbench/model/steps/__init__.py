@@ -3,8 +3,11 @@
 their order in the model's error's list of choices; kinds registered from elsewhere
 follow."""
 
-from gridbench.model.steps import delay, poll, side, tier
+from gridbench.model.steps.delay import KIND as DELAY
+from gridbench.model.steps.poll import KIND as POLL
+from gridbench.model.steps.side import KIND as SIDE
+from gridbench.model.steps.tier import KIND as TIER
 
-ORDER = (delay.KIND.name, tier.KIND.name, side.KIND.name, poll.KIND.name)
+ORDER = (DELAY.name, TIER.name, SIDE.name, POLL.name)
 
-__all__ = ["ORDER", "delay", "poll", "side", "tier"]
+__all__ = ["ORDER"]

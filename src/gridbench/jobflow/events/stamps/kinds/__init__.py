@@ -3,8 +3,10 @@
 ``ORDER`` is their order in the ``sources:`` union (and its error's list of choices);
 kinds registered from elsewhere follow, in the order they were registered."""
 
-from gridbench.jobflow.events.stamps.kinds import files, log, sqlite
+from gridbench.jobflow.events.stamps.kinds.files import KIND as FILES
+from gridbench.jobflow.events.stamps.kinds.log import KIND as LOG
+from gridbench.jobflow.events.stamps.kinds.sqlite import KIND as SQLITE
 
-ORDER = (sqlite.KIND.name, log.KIND.name, files.KIND.name)
+ORDER = (SQLITE.name, LOG.name, FILES.name)
 
-__all__ = ["ORDER", "files", "log", "sqlite"]
+__all__ = ["ORDER"]
