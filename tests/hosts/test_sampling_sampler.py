@@ -55,7 +55,7 @@ async def test_a_busy_process_shows_in_the_samples(
     hot, cold = _cpu(tmp_path, "local", "busy"), _cpu(tmp_path, "local", "idle")
     assert len(hot) >= 4 and len(cold) >= 4
     # a busy loop holds a core (less when the machine is shared), a sleeper none
-    assert sum(hot) / len(hot) > 15.0, hot
+    assert sum(hot) / len(hot) > 8.0, hot
     assert sum(hot) / len(hot) > 5 * (sum(cold) / len(cold) + 1.0), (hot, cold)
     s = read_samples(tmp_path)
     busy_share = s.hosts["cpu_busy"].drop_nulls().to_list()
@@ -98,7 +98,7 @@ async def test_ssh_takes_over_when_the_exporter_stops(
     assert any(w["code"] == "exporter-down" for w in s.warnings), s.warnings
     assert not any(w["code"] == "nothing-sampled" for w in s.warnings), s.warnings
     hot = _cpu(tmp_path, "h1", "busy")  # the process read on the host over SSH
-    assert len(hot) >= 3 and sum(hot) / len(hot) > 15.0, hot
+    assert len(hot) >= 3 and sum(hot) / len(hot) > 8.0, hot
     ssh_rows = s.hosts.filter(pl.col("source") == "ssh")
     assert ssh_rows["cpu_busy"].drop_nulls().len() > 0
     assert ssh_rows["mem_used"].drop_nulls().min() > 0  # type: ignore[operator]
