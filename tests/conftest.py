@@ -11,6 +11,8 @@ import pytest
 # One Grid Engine cell per session for every module that uses it: a fixture imported into
 # several test modules would be a separate session fixture in each, and a second cell cannot
 # start while the first holds the cell's qmaster.
+# The same for the lab of hosts (network namespaces with sshd) that multi-host tests share.
+from lab_fixtures import lab  # noqa: F401
 from sge_cluster import sge_fixture  # noqa: F401
 
 BIN = Path(sys.executable).with_name("gridbench")
@@ -61,6 +63,7 @@ FILE_GROUPS = {
     "test_net_floor.py": "netns",
     "test_net_run.py": "netns",
     "test_agents_hosts.py": "netns",
+    "test_agent_check.py": "netns",
     "test_io_links.py": "netns",
 }
 AREA_GROUPS = {"hosts": "netns"}  # the lab: a bridge and namespaces of its own

@@ -1,12 +1,15 @@
-"""Link speed, as the seed compared a 100 Mbit client with a 1 Gbit one: the same sshfs
-target reached over a veth pair into a network namespace shaped by tc (tbf) to 100 Mbit
-and to 1 Gbit. Added latency needs tc's netem qdisc: where the kernel lacks it, that test
-is skipped with the reason."""
+"""Link speed, as the seed compared a 100 Mbit client with a 1 Gbit one: sshfs targets
+served by lab hosts (``gridbench lab up``: a network namespace each, with its own sshd,
+its link shaped both ways by tc tbf). The lab's ``--rate`` is one rate for all its hosts,
+so the two links are two labs' hosts: the session's lab (1 Gbit/s, tests/lab_fixtures.py)
+and this module's one-host lab at 100 Mbit/s. Added latency comes from the session lab's
+Toxiproxy path to its host 3's ssh (this kernel has no netem)."""
 
 from __future__ import annotations
 
-import subprocess
+import contextlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -14,17 +17,56 @@ import pytest
 from gridbench.io.load import load_io_spec_text
 from gridbench.io.metrics import analyze_and_write
 from gridbench.io.runner import IoRunner
-from io_fixtures import ShapedLinks, shaped_links
+from io_fixtures import mount_sshfs, unmount_sshfs
+from lab_fixtures import LATENCY_MS, Lab, made_lab
 
 MBIT100_KBPS = 100e6 / 8 / 1024  # 12207 kB/s
 
 
+@dataclass
+class Links:
+    """sshfs mounts, each of a served directory through one lab host's sshd."""
+
+    mounts: dict[str, Path]  # link name -> sshfs mount
+    served: dict[str, Path]
+
+
+@pytest.fixture(scope="module")
+def slow_lab() -> Iterator[Lab]:
+    """A lab of one host whose link is shaped to 100 Mbit/s both ways."""
+    with made_lab("io", 1, rate="100mbit") as made:
+        yield made
+
+
+@contextlib.contextmanager
+def _links(tmp_path: Path, over: dict[str, tuple[str, int, Path]]) -> Iterator[Links]:
+    """One sshfs mount per entry of ``over`` (name -> address, port, key), unmounted after."""
+    mounts: dict[str, Path] = {}
+    served: dict[str, Path] = {}
+    with contextlib.ExitStack() as stack:
+        for name, (addr, port, key) in over.items():
+            served[name] = tmp_path / f"served-{name}"
+            served[name].mkdir()
+            mnt = tmp_path / f"mnt-{name}"
+            mnt.mkdir()
+            m = mount_sshfs(f"root@{addr}:{served[name]}", mnt, port, key, tmp_path / f"{name}.log")
+            stack.callback(unmount_sshfs, m)
+            mounts[name] = m.mount
+        yield Links(mounts, served)
+
+
 @pytest.fixture
-def links(tmp_path: Path) -> Iterator[ShapedLinks]:
-    yield from shaped_links(tmp_path, {"slow": "100mbit", "fast": "1gbit"})
+def links(tmp_path: Path, lab: Lab, slow_lab: Lab) -> Iterator[Links]:
+    """slow: the 100 Mbit/s lab's host; fast: the session lab's host 3 (1 Gbit/s)."""
+    slow, fast = slow_lab.host(1), lab.host(3)
+    with _links(
+        tmp_path,
+        {"slow": (slow.address, 22, slow_lab.key), "fast": (fast.address, 22, lab.key)},
+    ) as made:
+        yield made
 
 
-def test_100mbit_against_1gbit(tmp_path: Path, links: ShapedLinks) -> None:
+def test_100mbit_against_1gbit(tmp_path: Path, links: Links) -> None:
     # include_flush (iozone -e): sshfs acknowledges writes before they cross the link, so
     # without the final fsync an 8 MiB write "runs" at ~16 MB/s over a 12 MB/s link
     spec, data = load_io_spec_text(
@@ -46,23 +88,21 @@ def test_100mbit_against_1gbit(tmp_path: Path, links: ShapedLinks) -> None:
     assert all(not any(p.iterdir()) for p in links.served.values())
 
 
-def test_added_latency_with_netem(tmp_path: Path, links: ShapedLinks) -> None:
-    dev = links.host_dev["fast"]
-    r = subprocess.run(
-        ["tc", "qdisc", "replace", "dev", dev, "root", "netem", "delay", "20ms"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if r.returncode != 0:
-        pytest.skip(
-            f"tc netem is not available here, so no added-latency comparison: {r.stderr.strip()}"
+def test_added_latency_through_toxiproxy(tmp_path: Path, lab: Lab, slow_lab: Lab) -> None:
+    host = lab.host(3)
+    via, port = host.proxies[22].rsplit(":", 1)  # host 3's sshd, LATENCY_MS round trip more
+    slow = slow_lab.host(1)
+    with _links(
+        tmp_path,
+        {"slow": (slow.address, 22, slow_lab.key), "delayed": (via, int(port), lab.key)},
+    ) as links:
+        spec, data = load_io_spec_text(
+            f"name: latency\ntargets:\n  - {{name: slow, path: {links.mounts['slow']}}}\n"
+            f"  - {{name: delayed, path: {links.mounts['delayed']}}}\nbaseline: slow\n"
+            "repetitions: 1\ncache: drop_caches\n"
+            "iozone: {file_size: 1M, record_size: 128k, tests: [random_read]}\n"
         )
-    spec, data = load_io_spec_text(
-        f"name: latency\ntargets:\n  - {{name: slow, path: {links.mounts['slow']}}}\n"
-        f"  - {{name: delayed, path: {links.mounts['fast']}}}\nbaseline: slow\nrepetitions: 1\n"
-        "cache: drop_caches\niozone: {file_size: 1M, record_size: 128k, tests: [random_read]}\n"
-    )
-    m = analyze_and_write(IoRunner(spec, data, tmp_path / "results").execute())
+        m = analyze_and_write(IoRunner(spec, data, tmp_path / "results").execute())
     delayed = next(e for e in m["matrix"] if e["target"] == "delayed")
-    assert delayed["lat_ms"]["p50"] >= 20.0  # every read waits for the added delay
+    print(f"delayed random_read p50 {delayed['lat_ms']['p50']:.2f} ms")
+    assert delayed["lat_ms"]["p50"] >= LATENCY_MS  # every read waits for the added delay
