@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import functools
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -139,9 +141,11 @@ def report_command(args: argparse.Namespace, ui: Ui) -> int:
 class SpecVerbs:
     """The actions of a family's command whose runs start from a spec (``gridbench io``,
     ``gridbench net``): ``validate``, ``plan`` (with ``--json``), ``run`` and ``report``,
-    as data; the help texts of ``validate`` and ``plan`` name the spec (``noun``)."""
+    as data. The spec's arguments are :func:`add_spec_args`' (``what``, ``example``); the
+    help texts of ``validate`` and ``plan`` name the spec (``noun``)."""
 
-    spec: SpecArgs
+    what: str  # the spec argument's help
+    example: str  # a --set example
     noun: str  # "an io spec"
     validate: FamilyCommand
     plan: FamilyCommand
@@ -155,40 +159,20 @@ def add_spec_verbs(
 ) -> argparse.ArgumentParser:
     """Add ``verbs``' four actions, in that order; returns the ``run`` action's parser for
     its own options."""
-    add_action(
-        actions,
-        "validate",
-        verbs.validate,
-        ui,
-        args=ActionArgs(spec=verbs.spec),
-        help=f"check {verbs.noun} and report every problem with its line",
-    )
-    q = add_action(
-        actions,
-        "plan",
-        verbs.plan,
-        ui,
-        args=ActionArgs(spec=verbs.spec),
-        help=f"show the steps {verbs.noun} runs and their estimated duration, without running them",
-    )
-    q.add_argument("--json", action="store_true", help="print the plan as JSON")
-    run = add_action(
-        actions,
-        "run",
-        verbs.run,
-        ui,
-        args=ActionArgs(spec=verbs.spec, results=True),
-        help=verbs.run_help,
-    )
-    add_action(
-        actions,
-        "report",
-        report_command,
-        ui,
-        args=ActionArgs(run=True, results=True),
-        help=verbs.report_help,
-    )
-    return run
+    spec = ActionArgs(spec=functools.partial(add_spec_args, what=verbs.what, example=verbs.example))
+    check = f"check {verbs.noun} and report every problem with its line"
+    steps = f"show the steps {verbs.noun} runs and their estimated duration, without running them"
+    made = {
+        name: add_action(actions, name, command, ui, args=shared, help=text)
+        for name, command, shared, text in (
+            ("validate", verbs.validate, spec, check),
+            ("plan", verbs.plan, spec, steps),
+            ("run", verbs.run, dataclasses.replace(spec, results=True), verbs.run_help),
+            ("report", report_command, ActionArgs(run=True, results=True), verbs.report_help),
+        )
+    }
+    made["plan"].add_argument("--json", action="store_true", help="print the plan as JSON")
+    return made["run"]
 
 
 def print_json(doc: Mapping[str, Any]) -> int:
@@ -210,9 +194,11 @@ class PlanTable:
     summary: str
 
 
-def show_plan(ui: Ui, plan: PlanTable) -> int:
-    """A ``plan`` command's output: the table of steps, the summary, and that nothing was
-    started."""
+def show_plan(ui: Ui, plan: PlanTable, *, doc: Mapping[str, Any], as_json: bool) -> int:
+    """A ``plan`` command's output: ``doc`` as JSON (``--json``), else the table of steps,
+    the summary, and that nothing was started."""
+    if as_json:
+        return print_json(doc)
     from rich.table import Table
 
     table = Table(title=plan.title)

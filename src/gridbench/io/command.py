@@ -8,18 +8,9 @@ generic path (``Ui.analyze_and_show``), as for every family.
 from __future__ import annotations
 
 import argparse
-import functools
 from typing import Any
 
-from gridbench.cliargs import (
-    PlanTable,
-    SpecVerbs,
-    add_spec_args,
-    add_spec_verbs,
-    print_json,
-    run_and_show,
-    show_plan,
-)
+from gridbench.cliargs import PlanTable, SpecVerbs, add_spec_verbs, run_and_show, show_plan
 from gridbench.errors import EXIT_OK
 from gridbench.family import Ui
 from gridbench.fmt import safe_markup
@@ -49,16 +40,14 @@ def cmd_plan(args: argparse.Namespace, ui: Ui) -> int:
 
     spec, _ = load_io_spec(args.spec, args.set)
     plan, secs = steps(spec), estimated_seconds(spec)
-    if args.json:
-        doc = {
-            "name": spec.name,
-            "steps": [
-                {"target": s.target, "rep": s.rep, "what": s.what, "seconds": round(s.seconds, 2)}
-                for s in plan
-            ],
-            "estimated_seconds": round(secs, 1),
-        }
-        return print_json(doc)
+    doc = {
+        "name": spec.name,
+        "steps": [
+            {"target": s.target, "rep": s.rep, "what": s.what, "seconds": round(s.seconds, 2)}
+            for s in plan
+        ],
+        "estimated_seconds": round(secs, 1),
+    }
     return show_plan(
         ui,
         PlanTable(
@@ -78,6 +67,8 @@ def cmd_plan(args: argparse.Namespace, ui: Ui) -> int:
             f"(fio runs at an assumed local-disk rate: a slower target takes longer); data on a "
             f"target at once up to {format_size(needed_bytes(spec))}",
         ),
+        doc=doc,
+        as_json=args.json,
     )
 
 
@@ -104,13 +95,6 @@ def cmd_run(args: argparse.Namespace, ui: Ui) -> int:
     )
 
 
-_spec_args = functools.partial(
-    add_spec_args,
-    what="io spec (YAML), see docs/io.md and examples/io-*.yaml",
-    example="--set iozone.file_size=64M",
-)
-
-
 def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
     """Add ``gridbench io`` and its subcommands."""
     p = sub.add_parser(
@@ -127,7 +111,8 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
         isub,
         ui,
         SpecVerbs(
-            spec=_spec_args,
+            what="io spec (YAML), see docs/io.md and examples/io-*.yaml",
+            example="--set iozone.file_size=64M",
             noun="an io spec",
             validate=cmd_validate,
             plan=cmd_plan,

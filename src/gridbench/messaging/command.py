@@ -8,18 +8,9 @@ environment failed, 130 interrupted. Analysis and reports go through the generic
 from __future__ import annotations
 
 import argparse
-import functools
 from typing import Any
 
-from gridbench.cliargs import (
-    PlanTable,
-    SpecVerbs,
-    add_spec_args,
-    add_spec_verbs,
-    print_json,
-    run_and_show,
-    show_plan,
-)
+from gridbench.cliargs import PlanTable, SpecVerbs, add_spec_verbs, run_and_show, show_plan
 from gridbench.errors import EXIT_OK
 from gridbench.family import Ui
 from gridbench.fmt import safe_markup
@@ -46,24 +37,22 @@ def cmd_plan(args: argparse.Namespace, ui: Ui) -> int:
     plan = steps(spec)
     need, where = memory_needed(spec)
     secs = estimated_seconds(spec)
-    if args.json:
-        doc = {
-            "name": spec.name,
-            "steps": [
-                {
-                    "env": s.env,
-                    "pattern": s.pattern,
-                    "what": s.what,
-                    "config": s.config,
-                    "measurements": s.measurements,
-                    "seconds": round(step_seconds(spec, s), 2),
-                }
-                for s in plan
-            ],
-            "memory_bytes": need,
-            "estimated_seconds": round(secs, 1),
-        }
-        return print_json(doc)
+    doc = {
+        "name": spec.name,
+        "steps": [
+            {
+                "env": s.env,
+                "pattern": s.pattern,
+                "what": s.what,
+                "config": s.config,
+                "measurements": s.measurements,
+                "seconds": round(step_seconds(spec, s), 2),
+            }
+            for s in plan
+        ],
+        "memory_bytes": need,
+        "estimated_seconds": round(secs, 1),
+    }
     return show_plan(
         ui,
         PlanTable(
@@ -88,6 +77,8 @@ def cmd_plan(args: argparse.Namespace, ui: Ui) -> int:
             f"(times measured on loopback: a real network adds its latency); memory held at "
             f"once about {format_size(need)} ({where})",
         ),
+        doc=doc,
+        as_json=args.json,
     )
 
 
@@ -113,13 +104,6 @@ def cmd_run(args: argparse.Namespace, ui: Ui) -> int:
     )
 
 
-_spec_args = functools.partial(
-    add_spec_args,
-    what="net spec (YAML), see docs/net.md and examples/net-*.yaml",
-    example="--set pingpong.sizes.max=1M",
-)
-
-
 def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
     """Add ``gridbench net`` and its subcommands."""
     p = sub.add_parser(
@@ -135,7 +119,8 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
         nsub,
         ui,
         SpecVerbs(
-            spec=_spec_args,
+            what="net spec (YAML), see docs/net.md and examples/net-*.yaml",
+            example="--set pingpong.sizes.max=1M",
             noun="a net spec",
             validate=cmd_validate,
             plan=cmd_plan,
