@@ -295,6 +295,9 @@ class LiveRunner(Abortable, Protocol):
     #: the family's template of its part of the live view (its Pages' templates), drawn
     #: from :meth:`snapshot` as ``live`` inside the dashboard's frame (state, messages)
     live_template: str
+    #: the URL of the script that keeps it live (the family's static files: its Pages'),
+    #: loaded after the dashboard's charts script
+    live_script: str
 
     def snapshot(self) -> dict[str, Any]:
         """The family's part of the live view, from scratch (JSON-safe)."""
@@ -377,6 +380,9 @@ class Pages:
     routers: tuple[Any, ...]
     #: a package with a ``templates/`` folder of the pages' Jinja templates, if any
     templates: str | None = None
+    #: a package with a ``static/`` folder of the pages' scripts and styles, if any,
+    #: served at ``/static/<family name>/``
+    static: str | None = None
 
 
 @runtime_checkable

@@ -63,14 +63,17 @@ def create_app(cfg: WebConfig) -> FastAPI:
     app.middleware("http")(make_middleware(cfg.policy))
     app.add_middleware(BodyLimit)  # caps bodies before anything reads them
     app.add_middleware(HeadAsGet)  # outermost: HEAD is GET without the body
-    app.mount("/static", StaticFiles(packages=[("gridbench.web", "static")]), name="static")
     for fam in families():  # a family's own pages (job flow's, the study's) come first
         if isinstance(fam, WebPages):
             pages = fam.web_pages(dash)
             if pages.templates is not None:
                 dash.add_templates(pages.templates)
+            if pages.static is not None:  # mounted before /static, which would take it
+                static = StaticFiles(packages=[(pages.static, "static")])
+                app.mount(f"/static/{fam.name}", static, name=f"static-{fam.name}")
             for router in pages.routers:
                 app.include_router(router)
+    app.mount("/static", StaticFiles(packages=[("gridbench.web", "static")]), name="static")
     for module in ROUTERS:
         app.include_router(module.router)
     return app

@@ -315,6 +315,7 @@ class JobFlowRun:
     an id), its backend is wrapped to be measured, and the live view is its observer."""
 
     live_template = "jobflow_live.html"  # this package's templates/
+    live_script = "/static/jobflow/live.js"  # this package's static/
 
     def __init__(self, plan: Plan, data: dict[str, Any], root: Path) -> None:
         spec = plan.spec

@@ -17,4 +17,5 @@ def web_pages(ctx: WebContext) -> Pages:
         presets_pages.make_router(web),
         agents_pages.make_router(web),
     )
-    return Pages(routers=routers, templates="gridbench.jobflow.web")
+    # scripts and templates: this package's static/ (served at /static/jobflow/) and templates/
+    return Pages(routers=routers, templates="gridbench.jobflow.web", static="gridbench.jobflow.web")

@@ -110,6 +110,7 @@ def experiment(request: Request, dash: Dash, rid: str) -> HTMLResponse:
         live=live.snapshot() if live is not None else None,
         # the family's part of the live view (job flow's trials, agents and charts)
         live_template=managed.runner.live_template if managed is not None else "",
+        live_script=managed.runner.live_script if managed is not None else "",
         active=active,
         # a study being delivered is "running" without a runner: its family's pages serve
         # it here (and a run started on /start runs here, in a thread)
