@@ -87,8 +87,8 @@ class OpenError:
     """What open() against an absent server must say."""
 
     make: Callable[[Env], Backend]
-    where: str
-    message: str  # a part of the message
+    where: str  # exactly; formatted with the Env's extra
+    message: tuple[str, ...]  # parts of the message
     fix: str  # a part of the fix
     needs_daemon: bool = False  # the case's daemon must run (to copy its configuration)
 
@@ -116,8 +116,10 @@ class Case:
     check_abort: Check | None = None
     open_error: OpenError | None = None
 
-    def spec(self, name: str, job: str, jobs: int, timeouts: str | None = None) -> str:
+    def spec(self, env: Env, name: str, job: str, jobs: int, timeouts: str | None = None) -> str:
+        """The spec of a run; ``$TMP`` in the job stands for the test's scratch folder."""
         collectors = f"{self.collectors}\n" if self.collectors else ""
+        job = job.replace("$TMP", str(env.tmp))
         return (
             f"name: {name}\nbackend: {{type: {self.type}}}\njob: {job}\n"
             f"load: {{model: open, rate: 20/s}}\ntrial: {{jobs: {jobs}}}\n"
@@ -298,6 +300,14 @@ def make_command_slurm(env: Env) -> Backend:
     )
 
 
+def make_command_sge(env: Env) -> Backend:
+    work = env.tmp / "work"
+    work.mkdir(exist_ok=True)
+    return CommandBackend.from_options(
+        {"preset": "sge", "env": env.system.env, "workdir": str(work)}
+    )
+
+
 def make_psij_local(env: Env) -> Backend:
     return psij_backend(executor="local")
 
@@ -313,6 +323,11 @@ def make_psij_slurm(env: Env) -> Backend:
         work_directory=str(env.tmp / "psij"),
         queue="debug",
     )
+
+
+def absent_url(env: Env) -> str:
+    env.extra["url"] = url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    return url
 
 
 def down_slurm_conf(env: Env) -> str:
@@ -400,7 +415,7 @@ def reference_fail(r: Ran) -> None:
     assert done.height == r.jobs and attr(done, "status") == {"Failed"}
 
 
-def command_ok(r: Ran, preset: str, submits: int) -> None:
+def command_ok(r: Ran, preset: str, submits: int, init: bool = True) -> None:
     info = r.info
     cp = info["client_processes"]
     assert cp["by_op"]["submit"]["calls"] == submits  # one submit process per job
@@ -408,7 +423,8 @@ def command_ok(r: Ran, preset: str, submits: int) -> None:
     assert cp["cpu_s"] > 0 and cp["wall_s"] > 0
     rt = r.out.run.read_experiment()["backend_runtime"]["command"]
     assert rt["preset"] == preset and rt["tested"] is True
-    assert rt["client_processes_at_open"]["by_op"]["init"]["calls"] == 1
+    if init:  # the preset's init call, once at open
+        assert rt["client_processes_at_open"]["by_op"]["init"]["calls"] == 1
 
 
 def command_demo_ok(r: Ran) -> None:
@@ -421,8 +437,22 @@ def command_slurm_ok(r: Ran) -> None:
     assert r.info["background_queue"]["end"] == 0
 
 
+def command_sge_ok(r: Ran) -> None:
+    command_ok(r, "sge", r.jobs, init=False)  # the sge preset has no init
+    assert not (r.env.tmp / "work" / "PWNED").exists()  # the argument stayed inert
+    # each ended job left qstat and was looked up once with qacct
+    assert r.info["client_processes"]["by_op"]["finished"]["calls"] >= r.jobs
+
+
 def command_abort(r: Ran) -> None:
     assert r.info["client_processes"]["by_op"]["cancel"]["calls"] == 1  # one call for all
+
+
+def command_demo_abort(r: Ran) -> None:
+    command_abort(r)
+    state: Path = r.env.extra["state"]  # the CLI knows these jobs and no others
+    jobs = {p.name for p in state.iterdir() if (p / "argv.json").exists()}
+    assert jobs == set(acked(r.ev)["bid"])
 
 
 def psij_ok(r: Ran, precision: int, state: str = "COMPLETED", code: str = "0") -> None:
@@ -514,9 +544,9 @@ REFERENCE = Case(
     check_fail=reference_fail,
     abort_job="{runtime: 120s}",
     open_error=OpenError(
-        lambda env: create_backend("reference", {"url": f"http://127.0.0.1:{free_port()}"}),
-        where="http://127.0.0.1:",
-        message="the reference grid does not answer",
+        lambda env: create_backend("reference", {"url": absent_url(env)}),
+        where="{url}",
+        message=("the reference grid does not answer",),
         fix="gridbench reference serve",
     ),
 )
@@ -537,7 +567,7 @@ SLURM = Case(
     open_error=OpenError(
         lambda env: create_backend("slurm", {"conf": down_slurm_conf(env)}),
         where="scontrol ping",
-        message="is DOWN",
+        message=("is DOWN",),
         fix="slurmctld",
         needs_daemon=True,
     ),
@@ -562,7 +592,7 @@ SGE = Case(
     open_error=OpenError(
         lambda env: create_backend("sge", {"env": {"SGE_QMASTER_PORT": str(free_port())}}),
         where="qstat -xml (open)",
-        message="unable to send message to qmaster",
+        message=("qstat failed (exit 1)", "unable to send message to qmaster"),
         fix="sge_qmaster",
     ),
 )
@@ -575,7 +605,7 @@ COMMAND_DEMO = Case(
     status_calls=command_status_calls,
     check_ok=command_demo_ok,
     fail_messages=frozenset({"FAILED, exit code 3"}),
-    check_abort=command_abort,
+    check_abort=command_demo_abort,
 )
 COMMAND_SLURM = Case(
     id="command-slurm",
@@ -595,11 +625,26 @@ COMMAND_SLURM = Case(
         lambda env: CommandBackend.from_options(
             {"preset": "slurm", "env": {**env.system.env, "SLURM_CONF": down_slurm_conf(env)}}
         ),
-        where="template init",
-        message="is DOWN",
+        where="backend command (preset slurm), template init",
+        message=("exited with 1", "is DOWN"),
         fix="run it by hand",
         needs_daemon=True,
     ),
+)
+COMMAND_SGE = Case(
+    id="command-sge",
+    type="command",
+    make=make_command_sge,
+    daemon="sge",
+    chain=COMMAND_CHAIN,
+    alive=sge_listed,
+    # execd runs the job with a shell: "$(touch ...)" must reach it as one inert argument
+    ok_job='{command: [/bin/sh, -c, "sleep 0.5; exit 0", "$(touch $TMP/work/PWNED)"]}',
+    jobs=4,
+    timeouts="status_interval: 0.3s, drain: 60s",
+    status_calls=command_status_calls,
+    check_ok=command_sge_ok,
+    check_abort=command_abort,
 )
 PSIJ_LOCAL = Case(
     id="psij-local",
@@ -625,7 +670,17 @@ PSIJ_SLURM = Case(
     fail_server_stage="psij_end",
     check_fail=lambda r: psij_ok(r, int(PSIJ_POLL_S * S), "FAILED", "3"),
 )
-CASES = [LOCAL, REFERENCE, SLURM, SGE, COMMAND_DEMO, COMMAND_SLURM, PSIJ_LOCAL, PSIJ_SLURM]
+CASES = [
+    LOCAL,
+    REFERENCE,
+    SLURM,
+    SGE,
+    COMMAND_DEMO,
+    COMMAND_SLURM,
+    COMMAND_SGE,
+    PSIJ_LOCAL,
+    PSIJ_SLURM,
+]
 
 
 # ---------------------------------------------------------------- fixtures
@@ -667,7 +722,7 @@ def finish(case: Case, env: Env, out: ExperimentOutcome, backend: Any, jobs: int
 def test_jobs_end_with_the_stage_chain_in_order(case: Case, env: Env) -> None:
     backend = case.make(env)
     n = case.jobs
-    out = run(case.spec(f"{case.id}-basic", case.ok_job, n), env.tmp / "results", backend)
+    out = run(case.spec(env, f"{case.id}-basic", case.ok_job, n), env.tmp / "results", backend)
     r = finish(case, env, out, backend, n)
     assert out.status == "complete"
     assert failures(r.ev).height == 0
@@ -688,7 +743,7 @@ def test_jobs_end_with_the_stage_chain_in_order(case: Case, env: Env) -> None:
 
 def test_failing_command_is_job_failed(case: Case, env: Env) -> None:
     backend = case.make(env)
-    out = run(case.spec(f"{case.id}-fail", case.fail_job, 2), env.tmp / "results", backend)
+    out = run(case.spec(env, f"{case.id}-fail", case.fail_job, 2), env.tmp / "results", backend)
     r = finish(case, env, out, backend, 2)
     f = failures(r.ev)
     assert f["kind"].to_list() == ["job_failed"] * 2
@@ -703,7 +758,7 @@ def test_failing_command_is_job_failed(case: Case, env: Env) -> None:
 def test_abort_cancels_every_outstanding_job(case: Case, env: Env) -> None:
     backend = case.make(env)
     n = 4
-    text = case.spec(f"{case.id}-abort", case.abort_job, n, "status_interval: 0.2s")
+    text = case.spec(env, f"{case.id}-abort", case.abort_job, n, "status_interval: 0.2s")
     out = run(text, env.tmp / "results", backend, abort_when_acked=n)
     r = finish(case, env, out, backend, n)
     assert out.status == "aborted"
@@ -738,7 +793,7 @@ async def test_open_against_an_absent_server_is_one_backend_error(
         with pytest.raises(BackendError) as err:  # anything else fails the test
             await backend.open()
     e = err.value
-    assert e.where is not None and want.where in e.where, e.where
-    assert want.message in e.message, e.message
+    assert e.where == want.where.format(**env.extra)
+    assert all(part in e.message for part in want.message), e.message
     assert e.fix and want.fix in e.fix, e.fix
     assert e.__cause__ is None  # raised from None: the user sees the message, not a chain

@@ -1,9 +1,13 @@
-"""The command backend through the real runner, with the demo CLI as the system under test."""
+"""The command backend through the real runner, with the demo CLI as the system under test.
+
+What every backend does (jobs end with their stage chain, a failing command, abort, open()
+against an absent server) is tested once for all in test_backend_suite.py; here, what only
+the command backend has (its templates' failures, slow and missing clients, client cost).
+"""
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +15,7 @@ import polars as pl
 import pytest
 
 from gridbench.errors import BackendError
-from gridbench.jobflow.backends.command.demo import job_state
-from test_runner import events, run_spec, stage_counts
+from test_runner import events, run_spec
 
 
 def spec(name: str, backend: dict[str, Any], body: str) -> str:
@@ -35,56 +38,6 @@ def failures(ev: pl.DataFrame) -> pl.DataFrame:
 def trial_info(out: Any) -> dict[str, Any]:
     info: dict[str, Any] = json.loads((out.run.trial_dir("p00-t00") / "trial.json").read_text())
     return info
-
-
-def test_full_job_flow_with_one_status_call_per_sweep(tmp_path: Path) -> None:
-    out = run_spec(
-        spec(
-            "cmd",
-            demo(tmp_path / "state"),
-            """
-job: {command: [/bin/sleep, "0.5"]}
-load: {model: open, rate: 10/s}
-trial: {jobs: 6}
-timeouts: {status_interval: 0.2s}
-""",
-        ),
-        tmp_path / "results",
-    )
-    assert out.status == "complete"
-    c = stage_counts(events(out))
-    assert c["submit"] == c["submit_ack"] == c["client_done"] == 6
-    assert "failed" not in c
-    info = trial_info(out)
-    cp = info["client_processes"]
-    assert cp["by_op"]["submit"]["calls"] == 6
-    # one CLI call per sweep for all jobs in flight, never one per job
-    assert cp["by_op"]["status"]["calls"] == info["status_calls"] >= 1
-    assert cp["calls"] == sum(v["calls"] for v in cp["by_op"].values())
-    assert cp["cpu_s"] > 0 and cp["wall_s"] > 0
-    assert info["background_queue"] == {"start": 0, "end": 0}  # from the queue template
-    rt = out.run.read_experiment()["backend_runtime"]["command"]
-    assert rt["preset"] == "demo" and rt["tested"] is True
-    assert rt["client_processes_at_open"]["by_op"]["init"]["calls"] == 1
-
-
-def test_failing_jobs_are_job_failures(tmp_path: Path) -> None:
-    out = run_spec(
-        spec(
-            "cmdfail",
-            demo(tmp_path / "state"),
-            f"""
-job: {{command: [{sys.executable}, -c, "raise SystemExit(4)"]}}
-load: {{model: open, rate: 10/s}}
-trial: {{jobs: 2}}
-timeouts: {{status_interval: 0.2s}}
-""",
-        ),
-        tmp_path / "results",
-    )
-    f = failures(events(out))
-    assert f["kind"].to_list() == ["job_failed"] * 2
-    assert set(f["message"].to_list()) == {"FAILED, exit code 4"}
 
 
 def test_submit_pattern_that_never_matches_fails_each_job_clearly(tmp_path: Path) -> None:
@@ -153,33 +106,6 @@ timeouts: {status_interval: 0.2s, drain: 1s}
     f = failures(events(out))
     assert f["kind"].to_list() == ["submit_error"] * 2
     assert all("cannot start '/nonexistent/qsub'" in m for m in f["message"].to_list())
-
-
-def test_abort_cancels_outstanding_jobs_through_the_cli(tmp_path: Path) -> None:
-    state = tmp_path / "state"
-    out = run_spec(
-        spec(
-            "cmdabort",
-            demo(state),
-            """
-job: {command: [/bin/sleep, "60"]}
-load: {model: open, rate: 5/s}
-trial: {duration: 20s}
-trials: 2
-timeouts: {status_interval: 0.2s}
-""",
-        ),
-        tmp_path / "results",
-        abort_after=2.0,
-    )
-    assert out.status == "aborted"
-    c = stage_counts(events(out))
-    assert c["submit_ack"] >= 3
-    assert c["cancelled"] == c["submit_ack"]
-    jobs = [p for p in state.iterdir() if (p / "argv.json").exists()]
-    assert len(jobs) == c["submit_ack"]
-    assert {job_state(p)[0] for p in jobs} == {"CANCELLED"}  # the CLI ended every one
-    assert trial_info(out)["client_processes"]["by_op"]["cancel"]["calls"] == 1
 
 
 def test_resource_monitor_sees_the_client_processes(tmp_path: Path) -> None:

@@ -1,4 +1,9 @@
-"""The command backend's slurm preset against live daemons (tests/slurm_cluster.py)."""
+"""The command backend's slurm preset against live daemons (tests/slurm_cluster.py).
+
+What every backend does (jobs end with their stage chain, a failing command, abort, open()
+against an absent server) is tested once for all in test_backend_suite.py; here, what only
+this preset has (quoting through sbatch --wrap, output, sbatch's refusal).
+"""
 
 from __future__ import annotations
 
@@ -10,39 +15,12 @@ from typing import Any
 from gridbench.jobflow.backends.base import JobRequest, JobState, JobStatus
 from gridbench.jobflow.backends.command.backend import CommandBackend
 from slurm_cluster import SlurmCluster, slurm_fixture  # noqa: F401 (the fixture slurm)
-from test_command_runner import failures, spec, trial_info
-from test_runner import events, run_spec, stage_counts
+from test_command_runner import failures, spec
+from test_runner import events, run_spec
 
 
 def options(cluster: SlurmCluster, workdir: Path, **over: Any) -> dict[str, Any]:
     return {"preset": "slurm", "env": cluster.env, "workdir": str(workdir), **over}
-
-
-def test_slurm_preset_runs_jobs_through_the_runner(slurm: SlurmCluster, tmp_path: Path) -> None:
-    work = tmp_path / "work"
-    work.mkdir()
-    out = run_spec(
-        spec(
-            "cmd-slurm",
-            options(slurm, work),
-            """
-job: {command: [/bin/sleep, "0.3"]}
-load: {model: open, rate: 10/s}
-trial: {jobs: 5}
-timeouts: {status_interval: 0.2s, drain: 60s}
-""",
-        ),
-        tmp_path / "results",
-    )
-    assert out.status == "complete"
-    c = stage_counts(events(out))
-    assert c["submit_ack"] == c["client_done"] == 5 and "failed" not in c
-    info = trial_info(out)
-    cp = info["client_processes"]
-    assert cp["by_op"]["submit"]["calls"] == 5  # five sbatch processes
-    assert cp["by_op"]["status"]["calls"] == info["status_calls"]  # one squeue per sweep
-    assert info["background_queue"]["end"] == 0
-    assert out.run.read_experiment()["backend_runtime"]["command"]["preset"] == "slurm"
 
 
 def test_slurm_preset_output_quoting_and_cancel(slurm: SlurmCluster, tmp_path: Path) -> None:

@@ -1,16 +1,17 @@
-"""The psij backend with PSI/J's local executor, through the real runner."""
+"""The psij backend with PSI/J's local executor.
+
+What every backend does (jobs end with their stage chain, a failing command, abort, open()
+against an absent server) is tested once for all in test_backend_suite.py; here, what only
+the psij backend has (submit errors, bad options, its configuration, state mapping).
+"""
 
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 
-import polars as pl
-import psutil
 import pytest
 
-from backend_run import failures, run_with, trial
 from gridbench.errors import BackendError, SpecError
 from gridbench.jobflow.backends.base import JobRequest, JobState, SubmitError
 from gridbench.jobflow.backends.psij.backend import map_state
@@ -20,89 +21,7 @@ from gridbench.jobflow.backends.psij.options import (
     import_psij,
     make_config,
 )
-from gridbench.jobflow.events.model import Precision
-from psij_run import acked_ids, assert_chain_ordered, psij_backend
-
-
-def test_jobs_end_with_ordered_stamps(tmp_path: Path) -> None:
-    backend = psij_backend(executor="local")
-    out = run_with(
-        """
-name: psij-local
-backend: {type: psij}
-job: {command: [sh, -c, "sleep 0.3"]}
-load: {model: open, rate: 20/s}
-trial: {jobs: 8}
-timeouts: {status_interval: 0.1s, drain: 20s}
-""",
-        tmp_path,
-        backend,
-    )
-    assert out.status == "complete"
-    ev, info = trial(out)
-    assert failures(ev).height == 0
-    wide = assert_chain_ordered(ev, 8)
-    assert (wide["psij_end"] - wide["psij_active"] >= 300_000_000).all()  # the sleep
-    server = ev.filter(pl.col("source") == "psij")
-    assert set(server["precision_ns"]) == {100 * Precision.MS}  # the local reaper's period
-    chain = {s["name"]: s["precision_ns"] for s in info["chain"]["stages"]}
-    assert chain["psij_end"] == 100 * Precision.MS and chain["submit"] == Precision.US
-    ends = server.filter(pl.col("stage") == "psij_end")["attrs"]
-    assert set(ends.str.json_path_match("$.psij_state")) == {"COMPLETED"}
-    assert set(ends.str.json_path_match("$.exit_code")) == {"0"}
-
-
-def test_failing_command_is_job_failed(tmp_path: Path) -> None:
-    out = run_with(
-        """
-name: psij-fail
-backend: {type: psij}
-job: {command: [sh, -c, "exit 3"]}
-load: {model: open, rate: 20/s}
-trial: {jobs: 3}
-timeouts: {status_interval: 0.1s, drain: 20s}
-""",
-        tmp_path,
-        psij_backend(executor="local"),
-    )
-    ev, _ = trial(out)
-    f = failures(ev)
-    assert f["kind"].to_list() == ["job_failed"] * 3
-    assert set(f["message"]) == {"exit code 3"}
-    ends = ev.filter(pl.col("stage") == "psij_end")["attrs"]
-    assert set(ends.str.json_path_match("$.psij_state")) == {"FAILED"}
-
-
-def test_abort_cancels_running_jobs(tmp_path: Path) -> None:
-    backend = psij_backend(executor="local")
-    out = run_with(
-        """
-name: psij-abort
-backend: {type: psij}
-job: {command: [sleep, "120"]}
-load: {model: open, rate: 50/s}
-trial: {jobs: 3}
-timeouts: {status_interval: 0.1s}
-""",
-        tmp_path,
-        backend,
-        abort_when_acked=3,
-    )
-    assert out.status == "aborted"
-    ev, _ = trial(out)
-    ids = acked_ids(ev)
-    cancelled = ev.filter(pl.col("stage") == "cancelled")
-    assert len(ids) == 3 and sorted(cancelled["job"]) == sorted(
-        ev.filter(pl.col("stage") == "submit_ack")["job"]
-    )
-    # the native ids are the pids: PSI/J's reaper kills them
-    alive = list(ids)
-    for _ in range(100):
-        alive = [p for p in ids if psutil.pid_exists(int(p))]
-        if not alive:
-            break
-        time.sleep(0.05)
-    assert alive == []
+from psij_run import psij_backend
 
 
 async def test_submit_errors_and_unknown_ids(tmp_path: Path) -> None:

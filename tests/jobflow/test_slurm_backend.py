@@ -2,16 +2,17 @@
 
 No mocks: every job goes through sbatch, slurmctld and slurmd. The only stand-in is a
 ``squeue`` script that prints broken JSON, to show what a broken reply does.
+
+What every backend does (jobs end with their stage chain, a failing command, abort, open()
+against an absent server) is tested once for all in test_backend_suite.py; here, what only
+Slurm has (its squeue formats, sacct, zones, a controller going down, bad options).
 """
 
 from __future__ import annotations
 
 import asyncio
-import itertools
-import time
 from pathlib import Path
 
-import polars as pl
 import pytest
 
 from backend_run import failures, run_with, trial
@@ -37,84 +38,6 @@ def backend_for(cluster: SlurmCluster, **options: object) -> SlurmBackend:
     b = create_backend("slurm", {"conf": str(cluster.conf), **options})
     assert isinstance(b, SlurmBackend)
     return b
-
-
-def test_jobs_end_with_ordered_server_stamps(slurm: SlurmCluster, tmp_path: Path) -> None:
-    backend = backend_for(slurm)
-    out = run_with(
-        """
-name: slurm-basic
-backend: {type: slurm}
-job: {command: [sh, -c, "echo gridbench; sleep 0.3"]}
-load: {model: open, rate: 20/s}
-trial: {jobs: 12}
-timeouts: {status_interval: 0.2s, drain: 30s}
-""",
-        tmp_path,
-        backend,
-    )
-    assert out.status == "complete"
-    ev, info = trial(out)
-    assert failures(ev).height == 0
-    wide = ev.pivot(on="stage", index="job", values="t_ns", aggregate_function="first")
-    assert wide.height == 12
-    assert wide.select(CHAIN).null_count().sum_horizontal().item() == 0
-    for a, b in itertools.pairwise(CHAIN):
-        assert (wide[a] <= wide[b]).all(), f"{a} after {b}"
-    # ms stamps from the controller log for submit/start/end; eligible at submission
-    server = ev.filter(pl.col("source") == "slurmctld")
-    prec = dict(server.group_by("stage").agg(pl.col("precision_ns").max()).iter_rows())
-    assert prec == dict.fromkeys(CHAIN[1:5], Precision.MS)
-    assert (wide["slurm_eligible"] == wide["slurm_submit"]).all()
-    assert server.height == 4 * 12  # one stamp per job and stage, never two
-    # the log's ms stamps and squeue's whole seconds agree
-    assert (wide["slurm_end"] - wide["slurm_start"] >= 300_000_000).all()
-    chain = {s["name"]: s["precision_ns"] for s in info["chain"]["stages"]}
-    assert chain["slurm_start"] == chain["slurm_eligible"] == Precision.MS
-    # one squeue (-O, the default) per status sweep, and no per-job lookups
-    assert backend.calls["squeue -O"] == info["status_calls"]
-    assert backend.calls["squeue --json"] == 0
-    assert info["status_calls"] == info["status_sweeps"]
-    assert backend.calls["scontrol show job"] == 0
-    assert backend.calls["sbatch"] == 12
-    queue = info["background_queue"]  # other modules' jobs may share the cluster
-    assert isinstance(queue["start"], int) and queue["end"] == queue["start"]
-    # the jobs really ran under their gridbench names
-    names = set(slurm.run("squeue", "-h", "-t", "all", "-o", "%j").split())
-    assert set(ev["job"].unique()) <= names
-
-
-def test_abort_cancels_outstanding_jobs(slurm: SlurmCluster, tmp_path: Path) -> None:
-    backend = backend_for(slurm)
-    out = run_with(
-        """
-name: slurm-abort
-backend: {type: slurm}
-job: {command: [sleep, "120"]}
-load: {model: open, rate: 50/s}
-trial: {jobs: 4}
-timeouts: {status_interval: 0.2s}
-""",
-        tmp_path,
-        backend,
-        abort_when_acked=4,
-    )
-    assert out.status == "aborted"
-    ev, _ = trial(out)
-    acks = ev.filter(pl.col("stage") == "submit_ack")
-    ids = acks["attrs"].str.json_path_match("$.backend_id").to_list()
-    cancelled = ev.filter(pl.col("stage") == "cancelled")
-    assert sorted(cancelled["job"]) == sorted(acks["job"])
-    assert len(ids) == 4 and backend.calls["scancel"] == 1
-    # Slurm agrees: every one of those jobs is cancelled (scancel is asynchronous)
-    states: list[str] = []
-    for _ in range(100):
-        out_ = slurm.run("squeue", "-h", "-t", "all", "-j", ",".join(ids), "-o", "%T")
-        states = out_.split()
-        if states == ["CANCELLED"] * 4:
-            break
-        time.sleep(0.1)
-    assert states == ["CANCELLED"] * 4
 
 
 def test_rejected_submissions_keep_sbatch_message(slurm: SlurmCluster, tmp_path: Path) -> None:
@@ -186,14 +109,7 @@ async def test_open_says_what_is_wrong(slurm: SlurmCluster, tmp_path: Path) -> N
     with pytest.raises(BackendError) as err:
         await backend_for(slurm, partition="nope").open()
     assert err.value.where == "backend.options.partition" and "'nope'" in err.value.message
-    down = tmp_path / "down.conf"
-    down.write_text(
-        slurm.conf.read_text().replace(f"SlurmctldPort={slurm.ctld_port}", "SlurmctldPort=9")
-    )
-    with pytest.raises(BackendError) as err:
-        await backend_for(slurm, conf=str(down)).open()
-    assert err.value.where == "scontrol ping" and "is DOWN" in err.value.message
-    assert err.value.fix and "slurmctld" in err.value.fix
+    # a controller that does not answer: tests/jobflow/test_backend_suite.py
     with pytest.raises(BackendError) as err:
         await backend_for(slurm, controller_log=str(tmp_path / "no.log")).open()
     assert err.value.where == "backend.options.controller_log"
