@@ -17,6 +17,7 @@ from gridbench.errors import EXIT_OK, GridbenchError
 if TYPE_CHECKING:
     from gridbench.family import Executes, Ui
     from gridbench.hosts.sampling.phases import StepSampling
+    from gridbench.hosts.sampling.spec import SamplingSpec
     from gridbench.store.layout import RunDir
 
 #: A family's command: the parsed arguments and what the CLI lends it -> the exit code.
@@ -299,6 +300,17 @@ def line_progress(ui: Ui, label: str, total: int) -> Iterator[Callable[[str], No
         raise
     done = total
     line("done")
+
+
+def step_sampling(block: SamplingSpec | None) -> StepSampling | None:
+    """The hosts a spec's ``sampling:`` block names, for :func:`run_and_show` (looked up
+    now: a host missing from its inventory is a SpecError before the run); None without
+    the block."""
+    if block is None:
+        return None
+    from gridbench.hosts.sampling.phases import StepSampling
+
+    return StepSampling(block)
 
 
 def run_and_show(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from gridbench.cliargs import PlanTable, SpecVerbs, add_spec_verbs, run_and_show, show_plan
+from gridbench.cliargs import PlanTable, SpecVerbs, add_spec_verbs, show_plan
 from gridbench.errors import EXIT_OK
 from gridbench.family import Ui
 from gridbench.fmt import safe_markup
@@ -73,17 +73,13 @@ def cmd_plan(args: argparse.Namespace, ui: Ui) -> int:
 
 
 def cmd_run(args: argparse.Namespace, ui: Ui) -> int:
+    from gridbench.cliargs import run_and_show, step_sampling
     from gridbench.errors import BackendError
     from gridbench.io.load import load_io_spec
     from gridbench.io.runner import IoRunner, plan_steps
 
     spec, data = load_io_spec(args.spec, args.set)
     root = ui.results_root(args)
-    sampling = None
-    if spec.sampling is not None:  # a host missing from its inventory: before the run
-        from gridbench.hosts.sampling.phases import StepSampling
-
-        sampling = StepSampling(spec.sampling)
     return run_and_show(
         ui,
         "io",
@@ -91,7 +87,7 @@ def cmd_run(args: argparse.Namespace, ui: Ui) -> int:
         lambda step: IoRunner(spec, data, root, force=args.force, progress=step),
         interrupted="files cleaned up",
         failures=(BackendError,),
-        sampling=sampling,
+        sampling=step_sampling(spec.sampling),
     )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from gridbench.cliargs import PlanTable, SpecVerbs, add_spec_verbs, run_and_show, show_plan
+from gridbench.cliargs import PlanTable, SpecVerbs, add_spec_verbs, show_plan
 from gridbench.errors import EXIT_OK
 from gridbench.family import Ui
 from gridbench.fmt import safe_markup
@@ -83,24 +83,20 @@ def cmd_plan(args: argparse.Namespace, ui: Ui) -> int:
 
 
 def cmd_run(args: argparse.Namespace, ui: Ui) -> int:
+    from gridbench.cliargs import run_and_show, step_sampling
     from gridbench.messaging.load import load_net_spec
     from gridbench.messaging.plan import steps
     from gridbench.messaging.runner import NetRunner
 
     spec, data = load_net_spec(args.spec, args.set)
     root = ui.results_root(args)
-    sampling = None
-    if spec.sampling is not None:  # a host missing from its inventory: before the run
-        from gridbench.hosts.sampling.phases import StepSampling
-
-        sampling = StepSampling(spec.sampling)
     return run_and_show(
         ui,
         "net",
         len(steps(spec)),
         lambda step: NetRunner(spec, data, root, progress=step),
         interrupted="peers stopped",
-        sampling=sampling,
+        sampling=step_sampling(spec.sampling),
     )
 
 
