@@ -59,3 +59,21 @@ def test_a_sampled_io_run(tmp_path: Path, exporter: Exporter) -> None:  # noqa: 
     assert len(chart.figure["layout"]["shapes"]) == len(phases)
     titles = [getattr(s, "title", "") for s in rep.sections]
     assert f"Hosts during {phases[0].name}" in titles, titles
+
+
+def test_io_validate_names_a_misspelt_host(tmp_path: Path) -> None:
+    inv = tmp_path / "inventory.yaml"
+    inv.write_text("hosts:\n  exp-1: {address: 127.0.0.1}\n")
+    (tmp_path / "a").mkdir()
+    spec = tmp_path / "io.yaml"
+    spec.write_text(SPEC.replace("exp-1]", "exp-l]").format(a=tmp_path / "a", inventory=inv))
+    r = subprocess.run(
+        [str(BIN), "io", "validate", str(spec)],
+        env=cli_env(tmp_path / "results"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    out = r.stdout + r.stderr
+    assert r.returncode == 2, out
+    assert "did you mean 'exp-1'" in out and "io.yaml:10: field 'sampling.hosts.1'" in out, out

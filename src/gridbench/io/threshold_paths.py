@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any, get_args
 
+from gridbench.hosts.sampling.spec import sampling_problem
 from gridbench.io.metrics_schema import Bonnie, Concurrency, Entry
 from gridbench.io.metrics_schema_posix import ConformanceRow, Replay
 from gridbench.io.model import BonnieColumn, ConcurrencyTest, IoSpec, IozoneTest
@@ -83,4 +84,5 @@ def _problem(metric: str, targets: Collection[str]) -> tuple[str, str | None] | 
 def check_io_spec(spec: IoSpec, data: dict[str, Any]) -> SpecProblem | None:
     """The first threshold of ``spec`` whose path no io run on its targets can have."""
     targets = [t.name for t in spec.targets]
-    return misspelt_threshold(data, lambda m: threshold_problem(m, targets), "docs/io.md")
+    problem = misspelt_threshold(data, lambda m: threshold_problem(m, targets), "docs/io.md")
+    return problem or sampling_problem(spec.sampling)  # a sampled host the inventory lacks

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any, get_args
 
+from gridbench.hosts.sampling.spec import sampling_problem
 from gridbench.messaging.metrics_schema import (
     Burst,
     EchoSeries,
@@ -91,4 +92,5 @@ def threshold_problem(metric: str, spec: NetSpec) -> tuple[str, str | None] | No
 
 def check_net_spec(spec: NetSpec, data: dict[str, Any]) -> SpecProblem | None:
     """The first threshold of ``spec`` whose path no net run of it can have."""
-    return misspelt_threshold(data, lambda m: threshold_problem(m, spec), "docs/net.md")
+    problem = misspelt_threshold(data, lambda m: threshold_problem(m, spec), "docs/net.md")
+    return problem or sampling_problem(spec.sampling)  # a sampled host the inventory lacks

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from gridbench.errors import SpecError
+from gridbench.specload import SpecProblem
 from gridbench.units import PositiveDuration
 
 if TYPE_CHECKING:
@@ -149,3 +150,27 @@ def load_targets(spec: SamplingSpec, inline: Any | None = None) -> list[HostTarg
 
         inventory = load_inventory(spec.inventory)
     return host_targets(spec, inventory)
+
+
+def sampling_problem(spec: SamplingSpec | None) -> SpecProblem | None:
+    """A host of ``spec`` that its inventory lacks, as a family's spec check reports it
+    (placed on the spec's line, with a "did you mean"); None when every host is there, or
+    when the inventory file is not here to read (``run`` reads it, and says so)."""
+    if spec is None or spec.inventory is None:
+        return None
+    from pathlib import Path
+
+    from gridbench.hosts.inventory import load_inventory
+
+    if not Path(spec.inventory).is_file():
+        return None
+    try:
+        inventory = load_inventory(spec.inventory)
+        host_targets(spec, inventory)
+    except SpecError as exc:
+        where = exc.where or ""
+        loc: tuple[int | str, ...] = ("sampling", "inventory")
+        if where.startswith("sampling.hosts["):
+            loc = ("sampling", "hosts", int(where[len("sampling.hosts[") : -1]))
+        return SpecProblem(loc, exc.message, exc.fix or f"see {spec.inventory}")
+    return None
