@@ -126,7 +126,6 @@ class TimeitRunner:
 
 def run_spec(spec: TimeitSpec, text: str, run: RunDir, say: Callable[[str], None]) -> RunDir:
     """Time the command ``repetitions`` times into the new results directory ``run``."""
-    (run.path / "trials").rmdir()  # made for job flow's trials: a timeit run has none
     run.spec_file.write_text(text, encoding="utf-8")
     run.update_experiment(
         id=run.id,
