@@ -147,7 +147,7 @@ class StudyPages:
             "/p/{rest:path}", self.participant_other, methods=["GET", "POST"],
             include_in_schema=False,
         )  # fmt: skip
-        return Pages(routers=(r,), templates="gridbench.study")
+        return Pages(routers=(r,), templates="gridbench.study", static="gridbench.study")
 
     def page(self, request: Request, template: str, status: int = 200, **ctx: Any) -> HTMLResponse:
         response: HTMLResponse = self.web.render(request, template, status, **ctx)
