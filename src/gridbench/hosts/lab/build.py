@@ -308,6 +308,9 @@ class _Builder:
         _run([ip, "-n", ns, "addr", "add", f"{addr}/24", "dev", "eth0"])
         _run([ip, "-n", ns, "link", "set", "eth0", "up"])
         _run([ip, "-n", ns, "link", "set", "lo", "up"])
+        # a gateway, as a real host has: tools that find their own address by the route out
+        # (Dask's scheduler and workers) would otherwise take 127.0.0.1, unreachable from here
+        _run([ip, "-n", ns, "route", "add", "default", "via", f"{self.subnet}.1"])
 
     def _start(self, k: int | str, role: str, argv: list[str], port: int, addr: str) -> None:
         log = self.book.folder / f"{self.host_name(k) if isinstance(k, int) else k}-{role}.log"
