@@ -1,15 +1,14 @@
-"""Agents on two "hosts": network namespaces on one bridge, each with its own sshd and a
-throw-away key, reached through Dask's SSHCluster; then ``gridbench collect`` over scp."""
+"""Agents on two hosts of the session's lab (``gridbench lab up``: network namespaces on
+one bridge, each with its own sshd and the lab's throw-away key; tests/lab_fixtures.py),
+reached through Dask's SSHCluster, named from the lab's inventory as a user would; then
+``gridbench collect`` over scp."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import os
-import shutil
 import subprocess
-import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,11 +16,10 @@ import polars as pl
 import psutil
 import pytest
 
-import gridbench
 from conftest import BIN, cli_env
 from gridbench.jobflow.events.trial_log import read_event_log, read_trial_log
 from gridbench.jobflow.run.agent_pool import HOSTS_IDLE_CLOSE_S
-from io_fixtures import free_port, log_tail, stop
+from lab_fixtures import Lab
 from test_runner import run_spec
 
 
@@ -31,99 +29,23 @@ class Hosts:
     port: int
     key: Path
     venv: Path
-
-
-def _ip(*args: str) -> None:
-    r = subprocess.run(["ip", *args], capture_output=True, text=True, check=False)
-    if r.returncode != 0:
-        pytest.fail(f"ip {' '.join(args)} failed: {r.stderr.strip()}")
+    names: list[str]  # the hosts' names in the inventory
+    inventory: Path
 
 
 @pytest.fixture(scope="module")
-def hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hosts]:
-    """Two namespaces on a bridge (10.233.N.2 and .3; this host is .1), each running sshd."""
-    tmp = tmp_path_factory.mktemp("hosts")
-    tag = f"{os.getpid() % 10000}"
-    octet = 20 + os.getpid() % 200
-    bridge = f"gbab{tag}"
-    names = [f"gbag{tag}{k}" for k in (1, 2)]
-    procs: list[subprocess.Popen[bytes]] = []
-    d = tmp / "ssh"
-    d.mkdir(mode=0o700)
-    for name in ("host", "client"):
-        subprocess.run(
-            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(d / name)], check=True
-        )
-    (d / "authorized_keys").write_text((d / "client.pub").read_text())
-    # the hosts' "venv": the shared venv's python with this checkout first on the path
-    venv = tmp / "venv"
-    (venv / "bin").mkdir(parents=True)
-    src = Path(gridbench.__file__).resolve().parent.parent
-    py = venv / "bin" / "python"
-    py.write_text(f'#!/bin/sh\nPYTHONPATH={src} exec {Path(sys.executable)} "$@"\n')
-    py.chmod(0o755)
-    port = free_port()
-    addrs = []
-    try:
-        _ip("link", "add", bridge, "type", "bridge")
-        _ip("addr", "add", f"10.233.{octet}.1/24", "dev", bridge)
-        _ip("link", "set", bridge, "up")
-        for k, ns in enumerate(names, start=2):
-            addr = f"10.233.{octet}.{k}"
-            _ip("netns", "add", ns)
-            _ip("link", "add", f"{ns}h", "type", "veth", "peer", "name", f"{ns}p")
-            _ip("link", "set", f"{ns}h", "master", bridge)
-            _ip("link", "set", f"{ns}h", "up")
-            _ip("link", "set", f"{ns}p", "netns", ns)
-            _ip("netns", "exec", ns, "ip", "link", "set", "lo", "up")
-            _ip("netns", "exec", ns, "ip", "addr", "add", f"{addr}/24", "dev", f"{ns}p")
-            _ip("netns", "exec", ns, "ip", "link", "set", f"{ns}p", "up")
-            _ip("netns", "exec", ns, "ip", "route", "add", "default", "via", f"10.233.{octet}.1")
-            cfg = d / f"sshd_config_{k}"
-            cfg.write_text(
-                f"Port {port}\nListenAddress {addr}\nHostKey {d / 'host'}\n"
-                f"PidFile {d / f'sshd{k}.pid'}\nAuthorizedKeysFile {d / 'authorized_keys'}\n"
-                "PermitRootLogin prohibit-password\nPasswordAuthentication no\n"
-                "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
-                "Subsystem sftp internal-sftp\n"
-            )
-            Path("/run/sshd").mkdir(exist_ok=True)
-            sshd = shutil.which("sshd") or "/usr/sbin/sshd"
-            log = d / f"sshd{k}.log"
-            with log.open("wb") as lf:
-                procs.append(
-                    subprocess.Popen(
-                        ["ip", "netns", "exec", ns, sshd, "-D", "-e", "-f", str(cfg)],
-                        stdout=lf,
-                        stderr=subprocess.STDOUT,
-                    )
-                )
-            _wait_ssh(addr, port, procs[-1], log)
-            addrs.append(addr)
-        yield Hosts(addrs, port, d / "client", venv)
-    finally:
-        for p in procs:
-            stop(p)
-        for ns in names:
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
-        subprocess.run(["ip", "link", "del", bridge], capture_output=True, check=False)
-
-
-def _wait_ssh(addr: str, port: int, proc: subprocess.Popen[bytes], log: Path) -> None:
-    import socket
-    import time
-
-    t0 = time.monotonic()
-    while True:
-        if proc.poll() is not None:
-            pytest.fail(f"sshd exited; log tail:\n{log_tail(log)}")
-        with socket.socket() as s:
-            s.settimeout(1)
-            if s.connect_ex((addr, port)) == 0:
-                return
-        if time.monotonic() - t0 > 15:
-            pytest.fail(f"sshd not reachable at {addr}:{port}; log tail:\n{log_tail(log)}")
-        time.sleep(0.1)
+def hosts(lab: Lab) -> Hosts:
+    """Hosts 1 and 2 of the session's lab (this controller is .1 on the lab's bridge)."""
+    one, two = lab.host(1), lab.host(2)
+    assert one.python and one.python.endswith("/bin/python"), one.python
+    return Hosts(
+        [one.address, two.address],
+        int(one.ssh.get("port", 22)),
+        lab.key,
+        Path(one.python).parent.parent,  # the lab's hosts run this controller's venv
+        [one.name, two.name],
+        lab.inventory,
+    )
 
 
 def test_two_hosts_through_sshcluster_then_collect_over_scp(tmp_path: Path, hosts: Hosts) -> None:
@@ -175,13 +97,14 @@ def test_agents_on_hosts_outlive_a_killed_controller_and_cancel(
     from gridbench.jobflow.run.outstanding import outstanding_jobs
     from test_agents import _agent_logs, _run_background, _wait_for
 
-    ssh = f'{{port: {hosts.port}, username: root, client_keys: ["{hosts.key}"], known_hosts: null}}'
+    # the hosts by name from the lab's inventory (their addresses, ssh options with the
+    # lab's known_hosts, and venv come from it), as a user names them
     proc, run, err = _run_background(
         f"""
 name: controller-killed-hosts
 backend: {{type: noop, options: {{runtime_s: 60}}}}
-load: {{model: open, rate: 10/s, agents: {{hosts: [{hosts.addrs[0]}, {hosts.addrs[1]}],
-  venv: "{hosts.venv}", ssh_options: {ssh}, workdir: "{tmp_path}/remote",
+load: {{model: open, rate: 10/s, agents: {{inventory: "{hosts.inventory}",
+  hosts: [{hosts.names[0]}, {hosts.names[1]}], workdir: "{tmp_path}/remote",
   heartbeat: 1s, on_controller_loss: cancel}}}}
 trial: {{duration: 30s}}
 timeouts: {{status_interval: 0.2s, drain: 5s, settle: 0s}}
