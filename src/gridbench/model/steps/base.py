@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol
 
-if TYPE_CHECKING:
-    from gridbench.model.engine import ChainSim
-    from gridbench.model.spec import Step
+# The engine (``ChainSim``) and the model's ``Step`` both import this registry, so the base
+# classes name them ``Any`` rather than import them back: each kind's module annotates its
+# overrides with the real types (``steps/tier.py``), and no import cycle runs through here.
+ChainSim = Any
+Step = Any
 
 
 class StepRun:
