@@ -60,8 +60,11 @@ def _scp_argv(host: str, remote: str, dest: Path, ssh: dict[str, Any]) -> list[s
     keys = ssh.get("client_keys")
     for key in [keys] if isinstance(keys, str) else keys or []:
         argv += ["-i", str(key)]
-    if ssh.get("known_hosts") is None and "known_hosts" in ssh:
+    known = ssh.get("known_hosts")
+    if known is None and "known_hosts" in ssh:
         argv += ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null"]
+    elif isinstance(known, str):  # the file asyncssh checked (a lab's inventory names one)
+        argv += ["-o", f"UserKnownHostsFile={known}"]
     user = ssh.get("username")
     target = f"{user}@{host}" if user else host
     return [*argv, "--", f"{target}:{remote}", str(dest)]
