@@ -232,10 +232,17 @@ def cmd_demo(args: argparse.Namespace, ui: Ui) -> int:
         sets.append(f"job.output_size={DEMO_OUTPUT_SIZE}")
     if args.quick:
         sets += ["trials=1", "trial.duration=6s"]
+    where = "the embedded reference grid"
+    if getattr(args, "lab", None):  # the grid's tiers on the lab's hosts
+        from gridbench.jobflow.backends.reference_hosts import lab_demo_sets
+
+        lab_sets, placed = lab_demo_sets(args.lab)
+        sets = lab_sets + sets  # the user's own --set still wins
+        where = f"the reference grid on lab {args.lab} ({placed})"
     args.set = sets
     ui.console.print(
-        f"[bold]gridbench demo[/]: a compressed EDGI rate ramp against the embedded reference "
-        f"grid ({PRESET_NOTES[args.policy]})"
+        f"[bold]gridbench demo[/]: a compressed EDGI rate ramp against {safe_markup(where)} "
+        f"({PRESET_NOTES[args.policy]})"
     )
     return cmd_run(args, ui)
 
@@ -436,6 +443,12 @@ def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
         "that breaks from 3 jobs/s)",
     )
     p.add_argument("--quick", action="store_true", help="one short trial per rate")
+    p.add_argument(
+        "--lab",
+        metavar="NAME",
+        help="run the grid's tiers on a lab's hosts (gridbench lab up): the CE on its first "
+        "host, the bridge and workers on its second, each host sampled (docs/reference-grid.md)",
+    )
     p.add_argument(
         "--set",
         action="append",

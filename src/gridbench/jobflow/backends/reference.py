@@ -3,6 +3,10 @@
 With no ``url`` it starts its own grid as a child process on a free loopback port, so a
 fresh checkout benchmarks something real with no setup. The grid's CPU is excluded from
 the client's resource samples (it is the system under test, not the client).
+
+With ``hosts: {ce: NAME, bridge: NAME}`` and an ``inventory`` it starts the grid split
+across two hosts instead (:mod:`gridbench.jobflow.backends.reference_hosts`): the bridge
+and worker pool on one, the CE on the other, each over SSH with the host's python.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from gridbench.jobflow.backends.base import (
     SubmitError,
 )
 from gridbench.jobflow.backends.options import parse_options
+from gridbench.jobflow.backends.reference_hosts import TierHosts, TierProcess, start_tiers
 from gridbench.jobflow.backends.reference_staging import (
     staging_body,
     staging_configured,
@@ -68,6 +73,10 @@ class ReferenceOptions(BaseModel):
     timeout_s: float = Field(default=30.0, gt=0)
     max_connections: int = Field(default=64, ge=1)
     dt_precision: str = "ms"
+    hosts: TierHosts | None = Field(
+        default=None, description="{ce: HOST, bridge: HOST}: the tiers on inventory hosts"
+    )
+    inventory: str | None = Field(default=None, description="the hosts file naming them")
 
 
 _STATES = {s.value: s for s in JobState}
@@ -83,11 +92,16 @@ class ReferenceBackend:
         self._proc: asyncio.subprocess.Process | None = None
         self._tmp: Path | None = None
         self._staging: bool | None = None  # known once asked (see _stages_data)
-        self._cursor = 0  # of GET /stamps
+        self._cursors: dict[str, int] = {}  # of GET /stamps, per tier's URL
+        self._tiers: list[TierProcess] = []  # the grid split across hosts
+        self.bridge_url = ""  # the bridge tier's URL when split
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> ReferenceBackend:
-        return cls(parse_options(ReferenceOptions, options, cls.name))
+        opts = parse_options(ReferenceOptions, options, cls.name)
+        if opts.hosts is not None:
+            opts.hosts.check(opts.inventory, opts.url)  # a typo: one error, did-you-mean
+        return cls(opts)
 
     def stage_chain(self) -> StageChain:
         prec = Precision.MS if self.options.dt_precision == "ms" else Precision.S
@@ -161,7 +175,8 @@ class ReferenceBackend:
 
     def report_sources(self) -> list[tuple[str, str]]:
         """The grid's monitoring-report listings, nearest tier first."""
-        return [("ce", f"{self.url}/reports/ce/"), ("bridge", f"{self.url}/reports/bridge/")]
+        bridge = self.bridge_url or self.url
+        return [("ce", f"{self.url}/reports/ce/"), ("bridge", f"{bridge}/reports/bridge/")]
 
     @property
     def client(self) -> httpx.AsyncClient:
@@ -170,7 +185,9 @@ class ReferenceBackend:
         return self._client
 
     async def open(self) -> None:
-        if not self.url:
+        if self.options.hosts is not None:
+            await self._start_split()
+        elif not self.url:
             await self._start_embedded()
         limits = httpx.Limits(
             max_connections=self.options.max_connections,
@@ -254,7 +271,37 @@ class ReferenceBackend:
             )
         self.url = text.removeprefix("listening on ").strip()
 
+    def _overrides(self) -> dict[str, Any]:
+        overrides = dict(self.options.grid)
+        reports = dict(overrides.get("reports", {}))
+        reports.setdefault("dt_precision", self.options.dt_precision)
+        overrides["reports"] = reports
+        return overrides
+
+    async def _start_split(self) -> None:
+        """The bridge tier on its host, then the CE tier on its own, handing jobs to it."""
+        assert self.options.hosts is not None and self.options.inventory is not None
+        self._tmp = tmp = owned_temp_dir(GRID_TMP_PREFIX)
+        try:
+            self._tiers = await start_tiers(
+                self.options.hosts,
+                self.options.inventory,
+                self.options.preset,
+                self._overrides(),
+                tmp,
+                self.options.reports_dir,
+                STARTUP_TIMEOUT_S,
+            )
+        except BaseException:
+            await self.close()
+            raise
+        self.bridge_url = self._tiers[0].url
+        self.url = self._tiers[1].url
+
     async def _stop_embedded(self) -> None:
+        tiers, self._tiers = self._tiers, []
+        for tier in reversed(tiers):  # the CE first: it calls the bridge
+            await tier.stop()
         proc, self._proc = self._proc, None
         if proc is None or proc.returncode is not None:
             return
@@ -336,14 +383,17 @@ class ReferenceBackend:
         if not self._staging and not self._stages_data():
             return []
         out: list[Event] = []
-        while True:
-            r = await self.client.get("/stamps", params={"after": self._cursor})
-            r.raise_for_status()
-            events, nxt = stamp_events(r.json())
-            out += events
-            if nxt == self._cursor:
-                return out
-            self._cursor = nxt
+        for base in dict.fromkeys([self.url, self.bridge_url or self.url]):  # each tier's
+            while True:
+                cursor = self._cursors.get(base, 0)
+                r = await self.client.get(f"{base}/stamps", params={"after": cursor})
+                r.raise_for_status()
+                events, nxt = stamp_events(r.json())
+                out += events
+                if nxt == cursor:
+                    break
+                self._cursors[base] = nxt
+        return out
 
     async def queue_length(self) -> int | None:
         r = await self.client.get("/queue")

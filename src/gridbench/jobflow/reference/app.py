@@ -13,6 +13,15 @@ GET  /reports/          Apache-style listing of the tiers; /reports/<tier>/ list
 GET  /stamps?after=N     staging stamps after cursor N: {"stamps": [{id, stage, t_ns,
                         attrs}], "next": cursor} (empty unless a tier stages)
 GET  /health, /config
+
+The bridge tier alone (``tier="bridge"``, the bridge and worker pool on another host than
+the CE) answers the CE instead of clients:
+
+POST /bridge/jobs       a job the CE hands over (a submission's body, with "id" and
+                        "bridge_id") -> 201 {"id"}
+POST /bridge/status     {"ids": [...]} -> {"jobs": {id: {"state", "message", "dg_id",
+                        "ran_s"}}}; a finished job leaves the bridge once answered
+POST /bridge/cancel     {"ids": [...]} -> {"cancelled": n}
 """
 
 from __future__ import annotations
@@ -36,7 +45,7 @@ from gridbench.errors import BackendError
 from gridbench.jobflow.reference.config import GridConfig
 from gridbench.jobflow.reference.listing import files_page, tiers_page
 from gridbench.jobflow.reference.reports import ReportWriter
-from gridbench.jobflow.reference.sim import Grid, SubmitRefused
+from gridbench.jobflow.reference.sim import Grid, SubmitRefused, Tier
 from gridbench.jobflow.reference.staging import JobData
 
 MAX_BODY_BYTES = 8 * 1024 * 1024
@@ -63,6 +72,13 @@ class SubmitBody(BaseModel):
     def data(self) -> JobData | None:
         d = JobData(self.input_bytes, self.input_files, self.output_bytes, self.output_files)
         return None if d == JobData() else d
+
+
+class HandoverBody(SubmitBody):
+    """Body of ``POST /bridge/jobs``: a job the CE hands to the bridge."""
+
+    id: str = Field(min_length=1, max_length=128, pattern=_TEXT)
+    bridge_id: str = Field(min_length=1, max_length=128, pattern=_TEXT)
 
 
 class IdsBody(BaseModel):
@@ -106,8 +122,9 @@ def _error(status: int, message: str, kind: str) -> JSONResponse:
     return JSONResponse({"error": message, "kind": kind}, status_code=status)
 
 
-def create_app(config: GridConfig) -> FastAPI:
-    """Build the app; the grid starts and stops with the app's lifespan.
+def create_app(config: GridConfig, tier: Tier = "all", bridge_url: str | None = None) -> FastAPI:
+    """Build the app; the grid starts and stops with the app's lifespan. ``tier``: which
+    tiers it runs (the CE alone needs ``bridge_url``, the bridge tier's base URL).
 
     When ``config.reports.dir`` is null, a temporary report directory is created at
     start-up and removed at shutdown.
@@ -120,7 +137,7 @@ def create_app(config: GridConfig) -> FastAPI:
         try:
             if reports_dir is None:
                 made = reports_dir = Path(tempfile.mkdtemp(prefix="gridbench-reference-"))
-            grid = Grid(config, reports_dir)
+            grid = Grid(config, reports_dir, tier=tier, bridge_url=bridge_url)
         except OSError as exc:
             # Kept for the starter (uvicorn only logs it): the usual cause is the reports dir.
             app.state.startup_error = BackendError(
@@ -166,6 +183,8 @@ def create_app(config: GridConfig) -> FastAPI:
     @app.post("/jobs", status_code=201)
     async def submit(body: SubmitBody, request: Request) -> Any:
         grid = _grid(request)
+        if grid.tier == "bridge":
+            return _error(409, "this is the bridge tier: submit to the CE", "wrong_tier")
         try:
             job = await grid.submit_held(
                 body.name, body.runtime_s, body.fail, body.application, body.data()
@@ -193,6 +212,29 @@ def create_app(config: GridConfig) -> FastAPI:
             return _error(409, f"job {job_id!r} has not finished", "not_finished")
         return PlainTextResponse(text)
 
+    if tier == "bridge":
+
+        @app.post("/bridge/jobs", status_code=201)
+        async def bridge_jobs(body: HandoverBody, request: Request) -> dict[str, str]:
+            _grid(request).bridge_accept(
+                body.id,
+                body.bridge_id,
+                body.name,
+                body.runtime_s,
+                body.fail,
+                body.application,
+                body.data(),
+            )
+            return {"id": body.id}
+
+        @app.post("/bridge/status")
+        async def bridge_status(body: IdsBody, request: Request) -> dict[str, Any]:
+            return {"jobs": _grid(request).bridge_status(body.ids)}
+
+        @app.post("/bridge/cancel")
+        async def bridge_cancel(body: IdsBody, request: Request) -> dict[str, int]:
+            return {"cancelled": _grid(request).cancel(body.ids)}
+
     @app.get("/stamps")
     async def stamps(request: Request, after: int = 0) -> dict[str, Any]:
         rows, nxt = _grid(request).stamps.page(after)
@@ -209,7 +251,7 @@ def create_app(config: GridConfig) -> FastAPI:
             "ok": True,
             "policy": grid.config.status_update.policy,
             "time_ns": time.time_ns(),  # lets a client estimate the clock offset
-            "tiers": list(TIERS),
+            "tiers": list(TIERS) if tier == "all" else [tier],
             "reports": "/reports/",
         }
 

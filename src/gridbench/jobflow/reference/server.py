@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import os
+import signal
 import socket
 import sys
 import tempfile
@@ -23,9 +26,9 @@ import uvicorn
 
 from gridbench.errors import BackendError, GridbenchError, SpecError
 from gridbench.jobflow.reference.app import create_app
-from gridbench.jobflow.reference.config import GridConfig
+from gridbench.jobflow.reference.config import GridConfig, merge
 from gridbench.jobflow.reference.presets import DEFAULT_PRESET, build_config, preset_names
-from gridbench.jobflow.reference.sim import Grid
+from gridbench.jobflow.reference.sim import TIERS, Grid, Tier
 from gridbench.net import is_loopback
 
 DEFAULT_HOST = "127.0.0.1"
@@ -40,6 +43,24 @@ def check_host(host: str, allow_remote: bool) -> None:
             "authentication",
             where="--host",
             fix="use 127.0.0.1, or pass --allow-remote if you really want it reachable",
+        )
+
+
+def check_tier(tier: str, bridge_url: str | None) -> None:
+    """The CE tier alone needs the bridge's URL; the others take none."""
+    if tier not in TIERS:
+        raise SpecError(f"no tier {tier!r}", where="--tier", fix="use all, ce or bridge")
+    if tier == "ce" and not bridge_url:
+        raise SpecError(
+            "the CE tier alone hands jobs to a bridge: give its URL",
+            where="--bridge-url",
+            fix="start the bridge tier first (--tier bridge) and pass the URL it prints",
+        )
+    if tier != "ce" and bridge_url:
+        raise SpecError(
+            f"--bridge-url is for --tier ce (this is --tier {tier})",
+            where="--bridge-url",
+            fix="drop --bridge-url, or run --tier ce",
         )
 
 
@@ -86,9 +107,11 @@ def _url(host: str, sock: socket.socket) -> str:
     return f"http://{shown}:{port}"
 
 
-def _server(config: GridConfig, log_level: str) -> uvicorn.Server:
+def _server(
+    config: GridConfig, log_level: str, tier: Tier = "all", bridge_url: str | None = None
+) -> uvicorn.Server:
     ucfg = uvicorn.Config(
-        create_app(config),
+        create_app(config, tier, bridge_url),
         log_level=log_level,
         access_log=False,  # per-request logging would cost more than the simulated work
         lifespan="on",
@@ -122,14 +145,19 @@ def serve(
     allow_remote: bool = False,
     on_ready: Callable[[str], None] | None = None,
     log_level: str = "warning",
+    tier: Tier = "all",
+    bridge_url: str | None = None,
 ) -> None:
-    """Run the grid until interrupted (Ctrl-C / SIGTERM); call ``on_ready(url)`` once listening."""
+    """Run the grid until interrupted (Ctrl-C / SIGTERM); call ``on_ready(url)`` once listening.
+    ``tier``: all tiers (the default), the CE alone (handing jobs to ``bridge_url``) or the
+    bridge and worker pool alone."""
     check_host(host, allow_remote)
+    check_tier(tier, bridge_url)
     config = config or GridConfig()
     check_reports_dir(config)
     sock = _bind(host, port)
     url = _url(host, sock)
-    server = _server(config, log_level)
+    server = _server(config, log_level, tier, bridge_url)
 
     async def run() -> None:
         task = asyncio.create_task(server.serve(sockets=[sock]))
@@ -157,8 +185,18 @@ class ReferenceGrid:
     ...     url = g.url
     """
 
-    def __init__(self, config: GridConfig | None = None, *, log_level: str = "warning") -> None:
+    def __init__(
+        self,
+        config: GridConfig | None = None,
+        *,
+        log_level: str = "warning",
+        tier: Tier = "all",
+        bridge_url: str | None = None,
+    ) -> None:
+        check_tier(tier, bridge_url)
         self.config = config or GridConfig()
+        self.tier: Tier = tier
+        self.bridge_url = bridge_url
         self._log_level = log_level
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -181,7 +219,7 @@ class ReferenceGrid:
         check_reports_dir(self.config)
         self._sock = _bind(host, port)
         self.url = _url(host, self._sock)
-        self._server = server = _server(self.config, self._log_level)
+        self._server = server = _server(self.config, self._log_level, self.tier, self.bridge_url)
         sock = self._sock
 
         def run() -> None:
@@ -266,6 +304,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reports-dir", metavar="DIR", help="where to write monitoring reports")
     parser.add_argument("--seed", type=int, help="random seed of the simulation")
     parser.add_argument(
+        "--tier",
+        default="all",
+        choices=list(TIERS),
+        help="run every tier (default), the CE alone (with --bridge-url) or the bridge and "
+        "worker pool alone: two processes, on two hosts (docs/reference-grid.md)",
+    )
+    parser.add_argument("--bridge-url", metavar="URL", help="the bridge tier's URL (--tier ce)")
+    # what gridbench passes when it starts a tier over SSH: the configuration inline (no
+    # file on that host), and stop when stdin closes (the connection went away)
+    parser.add_argument("--config-json", metavar="JSON", help=argparse.SUPPRESS)
+    parser.add_argument("--stop-on-eof", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
         "--log-level",
         default="warning",
         choices=["critical", "error", "warning", "info", "debug"],
@@ -280,7 +330,30 @@ def config_from_args(args: argparse.Namespace) -> GridConfig:
         overrides["reports"] = {"dir": args.reports_dir}
     if args.seed is not None:
         overrides["seed"] = args.seed
+    inline = getattr(args, "config_json", None)
+    if inline:
+        try:
+            given = json.loads(inline)
+        except ValueError as exc:
+            raise SpecError(f"not JSON: {exc}", where="--config-json") from None
+        if not isinstance(given, dict):
+            raise SpecError("not a JSON object", where="--config-json")
+        overrides = merge(given, overrides)
     return build_config(args.preset, args.config, overrides)
+
+
+def _stop_on_eof() -> None:
+    """Stop (as SIGTERM does: report files closed) once stdin ends."""
+
+    def watch() -> None:
+        try:
+            while sys.stdin.buffer.read(4096):
+                pass
+        except (OSError, ValueError):
+            pass
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="stop-on-eof", daemon=True).start()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -291,6 +364,8 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         config = config_from_args(args)
+        if getattr(args, "stop_on_eof", False):
+            _stop_on_eof()
         serve(
             config,
             args.host,
@@ -298,6 +373,8 @@ def run(args: argparse.Namespace) -> int:
             allow_remote=args.allow_remote,
             on_ready=ready,
             log_level=args.log_level,
+            tier=getattr(args, "tier", "all"),
+            bridge_url=getattr(args, "bridge_url", None),
         )
     except GridbenchError as exc:
         print(f"error: {exc}", file=sys.stderr)

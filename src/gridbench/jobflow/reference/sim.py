@@ -11,6 +11,12 @@ the tiers' EDGI monitoring reports:
 
 T7 happens when the CE's UpdateManager (:mod:`gridbench.jobflow.reference.updates`) learns of
 the completion; the client sees the CE's view.
+
+One process runs every tier (``tier="all"``, the default), or one process runs the CE
+(``tier="ce"``) and another the bridge and worker pool (``tier="bridge"``), on two hosts
+(docs/reference-grid.md, "Tiers on several hosts"): the CE then hands each job to the
+bridge with ``POST /bridge/jobs`` and its UpdateManager's status calls are real
+``POST /bridge/status`` requests, over the network between them.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -33,7 +40,16 @@ from gridbench.jobflow.reference.dist import make_sampler
 from gridbench.jobflow.reference.staging import STAGE_IN, STAGE_OUT, JobData, Link, Stamps
 from gridbench.jobflow.reference.updates import update_manager
 
+if TYPE_CHECKING:
+    import httpx
+
 log = logging.getLogger("gridbench.jobflow.reference")
+
+#: which tiers one process runs: all of them, the CE only, or the bridge and worker pool
+Tier = Literal["all", "ce", "bridge"]
+TIERS: tuple[Tier, ...] = ("all", "ce", "bridge")
+#: how long the CE waits for one call to a bridge on another host
+BRIDGE_CALL_TIMEOUT_S = 30.0
 
 
 class Loc(enum.IntEnum):
@@ -119,7 +135,14 @@ class Grid:
         reports_dir: Path,
         *,
         clock: Callable[[], int] = time.time_ns,
+        tier: Tier = "all",
+        bridge_url: str | None = None,
     ) -> None:
+        if (tier == "ce") != (bridge_url is not None):
+            raise ValueError("the CE tier alone needs the bridge's URL (and only it)")
+        self.tier: Tier = tier
+        self.bridge_url = bridge_url
+        self._bridge_http: httpx.AsyncClient | None = None
         self.config = config
         self.reports_dir = reports_dir
         self._clock = clock
@@ -154,8 +177,8 @@ class Grid:
         self._tasks: list[asyncio.Task[None]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self.stamps = Stamps()
-        self._stage_in = self._link(config.ce.stage_in, STAGE_IN)
-        self._stage_out = self._link(config.bridge.stage_out, STAGE_OUT)
+        self._stage_in = self._link(config.ce.stage_in, STAGE_IN) if tier != "bridge" else None
+        self._stage_out = self._link(config.bridge.stage_out, STAGE_OUT) if tier != "ce" else None
         self._outgoing: set[asyncio.Task[None]] = set()
 
     def _link(self, cfg: LinkConfig, stages: tuple[str, str]) -> Link | None:
@@ -168,11 +191,23 @@ class Grid:
         """Start the tier workers, the UpdateManager and report rotation."""
         self._loop = asyncio.get_running_loop()
         spawn = self._loop.create_task
-        for i in range(self.config.ce.concurrency):
-            self._tasks.append(spawn(self._ce_worker(), name=f"ce-worker-{i}"))
-        for i in range(self.config.bridge.concurrency):
-            self._tasks.append(spawn(self._bridge_worker(), name=f"bridge-worker-{i}"))
-        self._tasks.append(spawn(update_manager(self), name="ce-update-manager"))
+        if self.bridge_url is not None:
+            import httpx
+
+            n = self.config.ce.concurrency + 4
+            self._bridge_http = httpx.AsyncClient(
+                base_url=self.bridge_url,
+                timeout=BRIDGE_CALL_TIMEOUT_S,
+                limits=httpx.Limits(max_connections=n, max_keepalive_connections=n),
+                trust_env=False,
+            )
+        if self.tier != "bridge":
+            for i in range(self.config.ce.concurrency):
+                self._tasks.append(spawn(self._ce_worker(), name=f"ce-worker-{i}"))
+            self._tasks.append(spawn(update_manager(self), name="ce-update-manager"))
+        if self.tier != "ce":
+            for i in range(self.config.bridge.concurrency):
+                self._tasks.append(spawn(self._bridge_worker(), name=f"bridge-worker-{i}"))
         self._tasks.append(spawn(self._housekeeping(), name="report-rotation"))
 
     async def stop(self) -> None:
@@ -188,6 +223,9 @@ class Grid:
                 job.timer = None
         self.ce_reports.close()
         self.bridge_reports.close()
+        if self._bridge_http is not None:
+            await self._bridge_http.aclose()
+            self._bridge_http = None
 
     async def _housekeeping(self) -> None:
         period = min(0.1, self.config.reports.rotate_s / 4)
@@ -282,12 +320,15 @@ class Grid:
         """Cancel the non-terminal jobs among ``ids``; return how many were cancelled."""
         n = 0
         freed = False
+        forward: list[str] = []  # the CE tier alone: jobs the bridge holds, told to it
         for i in ids:
             job = self.jobs.get(i)
             if job is None or job.loc in _TERMINAL:
                 continue
             t = self._clock()
             bridge_knows = job.loc in _BRIDGE_HOLDS
+            if self.tier == "ce" and job.loc == Loc.TRANSFER:
+                forward.append(job.ce_id)  # handed over: the bridge holds it
             if job.loc == Loc.DG_RUNNING:
                 if job.timer is not None:
                     job.timer.cancel()
@@ -299,13 +340,31 @@ class Grid:
             job.message = "cancelled by the client"
             job.t_done_ns = t
             self._tracked.pop(job.ce_id, None)
-            self.ce_reports.status(t, job.ce_id, rp.STATUS_CANCELLED)
+            if self.tier != "bridge":
+                self.ce_reports.status(t, job.ce_id, rp.STATUS_CANCELLED)
             if bridge_knows:
                 self.bridge_reports.status(t, self._bridge_rid(job), rp.STATUS_CANCELLED)
             n += 1
         if freed:
             self._dg_fill()
+        if forward:
+            self._spawn(self._bridge_call("/bridge/cancel", {"ids": forward}))
         return n
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._outgoing.add(task)
+        task.add_done_callback(self._outgoing.discard)
+
+    async def _bridge_call(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """One call to the bridge on another host (the CE tier alone); its JSON answer."""
+        assert self._bridge_http is not None
+        r = await self._bridge_http.post(path, json=body)
+        r.raise_for_status()
+        data = r.json()
+        if not isinstance(data, dict):
+            raise ValueError(f"the bridge answered {path} with {type(data).__name__}")
+        return data
 
     def output(self, ce_id: str) -> str | None:
         """The job's output once terminal, else None. Raises KeyError for an unknown id."""
@@ -339,7 +398,10 @@ class Grid:
                     self._clock(), job.ce_id, job.bridge_id, self.config.bridge.url
                 )
                 self._tracked[job.ce_id] = job
-                loop.call_later(self._transfer(), self._bridge_arrive, job)
+                if self._bridge_http is None:
+                    loop.call_later(self._transfer(), self._bridge_arrive, job)
+                else:  # the bridge is another process: it stays TRANSFER here until T7
+                    self._spawn(self._hand_over(job))
             except Exception:  # keep the tier alive; the job is failed, not lost
                 log.exception("CE worker failed on %s", job.ce_id)
                 self._fail_internal(job, "internal error in the CE")
@@ -350,7 +412,71 @@ class Grid:
         job.bridge_state = BridgeState.FAILED
         job.message = message
         self._move(job, Loc.FINISHING)
-        self._tracked[job.ce_id] = job
+        if self.tier != "bridge":
+            self._tracked[job.ce_id] = job
+
+    async def _hand_over(self, job: Job) -> None:
+        """The CE tier alone: submit ``job`` to the bridge over HTTP (T3 -> T4 there)."""
+        d = job.data or JobData()
+        body = {
+            "id": job.ce_id,
+            "bridge_id": job.bridge_id,
+            "name": job.name,
+            "application": job.application,
+            "runtime_s": job.runtime_s,
+            "fail": job.fail,
+            "input_bytes": d.input_bytes,
+            "input_files": d.input_files,
+            "output_bytes": d.output_bytes,
+            "output_files": d.output_files,
+        }
+        try:
+            await self._bridge_call("/bridge/jobs", body)
+        except Exception as exc:  # the job fails (the CE learns it at its next update)
+            log.warning("handing %s to the bridge failed: %s", job.ce_id, exc)
+            if job.loc == Loc.TRANSFER:
+                self._fail_internal(job, f"the bridge did not accept it: {exc}"[:500])
+
+    # -- the bridge tier alone (its API for the CE on another host) --------------------
+    def bridge_accept(
+        self,
+        ce_id: str,
+        bridge_id: str,
+        name: str,
+        runtime_s: float | None,
+        fail: bool,
+        application: str | None,
+        data: JobData | None = None,
+    ) -> None:
+        """A job the CE handed over (its T3); it arrives after the transfer time (T4)."""
+        loop = self._loop
+        assert loop is not None, "Grid.start() was not called"
+        if ce_id in self.jobs:
+            return  # a retried hand-over: already here
+        app = application or "reference"
+        job = Job(ce_id, name, app, runtime_s, fail, Loc.TRANSFER, self._clock(), data=data)
+        job.bridge_id = bridge_id
+        self._count[Loc.TRANSFER] += 1
+        self.jobs[ce_id] = job
+        loop.call_later(self._transfer(), self._bridge_arrive, job)
+
+    def bridge_status(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """What the bridge knows of each job (by the CE's id; unknown ids omitted). A
+        finished job, once answered, leaves the bridge's books (the CE now knows)."""
+        out: dict[str, dict[str, Any]] = {}
+        for i in ids:
+            job = self.jobs.get(i)
+            if job is None:
+                continue
+            out[i] = {
+                "state": job.bridge_state.name.lower(),
+                "message": job.message,
+                "dg_id": job.dg_id,
+                "ran_s": job.ran_s,
+            }
+            if job.loc == Loc.FINISHING:
+                self._move(job, Loc.DONE)
+        return out
 
     # -- the bridge -------------------------------------------------------------------
     def _bridge_arrive(self, job: Job) -> None:
@@ -460,6 +586,25 @@ class Grid:
         self._move(job, Loc.FINISHING)
 
     # -- the CE's status updates (used by the UpdateManager) --------------------------
+    async def ce_poll(self, jobs: list[Job]) -> None:
+        """The CE tier alone: one status call to the bridge for ``jobs``, whose answer
+        :meth:`ce_observe` then applies; in one process, nothing (the state is shared)."""
+        if self._bridge_http is None or not jobs:
+            return
+        try:
+            data = await self._bridge_call("/bridge/status", {"ids": [j.ce_id for j in jobs]})
+            answers = data["jobs"]
+            for job in jobs:
+                a = answers.get(job.ce_id)
+                if not isinstance(a, dict) or job.loc != Loc.TRANSFER:
+                    continue
+                job.bridge_state = BridgeState[str(a.get("state", "unknown")).upper()]
+                job.message = str(a.get("message") or "")[:500]
+                job.dg_id = str(a.get("dg_id") or "")
+                job.ran_s = float(a.get("ran_s") or 0.0)
+        except Exception as exc:  # the next call asks again
+            log.warning("status call to the bridge failed: %s", exc)
+
     def tracked_snapshot(self) -> list[Job]:
         """The CE's job list (submitted to the bridge, not finished), oldest first."""
         return list(self._tracked.values())

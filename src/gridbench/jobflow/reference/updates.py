@@ -7,6 +7,9 @@ costs N·cost, so above ``1 / per_job_cost_s`` jobs/s the list grows while submi
 runs: the finishing-stage bottleneck of the seed.
 
 ``batched`` asks for every status in one call every ``interval_s``: no bottleneck.
+
+When the bridge is another process (the CE tier alone), each call is also a real
+``POST /bridge/status`` (``ce_poll``); in one process that costs nothing.
 """
 
 from __future__ import annotations
@@ -41,6 +44,10 @@ class JobList(Protocol[J]):
         """True while ``job`` is still in the CE's list."""
         ...
 
+    async def ce_poll(self, jobs: list[J]) -> None:
+        """Ask the bridge about ``jobs`` (one call), when it is another process."""
+        ...
+
     def ce_observe(self, job: J) -> None:
         """Apply what one status answer from the bridge says about ``job``."""
         ...
@@ -60,6 +67,7 @@ async def sequential(grid: JobList[J], cost_s: float, interval_s: float) -> None
             delay = due - loop.time()
             if delay > 0:
                 await asyncio.sleep(delay)
+            await grid.ce_poll([job])
             grid.ce_observe(job)
         await asyncio.sleep(interval_s)
 
@@ -72,7 +80,9 @@ async def batched(grid: JobList[J], cost_s: float, interval_s: float) -> None:
             continue
         if cost_s > 0:
             await asyncio.sleep(cost_s)
-        for job in grid.tracked_snapshot():
+        snapshot = grid.tracked_snapshot()
+        await grid.ce_poll(snapshot)
+        for job in snapshot:
             grid.ce_observe(job)
 
 
