@@ -1,55 +1,27 @@
-"""Sampling on a real lab of two hosts (network namespaces, each with its sshd and
-node_exporter; ``gridbench lab up``, made and removed by this module, root only): both
-hosts are scraped; a busy process on one host shows in its samples through the SSH probe;
-with that host's node_exporter killed, the SSH probe takes over its figures."""
+"""Sampling on the session's lab (``lab`` of tests/lab_fixtures.py: network namespaces,
+each with its sshd and node_exporter; made by ``gridbench lab up``, root only), two of its
+hosts: both are scraped; a busy process on one host shows in its samples through the SSH
+probe; with that host's node_exporter stopped (SIGSTOP, so it answers nothing; SIGCONT
+after, for the rest of the session), the SSH probe takes over its figures."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import os
-import secrets
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import polars as pl
-import pytest
 
-from gridbench.hosts.inventory import Inventory, load_inventory
 from gridbench.hosts.lab.book import STATE_ROOT
 from gridbench.hosts.sampling.analysis import read_samples
 from gridbench.hosts.sampling.sampler import Sampler
 from gridbench.hosts.sampling.spec import SamplingSpec, host_targets
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def gridbench(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gridbench.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        cwd=REPO,
-    )
-
-
-@pytest.fixture(scope="module")
-def lab() -> Iterator[tuple[str, Inventory]]:
-    name = "s" + secrets.token_hex(3)
-    r = gridbench("lab", "up", "--name", name, "--hosts", "2")
-    try:
-        if r.returncode != 0:
-            pytest.fail(f"lab up failed ({r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
-        yield name, load_inventory(STATE_ROOT / name / "inventory.yaml")
-    finally:
-        down = gridbench("lab", "down", "--name", name)
-        assert down.returncode == 0, down.stdout + down.stderr
+from lab_fixtures import Lab
 
 
 def _exporter_pid(name: str, netns: str) -> int:
@@ -62,11 +34,9 @@ def _exporter_pid(name: str, netns: str) -> int:
     return int(pid)
 
 
-async def test_lab_hosts_sampled_and_ssh_takes_over(
-    lab: tuple[str, Inventory], tmp_path: Path
-) -> None:
-    name, inv = lab
-    h1, h2 = sorted(inv.hosts)
+async def test_lab_hosts_sampled_and_ssh_takes_over(lab: Lab, tmp_path: Path) -> None:
+    name, inv = lab.name, lab.inv
+    h1, h2 = lab.host(1).name, lab.host(2).name
     ns1 = inv.hosts[h1].netns
     assert ns1 is not None and all(inv.hosts[h].exporter for h in (h1, h2))
     loop = "import time\nend = time.time() + 60\nwhile time.time() < end: pass"
@@ -82,14 +52,18 @@ async def test_lab_hosts_sampled_and_ssh_takes_over(
         sampler = Sampler(tmp_path / "samples", host_targets(spec, inv), spec.interval)
         ev = asyncio.Event()
         task = asyncio.create_task(sampler.run(ev))
+        exporter = _exporter_pid(name, ns1)
         try:
             await asyncio.sleep(3.0)
-            os.kill(_exporter_pid(name, ns1), signal.SIGKILL)
+            os.kill(exporter, signal.SIGSTOP)  # the shared lab's: continued below
             t_kill = time.time()
             await asyncio.sleep(8.0)
         finally:
             ev.set()
-            await asyncio.wait_for(task, 15)
+            try:
+                await asyncio.wait_for(task, 15)
+            finally:
+                os.kill(exporter, signal.SIGCONT)
     finally:
         busy.kill()
         busy.wait(10)

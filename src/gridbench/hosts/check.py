@@ -14,11 +14,14 @@ check), all hosts at once:
 from __future__ import annotations
 
 import asyncio
+import io
 import json
+import os
 import shlex
 import time
 import urllib.request
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gridbench import __version__
@@ -58,6 +61,9 @@ class HostCheck:
     host: str
     address: str
     steps: list[Step] = field(default_factory=list)
+    #: the clock step's offset (host minus controller) and its bound, ms
+    offset_ms: float | None = None
+    bound_ms: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -115,6 +121,7 @@ async def check_host(host: Host) -> HostCheck:
                     samples.append((t0, int(line), t3))
                 proc.stdin.write_eof()
                 off, bound = offset_from(samples)
+                row.offset_ms, row.bound_ms = off, bound
                 row.steps.append(Step("clock", True, f"{off:+.3f} ms ± {bound:.3f} ms"))
     except TimeoutError:
         step = "ssh" if not row.steps else "clock"
@@ -229,3 +236,35 @@ def render_checks(rows: list[HostCheck], console: Console) -> None:
     console.print(
         f"{len(rows) - bad} of {len(rows)} hosts ready" + (f"; {bad} failed" if bad else "")
     )
+
+
+def write_offsets(path: Path, rows: list[HostCheck]) -> list[str]:
+    """Each measured clock offset written into the inventory file at ``path`` as its
+    host's ``clock_offset_ms`` (the file edited in place, its comments and order kept;
+    written whole, then renamed over it), for the sampler to use. The hosts written."""
+    from ruamel.yaml import YAML
+
+    from gridbench.hosts.inventory import load_inventory_text
+
+    yaml = YAML()  # round trip: comments and key order stay
+    yaml.preserve_quotes = True
+    text = path.read_text(encoding="utf-8")
+    doc = yaml.load(text)
+    hosts = doc.get("hosts") if isinstance(doc, dict) else None
+    done: list[str] = []
+    for row in rows:
+        if row.offset_ms is None or not isinstance(hosts, dict):
+            continue
+        entry = hosts.get(row.host)
+        if isinstance(entry, dict):
+            entry["clock_offset_ms"] = round(row.offset_ms, 3)
+            done.append(row.host)
+    if not done:
+        return done
+    out = io.StringIO()
+    yaml.dump(doc, out)
+    load_inventory_text(out.getvalue(), str(path))  # what is written still loads
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(out.getvalue(), encoding="utf-8")
+    os.replace(tmp, path)
+    return done

@@ -28,6 +28,17 @@ def cmd_hosts_check(args: argparse.Namespace) -> int:
         inv.host(n, "--host")
     results = asyncio.run(check_hosts(inv, names or None))
     render_checks(results, console)
+    if args.write:
+        from pathlib import Path
+
+        from gridbench.hosts.check import write_offsets
+
+        written = write_offsets(Path(args.inventory), results)
+        _say(
+            f"clock_offset_ms written for {', '.join(written)} in {args.inventory}"
+            if written
+            else "no clock offset measured: nothing written"
+        )
     return EXIT_OK if all(r.ok for r in results) else EXIT_THRESHOLD
 
 
@@ -79,6 +90,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     c.add_argument("inventory", metavar="INVENTORY", help="the hosts file (hosts: at its top)")
     c.add_argument(
         "--host", action="append", metavar="NAME", help="check only this host (repeatable)"
+    )
+    c.add_argument(
+        "--write",
+        action="store_true",
+        help="write each host's measured clock offset into the inventory (clock_offset_ms), "
+        "for the sampler to use",
     )
     c.set_defaults(func=cmd_hosts_check)
 

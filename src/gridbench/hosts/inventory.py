@@ -60,6 +60,9 @@ class Host(BaseModel):
     #: set by the lab for declared paths: a port on this host -> the ``address:port`` that
     #: reaches it through Toxiproxy (with the path's latency)
     proxies: dict[int, str] = Field(default_factory=dict)
+    #: the host's clock minus the controller's, in ms, as ``gridbench hosts check --write``
+    #: measured it; the sampler uses it instead of estimating one (None: it estimates)
+    clock_offset_ms: float | None = Field(default=None, ge=-86_400_000, le=86_400_000)
 
     @property
     def interpreter(self) -> str:

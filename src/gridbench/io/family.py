@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from gridbench.family import (
     CatalogueEntry,
     CleanupOutcome,
-    ModuleFamily,
+    ComparableFamily,
     StartsFromSpecAt,
     not_applicable,
     status_exit_code,
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from gridbench.store.layout import RunDir
 
 
-class Storage(StartsFromSpecAt, ModuleFamily):
+class Storage(StartsFromSpecAt, ComparableFamily):
     """The io family (the ``kind`` of runs made by ``gridbench io run``)."""
 
     name = "io"
@@ -53,6 +53,8 @@ class Storage(StartsFromSpecAt, ModuleFamily):
     check_at = "gridbench.io.metrics_schema:validate_metrics"
     report_at = "gridbench.io.report:build_report"
     runner_at = "gridbench.io.runner:runner_for_text"  # the dashboard's /start
+    # compare and history: the sampled hosts' CPU per step (a sampling: block)
+    figures_at = "gridbench.hosts.sampling.compared:sampling_figures"
 
     def report(self, run: RunDir, metrics: Mapping[str, Any]) -> Report:
         """The io report, with the hosts its ``sampling:`` block sampled (each step a

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from gridbench.errors import ResultsError
+from gridbench.hosts.sampling.compared import step_sampling_metrics, with_sampling_metrics
 from gridbench.io import posix_analysis as deep
 from gridbench.io.analysis import (
     SPEEDUP_FORMULA,
@@ -291,5 +292,8 @@ def analyze_and_write(run: RunDir) -> dict[str, Any]:
     """Analyse one io results directory and write RUN/metrics.json (job flow's
     ``analysis.write_metrics`` only writes a document it is given)."""
     metrics = build_metrics(run)
+    # the hosts its sampling: block sampled, each step a phase; the client_bound rule
+    sampled = step_sampling_metrics(run.path, run.read_spec()[1])
+    metrics = with_sampling_metrics(metrics, sampled)
     write_json(run.metrics_file, metrics)
     return metrics

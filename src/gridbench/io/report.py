@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Unpack
 
+from gridbench.hosts.sampling.compared import client_bound_finding
 from gridbench.io.matrix import LABEL
 from gridbench.io.report_charts import charts
 from gridbench.io.report_checks import (
@@ -193,6 +194,8 @@ def _validity_findings(metrics: Mapping[str, Any]) -> list[Finding]:
                 "; ".join(_where(f) for f in cached),
             )
         )
+    if (bound := client_bound_finding(metrics)) is not None:
+        out.append(bound)
     return out
 
 

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gridbench.family import ValidityRule
+from gridbench.hosts.sampling.compared import CLIENT_BOUND_RULE
 from gridbench.io.resilience_analysis import FAULT_LATE, INTEGRITY_CACHED
 from gridbench.schema import validity_document
 
@@ -59,6 +60,7 @@ IO_VALIDITY_RULES: tuple[ValidityRule, ...] = (
         "resilience: an integrity read-back that could not drop the page cache first is "
         "flagged: it may have verified the client's cache rather than the servers.",
     ),
+    CLIENT_BOUND_RULE,  # applied with the samples (gridbench.hosts.sampling.compared)
 )
 
 Row = Mapping[str, Any]

@@ -31,7 +31,12 @@ JOBFLOW_VALIDITY_RULES: tuple[ValidityRule, ...] = (
     ValidityRule("complete", "the trial completed and at least one job completed"),
     ValidityRule("late_share", "at most 5% of submissions started late (the schedule was kept)"),
     ValidityRule("dropped_share", "at most 1% of planned jobs were never submitted"),
-    ValidityRule("client_bound", "the client's CPU stayed below 90% of its ceiling"),
+    ValidityRule(
+        "client_bound",
+        "the client's CPU stayed below 90% of its ceiling; with a sampling: block, the "
+        "load's own host (sampling.client) was not 90% busy over a trial before any other "
+        "sampled host was (that trial is invalid)",
+    ),
     ValidityRule("client_tools", "the client tools a backend spawned used under 50% of the cores"),
     ValidityRule(
         "stamp_precision",

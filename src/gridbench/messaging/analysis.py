@@ -27,6 +27,11 @@ from typing import Any, Final
 
 from gridbench.errors import ResultsError
 from gridbench.family import Figure
+from gridbench.hosts.sampling.compared import (
+    sampling_figures,
+    step_sampling_metrics,
+    with_sampling_metrics,
+)
 from gridbench.messaging import summaries as sm
 from gridbench.messaging.floors import floor_summary
 from gridbench.messaging.hdr import PRECISION_NOTE
@@ -177,6 +182,9 @@ def void_below_floor(result: dict[str, Any], factor: float) -> dict[str, Any]:
 def analyze_and_write(run: RunDir) -> dict[str, Any]:
     """Analyse one net results directory and write RUN/metrics.json."""
     metrics = build_metrics(run)
+    # the hosts its sampling: block sampled, each step a phase; the client_bound rule
+    sampled = step_sampling_metrics(run.path, run.read_spec()[1])
+    metrics = with_sampling_metrics(metrics, sampled)
     write_json(run.metrics_file, metrics)
     return metrics
 
@@ -239,7 +247,8 @@ def figures(metrics: Mapping[str, Any]) -> list[Figure]:
     ``echo_scaling.<t>.<env>.<config>.<clients>.mean_ms`` (per-repetition means),
     ``burst.<t>.<env>.first_ms``, ``.enqueue_ms`` (wall) and ``.enqueue_cpu_ms`` (the
     enqueuing thread's CPU time) per repetition, and
-    ``transfer.<tool>.<env>.<direction>.<streams>.mb_s`` (per-repetition MB/s)."""
+    ``transfer.<tool>.<env>.<direction>.<streams>.mb_s`` (per-repetition MB/s), and the
+    sampled hosts' ``sampling.<host>.<step>.cpu_busy_pct`` (docs/hosts.md)."""
     validate_metrics(metrics)  # foreign input: compare and history do not check it first
     out: list[Figure | None] = []
     for s in metrics.get("pingpong", []):
@@ -283,4 +292,5 @@ def figures(metrics: Mapping[str, Any]) -> list[Figure]:
         key = f"transfer.{x['tool']}.{x['env']}.{x['direction']}.{x['streams']}.mb_s"
         label = f"{x['tool']} {env_phrase(x['env'])} ({x['direction']}, {x['streams']} streams)"
         out.append(_fig(key, label, "MB/s", x.get("samples_mb_s") or [], True))
+    out += sampling_figures(metrics)  # the hosts' CPU per step (a sampling: block)
     return [f for f in out if f is not None]

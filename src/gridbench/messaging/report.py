@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any, Unpack
 
+from gridbench.hosts.sampling.compared import CLIENT_BOUND, client_bound_finding
 from gridbench.messaging.overheads import env_phrase, size_text
 from gridbench.messaging.report_charts import charts
 from gridbench.messaging.report_checks import check_tables, overhead_table
@@ -165,7 +166,8 @@ def _fit_lines(metrics: Mapping[str, Any]) -> list[str]:
 def _validity_findings(metrics: Mapping[str, Any]) -> list[Finding]:
     by: dict[str, list[Mapping[str, Any]]] = {}
     for f in _flags(metrics):
-        by.setdefault(str(f.get("rule")), []).append(f)
+        if f.get("rule") != CLIENT_BOUND:  # said on its own line, below
+            by.setdefault(str(f.get("rule")), []).append(f)
     words = {
         "failed_tests": "with failed tests or repetitions",
         "no_floor": "environment(s) with figures left without a floor (it could not be measured)",
@@ -188,6 +190,8 @@ def _validity_findings(metrics: Mapping[str, Any]) -> list[Finding]:
             f"{len(flags)} {'figure(s) ' if rule == 'failed_tests' else ''}{words.get(rule, rule)}"
         )
         out.append(Finding("warn", text, where))
+    if (bound := client_bound_finding(metrics)) is not None:
+        out.append(bound)
     return out
 
 

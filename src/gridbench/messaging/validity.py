@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gridbench.family import ValidityRule
+from gridbench.hosts.sampling.compared import CLIENT_BOUND_RULE
 from gridbench.messaging.hdr import withheld as withheld_of
 from gridbench.messaging.overheads import size_text
 from gridbench.messaging.summaries import NETWORK_CONFIGS
@@ -70,6 +71,7 @@ NET_VALIDITY_RULES: tuple[ValidityRule, ...] = (
         "percentiles are withheld (not flagged) when the sample cannot carry them: p99 "
         "needs 100 samples, p99.9 needs 1000.",
     ),
+    CLIENT_BOUND_RULE,  # applied with the samples (gridbench.hosts.sampling.compared)
 )
 
 

@@ -253,7 +253,9 @@ def client_bound(
     servers: Sequence[str],
     threshold: float = SATURATED,
 ) -> ClientBound:
-    """The rule over :func:`phase_figures`'s table, phases in time order (pure)."""
+    """The rule over :func:`phase_figures`'s table, phases in time order (pure). It needs
+    a sampled server host beside the client: without one it never flags (a load whose
+    server runs on its own host, as net's in-process environments, saturates both)."""
 
     def first_saturated(host: str) -> int | None:
         rows = figures.filter((pl.col("host") == host) & (pl.col("cpu_busy_mean") >= threshold))
@@ -266,10 +268,20 @@ def client_bound(
     ordered = sorted(phases, key=lambda p: p.start)
     if figures.filter(pl.col("host") == client).is_empty():
         return ClientBound(False, None, f"the load's host {client!r} was not sampled")
+    others = [
+        h for h in servers if h != client and not figures.filter(pl.col("host") == h).is_empty()
+    ]
+    if not others:  # the load and its server on one host (or the server not sampled)
+        return ClientBound(
+            False,
+            None,
+            f"no host but the load's ({client!r}) was sampled: the client-bound rule needs a "
+            "server host to set it against",
+        )
     c = first_saturated(client)
     if c is None:
         return ClientBound(False, None, f"the load's host {client!r} never saturated")
-    firsts = [s for s in (first_saturated(h) for h in servers if h != client) if s is not None]
+    firsts = [s for s in (first_saturated(h) for h in others) if s is not None]
     if firsts and min(firsts) <= c:
         return ClientBound(False, None, "a server host saturated no later than the load's host")
     name = ordered[c].name

@@ -98,6 +98,10 @@ class SamplingSpec(BaseModel):
         return self
 
 
+def _known_offset(ms: float | None) -> float | None:
+    return None if ms is None else ms / 1000.0
+
+
 def host_targets(
     spec: SamplingSpec,
     inventory: Any | None,
@@ -108,7 +112,8 @@ def host_targets(
     """The sampler's targets for ``spec``: each host looked up in ``inventory`` (a
     :class:`gridbench.hosts.inventory.Inventory`); ``local`` is the controller unless the
     inventory names a host so. ``offsets``: hosts' known clock offsets (host minus
-    controller, seconds)."""
+    controller, seconds); else a host's ``clock_offset_ms`` in the inventory (written by
+    ``gridbench hosts check --write``); else the sampler estimates it."""
     from gridbench.hosts.sampling.sampler import HostTarget
 
     offsets = offsets or {}
@@ -135,7 +140,7 @@ def host_targets(
                 ssh=dict(host.ssh),
                 python=host.interpreter,
                 processes=procs,
-                offset_s=offsets.get(name),
+                offset_s=offsets.get(name, _known_offset(host.clock_offset_ms)),
             )
         )
     return out

@@ -30,7 +30,7 @@ from gridbench.jobflow.analysis.growth import sweep_growth
 from gridbench.jobflow.analysis.knee import PointVerdict, knee
 from gridbench.jobflow.analysis.left_behind import left_behind
 from gridbench.jobflow.analysis.repetitions import point_summary
-from gridbench.jobflow.analysis.sampling import sampling_metrics
+from gridbench.jobflow.analysis.sampling import mark_client_bound, sampling_metrics
 from gridbench.jobflow.analysis.schedule import trial_times
 from gridbench.jobflow.analysis.thresholds import evaluate_thresholds
 from gridbench.jobflow.analysis.timelines import timeline_stages
@@ -83,8 +83,9 @@ def analyze_run(
     exp = load.read_experiment(run)
     name = str(exp.get("name") or spec.get("name") or run.name)
     ths = thresholds if thresholds is not None else spec.get("thresholds") or []
-    metrics = assemble(results, experiment=name, cfg=cfg, thresholds=ths)
     sampled = sampling_metrics(run, spec)  # hosts sampled during the run (sampling:)
+    mark_client_bound([r.metrics for r in results], sampled)  # the client_bound rule
+    metrics = assemble(results, experiment=name, cfg=cfg, thresholds=ths)
     if sampled is not None:
         metrics["sampling"] = sampled
     if write:

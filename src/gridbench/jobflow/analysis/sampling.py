@@ -5,18 +5,14 @@ sampled nothing."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from gridbench.errors import ResultsError
-from gridbench.hosts.sampling.analysis import (
-    Phase,
-    client_bound,
-    phase_figures,
-    process_figures,
-    read_samples,
-)
+from gridbench.hosts.sampling.analysis import Phase
+from gridbench.hosts.sampling.compared import CLIENT_BOUND, client_bound_flag
+from gridbench.hosts.sampling.compared import sampling_metrics as core_sampling_metrics
 from gridbench.hosts.sampling.spec import LOCAL
 from gridbench.jobflow.analysis.load import read_trial_info, trial_dirs
 
@@ -46,27 +42,24 @@ def client_and_servers(spec: Mapping[str, Any] | None) -> tuple[str, list[str]]:
     return client, [h for h in hosts if isinstance(h, str) and h != client]
 
 
-def _rows(df: Any) -> list[dict[str, Any]]:
-    return [
-        {k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()}
-        for r in df.iter_rows(named=True)
-    ]
-
-
 def sampling_metrics(run_dir: Path, spec: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """The ``sampling`` object of metrics.json, or None when nothing was sampled."""
-    samples = read_samples(run_dir)
-    if samples.empty:
-        return None
-    phases = trial_phases(run_dir)
-    figures = phase_figures(samples, phases)
-    client, servers = client_and_servers(spec)
-    bound = client_bound(figures, phases, client, servers)
-    return {
-        "hosts": sorted(set(samples.hosts["host"].to_list())),
-        "phases": _rows(figures),
-        "processes": _rows(process_figures(samples, phases)),
-        "client_bound": {"flagged": bound.flagged, "phase": bound.phase, "reason": bound.reason},
-        "warnings": len(samples.warnings),
-        "unreadable_lines": samples.bad_lines,
-    }
+    """The ``sampling`` object of metrics.json (each trial a phase), or None when nothing
+    was sampled (:func:`gridbench.hosts.sampling.compared.sampling_metrics`)."""
+    return core_sampling_metrics(run_dir, trial_phases(run_dir), spec)
+
+
+def mark_client_bound(trials: Sequence[dict[str, Any]], sampled: Mapping[str, Any] | None) -> None:
+    """The client-bound rule (``client_bound``) applied to the trials' metrics: the trial
+    during which the load's host saturated before any server host did is invalid, with
+    the rule's reason (in place)."""
+    flag = client_bound_flag(sampled)
+    if flag is None:
+        return
+    for t in trials:
+        validity = t.get("validity")
+        if t.get("trial_id") != flag["phase"] or not isinstance(validity, dict):
+            continue
+        t["valid"] = False
+        validity["valid"] = False
+        validity["client_bound"] = True
+        validity.setdefault("reasons", []).append(f"{flag['detail']} ({CLIENT_BOUND})")

@@ -11,6 +11,11 @@ from typing import Any
 import numpy as np
 
 from gridbench.errors import ResultsError
+from gridbench.hosts.sampling.compared import (
+    is_sampling_key,
+    phase_values,
+    swept_sampling_figures,
+)
 from gridbench.jobflow.report.model import (
     as_dict,
     chain_view,
@@ -59,6 +64,16 @@ def trial_value(trial: Mapping[str, Any], metric: str) -> float | None:
         return None
 
 
+def trial_values(
+    metrics: Mapping[str, Any], trials: Sequence[Mapping[str, Any]], metric: str
+) -> list[float | None]:
+    """Each trial's value of ``metric``: a trial path, or a sampled host's figure over the
+    trial (``sampling.<host>.cpu_busy_pct``: its phase in metrics.json's ``sampling``)."""
+    if is_sampling_key(metric):
+        return list(phase_values(metrics, metric, [str(t.get("trial_id")) for t in trials]))
+    return [trial_value(t, metric) for t in trials]
+
+
 def _common(lists: Sequence[Sequence[str]]) -> list[str]:
     first = list(lists[0])
     rest = [set(x) for x in lists[1:]]
@@ -73,7 +88,8 @@ def default_metrics(runs: Sequence[ExperimentMetrics]) -> list[SweptFigure]:
     trial-clustered), ``.p99`` (Welch on per-trial values); steady throughput (jobs/s,
     higher is better) of every common stage; every common timed transfer's median rate
     and time (:func:`staging_figures`); the failure rate (Fisher's exact test); queue
-    growth (jobs/s, lower is better).
+    growth (jobs/s, lower is better); each sampled host's CPU busy % per trial
+    (``sampling.<host>.cpu_busy_pct``, lower is better, Welch).
     """
     if not runs:
         return []
@@ -114,6 +130,7 @@ def default_metrics(runs: Sequence[ExperimentMetrics]) -> list[SweptFigure]:
                 "welch-t",
             )
         )
+    out += swept_sampling_figures(ms)  # sampling.<host>.cpu_busy_pct: each trial a phase
     return out
 
 
@@ -163,7 +180,7 @@ def measure(run: ExperimentMetrics, point: SweepPoint, figure: SweptFigure) -> M
     """Per-trial values over the point's used trials; per-job samples for latency means and
     medians (when loaded); pooled failed and planned jobs."""
     trials = used_trials(point.data)
-    vals = [trial_value(t, figure.key) for t in trials]
+    vals = trial_values(run.metrics, trials, figure.key)
     per_trial = np.array([v for v in vals if v is not None], dtype=np.float64)
     units: UnitSamples | None = None
     parts = figure.key.split(".")

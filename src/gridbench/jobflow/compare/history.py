@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from gridbench.jobflow.compare.figures import point_key, trial_value, used_trials
+from gridbench.jobflow.compare.figures import point_key, trial_values, used_trials
 from gridbench.jobflow.report.model import as_dict, points
 from gridbench.paths import PathError, number, resolve
 from gridbench.swept import F64, ExperimentMetrics
@@ -84,7 +84,7 @@ def history_values(run: ExperimentMetrics, metric: str) -> dict[str, F64]:
             if v is not None:
                 out[point_key(p)] = np.array([v])
             continue
-        vals = [trial_value(t, metric) for t in used_trials(p)]
+        vals = trial_values(run.metrics, used_trials(p), metric)
         arr = np.array([x for x in vals if x is not None], dtype=np.float64)
         if arr.size:
             out[point_key(p)] = arr
