@@ -163,3 +163,46 @@ def test_a_tier_that_cannot_start_fails_with_its_log_tail(lab: Lab, tmp_path: Pa
     # nothing of the split grid is left running on either host
     for k in (1, 2):
         assert _tier_pids(lab.host(k).netns or "", "gridbench.jobflow.reference") == {}
+
+
+def test_split_tiers_on_loopback_finish_fail_and_cancel_across_the_link() -> None:
+    """The two tiers as two servers (no lab): the CE's sequential status calls reach the
+    bridge, a failure comes back with its message, a cancel is passed on to the bridge."""
+    import time
+
+    import httpx
+
+    from gridbench.jobflow.reference import ReferenceGrid, build_config
+
+    cfg = build_config("sequential", overrides={"status_update": {"per_job_cost_s": 0.01}})
+    with (
+        ReferenceGrid(cfg, tier="bridge") as bridge,
+        ReferenceGrid(cfg, tier="ce", bridge_url=bridge.url) as ce,
+        httpx.Client(base_url=ce.url, trust_env=False, timeout=10) as c,
+    ):
+        ok = c.post("/jobs", json={"name": "ok", "runtime_s": 0.1}).json()["id"]
+        bad = c.post("/jobs", json={"name": "bad", "runtime_s": 0.1, "fail": True}).json()["id"]
+        long = c.post("/jobs", json={"name": "long", "runtime_s": 60}).json()["id"]
+        assert (
+            httpx.post(f"{bridge.url}/jobs", json={"name": "x"}, trust_env=False).status_code == 409
+        )
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            st = c.post("/jobs/status", json={"ids": [ok, bad, long]}).json()["jobs"]
+            states = (st[ok]["state"], st[bad]["state"], st[long]["state"])
+            if states == ("done", "failed", "running"):
+                break
+            time.sleep(0.05)
+        assert st[ok]["state"] == "done" and st[bad] == {
+            "state": "failed",
+            "message": "requested failure",
+        }
+        assert "finished on dg-" in c.get(f"/jobs/{ok}/output").text
+        assert st[long]["state"] == "running"
+        assert c.post("/jobs/cancel", json={"ids": [long]}).json() == {"cancelled": 1}
+        for _ in range(100):  # the bridge frees the worker slot
+            q = httpx.get(f"{bridge.url}/queue", trust_env=False).json()
+            if q["workers"] == 0:
+                break
+            time.sleep(0.05)
+        assert q["workers"] == 0 and c.get("/queue").json()["total"] == 0
