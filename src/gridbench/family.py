@@ -47,11 +47,26 @@ DEFAULT_KIND = "jobflow"
 
 
 @dataclass(frozen=True, slots=True)
+class CatalogueColumn:
+    """One of a family's own columns of the dashboard's list (job flow: its trials)."""
+
+    heading: str  # the column's heading, the same for every run of the family
+    text: str  # the run's cell
+    numeric: bool = False  # a figure: right-aligned
+
+
+@dataclass(frozen=True, slots=True)
 class CatalogueEntry:
     """What ``gridbench list`` and the dashboard show of a run, whatever its family."""
 
     target: str  # what was measured: a backend, storage targets, a command
     variant: str  # how: a load model, a test set
+    #: the family's own columns of the dashboard's list, in order (a run of another
+    #: family shows "–" in them)
+    columns: tuple[CatalogueColumn, ...] = ()
+    #: more of the run's own text the dashboard's list search covers (job flow: its
+    #: backend and load model fields)
+    search: tuple[str, ...] = ()
 
 
 class Ui(Protocol):
@@ -305,6 +320,52 @@ class LiveRunner(Abortable, Protocol):
 
     async def execute(self, sink: LiveSink) -> RunEnd:
         """Run to the end, publishing updates to ``sink``."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class LiveMetric:
+    """One metric family of the dashboard's ``/metrics`` (OpenMetrics) that a family's
+    live runs feed: declared by the family (:class:`LiveMetered`) whether or not a run is
+    live, its samples taken from each live runner (:class:`MetricSource`)."""
+
+    name: str  # the full metric name, gridbench_<...>
+    doc: str  # its HELP text
+    counter: bool = False  # a counter, else a gauge
+    #: its label names after ``experiment`` and ``name`` (the run's id and name, which
+    #: the dashboard adds to every sample)
+    labels: tuple[str, ...] = ()
+    unit: str = ""  # OpenMetrics unit, appended to the name (``per_second``)
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSample:
+    """One sample of a :class:`LiveMetric` from a live runner."""
+
+    metric: str  # the LiveMetric's name
+    value: float
+    labels: tuple[str, ...] = ()  # the values of the LiveMetric's own labels, in order
+
+
+@runtime_checkable
+class LiveMetered(Protocol):
+    """A family whose live runs have figures for the dashboard's ``/metrics`` (job flow:
+    each trial's job counters, the offered and achieved rates)."""
+
+    @property
+    def live_metrics(self) -> tuple[LiveMetric, ...]:
+        """The metric families its runners' samples belong to, in the order shown."""
+        ...
+
+
+@runtime_checkable
+class MetricSource(Protocol):
+    """A :class:`LiveRunner` that samples its figures for ``/metrics`` at each scrape."""
+
+    def metric_samples(self, *, final: bool) -> list[MetricSample]:
+        """The current value of each of its figures (its family's :class:`LiveMetric`
+        names); ``final`` when the run has ended (momentary figures, a rate, are left
+        out then)."""
         ...
 
 

@@ -10,64 +10,30 @@ Generic core: each family validates the plain data against its own model (job fl
 from __future__ import annotations
 
 import copy
-import io
-import itertools
-import re
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date
 from pathlib import Path
 from typing import Annotated, Any, Generic, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
-from ruamel.yaml import YAML
-from ruamel.yaml.comments import CommentedMap, CommentedSeq, TaggedScalar
-from ruamel.yaml.error import YAMLError
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from gridbench.errors import SpecError
 from gridbench.family import OwnsSpecs, command_of, family_of_spec
 from gridbench.spechints import did_you_mean
+from gridbench.yamltext import MAX_SPEC_DEPTH as MAX_SPEC_DEPTH
+from gridbench.yamltext import MAX_SPEC_NODES as MAX_SPEC_NODES
+from gridbench.yamltext import MAX_YAML_BYTES
+from gridbench.yamltext import _flow_depth as _flow_depth  # tests use it
 from gridbench.yamltext import dump_yaml as dump_yaml  # re-exported: specs' callers use it
+from gridbench.yamltext import parse_yaml as parse_yaml  # the hardened parser, re-exported
+from gridbench.yamltext import plain_data as plain_data
 
-MAX_SPEC_BYTES = 1024 * 1024
+MAX_SPEC_BYTES = MAX_YAML_BYTES
 
 #: The ``name`` every family's spec gives its runs. Any text: every place that shows it
 #: makes control characters visible and escapes markup (gridbench.fmt).
 SpecName = Annotated[str, Field(min_length=1, max_length=200)]
-
-
-def _yaml() -> YAML:
-    y = YAML(typ="rt")
-    y.allow_duplicate_keys = False
-    return y
-
-
-def parse_yaml(text: str, origin: str) -> Any:
-    """Parse YAML text into ruamel's round-trip nodes (which remember line numbers)."""
-    if _flow_depth(text) > MAX_SPEC_DEPTH:  # ruamel's scanner slows down per open level
-        raise _too_deep(origin)
-    try:
-        return _yaml().load(io.StringIO(text))
-    except RecursionError:  # ruamel's composer recurses once per nesting level
-        raise _too_deep(origin) from None
-    except ValueError as exc:  # int() past sys.get_int_max_str_digits(), in the constructor
-        if "digits" not in str(exc):
-            raise
-        raise SpecError(
-            f"a number has more than {sys.get_int_max_str_digits()} digits",
-            where=origin,
-            fix="a spec's numbers are short: check for a pasted blob",
-        ) from None
-    except YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{origin}:{mark.line + 1}" if mark is not None else origin
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise SpecError(
-            f"not valid YAML: {problem}",
-            where=where,
-            fix="check indentation and quoting near that line",
-        ) from None
 
 
 def read_spec_text(path: str | Path) -> str:
@@ -299,93 +265,6 @@ def validate_spec(
     except ValidationError as exc:
         err = validation_error(exc, root, origin, overridden, model, data)
         raise SpecError(err.message.replace("docs/spec.md", words.docs)) from None
-
-
-MAX_SPEC_NODES = 100_000
-#: Deeper data is refused: every later step (validation, copies, JSON) recurses per level.
-MAX_SPEC_DEPTH = 64
-
-
-_BRACKETS = re.compile(r"[\[\]{}]")
-
-
-def _flow_depth(text: str) -> int:
-    """Deepest nesting of flow brackets; brackets in strings and comments count too
-    (an over-estimate: a spec's regexes add a level or two, never dozens)."""
-    marks = _BRACKETS.findall(text)
-    if len(marks) <= MAX_SPEC_DEPTH:
-        return len(marks)
-    return max(itertools.accumulate(1 if c in "[{" else -1 for c in marks))
-
-
-def _too_deep(origin: str | None = None) -> SpecError:
-    return SpecError(
-        f"the spec is nested too deeply (more than {MAX_SPEC_DEPTH} levels)",
-        where=origin,
-        fix="a spec is a few levels deep: check for runaway brackets or indentation",
-    )
-
-
-def plain_data(node: Any, budget: list[int] | None = None, depth: int = 0) -> Any:
-    """Plain Python data (dicts with str keys, lists, str, int, float, bool, None) from the
-    ruamel nodes :func:`parse_yaml` returns, for validation, copies and JSON.
-
-    A node budget stops alias bombs (anchors that reference each other expand
-    exponentially) and a depth cap stops nesting bombs; either raises a SpecError. The
-    ``budget`` and ``depth`` arguments are the recursion's own: callers pass only ``node``.
-    """
-    budget = budget if budget is not None else [MAX_SPEC_NODES]
-    budget[0] -= 1
-    if budget[0] < 0:
-        raise SpecError(
-            f"the spec expands to more than {MAX_SPEC_NODES} values",
-            fix="a spec is small: check anchors and aliases (&name / *name) for loops",
-        )
-    if depth > MAX_SPEC_DEPTH:
-        raise _too_deep()
-    _refuse_tag(node)
-    try:
-        if isinstance(node, dict):
-            return {str(k): plain_data(v, budget, depth + 1) for k, v in node.items()}
-        if isinstance(node, list):
-            return [plain_data(v, budget, depth + 1) for v in node]
-    except RecursionError:  # called deep inside another recursion
-        raise _too_deep() from None
-    # ruamel's round-trip scalars (ScalarFloat, ScalarInt, ...) become plain Python values
-    if isinstance(node, bool) or node is None:
-        return node
-    if isinstance(node, int):
-        return int(node)
-    if isinstance(node, float):
-        return float(node)
-    if isinstance(node, str):
-        return str(node)
-    if isinstance(node, TaggedScalar):  # only !!str is left: _refuse_tag let it through
-        return str(node.value)
-    if isinstance(node, date):  # an unquoted 2026-01-01: the text, as the user wrote it
-        return node.isoformat()
-    raise SpecError(
-        f"a value of YAML type {type(node).__name__} is not supported",
-        fix="a spec holds mappings, lists, strings, numbers, booleans and null "
-        "(drop tags like !!binary and !!set)",
-    )
-
-
-#: The one explicit tag a scalar may carry (``!!str 5``): it keeps 5 a string.
-_STR_TAG = "tag:yaml.org,2002:str"
-
-
-def _refuse_tag(node: Any) -> None:
-    """SpecError for a node with an explicit tag other than ``!!str`` (``!foo``,
-    ``!!python/object:...``): gridbench builds no objects from a spec."""
-    tag = getattr(getattr(node, "tag", None), "value", None)
-    if tag is None or (tag == _STR_TAG and isinstance(node, TaggedScalar)):
-        return
-    shown = tag.replace("tag:yaml.org,2002:", "!!")
-    raise SpecError(
-        f"the YAML tag {shown[:80]!r} is not supported",
-        fix="remove the tag: a spec holds plain mappings, lists, strings and numbers",
-    )
 
 
 def apply_overrides(data: Any, overrides: list[str], origin: str = "--set") -> Any:

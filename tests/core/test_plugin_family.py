@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import time
 from collections.abc import Iterator
@@ -206,6 +207,26 @@ def test_dashboard_lists_and_shows_the_plugin_run(store: dict[str, Path], server
         r = c.get("/history", params={"experiment": b, "metric": "wall_time"})
         assert r.status_code == 200 and 'id="chart-history"' in r.text, r.text[-3000:]
         assert '<option value="wall_time">' in r.text
+
+
+def test_dashboard_list_shows_the_plugins_own_columns_and_search(
+    store: dict[str, Path], server: Server
+) -> None:
+    """The list's family columns and search come through ``CatalogueEntry``: a store of
+    timeit runs shows timeit's own column (``reps``) and none of job flow's (``trials``),
+    and the search covers the text timeit adds (its spec's hash)."""
+    spec_hash = json.loads((store["a"] / "experiment.json").read_text())["spec_hash"]
+    with httpx.Client(base_url=server.url, timeout=60) as c:
+        r = c.get("/")
+        assert r.status_code == 200, server.tail()
+        assert '<th scope="col">reps</th>' in r.text
+        assert '<th scope="col">trials</th>' not in r.text  # job flow's column: no job-flow run
+        assert f'<td class="n">{REPS}</td>' in r.text
+        r = c.get("/", params={"q": spec_hash})  # both runs are of the same spec
+        shown, total = re.search(r'id="count">(\d+) of (\d+) ', r.text).groups()  # type: ignore[union-attr]
+        assert shown == total and int(total) >= 2, r.text[-3000:]
+        r = c.get("/", params={"q": f"{spec_hash}x"})
+        assert 'id="count">0 of ' in r.text
 
 
 def test_dashboard_analyses_through_the_family(store: dict[str, Path], server: Server) -> None:

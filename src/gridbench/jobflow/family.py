@@ -12,8 +12,10 @@ from typing import Any
 
 from gridbench.errors import EXIT_OK, EXIT_THRESHOLD
 from gridbench.family import (
+    CatalogueColumn,
     CatalogueEntry,
     CleanupOutcome,
+    LiveMetric,
     Pages,
     RunSize,
     Ui,
@@ -53,6 +55,15 @@ JOBFLOW_VALIDITY_RULES: tuple[ValidityRule, ...] = (
         "agents' offsets are removed",
     ),
 )
+
+
+def _trials_cell(experiment: Mapping[str, Any]) -> str:
+    """The list's trials cell: done/planned ("?" for one not known yet), "–" for a run
+    that records neither."""
+    if "trials_planned" not in experiment and "trials_done" not in experiment:
+        return "–"
+    done, planned = experiment.get("trials_done"), experiment.get("trials_planned")
+    return f"{'?' if done is None else done}/{'?' if planned is None else planned}"
 
 
 class JobFlow:
@@ -107,8 +118,10 @@ class JobFlow:
         return word
 
     def catalogue(self, experiment: Mapping[str, Any]) -> CatalogueEntry:
-        """The backend and the load model; a run of ``gridbench model predict`` is marked.
-        Job flow's catalogue fields of a damaged experiment.json are a ResultsError."""
+        """The backend and the load model; a run of ``gridbench model predict`` is marked;
+        the dashboard's trials column (done/planned), and its search covers the backend and
+        load model fields. Job flow's catalogue fields of a damaged experiment.json are a
+        ResultsError."""
         from pathlib import Path
 
         from gridbench.jobflow.events.run_folder import check_jobflow_experiment
@@ -119,7 +132,20 @@ class JobFlow:
         variant = str(experiment.get("load_model", "") or "")
         if isinstance(experiment.get("predicted"), Mapping):
             variant = f"{variant} · predicted" if variant else "predicted"
-        return CatalogueEntry(target=str(experiment.get("backend", "") or ""), variant=variant)
+        return CatalogueEntry(
+            target=str(experiment.get("backend", "") or ""),
+            variant=variant,
+            columns=(CatalogueColumn("trials", _trials_cell(experiment), numeric=True),),
+            search=tuple(str(experiment.get(k, "")) for k in ("backend", "load_model")),
+        )
+
+    @property
+    def live_metrics(self) -> tuple[LiveMetric, ...]:
+        """Each live trial's job counters and the offered and achieved rates on the
+        dashboard's ``/metrics`` (``LiveMetered``; sampled by ``JobFlowRun``)."""
+        from gridbench.jobflow.web.live_metrics import LIVE_METRICS
+
+        return LIVE_METRICS
 
     def web_pages(self, web: WebContext) -> Pages:
         """``/new``, presets and agents (``WebPages``): job flow's pages, built on the

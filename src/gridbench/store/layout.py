@@ -19,7 +19,7 @@ from gridbench.errors import ResultsError, resource_error
 from gridbench.states import run_state
 from gridbench.store.safe_open import CAPS, parse_json, read_store_text, refuse_links
 from gridbench.store.safe_open import EXPERIMENT_FILE as EXPERIMENT_FILE  # re-exported
-from gridbench.yamltext import dump_yaml
+from gridbench.yamltext import dump_yaml, parse_mapping
 
 DEFAULT_ROOT_ENV = "GRIDBENCH_RESULTS"
 
@@ -194,17 +194,14 @@ class RunDir:
             text = read_store_text(self.spec_file, cap=CAPS["spec"], base=self.path)
         except FileNotFoundError:
             return "", None
-        from ruamel.yaml import YAML
-        from ruamel.yaml.error import YAMLError
-
-        try:
-            return text, YAML(typ="safe", pure=True).load(text)
-        except (YAMLError, ValueError, RecursionError) as exc:
-            raise ResultsError(
-                f"spec.yaml is not valid YAML: {str(exc).splitlines()[0]}",
-                where=str(self.spec_file),
-                fix="restore the file from the spec the run was started with",
-            ) from None
+        data = parse_mapping(
+            text,
+            str(self.spec_file),
+            what="spec.yaml",
+            fix="restore the file from the spec the run was started with",
+            error=ResultsError,
+        )
+        return text, data
 
     def spec_text(self) -> str:
         """The spec as run (its YAML text, read as :meth:`read_spec` does: never through a

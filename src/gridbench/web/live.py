@@ -1,8 +1,8 @@
 """Live state of a run the dashboard's run manager drives, pushed to listeners.
 
 :class:`LiveRun` is the run's :class:`~gridbench.family.LiveSink`: its state, recent
-messages and the family's part of the view (the runner's snapshot: job flow's trials and
-chart samples). Every change is pushed at once to each subscriber's queue (the
+messages and the family's part of the view (the runner's snapshot, drawn by the family's
+own template and script). Every change is pushed at once to each subscriber's queue (the
 server-sent-event streams); nothing polls. Everything here runs on the event loop of the
 server, the same loop as the runner. It knows no family.
 """
@@ -72,12 +72,6 @@ class LiveRun:
             "stop_after_trial": self.stop_after_trial,
             "now": time.time(),
         }
-
-    def rows(self, key: str) -> list[dict[str, Any]]:
-        """A list of rows of the family's part of the view (``trials``, ``samples``), for
-        /metrics; empty when the family has none."""
-        found = self.runner.snapshot().get(key)
-        return [r for r in found if isinstance(r, dict)] if isinstance(found, list) else []
 
     def set_status(self, status: str, error: str | None = None) -> None:
         self.status = status

@@ -1,4 +1,5 @@
-"""``/metrics``: the live trials of this server in the OpenMetrics text format."""
+"""``/metrics``: the live runs of this server in the OpenMetrics text format, with the
+figures their families declare (job flow: each trial's job counters and the rates)."""
 
 from __future__ import annotations
 
@@ -8,75 +9,62 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.openmetrics.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.registry import Collector, CollectorRegistry
 
+from gridbench.errors import GridbenchError
+from gridbench.family import LiveMetered, LiveMetric, MetricSource, available, family
 from gridbench.web.live import LiveRun
 
-_COUNTERS = (
-    ("submitted", "jobs whose submission started"),
-    ("acknowledged", "jobs the backend acknowledged"),
-    ("completed", "jobs seen to end"),
-    ("failed", "jobs that failed (submit or run)"),
-    ("dropped", "jobs dropped for being later than max_lateness"),
-    ("late", "jobs submitted later than late_threshold"),
-)
-LABELS = ["experiment", "name", "trial"]
+#: every sample's first labels: the run's id and name
+RUN_LABELS = ["experiment", "name"]
+
+
+def declared() -> list[LiveMetric]:
+    """The live metric families of every installed family that has some
+    (:class:`~gridbench.family.LiveMetered`); a family that cannot be loaded declares none."""
+    found: list[LiveMetric] = []
+    for name in available():
+        try:
+            fam = family(name)
+        except GridbenchError:
+            continue
+        if isinstance(fam, LiveMetered):
+            found.extend(fam.live_metrics)
+    return found
+
+
+def _metric_family(m: LiveMetric) -> CounterMetricFamily | GaugeMetricFamily:
+    labels = [*RUN_LABELS, *m.labels]
+    if m.counter:
+        return CounterMetricFamily(m.name, m.doc, labels=labels, unit=m.unit)
+    return GaugeMetricFamily(m.name, m.doc, labels=labels, unit=m.unit)
 
 
 class LiveCollector(Collector):
-    """Reads the current LiveRuns at every scrape (no state of its own)."""
+    """Reads the current LiveRuns at every scrape (no state of its own): whether each
+    runs, and the figures each family's runner samples (:class:`MetricSource`) in the
+    metric families its family declares (:class:`LiveMetered`). It names no family's
+    figures."""
 
     def __init__(self, runs: Callable[[], list[LiveRun]]) -> None:
         self._runs = runs
 
     def collect(self) -> Iterable[Metric]:
         runs = self._runs()
-        counters = {
-            k: CounterMetricFamily(f"gridbench_trial_jobs_{k}", doc, labels=LABELS)
-            for k, doc in _COUNTERS
-        }
-        in_flight = GaugeMetricFamily(
-            "gridbench_trial_jobs_in_flight", "jobs acknowledged and not yet ended", labels=LABELS
-        )
-        planned = GaugeMetricFamily(
-            "gridbench_trial_jobs_planned", "jobs the trial plans to submit", labels=LABELS
-        )
-        offered = GaugeMetricFamily(
-            "gridbench_offered_rate", "offered submissions per second (last sample)",
-            labels=LABELS[:2], unit="per_second",
-        )  # fmt: skip
-        achieved = GaugeMetricFamily(
-            "gridbench_achieved_rate", "acknowledged submissions per second (last sample)",
-            labels=LABELS[:2], unit="per_second",
-        )  # fmt: skip
-        submit = GaugeMetricFamily(
-            "gridbench_submit_latency", "mean submit-call time (last sample)",
-            labels=LABELS[:2], unit="seconds",
-        )  # fmt: skip
         state = GaugeMetricFamily(
             "gridbench_experiment_running",
             "1 while the experiment runs",
-            labels=[*LABELS[:2], "status"],
+            labels=[*RUN_LABELS, "status"],
         )
+        metrics = {m.name: _metric_family(m) for m in declared()}
         for r in runs:
             state.add_metric([r.run_id, r.name, r.status], 0.0 if r.final else 1.0)
-            for t in r.rows("trials"):
-                if t["status"] == "pending":
-                    continue
-                lab = [r.run_id, r.name, str(t["trial_id"])]
-                for k, fam in counters.items():
-                    fam.add_metric(lab, float(t.get(k) or 0))
-                in_flight.add_metric(lab, float(t.get("in_flight") or 0))
-                if t.get("planned") is not None:
-                    planned.add_metric(lab, float(t["planned"]))
-            samples = r.rows("samples")
-            if samples and not r.final:
-                s = samples[-1]
-                offered.add_metric([r.run_id, r.name], float(s["offered_per_s"]))
-                achieved.add_metric([r.run_id, r.name], float(s["achieved_per_s"]))
-                if s["submit_mean_s"] is not None:
-                    submit.add_metric([r.run_id, r.name], float(s["submit_mean_s"]))
+            if not isinstance(r.runner, MetricSource):
+                continue
+            for s in r.runner.metric_samples(final=r.final):
+                fam = metrics.get(s.metric)
+                if fam is not None:  # a figure its family did not declare is not shown
+                    fam.add_metric([r.run_id, r.name, *s.labels], s.value)
         yield state
-        yield from counters.values()
-        yield from (in_flight, planned, offered, achieved, submit)
+        yield from metrics.values()
 
 
 def make_registry(runs: Callable[[], list[LiveRun]]) -> CollectorRegistry:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from gridbench.errors import GridbenchError
-from gridbench.family import family, kind_of
+from gridbench.family import CatalogueColumn, CatalogueEntry, family, kind_of
 from gridbench.store.catalogue import find_run
 from gridbench.store.layout import EXPERIMENT_FILE, RunDir
 
@@ -32,13 +32,37 @@ def resolve_in_root(root: Path, rid: str) -> RunDir | None:
     return run if inside and (run.path / EXPERIMENT_FILE).is_file() else None
 
 
+def catalogue_of(entry: dict[str, Any]) -> CatalogueEntry | None:
+    """The family's catalogue view of an entry (its columns, its search text); None when
+    its family is not installed here or refuses the entry."""
+    try:
+        return family(kind_of(entry)).catalogue(entry)
+    except GridbenchError:
+        return None
+
+
 def catalogued(entry: dict[str, Any]) -> dict[str, Any]:
-    """A catalogue entry with its family (``kind``) and the family's list columns
-    (``target``, ``variant``); a run of a family not installed here says so."""
+    """A catalogue entry with its family (``kind``), the family's list columns
+    (``target``, ``variant``) and its own columns by heading (``family_columns``: job
+    flow's trials); a run of a family not installed here says so."""
     entry["kind"] = kind_of(entry)
+    entry["family_columns"] = {}
     try:
         columns = family(entry["kind"]).catalogue(entry)
-        entry["target"], entry["variant"] = columns.target, columns.variant
     except GridbenchError as exc:
         entry["target"], entry["variant"] = "", f"({exc.message})"
+        return entry
+    entry["target"], entry["variant"] = columns.target, columns.variant
+    entry["family_columns"] = {c.heading: c for c in columns.columns}
     return entry
+
+
+def list_columns(entries: list[dict[str, Any]]) -> list[CatalogueColumn]:
+    """The families' own columns of the list (as :func:`catalogued` entries hold them),
+    each heading once, in the order they first appear: none when no listed run's family
+    has any."""
+    seen: dict[str, CatalogueColumn] = {}
+    for e in entries:
+        for heading, col in e.get("family_columns", {}).items():
+            seen.setdefault(heading, col)
+    return list(seen.values())

@@ -36,7 +36,15 @@ from gridbench.errors import (
     ResultsError,
     SpecError,
 )
-from gridbench.family import CatalogueEntry, Figure, Pages, Ui, ValidityRule, WebContext
+from gridbench.family import (
+    CatalogueColumn,
+    CatalogueEntry,
+    Figure,
+    Pages,
+    Ui,
+    ValidityRule,
+    WebContext,
+)
 from gridbench.sections import (
     Chart,
     Column,
@@ -364,7 +372,13 @@ class Timeit:
             shlex.join(str(c) for c in command) if isinstance(command, list) else str(command or "")
         )
         reps = experiment.get("repetitions")
-        return CatalogueEntry(target=target or "?", variant=f"{reps} repetitions")
+        return CatalogueEntry(
+            target=target or "?",
+            variant=f"{reps} repetitions",
+            # its own column of the dashboard's list, and its spec's hash searchable there
+            columns=(CatalogueColumn("reps", str(reps), numeric=True),),
+            search=(str(experiment.get("spec_hash", "")),),
+        )
 
     def runner_for(self, text: str, root: Path) -> TimeitRunner:
         """``StartsFromSpec``: the dashboard's /start offers timeit runs."""

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from gridbench.errors import SpecError
+from gridbench.yamltext import parse_mapping
 
 
 class _Strict(BaseModel):
@@ -186,9 +187,6 @@ def config_from_dict(
 
 def read_config_file(path: str | Path) -> dict[str, Any]:
     """Read a YAML (or JSON) file into a plain mapping, without validating it."""
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import YAMLError
-
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -198,19 +196,7 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
             where=str(p),
             fix="give the path of an existing YAML file",
         ) from None
-    try:
-        data = YAML(typ="safe", pure=True).load(text)
-    except YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{p}:{mark.line + 1}" if mark is not None else str(p)
-        raise SpecError(f"not valid YAML: {exc}", where=where, fix="fix the YAML syntax") from None
-    if data is None:
-        return {}
-    if not isinstance(data, Mapping):
-        raise SpecError(
-            "the grid configuration must be a mapping", where=str(p), fix="use `key: value` lines"
-        )
-    return dict(data)
+    return parse_mapping(text, str(p), what="the grid configuration", fix="use `key: value` lines")
 
 
 def load_config(path: str | Path) -> GridConfig:

@@ -22,7 +22,7 @@ from typing import Any, cast
 import numpy as np
 import psutil
 
-from gridbench.family import LiveSink, RunEnd
+from gridbench.family import LiveSink, MetricSample, RunEnd
 from gridbench.jobflow.backends.base import (
     Backend,
     BulkSubmitter,
@@ -41,6 +41,7 @@ from gridbench.jobflow.events.model import Event
 from gridbench.jobflow.experiment.runner import ExperimentRunner
 from gridbench.jobflow.run.observer import TrialProgress
 from gridbench.jobflow.spec.plan import Plan
+from gridbench.jobflow.web.live_metrics import live_samples
 from gridbench.store.layout import RunDir
 
 #: Chart samples at most this often (s): rates over shorter windows are mostly noise.
@@ -331,6 +332,12 @@ class JobFlowRun:
 
     def snapshot(self) -> dict[str, Any]:
         return self.live.snapshot()
+
+    def metric_samples(self, *, final: bool) -> list[MetricSample]:
+        """Each started trial's job counters, and while the run goes on the latest chart
+        sample's rates, for the dashboard's ``/metrics`` (``MetricSource``)."""
+        samples = self.live.samples
+        return live_samples(self.live.trials, samples[-1] if samples else None, final=final)
 
     async def execute(self, sink: LiveSink) -> RunEnd:
         """Run every trial (updates to ``sink``); analysed after when a trial ran."""

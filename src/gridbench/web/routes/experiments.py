@@ -16,14 +16,13 @@ from gridbench.store.layout import RunDir
 from gridbench.store.safe_open import CAPS, read_store_bytes
 from gridbench.web.dashboard import Dash
 from gridbench.web.results import build_view
-from gridbench.web.runs import catalogued
+from gridbench.web.runs import catalogue_of, catalogued, list_columns
 
 CSV_NAME = re.compile(r"^[a-z0-9_]{1,64}\.csv$")
 DOWNLOADS = ("metrics.json", "report.json", "spec.yaml", "plan.json", "experiment.json")
-SEARCH_FIELDS = (
-    "id", "name", "kind", "target", "variant", "backend", "status", "verdict", "description",
-    "load_model",
-)  # fmt: skip
+#: the catalogue fields every run's search covers; a family adds its own
+#: (``CatalogueEntry.search``: job flow's backend and load model)
+SEARCH_FIELDS = ("id", "name", "kind", "target", "variant", "status", "verdict", "description")
 MEDIA = {
     ".json": "application/json",
     ".csv": "text/csv; charset=utf-8",
@@ -34,8 +33,11 @@ router = APIRouter()
 
 
 def matches(entry: Mapping[str, Any], query: str) -> bool:
-    """Case-insensitive substring search over the catalogue fields; words must all match."""
-    hay = " ".join(str(entry.get(k, "")) for k in SEARCH_FIELDS).lower()
+    """Case-insensitive substring search over the catalogue fields and the text the run's
+    family adds; words must all match."""
+    own = catalogue_of(dict(entry))
+    fields = [str(entry.get(k, "")) for k in SEARCH_FIELDS]
+    hay = " ".join([*fields, *(own.search if own is not None else ())]).lower()
     return all(w in hay for w in query.lower().split())
 
 
@@ -76,7 +78,8 @@ def experiments(request: Request, dash: Dash, q: str = "") -> HTMLResponse:
         if m is not None and not m.live.final:
             r["status"] = m.live.status  # queued / analysing are only known here
     shown = [r for r in runs if matches(r, q)] if q.strip() else runs
-    return dash.render(request, "list.html", runs=shown, total=len(runs), q=q)
+    columns = list_columns(runs)  # over every run: the table keeps its shape as one searches
+    return dash.render(request, "list.html", runs=shown, total=len(runs), q=q, columns=columns)
 
 
 @router.get("/experiments/{rid}", response_class=HTMLResponse)

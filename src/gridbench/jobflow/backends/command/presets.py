@@ -9,17 +9,14 @@ path to a file.
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
-from ruamel.yaml import YAML
-from ruamel.yaml.error import YAMLError
-
 from gridbench.errors import SpecError
 from gridbench.presets import shipped_yaml, unknown_preset
+from gridbench.yamltext import parse_mapping
 
 META_KEYS = ("description", "tested", "written_for")
 _WHERE = "backend.options.preset"
@@ -36,20 +33,13 @@ class PresetInfo:
 
 
 def _parse(text: str, origin: str) -> dict[str, Any]:
-    try:
-        data = YAML(typ="safe", pure=True).load(io.StringIO(text))
-    except YAMLError as exc:
-        raise SpecError(
-            f"preset {origin} is not valid YAML: {exc}".replace("\n", " "),
-            where=_WHERE,
-            fix="fix the YAML syntax of the preset file",
-        ) from None
-    if not isinstance(data, dict):
-        raise SpecError(
-            f"preset {origin} is not a mapping of options",
-            where=_WHERE,
-            fix="a preset holds the command backend's options (submit:, status:, states: ...)",
-        )
+    data = parse_mapping(
+        text,
+        origin,
+        what=f"preset {origin}",
+        where=_WHERE,
+        fix="a preset holds the command backend's options (submit:, status:, states: ...)",
+    )
     for key in ("tested", "written_for"):
         if key not in data:
             raise SpecError(

@@ -9,15 +9,12 @@ the declarations'.
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 from typing import Any
 
-from ruamel.yaml import YAML
-from ruamel.yaml.error import YAMLError
-
 from gridbench.errors import SpecError
 from gridbench.presets import shipped_yaml, unknown_preset
+from gridbench.yamltext import parse_mapping
 
 META_KEYS = ("description", "tested", "written_for")
 
@@ -42,21 +39,13 @@ def load(name: str, where: str) -> dict[str, Any]:
         if name not in shipped:
             raise unknown_preset(name, shipped, where=where, kind="stamp declaration")
         text = shipped[name].read_text(encoding="utf-8")
-    try:
-        data = YAML(typ="safe", pure=True).load(io.StringIO(text))
-    except YAMLError as exc:
-        raise SpecError(
-            f"stamp declaration {name!r} is not valid YAML: {exc}".replace("\n", " "),
-            where=where,
-            fix="fix the YAML syntax of the file",
-        ) from None
-    if not isinstance(data, dict):
-        raise SpecError(
-            f"stamp declaration {name!r} is not a mapping",
-            where=where,
-            fix="a declaration holds sources: [...] and order: [...]",
-        )
-    return data
+    return parse_mapping(
+        text,
+        name,
+        what=f"stamp declaration {name!r}",
+        where=where,
+        fix="a declaration holds sources: [...] and order: [...]",
+    )
 
 
 def resolve(data: Any, where: str) -> Any:
