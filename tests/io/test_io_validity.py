@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from gridbench.hosts.sampling.compared import CLIENT_BOUND
 from gridbench.io.resilience_analysis import FAULT_LATE, INTEGRITY_CACHED
 from gridbench.io.validity import (
     CACHED_WRITE,
@@ -26,6 +27,8 @@ from io_fixtures import tmpfs  # noqa: F401 (fixture)
 
 #: the resilience phase's rules (docs/io.md, Resilience)
 RESILIENCE_RULES = [FAULT_LATE, INTEGRITY_CACHED]
+#: every io rule, in order (client_bound: applied with the samples, docs/hosts.md)
+ALL_RULES = [SHORT_RUNTIME, CACHED_WRITE, *RESILIENCE_RULES, CLIENT_BOUND]
 
 
 def _row(
@@ -55,7 +58,7 @@ def _row(
 def test_rules_are_declared_once_with_a_sentence_each() -> None:
     from gridbench.io.family import FAMILY
 
-    assert [r.name for r in IO_VALIDITY_RULES] == [SHORT_RUNTIME, CACHED_WRITE, *RESILIENCE_RULES]
+    assert [r.name for r in IO_VALIDITY_RULES] == ALL_RULES
     assert all(r.description.endswith(".") for r in IO_VALIDITY_RULES)
     assert FAMILY.validity_rules == IO_VALIDITY_RULES
     assert abs(MIN_RUNTIME_S - 0.1) < 1e-12 and MAX_RESOLUTION == 0.01
@@ -94,7 +97,7 @@ def test_long_runtime_not_flagged() -> None:
     rows = [_row("disk", t, 2.5, rep=r) for t in ("read", "reread") for r in range(3)]
     v = validity(rows, [{"name": "disk", "cache_used": "direct"}])
     assert v["valid"] is True and v["flags"] == []
-    assert [r["name"] for r in v["rules"]] == [SHORT_RUNTIME, CACHED_WRITE, *RESILIENCE_RULES]
+    assert [r["name"] for r in v["rules"]] == ALL_RULES
 
 
 def test_zero_runtime_flagged_without_a_resolution() -> None:

@@ -10,6 +10,7 @@
 | `spec.py` | the ``sampling:`` block every family's spec takes, and the sampler's targets |
 | `analysis.py` | samples + phases → per-phase figures (polars); the client-bound rule |
 | `report.py` | the chart over time with phases marked, a table per phase, the warnings |
+| `compared.py` | metrics.json's ``sampling`` (every family), ``client_bound``, compared figures |
 
 Core: imports no family.
 """
