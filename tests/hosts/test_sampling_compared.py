@@ -342,3 +342,42 @@ def test_hosts_check_writes_each_offset(tmp_path: Path, lab: Lab) -> None:
     offset = got.hosts[lab.host(1).name].clock_offset_ms
     assert offset is not None and abs(offset) < 50.0  # one machine, one clock
     assert got.hosts[lab.host(2).name].clock_offset_ms is None  # not checked
+
+
+def test_io_and_net_show_a_client_bound_flag_and_io_is_comparable() -> None:
+    from gridbench.family import Comparable, family
+    from gridbench.io.analysis import matrix
+    from gridbench.io.report import build_report as io_report
+    from gridbench.io.validity import validity as io_validity
+    from gridbench.messaging.report import _validity_findings as net_findings
+    from gridbench.sections import Table
+    from gridbench.store.layout import RunDir
+
+    io = family("io")
+    assert isinstance(io, Comparable)
+    metrics = with_sampling_metrics(
+        {
+            "schema": "gridbench.io/1",
+            "name": "x",
+            "status": "completed",
+            "baseline": None,
+            "repetitions": 1,
+            "iozone": {"file_size": 2**20, "record_size": 2**16, "include_flush": False},
+            "targets": [],
+            "matrix": matrix([], None),
+            "thresholds": [],
+            "thresholds_ok": True,
+            "consistency_ok": True,
+            "validity": io_validity([], []),
+        },
+        _sampled(True),
+    )
+    assert [f.key for f in io.figures(RunDir(Path("/nonexistent")), metrics)][:1] == [
+        "sampling.local.p00-t00.cpu_busy_pct"
+    ]
+    report = io_report(metrics)
+    [table] = [s for s in report.sections if isinstance(s, Table) and s.id == "validity"]
+    assert table.text is not None and table.text[0][0] == CLIENT_BOUND
+    assert "local during p00-t00" in table.text[0]
+    assert any("client-bound" in f.text for f in report.headline.findings)
+    assert [f.status for f in net_findings(metrics)] == ["warn"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from gridbench.hosts.sampling.compared import CLIENT_BOUND
 from gridbench.io.matrix import LABEL
 from gridbench.io.report_tables import MISSING, as_str, fixed, num, status_of, verdict
 from gridbench.sections import Column, Field, RecordLook, Shown, Table, record_table
@@ -124,6 +125,8 @@ def _flags(metrics: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def _what(f: Mapping[str, Any]) -> str:
+    if f.get("rule") == CLIENT_BOUND:  # a host over a step, not a figure
+        return f"{f.get('host')} during {f.get('phase')}"
     test = LABEL.get(str(f.get("test")), str(f.get("test")))
     if f.get("kind") == "concurrency":
         test += f" ({f.get('clients')} clients)"
