@@ -89,6 +89,8 @@ def _xdist_group(item: pytest.Item) -> str | None:
     return None
 
 
+# tryfirst: xdist's own hook reads the groups into the node ids, so they are set before it
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not config.pluginmanager.hasplugin("xdist"):
         return
