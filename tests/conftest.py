@@ -92,8 +92,6 @@ def _xdist_group(item: pytest.Item) -> str | None:
 # tryfirst: xdist's own hook reads the groups into the node ids, so they are set before it
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not config.pluginmanager.hasplugin("xdist"):
-        return
     for item in items:
         group = _xdist_group(item)
         if group is not None:
