@@ -320,6 +320,9 @@ def _other_schema_stream() -> bytes:
         ("huge-length-long", b"\xff\xff\xff\xff\xf0\xff\xff\x7f" + b"\0" * 8192, "readable"),
         ("other-schema", _other_schema_stream(), "marker"),
     ],
+    # named ids: the random bytes must not be in them (pytest-xdist's workers each collect
+    # and must agree on every test's id)
+    ids=["garbage", "csv", "huge-length", "huge-length-long", "other-schema"],
 )
 def test_a_hostile_log_is_one_clear_error(
     tmp_path: Path, name: str, data: bytes, says: str | None
