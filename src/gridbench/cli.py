@@ -132,11 +132,13 @@ def cmd_list(args: argparse.Namespace) -> int:
     from gridbench.store.catalogue import list_runs
 
     runs = list_runs(_results_root(args))
+    own: dict[str, dict[str, str]] = {}  # run id -> its family's own columns (heading: text)
     for r in runs:
         r["kind"] = kind_of(r)
         try:
             entry = family(r["kind"]).catalogue(r)
             r["target"], r["variant"] = entry.target, entry.variant
+            own[str(r.get("id"))] = {c.heading: c.text for c in entry.columns}
         except GridbenchError as exc:  # a plugin that is not installed here
             r["target"], r["variant"] = "", f"({exc.message})"
     if args.json:
@@ -147,16 +149,14 @@ def cmd_list(args: argparse.Namespace) -> int:
         where = "" if root.is_dir() else " (the folder does not exist yet)"
         console.print(f"no runs in {safe_markup(root)}{where}; 'gridbench demo' makes one")
         return EXIT_OK
+    # the families' own columns (job flow: trials), each heading once, in first-seen order
+    headings = list(dict.fromkeys(h for cols in own.values() for h in cols))
     t = Table(title=f"experiments in {root}")
-    for col in ("id", "name", "kind", "target", "variant", "status", "trials", "verdict"):
+    for col in ("id", "name", "kind", "target", "variant", "status", *headings, "verdict"):
         t.add_column(col, overflow="fold")  # ids stay whole on a narrow terminal
     t.add_column("created", overflow="fold")
     for r in runs:
-        trials = (
-            f"{r.get('trials_done', '?')}/{r.get('trials_planned', '?')}"
-            if "trials_planned" in r
-            else ""
-        )
+        cols = own.get(str(r.get("id")), {})
         cells = (
             r.get("id"),
             r.get("name"),
@@ -164,12 +164,14 @@ def cmd_list(args: argparse.Namespace) -> int:
             r["target"],
             r["variant"],
             r.get("status", ""),
-            trials,
+            *(cols.get(h, "–") for h in headings),
             r.get("verdict", ""),
             r.get("created", ""),
         )
         shown = [safe_markup(v) for v in cells]
-        for i, tone in ((5, state_tone(r.get("status"))), (7, verdict_tone(r.get("verdict")))):
+        verdict_at = 6 + len(headings)
+        tones = ((5, state_tone(r.get("status"))), (verdict_at, verdict_tone(r.get("verdict"))))
+        for i, tone in tones:
             style = TERMINAL_STYLES[tone]  # one vocabulary: the colour follows the words
             shown[i] = f"[{style}]{shown[i]}[/]" if style and shown[i] else shown[i]
         t.add_row(*shown)

@@ -80,6 +80,11 @@ def test_run_analyze_list_show(tmp_path: Path) -> None:
     p = gb("list", "--json", results=results)
     entries = json.loads(p.stdout)
     assert entries[0]["status"] == "complete" and entries[0]["verdict"].startswith("pass")
+    # the table shows job flow's own column (trials done/planned), given by the family
+    exp = json.loads((run / "experiment.json").read_text())
+    p = gb("list", results=results)
+    assert "trials" in p.stdout.splitlines()[1] + p.stdout.splitlines()[2], p.stdout
+    assert f"{exp['trials_done']}/{exp['trials_planned']}" in p.stdout, p.stdout
     p = gb("show", "latest", results=results)
     assert p.returncode == 0 and "cli-good" in p.stdout
     # a failing threshold gives exit code 1, from a re-analysis too

@@ -103,6 +103,8 @@ def test_list_shows_the_run_with_its_kind(store: dict[str, Path]) -> None:
         assert e["variant"] == f"{REPS} repetitions" and e["verdict"] == "pass"
     p = gb("list", results=store["results"])
     assert p.returncode == 0 and "timeit" in p.stdout and "sleep 0.01" in p.stdout
+    # the plugin's own column, and no job-flow column in a store without job-flow runs
+    assert "reps" in p.stdout and "trials" not in p.stdout, p.stdout
 
 
 def test_analyze_and_report_write_its_metrics_and_report(store: dict[str, Path]) -> None:
