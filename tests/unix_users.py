@@ -10,7 +10,9 @@ from collections.abc import Iterator
 
 import pytest
 
-PREFIX = "gbtest-"
+# One set of accounts per pytest-xdist worker: a worker removing its accounts at the end
+# of a test must not take away another's mid-run (gbtestgw0-alice, or gbtest-alice alone).
+PREFIX = f"gbtest{os.environ.get('PYTEST_XDIST_WORKER', '')}-"
 
 
 @contextlib.contextmanager

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import BIN, cli_env
-from gridbench.family import CatalogueEntry, available, family, kind_of
+from gridbench.family import available, family, kind_of
 from gridbench.store.catalogue import find_run, list_runs
 
 SPEC = """\
@@ -102,7 +102,9 @@ def test_registry_and_kinds() -> None:
     assert kind_of({}) == "jobflow" and kind_of({"kind": "io"}) == "io"
     assert kind_of({"kind": 3}) == "jobflow"  # foreign data never crashes the lookup
     entry = family("jobflow").catalogue({"backend": "slurm", "load_model": "open"})
-    assert entry == CatalogueEntry("slurm", "open")
+    assert (entry.target, entry.variant) == ("slurm", "open")
+    assert [(c.heading, c.text) for c in entry.columns] == [("trials", "–")]  # none planned
+    assert set(entry.search) >= {"slurm", "open"}  # the list search covers its fields
     assert family("io").catalogue({"targets": "garbage"}).target == "storage"
 
 

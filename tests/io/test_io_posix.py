@@ -22,7 +22,7 @@ from fastapi.testclient import TestClient
 from conftest import BIN, cli_env
 from gridbench.web.app import WebConfig, create_app
 from io_fixtures import served_sshfs
-from unix_users import unix_accounts
+from unix_users import PREFIX, unix_accounts
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -183,16 +183,16 @@ def test_identities_as_two_users(in_depth: InDepthRun) -> None:
     local = [c for c in checks if c["target"] == "local"]
     sshfs = [c for c in checks if c["target"] == "sshfs"]
     users = {c["user"] for c in local}
-    assert users == {"gbtest-alice", "gbtest-bob"}
+    assert users == {f"{PREFIX}alice", f"{PREFIX}bob"}
     access = [c for c in local if c["check"] == "access"]
     # 2 owners x 4 layouts x 2 users x 4 operations, each as the bits say on ext4
     assert len(access) == 64 and all(c["ok"] for c in access), [c for c in access if not c["ok"]]
     # the bits really were tested both ways: some denied, some allowed
     assert {c["actual"] for c in access} == {"allowed", "denied"}
     named = {(c["check"], c["user"]): c for c in local}
-    assert named[("copy (cp -a) keeps ownership", "gbtest-alice")]["ok"]
-    assert named[("backup/restore (tar) keeps ownership", "gbtest-bob")]["ok"]
-    assert named[("visible before root visits", "gbtest-alice")]["ok"]
+    assert named[("copy (cp -a) keeps ownership", f"{PREFIX}alice")]["ok"]
+    assert named[("backup/restore (tar) keeps ownership", f"{PREFIX}bob")]["ok"]
+    assert named[("visible before root visits", f"{PREFIX}alice")]["ok"]
     # sshfs mounted by root without allow_other: other users are refused whatever the bits
     bad = [c for c in sshfs if c["check"] == "access" and not c["ok"]]
     assert bad and all(c["expected"] == "allowed" and c["actual"] == "denied" for c in bad)
