@@ -22,7 +22,7 @@ from rich.console import Console
 from rich.table import Table
 
 from gridbench import __version__
-from gridbench.cliargs import add_results_arg, add_run_arg
+from gridbench.cliargs import RUN_HELP, add_results_arg, add_run_arg
 from gridbench.errors import (
     EXIT_BACKEND,
     EXIT_INPUT,
@@ -183,6 +183,14 @@ def cmd_show(args: argparse.Namespace) -> int:
     from gridbench.family import family_of
     from gridbench.store.catalogue import resolve_run
 
+    if args.lab is not None:
+        return _cleanup_lab(args)
+    if args.run is None:
+        raise GridbenchError(
+            "cleanup needs a run, or --lab NAME",
+            fix="'gridbench cleanup RUN' (an id from 'gridbench list', or latest), or "
+            "'gridbench cleanup --lab NAME' for a lab",
+        )
     run = resolve_run(args.run, _results_root(args))
     exp = run.read_experiment()
     family_of(run)  # a run no family reads is an error before its record is shown
@@ -208,6 +216,14 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
     from gridbench.family import family_of
     from gridbench.store.catalogue import resolve_run
 
+    if args.lab is not None:
+        return _cleanup_lab(args)
+    if args.run is None:
+        raise GridbenchError(
+            "cleanup needs a run, or --lab NAME",
+            fix="'gridbench cleanup RUN' (an id from 'gridbench list', or latest), or "
+            "'gridbench cleanup --lab NAME' for a lab",
+        )
     run = resolve_run(args.run, _results_root(args))
     fam = family_of(run)
     if not isinstance(fam, Cleanable):
@@ -222,6 +238,31 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
     outcome = fam.cleanup(run, dry_run=False, force=args.force)
     _print_outcome(outcome)
     return EXIT_BACKEND if outcome.errors else EXIT_OK
+
+
+def _cleanup_lab(args: argparse.Namespace) -> int:
+    """``cleanup --lab NAME``: show what the lab's book records, confirm, remove it."""
+    from gridbench.hosts.lab import lab_down, lab_status
+
+    if args.run is not None:
+        raise GridbenchError(
+            "give a run or --lab NAME, not both", fix="clean up the lab and the run in turn"
+        )
+    lines, _ = lab_status(args.lab)
+    console.print(f"lab {safe_markup(args.lab)} (every recorded namespace, link and process):")
+    for line in lines:
+        console.print(f"  {safe_markup(line)}")
+    if args.dry_run:
+        return EXIT_OK
+    if not args.yes and not _confirmed(Path(f"lab {args.lab}")):
+        console.print("not confirmed: nothing was done")
+        return EXIT_OK
+    errors = lab_down(args.lab, lambda line: console.print(safe_markup(line)))
+    for e in errors:
+        err_console.print(f"[red]not removed[/]: {safe_markup(e)}")
+    if not errors:
+        console.print(f"lab {safe_markup(args.lab)} removed")
+    return EXIT_BACKEND if errors else EXIT_OK
 
 
 def _print_outcome(outcome: CleanupOutcome) -> None:
@@ -279,8 +320,9 @@ def build_parser() -> argparse.ArgumentParser:
         ("show", "show one run's record and summary", True, cmd_show),
         (
             "cleanup",
-            "cancel the jobs and delete the reservations a crashed or killed run left behind",
-            True,
+            "cancel the jobs and delete the reservations a crashed or killed run left "
+            "behind (or, with --lab, what a killed 'lab up' made)",
+            False,  # RUN, or --lab NAME: added below
             cmd_cleanup,
         ),
     )
@@ -296,6 +338,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parsers["list"].add_argument("--json", action="store_true")
     p = parsers["cleanup"]
+    p.add_argument("run", nargs="?", help=RUN_HELP)
+    p.add_argument(
+        "--lab",
+        metavar="NAME",
+        help="instead of a run: remove what 'gridbench lab up --name NAME' made (after a "
+        "kill -9 too); the same as 'gridbench lab down --name NAME' (docs/hosts.md)",
+    )
     p.add_argument(
         "--dry-run", action="store_true", help="only show what would be run and signalled"
     )

@@ -39,6 +39,7 @@ def gridbench(*args: str, timeout: float = CMD_TIMEOUT) -> subprocess.CompletedP
     return subprocess.run(
         [sys.executable, "-m", "gridbench.cli", *args],
         capture_output=True,
+        stdin=subprocess.DEVNULL,  # no terminal: cleanup asks for --yes
         text=True,
         timeout=timeout,
         check=False,
@@ -148,7 +149,7 @@ def test_lab_up_then_down_leaves_nothing() -> None:
     assert "Traceback" not in r.stderr
 
 
-def test_a_killed_lab_up_is_removed_by_lab_down() -> None:
+def test_a_killed_lab_up_is_removed_by_cleanup() -> None:
     name = new_name()
     proc = subprocess.Popen(
         [sys.executable, "-m", "gridbench.cli", "lab", "up", "--name", name, "--hosts", "4"],
@@ -175,8 +176,12 @@ def test_a_killed_lab_up_is_removed_by_lab_down() -> None:
     assert live(pids) and traces(name)["netns"]  # the killed lab left things behind
     st = gridbench("lab", "status", "--name", name)
     assert st.returncode == 1 and "incomplete" in st.stdout
-    r = gridbench("lab", "down", "--name", name)
-    assert r.returncode == 0, r.stdout + r.stderr
+    # 'gridbench cleanup --lab': shown first; with no terminal and no --yes, nothing done
+    r = gridbench("cleanup", "--lab", name)
+    assert r.returncode == 2 and "--yes" in r.stderr and "Traceback" not in r.stderr
+    assert "incomplete" in r.stdout and live(pids)
+    r = gridbench("cleanup", "--lab", name, "--yes")
+    assert r.returncode == 0 and f"lab {name} removed" in r.stdout, r.stdout + r.stderr
     nothing_left(name, pids)
 
 
