@@ -121,10 +121,15 @@ timeouts: {status_interval: 0.1s, drain: 5s}
     assert set(f["message"]) == {"there is no Unix user 'gbtest-nobody-here' on this host"}
 
 
-def _owners(cluster: SlurmCluster, names: set[str]) -> dict[str, str]:
-    out = cluster.run("squeue", "-h", "-t", "all", "-o", "%j %u")
-    pairs = (line.split() for line in out.splitlines() if line.strip())
-    return {j: u for j, u in pairs if j in names}
+def _owners(cluster: SlurmCluster, ev: pl.DataFrame) -> dict[str, str]:
+    """Each job's Slurm owner, found by the backend id of its acknowledgement: the cluster
+    is the session's, and another test's jobs may have the same gridbench names."""
+    acks = ev.filter(pl.col("stage") == "submit_ack").select(
+        "job", pl.col("attrs").str.json_path_match("$.backend_id").alias("id")
+    )
+    out = cluster.run("squeue", "-h", "-t", "all", "-o", "%i %u")
+    by_id = dict(line.split() for line in out.splitlines() if line.strip())
+    return {job: by_id[i] for job, i in acks.iter_rows() if i in by_id}
 
 
 def test_slurm_jobs_run_under_each_users_account(
@@ -149,7 +154,7 @@ timeouts: {{status_interval: 0.2s, drain: 30s}}
     ev, _ = trial(out)
     assert failures(ev).height == 0
     sub = submit_users(ev)
-    owners = _owners(slurm, set(sub["job"]))
+    owners = _owners(slurm, ev)
     want = {"alice": alice, "bob": bob}
     assert {j: owners[j] for j in sub["job"]} == {j: want[u] for j, u in sub.iter_rows()}
     assert sorted(sub["user"].to_list()) == ["alice"] * 3 + ["bob"] * 3
@@ -187,7 +192,7 @@ timeouts: {{status_interval: 0.2s, drain: 30s}}
     ev, info = trial(out)
     assert failures(ev).height == 0
     sub = submit_users(ev)
-    owners = _owners(slurm, set(sub["job"]))
+    owners = _owners(slurm, ev)
     want = {"alice": alice, "bob": bob}
     assert {j: owners[j] for j in sub["job"]} == {j: want[u] for j, u in sub.iter_rows()}
     for f in (tmp_path / "results").rglob("*"):
