@@ -80,13 +80,20 @@ def _xdist_group(item: pytest.Item) -> str | None:
         return FILE_GROUPS[path.name]
     if path.parent.name in AREA_GROUPS:
         return AREA_GROUPS[path.parent.name]
-    # A module whose tests share a module-scoped fixture (a real run, a live server) stays
-    # on one worker, so the fixture is made once; other tests spread one by one.
+    # A module whose tests share a fixture of ours wider than one test (a real run, a live
+    # server) stays on one worker, so the fixture is made once per module at most; other
+    # tests spread one by one (pytest's own wide fixtures, tmp_path_factory, do not count).
     info = getattr(item, "_fixtureinfo", None)
-    defs = info.name2fixturedefs.values() if info is not None else ()
-    if any(d[-1].scope in ("module", "class", "package") for d in defs if d):
+    defs = [d[-1] for d in info.name2fixturedefs.values() if d] if info is not None else []
+    if any(d.scope != "function" and _ours(d.func) for d in defs):
         return f"module:{path.name}"
     return None
+
+
+def _ours(func: object) -> bool:
+    """A fixture defined in this suite (not by pytest or a plugin)."""
+    module = getattr(func, "__module__", "") or ""
+    return not module.startswith(("_pytest", "pytest", "xdist", "anyio", "hypothesis"))
 
 
 # tryfirst: xdist's own hook reads the groups into the node ids, so they are set before it
