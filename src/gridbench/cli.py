@@ -183,14 +183,6 @@ def cmd_show(args: argparse.Namespace) -> int:
     from gridbench.family import family_of
     from gridbench.store.catalogue import resolve_run
 
-    if args.lab is not None:
-        return _cleanup_lab(args)
-    if args.run is None:
-        raise GridbenchError(
-            "cleanup needs a run, or --lab NAME",
-            fix="'gridbench cleanup RUN' (an id from 'gridbench list', or latest), or "
-            "'gridbench cleanup --lab NAME' for a lab",
-        )
     run = resolve_run(args.run, _results_root(args))
     exp = run.read_experiment()
     family_of(run)  # a run no family reads is an error before its record is shown
