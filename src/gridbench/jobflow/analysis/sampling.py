@@ -13,7 +13,6 @@ from gridbench.errors import ResultsError
 from gridbench.hosts.sampling.analysis import Phase
 from gridbench.hosts.sampling.compared import CLIENT_BOUND, client_bound_flag
 from gridbench.hosts.sampling.compared import sampling_metrics as core_sampling_metrics
-from gridbench.hosts.sampling.spec import LOCAL
 from gridbench.jobflow.analysis.load import read_trial_info, trial_dirs
 
 
@@ -28,18 +27,6 @@ def trial_phases(run_dir: Path) -> list[Phase]:
         if info.started_ns is not None and info.ended_ns is not None:
             out.append(Phase(info.trial_id, info.started_ns / 1e9, info.ended_ns / 1e9))
     return sorted(out, key=lambda p: p.start)
-
-
-def client_and_servers(spec: Mapping[str, Any] | None) -> tuple[str, list[str]]:
-    """The spec's ``sampling.client`` (default local) and its other sampled hosts."""
-    block = spec.get("sampling") if isinstance(spec, Mapping) else None
-    block = block if isinstance(block, Mapping) else {}
-    named = block.get("client")
-    client = named if isinstance(named, str) else LOCAL
-    hosts = block.get("hosts")
-    if not isinstance(hosts, list):
-        return client, []
-    return client, [h for h in hosts if isinstance(h, str) and h != client]
 
 
 def sampling_metrics(run_dir: Path, spec: Mapping[str, Any] | None) -> dict[str, Any] | None:

@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from gridbench.hosts.sampling.analysis import read_samples
+from gridbench.hosts.sampling.phases import client_and_servers
 from gridbench.hosts.sampling.report import sampling_sections
-from gridbench.jobflow.analysis.sampling import client_and_servers, trial_phases
+from gridbench.jobflow.analysis.sampling import trial_phases
 from gridbench.sections import Section
 
 
