@@ -5,11 +5,8 @@ A daemon that cannot start fails the test with its log's tail."""
 from __future__ import annotations
 
 import shutil
-import signal
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,42 +14,9 @@ from typing import Any
 
 import pytest
 
+from io_fixtures import free_port, stop, wait_port  # the suite's daemon helpers
+
 EXPORTER = "prometheus-node-exporter"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _tail(log: Path) -> str:
-    try:
-        return "\n".join(log.read_text(errors="replace").splitlines()[-20:])
-    except OSError:
-        return "(no log)"
-
-
-def wait_port(port: int, proc: subprocess.Popen[bytes], log: Path, timeout: float = 15) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if proc.poll() is not None:
-            pytest.fail(f"daemon exited with {proc.returncode}; log:\n{_tail(log)}")
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.05)
-    pytest.fail(f"nothing listens on {port} after {timeout} s; log:\n{_tail(log)}")
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
 
 
 @dataclass
