@@ -17,8 +17,9 @@ import asyncio
 import contextlib
 import signal
 import sys
-import threading
 import time
+
+from gridbench.lifeline import on_stdin_eof
 
 CHUNK = 65536
 #: chunks waiting in one direction's delay line before reading pauses (back pressure)
@@ -92,14 +93,6 @@ async def _connection(
             w.close()
 
 
-def _watch_stdin(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> None:
-    """Stop when stdin closes (the runner died or let go of us)."""
-    with contextlib.suppress(OSError, ValueError):
-        while sys.stdin.buffer.read(4096):
-            pass
-    loop.call_soon_threadsafe(stop.set)
-
-
 async def serve(listen: tuple[str, int], target: tuple[str, int], delay: float) -> None:
     """Forward until SIGTERM or stdin closes; print ``READY <port>`` once listening."""
     loop = asyncio.get_running_loop()
@@ -118,7 +111,8 @@ async def serve(listen: tuple[str, int], target: tuple[str, int], delay: float) 
     server = await asyncio.start_server(accepted, listen[0], listen[1])
     port = server.sockets[0].getsockname()[1]
     print(f"READY {port}", flush=True)
-    threading.Thread(target=_watch_stdin, args=(loop, stop), daemon=True).start()
+    # stop when stdin closes (the runner died or let go of us)
+    on_stdin_eof(lambda: loop.call_soon_threadsafe(stop.set))
     async with server:
         await stop.wait()
 

@@ -29,6 +29,7 @@ from gridbench.jobflow.reference.app import create_app
 from gridbench.jobflow.reference.config import GridConfig, merge
 from gridbench.jobflow.reference.presets import DEFAULT_PRESET, build_config, preset_names
 from gridbench.jobflow.reference.sim import TIERS, Grid, Tier
+from gridbench.lifeline import on_stdin_eof
 from gridbench.net import is_loopback
 
 DEFAULT_HOST = "127.0.0.1"
@@ -344,16 +345,7 @@ def config_from_args(args: argparse.Namespace) -> GridConfig:
 
 def _stop_on_eof() -> None:
     """Stop (as SIGTERM does: report files closed) once stdin ends."""
-
-    def watch() -> None:
-        try:
-            while sys.stdin.buffer.read(4096):
-                pass
-        except (OSError, ValueError):
-            pass
-        os.kill(os.getpid(), signal.SIGTERM)
-
-    threading.Thread(target=watch, name="stop-on-eof", daemon=True).start()
+    on_stdin_eof(lambda: os.kill(os.getpid(), signal.SIGTERM), name="stop-on-eof")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -31,6 +31,7 @@ from pathlib import Path
 from types import FrameType
 
 from gridbench.errors import BackendError
+from gridbench.lifeline import on_stdin_eof
 from gridbench.messaging.transports.peer_process import PeerProcess, Spawn, start_peer
 
 _PORT_TRIES = 5  # another process may take the free port between our look and sshd's bind
@@ -193,18 +194,12 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, _term)
 
-    def _stdin() -> None:
-        with contextlib.suppress(OSError, ValueError):
-            while sys.stdin.buffer.read(4096):
-                pass
-        stop.set()
-
     try:
         proc, port = _start(args.dir, args.bind, time.monotonic() + args.timeout)
     except OSError as exc:
         print(f"sshd: cannot listen on {args.bind}: {exc}", file=sys.stderr)
         return 1
-    threading.Thread(target=_stdin, daemon=True).start()
+    on_stdin_eof(stop.set)
     print(f"READY {port}", flush=True)
     try:
         while not stop.wait(0.2):

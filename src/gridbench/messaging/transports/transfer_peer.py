@@ -26,6 +26,8 @@ import threading
 from types import FrameType
 from typing import Final
 
+from gridbench.lifeline import on_stdin_eof
+
 #: Bytes per send/receive call and per ZeroMQ data message.
 CHUNK: Final = 1 << 20
 #: A request: b"U" or b"D", then the byte count (unsigned 64-bit, network order).
@@ -172,13 +174,6 @@ def serve_zmq(bind_host: str, stop: threading.Event) -> None:
         ctx.term()
 
 
-def _watch_stdin(stop: threading.Event) -> None:
-    with contextlib.suppress(OSError, ValueError):
-        while sys.stdin.buffer.read(4096):
-            pass
-    stop.set()
-
-
 def main(argv: list[str] | None = None) -> int:
     """Serve one tool until SIGTERM or stdin EOF."""
     p = argparse.ArgumentParser(prog="transfer_peer", description=__doc__)
@@ -192,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         stop.set()
 
     signal.signal(signal.SIGTERM, _term)
-    threading.Thread(target=_watch_stdin, args=(stop,), daemon=True).start()
+    on_stdin_eof(stop.set)
     try:
         if args.tool == "tcp_streams":
             serve_tcp(args.bind, stop)
