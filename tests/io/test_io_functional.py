@@ -10,6 +10,7 @@ import pytest
 
 from gridbench.io.load import load_io_spec_text
 from gridbench.io.metrics import analyze_and_write
+from gridbench.io.report_bonnie import bonnie_files_table, bonnie_table
 from gridbench.io.runner import IoRunner
 from io_fixtures import DavServer, nginx_dav, small_tmpfs, tmpfs  # noqa: F401 (fixtures)
 
@@ -26,21 +27,47 @@ def test_bonnie_profile(tmp_path: Path, tmpfs: Path) -> None:  # noqa: F811
         tmp_path,
         f"name: b\ntargets: [{{name: disk, path: {disk}}}, {{name: ram, path: {tmpfs}}}]\n"
         "baseline: disk\nrepetitions: 1\niozone: {enabled: false}\n"
-        "bonnie: {enabled: true, size: 4M, ram: 2M}\n",
+        "bonnie: {enabled: true, size: 4M, ram: 2M, files: 16}\n",
     )
     b = {(x["target"], x["column"]): x for x in m["bonnie"]}  # type: ignore[attr-defined]
+    files = ("seq_create", "seq_stat", "seq_delete", "ran_create", "ran_stat", "ran_delete")
     assert set(b) == {
         (t, c)
         for t in ("disk", "ram")
-        for c in ("output_char", "output_block", "rewrite", "input_char", "input_block")
+        for c in ("output_char", "output_block", "rewrite", "input_char", "input_block", *files)
     }
+    # the file tests (bonnie++ -n 16: 16384 empty files): files per second, never kB/s; a
+    # phase too fast to time is no figure with its note, as for the throughput phases
+    for t in ("disk", "ram"):
+        for c in files:
+            x = b[(t, c)]
+            assert "kbps" not in x and (x["per_s"]["mean"] is None) == bool(x["note"])
+    # creating 16384 files on the disk takes bonnie++ over a second here (13,000/s)
+    assert b[("disk", "seq_create")]["per_s"]["mean"] > 0
+    for c in files:
+        fc = b[("ram", c)]
+        if fc["per_s"]["mean"] is None or fc["baseline_per_s"] is None:
+            assert fc["speedup"] is None
+        else:
+            assert fc["speedup"] == pytest.approx(
+                (fc["per_s"]["mean"] - fc["baseline_per_s"]) / fc["baseline_per_s"]
+            )
+    table = bonnie_files_table(m)
+    assert table is not None and [r[0] for r in table.rows] == ["disk (baseline)", "ram", "speedup"]
+    assert table.columns[1].key == "seq_create_per_s" and table.rows[0][1] == pytest.approx(
+        b[("disk", "seq_create")]["per_s"]["mean"]
+    )
+    assert bonnie_table(m) is not None and "seq_create_per_s" not in [
+        c.key
+        for c in bonnie_table(m).columns  # type: ignore[union-attr]
+    ]
     # per-char phases are slow enough for bonnie++ to time at 4 MiB; block phases may
     # print +++++ (under 500 ms), which must stay "no figure", never a number
     for t in ("disk", "ram"):
         oc = b[(t, "output_char")]
         assert oc["kbps"]["mean"] > 0 and oc["cpu_pct"] is not None
     for x in b.values():
-        assert (x["kbps"]["mean"] is None) == bool(x["note"])
+        assert (x.get("kbps", x.get("per_s"))["mean"] is None) == bool(x["note"])
     sp = b[("ram", "output_char")]
     assert sp["speedup"] == pytest.approx(
         (sp["kbps"]["mean"] - sp["baseline_kbps"]) / sp["baseline_kbps"]

@@ -308,6 +308,34 @@ def test_bonnie_csv() -> None:
         parse_bonnie_csv("Writing a byte at a time...done\n", "cmd")
     with pytest.raises(ResultsError, match="unknown bonnie"):
         parse_bonnie_csv("0.5" + BONNIE_LINE[4:], "cmd")
+    assert "seq_create" not in b  # -n 0: no file tests, no file columns
+
+
+# bonnie++ 2.00a here: -s 4 -r 2 -n 4:1024:1024:2 -u root -q (the file tests run).
+BONNIE_FILES_LINE = (
+    "1.98,2.00a,gridbench,1,1795924254,4M,,8192,5,1878,90,+++++,+++,+++++,+++,2790,89,+++++,"
+    "+++,+++++,+++,4,1024,1024,,2,1490,69,+++++,+++,357,1,+++++,+++,+++++,+++,416,1,10679us,"
+    "23us,8us,9341us,2us,6171us,12096us,8023us,17782us,8038us,4050us,9166us"
+)
+
+
+def test_bonnie_file_tests_csv_and_argv(tmp_path: Path) -> None:
+    from gridbench.io.bonnie import bonnie_argv
+    from gridbench.io.model import BonnieSpec
+
+    b = parse_bonnie_csv(BONNIE_FILES_LINE, "cmd")
+    assert b["output_char"]["kbps"] == 1878.0
+    assert b["seq_create"] == {"per_s": 1490.0, "cpu_pct": 69.0, "note": ""}
+    assert b["seq_delete"]["per_s"] == 357.0 and b["ran_delete"]["per_s"] == 416.0
+    assert b["seq_stat"]["per_s"] is None and "+++++" in b["seq_stat"]["note"]
+    assert b["ran_create"]["per_s"] is None and b["ran_stat"]["per_s"] is None
+    spec = BonnieSpec(size=4 * 2**20, files=4, file_size=1024, dirs=2)
+    argv = bonnie_argv(spec, tmp_path)
+    assert argv[argv.index("-n") + 1] == "4:1024:1024:2"
+    plain = bonnie_argv(BonnieSpec(size=4 * 2**20), tmp_path)
+    assert plain[plain.index("-n") + 1] == "0"
+    one = bonnie_argv(BonnieSpec(size=4 * 2**20, files=1), tmp_path)
+    assert one[one.index("-n") + 1] == "1:0:0:1"
 
 
 def test_cache_modes(tmp_path: Path) -> None:
@@ -459,6 +487,10 @@ def test_fio_timeout_names_the_command(tmp_path: Path) -> None:
         ("thresholds: [{test: reed, min_kbps: 1}]", "thresholds.0.test"),
         ("thresholds: [{test: read}]", "at least one of min_kbps"),
         ("bonnie: {size: 10M, ram: 8M}", "at least twice bonnie.ram"),
+        ("bonnie: {file_size: 4k}", "set bonnie.files"),
+        ("bonnie: {files: 2000}", "bonnie.files"),
+        ("bonnie: {files: 1, dirs: 0}", "bonnie.dirs"),
+        ("bonnie: {files: 1, file_size: 2G}", "bonnie.file_size"),
     ],
 )
 def test_empty_lists_and_bad_limits_are_refused(extra: str, said: str) -> None:

@@ -196,7 +196,7 @@ def threshold_document(
     instead of listed, so a path names one figure (see docs/io.md, "Thresholds")::
 
         matrix.<target>.<test>.<field>             kbps.mean, speedup, lat_ms.p99, cpu_pct ...
-        bonnie.<target>.<column>.<field>           kbps.mean, speedup, cpu_pct
+        bonnie.<target>.<column>.<field>           kbps.mean (files: per_s.mean), speedup, cpu_pct
         concurrency.<target>.<test>.<clients>.<field>   last_done_kbps.mean, lat_ms.p99 ...
     """
     doc: dict[str, Any] = {"matrix": {}, "bonnie": {}, "concurrency": {}}

@@ -1,5 +1,7 @@
 """The Bonnie profile on bonnie++: sequential output per char and block, rewrite,
-sequential input per char and block, each with CPU% (the seed's ``Bonnie -s 2047``).
+sequential input per char and block, each with CPU% (the seed's ``Bonnie -s 2047``); with
+``files`` (``-n``), Bonnie's file tests too: files created, stat'ed and removed per
+second, in order and at random, each with CPU%.
 
 bonnie++ prints one CSV line with ``-q``. ``+++++`` means the phase took under 500 ms,
 too fast for bonnie++ to time: it becomes ``None`` with that reason, never a number.
@@ -31,6 +33,25 @@ LABEL = {
     "input_char": "Input per char",
     "input_block": "Input block",
 }
+#: The file tests (``-n``): (column, CSV index of files/s; CPU% follows it).
+FILE_COLUMNS: tuple[tuple[str, int], ...] = (
+    ("seq_create", 26),
+    ("seq_stat", 28),
+    ("seq_delete", 30),
+    ("ran_create", 32),
+    ("ran_stat", 34),
+    ("ran_delete", 36),
+)
+LABEL |= {
+    "seq_create": "Sequential create",
+    "seq_stat": "Sequential stat",
+    "seq_delete": "Sequential delete",
+    "ran_create": "Random create",
+    "ran_stat": "Random stat",
+    "ran_delete": "Random delete",
+}
+#: The key of a column's rate: kB/s for the throughput phases, files/s for the file tests.
+RATE_KEY: dict[str, str] = {c: "kbps" for c, _ in COLUMNS} | {c: "per_s" for c, _ in FILE_COLUMNS}
 TOO_FAST = "+++++"
 
 
@@ -39,7 +60,8 @@ def bonnie_argv(spec: BonnieSpec, workdir: Path, binary: str = "bonnie++") -> li
 
     No -D (O_DIRECT) even in direct mode: bonnie++ 2.00a's per-char phases then fail
     ("Can't write() - disk full?"), and they are half of the seed's table. The cache is
-    defeated the way bonnie++ intends it: a file at least twice RAM (see ``ram_note``)."""
+    defeated the way bonnie++ intends it: a file at least twice RAM (see ``ram_note``).
+    ``-n FILES:SIZE:SIZE:DIRS`` runs the file tests when ``files`` is set; ``-n 0`` skips them."""
     size_mib = max(1, spec.size // 2**20)
     ram_mib = max(1, (spec.ram if spec.ram is not None else spec.size // 2) // 2**20)
     return [
@@ -51,13 +73,19 @@ def bonnie_argv(spec: BonnieSpec, workdir: Path, binary: str = "bonnie++") -> li
         "-r",
         str(ram_mib),
         "-n",
-        "0",
+        _files_arg(spec),
         "-u",
         spec.user,
         "-q",
         "-m",
         "gridbench",
     ]
+
+
+def _files_arg(spec: BonnieSpec) -> str:
+    if not spec.files:
+        return "0"
+    return f"{spec.files}:{spec.file_size}:{spec.file_size}:{spec.dirs}"
 
 
 def ram_note(spec: BonnieSpec, ram: int) -> str | None:
@@ -82,7 +110,8 @@ def _cell(fields: list[str], i: int) -> float | None:
 
 
 def parse_bonnie_csv(text: str, where: str) -> dict[str, Any]:
-    """Figures from bonnie++'s CSV line: ``{column: {kbps, cpu_pct, note}}``."""
+    """Figures from bonnie++'s CSV line: ``{column: {kbps, cpu_pct, note}}``; the file
+    tests' columns (when bonnie++ ran them) hold ``per_s`` (files per second) for ``kbps``."""
     lines = [ln for ln in text.strip().splitlines() if ln.count(",") >= 20]
     if not lines:
         raise ResultsError(
@@ -98,10 +127,11 @@ def parse_bonnie_csv(text: str, where: str) -> dict[str, Any]:
             fix="use bonnie++ 1.98 or 2.0x (Debian's)",
         )
     out: dict[str, Any] = {"version": fields[1], "file_size": fields[5]}
-    for name, i in COLUMNS:
+    files_run = len(fields) > 21 and fields[21].strip() not in ("", "0")
+    for name, i in (*COLUMNS, *(FILE_COLUMNS if files_run else ())):
         raw = fields[i].strip() if i < len(fields) else ""
         out[name] = {
-            "kbps": _cell(fields, i),
+            RATE_KEY[name]: _cell(fields, i),
             "cpu_pct": _cell(fields, i + 1),
             "note": "too fast to time (bonnie++ printed +++++)" if raw.startswith("+") else "",
         }

@@ -20,6 +20,8 @@ from gridbench.io.analysis import (
     threshold_scopes,
 )
 from gridbench.io.bonnie import COLUMNS as BONNIE_COLUMNS
+from gridbench.io.bonnie import FILE_COLUMNS as BONNIE_FILE_COLUMNS
+from gridbench.io.bonnie import RATE_KEY as BONNIE_RATE_KEY
 from gridbench.io.http_clients_analysis import all_ok as http_clients_all_ok
 from gridbench.io.http_clients_analysis import summarise as http_clients_summary
 from gridbench.io.load import load_io_spec_text
@@ -148,36 +150,38 @@ def latency_series(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def bonnie_summary(rows: list[dict[str, Any]], baseline: str | None) -> list[dict[str, Any]]:
-    """Per target and Bonnie column: kB/s and CPU% across repetitions, speedup."""
+    """Per target and Bonnie column: kB/s (the file tests: files/s, ``per_s``) and CPU%
+    across repetitions, speedup."""
     by: dict[tuple[str, str], dict[str, list[float | None]]] = defaultdict(
         lambda: defaultdict(list)
     )
     notes: dict[tuple[str, str], str] = {}
     for r in rows:
-        for col, _ in BONNIE_COLUMNS:
+        for col, _ in (*BONNIE_COLUMNS, *BONNIE_FILE_COLUMNS):
             c = r.get(col)
             if isinstance(c, dict):
                 key = (str(r.get("target")), col)
-                by[key]["kbps"].append(c.get("kbps"))
+                by[key]["rate"].append(c.get(BONNIE_RATE_KEY[col]))
                 by[key]["cpu"].append(c.get("cpu_pct"))
                 if c.get("note"):
                     notes[key] = str(c["note"])
-    out = []
+    out: list[dict[str, Any]] = []
     for (target, col), d in by.items():
-        kb = rep(d["kbps"])
+        kb = rep(d["rate"])
         base = (
-            rep(by[(baseline, col)]["kbps"])["mean"] if baseline and (baseline, col) in by else None
+            rep(by[(baseline, col)]["rate"])["mean"] if baseline and (baseline, col) in by else None
         )
         sp = None
         if target != baseline and kb["mean"] is not None and base:
             sp = (kb["mean"] - base) / base
+        unit = BONNIE_RATE_KEY[col]
         out.append(
             {
                 "target": target,
                 "column": col,
-                "kbps": kb,
+                unit: kb,
                 "cpu_pct": rep(d["cpu"])["mean"],
-                "baseline_kbps": base,
+                f"baseline_{unit}": base,
                 "speedup": sp,
                 "note": notes.get((target, col), ""),
             }

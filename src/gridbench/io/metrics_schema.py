@@ -102,9 +102,11 @@ class Concurrency(OpenModel):
 class Bonnie(OpenModel):
     target: Text = None
     column: Text = None
-    kbps: Rep | None = None
+    kbps: Rep | None = None  # the throughput phases
+    per_s: Rep | None = None  # the file tests (bonnie++ -n): files per second
     cpu_pct: Num = None
     baseline_kbps: Num = None
+    baseline_per_s: Num = None
     speedup: Num = None
     note: Text = None
 

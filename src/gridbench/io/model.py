@@ -21,6 +21,7 @@ from pydantic import (
 )
 
 from gridbench.hosts.sampling.spec import SamplingSpec
+from gridbench.io.clients_model import ClientsSpec
 from gridbench.io.model_posix import ConformanceSpec, IdentitySpec, ReplaySpec
 from gridbench.io.resilience_model import HttpClientsSpec, ResilienceSpec
 from gridbench.specload import SpecName
@@ -41,7 +42,19 @@ IozoneTest = Literal[
 ]
 #: iozone's result columns, in its order (-i0 .. -i5); the matrix reports them in this order.
 IOZONE_TESTS: tuple[str, ...] = get_args(IozoneTest)
-BonnieColumn = Literal["output_char", "output_block", "rewrite", "input_char", "input_block"]
+BonnieColumn = Literal[
+    "output_char",
+    "output_block",
+    "rewrite",
+    "input_char",
+    "input_block",
+    "seq_create",
+    "seq_stat",
+    "seq_delete",
+    "ran_create",
+    "ran_stat",
+    "ran_delete",
+]
 
 
 ConcurrencyTest = Literal["write", "read", "random_read", "random_write"]
@@ -104,12 +117,34 @@ class BonnieSpec(_Strict):
         default=None, description="bonnie++ -r; default: half the file size so small runs work"
     )
     user: str = "root"
+    files: int = Field(
+        default=0,
+        ge=0,
+        le=1024,
+        description="bonnie++ -n: thousands (x1024) of small files created, stat'ed and "
+        "removed, in order and at random (files/s); 0 skips the file tests",
+    )
+    file_size: Size = Field(
+        default=0, ge=0, le=2**20, description="each small file's size (bonnie++ -n N:SIZE:SIZE)"
+    )
+    dirs: int = Field(
+        default=1,
+        ge=1,
+        le=1024,
+        description="directories the small files are spread over (bonnie++ 2.00a dies of "
+        "SIGFPE with 0)",
+    )
 
     @model_validator(mode="after")
     def _ram(self) -> BonnieSpec:
         # bonnie++ itself refuses a file smaller than twice its RAM figure
         if self.ram is not None and self.size < 2 * self.ram:
             raise ValueError("bonnie.size must be at least twice bonnie.ram (bonnie++ -s >= 2 -r)")
+        if self.files == 0 and (self.file_size or self.dirs != 1):
+            raise ValueError(
+                "bonnie.file_size and bonnie.dirs shape the file tests: set bonnie.files "
+                "(thousands of files, e.g. files: 16) or drop them"
+            )
         return self
 
 
@@ -265,6 +300,10 @@ class IoSpec(_Strict):
     )
     http_clients: HttpClientsSpec | None = Field(
         default=None, description="N concurrent HTTP/WebDAV clients, upload and download"
+    )
+    clients: ClientsSpec | None = Field(
+        default=None,
+        description="fio on several inventory hosts at once (fio --server/--client, docs/io.md)",
     )
     conformance: ConformanceSpec = Field(default_factory=ConformanceSpec)
     replay: ReplaySpec = Field(default_factory=ReplaySpec)

@@ -14,6 +14,7 @@ from typing import Any, Unpack
 
 from gridbench.hosts.sampling.compared import client_bound_finding
 from gridbench.io.matrix import LABEL
+from gridbench.io.report_bonnie import bonnie_files_table, bonnie_table
 from gridbench.io.report_charts import charts
 from gridbench.io.report_checks import (
     cache_table,
@@ -29,7 +30,6 @@ from gridbench.io.report_posix import in_depth_findings, in_depth_sections
 from gridbench.io.report_resilience import findings as resilience_findings
 from gridbench.io.report_resilience import sections as resilience_sections
 from gridbench.io.report_tables import (
-    bonnie_table,
     concurrency_table,
     fmt_speedup,
     http_table,
@@ -76,6 +76,7 @@ def build_report(metrics: Mapping[str, Any], **configured: Unpack[Configured]) -
         matrix_table(metrics),
         matrix_by_test(metrics),
         bonnie_table(metrics),
+        bonnie_files_table(metrics),
         concurrency_table(metrics),
         consistency_table(metrics),
         http_table(metrics),

@@ -1,5 +1,6 @@
 """io's figure tables as typed :class:`~gridbench.sections.Table` sections (the iozone
-matrix in two layouts plus its tidy export, Bonnie, concurrency, HTTP) and io's formatters:
+matrix in two layouts plus its tidy export, concurrency, HTTP; Bonnie's in
+:mod:`gridbench.io.report_bonnie`) and io's formatters:
 raw values for CSV/JSON, and the text io has always shown (kB/s ``mean ±sd [CI ±x]``,
 signed speedups) for the terminal and the HTML page. Pure functions of ``metrics.json``
 (schema ``gridbench.io/1``); a table with nothing to show is None. Verdict and caveat
@@ -11,8 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from gridbench.io.bonnie import COLUMNS as BONNIE_COLUMNS
-from gridbench.io.bonnie import LABEL as BONNIE_LABEL
 from gridbench.io.matrix import LABEL
 from gridbench.sections import (
     Cell,
@@ -268,60 +267,6 @@ def matrix_export(metrics: Mapping[str, Any]) -> Table | None:
 
 
 # -- the other tables ----------------------------------------------------------------------
-
-
-def bonnie_table(metrics: Mapping[str, Any]) -> Table | None:
-    """The seed's Table 3 layout: kB/s and CPU% per column, speedup rows."""
-    entries = {(b["target"], b["column"]): b for b in metrics.get("bonnie", [])}
-    if not entries:
-        return None
-    cols = [c for c, _ in BONNIE_COLUMNS]
-    columns = [Column("target")]
-    for c in cols:
-        columns += [
-            Column(f"{c}_kbps", f"{BONNIE_LABEL[c]} kB/s", numeric=True),
-            Column(f"{c}_cpu_pct", "%CPU", numeric=True),
-        ]
-    base = metrics.get("baseline")
-    targets = list(dict.fromkeys(t for t, _ in entries))
-    rows: list[list[Cell | Shown]] = []
-    style: list[RowStyle | None] = []
-    for target in targets:
-        row: list[Cell | Shown] = [target + (" (baseline)" if target == base else "")]
-        for c in cols:
-            b = entries.get((target, c))
-            kb = _mean(b["kbps"]) if b else None
-            row += [
-                Shown(
-                    kb,
-                    fmt_kbps(b["kbps"])
-                    if b and kb is not None
-                    else ("+++++" if b and b["note"] else "-"),
-                ),
-                Shown(
-                    num(b["cpu_pct"]) if b else None,
-                    "-" if not b or b["cpu_pct"] is None else f"{b['cpu_pct']:.0f}",
-                ),
-            ]
-        rows.append(row)
-        style.append(None)
-        if target != base and base in targets:
-            sp = [
-                num(entries[(target, c)]["speedup"]) if (target, c) in entries else None
-                for c in cols
-            ]
-            rows.append(
-                ["speedup", *[x for s in sp for x in (Shown(s, fmt_speedup(s)), Shown(None, "--"))]]
-            )
-            style.append("total")
-    return shown_table(
-        "bonnie",
-        "Bonnie (kB/s, %CPU)",
-        columns,
-        rows,
-        note="+++++: bonnie++ could not time a phase under 500 ms.",
-        row_style=tuple(style),
-    )
 
 
 def _per_client(c: Mapping[str, Any]) -> Shown:
