@@ -41,6 +41,7 @@ def test_kill_9_then_analyze_and_cleanup(tmp_path: Path) -> None:
     spec.write_text(SPEC)
     results = tmp_path / "results"
     env = cli_env(results)
+    env["TMPDIR"] = str(tmp_path)  # the embedded grid's folder (its stderr) where we find it
     proc = subprocess.Popen(
         [str(BIN), "run", str(spec), "--yes"],
         env=env,
@@ -65,6 +66,8 @@ def test_kill_9_then_analyze_and_cleanup(tmp_path: Path) -> None:
     runtime = json.loads(exp_file.read_text())["backend_runtime"]
     grid_url, grid_pid = runtime["options"]["url"], runtime["pid"]
     assert psutil.pid_exists(grid_pid), "the embedded grid should outlive the killed client"
+    # held open: cleanup removes the folder, and a failure should show the grid's side
+    grid_err = next(tmp_path.glob(f"gridbench-grid-{proc.pid}-*/grid.stderr")).open("rb")
     try:
         ev = read_trial_log(events.parent)
         acked = ev.filter(pl.col("stage") == "submit_ack")
@@ -97,7 +100,7 @@ def test_kill_9_then_analyze_and_cleanup(tmp_path: Path) -> None:
             text=True,
             timeout=120,
         )
-        assert c.returncode == 0, c.stderr
+        assert c.returncode == 0, c.stderr + grid_err.read()[-3000:].decode(errors="replace")
         assert f"cancelled {len(ids)} jobs" in c.stdout
         _wait_for(
             lambda: (
@@ -119,6 +122,7 @@ def test_kill_9_then_analyze_and_cleanup(tmp_path: Path) -> None:
         )
         assert "0 outstanding jobs" in again.stdout
     finally:
+        grid_err.close()
         if psutil.pid_exists(grid_pid):
             os.kill(grid_pid, signal.SIGKILL)
 

@@ -25,6 +25,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints, model_validator
 
 from gridbench.errors import SpecError
+from gridbench.hosts.latency import HostLatency
 from gridbench.spechints import NEAR_MISS
 from gridbench.specload import (
     SpecLoader,
@@ -60,6 +61,9 @@ class Host(BaseModel):
     #: set by the lab for declared paths: a port on this host -> the ``address:port`` that
     #: reaches it through Toxiproxy (with the path's latency)
     proxies: dict[int, str] = Field(default_factory=dict)
+    #: set by the lab for ``--latency`` paths: a Toxiproxy that reaches any port of this
+    #: host with a delay (a family opens a proxy there per port it dials)
+    latency: HostLatency | None = None
     #: the host's clock minus the controller's, in ms, as ``gridbench hosts check --write``
     #: measured it; the sampler uses it instead of estimating one (None: it estimates)
     clock_offset_ms: float | None = Field(default=None, ge=-86_400_000, le=86_400_000)

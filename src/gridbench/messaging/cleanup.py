@@ -31,7 +31,13 @@ import psutil
 
 from gridbench.errors import GridbenchError
 from gridbench.family import CleanupOutcome
-from gridbench.messaging.processes import NAME_PATTERN, PROCESSES_FILE, RESOURCES_FILE
+from gridbench.messaging.processes import (
+    NAME_PATTERN,
+    PROCESSES_FILE,
+    PROXY_API_PATTERN,
+    PROXY_PATTERN,
+    RESOURCES_FILE,
+)
 from gridbench.states import CRASHED, CREATED, PREPARING, RUNNING
 from gridbench.store.layout import RunDir, now_iso
 from gridbench.store.spawned import live_runner, run_process
@@ -129,9 +135,36 @@ def _run_ip(argv: list[str]) -> tuple[bool, str]:
     return r.returncode == 0, r.stderr.strip()
 
 
+def _proxies(entries: list[dict[str, Any]], dry_run: bool, lines: list[str],
+             errors: list[str]) -> None:  # fmt: skip
+    """Close the proxies a remote environment opened on a host's latency path."""
+    from gridbench.hosts.latency import close_proxy
+
+    for obj in entries:
+        if obj.get("kind") != "toxiproxy":
+            continue
+        name, api = obj.get("name"), obj.get("api")
+        if not (isinstance(name, str) and PROXY_PATTERN.match(name)) or not (
+            isinstance(api, str) and PROXY_API_PATTERN.match(api)
+        ):
+            errors.append(f"toxiproxy {str(name)[:40]!r}: not a gridbench proxy, left alone")
+        elif dry_run:
+            lines.append(f"toxiproxy {name}: would close it at {api}")
+        else:
+            try:
+                close_proxy(api, name)
+            except GridbenchError as exc:
+                errors.append(f"toxiproxy {name}: {exc.message}")
+            else:
+                lines.append(f"toxiproxy {name}: closed")
+
+
 def _resources(run: RunDir, dry_run: bool, lines: list[str], errors: list[str]) -> None:
     entries = _lines(run.path / RESOURCES_FILE, errors)
     if not entries:
+        return
+    _proxies(entries, dry_run, lines, errors)
+    if not any(obj.get("kind") in ("netns", "link", "qdisc") for obj in entries):
         return
     ip = shutil.which("ip")
     if ip is None:

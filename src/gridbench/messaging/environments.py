@@ -20,16 +20,18 @@ import os
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import psutil
 
-from gridbench.errors import GridbenchError
+from gridbench.errors import BackendError, GridbenchError
+from gridbench.hosts.launch import listening
 from gridbench.messaging.model import Environment, NetSpec
 from gridbench.messaging.processes import ProcessBook
 from gridbench.messaging.transports.base import Address, PeerError
@@ -45,6 +47,9 @@ class NetEnvironment:
 
     name: Environment = "host"
     in_process = False
+    #: the peer side reads this host's files (a certificate, a log path given on its
+    #: command line); False for a host of its own
+    shares_files = True
 
     def __init__(self, spec: NetSpec, workdir: Path, book: ProcessBook) -> None:
         self.spec = spec
@@ -88,6 +93,37 @@ class NetEnvironment:
     def route(self, target: Address) -> Address:
         """What a client dials to reach ``target`` (identity but for ``relay``)."""
         return target
+
+    def path(self, target: Address) -> Address:
+        """What the native floor dials to reach ``target``: the network under the figures
+        (beneath a relay; through a remote host's latency path, as its peers are)."""
+        return target
+
+    def start_server(
+        self, argv_for: Callable[[int], list[str]], role: str, log: Path
+    ) -> tuple[subprocess.Popen[bytes], int]:
+        """Spawn a server that prints nothing (sockperf, iperf3) on a free port of the peer
+        side and wait until it listens (up to 3 ports tried); the process and its port."""
+        last = ""
+        for _ in range(3):
+            port = _free_port()
+            proc = self.spawn(argv_for(port), role, log)
+            deadline = time.monotonic() + START_TIMEOUT
+            while time.monotonic() < deadline and proc.poll() is None:
+                if listening(port, proc.pid):
+                    return proc, port
+                time.sleep(0.02)
+            last = (
+                f"exited with status {proc.returncode}"
+                if proc.poll() is not None
+                else f"did not listen within {START_TIMEOUT:g} s"
+            )
+            stop_process(proc)
+        raise BackendError(
+            f"{role}: the server {last}\n{log_tail(log)}",
+            where=f"environment {self.name}",
+            fix=f"see {log}",
+        )
 
     def close(self) -> None:
         """Stop everything started here (idempotent, best effort; errors go to notes)."""
@@ -196,7 +232,7 @@ class RelayEnv(NetEnvironment):
             try:
                 via = Address(LOOPBACK, read_ready(proc, START_TIMEOUT))
             except PeerError as exc:
-                raise PeerError(f"relay to {target}: {exc}\n{_tail(log)}") from None
+                raise PeerError(f"relay to {target}: {exc}\n{log_tail(log)}") from None
         self._routes[target] = via
         return via
 
@@ -212,13 +248,13 @@ class RelayEnv(NetEnvironment):
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
             if proc.poll() is not None:
-                raise PeerError(f"socat exited with status {proc.returncode}\n{_tail(log)}")
+                raise PeerError(f"socat exited with status {proc.returncode}\n{log_tail(log)}")
             with contextlib.suppress(psutil.Error):
                 for c in psutil.Process(proc.pid).net_connections("tcp"):
                     if c.status == psutil.CONN_LISTEN:
                         return Address(LOOPBACK, int(c.laddr.port))
             time.sleep(0.02)
-        raise PeerError(f"socat did not listen within {START_TIMEOUT:g} s\n{_tail(log)}")
+        raise PeerError(f"socat did not listen within {START_TIMEOUT:g} s\n{log_tail(log)}")
 
 
 class LanEnv(NetEnvironment):
@@ -346,12 +382,20 @@ class LanEnv(NetEnvironment):
                 self.notes.append(f"lan teardown: {' '.join(argv)}: {r.stderr.strip()}")
 
 
+def _free_port() -> int:
+    """A port free on loopback here (for a namespace of our own, any port is free)."""
+    with socket.socket() as s:
+        s.bind((LOOPBACK, 0))
+        return int(s.getsockname()[1])
+
+
 def _netns_names(ip: str) -> set[str]:
     r = subprocess.run([ip, "netns", "list"], capture_output=True, text=True, check=False)
     return {line.split()[0] for line in r.stdout.splitlines() if line.strip()}
 
 
-def _tail(log: Path, lines: int = 20) -> str:
+def log_tail(log: Path, lines: int = 20) -> str:
+    """The last ``lines`` lines of a peer's or server's log (for error messages)."""
     try:
         return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
     except OSError:
@@ -384,11 +428,15 @@ def open_environment(
         env = RelayEnv(spec, workdir, book)
     elif name == "lan":
         env = LanEnv(spec, workdir, book)
+    elif name == "remote":
+        from gridbench.messaging.remote_env import RemoteEnv
+
+        env = RemoteEnv(spec, workdir, book)
     else:
         raise GridbenchError(
             f"unknown environment {name!r}",
             where="environments",
-            fix="use process, host, lan or relay",
+            fix="use process, host, lan, relay or remote",
         )
     try:
         yield env

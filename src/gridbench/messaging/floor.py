@@ -21,15 +21,14 @@ import json
 import math
 import re
 import shutil
-import socket
 import subprocess
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from gridbench.errors import BackendError, GridbenchError
-from gridbench.messaging.environments import NetEnvironment, stop_process
+from gridbench.messaging.environments import NetEnvironment, log_tail, stop_process
+from gridbench.messaging.transports.base import Address
 
 SOCKPERF_MIN = 14
 SOCKPERF_MAX = 65507
@@ -55,60 +54,6 @@ def require_tool(name: Literal["sockperf", "iperf3", "socat"]) -> str:
             else f"apt-get install {pkg} (Debian package {pkg}), or relay.tool: gridbench",
         )
     return path
-
-
-def _pick_port() -> int:
-    """A port free on loopback here (for a namespace of our own, any port is free)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _listening(pid: int, port: int) -> bool:
-    """Whether ``port`` is in LISTEN state in the network namespace of process ``pid``."""
-    for table in ("tcp", "tcp6"):
-        try:
-            lines = Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            f = line.split()
-            if len(f) > 3 and f[3] == "0A" and int(f[1].rsplit(":", 1)[1], 16) == port:
-                return True
-    return False
-
-
-def _tail(log: Path, lines: int = 15) -> str:
-    try:
-        return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return ""
-
-
-def _start_server(
-    env: NetEnvironment, argv_for: Callable[[int], list[str]], role: str, log: Path
-) -> tuple[subprocess.Popen[bytes], int]:
-    """Spawn a server on a free port and wait until it listens (up to 3 ports tried)."""
-    last = ""
-    for _ in range(3):
-        port = _pick_port()
-        proc = env.spawn(argv_for(port), role, log)
-        deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline and proc.poll() is None:
-            if _listening(proc.pid, port):
-                return proc, port
-            time.sleep(0.02)
-        last = (
-            f"exited with status {proc.returncode}"
-            if proc.poll() is not None
-            else f"did not listen within {START_TIMEOUT:g} s"
-        )
-        stop_process(proc)
-    raise BackendError(
-        f"{role}: the server {last}\n{_tail(log)}",
-        where=f"environment {env.name}",
-        fix=f"see {log}",
-    )
 
 
 def parse_sockperf(text: str) -> dict[str, Any]:
@@ -149,12 +94,12 @@ def sockperf_floor(
     host = env.floor_host
     log = workdir / f"floor-sockperf-{env.name}.log"
     workdir.mkdir(parents=True, exist_ok=True)
-    server, port = _start_server(
-        env,
+    server, port = env.start_server(
         lambda p: [exe, "server", "--tcp", "-i", host, "-p", str(p)],
         "floor-sockperf-server",
         log,
     )
+    via = env.path(Address(host, port))
     try:
         for size in sizes:
             rec: dict[str, Any] = {
@@ -174,10 +119,10 @@ def sockperf_floor(
                 yield rec
                 continue
             if server.poll() is not None:
-                rec["error"] = f"the sockperf server exited ({server.returncode})\n{_tail(log)}"
+                rec["error"] = f"the sockperf server exited ({server.returncode})\n{log_tail(log)}"
                 yield rec
                 continue
-            argv = [exe, "ping-pong", "--tcp", "-i", host, "-p", str(port)]
+            argv = [exe, "ping-pong", "--tcp", "-i", via.host, "-p", str(via.port)]
             argv += ["-m", str(size), "-t", str(secs), "--full-rtt"]
             try:
                 r = subprocess.run(argv, capture_output=True, timeout=secs + timeout, check=False)
@@ -252,16 +197,19 @@ def iperf3_floor(
     workdir.mkdir(parents=True, exist_ok=True)
     tag = f"{env.name}-{streams}-{direction}"
     log = workdir / f"floor-iperf3-{tag}.log"
-    # the server's interval report goes to a file: a full stdout pipe would stall it
+    # the server's interval report goes to a file: a full stdout pipe would stall it (a
+    # host of its own has no such path: its output comes back into the log instead)
     out = workdir / f"floor-iperf3-{tag}.server.txt"
-    server, port = _start_server(
-        env,
-        lambda p: [exe, "-s", "-1", "-p", str(p), "-B", host, "--logfile", str(out)],
+    keep = ["--logfile", str(out)] if env.shares_files else []
+    server, port = env.start_server(
+        lambda p: [exe, "-s", "-1", "-p", str(p), "-B", host, *keep],
         "floor-iperf3-server",
         log,
     )
     try:
-        argv = [exe, "-c", host, "-p", str(port), "-J", "-t", str(secs), "-P", str(streams)]
+        via = env.path(Address(host, port))
+        argv = [exe, "-c", via.host, "-p", str(via.port), "-J", "-t", str(secs)]
+        argv += ["-P", str(streams)]
         if reverse:
             argv.append("-R")
         try:

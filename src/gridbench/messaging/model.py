@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from gridbench.hosts.inventory import HostName
 from gridbench.hosts.sampling.spec import SamplingSpec
 from gridbench.specload import SpecName
 from gridbench.testplan import TestPlan
@@ -18,7 +19,7 @@ from gridbench.thresholds import ThresholdSpec
 from gridbench.units import Duration, Size
 
 #: Where the two ends of a measurement run (docs/net.md "Environments").
-Environment = Literal["process", "host", "lan", "relay"]
+Environment = Literal["process", "host", "lan", "relay", "remote"]
 #: Ping-pong transports; ``muscle3`` is a driver/mirror pair under ``muscle_manager``.
 PingPongTransport = Literal["tcp", "zmq", "muscle3"]
 #: Request/response (echo) and burst transports.
@@ -169,6 +170,18 @@ class EchoSpec(_Strict):
         return self
 
 
+class RemoteSpec(_Strict):
+    """The ``remote`` environment: peers on an inventory host, started over SSH; the
+    clients here (docs/net.md, "Across hosts")."""
+
+    inventory: str = Field(
+        min_length=1,
+        max_length=4096,
+        description="the hosts file (a lab's: /run/gridbench-lab/NAME/inventory.yaml)",
+    )
+    peer: HostName = Field(description="the inventory host where the peers run")
+
+
 class BurstSpec(_Strict):
     """One client fires N asynchronous calls at once."""
 
@@ -228,6 +241,7 @@ class NetSpec(_Strict):
     environments: list[Environment] = Field(default_factory=_host, min_length=1)
     lan: LanSpec = Field(default_factory=LanSpec)
     relay: RelaySpec = Field(default_factory=RelaySpec)
+    remote: RemoteSpec | None = None
     pingpong: PingPongSpec = Field(default_factory=PingPongSpec)
     echo: EchoSpec = Field(default_factory=EchoSpec)
     burst: BurstSpec = Field(default_factory=BurstSpec)
@@ -261,6 +275,11 @@ class NetSpec(_Strict):
         envs = self.environments
         if len(set(envs)) != len(envs):
             raise ValueError("environments must not repeat")
+        if "remote" in envs and self.remote is None:
+            raise ValueError(
+                "the remote environment needs a remote: block naming the peer's host "
+                "(remote: {inventory: HOSTS.yaml, peer: NAME})"
+            )
         if not any(p.enabled for p in (self.pingpong, self.echo, self.burst, self.transfer)):
             raise ValueError("every pattern is disabled: enable pingpong, echo, burst or transfer")
         if self.pingpong.enabled and "muscle3" in self.pingpong.transports and "host" not in envs:

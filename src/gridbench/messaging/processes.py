@@ -22,12 +22,16 @@ from gridbench.store.records import append_record
 PROCESSES_FILE: Final = "processes.jsonl"
 RESOURCES_FILE: Final = "resources.jsonl"
 
-ResourceKind = Literal["netns", "link", "qdisc"]
+ResourceKind = Literal["netns", "link", "qdisc", "toxiproxy"]
 
 #: The only names gridbench gives its namespaces and links (``gbn-`` + 8 hex digits, and
 #: ``h``/``p`` for the host and peer ends of a veth pair: at most 13 characters, within
 #: the kernel's 15). Cleanup removes nothing whose name does not match.
 NAME_PATTERN: Final = re.compile(r"^gbn-[0-9a-f]{8}[hp]?$")
+#: The names of the proxies the remote environment opens on a host's latency path, and
+#: the only Toxiproxy APIs cleanup calls (a plain http://ADDRESS:PORT).
+PROXY_PATTERN: Final = re.compile(r"^gridbench-[0-9a-f]{8}-[0-9]{1,5}$")
+PROXY_API_PATTERN: Final = re.compile(r"^http://[0-9A-Za-z.\[\]:-]{1,260}:[0-9]{1,5}$")
 
 
 class ProcessBook:

@@ -93,4 +93,29 @@ def threshold_problem(metric: str, spec: NetSpec) -> tuple[str, str | None] | No
 def check_net_spec(spec: NetSpec, data: dict[str, Any]) -> SpecProblem | None:
     """The first threshold of ``spec`` whose path no net run of it can have."""
     problem = misspelt_threshold(data, lambda m: threshold_problem(m, spec), "docs/net.md")
-    return problem or sampling_problem(spec.sampling)  # a sampled host the inventory lacks
+    # a sampled host, or the remote peer's, that the inventory lacks
+    return problem or sampling_problem(spec.sampling) or remote_problem(spec)
+
+
+def remote_problem(spec: NetSpec) -> SpecProblem | None:
+    """The remote environment's peer host when its inventory lacks it (with a did-you-mean),
+    or the inventory when it is not a hosts file; None when the file is not here to read
+    (``run`` reads it, and says so)."""
+    if spec.remote is None or "remote" not in spec.environments:
+        return None
+    from pathlib import Path
+
+    from gridbench.errors import SpecError
+    from gridbench.hosts.inventory import load_inventory
+
+    if not Path(spec.remote.inventory).is_file():
+        return None
+    try:
+        load_inventory(spec.remote.inventory).host(spec.remote.peer, "remote.peer")
+    except SpecError as exc:
+        loc: tuple[int | str, ...] = (
+            "remote",
+            "peer" if exc.where == "remote.peer" else "inventory",
+        )
+        return SpecProblem(loc, exc.message, exc.fix or f"see {spec.remote.inventory}")
+    return None

@@ -24,11 +24,9 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from gridbench.errors import GridbenchError
 from gridbench.hosts.inventory import Host, Inventory
@@ -41,6 +39,7 @@ from gridbench.hosts.lab.book import (
     state_dir,
     tear_down,
 )
+from gridbench.hosts.latency import HostLatency, open_proxy
 from gridbench.units import parse_duration
 
 Say = Callable[[str], None]
@@ -412,26 +411,8 @@ class _Builder:
             for upstream in path.ports:
                 listen = f"{self.subnet}.254:{port}"
                 pname = f"{path.host}-{upstream}"
-                _post(
-                    f"{api}/proxies",
-                    {
-                        "name": pname,
-                        "listen": listen,
-                        "upstream": f"{self.subnet}.{k + 1}:{upstream}",
-                        "enabled": True,
-                    },
-                )
-                half = path.delay_ms / 2
-                for stream in ("upstream", "downstream"):
-                    _post(
-                        f"{api}/proxies/{pname}/toxics",
-                        {
-                            "name": f"latency-{stream}",
-                            "type": "latency",
-                            "stream": stream,
-                            "attributes": {"latency": int(half), "jitter": 0},
-                        },
-                    )
+                upstream_addr = f"{self.subnet}.{k + 1}:{upstream}"
+                open_proxy(api, pname, listen, upstream_addr, path.delay_ms)
                 proxies.setdefault(path.host, {})[upstream] = listen
                 port += 1
             self.say(
@@ -455,6 +436,15 @@ class _Builder:
             "client_keys": [str(folder / "client_key")],
             "known_hosts": str(folder / "known_hosts"),
         }
+        # any port of a host with a latency path: a family opens its own proxy there
+        delays = {
+            p.host: HostLatency(
+                api=f"http://{self.subnet}.254:{TOXIPROXY_API_PORT}",
+                listen=f"{self.subnet}.254",
+                delay_ms=p.delay_ms,
+            )
+            for p in self.plan.latency
+        }
         hosts = {}
         for k in range(1, self.plan.hosts + 1):
             name = self.host_name(k)
@@ -468,6 +458,7 @@ class _Builder:
                 exporter=f"http://{addr}:{EXPORTER_PORT}/metrics",
                 netns=self.ns(k),
                 proxies=proxies.get(name, {}),
+                latency=delays.get(name),
             )
         inv = Inventory(hosts=hosts)
         path = folder / INVENTORY_FILE
@@ -482,22 +473,6 @@ class _Builder:
         if proxies:
             self.book.data["toxiproxy"] = f"http://{self.subnet}.254:{TOXIPROXY_API_PORT}"
         return path
-
-
-def _post(url: str, body: dict[str, Any]) -> None:
-    req = urllib.request.Request(
-        url,
-        data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json"},
-        method="POST",
-    )
-    try:
-        with urllib.request.urlopen(req, timeout=10) as r:
-            r.read()
-    except OSError as exc:
-        raise GridbenchError(
-            f"toxiproxy refused {url}: {exc}", fix="read the toxiproxy log in the lab's folder"
-        ) from None
 
 
 def lab_up(plan: LabPlan, say: Say) -> Path:
