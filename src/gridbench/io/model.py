@@ -21,6 +21,7 @@ from pydantic import (
 )
 
 from gridbench.hosts.sampling.spec import SamplingSpec
+from gridbench.io.clients_model import ClientsSpec
 from gridbench.io.model_posix import ConformanceSpec, IdentitySpec, ReplaySpec
 from gridbench.io.resilience_model import HttpClientsSpec, ResilienceSpec
 from gridbench.specload import SpecName
@@ -299,6 +300,10 @@ class IoSpec(_Strict):
     )
     http_clients: HttpClientsSpec | None = Field(
         default=None, description="N concurrent HTTP/WebDAV clients, upload and download"
+    )
+    clients: ClientsSpec | None = Field(
+        default=None,
+        description="fio on several inventory hosts at once (fio --server/--client, docs/io.md)",
     )
     conformance: ConformanceSpec = Field(default_factory=ConformanceSpec)
     replay: ReplaySpec = Field(default_factory=ReplaySpec)

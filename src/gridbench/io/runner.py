@@ -44,6 +44,7 @@ from gridbench.store.records import append_record
 Progress = Callable[[str], None]
 
 if TYPE_CHECKING:
+    from gridbench.io.clients import ClientsPhase
     from gridbench.io.resilience import Servers
 
 
@@ -56,6 +57,8 @@ RECORD_FILES = (
     "consistency.jsonl",
     "http.jsonl",
     "latency_series.jsonl",
+    "clients.jsonl",
+    "fio_servers.jsonl",
 )
 TIMEOUT_BASE_S = 120.0
 
@@ -84,6 +87,9 @@ def needed_bytes(spec: IoSpec, target: str | None = None) -> int:
         need = max(need, spec.resilience.max_bytes)
     if spec.replay.enabled:
         need = max(need, spec.replay.size)
+    if spec.clients is not None:  # a file per host, and the shared one
+        need = max(need, (len(spec.clients.hosts) + 1) * (spec.clients.file_size or 0))
+        need = max(need, (len(spec.clients.hosts) + 1) * spec.iozone.file_size)
     if spec.http is not None and target is not None and spec.http.compare_target == target:
         need = max(need, max(spec.http.sizes, default=0))
     return need
@@ -163,6 +169,7 @@ class IoRunner:
         self.force = force
         self.progress = progress or (lambda _msg: None)
         uses_fio = spec.iozone.enabled or spec.concurrency.enabled or spec.replay.enabled
+        uses_fio = uses_fio or spec.clients is not None
         self.fio = find_fio(spec.fio) if uses_fio else ""
         self.targets: list[TargetState] = []
         self.run: RunDir | None = None
@@ -459,6 +466,17 @@ class IoRunner:
 
     def _phases(self, run: RunDir) -> None:
         """Every phase of the spec, in order, into ``run``."""
+        from gridbench.io.clients import start_phase
+
+        clients = start_phase(self)  # fio servers on the client hosts, for every repetition
+        try:
+            self._repetitions(clients)
+        finally:
+            if clients is not None:
+                clients.close()
+        self._after_repetitions(run)
+
+    def _repetitions(self, clients: ClientsPhase | None) -> None:
         for rep in range(self.spec.repetitions):
             for s in self.targets:
                 if self.spec.iozone.enabled:
@@ -469,6 +487,11 @@ class IoRunner:
                     self._clear(s)
                 if self.spec.bonnie.enabled:
                     self.bonnie(s, rep)
+                if clients is not None:
+                    clients.target(s, rep)
+                    self._clear(s)
+
+    def _after_repetitions(self, run: RunDir) -> None:
         if self.spec.consistency.enabled:
             from gridbench.io.consistency import run_checks
 
