@@ -20,6 +20,7 @@ from typing import Any
 import polars as pl
 
 from gridbench.io.analysis import merged_latency
+from gridbench.io.validity import HOST_LOST
 from gridbench.stats import rep
 
 Rec = Mapping[str, Any]
@@ -40,7 +41,7 @@ def _frame(records: Sequence[Rec]) -> tuple[pl.DataFrame, list[Rec]]:
     good = [r for r in records if _valid(r)]
     cols = {k: [r[k] for r in good] for k in _KEYS}
     cols |= {k: [float(r[k]) for r in good] for k in ("kbps", "runtime_s", "bytes")}
-    schema = {"clients": pl.Int64, "rep": pl.Int64, "kbps": pl.Float64}
+    schema: dict[str, Any] = {"clients": pl.Int64, "rep": pl.Int64, "kbps": pl.Float64}
     schema |= {"runtime_s": pl.Float64, "bytes": pl.Float64}
     schema |= {k: pl.Utf8 for k in ("target", "layout", "test", "host")}
     return pl.DataFrame(cols, schema=schema), good
@@ -168,7 +169,7 @@ def lost_flags(clients: Mapping[str, Any] | None) -> list[dict[str, Any]]:
     """A validity flag per host lost mid-run: its step's figures lack that host."""
     return [
         {
-            "rule": "host_lost",
+            "rule": HOST_LOST,
             "target": lost.get("target"),
             "test": lost.get("test"),
             "host": lost.get("host"),

@@ -64,16 +64,22 @@ class Storage(StartsFromSpecAt, ComparableFamily):
         return with_sampling(super().report(run, metrics), run.path, run.read_spec()[1])
 
     def cleanup(self, run: RunDir, *, dry_run: bool, force: bool) -> CleanupOutcome:
-        """(:class:`~gridbench.family.Cleanable`) continue the bricks a killed run left
-        paused in its resilience phase; report those it left down; record a killed run
-        crashed."""
+        """(:class:`~gridbench.family.Cleanable`) stop the fio servers a killed run left on
+        its client hosts; continue the bricks it left paused in its resilience phase;
+        report those it left down; record a killed run crashed."""
+        from gridbench.io.fio_servers import BOOK, cleanup_servers
         from gridbench.io.resilience import RECORDS
         from gridbench.io.resilience_cleanup import cleanup_run, killed
 
-        # only a resilience phase, or a kill -9, leaves anything
-        if not (run.path / RECORDS).exists() and not killed(run):
+        # only a resilience phase, client hosts' servers, or a kill -9 leave anything
+        servers = (run.path / BOOK).exists()
+        if not (run.path / RECORDS).exists() and not killed(run) and not servers:
             raise not_applicable(self, "cleanup", "it had no resilience phase: nothing to undo")
-        return cleanup_run(run, dry_run=dry_run, force=force)
+        done = cleanup_run(run, dry_run=dry_run, force=force)  # refuses a live run
+        if not servers:
+            return done
+        lines, errors = cleanup_servers(run.path, dry_run=dry_run)
+        return CleanupOutcome((*lines, *done.lines), (*errors, *done.errors))
 
     def exit_code(self, metrics: Mapping[str, Any]) -> int:
         """3 when the run failed, 130 when aborted, 1 when a threshold or check failed."""

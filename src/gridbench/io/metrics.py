@@ -22,6 +22,8 @@ from gridbench.io.analysis import (
 from gridbench.io.bonnie import COLUMNS as BONNIE_COLUMNS
 from gridbench.io.bonnie import FILE_COLUMNS as BONNIE_FILE_COLUMNS
 from gridbench.io.bonnie import RATE_KEY as BONNIE_RATE_KEY
+from gridbench.io.clients_analysis import lost_flags
+from gridbench.io.clients_analysis import summarise as clients_summary
 from gridbench.io.http_clients_analysis import all_ok as http_clients_all_ok
 from gridbench.io.http_clients_analysis import summarise as http_clients_summary
 from gridbench.io.load import load_io_spec_text
@@ -244,6 +246,10 @@ def build_metrics(run: RunDir) -> dict[str, Any]:
     )
     if extra := resilience_flags(resilience):
         valid = {**valid, "valid": False, "flags": [*valid["flags"], *extra]}
+    client_hosts = spec.clients.hosts if spec.clients is not None else []
+    clients = clients_summary(read_records(run.path / "clients.jsonl"), baseline, client_hosts)
+    if extra := lost_flags(clients):  # a client host lost mid-run
+        valid = {**valid, "valid": False, "flags": [*valid["flags"], *extra]}
     identities = read_records(run.path / "identities.jsonl")
     return {
         "schema": SCHEMA,
@@ -284,6 +290,7 @@ def build_metrics(run: RunDir) -> dict[str, Any]:
         "resilience_ok": None if resilience is None else resilience["ok"],
         "http_clients": http_clients,
         "http_clients_ok": http_clients_all_ok(http_clients),
+        "clients": clients,
         "thresholds_ok": all(t["passed"] for t in thresholds),
         # a check that was not run (ok None) neither passes nor fails the run
         "consistency_ok": all(

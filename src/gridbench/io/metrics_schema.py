@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import Field
 
+from gridbench.io.metrics_schema_clients import Clients
 from gridbench.io.metrics_schema_posix import Conformance, IdentityCheck, Replay
 from gridbench.io.model import FileSharing
 from gridbench.schema import (
@@ -291,6 +292,7 @@ class IoMetrics(OpenModel):
     resilience_ok: Flag = None
     http_clients: list[HttpClients] = []
     http_clients_ok: Flag = None
+    clients: Clients | None = None
 
 
 def validate_metrics(data: Any, where: str = "metrics.json") -> dict[str, Any]:

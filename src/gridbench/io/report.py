@@ -24,6 +24,8 @@ from gridbench.io.report_checks import (
     threshold_table,
     validity_table,
 )
+from gridbench.io.report_clients import findings as clients_findings
+from gridbench.io.report_clients import sections as clients_sections
 from gridbench.io.report_http_clients import findings as http_clients_findings
 from gridbench.io.report_http_clients import sections as http_clients_sections
 from gridbench.io.report_posix import in_depth_findings, in_depth_sections
@@ -87,6 +89,7 @@ def build_report(metrics: Mapping[str, Any], **configured: Unpack[Configured]) -
         *charts(metrics),
         *resilience_sections(metrics),
         *http_clients_sections(metrics),
+        *clients_sections(metrics),
     ]
     exports = matrix_export(metrics)
     meta = f"{metrics.get('schema')} · baseline {metrics.get('baseline')}"
@@ -231,6 +234,7 @@ def _findings(metrics: Mapping[str, Any]) -> list[Finding]:
         *_consistency_findings(metrics),
         *resilience_findings(metrics),
         *http_clients_findings(metrics),
+        *clients_findings(metrics),
         *_validity_findings(metrics),
         *_speedup_findings(metrics),
         *in_depth_findings(metrics),
@@ -309,6 +313,7 @@ def _outcome(metrics: Mapping[str, Any]) -> list[Finding]:
     out += _consistency_findings(metrics)
     out += resilience_findings(metrics)
     out += http_clients_findings(metrics)
+    out += clients_findings(metrics)
     v = metrics.get("validity")
     if isinstance(v, Mapping):
         n = len(v.get("flags") or [])

@@ -36,6 +36,7 @@ MIN_RUNTIME_S = FIO_RUNTIME_RESOLUTION_S / MAX_RESOLUTION
 
 SHORT_RUNTIME = "short_runtime"
 CACHED_WRITE = "cached_write"
+HOST_LOST = "host_lost"  # applied by gridbench.io.clients_analysis.lost_flags
 
 IO_VALIDITY_RULES: tuple[ValidityRule, ...] = (
     ValidityRule(
@@ -59,6 +60,11 @@ IO_VALIDITY_RULES: tuple[ValidityRule, ...] = (
         INTEGRITY_CACHED,
         "resilience: an integrity read-back that could not drop the page cache first is "
         "flagged: it may have verified the client's cache rather than the servers.",
+    ),
+    ValidityRule(
+        HOST_LOST,
+        "clients: a client host lost mid-run (its fio server gone or unreachable) is "
+        "flagged: the figures of that step lack it, and it took no further part.",
     ),
     CLIENT_BOUND_RULE,  # applied with the samples (gridbench.hosts.sampling.compared)
 )
