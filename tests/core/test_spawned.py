@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import psutil
 
@@ -49,3 +50,24 @@ def test_a_zombie_is_gone() -> None:
     finally:
         child.wait()
     assert os.getpid() > 1
+
+
+def test_a_folder_of_a_killed_process_is_kept_while_a_holder_runs(tmp_path: Path) -> None:
+    """A killed controller's grid folder, still used by the grid, survives another run's
+    sweep; once the grid is gone too, the next sweep removes it."""
+    from gridbench.store.spawned import add_holder, sweep_orphaned
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    folder = tmp_path / f"gridbench-grid-{dead.stdout.strip()}-abc"
+    folder.mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        add_holder(folder, holder.pid)
+        assert sweep_orphaned("gridbench-grid-", tmp_path) == []
+        assert folder.is_dir()
+    finally:
+        holder.kill()
+        holder.wait()
+    assert sweep_orphaned("gridbench-grid-", tmp_path) == [folder]
+    assert not folder.exists()

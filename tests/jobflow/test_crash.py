@@ -14,7 +14,9 @@ import polars as pl
 import psutil
 
 from conftest import BIN, cli_env
+from gridbench.jobflow.backends.reference import GRID_TMP_PREFIX
 from gridbench.jobflow.events.trial_log import read_trial_log
+from gridbench.store.spawned import sweep_orphaned
 
 SPEC = """\
 name: crash
@@ -67,7 +69,13 @@ def test_kill_9_then_analyze_and_cleanup(tmp_path: Path) -> None:
     grid_url, grid_pid = runtime["options"]["url"], runtime["pid"]
     assert psutil.pid_exists(grid_pid), "the embedded grid should outlive the killed client"
     # held open: cleanup removes the folder, and a failure should show the grid's side
-    grid_err = next(tmp_path.glob(f"gridbench-grid-{proc.pid}-*/grid.stderr")).open("rb")
+    grid_dir = next(tmp_path.glob(f"gridbench-grid-{proc.pid}-*"))
+    grid_err = (grid_dir / "grid.stderr").open("rb")
+    # another run's cleanup sweeps the temporary folders of killed controllers: the one
+    # of this grid, which outlives its controller, is kept while the grid runs (it was
+    # taken once, and the grid answered 500 to the cancel below)
+    assert sweep_orphaned(GRID_TMP_PREFIX, tmp_path) == []
+    assert (grid_dir / "reports").is_dir()
     try:
         ev = read_trial_log(events.parent)
         acked = ev.filter(pl.col("stage") == "submit_ack")

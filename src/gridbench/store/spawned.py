@@ -150,10 +150,32 @@ def owned_temp_dir(prefix: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-"))  # mode 0700
 
 
+#: in a folder of :func:`owned_temp_dir`: the other processes that use it, one pid a line
+HOLDERS_FILE = ".holders"
+
+
+def add_holder(folder: Path, pid: int) -> None:
+    """Record that process ``pid`` uses ``folder`` too (an embedded grid writing its
+    reports there): :func:`sweep_orphaned` keeps the folder while it lives, even when the
+    process that made the folder was killed."""
+    with open(folder / HOLDERS_FILE, "a", encoding="ascii") as f:
+        f.write(f"{pid}\n")
+
+
+def _held(folder: Path) -> bool:
+    try:
+        text = (folder / HOLDERS_FILE).read_text(encoding="ascii", errors="replace")[:4096]
+    except OSError:
+        return False
+    pids = (int(x) for x in text.split() if x.isdigit() and len(x) <= 9)
+    return any(psutil.pid_exists(p) for p in pids)
+
+
 def sweep_orphaned(prefix: str, tmp: Path | None = None) -> list[Path]:
     """Remove the folders made by :func:`owned_temp_dir` with ``prefix`` whose process is
-    gone (a killed controller's keys or grid configuration); only this user's, never
-    through a link. Returns what was removed."""
+    gone (a killed controller's keys or grid configuration), unless a holder of theirs
+    (:func:`add_holder`) still runs; only this user's, never through a link. Returns what
+    was removed."""
     removed = []
     for d in Path(tmp or tempfile.gettempdir()).glob(f"{prefix}*-*"):
         pid = d.name.removeprefix(prefix).split("-", 1)[0]
@@ -163,8 +185,8 @@ def sweep_orphaned(prefix: str, tmp: Path | None = None) -> list[Path]:
             continue
         if not pid.isdigit() or not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
             continue  # not ours, or a link: never followed
-        if psutil.pid_exists(int(pid)):
-            continue  # its process still runs (or the pid was reused: keep it)
+        if psutil.pid_exists(int(pid)) or _held(d):
+            continue  # its process, or one using it, still runs (or the pid was reused)
         shutil.rmtree(d, ignore_errors=True)
         removed.append(d)
     return removed

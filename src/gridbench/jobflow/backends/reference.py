@@ -54,7 +54,7 @@ from gridbench.jobflow.events.model import (
     Event,
     Precision,
 )
-from gridbench.store.spawned import owned_temp_dir
+from gridbench.store.spawned import add_holder, owned_temp_dir
 
 #: the spec field of the embedded grid's overrides, as errors name it
 GRID_FIELD = "backend.options.grid"
@@ -254,6 +254,9 @@ class ReferenceBackend:
             )
         self._proc = proc
         exclude_pid(proc.pid)
+        # the grid outlives a killed controller: another run's cleanup must not take its
+        # reports folder from under it (it answered 500 to the next cancel)
+        add_holder(tmp, proc.pid)
         assert proc.stdout is not None
         try:
             line = await asyncio.wait_for(proc.stdout.readline(), STARTUP_TIMEOUT_S)
