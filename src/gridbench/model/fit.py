@@ -32,6 +32,7 @@ from gridbench.jobflow.api import (
     StageChain,
 )
 from gridbench.model.fitdist import fit_duration
+from gridbench.model.fitpause import refine_pause
 from gridbench.model.spec import (
     STAGES,
     ChainModel,
@@ -210,8 +211,16 @@ def service_times(arrive: F64, depart: F64, trial: NDArray[np.int64], c: int | N
     return np.clip(out, 0.0, None)
 
 
-def status_policy(done: F64, trial: NDArray[np.int64]) -> StatusUpdate:
-    """The status-update policy from the T7 stamps (see the module)."""
+def status_policy(
+    done: F64,
+    trial: NDArray[np.int64],
+    listed: F64 | None = None,
+    ready: F64 | None = None,
+) -> StatusUpdate:
+    """The status-update policy from the T7 stamps (see the module). With the jobs' T3
+    (``listed``: when each joined the CE's list) and T6 (``ready``) a sequential poller's
+    pause is replayed against the stamps (:func:`gridbench.model.fitpause.refine_pause`):
+    a gap across a pass's end holds more calls than the pause's own."""
     gaps = np.concatenate([np.diff(np.sort(done[trial == t])) for t in np.unique(trial)])
     if gaps.size < 3:
         return StatusUpdate(policy="batched", per_job_cost_s=0.0, interval_s=1.0, source="declared")
@@ -228,8 +237,10 @@ def status_policy(done: F64, trial: NDArray[np.int64]) -> StatusUpdate:
     k = pos / cost
     off = pos[np.abs(k - np.round(k)) > 0.08]
     # the shortest gap spanning a pass boundary is cost + interval
-    interval = float(np.quantile(off, 0.05)) - cost if off.size else cost
-    interval = interval % cost if interval > cost * 4 else interval
+    raw = float(np.quantile(off, 0.05)) - cost if off.size else cost
+    interval = raw % cost if raw > cost * 4 else raw
+    if listed is not None and ready is not None:  # replayed: raw less some whole calls
+        interval = refine_pause(listed, ready, done, trial, cost, raw)
     return StatusUpdate(
         policy="sequential",
         per_job_cost_s=round(cost, 4),
@@ -300,6 +311,6 @@ def fit_model(
                 ),
             ),
         ),
-        status_update=status_policy(t["ce_done"], tr),
+        status_update=status_policy(t["ce_done"], tr, t["ce_submit"], t["bridge_done"]),
         failures=failure_shares(m),
     )
