@@ -65,6 +65,7 @@ FILE_GROUPS = {
     "test_agents_hosts.py": "netns",
     "test_agent_check.py": "netns",
     "test_io_links.py": "netns",
+    "test_io_clients.py": "netns",
     "test_reference_lab.py": "netns",
 }
 AREA_GROUPS = {"hosts": "netns"}  # the lab: a bridge and namespaces of its own

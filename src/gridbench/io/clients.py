@@ -66,11 +66,11 @@ class ClientsPhase:
     def target(self, s: TargetState, rep: int) -> None:
         spec = self.spec
         for n in spec.series:
-            active = self.alive[:n]
-            if len(active) < n:
-                self._note(s, rep, f"{n} clients not run: only {len(active)} hosts left")
-                continue
             for test in spec.tests:
+                active = self.alive[:n]  # a host lost in the last step takes no part
+                if len(active) < n:
+                    self._note(s, rep, f"{n} clients {test} not run: {len(active)} hosts left")
+                    continue
                 self._step(s, rep, "series", test, active)
         if spec.same_file and len(self.alive) >= 2:
             self._layout_shared(s)
