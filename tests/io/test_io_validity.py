@@ -13,6 +13,7 @@ from gridbench.hosts.sampling.compared import CLIENT_BOUND
 from gridbench.io.resilience_analysis import FAULT_LATE, INTEGRITY_CACHED
 from gridbench.io.validity import (
     CACHED_WRITE,
+    HOST_LOST,
     IO_VALIDITY_RULES,
     MAX_RESOLUTION,
     MIN_RUNTIME_S,
@@ -27,8 +28,9 @@ from io_fixtures import tmpfs  # noqa: F401 (fixture)
 
 #: the resilience phase's rules (docs/io.md, Resilience)
 RESILIENCE_RULES = [FAULT_LATE, INTEGRITY_CACHED]
-#: every io rule, in order (client_bound: applied with the samples, docs/hosts.md)
-ALL_RULES = [SHORT_RUNTIME, CACHED_WRITE, *RESILIENCE_RULES, CLIENT_BOUND]
+#: every io rule, in order (host_lost: a client host lost, io/clients_analysis.py;
+#: client_bound: applied with the samples, docs/hosts.md)
+ALL_RULES = [SHORT_RUNTIME, CACHED_WRITE, *RESILIENCE_RULES, HOST_LOST, CLIENT_BOUND]
 
 
 def _row(
