@@ -53,6 +53,7 @@ DAEMON_GROUPS = (
     ("gridftp", "globus"),
     ("gluster_volume", "gluster"),
     ("slurm4", "slurm"),
+    ("slurm_cycles", "slurm"),
     ("slurm", "slurm"),
 )
 # Files that make network namespaces with fixed subnets, or that count run folders in the
@@ -62,6 +63,7 @@ FILE_GROUPS = {
     "test_net_environments.py": "netns",
     "test_net_floor.py": "netns",
     "test_net_run.py": "netns",
+    "test_net_remote.py": "netns",
     "test_agents_hosts.py": "netns",
     "test_agent_check.py": "netns",
     "test_io_links.py": "netns",

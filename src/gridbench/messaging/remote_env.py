@@ -23,7 +23,7 @@ from pathlib import Path
 from gridbench.errors import BackendError, GridbenchError
 from gridbench.hosts.inventory import Host, load_inventory
 from gridbench.hosts.latency import close_proxy, open_path
-from gridbench.hosts.remote import remote_argv
+from gridbench.hosts.remote import UNREACHABLE, remote_argv
 from gridbench.messaging.environments import (
     START_TIMEOUT,
     NetEnvironment,
@@ -58,6 +58,7 @@ class RemoteEnv(NetEnvironment):
                 fix="give the hosts file (a lab's: /run/gridbench-lab/NAME/inventory.yaml)",
             ) from None
         self.host: Host = inv.host(spec.remote.peer, "remote.peer")
+        self._check()
         self.peer_host = self.floor_host = self.host.address
         # a lab's hosts are namespaces of this machine: same files, same programs
         self.shares_files = self.host.netns is not None
@@ -72,6 +73,28 @@ class RemoteEnv(NetEnvironment):
                 f"remote: every port reached through toxiproxy at {self.host.latency.api}, "
                 f"{self.host.latency.delay_ms:g} ms added per round trip; the floor takes "
                 "the same path"
+            )
+
+    def _check(self) -> None:
+        """Log in once and run the host's python (``gridbench hosts check``'s steps), so an
+        unreachable host is one error before anything starts; the clock offset goes into
+        the notes (round trips are timed on this host's clock alone: it only informs)."""
+        import asyncio
+
+        from gridbench.hosts.check import check_host
+
+        row = asyncio.run(check_host(self.host))
+        for step in row.steps:
+            if not step.ok and step.name in ("ssh", "python"):
+                raise BackendError(
+                    f"host {self.host.name} ({self.host.address}): {step.name}: {step.detail}",
+                    where="remote.peer",
+                    fix=step.fix or f"gridbench hosts check {self.inventory}",
+                )
+        if row.offset_ms is not None and row.bound_ms is not None:
+            self.notes.append(
+                f"remote: {self.host.name}'s clock is {row.offset_ms:+.3f} ms ± "
+                f"{row.bound_ms:.3f} ms from this host's (not used: round trips are timed here)"
             )
 
     def _there(self, argv: list[str]) -> list[str]:
@@ -107,6 +130,8 @@ class RemoteEnv(NetEnvironment):
             except PeerError as exc:
                 last = str(exc)
                 stop_process(proc)
+                if proc.returncode == UNREACHABLE:
+                    break  # another port will not help
         raise BackendError(
             f"{role} on {self.host.name}: {last}\n{log_tail(log)}",
             where=f"environment {self.name}",
