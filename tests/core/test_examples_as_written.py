@@ -5,6 +5,11 @@ public command. Each ``#   gridbench ...`` line of an example's header is run as
 same example's quick line runs instead) and ``serve`` (interactive, tested by the study's
 browser tests). A run must exit 0, then re-analyse and report cleanly.
 
+An example that needs hosts makes them itself as a user would: its line starts with
+``gridbench lab up --name NAME`` and ends with ``gridbench lab down --name NAME`` (a lab on
+this machine, docs/hosts.md; its spec names ``/run/gridbench-lab/NAME/inventory.yaml``).
+Should a command in between fail, the lab is still taken down here (:func:`labs_made`).
+
 An example that needs what this machine does not have names it in :data:`NEEDS`; it is
 still validated and planned by tests/core/test_examples.py, test_io_examples.py and
 test_net_run.py."""
@@ -20,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from conftest import BIN
+from gridbench.hosts.lab.book import STATE_ROOT
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -68,6 +74,15 @@ def test_every_runnable_example_has_a_command_the_suite_runs() -> None:
     assert set(NEEDS) <= names  # no stale entry
 
 
+def labs_made(argvs: list[list[str]]) -> list[str]:
+    """The labs the commands bring up (``gridbench lab up ... --name NAME``)."""
+    return [
+        argv[argv.index("--name") + 1]
+        for argv in argvs
+        if argv[:3] == ["gridbench", "lab", "up"] and "--name" in argv[:-1]
+    ]
+
+
 def run_dirs() -> set[Path]:
     return {p for p in RESULTS.iterdir() if p.is_dir()} if RESULTS.is_dir() else set()
 
@@ -82,13 +97,35 @@ def env() -> dict[str, str]:
 @pytest.mark.parametrize(("name", "index", "argvs"), CASES)
 def test_the_example_runs_as_written(name: str, index: int, argvs: list[list[str]]) -> None:
     before = run_dirs()
-    for argv in argvs:
-        p = subprocess.run(argv, cwd=ROOT, env=env(), capture_output=True, text=True, timeout=900)
-        out = p.stdout + p.stderr
-        assert p.returncode == 0, f"{shlex.join(argv)} exited {p.returncode}:\n{out[-4000:]}"
-        assert "Traceback" not in out and "internal error" not in out, out[-4000:]
-    new = run_dirs() - before
-    assert len(new) <= 1, new
+    try:
+        for argv in argvs:
+            p = subprocess.run(
+                argv, cwd=ROOT, env=env(), capture_output=True, text=True, timeout=900
+            )
+            out = p.stdout + p.stderr
+            assert p.returncode == 0, f"{shlex.join(argv)} exited {p.returncode}:\n{out[-4000:]}"
+            assert "Traceback" not in out and "internal error" not in out, out[-4000:]
+    finally:
+        for lab in labs_made(argvs):  # a command after 'lab up' failed: the lab still goes
+            if (STATE_ROOT / lab).exists():
+                subprocess.run(
+                    [str(BIN), "lab", "down", "--name", lab],
+                    cwd=ROOT,
+                    env=env(),
+                    capture_output=True,
+                    timeout=300,
+                )
+    for lab in labs_made(argvs):
+        assert not (STATE_ROOT / lab).exists(), f"the example left its lab {lab}"
+    new = run_dirs() - before - {RESULTS / "campaigns"}
+    campaign = any(argv[:3] == ["gridbench", "campaign", "run"] for argv in argvs)
+    if campaign:  # a run folder per unit, linked from the campaign's folder
+        done = sorted((RESULTS / "campaigns").glob("*/docs/index.html"))
+        assert done, "the campaign wrote no documents"
+        links = {p.resolve() for p in (done[-1].parents[1] / "runs").iterdir()}
+        assert {r.resolve() for r in new} <= links, (new, links)
+    else:
+        assert len(new) <= 1, new
     for run in new:  # re-analysed and reported by the generic commands, cleanly
         for verb in ("analyze", "report"):
             p = subprocess.run(

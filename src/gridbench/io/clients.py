@@ -112,7 +112,8 @@ class ClientsPhase:
         shared: bool = False,
     ) -> None:
         name = s.prepared.name
-        self.runner.progress(f"{name} rep {rep + 1}: {layout} {len(servers)} host(s) {test}")
+        alone = f" on {servers[0].host}" if layout == "hosts" else ""
+        self.runner.progress(f"{name} rep {rep + 1}: {layout} {len(servers)} host(s) {test}{alone}")
         if DIRECTION[test] == "read":
             self.runner._drop(s)
         opts = self._options(s, test, SHARED_FILE if shared else CLIENT_FILE)

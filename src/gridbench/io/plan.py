@@ -136,6 +136,46 @@ def http_clients_seconds(spec: IoSpec) -> float:
     return h.repetitions * sum(2 * n * h.size / ASSUMED_RATE_BPS + FIO_START_S for n in h.clients)
 
 
+#: One ``fio --client`` run from the controller: fio's own client/server exchange (job
+#: file sent, results gathered) on top of a local fio's start (1.0..1.5 s measured on the
+#: lab, 3 hosts, 16 MiB each).
+FIO_CLIENT_S = 1.2
+#: Starting ``fio --server`` on every client host and waiting for each to listen (lab
+#: hosts: about 1 s for 3; over SSH each login adds its own).
+FIO_SERVERS_S = 1.5
+
+
+def clients_steps(spec: IoSpec, target: str, rep: int) -> list[IoStep]:
+    """The ``clients:`` phase on one target, in :class:`gridbench.io.clients.ClientsPhase`'s
+    order: the series (N clients, each test), the same-file read (its layout counted with
+    it) and each host alone (each test)."""
+    c = spec.clients
+    if c is None:
+        return []
+    size = c.file_size or spec.iozone.file_size
+
+    def secs(n: int, test: str) -> float:
+        read = test in ("read", "random_read")
+        drop = DROP_CACHES_S if spec.cache == "drop_caches" and read else 0.0
+        return FIO_CLIENT_S + STEP_GAP_S + n * size / ASSUMED_RATE_BPS + drop
+
+    out = [
+        IoStep(target, rep, f"series {n} host(s) {test}", secs(n, test))
+        for n in c.series
+        for test in c.tests
+    ]
+    if c.same_file:
+        layout = fio_seconds(size)
+        out.append(IoStep(target, rep, "same_file 2 host(s) read", secs(2, "read") + layout))
+    if c.compare_hosts:
+        out += [
+            IoStep(target, rep, f"hosts 1 host(s) {test} on {host}", secs(1, test))
+            for host in c.hosts
+            for test in c.tests
+        ]
+    return out
+
+
 def in_depth_steps(spec: IoSpec) -> list[IoStep]:
     """Conformance per target, the trace's recording, its replays (per repetition,
     target, O_SYNC and stream count: a layout plus the replay) and the identity checks,
@@ -163,6 +203,9 @@ def in_depth_steps(spec: IoSpec) -> list[IoStep]:
 def steps(spec: IoSpec) -> list[IoStep]:
     """Every step, in the order the runner takes them."""
     out: list[IoStep] = []
+    if spec.clients is not None:  # the servers start once, before the first repetition
+        what = f"starting fio servers on {len(spec.clients.hosts)} hosts"
+        out.append(IoStep("", None, what, FIO_SERVERS_S))
     for rep in range(spec.repetitions):
         for t in spec.targets:
             if spec.iozone.enabled:
@@ -172,6 +215,7 @@ def steps(spec: IoSpec) -> list[IoStep]:
             if spec.bonnie.enabled:
                 secs = BONNIE_PASSES * spec.bonnie.size / ASSUMED_RATE_BPS + BONNIE_FILES_S
                 out.append(IoStep(t.name, rep, "bonnie++", secs))
+            out += clients_steps(spec, t.name, rep)
     if spec.consistency.enabled:
         for t in spec.targets:
             secs = consistency_seconds(spec, t.peer is not None)
