@@ -85,7 +85,7 @@ SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
 DefMemPerCPU=100
 SchedulerType=sched/builtin
-SchedulerParameters=batch_sched_delay=0,sched_min_interval=0
+SchedulerParameters={c.scheduler_parameters}
 SlurmdParameters=config_overrides
 MinJobAge={c.min_job_age}
 MaxJobCount=100000
@@ -160,6 +160,8 @@ class SlurmCluster:
     db_port: int = field(default_factory=free_port)
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     nodes: int = 1  # emulated nodes, one slurmd each (multiple-slurmd mode)
+    #: slurm.conf's SchedulerParameters (``defer,sched_interval=N``: passes every N s only)
+    scheduler_parameters: str = "batch_sched_delay=0,sched_min_interval=0"
     node_ports: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -456,6 +458,7 @@ def running_cluster(
     min_job_age: int = 600,
     rest: bool = False,
     nodes: int = 1,
+    scheduler_parameters: str | None = None,
 ) -> Iterator[SlurmCluster]:
     """A started cluster of ``nodes`` emulated nodes, stopped (and its directory removed)
     on exit."""
@@ -471,6 +474,8 @@ def running_cluster(
         cluster = SlurmCluster(
             tmp, min_job_age=min_job_age, accounting=accounting, rest=rest, nodes=nodes
         )
+        if scheduler_parameters is not None:
+            cluster.scheduler_parameters = scheduler_parameters
         with started(cluster, (ClusterError,)):
             yield cluster
 

@@ -25,6 +25,7 @@ from gridbench.jobflow.analysis.bottleneck import (
     segment_for_stage,
 )
 from gridbench.jobflow.analysis.config import AnalysisConfig, parse_warmup
+from gridbench.jobflow.analysis.cycles import run_cycles
 from gridbench.jobflow.analysis.failures import failures_vs_rate
 from gridbench.jobflow.analysis.growth import sweep_growth
 from gridbench.jobflow.analysis.knee import PointVerdict, knee
@@ -222,6 +223,7 @@ def assemble(
         "growth": sweep_growth(points, results[0].info.load_model if results else None),
         "time_of_day": trial_times(points, results[0].info.load_model if results else None),
         "left_behind": left_behind([r.info for r in results], points),
+        "cycles": run_cycles(points),  # periodic dispatch passes, from the start stamps
         "validity": {
             "valid": not invalid and bool(results),
             "invalid_trials": [t["trial_id"] for t in invalid],

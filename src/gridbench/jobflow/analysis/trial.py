@@ -15,6 +15,7 @@ from gridbench.jobflow.analysis.agents import agent_breakdown
 from gridbench.jobflow.analysis.bottleneck import find_bottleneck
 from gridbench.jobflow.analysis.clocks import BOUND_COLUMN, clock_summary, to_controller_time
 from gridbench.jobflow.analysis.config import AnalysisConfig
+from gridbench.jobflow.analysis.cycles import trial_cycles
 from gridbench.jobflow.analysis.failures import failure_counts, job_counts
 from gridbench.jobflow.analysis.info import TrialInfo
 from gridbench.jobflow.analysis.latency import (
@@ -244,6 +245,9 @@ def analyze_reduced(
     }
     if model is not None:
         metrics["model"] = model
+    cycles = trial_cycles(jt, chain, durations["overall"])
+    if cycles is not None:  # a scheduler that starts jobs only at periodic passes
+        metrics["cycles"] = cycles
     calls = (model or {}).get("calls")  # a closed model's timed calls (probe operations)
     ops = calls if isinstance(calls, int) and not isinstance(calls, bool) else None
     srv = server_resources(server, jobs["submitted"], resources, ops)

@@ -86,6 +86,15 @@ class BridgeConfig(_Strict):
     transfer: Dist = Field(default_factory=lambda: _d("lognormal", 0.02, 0.5))
     url: str = Field(default="http://bridge.reference:9091", max_length=200)
     stage_out: LinkConfig = Field(default_factory=LinkConfig)
+    dispatch_s: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=3600.0,
+        allow_inf_nan=False,
+        description="0: each job is submitted to the worker pool (T5) when prepared; else "
+        "the bridge submits the prepared jobs together at passes every dispatch_s seconds "
+        "(a scheduler's cycle, as Maui's 3.5 min in the seed)",
+    )
 
 
 class WorkersConfig(_Strict):

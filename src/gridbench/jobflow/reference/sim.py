@@ -173,6 +173,7 @@ class Grid:
         self._ce_q: asyncio.Queue[Job] = asyncio.Queue()
         self._bridge_q: asyncio.Queue[Job] = asyncio.Queue()
         self._dg_wait: collections.deque[Job] = collections.deque()
+        self._dispatch_wait: list[Job] = []  # prepared, for the next pass (dispatch_s)
         self._dg_running = 0
         self._tasks: list[asyncio.Task[None]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -208,6 +209,8 @@ class Grid:
         if self.tier != "ce":
             for i in range(self.config.bridge.concurrency):
                 self._tasks.append(spawn(self._bridge_worker(), name=f"bridge-worker-{i}"))
+            if self.config.bridge.dispatch_s > 0:
+                self._tasks.append(spawn(self._dispatcher(), name="bridge-dispatcher"))
         self._tasks.append(spawn(self._housekeeping(), name="report-rotation"))
 
     async def stop(self) -> None:
@@ -508,17 +511,41 @@ class Grid:
                 await asyncio.sleep(self._bridge_service())
                 if not _at(job, Loc.BRIDGE_SERVICE):
                     continue
-                self._n_dg += 1
-                job.dg_id = f"dg-{self._tag}-{self._n_dg:06d}"
-                self.bridge_reports.submission(
-                    self._clock(), self._bridge_rid(job), job.dg_id, self.config.workers.grid_name
-                )
-                self._move(job, Loc.DG_QUEUED)
-                self._dg_wait.append(job)
-                self._dg_fill()
+                if self.config.bridge.dispatch_s > 0:
+                    self._dispatch_wait.append(job)  # submitted at the next pass
+                else:
+                    self._submit_dg(job, self._clock())
             except Exception:
                 log.exception("bridge worker failed on %s", job.bridge_id)
                 self._fail_internal(job, "internal error in the bridge")
+
+    def _submit_dg(self, job: Job, t: int) -> None:
+        """T5: the bridge submits ``job`` to the worker pool."""
+        self._n_dg += 1
+        job.dg_id = f"dg-{self._tag}-{self._n_dg:06d}"
+        self.bridge_reports.submission(
+            t, self._bridge_rid(job), job.dg_id, self.config.workers.grid_name
+        )
+        self._move(job, Loc.DG_QUEUED)
+        self._dg_wait.append(job)
+        self._dg_fill()
+
+    async def _dispatcher(self) -> None:
+        """``bridge.dispatch_s``: every prepared job submitted together, at passes on a
+        fixed grid of the loop's clock (one stamp for the whole pass)."""
+        loop = asyncio.get_running_loop()
+        period = self.config.bridge.dispatch_s
+        while True:
+            await asyncio.sleep(period - loop.time() % period)
+            jobs, self._dispatch_wait = self._dispatch_wait, []
+            t = self._clock()
+            for job in jobs:
+                if _at(job, Loc.BRIDGE_SERVICE):  # not cancelled meanwhile
+                    try:
+                        self._submit_dg(job, t)
+                    except Exception:
+                        log.exception("bridge dispatch failed on %s", job.bridge_id)
+                        self._fail_internal(job, "internal error in the bridge")
 
     def _bridge_rid(self, job: Job) -> str:
         """The id the bridge's reports name ``job`` by: its own, or (``reports.bridge_ids``)

@@ -134,6 +134,14 @@ def facts(metrics: Mapping[str, Any]) -> Facts:
     )
 
 
+def _cycles_evidence(cycles: Mapping[str, Any]) -> str:
+    return (
+        f"{cycles.get('trials')} of {cycles.get('of_trials')} trial(s) show passes at "
+        f"{cycles.get('stage')}; up to {cycles.get('max_jobs_per_pass')} jobs a pass; a job "
+        f"waited {num(cycles.get('pass_wait_mean_s')) or 0:.3g} s for its pass on average"
+    )
+
+
 def headline(metrics: Mapping[str, Any]) -> Headline:
     """The bottleneck (with its evidence), the knee and the capacity, then validity and
     thresholds: each stated once. Closed loops have no offered rate, hence no knee."""
@@ -158,6 +166,9 @@ def headline(metrics: Mapping[str, Any]) -> Headline:
                 "bottleneck ratio; see Results.",
             )
         )
+    cycles = as_dict(metrics.get("cycles"))
+    if cycles.get("dominant"):  # waiting for a scheduler's passes leads the latency
+        out.append(Finding("info", str(cycles.get("statement")), _cycles_evidence(cycles)))
     # growth against a swept size (METHODS 1.8, the AEM story): a finding, stated here only
     out += [Finding("info", f"growth: {st}") for st in growth_statements(metrics)]
     if f.invalid_trials:
