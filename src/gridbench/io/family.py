@@ -37,6 +37,7 @@ class Storage(StartsFromSpecAt, ComparableFamily):
             "http",
             "resilience",
             "http_clients",
+            "service",
             "conformance",
             "replay",
             "identities",
@@ -86,6 +87,7 @@ class Storage(StartsFromSpecAt, ComparableFamily):
         ok = metrics.get("thresholds_ok") is True and metrics.get("consistency_ok") is True
         ok = ok and metrics.get("resilience_ok") is not False  # a lost or corrupt byte
         ok = ok and metrics.get("http_clients_ok") is not False
+        ok = ok and metrics.get("service_ok") is not False
         ok = ok and metrics.get("identities_ok") is not False  # absent in older runs
         return status_exit_code(metrics, passed=ok)
 

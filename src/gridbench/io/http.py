@@ -19,6 +19,7 @@ from gridbench.io import cache
 from gridbench.io.model import HttpSpec
 from gridbench.io.resilience_model import HttpClientsSpec
 from gridbench.io.safety import PreparedTarget, inside
+from gridbench.io.service_model import ServiceSpec
 
 CHUNK = 1024 * 1024
 
@@ -53,7 +54,7 @@ def _url(base: str, name: str) -> str:
     return base.rstrip("/") + "/" + name
 
 
-def basic_auth(spec: HttpSpec | HttpClientsSpec) -> tuple[str, str] | None:
+def basic_auth(spec: HttpSpec | HttpClientsSpec | ServiceSpec) -> tuple[str, str] | None:
     """(user, password) from the environment variable ``spec.auth_env`` names (never from
     the URL: the spec, its copy and every message stay free of secrets)."""
     if spec.auth_env is None:

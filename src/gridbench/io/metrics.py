@@ -36,6 +36,8 @@ from gridbench.io.posix_analysis import (
 )
 from gridbench.io.resilience_analysis import summarise as resilience_summary
 from gridbench.io.resilience_analysis import validity_flags as resilience_flags
+from gridbench.io.service_analysis import all_ok as service_all_ok
+from gridbench.io.service_analysis import summarise as service_summary
 from gridbench.io.validity import validity
 from gridbench.states import FINISHED, run_state
 from gridbench.stats import rep
@@ -239,6 +241,7 @@ def build_metrics(run: RunDir) -> dict[str, Any]:
     consistency = read_records(run.path / "consistency.jsonl")
     resilience = resilience_summary(read_records(run.path / "resilience.jsonl"))
     http_clients = http_clients_summary(read_records(run.path / "http_clients.jsonl"))
+    service = service_summary(read_records(run.path / "service.jsonl"))
     valid = validity(
         [*rows, *replay_validity_rows(replays)],
         exp.get("targets", []),
@@ -290,6 +293,8 @@ def build_metrics(run: RunDir) -> dict[str, Any]:
         "resilience_ok": None if resilience is None else resilience["ok"],
         "http_clients": http_clients,
         "http_clients_ok": http_clients_all_ok(http_clients),
+        "service": service,
+        "service_ok": service_all_ok(service),
         "clients": clients,
         "thresholds_ok": all(t["passed"] for t in thresholds),
         # a check that was not run (ok None) neither passes nor fails the run

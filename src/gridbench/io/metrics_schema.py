@@ -213,6 +213,48 @@ class HttpClients(OpenModel):
     failed: list[Text] = []
 
 
+class ServiceLatency(Latency):
+    """A service operation's latency in ms (the stats of gridbench.stats.describe)."""
+
+    n: Count = None
+    mean: Num = None
+    std: Num = None
+    min: Num = None
+    max: Num = None
+    ci95: Num = None
+
+
+class ServiceOp(OpenModel):
+    """One service operation at one payload size, client count and reuse mode."""
+
+    op: Text = None
+    size: Count = None
+    clients: Count = None
+    reuse: Flag = None
+    requests: Count = None
+    failed: Count = None
+    latency_ms: ServiceLatency | None = None
+    failures: list[Text] = []
+
+
+class ServiceRound(OpenModel):
+    """All clients of one payload size and reuse mode at once: the throughput."""
+
+    size: Count = None
+    clients: Count = None
+    reuse: Flag = None
+    requests: Count = None
+    failed: Count = None
+    seconds: Num = None
+    requests_per_s: Num = None
+    mib_s: Num = None
+
+
+class Service(OpenModel):
+    ops: list[ServiceOp] = []
+    rounds: list[ServiceRound] = []
+
+
 class Threshold(ThresholdResult):
     """One threshold's result, with io's own fields for its tables."""
 
@@ -292,6 +334,8 @@ class IoMetrics(OpenModel):
     resilience_ok: Flag = None
     http_clients: list[HttpClients] = []
     http_clients_ok: Flag = None
+    service: Service | None = None
+    service_ok: Flag = None
     clients: Clients | None = None
 
 

@@ -24,6 +24,7 @@ from gridbench.hosts.sampling.spec import SamplingSpec
 from gridbench.io.clients_model import ClientsSpec
 from gridbench.io.model_posix import ConformanceSpec, IdentitySpec, ReplaySpec
 from gridbench.io.resilience_model import HttpClientsSpec, ResilienceSpec
+from gridbench.io.service_model import ServiceSpec
 from gridbench.specload import SpecName
 from gridbench.testplan import TestPlan
 from gridbench.thresholds import Op, ThresholdSpec
@@ -304,6 +305,11 @@ class IoSpec(_Strict):
     clients: ClientsSpec | None = Field(
         default=None,
         description="fio on several inventory hosts at once (fio --server/--client, docs/io.md)",
+    )
+    service: ServiceSpec | None = Field(
+        default=None,
+        description="an HTTP/REST service's operations against payload size, clients and "
+        "connection reuse",
     )
     conformance: ConformanceSpec = Field(default_factory=ConformanceSpec)
     replay: ReplaySpec = Field(default_factory=ReplaySpec)

@@ -136,6 +136,24 @@ def http_clients_seconds(spec: IoSpec) -> float:
     return h.repetitions * sum(2 * n * h.size / ASSUMED_RATE_BPS + FIO_START_S for n in h.clients)
 
 
+#: one service request on loopback (nginx's WebDAV: a few ms measured for 1 MiB)
+SERVICE_REQUEST_S = 0.005
+
+
+def service_seconds(spec: IoSpec) -> float:
+    """Each round's requests (one client's, the others at once) plus its bytes up and
+    down at the assumed rate."""
+    s = spec.service
+    if s is None:
+        return 0.0
+    per = len(s.ops) * s.requests
+    return len(s.reuse) * sum(
+        per * (SERVICE_REQUEST_S + 2 * n * size / ASSUMED_RATE_BPS)
+        for size in s.sizes
+        for n in s.clients
+    )
+
+
 #: One ``fio --client`` run from the controller: fio's own client/server exchange (job
 #: file sent, results gathered) on top of a local fio's start (1.0..1.5 s measured on the
 #: lab, 3 hosts, 16 MiB each).
@@ -228,6 +246,8 @@ def steps(spec: IoSpec) -> list[IoStep]:
         out.append(IoStep(spec.resilience.target, None, what, resilience_seconds(spec)))
     if spec.http_clients is not None:
         out.append(IoStep("", None, "HTTP clients at once", http_clients_seconds(spec)))
+    if spec.service is not None:
+        out.append(IoStep("", None, "service operations", service_seconds(spec)))
     return out
 
 

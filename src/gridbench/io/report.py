@@ -31,6 +31,8 @@ from gridbench.io.report_http_clients import sections as http_clients_sections
 from gridbench.io.report_posix import in_depth_findings, in_depth_sections
 from gridbench.io.report_resilience import findings as resilience_findings
 from gridbench.io.report_resilience import sections as resilience_sections
+from gridbench.io.report_service import findings as service_findings
+from gridbench.io.report_service import sections as service_sections
 from gridbench.io.report_tables import (
     concurrency_table,
     fmt_speedup,
@@ -89,6 +91,7 @@ def build_report(metrics: Mapping[str, Any], **configured: Unpack[Configured]) -
         *charts(metrics),
         *resilience_sections(metrics),
         *http_clients_sections(metrics),
+        *service_sections(metrics),
         *clients_sections(metrics),
     ]
     exports = matrix_export(metrics)
@@ -234,6 +237,7 @@ def _findings(metrics: Mapping[str, Any]) -> list[Finding]:
         *_consistency_findings(metrics),
         *resilience_findings(metrics),
         *http_clients_findings(metrics),
+        *service_findings(metrics),
         *clients_findings(metrics),
         *_validity_findings(metrics),
         *_speedup_findings(metrics),

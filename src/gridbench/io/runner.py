@@ -526,6 +526,10 @@ class IoRunner:
             from gridbench.io.http_clients import run_http_clients
 
             run_http_clients(self.spec.http_clients, run.id, run.path, self.progress)
+        if self.spec.service is not None:
+            from gridbench.io.service import run_service
+
+            run_service(self.spec.service, run.id, run.path, self.progress)
 
 
 def runner_for_text(text: str, root: Path) -> IoRunner:
