@@ -15,6 +15,7 @@ clients:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -90,18 +91,25 @@ def clients_problem(spec: ClientsSpec | None) -> SpecProblem | None:
     """A client host the inventory lacks (with a "did you mean"), placed on the spec's line;
     None when every host is there, or when the inventory is not here to read (``run``
     reads it, and says so)."""
-    if spec is None or not Path(spec.inventory).is_file():
+    return None if spec is None else hosts_problem(spec.inventory, spec.hosts, WHERE)
+
+
+def hosts_problem(inventory: str | None, hosts: Sequence[str], where: str) -> SpecProblem | None:
+    """A host of ``where.hosts`` that ``inventory`` lacks, placed on its line (``where`` is
+    a dotted field path, e.g. ``resilience``); None when every host is there or the
+    inventory is not here to read."""
+    if inventory is None or not Path(inventory).is_file():
         return None
     from gridbench.hosts.inventory import load_inventory
 
     try:
-        inv = load_inventory(spec.inventory)
-        for i, name in enumerate(spec.hosts):
-            inv.host(name, f"{WHERE}.hosts[{i}]")
+        inv = load_inventory(inventory)
+        for i, name in enumerate(hosts):
+            inv.host(name, f"{where}.hosts[{i}]")
     except SpecError as exc:
-        where = exc.where or ""
-        loc: tuple[int | str, ...] = (WHERE, "inventory")
-        if where.startswith(f"{WHERE}.hosts["):
-            loc = (WHERE, "hosts", int(where[len(WHERE) + 7 : -1]))
-        return SpecProblem(loc, exc.message, exc.fix or f"see {spec.inventory}")
+        at = exc.where or ""
+        loc: tuple[int | str, ...] = (*where.split("."), "inventory")
+        if at.startswith(f"{where}.hosts["):
+            loc = (*where.split("."), "hosts", int(at[len(where) + 7 : -1]))
+        return SpecProblem(loc, exc.message, exc.fix or f"see {inventory}")
     return None

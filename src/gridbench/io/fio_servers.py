@@ -57,32 +57,39 @@ class FioServer:
         return self.proc.poll() is None
 
 
-def how_to_start(host: Host, spec: ClientsSpec) -> str:
-    """``netns`` or ``ssh`` for ``host`` (``auto``: its namespace when the lab gave one)."""
-    if spec.start == "auto":
+def how_to_start(host: Host, start: str, where: str = "clients.start") -> str:
+    """``netns`` or ``ssh`` for ``host`` (``auto``: its namespace when the lab gave one);
+    ``where`` names the spec's ``start`` field in an error."""
+    if start == "auto":
         return "netns" if host.netns else "ssh"
-    if spec.start == "netns" and not host.netns:
+    if start == "netns" and not host.netns:
         raise BackendError(
-            f"host {host.name!r} has no netns in the inventory, and clients.start is netns",
-            where="clients.start",
+            f"host {host.name!r} has no netns in the inventory, and {where} is netns",
+            where=where,
             fix="use start: ssh (or auto), or a lab host (gridbench lab up)",
         )
-    return spec.start
+    return start
+
+
+def module_argv(host: Host, how: str, inventory: Path, module: str, args: list[str]) -> list[str]:
+    """The local command that runs ``python -m MODULE ARGS`` on ``host``: in its network
+    namespace with this interpreter (a lab host shares this machine's files), or over SSH
+    with the host's ``python`` (which must import gridbench)."""
+    if how == "netns":
+        return ["ip", "netns", "exec", str(host.netns), sys.executable, "-m", module, *args]
+    from gridbench.hosts.remote import remote_argv
+
+    return remote_argv(inventory, host.name, [host.interpreter, "-m", module, *args])
 
 
 def server_argv(host: Host, how: str, spec: ClientsSpec, inventory: Path) -> list[str]:
     """The local command that runs ``fio --server`` on ``host``, listening on its address."""
     fio = [spec.fio, f"--server=ip:{host.address},{spec.port}"]
-    if how == "netns":
-        launch = [sys.executable, "-m", "gridbench.hosts.launch", "--port", str(spec.port)]
-        return ["ip", "netns", "exec", str(host.netns), *launch, "--", *fio]
-    from gridbench.hosts.remote import remote_argv
-
-    launch = [host.interpreter, "-m", "gridbench.hosts.launch", "--port", str(spec.port)]
-    return remote_argv(inventory, host.name, [*launch, "--", *fio])
+    launch = ["--port", str(spec.port), "--", *fio]
+    return module_argv(host, how, inventory, "gridbench.hosts.launch", launch)
 
 
-def _ready(proc: subprocess.Popen[bytes], out: IO[bytes], timeout_s: float) -> bool:
+def ready(proc: subprocess.Popen[bytes], out: IO[bytes], timeout_s: float) -> bool:
     """Whether the launcher printed READY before it ended or ``timeout_s`` passed."""
     deadline = time.monotonic() + timeout_s
     buf = b""
@@ -100,7 +107,7 @@ def _ready(proc: subprocess.Popen[bytes], out: IO[bytes], timeout_s: float) -> b
     return False
 
 
-def _tail(log: Path, lines: int = 8) -> str:
+def tail(log: Path, lines: int = 8) -> str:
     with contextlib.suppress(OSError):
         text = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()
         return " | ".join(text[-lines:])
@@ -116,7 +123,7 @@ def start_servers(
     started: list[FioServer] = []
     try:
         for host in hosts:
-            how = how_to_start(host, spec)
+            how = how_to_start(host, spec.start)
             argv = server_argv(host, how, spec, inventory)
             log = run_path / "raw" / f"fio-server-{host.name}.log"
             append_record(
@@ -137,10 +144,10 @@ def start_servers(
             started.append(server)
         for server in started:
             assert server.proc.stdout is not None
-            if not _ready(server.proc, server.proc.stdout, READY_TIMEOUT_S):
+            if not ready(server.proc, server.proc.stdout, READY_TIMEOUT_S):
                 raise BackendError(
                     f"fio --server did not start on {server.host} ({server.how}): "
-                    f"{_tail(server.log) or 'no message'}",
+                    f"{tail(server.log) or 'no message'}",
                     where=f"clients.hosts ({server.host}, log {server.log})",
                     fix="check fio is installed there (clients.fio), the port is free "
                     "(clients.port) and the host answers ('gridbench hosts check')",

@@ -177,6 +177,23 @@ class Integrity(OpenModel):
     read_after: Text = None
 
 
+class WriterHost(OpenModel):
+    """One client host's resilience writers (``resilience.hosts``)."""
+
+    host: Text = None
+    writes: Count = None
+    write_errors: Count = None
+    bytes_written: Count = None
+    mib_s: Num = None
+
+
+class WriterHostLost(OpenModel):
+    host: Text = None
+    t: Num = None
+    exit: int | None = None
+    detail: Text = None
+
+
 class Resilience(OpenModel):
     """The resilience phase: load, faults, recoveries, integrity."""
 
@@ -194,6 +211,8 @@ class Resilience(OpenModel):
     recoveries: list[Recovery] = []
     integrity: Integrity | None = None
     capped_s: Num = None
+    hosts: list[WriterHost] = []
+    hosts_lost: list[WriterHostLost] = []
     ok: Flag = None
 
 

@@ -117,6 +117,15 @@ BAD = (
     (Column("bytes", numeric=True), lambda b: b.get("bytes")),
 )
 
+WRITER_HOSTS = (
+    (Column("host"), lambda h: h.get("host")),
+    (Column("writes", "files written", numeric=True), lambda h: h.get("writes")),
+    (Column("errors", "writes refused", numeric=True), lambda h: h.get("write_errors")),
+    (Column("bytes", numeric=True), lambda h: h.get("bytes_written")),
+    (Column("mib_s", "MiB/s", numeric=True), lambda h: h.get("mib_s")),
+    (Column("lost"), lambda h: h.get("lost") or ""),
+)
+
 
 def _rows(r: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
     return [x for x in r.get(key) or [] if isinstance(x, Mapping)]
@@ -145,6 +154,17 @@ def tables(metrics: Mapping[str, Any]) -> list[Table]:
             look=RecordLook(status=lambda x: "pass" if x.get("ok") is True else "fail"),
         ),
     ]
+    lost = {str(x.get("host")): x.get("detail") for x in _rows(r, "hosts_lost")}
+    hosts = [{**h, "lost": lost.get(str(h.get("host")))} for h in _rows(r, "hosts")]
+    out.append(
+        record_table(
+            "resilience-hosts",
+            "Writers on client hosts (every file they wrote checked here)",
+            hosts,
+            WRITER_HOSTS,
+            look=RecordLook(status=lambda h: "warn" if h.get("lost") else None),
+        )
+    )
     integ = r.get("integrity")
     if isinstance(integ, Mapping):
         out.append(

@@ -24,6 +24,7 @@ from gridbench.io import cache
 from gridbench.io.faults import Injector, check_servers
 from gridbench.io.gluster import Brick, Gluster
 from gridbench.io.integrity import Written, verify
+from gridbench.io.resilience_hosts import HostWriters
 from gridbench.io.resilience_model import BRINGS_BACK, ResilienceSpec
 from gridbench.io.safety import PreparedTarget, inside
 from gridbench.store.layout import now_iso
@@ -67,14 +68,23 @@ def _write_file(path: Path, data: bytes) -> None:
         os.close(fd)
 
 
-class _Writers:
+class Writers:
     """The write load: each writer writes new files of random bytes until stopped."""
 
     def __init__(
-        self, spec: ResilienceSpec, workdir: Path, log: _Log, now: Callable[[], float]
+        self,
+        spec: ResilienceSpec,
+        workdir: Path,
+        log: Callable[[dict[str, Any]], None],
+        now: Callable[[], float],
+        *,
+        prefix: str = "",
+        max_bytes: int | None = None,
     ) -> None:
         self.spec = spec
         self.workdir = workdir
+        self.prefix = prefix  # a host's writers name their files HOST-wNN-...
+        self.max_bytes = spec.max_bytes if max_bytes is None else max_bytes
         self.log = log
         self.now = now
         self.stop = threading.Event()
@@ -91,7 +101,7 @@ class _Writers:
         """Room for one more file under ``max_bytes``; the first writer refused records
         when the cap stopped the load."""
         with self.lock:
-            if self.claimed + self.spec.file_size > self.spec.max_bytes:
+            if self.claimed + self.spec.file_size > self.max_bytes:
                 if not self.capped:
                     self.capped = True
                     self.log({"event": "cap", "t": self.now(), "bytes": self.claimed})
@@ -102,7 +112,7 @@ class _Writers:
     def _run(self, w: int) -> None:
         seq = 0
         while not self.stop.is_set() and self._claim():
-            name = f"w{w:02d}-{seq:06d}.dat"
+            name = f"{self.prefix}w{w:02d}-{seq:06d}.dat"
             path = inside(self.workdir / name, self.workdir)
             data = os.urandom(self.spec.file_size)
             digest = hashlib.sha256(data).hexdigest()
@@ -137,13 +147,20 @@ class _Writers:
         for t in self.threads:
             t.start()
 
-    def join(self, timeout: float) -> list[int]:
+    def join(self, timeout: float) -> list[int | str]:
         """Stop and wait; the writers still blocked in a write after ``timeout``."""
         self.stop.set()
         end = time.monotonic() + timeout
         for t in self.threads:
             t.join(max(0.0, end - time.monotonic()))
         return [i for i, t in enumerate(self.threads) if t.is_alive()]
+
+    def close(self) -> None:
+        self.stop.set()
+
+    def files(self) -> list[Written]:
+        with self.lock:
+            return list(self.written)
 
 
 def _schedule(
@@ -196,10 +213,17 @@ def run_resilience(
             "file_size": spec.file_size,
             "interval": spec.interval,
             "bricks": [b.address for b in servers[1]] if servers else [],
+            "hosts": list(spec.hosts or []),
         }
     )
-    writers = _Writers(spec, workdir, log, now)
-    progress(f"{target.name}: resilience load, {len(spec.faults)} fault(s)")
+    writers: Writers | HostWriters
+    if spec.hosts:  # the writers run on client hosts, each reporting every file it wrote
+        writers = HostWriters(spec, workdir, log, now, run_path)
+        where = f" from {', '.join(spec.hosts)}"
+    else:
+        writers = Writers(spec, workdir, log, now)
+        where = ""
+    progress(f"{target.name}: resilience load{where}, {len(spec.faults)} fault(s)")
     writers.start()
     try:
         watchers = _schedule(spec, injector, now)
@@ -220,13 +244,12 @@ def run_resilience(
                 injector.restore(now())
         raise
     finally:
-        writers.stop.set()
+        writers.close()
         if injector is not None:
             injector.release()
-    progress(f"{target.name}: integrity check of {len(writers.written)} file(s)")
+    files = writers.files()
+    progress(f"{target.name}: integrity check of {len(files)} file(s)")
     way = "caches dropped" if cache.can_drop_caches() and cache.drop_caches() else "page cache"
-    with writers.lock:
-        files = list(writers.written)
     result = verify(files, spec.verify_threads)
     log({"event": "integrity", "t": now(), "read_after": way, **result})
     return result

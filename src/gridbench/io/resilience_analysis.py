@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import polars as pl
 
 from gridbench.io.resilience_model import TAKES_DOWN
 
@@ -127,6 +128,11 @@ def summarise(records: Sequence[Rec]) -> dict[str, Any] | None:
     )
     stuck = [r for r in records if r.get("event") == "stuck"]
     cap = next((r for r in records if r.get("event") == "cap"), None)
+    lost = [
+        {k: r.get(k) for k in ("host", "t", "exit", "detail")}
+        for r in records
+        if r.get("event") == "host_lost" and isinstance(r.get("host"), str)
+    ]
     written = float(size[ok].sum())
     return {
         "target": start.get("target"),
@@ -145,8 +151,53 @@ def summarise(records: Sequence[Rec]) -> dict[str, Any] | None:
         "integrity": integrity,
         "stuck_writers": [w for r in stuck for w in r.get("writers") or []],
         "capped_s": _num(cap.get("t")) if cap else None,
+        "hosts": by_host(records, start.get("hosts")),
+        "hosts_lost": lost,
         "ok": _ok(integrity, recoveries, stuck),
     }
+
+
+def by_host(records: Sequence[Rec], hosts: Any) -> list[dict[str, Any]]:
+    """Per client host the writers ran on (``resilience.hosts``; none: the controller's
+    own writers): files written and acknowledged, bytes, refused writes, MiB/s over its
+    writes' span; in the spec's order."""
+    if not isinstance(hosts, list) or not hosts:
+        return []
+    rows = [
+        (str(r["host"]), int(r["bytes"]), bool(r.get("ok")), t0, t1)
+        for r in records
+        if r.get("event") == "write"
+        and isinstance(r.get("host"), str)
+        and isinstance(r.get("bytes"), int)
+        and (t0 := _num(r.get("t0"))) is not None
+        and (t1 := _num(r.get("t1"))) is not None
+    ]
+    df = pl.DataFrame(
+        rows, schema=["host", "bytes", "ok", "t0", "t1"], orient="row"
+    ) if rows else pl.DataFrame(schema={"host": pl.Utf8, "bytes": pl.Int64, "ok": pl.Boolean,
+                                        "t0": pl.Float64, "t1": pl.Float64})  # fmt: skip
+    agg = df.group_by("host").agg(
+        writes=pl.col("ok").sum(),
+        write_errors=(~pl.col("ok")).sum(),
+        bytes_written=pl.col("bytes").filter(pl.col("ok")).sum(),
+        span=pl.col("t1").max() - pl.col("t0").min(),
+    )
+    got = {r["host"]: r for r in agg.iter_rows(named=True)}
+    out = []
+    for h in hosts:
+        g = got.get(h, {})
+        span = g.get("span")
+        done = int(g.get("bytes_written") or 0)
+        out.append(
+            {
+                "host": h,
+                "writes": int(g.get("writes") or 0),
+                "write_errors": int(g.get("write_errors") or 0),
+                "bytes_written": done,
+                "mib_s": done / 2**20 / span if span else None,
+            }
+        )
+    return out
 
 
 def _ok(integrity: Mapping[str, Any] | None, recoveries: list[Any], stuck: list[Any]) -> bool:
@@ -179,6 +230,20 @@ def validity_flags(res: Mapping[str, Any] | None) -> list[dict[str, Any]]:
                     "gluster command was slow; fewer writers or a longer schedule",
                 }
             )
+    from gridbench.io.validity import HOST_LOST  # validity imports this module's rules
+
+    for lost in res.get("hosts_lost") or []:
+        flags.append(
+            {
+                "rule": HOST_LOST,
+                "target": res.get("target"),
+                "test": "resilience",
+                "host": lost.get("host"),
+                "detail": f"the resilience writers on {lost.get('host')} ended at "
+                f"{_num(lost.get('t')) or 0.0:.1f} s before the load did: {lost.get('detail')}; "
+                "the files they reported before are checked",
+            }
+        )
     integ = res.get("integrity")
     if isinstance(integ, Mapping) and integ.get("read_after") != "caches dropped":
         flags.append(

@@ -9,6 +9,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from gridbench.hosts.inventory import HostName
+from gridbench.io.clients_model import StartHow
 from gridbench.units import Duration, Size
 
 #: kill: SIGKILL; stop: SIGTERM; pause: SIGSTOP; resume: SIGCONT;
@@ -69,9 +71,29 @@ class ResilienceSpec(_Strict):
         default=120.0, gt=0, description="how long a server may take to be back and healed"
     )
     verify_threads: int = Field(default=2, ge=1, le=64, description="integrity check readers")
+    hosts: list[HostName] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=64,
+        description="inventory hosts the writers run on (``writers`` each) instead of here; "
+        "the target must be the same storage at the same path on each",
+    )
+    inventory: str | None = Field(
+        default=None, min_length=1, max_length=4096, description="the hosts file of ``hosts``"
+    )
+    start: StartHow = Field(
+        default="auto", description="netns (a lab host) | ssh | auto: how each host's writers start"
+    )
 
     @model_validator(mode="after")
     def _schedule(self) -> ResilienceSpec:
+        if self.hosts is not None and self.inventory is None:
+            raise ValueError(
+                "resilience.hosts needs resilience.inventory, the hosts file that names them"
+            )
+        dup = sorted({h for h in self.hosts or [] if (self.hosts or []).count(h) > 1})
+        if dup:
+            raise ValueError(f"resilience.hosts names {', '.join(dup)} twice")
         if self.faults and self.system is None:
             raise ValueError(
                 "faults need resilience.system (e.g. {kind: glusterfs, volume: NAME}) to "

@@ -12,7 +12,7 @@ from collections.abc import Collection
 from typing import Any, get_args
 
 from gridbench.hosts.sampling.spec import sampling_problem
-from gridbench.io.clients_model import clients_problem
+from gridbench.io.clients_model import clients_problem, hosts_problem
 from gridbench.io.metrics_schema import Bonnie, Concurrency, Entry
 from gridbench.io.metrics_schema_posix import ConformanceRow, Replay
 from gridbench.io.model import BonnieColumn, ConcurrencyTest, IoSpec, IozoneTest
@@ -87,4 +87,6 @@ def check_io_spec(spec: IoSpec, data: dict[str, Any]) -> SpecProblem | None:
     targets = [t.name for t in spec.targets]
     problem = misspelt_threshold(data, lambda m: threshold_problem(m, targets), "docs/io.md")
     # a sampled host, or a client host, that the inventory lacks
-    return problem or sampling_problem(spec.sampling) or clients_problem(spec.clients)
+    r = spec.resilience
+    writers = hosts_problem(r.inventory, r.hosts or [], "resilience") if r is not None else None
+    return problem or sampling_problem(spec.sampling) or clients_problem(spec.clients) or writers
