@@ -39,6 +39,24 @@ class Reserver(Protocol):
 
 
 @runtime_checkable
+class NodeReserver(Protocol):
+    """Reserves N nodes for the jobs it submits next (Slurm: ``scontrol create reservation
+    nodecnt=N``, then ``sbatch --reservation``): the retry model's ``reserve_nodes``."""
+
+    async def reserve_nodes(self, name: str, nodes: int) -> str:
+        """Create the reservation ``name`` of ``nodes`` nodes; return its id."""
+        ...
+
+    def use_reservation(self, reservation: str | None) -> None:
+        """Submit every later job into ``reservation`` (None: into none)."""
+        ...
+
+    async def release(self, reservation: str) -> None:
+        """Delete the reservation ``reservation``."""
+        ...
+
+
+@runtime_checkable
 class CredentialIssuer(Protocol):
     """Issues a fresh credential (Slurm: ``scontrol token``, a JWT)."""
 

@@ -8,6 +8,13 @@ submissions; ``any`` (the default) also a job the backend reports failed or canc
 with ``any`` each attempt waits for its acknowledged jobs to end (at most
 ``timeouts.drain``; a job not ended by then is cancelled and counts as failed).
 
+With ``reserve_nodes: N`` the trial first creates a reservation of N nodes (Slurm's
+``scontrol create reservation nodecnt=N``; its name ``gridbench-<token>-<trial>-1``
+recorded as a ``reserve`` operation, so ``gridbench cleanup`` deletes it after a crash),
+submits every attempt into it and deletes it at the end (a ``release`` operation): with
+jobs that each need a node, the jobs beyond N wait, are cancelled at the drain and
+retried, which is the seed's failures against the number of reserved nodes.
+
 Every submission is its own job: request index (attempt − 1)·M + slot, its submit event
 carrying ``attempt``, ``slot`` and ``retry_on``. The runner records each attempt in
 trial.json (``retry.attempts``); the results are computed from the events alone
@@ -19,13 +26,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import secrets
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
+from gridbench.errors import BackendError, SpecError
 from gridbench.jobflow.backends.base import JobRequest, JobState
+from gridbench.jobflow.backends.operations import NodeReserver
 from gridbench.jobflow.events.model import FAIL_LOST, STAGE_CANCELLED, STAGE_FAILED
 from gridbench.jobflow.loads.base import BaseLoadModel, LoadBase, PlanEstimate, TrialContext, narrow
 from gridbench.jobflow.loads.retry_metrics import (
@@ -33,12 +43,13 @@ from gridbench.jobflow.loads.retry_metrics import (
     retry_metrics,
     retry_summary,
 )
-from gridbench.jobflow.run.closed_loop import sleep_or_stop
+from gridbench.jobflow.run.closed_loop import sleep_or_stop, timed_op
 from gridbench.units import Duration
 
 if TYPE_CHECKING:
     import polars as pl
 
+    from gridbench.jobflow.backends.base import Backend
     from gridbench.jobflow.events.chain import StageChain
     from gridbench.jobflow.run.tracker import StatusTracker
     from gridbench.jobflow.specbase.model import ExperimentBase
@@ -61,6 +72,14 @@ class RetryLoad(LoadBase):
         description="what is retried: any failure, or only refused submissions (retry)",
     )
     pause: Duration = Field(default=0.0, description="wait between two attempts (retry)")
+    reserve_nodes: int | None = Field(
+        default=None,
+        ge=1,
+        le=100_000,
+        description="run the trial's jobs in a fresh reservation of this many nodes, made "
+        "at the trial's start and deleted at its end (Slurm); sweep it for failures and "
+        "time to success against the nodes reserved (retry)",
+    )
 
 
 def retry_jobs(spec: ExperimentBase) -> int:
@@ -203,8 +222,50 @@ def _maker(ctx: TrialContext, m: int, load: RetryLoad) -> MakeRetry:
 
 
 async def run_retry(ctx: TrialContext) -> None:
-    """Attempt 1: M jobs at once; then the failures together, up to R more times."""
+    """Attempt 1: M jobs at once; then the failures together, up to R more times; with
+    ``reserve_nodes``, all of it inside a reservation made for the trial."""
     load = narrow(ctx.spec.load, RetryLoad)
+    if load.reserve_nodes is None:
+        await _run_attempts(ctx, load)
+        return
+    backend = ctx.backend
+    if not isinstance(backend, NodeReserver):
+        raise _no_reserver(ctx.spec.backend.type)
+    rec = ctx.recorders[0]
+    name = f"gridbench-{secrets.token_hex(4)}-{ctx.trial_id}-1"
+    attrs = {"op": "reserve", "reservation": name, "nodes": load.reserve_nodes}
+    got = await timed_op(rec, name, attrs, dict(attrs), _reserve(backend, name, load))
+    if got is None:
+        raise BackendError(
+            f"the reservation of {load.reserve_nodes} node(s) could not be made",
+            where="load.reserve_nodes",
+            fix="see the trial's op_end error; ask for at most the cluster's nodes",
+        )
+    ctx.info["reservation"] = {"name": got, "nodes": load.reserve_nodes}
+    try:
+        backend.use_reservation(got)
+        await _run_attempts(ctx, load)
+    finally:
+        backend.use_reservation(None)
+        end = {"op": "release", "reservation": got}
+        await timed_op(rec, name, end, dict(end), backend.release(got))
+
+
+async def _reserve(backend: NodeReserver, name: str, load: RetryLoad) -> str:
+    assert load.reserve_nodes is not None
+    return await backend.reserve_nodes(name, load.reserve_nodes)
+
+
+def _no_reserver(backend_type: str) -> SpecError:
+    return SpecError(
+        f"the {backend_type} backend cannot reserve nodes",
+        where="load.reserve_nodes",
+        fix="use the slurm backend, or drop load.reserve_nodes",
+    )
+
+
+async def _run_attempts(ctx: TrialContext, load: RetryLoad) -> None:
+    """Attempt 1: M jobs at once; then the failures together, up to R more times."""
     m = retry_jobs(ctx.spec)
     record: dict[str, Any] = {
         "jobs": m,
@@ -260,6 +321,13 @@ class Retry(BaseLoadModel):
         """M must be given."""
         if narrow(spec.load, RetryLoad).jobs is None and spec.trial.jobs is None:
             raise ValueError("the retry model needs load.jobs (M jobs submitted at once)")
+
+    def check_backend(self, spec: ExperimentBase, backend: Backend) -> None:
+        """``reserve_nodes`` needs a backend that reserves nodes."""
+        if narrow(spec.load, RetryLoad).reserve_nodes is not None and not isinstance(
+            backend, NodeReserver
+        ):
+            raise _no_reserver(spec.backend.type)
 
     def plan(self, spec: ExperimentBase, drain_s: float) -> PlanEstimate:
         """Jobs: the most a trial can submit, M × (R + 1), so that the safety caps hold

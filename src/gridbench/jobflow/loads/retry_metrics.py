@@ -9,6 +9,8 @@ not ended within ``timeouts.drain``).
 The trial's ``model`` object: per attempt (keyed '1', '2', ...) ``submitted``, ``failed``,
 ``failure_rate`` = failed ÷ submitted at that attempt and ``kinds`` (failures by kind);
 ``first_failure_rate`` (attempt 1: failed ÷ the M jobs submitted at once),
+``time_to_success_s`` (a slot's first submission to its success, mean over the slots that
+succeeded) and ``time_to_all_success_s`` (to the last success, when all succeeded),
 ``average_failure_rate`` (the seed's: the mean of the per-attempt rates, the last attempt
 included), ``attempts_used``, ``never_succeeded`` (slots still failing after their last
 attempt) and a statement such as '35 jobs at once: 40% failed at attempt 1, 12% at 2,
@@ -23,7 +25,12 @@ from typing import Any
 import polars as pl
 
 from gridbench.jobflow import text
-from gridbench.jobflow.events.model import STAGE_CANCELLED, STAGE_SUBMIT, STAGE_SUBMIT_ACK
+from gridbench.jobflow.events.model import (
+    STAGE_CANCELLED,
+    STAGE_CLIENT_DONE,
+    STAGE_SUBMIT,
+    STAGE_SUBMIT_ACK,
+)
 from gridbench.jobflow.loads.closed import job_table, over_trials, summarize
 
 NO_JOB_COMPLETED = "no job completed"
@@ -105,9 +112,41 @@ def retry_metrics(events: pl.DataFrame) -> dict[str, Any]:
         "first_failure_rate": first.get("failure_rate"),
         "average_failure_rate": sum(rates) / len(rates) if rates else None,
         "never_succeeded": int(last["failed"].sum()) if last.height else 0,
+        **time_to_success(events, tbl),
     }
     out["statement"] = retry_statement(out)
     return out
+
+
+def time_to_success(events: pl.DataFrame, tbl: pl.DataFrame) -> dict[str, float | None]:
+    """Seconds from a slot's first submission to the end its client saw of the attempt
+    that succeeded: the mean over the slots that succeeded (``time_to_success_s``), and
+    from the first submission to the last success when every slot succeeded
+    (``time_to_all_success_s``)."""
+    none: dict[str, float | None] = {"time_to_success_s": None, "time_to_all_success_s": None}
+    if tbl.height == 0:
+        return none
+    t = (
+        events.filter(pl.col("stage").is_in([STAGE_SUBMIT, STAGE_CLIENT_DONE]))
+        .group_by("job", "stage")
+        .agg(pl.col("t_ns").min())
+        .pivot("stage", index="job", values="t_ns")
+    )
+    if STAGE_SUBMIT not in t.columns or STAGE_CLIENT_DONE not in t.columns:
+        return none
+    jobs = tbl.join(t, on="job", how="left")
+    slots = jobs.group_by("slot").agg(
+        pl.col(STAGE_SUBMIT).min().alias("first"),
+        pl.col(STAGE_CLIENT_DONE).filter(~pl.col("failed")).min().alias("done"),
+    )
+    ok = slots.drop_nulls()
+    if ok.height == 0:
+        return none
+    done, first = ok["done"].to_numpy(), ok["first"].to_numpy()
+    took = float((done - first).mean()) / 1e9
+    every = ok.height == slots.height
+    span = float(done.max() - slots["first"].to_numpy().min()) / 1e9 if every else None
+    return {"time_to_success_s": took, "time_to_all_success_s": span}
 
 
 def _rate(x: float) -> str:

@@ -48,6 +48,8 @@ def _attempt_rows(head: Row, m: Mapping[str, Any]) -> list[Row]:
                 "submitted": _mean(a.get("submitted")),
                 "failed": _mean(a.get("failed")),
                 "failure_rate": _mean(a.get("failure_rate")),
+                "time_to_success": None,
+                "time_to_all": None,
                 "kinds": _kinds(a.get("kinds")),
             }
         )
@@ -59,6 +61,8 @@ def _attempt_rows(head: Row, m: Mapping[str, Any]) -> list[Row]:
                 "submitted": _mean(m.get("submissions")),
                 "failed": _mean(m.get("never_succeeded")),
                 "failure_rate": _mean(m.get("average_failure_rate")),
+                "time_to_success": _mean(m.get("time_to_success_s")),
+                "time_to_all": _mean(m.get("time_to_all_success_s")),
                 "kinds": "mean of the rates; failed: never succeeded",
             }
         )
@@ -91,6 +95,8 @@ _RETRY = (
     Spec("submitted", "submitted", True),
     Spec("failed", "failed", True),
     Spec("failure rate", "failure_rate", True, _pct),
+    Spec("time to success s", "time_to_success", True),
+    Spec("all succeeded s", "time_to_all", True),
     Spec("failures by kind", "kinds"),
 )
 
@@ -103,7 +109,9 @@ retry_table = TableDef(
     _RETRY,
     note="M jobs submitted at the same instant; the failures resubmitted together, up to R "
     "times (METHODS 1.9). The 'average' row is the mean of the per-attempt rates (the "
-    "seed's average failure rate); its 'failed' is the jobs that never succeeded. Point rows "
-    "give means over the valid trials.",
+    "seed's average failure rate); its 'failed' is the jobs that never succeeded, its time "
+    "to success a job's first submission to the end of its attempt that succeeded (mean), "
+    "and 'all succeeded' the first submission to the last success. Point rows give means "
+    "over the valid trials.",
     style=level_style,
 )

@@ -26,7 +26,12 @@ from gridbench.errors import BackendError
 from gridbench.jobflow.backends.base import BulkSubmitter, JobRequest, JobStatus, SubmitError
 from gridbench.jobflow.backends.batch_cli import short, with_bin_dir
 from gridbench.jobflow.backends.cli_run import CliResult, scrub_secrets
-from gridbench.jobflow.backends.operations import CredentialIssuer, HoldingSubmitter, Reserver
+from gridbench.jobflow.backends.operations import (
+    CredentialIssuer,
+    HoldingSubmitter,
+    NodeReserver,
+    Reserver,
+)
 from gridbench.jobflow.backends.options import parse_options
 from gridbench.jobflow.backends.slurm.ctld_log import (
     STAGE_ELIGIBLE,
@@ -272,6 +277,8 @@ class SlurmBackend(SlurmOperations):
         if o.workdir:
             argv.append(f"--chdir={o.workdir}")
         argv += size_args(job)
+        if self.reservation is not None:
+            argv.append(f"--reservation={self.reservation}")
         argv += o.sbatch_args
         if o.script:
             return [*argv, o.script, *job.command]
@@ -571,4 +578,5 @@ if TYPE_CHECKING:  # mypy checks the optional hooks against their protocols
     _submits_bulk: type[BulkSubmitter] = SlurmBackend
     _holds: type[HoldingSubmitter] = SlurmBackend
     _reserves: type[Reserver] = SlurmBackend
+    _reserves_nodes: type[NodeReserver] = SlurmBackend
     _issues: type[CredentialIssuer] = SlurmBackend
