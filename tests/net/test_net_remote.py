@@ -13,6 +13,7 @@ from pathlib import Path
 
 import httpx
 import psutil
+import pytest
 
 from conftest import BIN, cli_env
 from lab_fixtures import LATENCY_MS, Lab
@@ -151,3 +152,56 @@ def test_kill_9_then_cleanup_ends_the_remote_peers_and_proxies(tmp_path: Path, l
         f.write(json.dumps(planted) + "\n")
     again = _cli(results, "cleanup", str(run), "--yes")
     assert "not a gridbench proxy, left alone" in again.stdout + again.stderr
+
+
+DIXI = """\
+name: net-dixi
+environments: [remote]
+remote: {{inventory: {inventory}, peer: {peer}, clients: [{peer}, {other}, local]}}
+echo: {{transports: [grpc], configs: [network], calls: [10], repetitions: 1, clients: [1, 2],
+        client_calls: 30, scale_repetitions: 1}}
+floor: {{duration: 1s, iperf3: false}}
+"""
+
+
+def test_dixi_series_sets_cohosted_clients_against_remote_ones(tmp_path: Path, lab: Lab) -> None:
+    """The service on host 1; 1 then 2 client processes on each of host 1 (co-hosted),
+    host 2 and this host (remote), released together (000 §4.5.2-4.5.3)."""
+    spec = tmp_path / "dixi.yaml"
+    spec.write_text(DIXI.format(inventory=lab.inventory, peer=f"{lab.name}-1",
+                                other=f"{lab.name}-2"))  # fmt: skip
+    results = tmp_path / "results"
+    r = _cli(results, "net", "run", str(spec))
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    run = next(results.glob("*-net-dixi"))
+    series = json.loads((run / "metrics.json").read_text())["echo_scaling"]
+    assert [(s["env"], s["config"]) for s in series] == [("remote", "network")]
+    points = series[0]["points"]
+    assert [(p["clients"], p["hosts"], p["total_clients"]) for p in points] == [
+        (1, 3, 3),
+        (2, 3, 6),
+    ]
+    for p in points:
+        assert p["failed_reps"] == 0 and p["n"] == p["total_clients"] * 30
+        assert 0 < p["cohosted_mean_ms"] < 1000 and 0 < p["remote_mean_ms"] < 1000
+        # closed loop: the throughput is the clients over the mean latency
+        assert p["throughput_per_s"] == pytest.approx(p["total_clients"] / p["mean_ms"] * 1e3)
+    sat = series[0]["saturation"]
+    assert sat["statement"].startswith(("saturated at", "not saturated up to"))
+    # the records keep the two groups apart: one co-hosted client per client count on
+    # host 1, the rest remote
+    recs = [json.loads(x) for x in (run / "records.jsonl").read_text().splitlines()]
+    scale = [x for x in recs if x.get("pattern") == "echo_scale"]
+    assert [len(x["cohosted_lat_ns"]) for x in scale] == [30, 60]
+    assert [len(x["remote_lat_ns"]) for x in scale] == [60, 120]
+    report = (run / "report.html").read_text()
+    assert "Co-hosted avg (ms)" in report and sat["statement"].split(":")[0] in report
+    assert _gone_soon()
+
+
+def test_a_misspelt_client_host_is_one_error_at_validate(tmp_path: Path, lab: Lab) -> None:
+    spec = tmp_path / "dixi.yaml"
+    spec.write_text(DIXI.format(inventory=lab.inventory, peer=f"{lab.name}-1", other="lab-22"))
+    r = _cli(tmp_path, "net", "validate", str(spec))
+    assert r.returncode == 2
+    assert "field 'remote.clients.1': no host 'lab-22'" in r.stderr

@@ -140,6 +140,13 @@ class ScalePoint(OpenModel):
     p99_ms: Num = None
     client_sd_ms: Num = None
     rep_means_ms: list[Num] = []
+    hosts: Count = None
+    total_clients: Count = None
+    throughput_per_s: Num = None
+    cohosted_mean_ms: Num = None
+    cohosted_sd_ms: Num = None
+    remote_mean_ms: Num = None
+    remote_sd_ms: Num = None
 
 
 class Fit(OpenModel):
@@ -151,10 +158,18 @@ class Fit(OpenModel):
     coefficients: dict[str, Num] = {}
 
 
+class Saturation(OpenModel):
+    saturated: Flag = None
+    total_clients: Count = None
+    throughput_per_s: Num = None
+    statement: Text = None
+
+
 class Scaling(Series):
     config: KeyText
     points: list[ScalePoint]
     fit: Fit | None = None
+    saturation: Saturation | None = None
 
 
 class Gaps(OpenModel):

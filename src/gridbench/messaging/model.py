@@ -180,6 +180,19 @@ class RemoteSpec(_Strict):
         description="the hosts file (a lab's: /run/gridbench-lab/NAME/inventory.yaml)",
     )
     peer: HostName = Field(description="the inventory host where the peers run")
+    clients: list[HostName] = Field(
+        default_factory=list,
+        max_length=256,
+        description="hosts that each run echo.clients client processes of the scaling "
+        "series at once (DIXI: the peer's own host for co-hosted clients, others for remote "
+        "ones; 'local': this host); none: every client here",
+    )
+
+    @model_validator(mode="after")
+    def _distinct(self) -> RemoteSpec:
+        if len(set(self.clients)) != len(self.clients):
+            raise ValueError("remote.clients must not repeat a host")
+        return self
 
 
 class BurstSpec(_Strict):

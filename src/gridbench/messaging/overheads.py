@@ -17,6 +17,7 @@ ENV_PHRASE = {
     "host": "between two processes on the host",
     "lan": "over the LAN",
     "relay": "over the relay",
+    "remote": "between this host and another",
 }
 
 

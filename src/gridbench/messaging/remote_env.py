@@ -24,6 +24,7 @@ from gridbench.errors import BackendError, GridbenchError
 from gridbench.hosts.inventory import Host, load_inventory
 from gridbench.hosts.latency import close_proxy, open_path
 from gridbench.hosts.remote import UNREACHABLE, remote_argv
+from gridbench.hosts.sampling.spec import LOCAL
 from gridbench.messaging.environments import (
     START_TIMEOUT,
     NetEnvironment,
@@ -58,7 +59,15 @@ class RemoteEnv(NetEnvironment):
                 fix="give the hosts file (a lab's: /run/gridbench-lab/NAME/inventory.yaml)",
             ) from None
         self.host: Host = inv.host(spec.remote.peer, "remote.peer")
-        self._check()
+        self._check(self.host)
+        # the scaling series' client hosts (None: this host, 'local')
+        self.client_hosts: dict[str, Host | None] = {
+            n: (None if n == LOCAL and n not in inv.hosts else inv.host(n, "remote.clients"))
+            for n in spec.remote.clients
+        }
+        for name, client in self.client_hosts.items():
+            if client is not None and name != self.host.name:
+                self._check(client)
         self.peer_host = self.floor_host = self.host.address
         # a lab's hosts are namespaces of this machine: same files, same programs
         self.shares_files = self.host.netns is not None
@@ -75,7 +84,7 @@ class RemoteEnv(NetEnvironment):
                 "the same path"
             )
 
-    def _check(self) -> None:
+    def _check(self, host: Host) -> None:
         """Log in once and run the host's python (``gridbench hosts check``'s steps), so an
         unreachable host is one error before anything starts; the clock offset goes into
         the notes (round trips are timed on this host's clock alone: it only informs)."""
@@ -83,29 +92,39 @@ class RemoteEnv(NetEnvironment):
 
         from gridbench.hosts.check import check_host
 
-        row = asyncio.run(check_host(self.host))
+        row = asyncio.run(check_host(host))
         for step in row.steps:
             if not step.ok and step.name in ("ssh", "python"):
                 raise BackendError(
-                    f"host {self.host.name} ({self.host.address}): {step.name}: {step.detail}",
-                    where="remote.peer",
+                    f"host {host.name} ({host.address}): {step.name}: {step.detail}",
+                    where="remote.peer" if host is self.host else "remote.clients",
                     fix=step.fix or f"gridbench hosts check {self.inventory}",
                 )
         if row.offset_ms is not None and row.bound_ms is not None:
             self.notes.append(
-                f"remote: {self.host.name}'s clock is {row.offset_ms:+.3f} ms ± "
+                f"remote: {host.name}'s clock is {row.offset_ms:+.3f} ms ± "
                 f"{row.bound_ms:.3f} ms from this host's (not used: round trips are timed here)"
             )
 
-    def _there(self, argv: list[str]) -> list[str]:
-        """``argv`` as the host runs it: its python for ours, a program by name (found on
-        the host's PATH) unless the host shares this machine's files."""
+    def _there(self, argv: list[str], host: Host | None = None) -> list[str]:
+        """``argv`` as ``host`` (default: the peer's) runs it: its python for ours, a
+        program by name (found on the host's PATH) unless the host is a namespace of this
+        machine (a lab's), with this machine's files."""
+        host = host or self.host
         head, *rest = argv
         if head == sys.executable:
-            return [self.host.interpreter, *rest]
-        if not self.shares_files and "/" in head:
+            return [host.interpreter, *rest]
+        if host.netns is None and "/" in head:
             return [Path(head).name, *rest]
         return argv
+
+    def spawn_on(self, name: str, argv: list[str], role: str, log: Path) -> subprocess.Popen[bytes]:
+        """Start ``argv`` on client host ``name`` of ``remote.clients`` (``local``: here)."""
+        host = self.client_hosts[name]
+        if host is None:
+            return NetEnvironment.spawn(self, argv, role, log)
+        local = remote_argv(self.inventory, host.name, self._there(argv, host))
+        return NetEnvironment.spawn(self, local, role, log)
 
     def spawn(self, argv: list[str], role: str, log: Path) -> subprocess.Popen[bytes]:
         """Start ``argv`` on the host (over SSH), recorded in the process book."""

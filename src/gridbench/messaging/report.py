@@ -19,7 +19,7 @@ from gridbench.messaging.overheads import env_phrase, size_text
 from gridbench.messaging.report_charts import charts
 from gridbench.messaging.report_checks import check_tables, overhead_table
 from gridbench.messaging.report_tables import figure_tables, fmt4
-from gridbench.messaging.validity import FEW_SAMPLES, NET_VALIDITY_RULES
+from gridbench.messaging.validity import BELOW_FLOOR, FEW_SAMPLES, NET_VALIDITY_RULES
 from gridbench.sections import (
     Finding,
     Report,
@@ -160,6 +160,10 @@ def _fit_lines(metrics: Mapping[str, Any]) -> list[str]:
         if isinstance(fit, Mapping) and fit.get("statement"):
             who = f"{s.get('transport')} echo ({s.get('config')}) {env_phrase(str(s.get('env')))}"
             out.append(f"{who}: {fit['statement']} (x = clients)")
+        sat = s.get("saturation")
+        if isinstance(sat, Mapping) and sat.get("statement"):
+            who = f"{s.get('transport')} echo ({s.get('config')}) {env_phrase(str(s.get('env')))}"
+            out.append(f"{who}: {sat['statement']}")
     return out
 
 
@@ -189,7 +193,9 @@ def _validity_findings(metrics: Mapping[str, Any]) -> list[Finding]:
         text = (
             f"{len(flags)} {'figure(s) ' if rule == 'failed_tests' else ''}{words.get(rule, rule)}"
         )
-        out.append(Finding("warn", text, where))
+        # a figure better than the network's floor voids the comparison: ranked with the
+        # failures, never behind "--verbose" (issue 41)
+        out.append(Finding("warn", text, where, problem=rule == BELOW_FLOOR))
     if (bound := client_bound_finding(metrics)) is not None:
         out.append(bound)
     return out

@@ -249,6 +249,19 @@ SCALING: tuple[Field, ...] = (
         Column("client_sd_ms", "Client spread (ms)", numeric=True),
         lambda r: cell(r.get("client_sd_ms")),
     ),
+    (Column("total_clients", "All clients", numeric=True), lambda r: r.get("total_clients")),
+    (
+        Column("throughput_per_s", "Calls/s", numeric=True),
+        lambda r: cell(r.get("throughput_per_s")),
+    ),
+    (
+        Column("cohosted_mean_ms", "Co-hosted avg (ms)", numeric=True),
+        lambda r: cell(r.get("cohosted_mean_ms")),
+    ),
+    (
+        Column("remote_mean_ms", "Remote avg (ms)", numeric=True),
+        lambda r: cell(r.get("remote_mean_ms")),
+    ),
 )
 
 
@@ -266,7 +279,10 @@ def scaling_table(metrics: Mapping[str, Any]) -> Table | None:
         rows,
         with_errors(SCALING, rows),
         look=RecordLook(status=lambda r: row_status(r.get("failed_reps"))),
-        note="Client spread: the sd of the clients' own mean latencies (how evenly served).",
+        note="Clients: per client host (All clients: on every host at once). Client spread: "
+        "the sd of the clients' own mean latencies (how evenly served). Calls/s: all clients "
+        "/ mean latency (one call in flight per client). Co-hosted: clients on the service's "
+        "own host; remote: on other hosts.",
     )
 
 

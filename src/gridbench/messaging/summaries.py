@@ -178,9 +178,17 @@ def echo_scaling(records: Sequence[Record]) -> list[dict[str, Any]]:
             st = describe_ms(lat)
             ok = [r for r in crs if r.get("ok") and r["lat_ns"]]
             client_means = [v / 1e6 for r in ok for v in r.get("client_mean_ns") or []]
+            hosts = max((int(r.get("hosts") or 1) for r in crs), default=1)
             points.append(
                 {
                     "clients": clients,
+                    "hosts": hosts,
+                    "total_clients": clients * hosts,
+                    # a closed loop keeps one call per client in flight: X = N / R
+                    "throughput_per_s": clients * hosts / (st["mean"] / 1e3)
+                    if st["mean"]
+                    else None,
+                    **_placed(crs),
                     "reps": len(ok),
                     "failed_reps": len(crs) - len(ok),
                     "errors": _errors(crs),
@@ -203,9 +211,63 @@ def echo_scaling(records: Sequence[Record]) -> list[dict[str, Any]]:
         if fit is not None:
             fit = {k: v for k, v in fit.items() if k != "candidates"}
         out.append(
-            {"transport": transport, "env": env, "config": config, "points": points, "fit": fit}
+            {
+                "transport": transport,
+                "env": env,
+                "config": config,
+                "points": points,
+                "fit": fit,
+                "saturation": saturation(good),
+            }
         )
     return out
+
+
+def _placed(records: Sequence[Record]) -> dict[str, Any]:
+    """Co-hosted and remote clients' latency apart (the DIXI layout), when recorded."""
+    if not any("cohosted_lat_ns" in r for r in records):
+        return {}
+    out: dict[str, Any] = {}
+    for place in ("cohosted", "remote"):
+        st = describe_ms(_ns(records, f"{place}_lat_ns"))
+        out[f"{place}_mean_ms"], out[f"{place}_sd_ms"] = st["mean"], st["sd"]
+    return out
+
+
+#: throughput that grows by less than this share from one client count to the next has
+#: stopped growing: the service is saturated
+SATURATION_GAIN = 0.10
+
+
+def saturation(points: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """Where adding clients stopped adding throughput: the first client count whose
+    successor raises throughput by less than SATURATION_GAIN (while latency grows), or
+    None with fewer than 2 points. ``saturated`` is False when it still grew at the last."""
+    pts = [p for p in points if p.get("throughput_per_s")]
+    if len(pts) < 2:
+        return None
+    x = np.array([p["throughput_per_s"] for p in pts], dtype=np.float64)
+    gain = x[1:] / x[:-1] - 1.0
+    flat = np.flatnonzero(gain < SATURATION_GAIN)
+    if flat.size == 0:
+        last = pts[-1]
+        return {
+            "saturated": False,
+            "total_clients": last["total_clients"],
+            "throughput_per_s": last["throughput_per_s"],
+            "statement": f"not saturated up to {last['total_clients']} clients "
+            f"({last['throughput_per_s']:.0f} calls/s, still growing)",
+        }
+    at = pts[int(flat[0])]
+    peak = float(x.max())
+    return {
+        "saturated": True,
+        "total_clients": at["total_clients"],
+        "throughput_per_s": at["throughput_per_s"],
+        "statement": f"saturated at {at['total_clients']} clients: "
+        f"{at['throughput_per_s']:.0f} calls/s, more clients add less than "
+        f"{SATURATION_GAIN:.0%} (peak {peak:.0f} calls/s); latency grows instead",
+    }
 
 
 def _timeline(arrival_ns: Sequence[int]) -> dict[str, list[float]]:

@@ -107,15 +107,21 @@ def remote_problem(spec: NetSpec) -> SpecProblem | None:
 
     from gridbench.errors import SpecError
     from gridbench.hosts.inventory import load_inventory
+    from gridbench.hosts.sampling.spec import LOCAL
 
     if not Path(spec.remote.inventory).is_file():
         return None
     try:
-        load_inventory(spec.remote.inventory).host(spec.remote.peer, "remote.peer")
+        inv = load_inventory(spec.remote.inventory)
+        inv.host(spec.remote.peer, "remote.peer")
+        for i, name in enumerate(spec.remote.clients):
+            if name != LOCAL or name in inv.hosts:
+                inv.host(name, f"remote.clients[{i}]")
     except SpecError as exc:
-        loc: tuple[int | str, ...] = (
-            "remote",
-            "peer" if exc.where == "remote.peer" else "inventory",
-        )
+        loc: tuple[int | str, ...] = ("remote", "inventory")
+        if exc.where == "remote.peer":
+            loc = ("remote", "peer")
+        elif (exc.where or "").startswith("remote.clients["):
+            loc = ("remote", "clients", int((exc.where or "")[len("remote.clients[") : -1]))
         return SpecProblem(loc, exc.message, exc.fix or f"see {spec.remote.inventory}")
     return None
