@@ -196,3 +196,73 @@ def test_a_killed_controller_leaves_no_fio_server(lab: Lab, tmp_path: Path) -> N
     )
     assert r.returncode == 0, r.stdout + r.stderr
     assert "none left running" in r.stdout and "crashed" in r.stdout, r.stdout
+
+
+def _ancestors(pid: int) -> list[str]:
+    """The names of a process's ancestors, nearest first."""
+    import psutil
+
+    return [p.name() for p in psutil.Process(pid).parents()]
+
+
+def test_fio_servers_started_over_ssh_on_a_host_without_netns(lab: Lab, tmp_path: Path) -> None:
+    """A lab host named in an inventory without its netns is reached as any other host:
+    over SSH with its ssh options (gridbench.hosts.remote), its fio server started by the
+    host's own sshd. Its figures come back; the clients thresholds read them (one passes,
+    one fails with the figure it saw); the progress steps are the plan's; nothing is left
+    on the host."""
+    import yaml
+
+    from gridbench.io.plan import steps
+
+    host = lab.host(1)
+    entry = host.model_dump(exclude={"name", "netns", "proxies", "latency"}, exclude_none=True)
+    inv = tmp_path / "hosts.yaml"
+    inv.write_text(yaml.safe_dump({"hosts": {"far": entry}}))
+    (tmp_path / "t").mkdir()
+    text = (
+        f"name: ssh\ntargets: [{{name: t, path: {tmp_path / 't'}}}]\nrepetitions: 1\n"
+        "cache: none\niozone: {enabled: false, file_size: 4M, record_size: 128k}\n"
+        f"clients:\n  inventory: {inv}\n  hosts: [far]\n  tests: [write, read]\n"
+        "  same_file: false\n"
+        "thresholds:\n"
+        "  - {metric: clients.series.t.write.1.last_done_kbps.mean, op: '>', value: 0}\n"
+        "  - {metric: clients.lost, op: '==', value: 0}\n"
+        "  - {metric: clients.hosts.t.read.far.kbps.mean, op: '>', value: 1e15}\n"
+    )
+    spec, data = load_io_spec_text(text, "io.yaml")
+    said: list[str] = []
+    seen: dict[str, list[str]] = {}
+
+    def progress(msg: str) -> None:
+        said.append(msg)
+        if "series 1 host(s) write" in msg:  # the server runs now: where, and whose child
+            pids = fio_servers_in(str(host.netns))
+            seen.update({str(p): _ancestors(p) for p in pids})
+
+    run = IoRunner(spec, data, tmp_path / "results", progress=progress).execute()
+    metrics = analyze_and_write(run)
+    book = [json.loads(x) for x in (run.path / "fio_servers.jsonl").read_text().splitlines()]
+    [start] = [r for r in book if r["event"] == "start"]
+    assert start["how"] == "ssh" and "gridbench.hosts.remote" in start["argv"], start
+    assert [r["event"] for r in book] == ["start", "started", "ready", "stopped"]
+    # the server listened in the host's own namespace, started by that host's sshd
+    assert seen and all("sshd" in names for names in seen.values()), seen
+    c = metrics["clients"]
+    [write] = [e for e in c["series"] if e["test"] == "write"]
+    assert write["hosts"] == ["far"] and write["per_client_kbps"]["far"] > 0
+    got = {t["metric"]: t for t in metrics["thresholds"]}
+    assert got["clients.series.t.write.1.last_done_kbps.mean"]["passed"] is True
+    assert (
+        got["clients.series.t.write.1.last_done_kbps.mean"]["actual"]
+        == (write["last_done_kbps"]["mean"])
+    )
+    assert got["clients.lost"]["passed"] is True and got["clients.lost"]["actual"] == 0
+    [far_read] = [e for e in c["hosts_compared"] if e["test"] == "read"]
+    assert got["clients.hosts.t.read.far.kbps.mean"]["passed"] is False
+    assert got["clients.hosts.t.read.far.kbps.mean"]["actual"] == far_read["kbps"]["mean"]
+    assert metrics["thresholds_ok"] is False
+    # one progress message per planned step, in the plan's words
+    assert [m.split(": ", 1)[-1] for m in said[1:]] == [s.what for s in steps(spec)][1:]
+    assert len(said) == len(steps(spec))
+    assert not servers_left(lab)

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import BIN, cli_env
 from gridbench.io import analysis as io_analysis
-from gridbench.io import posix_analysis
+from gridbench.io import clients_analysis, posix_analysis
 from gridbench.io.load import load_io_spec_text
 from gridbench.io.threshold_paths import IoThresholds
 from gridbench.io.threshold_paths import threshold_problem as io_problem
@@ -31,6 +31,7 @@ NET = NetSpec(name="t")
 def test_the_checked_scopes_are_the_evaluated_ones() -> None:
     io_scopes = io_analysis.threshold_scopes(io_analysis.threshold_document([]))
     io_scopes |= posix_analysis.threshold_scopes(posix_analysis.threshold_paths({}, []))
+    io_scopes |= clients_analysis.threshold_scopes(clients_analysis.threshold_document(None))
     assert set(IoThresholds.model_fields) == set(io_scopes)
     net_scopes = set(net_analysis.threshold_scopes({})) - {DEFAULT_SCOPE}
     assert set(NetThresholds.model_fields) == net_scopes
@@ -62,6 +63,16 @@ def test_io_latency_percentiles_are_the_schema_fields() -> None:
         ("foo.bar", None),  # io has no default scope: refused, nothing near
         ("matrix.cand.write.lat_ms.p9", "matrix.cand.write.lat_ms.p99"),
         ("concurrency.cand.write.2.lat_ms.p999x", "concurrency.cand.write.2.lat_ms.p999"),
+        (
+            "clients.series.cand.write.3.last_done_kbps.meen",
+            "clients.series.cand.write.3.last_done_kbps.mean",
+        ),
+        ("clients.seris.cand.read.2.speedup", "clients.series.cand.read.2.speedup"),
+        ("clients.series.cnd.read.2.scaling", "clients.series.cand.read.2.scaling"),
+        ("clients.series.cand.raed.2.scaling", "clients.series.cand.read.2.scaling"),
+        ("clients.same_file.cand.lat_ms.p99x", "clients.same_file.cand.lat_ms.p99"),
+        ("clients.hosts.cand.write.lab-2.speedupp", "clients.hosts.cand.write.lab-2.speedup"),
+        ("clients.lots", "clients.lost"),
     ],
 )
 def test_io_misspellings_are_named_with_what_was_meant(metric: str, instead: str | None) -> None:
@@ -81,6 +92,11 @@ def test_io_misspellings_are_named_with_what_was_meant(metric: str, instead: str
         "conformance.cand.open.rate",
         "replay.cand.write.nosync.1.speedup",
         "matrix.other_target.read.speedup",  # not a near miss of a declared target
+        "clients.series.cand.write.3.last_done_kbps.mean",
+        "clients.series.nfs.read.1.per_client_kbps.lab-1",
+        "clients.same_file.cand.sum_kbps.mean",
+        "clients.hosts.cand.random_read.lab-2.kbps.mean",
+        "clients.lost",
     ],
 )
 def test_io_real_paths_pass(metric: str) -> None:
@@ -94,6 +110,11 @@ def test_a_target_name_may_hold_dots() -> None:
     assert io_problem("matrix.nfs.v4.wrte.speedup", targets) == (
         "'matrix.nfs.v4.wrte' names nothing",
         "matrix.nfs.v4.write.speedup",
+    )
+    assert io_problem("clients.series.nfs.v4.write.2.scaling", targets) is None
+    assert io_problem("clients.series.nfs.v4.wrte.2.scaling", targets) == (
+        "'clients.series.nfs.v4.wrte' names nothing",
+        "clients.series.nfs.v4.write.2.scaling",
     )
 
 

@@ -33,10 +33,10 @@ def test_faults_while_two_client_hosts_write_every_byte_checked(
         f"name: res-hosts\ntargets: [{{name: gfs, path: {v.mount}, force: true}}]\n"
         "repetitions: 1\niozone: {enabled: false}\n"
         f"resilience:\n  target: gfs\n  system: {{volume: {v.volume}, cli: [{', '.join(v.cli)}]}}\n"
-        f"  duration: 6s\n  writers: 1\n  file_size: 256k\n"
+        f"  duration: 7s\n  writers: 1\n  file_size: 256k\n"
         f"  hosts: [{', '.join(hosts)}]\n  inventory: {lab.inventory}\n"
-        "  faults:\n    - {at: 1.5s, action: kill, server: brick2}\n"
-        "    - {at: 3.5s, action: restart, server: brick2}\n"
+        "  faults:\n    - {at: 2s, action: kill, server: brick2}\n"
+        "    - {at: 4s, action: restart, server: brick2}\n"
     )
     spec, data = load_io_spec_text(text, "io.yaml")
     removed: list[str] = []
@@ -64,13 +64,14 @@ def test_faults_while_two_client_hosts_write_every_byte_checked(
     assert [(x["host"], x["how"]) for x in started] == [(h, "netns") for h in hosts]
     assert {x["host"] for x in writes} == set(hosts)
     assert all(x["file"].startswith(f"{x['host']}-w00-") for x in writes)
-    # the brick was killed and restarted while both hosts wrote: each host finished files
-    # before the kill and after the restart
+    # the brick was killed and restarted while both hosts wrote: each host had started
+    # writing before the kill and finished files after the restart
     faults = {f["action"]: f["t"] for f in r["faults"]}
     assert all(f["ok"] for f in r["faults"]), r["faults"]
     for h in hosts:
-        ends = [x["t1"] for x in writes if x["host"] == h and x["ok"]]
-        assert min(ends) < faults["kill"] and max(ends) > faults["restart"], (h, faults)
+        mine = [x for x in writes if x["host"] == h and x["ok"]]
+        assert min(x["t0"] for x in mine) < faults["kill"], (h, faults)
+        assert max(x["t1"] for x in mine) > faults["restart"], (h, faults)
     # every acknowledged file of both hosts was read back here: the removed one is lost
     acked = [x for x in writes if x["ok"]]
     integ = r["integrity"]

@@ -22,6 +22,7 @@ import polars as pl
 from gridbench.io.analysis import merged_latency
 from gridbench.io.validity import HOST_LOST
 from gridbench.stats import rep
+from gridbench.thresholds import Scope, single
 
 Rec = Mapping[str, Any]
 _KEYS = ("target", "layout", "test", "clients", "host", "rep")
@@ -179,3 +180,34 @@ def lost_flags(clients: Mapping[str, Any] | None) -> list[dict[str, Any]]:
         }
         for lost in (clients or {}).get("lost") or []
     ]
+
+
+def threshold_document(clients: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The clients figures as thresholds address them (docs/io.md, "Thresholds")::
+
+        clients.series.<target>.<test>.<N>.<field>     last_done_kbps.mean, sum_kbps.mean,
+                                                       speedup, scaling, lat_ms.p99,
+                                                       per_client_kbps.<host>
+        clients.same_file.<target>.<field>             the same, for the same-file read
+        clients.hosts.<target>.<test>.<host>.<field>   kbps.mean, speedup, lat_ms.p99
+        clients.lost                                   how many hosts were lost mid-run
+
+    Empty (every ``clients.`` path names nothing) when the run had no clients phase."""
+    if clients is None:
+        return {}
+    doc: dict[str, Any] = {"series": {}, "same_file": {}, "hosts": {}}
+    for e in clients.get("series") or []:
+        by_test = doc["series"].setdefault(str(e["target"]), {}).setdefault(str(e["test"]), {})
+        by_test[str(e["clients"])] = e
+    for e in clients.get("same_file") or []:
+        doc["same_file"][str(e["target"])] = e
+    for e in clients.get("hosts_compared") or []:
+        by_test = doc["hosts"].setdefault(str(e["target"]), {}).setdefault(str(e["test"]), {})
+        by_test[str(e["host"])] = e
+    doc["lost"] = len(clients.get("lost") or [])
+    return {"clients": doc}
+
+
+def threshold_scopes(doc: Mapping[str, Any]) -> dict[str, Scope]:
+    """The scope of :func:`threshold_document` for the shared evaluator."""
+    return {"clients": single(doc, "clients")}

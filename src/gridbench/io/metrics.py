@@ -24,6 +24,8 @@ from gridbench.io.bonnie import FILE_COLUMNS as BONNIE_FILE_COLUMNS
 from gridbench.io.bonnie import RATE_KEY as BONNIE_RATE_KEY
 from gridbench.io.clients_analysis import lost_flags
 from gridbench.io.clients_analysis import summarise as clients_summary
+from gridbench.io.clients_analysis import threshold_document as clients_thresholds
+from gridbench.io.clients_analysis import threshold_scopes as clients_scopes
 from gridbench.io.http_clients_analysis import all_ok as http_clients_all_ok
 from gridbench.io.http_clients_analysis import summarise as http_clients_summary
 from gridbench.io.load import load_io_spec_text
@@ -236,6 +238,9 @@ def build_metrics(run: RunDir) -> dict[str, Any]:
     replayed = replay(replays, baseline)
     scopes = threshold_scopes(threshold_document(mat, bonnie, conc))
     scopes |= deep.threshold_scopes(deep.threshold_paths(conf, replayed))
+    client_hosts = spec.clients.hosts if spec.clients is not None else []
+    clients = clients_summary(read_records(run.path / "clients.jsonl"), baseline, client_hosts)
+    scopes |= clients_scopes(clients_thresholds(clients))
     names = [t.name for t in spec.targets]
     thresholds = [table_keys(r, names) for r in evaluate_thresholds(spec.thresholds, scopes)]
     consistency = read_records(run.path / "consistency.jsonl")
@@ -249,8 +254,6 @@ def build_metrics(run: RunDir) -> dict[str, Any]:
     )
     if extra := resilience_flags(resilience):
         valid = {**valid, "valid": False, "flags": [*valid["flags"], *extra]}
-    client_hosts = spec.clients.hosts if spec.clients is not None else []
-    clients = clients_summary(read_records(run.path / "clients.jsonl"), baseline, client_hosts)
     if extra := lost_flags(clients):  # a client host lost mid-run
         valid = {**valid, "valid": False, "flags": [*valid["flags"], *extra]}
     identities = read_records(run.path / "identities.jsonl")

@@ -12,12 +12,22 @@ from collections.abc import Collection
 from typing import Any, get_args
 
 from gridbench.hosts.sampling.spec import sampling_problem
-from gridbench.io.clients_model import clients_problem, hosts_problem
+from gridbench.io.clients_model import ClientTest, clients_problem, hosts_problem
 from gridbench.io.metrics_schema import Bonnie, Concurrency, Entry
+from gridbench.io.metrics_schema_clients import ClientSeries, HostCompared
 from gridbench.io.metrics_schema_posix import ConformanceRow, Replay
 from gridbench.io.model import BonnieColumn, ConcurrencyTest, IoSpec, IozoneTest
-from gridbench.schema import OpenModel, path_problem
+from gridbench.schema import Count, OpenModel, path_problem
 from gridbench.specload import SpecProblem, misspelt_threshold
+
+
+class ClientsThresholds(OpenModel):
+    """``clients.``: the clients phase's figures (gridbench.io.clients_analysis)."""
+
+    series: dict[str, dict[str, dict[str, ClientSeries]]]  # <target>.<test>.<N>
+    same_file: dict[str, ClientSeries]  # <target>
+    hosts: dict[str, dict[str, dict[str, HostCompared]]]  # <target>.<test>.<host>
+    lost: Count
 
 
 class IoThresholds(OpenModel):
@@ -29,6 +39,7 @@ class IoThresholds(OpenModel):
     concurrency: dict[str, dict[str, dict[str, Concurrency]]]  # <target>.<test>.<clients>
     conformance: dict[str, dict[str, ConformanceRow]]  # <target>.<syscall>
     replay: dict[str, dict[str, dict[str, dict[str, Replay]]]]  # <target>.<dir>.<sync>.<n>
+    clients: ClientsThresholds
 
 
 #: The names io itself gives below a target, by scope: every test or column it can run (a
@@ -48,6 +59,9 @@ def _one_part(metric: str, targets: Collection[str]) -> str:
     """``metric`` with its target as one part: a target name may hold dots
     (``matrix.nfs.v4.read.speedup``); the longest name first, as io's table reads it."""
     scope, _, rest = metric.partition(".")
+    if scope == "clients":  # clients.<layout>.<target>...
+        layout, _, rest = rest.partition(".")
+        scope = f"{scope}.{layout}"
     for name in sorted(targets, key=len, reverse=True):
         if rest.startswith(name + "."):
             return f"{scope}.{name.replace('.', _DOT)}{rest[len(name) :]}"
@@ -75,6 +89,10 @@ def _problem(metric: str, targets: Collection[str]) -> tuple[str, str | None] | 
         )
 
     def known(prefix: tuple[str, ...]) -> Collection[str] | None:
+        if prefix[0] == "clients":  # clients.<layout>.<target>[.<test>]
+            if len(prefix) == 2:
+                return targets
+            return get_args(ClientTest) if len(prefix) == 3 and prefix[1] != "same_file" else None
         if len(prefix) == 1:
             return targets
         return _NAMES.get(prefix[0]) if len(prefix) == 2 else None
