@@ -205,3 +205,48 @@ def test_a_misspelt_client_host_is_one_error_at_validate(tmp_path: Path, lab: La
     r = _cli(tmp_path, "net", "validate", str(spec))
     assert r.returncode == 2
     assert "field 'remote.clients.1': no host 'lab-22'" in r.stderr
+
+
+MUSCLE = """\
+name: net-muscle
+environments: [remote]
+remote: {{inventory: {inventory}, peer: {peer}}}
+pingpong: {{transports: [muscle3, tcp], sizes: {{list: [1k]}}, tests: 2, round_trips: 10}}
+floor: {{duration: 1s, iperf3: false}}
+"""
+
+
+def test_muscle3_pair_across_two_hosts_and_the_path_it_cannot_take(
+    tmp_path: Path, lab: Lab
+) -> None:
+    """The manager and the driver here, the mirror on a lab host. To host 1 (no latency
+    path) the pair has its floor; to host 3 its instances dial each other directly, past
+    the latency path its floor crossed: no ratio, and the run says why (other_path)."""
+    results = tmp_path / "results"
+    found = {}
+    for k in (1, 3):
+        spec = tmp_path / f"muscle-{k}.yaml"
+        spec.write_text(MUSCLE.format(inventory=lab.inventory, peer=f"{lab.name}-{k}"))
+        r = _cli(results, "net", "run", str(spec))
+        run = sorted(results.glob("*-net-muscle"))[-1]
+        metrics = json.loads((run / "metrics.json").read_text())
+        found[k] = ({s["transport"]: s["rows"][0] for s in metrics["pingpong"]}, metrics, r)
+        muscle = found[k][0]["muscle3"]
+        assert muscle["failed_tests"] == 0 and muscle["round_trips"] == 20, muscle["errors"]
+        # the mirror ran on the host: its log came back over SSH, the manager's location
+        # was handed to it
+        assert (run / "work" / "remote" / "muscle3" / "mirror.log").exists()
+    near, metrics, r = found[1]
+    assert r.returncode == 0
+    assert near["muscle3"]["floor"]["tool"] == "sockperf" and "floor_void" not in near["muscle3"]
+    far, metrics, r = found[3]
+    assert far["muscle3"]["floor"] is None
+    assert far["muscle3"]["floor_void"] == "measured on the direct, its floor on the latency path"
+    # the direct path skips the proxy's delay; tcp takes it, with its floor
+    assert far["muscle3"]["rtt_ms"]["min"] < LATENCY_MS <= far["tcp"]["rtt_ms"]["min"]
+    assert far["tcp"]["floor"]["tool"] == "sockperf"
+    flags = [f for f in metrics["validity"]["flags"] if f["rule"] == "other_path"]
+    assert [(f["name"], f["at"]) for f in flags] == [("muscle3", "size 1 KiB")]
+    # flagged in the headline; the exit status stays the thresholds' (none here)
+    assert r.returncode == 0 and "measured on another path than their floor" in r.stdout
+    assert _gone_soon()

@@ -3,7 +3,9 @@
 ``python -m gridbench.hosts.launch --port P -- ARGV...`` starts ARGV (a sockperf or iperf3
 server told to listen on P), waits until P listens in this host's network namespace, and
 prints ``READY P``; from then on it keeps ARGV running until its own stdin closes or it gets
-SIGTERM, then stops ARGV (SIGTERM, then SIGKILL). ARGV's output goes to this process's
+SIGTERM, then stops ARGV (SIGTERM, then SIGKILL). Without ``--port`` it says ``READY 0`` at
+once: a process that listens to no stdin of its own (a MUSCLE3 instance) still ends with
+its caller. ARGV's output goes to this process's
 stderr: nothing fills a pipe, and over SSH it comes back into the caller's log.
 
 It runs where the server runs, so that whoever started it (perhaps over SSH, on another
@@ -59,7 +61,7 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Start the server, print READY when it listens, stop it when told (module text)."""
     ap = argparse.ArgumentParser(prog="python -m gridbench.hosts.launch", description=__doc__)
-    ap.add_argument("--port", required=True, type=int, help="the port ARGV listens on")
+    ap.add_argument("--port", type=int, help="the port ARGV listens on (none: READY 0 at once)")
     ap.add_argument("--timeout", type=float, default=15.0, help="seconds to wait for it")
     ap.add_argument("command", nargs=argparse.REMAINDER, help="-- ARGV...")
     a = ap.parse_args(argv)
@@ -79,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         return 127
     try:
         deadline = time.monotonic() + a.timeout
-        while not listening(a.port):
+        while a.port is not None and not listening(a.port):
             if proc.poll() is not None:
                 return proc.returncode or NOT_LISTENING
             if time.monotonic() > deadline or stop.is_set():
@@ -87,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
                       file=sys.stderr)  # fmt: skip
                 return NOT_LISTENING
             time.sleep(0.02)
-        print(f"READY {a.port}", flush=True)
+        print(f"READY {a.port or 0}", flush=True)
         on_stdin_eof(stop.set)
         while not stop.wait(0.2):
             if proc.poll() is not None:

@@ -50,6 +50,9 @@ class NetEnvironment:
     #: the peer side reads this host's files (a certificate, a log path given on its
     #: command line); False for a host of its own
     shares_files = True
+    #: the path clients and the floor take to the peer side (a remote host's latency path
+    #: is "latency path"); a figure measured on another path has no floor to compare with
+    path_name = "direct"
 
     def __init__(self, spec: NetSpec, workdir: Path, book: ProcessBook) -> None:
         self.spec = spec

@@ -94,12 +94,26 @@ def floor_summary(records: Sequence[Record], envs: Sequence[str] = ()) -> list[d
             }
             for (streams, direction), rs in sorted(iperf[env].items())
         ]
-        out.append({"env": env, "sockperf": sockperf, "iperf3": iperf3, "failed": failed[env]})
+        path = next((str(r["path"]) for r in records if r["env"] == env and "path" in r), "direct")
+        out.append(
+            {
+                "env": env,
+                "path": path,
+                "sockperf": sockperf,
+                "iperf3": iperf3,
+                "failed": failed[env],
+            }
+        )
     return out
 
 
 def _env(floor: Sequence[Mapping[str, Any]], env: str) -> Mapping[str, Any]:
     return next((f for f in floor if f.get("env") == env), {})
+
+
+def floor_path(floor: Sequence[Mapping[str, Any]], env: str) -> str:
+    """The path the floor of ``env`` was measured on ("direct" unless it says)."""
+    return str(_env(floor, env).get("path") or "direct")
 
 
 def sockperf_rtt(

@@ -131,6 +131,7 @@ OPTIONAL: Final[dict[str, Check]] = {
     "lat_ns": _nums,
     "client_mean_ns": _nums,
     "hosts": _count,
+    "path": _text,
     "cohosted_lat_ns": _nums,
     "remote_lat_ns": _nums,
     "bits_per_second": _num,

@@ -86,6 +86,7 @@ class PingRow(OpenModel):
     test_means_ms: list[Num] = []
     floor: PingFloor | None = None
     overhead: Flag = None
+    floor_void: Text = None
 
 
 class Series(OpenModel):
@@ -249,6 +250,7 @@ class FloorFailure(OpenModel):
 
 class Floor(OpenModel):
     env: KeyText
+    path: Text = None
     sockperf: list[Sockperf] = []
     iperf3: list[Iperf3] = []
     failed: list[FloorFailure] = []

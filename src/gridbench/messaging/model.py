@@ -295,9 +295,11 @@ class NetSpec(_Strict):
             )
         if not any(p.enabled for p in (self.pingpong, self.echo, self.burst, self.transfer)):
             raise ValueError("every pattern is disabled: enable pingpong, echo, burst or transfer")
-        if self.pingpong.enabled and "muscle3" in self.pingpong.transports and "host" not in envs:
+        muscle = self.pingpong.enabled and "muscle3" in self.pingpong.transports
+        if muscle and "host" not in envs and "remote" not in envs:
             raise ValueError(
-                "the muscle3 ping-pong runs under muscle_manager on this host only (environment "
-                "'host'): add host to environments, or drop muscle3 from pingpong.transports"
+                "the muscle3 ping-pong runs under muscle_manager on this host, its mirror here "
+                "(environment 'host') or on the remote peer's host ('remote'): add host or "
+                "remote to environments, or drop muscle3 from pingpong.transports"
             )
         return self

@@ -11,6 +11,8 @@ step restarts the peer and goes on with the next size, series or repetition.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -197,7 +199,21 @@ def _muscle(ctx: Context) -> Iterator[dict[str, Any]]:
     work = ctx.work / "muscle3"
     work.mkdir(exist_ok=True)
     plan = PingpongPlan(spec.sizes.values(), spec.tests, spec.round_trips, warmup=spec.warmup)
-    yield from muscle_pingpong(plan, work, ctx.timeout, ctx.book.register)
+    if ctx.env.name == "host":
+        yield from muscle_pingpong(plan, work, ctx.timeout, ctx.book.register)
+        return
+    env = ctx.env
+
+    def mirror_there(argv: list[str], role: str, log: Path) -> subprocess.Popen[bytes]:
+        # under the launcher: the mirror reads no stdin, the launcher ends it when ours closes
+        launch = [sys.executable, "-m", "gridbench.hosts.launch", "--"]
+        return env.spawn([*launch, *argv], role, log)
+
+    # MUSCLE3's instances dial the addresses they register: no proxy stands in between,
+    # so on a latency path the pair takes the direct path, and its floor is not theirs
+    for rec in muscle_pingpong(plan, work, ctx.timeout, ctx.book.register, env=env.name,
+                               mirror_on=mirror_there):  # fmt: skip
+        yield {**rec, "path": "direct"} if env.path_name != "direct" else rec
 
 
 # -- echo, scaling and burst ---------------------------------------------------------------

@@ -96,7 +96,7 @@ def echo_configs_in(spec: NetSpec, env: Environment) -> list[str]:
 
 def pingpong_transports_in(spec: NetSpec, env: Environment) -> list[str]:
     """MUSCLE3's pair runs under muscle_manager on this host only (environment host)."""
-    return [t for t in spec.pingpong.transports if t != "muscle3" or env == "host"]
+    return [t for t in spec.pingpong.transports if t != "muscle3" or env in ("host", "remote")]
 
 
 def steps(spec: NetSpec) -> list[Step]:

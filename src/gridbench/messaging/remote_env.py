@@ -78,6 +78,7 @@ class RemoteEnv(NetEnvironment):
             f"{self.host.interpreter}; clients on this host"
         )
         if self.host.latency is not None:
+            self.path_name = "latency path"
             self.notes.append(
                 f"remote: every port reached through toxiproxy at {self.host.latency.api}, "
                 f"{self.host.latency.delay_ms:g} ms added per round trip; the floor takes "
@@ -111,9 +112,9 @@ class RemoteEnv(NetEnvironment):
         program by name (found on the host's PATH) unless the host is a namespace of this
         machine (a lab's), with this machine's files."""
         host = host or self.host
+        # ours anywhere in the line (a launcher's command too) runs with the host's python
+        argv = [host.interpreter if a == sys.executable else a for a in argv]
         head, *rest = argv
-        if head == sys.executable:
-            return [host.interpreter, *rest]
         if host.netns is None and "/" in head:
             return [Path(head).name, *rest]
         return argv

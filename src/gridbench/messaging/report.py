@@ -177,6 +177,7 @@ def _validity_findings(metrics: Mapping[str, Any]) -> list[Finding]:
         "no_floor": "environment(s) with figures left without a floor (it could not be measured)",
         "incomplete_burst": "burst(s) missing responses",
         "below_floor": "figure(s) better than the network's floor: the comparison is void",
+        "other_path": "figure(s) measured on another path than their floor: not compared",
     }
     out = []
     for rule, flags in by.items():

@@ -22,7 +22,13 @@ from typing import Any
 import numpy as np
 
 from gridbench.growth import fit_growth
-from gridbench.messaging.floors import iperf3_speed, is_overhead, pingpong_floor, sockperf_rtt
+from gridbench.messaging.floors import (
+    floor_path,
+    iperf3_speed,
+    is_overhead,
+    pingpong_floor,
+    sockperf_rtt,
+)
 from gridbench.messaging.hdr import describe_ms, spread
 
 Record = Mapping[str, Any]
@@ -69,6 +75,13 @@ def pingpong(
             stats = describe_ms(rtts)
             speed = speed_mb_s(size[0], stats["mean"])
             fl = pingpong_floor(floor, env, size[0], stats["median"], speed)
+            # a figure on another path than its floor's is not compared with it
+            under = floor_path(floor, env)
+            path = next((str(r["path"]) for r in srs if "path" in r), under)
+            void = None
+            if fl is not None and path != under:
+                void = f"measured on the {path}, its floor on the {under}"
+                fl = None
             ok = [r for r in srs if r.get("ok") and r["rtt_ns"]]
             rows.append(
                 {
@@ -85,6 +98,7 @@ def pingpong(
                     "test_means_ms": [float(np.mean(r["rtt_ns"])) / 1e6 for r in ok],
                     "floor": fl,
                     "overhead": is_overhead(fl["ratio"] if fl else None, factor),
+                    **({"floor_void": void} if void else {}),
                 }
             )
         out.append({"transport": transport, "env": env, "rows": rows})

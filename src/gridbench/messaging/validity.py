@@ -18,6 +18,9 @@ shows it in the headline and a table.
   floor of its environment (ratio < 1 / factor). A transport cannot beat the network it
   runs over by that much: the floor or the figure measured something else (a cache, a
   short cut, a different path) and the comparison is void.
+- **other_path**: a ping-pong size measured on another path than its environment's floor
+  (MUSCLE3's instances dial the addresses they register, so across a remote host's latency
+  path they take the direct one): no ratio is given, and the comparison is void.
 - **few_samples** (a policy, no flag): a percentile is only reported from enough samples
   (p99 from 100, p99.9 from 1000, :mod:`gridbench.messaging.hdr`); one that is not is
   withheld (null) and listed under ``withheld``, never shown as a guess.
@@ -42,6 +45,7 @@ FAILED_TESTS = "failed_tests"
 NO_FLOOR = "no_floor"
 INCOMPLETE_BURST = "incomplete_burst"
 BELOW_FLOOR = "below_floor"
+OTHER_PATH = "other_path"
 FEW_SAMPLES = "few_samples"
 
 NET_VALIDITY_RULES: tuple[ValidityRule, ...] = (
@@ -65,6 +69,12 @@ NET_VALIDITY_RULES: tuple[ValidityRule, ...] = (
         "a figure more than floor_factor times better than the native floor is flagged: a "
         "transport cannot beat its network by that much, so one of the two measured "
         "something else.",
+    ),
+    ValidityRule(
+        OTHER_PATH,
+        "a figure measured on another path than its environment's floor (MUSCLE3's pair "
+        "across a remote host's latency path, which it cannot take) is flagged and given no "
+        "ratio: the floor is not that figure's network.",
     ),
     ValidityRule(
         FEW_SAMPLES,
@@ -237,6 +247,22 @@ def _same_size(floor: Any, size: Any) -> Any:
     return floor.get("ratio") if at is None or at == size else None
 
 
+def other_path_flags(pingpong: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """A flag per ping-pong size measured on another path than its environment's floor
+    (MUSCLE3's pair across a latency path it cannot take): no ratio is given."""
+    return [
+        {
+            "rule": OTHER_PATH,
+            **_who("pingpong", s),
+            "at": f"size {size_text(int(r['size_bytes']))}",
+            "detail": f"{r['floor_void']}: the comparison is void",
+        }
+        for s in pingpong
+        for r in s["rows"]
+        if r.get("floor_void")
+    ]
+
+
 def below_floor_flags(
     pingpong: Sequence[Mapping[str, Any]],
     echo: Sequence[Mapping[str, Any]],
@@ -323,6 +349,7 @@ def validity(
         + no_floor_flags(floor, pp, ec, tr)
         + burst_flags(bu)
         + below_floor_flags(pp, ec, tr, factor)
+        + other_path_flags(pp)
     )
     return validity_document(
         flags,

@@ -47,8 +47,16 @@ def _mirror_module() -> str:
     return "gridbench.messaging.transports.muscle_mirror"
 
 
-def write_ymmsl(workdir: Path, driver_args: Sequence[str], mirror_args: Sequence[str]) -> Path:
-    """The yMMSL (v0.1) configuration of the pair; both run under this venv's python.
+def write_ymmsl(
+    workdir: Path,
+    driver_args: Sequence[str],
+    mirror_args: Sequence[str],
+    *,
+    mirror_by_hand: bool = False,
+) -> Path:
+    """The yMMSL (v0.1) configuration of the pair; both run under this venv's python
+    (``mirror_by_hand``: the manager starts the driver only, the mirror is started
+    elsewhere: yMMSL v0.2 with the mirror's ``execution_model: manual``).
 
     MUSCLE3 pastes executable and args unquoted into a bash ``run_script.sh``, so each is
     shell-quoted first; then written as JSON, which is YAML."""
@@ -88,9 +96,48 @@ def write_ymmsl(workdir: Path, driver_args: Sequence[str], mirror_args: Sequence
         "  mirror:\n"
         "    threads: 1\n"
     )
+    if mirror_by_hand:
+        text = _by_hand(py, args(driver_args), args(mirror_args))
     path = workdir / "pingpong.ymmsl"
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def _by_hand(py: str, driver_args: str, mirror_args: str) -> str:
+    """The pair in yMMSL v0.2, whose ``execution_model: manual`` (v0.1 has none) makes
+    ``--start-all`` start the driver only and wait for a mirror started by hand."""
+    return (
+        "ymmsl_version: v0.2\n"
+        "description: gridbench net ping-pong, the mirror on another host\n"
+        "models:\n"
+        "  gridbench_pingpong:\n"
+        "    description: a driver and a mirror\n"
+        "    components:\n"
+        "      driver:\n"
+        "        description: sends and times each round trip\n"
+        "        ports: {o_i: out, s: in}\n"
+        "        implementation: gridbench_driver\n"
+        "      mirror:\n"
+        "        description: sends each message back\n"
+        "        ports: {f_init: in, o_f: out}\n"
+        "        implementation: gridbench_mirror\n"
+        "    conduits:\n"
+        "      driver.out: mirror.in\n"
+        "      mirror.out: driver.in\n"
+        "programs:\n"
+        "  gridbench_driver:\n"
+        "    description: the driver, started by the manager\n"
+        f"    executable: {py}\n"
+        f"    args: {driver_args}\n"
+        "  gridbench_mirror:\n"
+        "    description: the mirror, started by gridbench on its host\n"
+        "    execution_model: manual\n"
+        f"    executable: {py}\n"
+        f"    args: {mirror_args}\n"
+        "resources:\n"
+        "  gridbench_pingpong.driver: {threads: 1}\n"
+        "  gridbench_pingpong.mirror: {threads: 1}\n"
+    )
 
 
 def _tail(path: Path, lines: int = _TAIL_LINES) -> str:
@@ -105,6 +152,7 @@ def failure_context(workdir: Path) -> str:
     """The tails of the manager's output and of each instance's stderr, for an error."""
     parts: list[str] = []
     files = [workdir / "muscle_manager.out", workdir / "run" / "muscle3_manager.log"]
+    files += [workdir / "mirror.log"]
     files += sorted((workdir / "run" / "instances").glob("*/stderr.txt"))
     for f in files:
         tail = _tail(f)
@@ -147,11 +195,11 @@ class _Lines:
         return [ln.decode("utf-8", "replace") for ln in lines if ln.strip()]
 
 
-def _failed(size: int, test: int, error: str) -> dict[str, Any]:
+def _failed(size: int, test: int, error: str, env: str = "host") -> dict[str, Any]:
     return {
         "pattern": "pingpong",
         "transport": TRANSPORT,
-        "env": "host",
+        "env": env,
         "size_bytes": size,
         "test": test,
         "ok": False,
@@ -182,6 +230,8 @@ def muscle_pingpong(
     register: Register,
     *,
     mirror_args: Sequence[str] | None = None,
+    env: str = "host",
+    mirror_on: MirrorSpawn | None = None,
 ) -> Generator[dict[str, Any], None, None]:
     """Run the driver/mirror pair under ``muscle_manager --start-all`` and yield one
     ``pingpong`` record per test (size by size, T tests each, M round trips per test) as
@@ -193,16 +243,30 @@ def muscle_pingpong(
     with ``ok: false`` and the error (with the tails of MUSCLE3's logs); each later size
     gets one such record (test 0) saying it was not measured. ``register(proc, role)`` is
     called with the manager's Popen at once. ``mirror_args`` replaces the mirror's python
-    arguments (tests use it to start a failing mirror)."""
-    config = _prepare(plan, workdir, mirror_args)
+    arguments (tests use it to start a failing mirror).
+
+    ``mirror_on`` starts the mirror on another host (net's ``remote`` environment): the
+    mirror's program is then manual; the manager starts the driver here,
+    writes its location to a file, and the mirror is started there, told where it is. The
+    two instances reach each other at the addresses they register (every interface's), so
+    their traffic takes the direct path between the hosts. ``env`` names the records'
+    environment."""
+    config = _prepare(plan, workdir, mirror_args, env, mirror_by_hand=mirror_on is not None)
     proc = _start_manager(workdir, config)
     register(proc, ROLE)
+    instances: list[subprocess.Popen[bytes]] = []
     follower = _Follower(proc, _Lines(workdir / RECORDS), plan.expected(), timeout)
     try:
+        if mirror_on is not None:
+            instances = [_start_mirror(workdir, timeout, mirror_on, proc)]
         yield from follower.records()
+    except MuscleStartError as exc:
+        follower.error = str(exc)
     finally:
         if not follower.finished:
             _stop(proc)
+            for p in instances:
+                _stop(p)
     if follower.error is None:
         try:
             proc.wait(timeout)
@@ -212,12 +276,52 @@ def muscle_pingpong(
     context = failure_context(workdir)
     message = f"muscle3: {follower.error}" + (f"\n{context}" if context else "")
     size, test = follower.expected[follower.done]
-    yield _failed(size, test, message)
+    yield _failed(size, test, message, env)
     for later in plan.sizes[plan.sizes.index(size) + 1 :]:
-        yield _failed(later, 0, f"muscle3: not measured, the pair failed at {size} bytes")
+        yield _failed(later, 0, f"muscle3: not measured, the pair failed at {size} bytes", env)
 
 
-def _prepare(plan: PingpongPlan, workdir: Path, mirror_args: Sequence[str] | None) -> Path:
+class MuscleStartError(Exception):
+    """The manager or an instance started by hand did not come up."""
+
+
+#: starts the mirror on another host: (argv, role, log) -> the local process (an SSH one)
+MirrorSpawn = Callable[[list[str], str, Path], "subprocess.Popen[bytes]"]
+LOCATION_FILE: Final = "manager.location"
+
+
+def _start_mirror(
+    workdir: Path, timeout: float, mirror_on: MirrorSpawn, manager: subprocess.Popen[bytes]
+) -> subprocess.Popen[bytes]:
+    """The manager's location (from its file), then the mirror there, told where the
+    manager is; its (local) process."""
+    loc_file = workdir / LOCATION_FILE
+    deadline = time.monotonic() + timeout
+    location = ""
+    while not location:
+        with contextlib.suppress(OSError):
+            location = loc_file.read_text(encoding="utf-8").strip()
+        if manager.poll() is not None:
+            raise MuscleStartError(f"muscle_manager exited with status {manager.returncode}")
+        if not location and time.monotonic() > deadline:
+            raise MuscleStartError(f"muscle_manager gave no location within {timeout:g} s")
+        time.sleep(_POLL)
+    mirror_argv = [sys.executable, "-m", _mirror_module(), "--muscle-instance=mirror"]
+    try:
+        return mirror_on([*mirror_argv, f"--muscle-manager={location}"], "muscle_mirror",
+                         workdir / "mirror.log")  # fmt: skip
+    except Exception as exc:  # the environment's error: the host could not start it
+        raise MuscleStartError(f"the mirror could not start: {exc}") from None
+
+
+def _prepare(
+    plan: PingpongPlan,
+    workdir: Path,
+    mirror_args: Sequence[str] | None,
+    env: str = "host",
+    *,
+    mirror_by_hand: bool = False,
+) -> Path:
     """A clean work directory holding the plan and the yMMSL; returns the yMMSL path."""
     workdir.mkdir(parents=True, exist_ok=True)
     records = workdir / RECORDS
@@ -232,26 +336,24 @@ def _prepare(plan: PingpongPlan, workdir: Path, mirror_args: Sequence[str] | Non
         "round_trips": plan.round_trips,
         "warmup": plan.warmup,
         "out": str(records),
+        "env": env,
     }
     (workdir / "plan.json").write_text(json.dumps(doc), encoding="utf-8")
     return write_ymmsl(
         workdir,
         ["-m", _driver_module(), str(workdir / "plan.json")],
         list(mirror_args) if mirror_args is not None else ["-m", _mirror_module()],
+        mirror_by_hand=mirror_by_hand,
     )
 
 
 def _start_manager(workdir: Path, config: Path) -> subprocess.Popen[bytes]:
-    """``muscle_manager --start-all`` in its own session, output to muscle_manager.out."""
-    argv = [
-        sys.executable,
-        "-m",
-        "muscle3.muscle_manager",
-        "--start-all",
-        "--run-dir",
-        str(workdir / "run"),
-        str(config),
-    ]
+    """``muscle_manager --start-all`` in its own session, output to muscle_manager.out, its
+    location written to a file (for a mirror started by hand)."""
+    (workdir / LOCATION_FILE).unlink(missing_ok=True)
+    argv = [sys.executable, "-m", "muscle3.muscle_manager", "--start-all"]
+    argv += ["--location-file", str(workdir / LOCATION_FILE)]
+    argv += ["--run-dir", str(workdir / "run"), str(config)]
     with (workdir / "muscle_manager.out").open("wb") as out:
         return subprocess.Popen(
             argv,

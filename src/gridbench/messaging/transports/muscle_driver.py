@@ -1,6 +1,7 @@
 """The MUSCLE3 driver: sends ``size`` bytes on ``out``, waits for the mirror's copy on
 ``in`` and times each round trip with ``perf_counter_ns``. Started by ``muscle_manager
---start-all`` (never by hand): ``python -m gridbench.messaging.transports.muscle_driver
+--start-all``, or (the mirror on another host) by gridbench with ``--muscle-instance=driver
+--muscle-manager=LOCATION``: ``python -m gridbench.messaging.transports.muscle_driver
 PLAN.json``.
 
 The plan (written by :func:`gridbench.messaging.transports.muscle.muscle_pingpong`) says
@@ -67,7 +68,7 @@ def run(instance: Instance, plan: dict[str, Any], out: IO[str]) -> None:
                 {
                     "pattern": "pingpong",
                     "transport": "muscle3",
-                    "env": "host",
+                    "env": plan.get("env", "host"),
                     "size_bytes": size,
                     "test": test,
                     "ok": True,
