@@ -266,3 +266,39 @@ def test_fio_servers_started_over_ssh_on_a_host_without_netns(lab: Lab, tmp_path
     assert [m.split(": ", 1)[-1] for m in said[1:]] == [s.what for s in steps(spec)][1:]
     assert len(said) == len(steps(spec))
     assert not servers_left(lab)
+
+
+def test_resilience_writers_that_cannot_start_on_a_host_are_one_clear_error(
+    lab: Lab, tmp_path: Path
+) -> None:
+    """resilience.hosts over SSH onto a host whose python is not there: the run stops with
+    one error naming the host and what its log said (exit 3), no traceback, nothing left."""
+    import yaml
+
+    from conftest import BIN, cli_env
+
+    host = lab.host(2)
+    entry = host.model_dump(exclude={"name", "netns", "proxies", "latency"}, exclude_none=True)
+    entry["python"] = "/nonexistent/bin/python"
+    inv = tmp_path / "hosts.yaml"
+    inv.write_text(yaml.safe_dump({"hosts": {"far": entry}}))
+    (tmp_path / "t").mkdir()
+    spec = tmp_path / "io.yaml"
+    spec.write_text(
+        f"name: nowriters\ntargets: [{{name: t, path: {tmp_path / 't'}}}]\n"
+        "iozone: {enabled: false}\n"
+        f"resilience:\n  target: t\n  duration: 2s\n  hosts: [far]\n  inventory: {inv}\n"
+    )
+    r = subprocess.run(
+        [str(BIN), "io", "run", str(spec)],
+        env=cli_env(tmp_path / "results"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    said = r.stdout + r.stderr
+    assert r.returncode == 3, said
+    assert "the resilience writers did not start on far" in said, said
+    assert "/nonexistent/bin/python" in said, said
+    assert "Traceback" not in said
+    assert not list((tmp_path / "t").iterdir())  # the work folder removed

@@ -25,6 +25,7 @@ import os
 import shlex
 import signal
 import sys
+import threading
 from pathlib import Path
 
 from gridbench.errors import GridbenchError
@@ -43,11 +44,28 @@ def remote_argv(inventory: Path, host: str, argv: list[str]) -> list[str]:
 
 
 async def _pump_in(proc: object, stop: asyncio.Event) -> None:
-    """Local stdin to the remote command, then its end of file."""
+    """Local stdin to the remote command, then its end of file. stdin is read by a daemon
+    thread, not the loop's executor: when the remote command ends on its own while stdin
+    stays open, asyncio.run would otherwise wait at its end for that blocked read, and this
+    process would outlive the command until its caller closed the pipe."""
     loop = asyncio.get_running_loop()
-    fd = sys.stdin.fileno()
+    chunks: asyncio.Queue[bytes] = asyncio.Queue()
+
+    def reader(fd: int) -> None:
+        while True:
+            chunk = _read(fd)
+            try:
+                loop.call_soon_threadsafe(chunks.put_nowait, chunk)
+            except RuntimeError:  # the loop has closed: nobody listens any more
+                return
+            if not chunk:
+                return
+
+    threading.Thread(
+        target=reader, args=(sys.stdin.fileno(),), daemon=True, name="gridbench-remote-stdin"
+    ).start()
     while not stop.is_set():
-        chunk = await loop.run_in_executor(None, _read, fd)
+        chunk = await chunks.get()
         if not chunk:
             break
         proc.stdin.write(chunk)  # type: ignore[attr-defined]

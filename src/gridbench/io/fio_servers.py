@@ -107,6 +107,16 @@ def ready(proc: subprocess.Popen[bytes], out: IO[bytes], timeout_s: float) -> bo
     return False
 
 
+def require_ready(
+    proc: subprocess.Popen[bytes], log: Path, what: str, where: str, fix: str
+) -> None:
+    """``proc`` said READY within :data:`READY_TIMEOUT_S`, or a BackendError: ``what``
+    went wrong, with its log's tail."""
+    assert proc.stdout is not None
+    if not ready(proc, proc.stdout, READY_TIMEOUT_S):
+        raise BackendError(f"{what}: {tail(log) or 'no message'}", where=where, fix=fix)
+
+
 def tail(log: Path, lines: int = 8) -> str:
     with contextlib.suppress(OSError):
         text = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()
@@ -143,15 +153,14 @@ def start_servers(
             server = FioServer(host.name, host.address, client, how, proc, log)
             started.append(server)
         for server in started:
-            assert server.proc.stdout is not None
-            if not ready(server.proc, server.proc.stdout, READY_TIMEOUT_S):
-                raise BackendError(
-                    f"fio --server did not start on {server.host} ({server.how}): "
-                    f"{tail(server.log) or 'no message'}",
-                    where=f"clients.hosts ({server.host}, log {server.log})",
-                    fix="check fio is installed there (clients.fio), the port is free "
-                    "(clients.port) and the host answers ('gridbench hosts check')",
-                )
+            require_ready(
+                server.proc,
+                server.log,
+                f"fio --server did not start on {server.host} ({server.how})",
+                f"clients.hosts ({server.host}, log {server.log})",
+                "check fio is installed there (clients.fio), the port is free (clients.port) "
+                "and the host answers ('gridbench hosts check')",
+            )
             append_record(book, {"event": "ready", "host": server.host})
     except BaseException:
         stop_servers(started, run_path)

@@ -24,9 +24,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gridbench.errors import BackendError
 from gridbench.hosts.inventory import Host, load_inventory
-from gridbench.io.fio_servers import READY_TIMEOUT_S, how_to_start, module_argv, ready, tail
+from gridbench.io.fio_servers import how_to_start, module_argv, require_ready, tail
 from gridbench.io.integrity import Written
 from gridbench.io.resilience_model import ResilienceSpec
 from gridbench.store.spawned import RUN_ENV
@@ -97,16 +96,14 @@ class HostWriters:
                 log({"event": "host_writers", "host": name, "how": how, "argv": argv})
                 self.hosts.append(_Host(host, argv, log_path, env))
             for h in self.hosts:
-                assert h.proc.stdout is not None
-                if not ready(h.proc, h.proc.stdout, READY_TIMEOUT_S):
-                    raise BackendError(
-                        f"the resilience writers did not start on {h.name}: "
-                        f"{tail(h.log_path) or 'no message'}",
-                        where=f"resilience.hosts ({h.name}, log {h.log_path})",
-                        fix="mount the target at the same path on every host, check the "
-                        "host's python imports gridbench and the host answers "
-                        "('gridbench hosts check')",
-                    )
+                require_ready(
+                    h.proc,
+                    h.log_path,
+                    f"the resilience writers did not start on {h.name}",
+                    f"resilience.hosts ({h.name}, log {h.log_path})",
+                    "mount the target at the same path on every host, check the host's "
+                    "python imports gridbench and the host answers ('gridbench hosts check')",
+                )
         except BaseException:
             self.close()
             raise
