@@ -114,6 +114,17 @@ def test_fit_below_the_knee_predicts_capacity_bottleneck_and_latency(
     # the prediction has the measured run's points, so compare overlays it point by point
     p = gridbench(["compare", str(run), str(latest_predicted(results))], results)
     assert "point rate=1/s" in p.stdout and "point rate=6/s" in p.stdout, p.stdout + p.stderr
+    # a prediction against a measurement: the model's error, never better or worse
+    assert "the differences are the model's error" in p.stdout, p.stdout
+    assert not any(w in p.stdout for w in (" better", " worse", "regressed", "improved"))
+    js = gridbench(["compare", str(run), str(latest_predicted(results)), "--json"], results)
+    verdicts = {
+        d["verdict"]
+        for pt in json.loads(js.stdout)["points"]
+        for m in pt["metrics"].values()
+        for d in m["diffs"]
+    }
+    assert verdicts and verdicts <= {"model over", "model under", "within model error"}, verdicts
     # the model keeps where it was checked, and a prediction's report says it
     checked = load_model(model).checks
     assert [c.run for c in checked] == [run.name] and checked[0].within

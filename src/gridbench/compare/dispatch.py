@@ -23,6 +23,7 @@ from gridbench.compare.loading import (
     load_swept,
 )
 from gridbench.compare.model import Comparison, ExperimentMetrics, History, Settings
+from gridbench.compare.prediction import as_model_error
 from gridbench.errors import GridbenchError, ResultsError
 from gridbench.family import Comparable, Family, family, kind_of, not_applicable
 from gridbench.store.catalogue import list_runs
@@ -76,10 +77,11 @@ def compare_runs(
             load_swept(comparable, r, samples=samples, max_samples=s.max_samples) for r in runs
         ]
         given_once(refs, [r.id for r in loaded])
-        return compare_points(comparable, loaded, metrics=metrics, settings=s)
+        found = compare_points(comparable, loaded, metrics=metrics, settings=s)
+        return as_model_error(found)  # a prediction against a measurement: model error
     given_once(refs, [r.path.name for r in runs])
     figure_runs = [load_figure_run(comparable, fam.schema, r) for r in runs]
-    return compare_figures(figure_runs, metrics=metrics, settings=settings)
+    return as_model_error(compare_figures(figure_runs, metrics=metrics, settings=settings))
 
 
 def _same_name(root: Path, name: str, run: RunDir) -> list[dict[str, Any]]:
