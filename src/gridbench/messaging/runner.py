@@ -157,7 +157,9 @@ class NetRunner:
 
     def _environment(self, name: Environment, run: RunDir, book: ProcessBook) -> None:
         spec = self.spec
-        work = run.path / "work" / name
+        # absolute: peers get these paths on their command line, and run elsewhere (in the
+        # MUSCLE3 manager's folder, or over SSH in a home folder) than this process
+        work = (run.path / "work" / name).resolve()
         work.mkdir(parents=True, exist_ok=True)
         with ExitStack() as stack:
             env = stack.enter_context(open_environment(name, spec, work, book))

@@ -251,6 +251,7 @@ def muscle_pingpong(
     two instances reach each other at the addresses they register (every interface's), so
     their traffic takes the direct path between the hosts. ``env`` names the records'
     environment."""
+    workdir = workdir.resolve()  # the manager runs in it: its paths must not be relative
     config = _prepare(plan, workdir, mirror_args, env, mirror_by_hand=mirror_on is not None)
     proc = _start_manager(workdir, config)
     register(proc, ROLE)
