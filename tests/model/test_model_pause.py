@@ -90,3 +90,7 @@ def test_a_configuration_not_used_while_developing_is_predicted_within_15_percen
         lp = np.mean([t["latency"]["overall"]["mean"] for t in pp["trials"]])
         assert abs(lp - lm) / lm <= 0.15, (mp["offered_rate_per_s"], lm, lp)
     assert any(r["figure"] == "latency below the knee" for r in rows)
+    # each latency row: the prediction's interval covers the measurement, or says why not
+    lat = [r for r in rows if r["figure"].startswith("latency")]
+    assert lat and all(r["ci95"] is not None for r in lat), lat
+    assert all(r["covered"] or r["why"] for r in lat), lat

@@ -4,19 +4,26 @@ run's own rates, trial window, arrivals and job size, and report the error per f
 Figures: capacity (the knee's fitted capacity), the breaking stage, the highest sustained
 rate, and per point the mean latency and the steady completion rate. The pass marks are
 the product's promise: capacity within 10 %, the same breaking stage, mean latency below
-the knee within 15 %.
+the knee within 15 %. Each latency row also gives the prediction's 95 % interval over its
+repetitions and whether it covers the measured figure; when it does not, the row says
+why (the interval is the model's own spread; a one-trial measurement's variation is not
+in it; or, with several measured trials, whether the two intervals together cover it).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from gridbench.jobflow import api as load
 from gridbench.model.spec import ChainModel, Check
 from gridbench.model.sweep import Point, Window
+from gridbench.stats import t_halfwidth
 from gridbench.store.layout import RunDir, now_iso
 from gridbench.units import parse_duration
 
@@ -31,6 +38,12 @@ class Row:
     predicted: float | str | None
     error: float | None  # relative, |p - m| / m
     limit: float | None
+    #: the prediction's 95% confidence half-width over its repetitions (latency rows)
+    ci95: float | None = None
+    #: whether predicted ± ci95 holds the measured figure (None: no interval)
+    covered: bool | None = None
+    #: why the interval does not cover the measured figure, or why there is none
+    why: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,11 +118,49 @@ def _mean(values: Sequence[Any]) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
 
-def _per_point(metrics: Mapping[str, Any]) -> dict[float, dict[str, float | None]]:
-    out: dict[float, dict[str, float | None]] = {}
+def _latencies(trials: Sequence[Mapping[str, Any]]) -> list[float]:
+    got = [(t.get("latency") or {}).get("overall", {}).get("mean") for t in trials]
+    return [float(v) for v in got if isinstance(v, int | float) and not isinstance(v, bool)]
+
+
+def _interval(
+    measured: Sequence[float], predicted: Sequence[float]
+) -> tuple[float | None, bool | None, str]:
+    """(half-width, covered, why) of the predicted mean latency's 95% interval over its
+    repetitions against the measured mean; ``why`` says why it does not cover it (or why
+    there is none): a statement, not a pass mark."""
+    if len(predicted) < 2:
+        return None, None, "one predicted repetition: no interval (model check --reps 2 or more)"
+    hw = t_halfwidth(float(np.std(predicted, ddof=1)), len(predicted))
+    if hw is None or not measured:
+        return hw, None, "no measured latency at this point"
+    m, p = float(np.mean(measured)), float(np.mean(predicted))
+    if abs(p - m) <= hw:
+        return hw, True, ""
+    side = "above" if p > m else "below"
+    why = (
+        f"the prediction is {abs(p - m):.3g} s {side} the measurement, beyond its ±{hw:.3g} s: "
+        f"the interval is the model's own spread over {len(predicted)} repetitions (seeds "
+        "and the fit's uncertainty)"
+    )
+    if len(measured) < 2:
+        why += ", and the measured point is one trial, whose own variation it does not hold"
+    else:
+        mhw = t_halfwidth(float(np.std(measured, ddof=1)), len(measured)) or 0.0
+        why += f"; the measured trials' own interval is ±{mhw:.3g} s"
+        if abs(p - m) <= math.hypot(hw, mhw):
+            why += " (the two intervals together do cover it)"
+        else:
+            why += ": a bias of the model (its fitted distributions or structure)"
+    return hw, False, why
+
+
+def _per_point(metrics: Mapping[str, Any]) -> dict[float, dict[str, Any]]:
+    out: dict[float, dict[str, Any]] = {}
     for p in metrics.get("points") or []:
         trials = p.get("trials") or []
         out[float(p["offered_rate_per_s"])] = {
+            "latencies": _latencies(trials),
             "latency": _mean(
                 [(t.get("latency") or {}).get("overall", {}).get("mean") for t in trials]
             ),
@@ -148,8 +199,9 @@ def compare(measured: Mapping[str, Any], predicted: Mapping[str, Any]) -> Verdic
         name = "latency below the knee" if below else "latency above the knee"
         m, p = mp[rate], pp[rate]
         point = f"{rate:g}/s"
+        hw, covered, why = _interval(m["latencies"], p["latencies"])
         rows.append(Row(name, point, m["latency"], p["latency"], _rel(m["latency"], p["latency"]),
-                        LATENCY_TOL if below else None))  # fmt: skip
+                        LATENCY_TOL if below else None, hw, covered, why))  # fmt: skip
         rows.append(Row("completion rate", point, m["throughput"], p["throughput"],
                         _rel(m["throughput"], p["throughput"]), None))  # fmt: skip
     within = all(

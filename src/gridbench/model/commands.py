@@ -240,6 +240,11 @@ def _show_check(ui: Ui, verdict: chk.Verdict, run_id: str, fitted: str | None) -
                   f"[red]{err}[/]" if bad else err,
                   "-" if r.limit is None else f"{r.limit:.0%}")  # fmt: skip
     ui.console.print(t)
+    for r in verdict.rows:  # the prediction's interval: covered, or why not
+        if r.ci95 is not None or r.why:
+            said = "covers the measurement" if r.covered else (r.why or "no measurement")
+            hw = "no interval" if r.ci95 is None else f"±{r.ci95:.3g} s"
+            ui.console.print(f"  {r.point}: predicted {hw}: {safe_markup(said)}")
     ui.console.print("[green]within bounds[/]" if verdict.within else "[red]not within bounds[/]")
 
 

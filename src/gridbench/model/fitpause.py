@@ -9,10 +9,10 @@ the newest job, last in every pass, is never finished yet, so the shortest gap a
 pass's end is one call *plus* the pause plus the next job's call, and reading it as
 "cost + pause" fits the pause one call too long (0.52 s for a 0.3 s pause at 0.22 s a
 call). Every gap across a pass's end is ``pause + k * cost`` for some whole ``k``, so the
-candidates are the first reading less whole calls; :func:`refine_pause` replays the
-poller from each measured T7 stamp to the next with each candidate, from the stamps
-themselves (T3 the list, T6 when a call finds a job done), and keeps the candidate whose
-replays land nearest the measured stamps.
+candidates are the first reading plus or less whole calls, then a finer grid around the
+best; :func:`refine_pause` replays the poller from each measured T7 stamp to the next with
+each candidate, from the stamps themselves (T3 the list, T6 when a call finds a job done),
+and keeps the candidate whose replays land nearest the measured stamps.
 
 The replay walks the poller a pass at a time (numpy over the pass's list); at most
 ``MAX_GAPS`` gaps per trial are replayed, evenly spread, so a long run costs no more.
@@ -26,6 +26,8 @@ from numpy.typing import NDArray
 F64 = NDArray[np.float64]
 #: gaps replayed per trial (evenly spread over the trial)
 MAX_GAPS = 150
+#: candidates above the first reading, in whole calls
+EXTRA_CALLS = 4
 #: passes a replay may walk before it gives up on a gap (an idle list: pause after pause)
 MAX_PASSES = 400
 
@@ -33,24 +35,38 @@ MAX_PASSES = 400
 def refine_pause(
     listed: F64, ready: F64, done: F64, trial: NDArray[np.int64], cost: float, first: float
 ) -> float:
-    """The pause among ``first - m * cost`` (m = 0, 1, ...; above zero) whose replays of
-    the poller best match the measured T7 stamps ``done``; ``first`` when no gap crosses
-    a pass's end (nothing to choose by)."""
+    """The pause whose replays of the poller best match the measured T7 stamps ``done``:
+    first among ``first`` plus or less whole calls (up to ``EXTRA_CALLS`` more: a late
+    wake-up of a loaded poller makes a gap inside a pass look like one across its end, and
+    the first reading too short), then within half a call of the best in twentieths of a
+    call; ``first`` when no gap crosses a pass's end (nothing to choose by)."""
     if cost <= 0:
         return first
-    candidates = [first - m * cost for m in range(int(first // cost) + 1)]
-    candidates = [c for c in candidates if c > 1e-3] or [first]
-    if len(candidates) == 1:
+    top = first + EXTRA_CALLS * cost
+    coarse = [first % cost + m * cost for m in range(int(top // cost) + 1)]
+    best = _best(listed, ready, done, trial, cost, [c for c in coarse if c > 1e-3])
+    if best is None:
         return first
-    errors: list[list[float]] = [[] for _ in candidates]
+    fine = best + cost * np.linspace(-0.5, 0.5, 21)
+    return _best(listed, ready, done, trial, cost, [float(c) for c in fine if c > 1e-3]) or best
+
+
+def _best(
+    listed: F64, ready: F64, done: F64, trial: NDArray[np.int64], cost: float, cands: list[float]
+) -> float | None:
+    """The candidate pause whose replays land nearest (median, then mean error); None when
+    no gap crosses a pass's end."""
+    if not cands:
+        return None
+    errors: list[list[float]] = [[] for _ in cands]
     for t in np.unique(trial):
         sel = trial == t
-        for k, c in enumerate(candidates):
+        for k, c in enumerate(cands):
             errors[k] += _trial_errors(listed[sel], ready[sel], done[sel], cost, c)
     if not errors[0]:
-        return first
-    score = [float(np.median(np.abs(e))) for e in errors]
-    return candidates[int(np.argmin(score))]
+        return None
+    score = [(float(np.median(np.abs(e))), float(np.mean(np.abs(e)))) for e in errors]
+    return cands[min(range(len(cands)), key=lambda k: score[k])]
 
 
 def _trial_errors(listed: F64, ready: F64, done: F64, cost: float, pause: float) -> list[float]:
