@@ -20,7 +20,7 @@ HEAD = "name: x\nbackend: {type: noop}\n"
 
 
 def test_registry_order_and_specs() -> None:
-    assert loads.names() == ("open", "sustain", "batch", "probe", "retry")
+    assert loads.names() == ("open", "sustain", "batch", "probe", "retry", "split")
     for name, model in loads.LOAD_MODELS.items():
         assert model.name == name
         # the spec's discriminator is the model's own name, nothing else
@@ -47,7 +47,7 @@ def test_unknown_model_is_named_at_its_line() -> None:
         load_spec_text(HEAD + "load:\n  model: steady\n", "exp.yaml")
     msg = str(e.value)
     assert "exp.yaml:4" in msg and "load.model" in msg
-    assert "'open', 'sustain', 'batch', 'probe' or 'retry'" in msg and "allowed values" in msg
+    assert "'open', 'sustain', 'batch', 'probe', 'retry' or 'split'" in msg and "allowed values" in msg
 
 
 def test_a_field_of_another_model_names_that_model() -> None:

@@ -19,7 +19,7 @@ from typing import Annotated, Any, Union
 from pydantic import BeforeValidator, Discriminator, Field, Tag, ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from gridbench.jobflow.loads import batch, probe, retry, sustain
+from gridbench.jobflow.loads import batch, probe, retry, split, sustain
 from gridbench.jobflow.loads import open as open_
 from gridbench.jobflow.loads.base import (
     DEFAULT_MODEL,
@@ -47,7 +47,8 @@ __all__ = [
 
 #: Every load model, by its ``load.model`` name. The one registration of a new model.
 LOAD_MODELS: dict[str, LoadModel] = {
-    m.name: m for m in (open_.MODEL, sustain.MODEL, batch.MODEL, probe.MODEL, retry.MODEL)
+    m.name: m
+    for m in (open_.MODEL, sustain.MODEL, batch.MODEL, probe.MODEL, retry.MODEL, split.MODEL)
 }
 
 
