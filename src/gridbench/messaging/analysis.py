@@ -39,6 +39,7 @@ from gridbench.messaging.intake import read_net_records
 from gridbench.messaging.metrics_schema import validate_metrics
 from gridbench.messaging.overheads import env_phrase, overheads, size_text
 from gridbench.messaging.records import RECORDS_FILE
+from gridbench.messaging.rr import rr_summary
 from gridbench.messaging.validity import validity
 from gridbench.states import FINISHED, run_state
 from gridbench.store import raw_files
@@ -131,6 +132,7 @@ def build_metrics(run: RunDir) -> dict[str, Any]:
         "burst": sm.burst(by.get("burst", [])),
         "transfer": sm.transfer(by.get("transfer", []), floor, factor),
     }
+    rr = rr_summary(by["rr"]) if by.get("rr") else None  # UDP and request/response
     found = overheads(pats["pingpong"], pats["echo"], pats["transfer"])
     metrics: dict[str, Any] = {
         "schema": SCHEMA,
@@ -146,6 +148,7 @@ def build_metrics(run: RunDir) -> dict[str, Any]:
         "records": len(records),
         **pats,
         "floor": floor,
+        "rr": rr,
         "overheads": found,
         "overheads_count": len(found),
         "validity": validity(pats, floor, factor),

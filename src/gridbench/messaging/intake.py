@@ -114,6 +114,7 @@ FIELDS: Final[dict[str, tuple[dict[str, Check], dict[str, Check]]]] = {
         {"elapsed_ns": _num},
     ),
     "floor": ({"tool": _one_of("sockperf", "iperf3")}, {}),
+    "rr": ({"tool": _one_of("sockperf", "iperf3"), "proto": _one_of("udp", "tcp")}, {}),
     "note": ({"text": _text}, {}),
 }
 #: checked wherever present (a failed floor may lack its size, a note names its subject)

@@ -242,8 +242,47 @@ class FloorSpec(_Strict):
     )
 
 
+def _both_protocols() -> list[Literal["udp", "tcp"]]:
+    return ["udp", "tcp"]
+
+
+class RrSpec(_Strict):
+    """UDP streams and request/response transactions (netperf-style, the seed's 000 §4.4.3)
+    with sockperf and iperf3, each socket buffer size in ``buffers`` a run (docs/net.md)."""
+
+    enabled: bool = True
+    protocols: list[Literal["udp", "tcp"]] = Field(
+        default_factory=_both_protocols, min_length=1, max_length=2,
+        description="sockperf ping-pong transactions per second over these",
+    )  # fmt: skip
+    size: Size = Field(default=64, ge=14, le=65507, description="request and response bytes")
+    udp: bool = Field(default=True, description="an iperf3 -u stream per buffer size")
+    udp_bitrate: str = Field(
+        default="100M", pattern=r"^[1-9][0-9]{0,5}[KMG]?$", description="iperf3 -u -b"
+    )
+    udp_length: Size = Field(default=1400, ge=16, le=65507, description="UDP datagram bytes")
+    buffers: list[Annotated[Size, Field(ge=4096, le=256 * MIB)]] = Field(
+        default_factory=list,
+        max_length=16,
+        description="socket buffer sizes (sockperf --buffer-size, iperf3 -w); [] = system's",
+    )
+    duration: Duration = Field(default=2.0, gt=0, le=600, description="seconds per run")
+
+    @model_validator(mode="after")
+    def _distinct(self) -> RrSpec:
+        if len(set(self.buffers)) != len(self.buffers):
+            raise ValueError("rr.buffers lists a size twice")
+        if len(set(self.protocols)) != len(self.protocols):
+            raise ValueError("rr.protocols lists a protocol twice")
+        return self
+
+
+def _rr_off() -> RrSpec:
+    return RrSpec(enabled=False)
+
+
 #: The patterns a spec may name; naming any turns the unnamed ones off.
-PATTERNS = ("pingpong", "echo", "burst", "transfer")
+PATTERNS = ("pingpong", "echo", "burst", "transfer", "rr")
 
 
 class NetSpec(_Strict):
@@ -260,6 +299,7 @@ class NetSpec(_Strict):
     burst: BurstSpec = Field(default_factory=BurstSpec)
     transfer: TransferSpec = Field(default_factory=TransferSpec)
     floor: FloorSpec = Field(default_factory=FloorSpec)
+    rr: RrSpec = Field(default_factory=_rr_off, description="UDP and request/response")
     test_timeout: Duration = Field(
         default=60.0, gt=0, description="seconds one test may take before its peer is declared dead"
     )
@@ -293,8 +333,11 @@ class NetSpec(_Strict):
                 "the remote environment needs a remote: block naming the peer's host "
                 "(remote: {inventory: HOSTS.yaml, peer: NAME})"
             )
-        if not any(p.enabled for p in (self.pingpong, self.echo, self.burst, self.transfer)):
-            raise ValueError("every pattern is disabled: enable pingpong, echo, burst or transfer")
+        pats = (self.pingpong, self.echo, self.burst, self.transfer, self.rr)
+        if not any(p.enabled for p in pats):
+            raise ValueError(
+                "every pattern is disabled: enable pingpong, echo, burst, transfer or rr"
+            )
         muscle = self.pingpong.enabled and "muscle3" in self.pingpong.transports
         if muscle and "host" not in envs and "remote" not in envs:
             raise ValueError(

@@ -109,6 +109,12 @@ def steps(spec: NetSpec) -> list[Step]:
             out.append(Step(env, "floor", "sockperf", f"{n} sizes", n))
         if spec.floor.iperf3 and (spec.pingpong.enabled or spec.transfer.enabled):
             out.append(Step(env, "floor", "iperf3", "1 and N streams, both directions", 4))
+        if spec.rr.enabled:
+            n = len(spec.rr.buffers) or 1
+            for proto in spec.rr.protocols:
+                out.append(Step(env, "rr", proto, f"{proto} transactions x{n} buffers", n))
+            if spec.rr.udp:
+                out.append(Step(env, "rr", "stream", f"iperf3 -u x{n} buffers", n))
         if spec.pingpong.enabled:
             for t in pingpong_transports_in(spec, env):
                 span = f"{format_size(sizes[0])}..{format_size(sizes[-1])}" if sizes else ""
@@ -197,6 +203,9 @@ def step_seconds(spec: NetSpec, step: Step) -> float:
     env, e = step.env, spec.echo
     if step.pattern == "floor":
         return floor_seconds(spec, step.what)
+    if step.pattern == "rr":  # one run of whole seconds per buffer size, plus its start
+        runs = len(spec.rr.buffers) or 1
+        return runs * (max(1, math.ceil(spec.rr.duration)) + SOCKPERF_EXTRA_S)
     if step.pattern == "pingpong":
         return pingpong_seconds(spec, env, step.what)
     if step.pattern == "echo":

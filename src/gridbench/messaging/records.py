@@ -32,5 +32,5 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-Pattern = Literal["pingpong", "echo", "echo_scale", "burst", "transfer", "floor", "note"]
+Pattern = Literal["pingpong", "echo", "echo_scale", "burst", "transfer", "floor", "rr", "note"]
 RECORDS_FILE: Final = "records.jsonl"

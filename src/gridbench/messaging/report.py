@@ -18,6 +18,8 @@ from gridbench.hosts.sampling.compared import CLIENT_BOUND, client_bound_finding
 from gridbench.messaging.overheads import env_phrase, size_text
 from gridbench.messaging.report_charts import charts
 from gridbench.messaging.report_checks import check_tables, overhead_table
+from gridbench.messaging.report_rr import findings as rr_findings
+from gridbench.messaging.report_rr import sections as rr_sections
 from gridbench.messaging.report_tables import figure_tables, fmt4
 from gridbench.messaging.validity import BELOW_FLOOR, FEW_SAMPLES, NET_VALIDITY_RULES
 from gridbench.sections import (
@@ -56,6 +58,7 @@ def build_report(metrics: Mapping[str, Any], **configured: Unpack[Configured]) -
         _fit_statements(metrics),
         overhead_table(metrics),
         *figure_tables(metrics),
+        *rr_sections(metrics),
         *check_tables(metrics),
         _notes_section(metrics),
         *charts(metrics),
@@ -209,9 +212,10 @@ def _findings(metrics: Mapping[str, Any]) -> list[Finding]:
         *_overhead_findings(metrics),
         *(Finding("info", line) for line in _fit_lines(metrics)),
         *_validity_findings(metrics),
+        *rr_findings(metrics),
     ]
     out = [f for f in found if f is not None]
-    if not any(_list(metrics, p) for p in _PATTERNS):
+    if not any(_list(metrics, p) for p in _PATTERNS) and not metrics.get("rr"):
         out.append(Finding("warn", "no messaging figure was recorded"))
     if not any(f.status != "info" for f in out):
         out.insert(0, Finding("pass", "run completed; no thresholds were declared"))

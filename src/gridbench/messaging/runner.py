@@ -51,6 +51,10 @@ def check_tools(spec: NetSpec) -> None:
         require_tool("sockperf")
     if spec.floor.iperf3 and (spec.pingpong.enabled or spec.transfer.enabled):
         require_tool("iperf3")
+    if spec.rr.enabled:
+        require_tool("sockperf")
+        if spec.rr.udp:
+            require_tool("iperf3")
     if "relay" in spec.environments and spec.relay.tool == "socat":
         require_tool("socat")
     needs_scp = spec.transfer.enabled and "scp" in spec.transfer.tools
@@ -205,6 +209,10 @@ class NetRunner:
             yield from patterns.burst(ctx, what)
         elif pattern == "transfer":
             yield from transfers.transfer(ctx, what)
+        elif pattern == "rr":
+            from gridbench.messaging.rr import run_rr
+
+            yield from run_rr(ctx, what)
 
 
 def runner_for_text(text: str, root: Path) -> NetRunner:
