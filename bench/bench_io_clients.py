@@ -8,26 +8,31 @@ first alternating from round to round:
   (fio --server in each namespace, fio --client from here); its aggregate per test (all
   bytes ÷ the slowest client's run time, ``metrics.clients.series``);
 - by hand: the job files of that first run, run with plain ``fio`` in each host's namespace
-  at the same moment (``ip netns exec``), each on its own file; the same aggregate.
+  (``ip netns exec``), each on its own file, started at the same moment (each waits, one
+  exec away from fio, until all three are ready); the same aggregate.
 
-Each client moves SIZE (default 256 MiB) with the page cache out of the way: ``--cache
+Before each side: sync, the page cache dropped, 3 s of quiet (:func:`settle`). Each client
+moves SIZE (default 1 GiB) with the page cache out of the way: ``--cache
 direct`` (default: O_DIRECT, as ``cache: direct``) or ``--cache flush`` (buffered, the
 write's time includes fio's ``end_fsync``, as ``include_flush: true``; the read is then
 from the page cache on both sides). Prints each round's figures and ratio, then per test
-the median of the rounds' ratios gridbench ÷ by hand (target: at least 0.95).
+the median of the rounds' ratios gridbench ÷ by hand (target: at least 0.95), of the
+aggregate and of the sum of the clients' own rates.
 
-    .venv/bin/python bench/bench_io_clients.py [--size 256M] [--rounds 5] [--cache direct]
+    .venv/bin/python bench/bench_io_clients.py [--size 1G] [--rounds 8] [--cache direct]
         [--dir DIR]   (the target: a disk that takes O_DIRECT; default a folder in /var/tmp)
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from gridbench.hosts.inventory import load_inventory
@@ -39,6 +44,17 @@ from gridbench.io.runner import IoRunner
 
 LAB = "bioc"
 TESTS = ("write", "read")
+#: each test's aggregate ("last done": all bytes ÷ the slowest client's run time), and the
+#: sum of the clients' own rates, which a straggler weighs on less
+SUM = " sum of rates"
+FIGURES = tuple(f"{t}{k}" for t in TESTS for k in ("", SUM))
+SETTLE_S = 3.0
+#: run in each namespace before fio: says it is ready, waits for "go", then becomes fio, so
+#: the three by-hand fio processes start together as fio's client starts its servers' jobs
+BARRIER = (
+    "import os, sys; print('ready', flush=True); sys.stdin.readline(); "
+    "os.execvp(sys.argv[1], sys.argv[1:])"
+)
 
 
 def lab(*args: str) -> None:
@@ -46,10 +62,20 @@ def lab(*args: str) -> None:
                    check=True, capture_output=True, text=True)  # fmt: skip
 
 
+def settle() -> None:
+    """What the last side left is written out and forgotten, and the disk given a moment:
+    otherwise whichever side goes first in a round pays for the previous round's writeback
+    and file removal (seen as a round's first write at half the second's)."""
+    os.sync()
+    Path("/proc/sys/vm/drop_caches").write_text("3\n")
+    time.sleep(SETTLE_S)
+
+
 def gridbench_run(
     inv: Path, target: Path, size: str, cache: str, out: Path
 ) -> tuple[dict[str, float], Path]:
     """One io run of the 3 hosts at once: the aggregate kB/s per test, and the run."""
+    settle()
     mode = "direct" if cache == "direct" else "none"
     text = (
         f"name: bench-clients\ntargets: [{{name: t, path: {target}}}]\nrepetitions: 1\n"
@@ -61,8 +87,10 @@ def gridbench_run(
     spec, data = load_io_spec_text(text, "bench.yaml")
     run = IoRunner(spec, data, out).execute()
     m = analyze_and_write(run)
-    got = {e["test"]: e["last_done_kbps"]["mean"] for e in m["clients"]["series"]}
-    if set(got) != set(TESTS):  # a host lost (fio's client gave up on it): said, not hidden
+    series = m["clients"]["series"]
+    got = {e["test"]: e["last_done_kbps"]["mean"] for e in series}
+    got |= {f"{e['test']}{SUM}": e["sum_kbps"]["mean"] for e in series}
+    if set(got) != set(FIGURES):  # a host lost (fio's client gave up on it): said, not hidden
         raise RuntimeError(f"{run.path}: only {sorted(got)}; lost {m['clients']['lost']}")
     return got, run.path
 
@@ -75,6 +103,7 @@ def job_files(run: Path) -> dict[str, str]:
 def by_hand(inv: Path, jobs: dict[str, str], target: Path) -> dict[str, float]:
     """The job files, plain fio in each namespace at once, each host on its own file (as
     fio's client mode names it: ADDRESS.FILE); the aggregate kB/s per test."""
+    settle()
     hosts = load_inventory(inv).hosts
     work = target / "by-hand"
     work.mkdir(exist_ok=True)
@@ -91,26 +120,36 @@ def by_hand(inv: Path, jobs: dict[str, str], target: Path) -> dict[str, float]:
                 lines.append(x)
             jf = work / f"{h.name}-{test}.fio"
             jf.write_text("\n".join(lines) + "\n")
-            argv = ["ip", "netns", "exec", str(h.netns), "fio", "--output-format=json+", str(jf)]
-            procs.append(subprocess.Popen(argv, stdout=subprocess.PIPE, text=True))
+            argv = ["ip", "netns", "exec", str(h.netns), sys.executable, "-c", BARRIER]
+            argv += ["fio", "--output-format=json+", str(jf)]
+            procs.append(
+                subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            )
+        for p in procs:  # every fio is one exec away: then all start at the same moment
+            assert p.stdout is not None and p.stdout.readline().strip() == "ready"
+        for p in procs:
+            assert p.stdin is not None
+            p.stdin.write("go\n")
+            p.stdin.flush()
         results = [r for p in procs for r in parse_fio_text(p.communicate()[0], "by hand")]
         assert len(results) == len(hosts), f"{test}: {len(results)} results by hand"
         out[test] = sum(r.bytes for r in results) / 1024 / max(r.runtime_s for r in results)
+        out[f"{test}{SUM}"] = sum(r.kbps for r in results)
     shutil.rmtree(work)
     return out
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--size", default="256M", help="each client's file (default 256M)")
-    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--size", default="1G", help="each client's file (default 1G)")
+    ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--cache", choices=("direct", "flush"), default="direct")
     ap.add_argument("--dir", type=Path, default=Path("/var/tmp"), help="where the target is")
     a = ap.parse_args()
     lab("up", "--hosts", "3")
     base = Path(tempfile.mkdtemp(prefix="bench-io-clients-", dir=a.dir))
     inv = STATE_ROOT / LAB / "inventory.yaml"
-    ratios: dict[str, list[float]] = {t: [] for t in TESTS}
+    ratios: dict[str, list[float]] = {t: [] for t in FIGURES}
     figures: dict[str, dict[str, list[float]]] = {"gridbench": {}, "by hand": {}}
     try:
         (base / "t0").mkdir()
@@ -131,7 +170,7 @@ def main() -> int:
                 continue
             finally:
                 shutil.rmtree(target, ignore_errors=True)
-            for t in TESTS:
+            for t in FIGURES:
                 ratios[t].append(g[t] / h[t])
                 figures["gridbench"].setdefault(t, []).append(g[t])
                 figures["by hand"].setdefault(t, []).append(h[t])
@@ -147,7 +186,7 @@ def main() -> int:
     counted = len(ratios[TESTS[0]])
     print(f"{counted} of {a.rounds} rounds counted, {a.size} per client, 3 clients, "
           f"cache {a.cache}:")  # fmt: skip
-    for t in TESTS if counted else ():
+    for t in FIGURES if counted else ():
         r = statistics.median(ratios[t])
         gm = statistics.median(figures["gridbench"][t])
         hm = statistics.median(figures["by hand"][t])
