@@ -302,3 +302,67 @@ def test_resilience_writers_that_cannot_start_on_a_host_are_one_clear_error(
     assert "/nonexistent/bin/python" in said, said
     assert "Traceback" not in said
     assert not list((tmp_path / "t").iterdir())  # the work folder removed
+
+
+def _writers_in(netns: str) -> list[int]:
+    """The pids of resilience host writers running in a lab host's namespace."""
+    out = subprocess.run(["ip", "netns", "pids", netns], capture_output=True, text=True).stdout
+    found = []
+    for pid in out.split():
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"gridbench.io.host_writers" in cmd:
+            found.append(int(pid))
+    return found
+
+
+def test_a_resilience_writer_host_lost_mid_load_is_named_its_files_still_checked(
+    lab: Lab, tmp_path: Path
+) -> None:
+    """resilience.hosts on two lab hosts into a local folder (the namespaces share it); the
+    second host's writers are killed mid-load: named lost (record, flag, table), the first
+    host writes on, and every file either host was told was written is read back."""
+    from gridbench.io.report import build_report
+
+    (tmp_path / "t").mkdir()
+    a, b = lab.host(1), lab.host(2)
+    text = (
+        f"name: lost-writer\ntargets: [{{name: t, path: {tmp_path / 't'}}}]\n"
+        "iozone: {enabled: false}\n"
+        f"resilience:\n  target: t\n  duration: 4s\n  writers: 1\n  file_size: 128k\n"
+        f"  hosts: [{a.name}, {b.name}]\n  inventory: {lab.inventory}\n"
+    )
+    spec, data = load_io_spec_text(text, "io.yaml")
+    killed: list[int] = []
+
+    def kill_b() -> None:
+        for pid in _writers_in(str(b.netns)):
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+    def progress(msg: str) -> None:
+        if "resilience load from" in msg:
+            threading.Timer(1.5, kill_b).start()
+
+    run = IoRunner(spec, data, tmp_path / "results", progress=progress).execute()
+    m = analyze_and_write(run)
+    assert killed, "no host writer found in the second host's namespace"
+    r = m["resilience"]
+    assert [x["host"] for x in r["hosts_lost"]] == [b.name]
+    assert [f["host"] for f in m["validity"]["flags"] if f["rule"] == "host_lost"] == [b.name]
+    per = {h["host"]: h for h in r["hosts"]}
+    assert per[a.name]["writes"] > 0 and per[b.name]["writes"] > 0
+    # the lost host's last file ended before it was lost; the other wrote on after it
+    lost_t = r["hosts_lost"][0]["t"]
+    recs = [json.loads(x) for x in (run.path / "resilience.jsonl").read_text().splitlines()]
+    writes = [x for x in recs if x.get("event") == "write" and x["ok"]]
+    assert max(x["t1"] for x in writes if x["host"] == b.name) <= lost_t
+    assert max(x["t1"] for x in writes if x["host"] == a.name) > lost_t
+    integ = r["integrity"]
+    assert integ["ok"] is True and integ["files"] == len(writes) == r["writes"]
+    assert m["resilience_ok"] is True
+    table = next(s for s in build_report(m).sections if s.id == "resilience-hosts")
+    assert table is not None
+    assert not _writers_in(str(a.netns)) and not _writers_in(str(b.netns))
