@@ -135,10 +135,22 @@ class ComplaintGroup(OpenModel):
     texts: list[Text] = []
 
 
+class GroupMean(ItemMean):
+    releases: list[Text] = []
+
+
+class Category(OpenModel):
+    category: Text = None
+    items: list[Text] = []
+    releases: dict[str, ItemMean] = {}
+    groups: dict[str, GroupMean] = {}
+
+
 class InstallSurvey(OpenModel):
     scale: Count = None
     items: list[Text] = []
     releases: list[Release] = []
+    categories: list[Category] = []
     trend: Trend | None = None
     complaints: list[ComplaintGroup] = []
     out_of_scale: Count = None

@@ -8,10 +8,12 @@ CSV column names and the append-only log.
 
 from __future__ import annotations
 
+from difflib import get_close_matches
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from gridbench.spechints import NEAR_MISS
 from gridbench.specload import SpecName
 from gridbench.testplan import TestPlan
 
@@ -171,6 +173,40 @@ class InstallSurvey(_Strict):
     items: list[Ident] = Field(min_length=1)
     releases: list[str] = Field(default_factory=list, description="in order; else as found")
     scale: int = Field(default=6, ge=2, le=10)
+    categories: dict[Ident, list[Ident]] = Field(
+        default_factory=dict,
+        description="survey categories (installation, configuration, ...), each a list of "
+        "items: averaged per release and per release group (000 Fig. 3.2, 3.3)",
+    )
+    release_groups: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="named groups of releases (all, an earlier deliverable's, the latest) "
+        "over which each category is averaged",
+    )
+
+    @model_validator(mode="after")
+    def _known_names(self) -> InstallSurvey:
+        for cat, members in self.categories.items():
+            if not members:
+                raise ValueError(f"category {cat!r} names no item")
+            for it in members:
+                if it not in self.items:
+                    near = get_close_matches(it, self.items, 1, NEAR_MISS)
+                    mean = f"; did you mean {near[0]!r}?" if near else ""
+                    raise ValueError(
+                        f"category {cat!r} names {it!r}, which is not among items{mean}"
+                    )
+        for group, rels in self.release_groups.items():
+            if not rels:
+                raise ValueError(f"release group {group!r} names no release")
+            for rel in rels:
+                if self.releases and rel not in self.releases:
+                    near = get_close_matches(rel, self.releases, 1, NEAR_MISS)
+                    mean = f"; did you mean {near[0]!r}?" if near else ""
+                    raise ValueError(
+                        f"release group {group!r} names {rel!r}, which is not among releases{mean}"
+                    )
+        return self
 
 
 class StudySpec(_Strict):

@@ -31,6 +31,7 @@ from gridbench.states import COMPLETE, RUNNING, run_state
 from gridbench.study.report_charts import charts
 from gridbench.study.report_extras import (
     background_table,
+    category_tables,
     complaints_table,
     free_text_table,
     install_table,
@@ -110,6 +111,7 @@ def build_report(
         task_table(metrics),
         power_table(metrics),
         install_table(metrics),
+        *category_tables(metrics),
         trend_statements(metrics),
         complaints_table(metrics, with_text=free_text),
         validity_table(metrics),

@@ -55,6 +55,35 @@ def install_table(metrics: Mapping[str, Any]) -> Table | None:
     )
 
 
+def category_tables(metrics: Mapping[str, Any]) -> list[Table]:
+    """The declared categories' mean rating per release group (000 Fig. 3.2) and per
+    release (Fig. 3.3), each over all of the category's items."""
+    s = part(metrics, "install_survey")
+    cats = [c for c in s.get("categories") or [] if isinstance(c, Mapping)]
+    if not cats:
+        return []
+    scale = f"1-{s.get('scale')}, higher is better"
+    out = []
+    for key, title, names in (
+        ("groups", f"Install survey: mean rating per category and release group ({scale})",
+         list(part(cats[0], "groups"))),
+        ("releases", f"Install survey: mean rating per category and release ({scale})",
+         list(part(cats[0], "releases"))),
+    ):  # fmt: skip
+        if not names:
+            continue
+        cols = [
+            Column("category", "Category"),
+            *(Column(table_id("g", n), str(n), numeric=True) for n in names),
+        ]
+        rows = [
+            [str(c.get("category")), *(cell(part(part(c, key), n).get("mean")) for n in names)]
+            for c in cats
+        ]
+        out.append(shown_table(f"install-categories-{key}", title, cols, rows))
+    return out
+
+
 def complaints_table(metrics: Mapping[str, Any], with_text: bool) -> Table | None:
     """Complaints grouped by release and keyword topic (their text when ``with_text``)."""
     groups = [

@@ -51,6 +51,31 @@ def _mean(x: pl.Series) -> float | None:
     return float(x.mean()) if len(x) else None  # type: ignore[arg-type]
 
 
+def categories(
+    rated: pl.DataFrame, survey: InstallSurvey, order: list[str]
+) -> list[dict[str, Any]]:
+    """Per declared category: the mean of all its items' ratings per release (000 Fig.
+    3.3) and per release group (Fig. 3.2: "averaged across all test items"), with the
+    number of ratings behind each; a group or release without ratings has mean None."""
+    out = []
+    for cat, members in survey.categories.items():
+        sub = rated.filter(pl.col("item").is_in(members))
+        per_release = {
+            r: {"mean": _mean(v), "n": len(v)}
+            for r in order
+            for v in [sub.filter(pl.col("release") == r)["value"]]
+        }
+        per_group = {
+            g: {"mean": _mean(v), "n": len(v), "releases": rels}
+            for g, rels in survey.release_groups.items()
+            for v in [sub.filter(pl.col("release").is_in(rels))["value"]]
+        }
+        out.append(
+            {"category": cat, "items": members, "releases": per_release, "groups": per_group}
+        )
+    return out
+
+
 def summarize(
     install: pl.DataFrame, complaints: pl.DataFrame, survey: InstallSurvey
 ) -> dict[str, Any] | None:
@@ -110,6 +135,7 @@ def summarize(
         "scale": survey.scale,
         "items": items,
         "releases": releases,
+        "categories": categories(rated, survey, order),
         "trend": trend,
         "complaints": grouped,
         "complaints_total": len(complaints),
