@@ -8,6 +8,7 @@ the local directory does not."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import tempfile
@@ -273,3 +274,39 @@ def test_a_given_trace_is_replayed_as_written(tmp_path: Path) -> None:
     assert len(rows) == 4
     exp = json.loads((run / "experiment.json").read_text())
     assert exp["replay_trace"] == {"path": str(trace), "format": "fio-iolog-v2", "ios": 65}
+
+
+def test_streams_start_at_random_times_within_the_spread(tmp_path: Path) -> None:
+    """replay.start_spread: each of 3 streams starts at its own drawn time (000 §4.9.6),
+    recorded per stream, the same draw for the same seed; the report charts the replay
+    against the number of streams."""
+    from gridbench.io.runner_posix import start_delays
+
+    target = tmp_path / "t"
+    target.mkdir()
+    spec = tmp_path / "io.yaml"
+    spec.write_text(
+        f"name: spread-replay\ntargets: [{{name: t, path: {target}}}]\nrepetitions: 1\n"
+        "iozone: {enabled: false}\ncache: none\n"
+        "replay: {enabled: true, size: 1M, streams: [1, 3], sync: [false], start_spread: 1.5s,"
+        " seed: 7}\n"
+    )
+    results = tmp_path / "results"
+    p = subprocess.run([str(BIN), "io", "run", str(spec)], env=cli_env(results),
+                       capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
+    assert p.returncode == 0, p.stdout + p.stderr
+    [run] = list(results.iterdir())
+    rows = [json.loads(line) for line in (run / "replay.jsonl").open()]
+    three = [r for r in rows if r["streams"] == 3]
+    starts = sorted({r["start_delay_s"] for r in three})
+    assert len(starts) == 3 and all(0 <= s <= 1.5 for s in starts), starts
+    label = "t-r0-replay-3-nosync"
+    assert starts == sorted(d / 1000 for d in start_delays(1.5, 3, f"7/t/0/{label}"))
+    assert start_delays(1.5, 3, "x") == start_delays(1.5, 3, "x") != start_delays(1.5, 3, "y")
+    assert start_delays(0, 3, "x") == []
+    # fio was told: one job per stream, each with its drawn start
+    jobfile = next((run / "raw").glob(f"*-{label}.fio")).read_text()
+    assert sorted(int(x) / 1000 for x in re.findall(r"startdelay=(\d+)ms", jobfile)) == starts
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert {r["streams"] for r in metrics["replay"]} == {1, 3}
+    assert 'id="chart-replay-streams"' in (run / "report.html").read_text()

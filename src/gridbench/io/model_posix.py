@@ -112,6 +112,14 @@ class ReplaySpec(_Strict):
         default_factory=list,
         description="labels only: stripe widths set on the targets by the operator",
     )
+    start_spread: Duration = Field(
+        default=0.0,
+        ge=0,
+        le=3600,
+        description="each stream starts at a random time within this many seconds, as the "
+        "seed's concurrent IO streams did (000 §4.9.6); 0: all streams start at once",
+    )
+    seed: int = Field(default=0, ge=0, description="the random start times' seed")
 
     @model_validator(mode="after")
     def _sizes(self) -> ReplaySpec:

@@ -152,10 +152,65 @@ def scaling(metrics: Mapping[str, Any]) -> Chart | None:
     )
 
 
+def replay_streams(metrics: Mapping[str, Any]) -> Chart | None:
+    """The trace replays' aggregate kB/s and p50 latency against the number of concurrent
+    streams, a line per target, direction and O_SYNC (000 §4.9.6, Fig. 4.40-4.43)."""
+    rows = [r for r in metrics.get("replay", []) if isinstance(r, Mapping)]
+    if len({r.get("streams") for r in rows}) < 2:
+        return None
+    keys = list(dict.fromkeys((r["target"], r["direction"], bool(r["sync"])) for r in rows))
+    col = colours(list(dict.fromkeys(k[0] for k in keys)))
+    fig = go.Figure()
+    for key in keys:
+        target, direction, sync = key
+        rs = sorted(
+            (r for r in rows if (r["target"], r["direction"], bool(r["sync"])) == key),
+            key=lambda r: r["streams"],
+        )
+        label = f"{target} · {direction} · {'O_SYNC' if sync else 'no O_SYNC'}"
+        dash = "dot" if sync else "solid"
+        fig.add_scatter(
+            x=[r["streams"] for r in rs],
+            y=[r["kbps"]["mean"] for r in rs],
+            mode="lines+markers",
+            line={"color": col[target], "dash": dash},
+            name=ptext(label + " · kB/s"),
+        )
+        fig.add_scatter(
+            x=[r["streams"] for r in rs],
+            y=[(r.get("lat_ms") or {}).get("p50") for r in rs],
+            mode="lines+markers",
+            line={"color": col[target], "dash": dash},
+            marker={"symbol": "diamond"},
+            name=ptext(label + " · p50 ms"),
+            yaxis="y2",
+        )
+    fig.update_layout(
+        template=TEMPLATE,
+        xaxis_title="concurrent streams",
+        yaxis_title="aggregate kB/s",
+        yaxis2={"title": "p50 latency (ms)", "overlaying": "y", "side": "right"},
+        height=440,
+    )
+    return _chart(
+        "replay-streams",
+        "Trace replay against concurrent streams",
+        "Aggregate kB/s (circles) and p50 latency (diamonds, right axis) of the replayed trace "
+        "against the number of concurrent streams; dotted: with O_SYNC.",
+        fig,
+    )
+
+
 def charts(metrics: Mapping[str, Any]) -> list[Chart]:
     """Every chart with data, in the report's order."""
     return [
         c
-        for c in (bars(metrics), latency(metrics), over_time(metrics), scaling(metrics))
+        for c in (
+            bars(metrics),
+            latency(metrics),
+            over_time(metrics),
+            scaling(metrics),
+            replay_streams(metrics),
+        )
         if c is not None
     ]

@@ -12,6 +12,7 @@ file as it exists:
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -150,6 +151,16 @@ def record_trace(runner: InDepthRunner, s: TargetState) -> TraceInfo:
     return check_trace(log)
 
 
+def start_delays(spread_s: float, streams: int, key: str) -> list[int]:
+    """Each stream's start in ms, drawn uniformly within ``spread_s`` (the seed's random
+    start per concurrent IO stream); the same ``key`` draws the same starts, so a run can
+    be repeated. Empty when the spread is 0: every stream starts at once."""
+    if spread_s <= 0:
+        return []
+    rng = random.Random(key)
+    return [round(rng.uniform(0.0, spread_s) * 1000) for _ in range(streams)]
+
+
 def replay(runner: InDepthRunner, trace: TraceInfo, s: TargetState, rep: int) -> None:
     """The trace replayed on ``s`` for every (sync, streams) of the spec: all streams
     replay the same trace onto one shared file, as fast as fio can (no stalls)."""
@@ -181,7 +192,16 @@ def replay(runner: InDepthRunner, trace: TraceInfo, s: TargetState, rep: int) ->
             }
             label = f"{s.prepared.name}-r{rep}-replay-{n}-{tag}"
             moved = n * (trace.extent or r.size)
-            for res in runner.run_jobs(label, [FioJob("replay", opts)], moved):
+            delays = start_delays(r.start_spread, n, f"{r.seed}/{s.prepared.name}/{rep}/{label}")
+            jobs = [FioJob("replay", opts)]
+            if delays:  # one job per stream, each with its own start
+                jobs = [
+                    FioJob(f"replay-{i}", {**opts, "numjobs": 1, "startdelay": f"{d_ms}ms"})
+                    for i, d_ms in enumerate(delays)
+                ]
+            for res in runner.run_jobs(label, jobs, moved):
+                name = res.job.rsplit(".", 1)[0]
+                stream = int(name.rsplit("-", 1)[1]) if delays and "-" in name else None
                 append_record(
                     runner.run.path / "replay.jsonl",
                     {
@@ -196,6 +216,11 @@ def replay(runner: InDepthRunner, trace: TraceInfo, s: TargetState, rep: int) ->
                         "bytes": res.bytes,
                         "runtime_s": res.runtime_s,
                         "hist": [res.hist.ns.tolist(), res.hist.counts.tolist()],
+                        **(
+                            {"start_delay_s": delays[stream] / 1000.0}
+                            if delays and stream is not None
+                            else {}
+                        ),
                     },
                 )
     (wd / REPLAY_FILE).unlink(missing_ok=True)
