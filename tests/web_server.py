@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from conftest import BIN, cli_env
 
@@ -138,3 +139,24 @@ def read_events(client: httpx.Client, rid: str, timeout: float = 120) -> list[tu
                 if kind == "end":
                     break
     return out
+
+
+#: Debian's chromium, which the browser tests drive through Playwright
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+
+
+@contextmanager
+def chromium(args: list[str] | None = None) -> Iterator[Any]:
+    """A headless Chromium for a module's browser tests (failing, never skipping, when it
+    is not installed)."""
+    from playwright.sync_api import sync_playwright
+
+    if not CHROMIUM.exists():
+        pytest.fail("Debian's chromium is not installed (scripts/debian-packages.txt)")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=args or CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()

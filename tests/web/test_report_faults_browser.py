@@ -12,14 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import sync_playwright
 
 from family_runs import copy_run, gb
-from web_server import Server, serve
+from web_server import Server, chromium, serve
 
 pytestmark = pytest.mark.e2e
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 #: dashboard.css's badge backgrounds, by tone (gridbench.states)
 GREEN, AMBER, RED = "rgb(216, 240, 223)", "rgb(253, 235, 208)", "rgb(251, 217, 217)"
 
@@ -58,12 +55,8 @@ def store(
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    if not CHROMIUM.exists():
-        pytest.fail("Debian's chromium is not installed (scripts/debian-packages.txt)")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+    with chromium() as b:
         yield b
-        b.close()
 
 
 @pytest.fixture

@@ -12,14 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import sync_playwright
 
 from conftest import BIN, cli_env
-from web_server import Server, serve
+from web_server import Server, chromium, serve
 
 pytestmark = pytest.mark.e2e
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 SAMPLING = "sampling: {hosts: [local], interval: 0.3s}\n"
 SPECS = {
     "jobflow": (
@@ -75,12 +72,8 @@ def server(
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    if not CHROMIUM.exists():
-        pytest.fail("Debian's chromium is not installed (scripts/debian-packages.txt)")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+    with chromium() as b:
         yield b
-        b.close()
 
 
 @pytest.mark.parametrize("family", list(SPECS))

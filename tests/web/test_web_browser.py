@@ -18,14 +18,12 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import sync_playwright
 
 from gridbench.jobflow.api import JobFlowRun
 from gridbench.store.layout import RunDir
-from web_server import Server, fast_spec, serve, start_run
+from web_server import CHROMIUM, Server, chromium, fast_spec, serve, start_run
 
 pytestmark = pytest.mark.e2e
-CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update"]  # fmt: skip
 SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
@@ -41,12 +39,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    if not CHROMIUM.exists():
-        pytest.fail("Debian's chromium is not installed (scripts/debian-packages.txt)")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+    with chromium(ARGS) as b:
         yield b
-        b.close()
 
 
 @pytest.fixture
