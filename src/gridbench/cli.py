@@ -2,6 +2,11 @@
 benchmark family (list, show, analyze, report, cleanup, compare, history, serve), plus the
 commands each family adds through ``Family.add_commands``.
 
+Every command is a declaration (:mod:`gridbench.commandline`: name, help, arguments, and
+the function that runs it as ``"module:function"``), so the parser is built without
+importing any command's code: ``--help`` and ``--version`` answer at once, and a command
+imports what it needs when it runs (docs/architecture.md, "Adding a command").
+
 Exit codes: 0 success; 1 a threshold failed; 2 bad input (spec, results, usage);
 3 the backend failed or could not be reached; 4 the measurement is invalid (with
 ``--fail-invalid``); 130 interrupted.
@@ -12,17 +17,14 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import logging
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-
-from rich.console import Console
-from rich.table import Table
+from typing import TYPE_CHECKING, Any
 
 from gridbench import __version__
-from gridbench.cliargs import RUN_HELP, add_results_arg, add_run_arg
+from gridbench.commandline import RESULTS, RUN, RUN_HELP, SERVE_ARGS, Command, arg
 from gridbench.errors import (
     EXIT_BACKEND,
     EXIT_INPUT,
@@ -32,18 +34,43 @@ from gridbench.errors import (
     GridbenchError,
     resource_error,
 )
-from gridbench.family import (
-    Cleanable,
-    CleanupOutcome,
-    command_sets,
-    families,
-    kind_of,
-    not_applicable,
-)
-from gridbench.fmt import safe_markup
 
-console = Console(highlight=False, emoji=False)  # ":fire:" in data stays text
-err_console = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from gridbench.family import CleanupOutcome, Ui
+
+
+class LazyConsole:
+    """A rich Console made on first use: rich costs tens of milliseconds to import, which
+    ``gridbench --help`` and ``--version`` need not pay."""
+
+    def __init__(self, **options: Any) -> None:
+        self._options = options
+        self._made: Console | None = None
+
+    @property
+    def real(self) -> Console:
+        """The console itself."""
+        if self._made is None:
+            from rich.console import Console
+
+            self._made = Console(**self._options)
+        return self._made
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+
+console = LazyConsole(highlight=False, emoji=False)  # ":fire:" in data stays text
+err_console = LazyConsole(stderr=True, highlight=False, soft_wrap=True, emoji=False)
+
+
+def safe_markup(text: object) -> str:
+    """:func:`gridbench.fmt.safe_markup` (imported when first needed: it brings rich)."""
+    from gridbench.fmt import safe_markup as made_safe
+
+    return made_safe(text)
 
 
 class _Settings:
@@ -72,9 +99,15 @@ def _warm_dashboard(run_path: Path) -> None:
 class CliUi:
     """What the command line lends each family's commands (``gridbench.family.Ui``)."""
 
-    def __init__(self) -> None:
-        self.console = console
-        self.err_console = err_console
+    @property
+    def console(self) -> Console:
+        """Standard output's console."""
+        return console.real
+
+    @property
+    def err_console(self) -> Console:
+        """Standard error's console."""
+        return err_console.real
 
     def results_root(self, args: argparse.Namespace) -> Path:
         """The results root of ``--results``, $GRIDBENCH_RESULTS or ./results."""
@@ -99,7 +132,7 @@ def _analyze_and_show(run_path: Path, *, as_json: bool = False) -> int:
     if as_json:
         print(json.dumps(done.metrics, indent=1, default=str))
         return done.exit_code
-    render_report(done.report, console, verbose=SETTINGS.verbose)
+    render_report(done.report, console.real, verbose=SETTINGS.verbose)
     if "html" in done.paths:
         console.print(f"HTML report: [cyan]{safe_markup(done.paths['html'])}[/]")
     csvs = [p for p in done.paths.values() if p.suffix == ".csv"]
@@ -112,74 +145,62 @@ def _analyze_and_show(run_path: Path, *, as_json: bool = False) -> int:
 
 
 # -- generic commands: any family's run -------------------------------------------------
-def cmd_analyze(args: argparse.Namespace) -> int:
+def cmd_analyze(args: argparse.Namespace, ui: Ui) -> int:
     from gridbench.store.catalogue import resolve_run
 
     run = resolve_run(args.run, _results_root(args))
     return _analyze_and_show(run.path, as_json=args.json)
 
 
-def cmd_report(args: argparse.Namespace) -> int:
+def cmd_report(args: argparse.Namespace, ui: Ui) -> int:
     from gridbench.store.catalogue import resolve_run
 
     run = resolve_run(args.run, _results_root(args))
     return _analyze_and_show(run.path)
 
 
-def cmd_list(args: argparse.Namespace) -> int:
-    from gridbench.family import family
+def cmd_list(args: argparse.Namespace, ui: Ui) -> int:
+    """Every run of the results root, newest first: one summary row each, from the
+    store's index (:mod:`gridbench.listing`), drawn as rich draws a table, fast."""
+    from gridbench.bigtable import BigTable
+    from gridbench.fmt import visible
+    from gridbench.listing import catalogue
     from gridbench.states import TERMINAL_STYLES, state_tone, verdict_tone
-    from gridbench.store.catalogue import list_runs
 
-    runs = list_runs(_results_root(args))
-    own: dict[str, dict[str, str]] = {}  # run id -> its family's own columns (heading: text)
-    for r in runs:
-        r["kind"] = kind_of(r)
-        try:
-            entry = family(r["kind"]).catalogue(r)
-            r["target"], r["variant"] = entry.target, entry.variant
-            own[str(r.get("id"))] = {c.heading: c.text for c in entry.columns}
-        except GridbenchError as exc:  # a plugin that is not installed here
-            r["target"], r["variant"] = "", f"({exc.message})"
+    root = _results_root(args)
+    runs = catalogue(root)
     if args.json:
         print(json.dumps(runs, indent=1, default=str))
         return EXIT_OK
-    root = _results_root(args)
     if not runs:  # a sentence, not an empty table; a folder not made yet is said so
         where = "" if root.is_dir() else " (the folder does not exist yet)"
         console.print(f"no runs in {safe_markup(root)}{where}; 'gridbench demo' makes one")
         return EXIT_OK
     # the families' own columns (job flow: trials), each heading once, in first-seen order
-    headings = list(dict.fromkeys(h for cols in own.values() for h in cols))
-    t = Table(title=f"experiments in {root}")
-    for col in ("id", "name", "kind", "target", "variant", "status", *headings, "verdict"):
-        t.add_column(col, overflow="fold")  # ids stay whole on a narrow terminal
-    t.add_column("created", overflow="fold")
+    headings = list(dict.fromkeys(h for r in runs for h, _, _ in r["columns"]))
+    rows = []
     for r in runs:
-        cols = own.get(str(r.get("id")), {})
-        cells = (
-            r.get("id"),
-            r.get("name"),
-            r["kind"],
-            r["target"],
-            r["variant"],
-            r.get("status", ""),
-            *(cols.get(h, "–") for h in headings),
-            r.get("verdict", ""),
-            r.get("created", ""),
-        )
-        shown = [safe_markup(v) for v in cells]
-        verdict_at = 6 + len(headings)
-        tones = ((5, state_tone(r.get("status"))), (verdict_at, verdict_tone(r.get("verdict"))))
-        for i, tone in tones:
-            style = TERMINAL_STYLES[tone]  # one vocabulary: the colour follows the words
-            shown[i] = f"[{style}]{shown[i]}[/]" if style and shown[i] else shown[i]
-        t.add_row(*shown)
-    console.print(t)
+        own = {h: text for h, text, _ in r["columns"]}
+        cells = [
+            (r.get("id"), ""),
+            (r.get("name"), ""),
+            (r["kind"], ""),
+            (r["target"], ""),
+            (r["variant"], ""),
+            # one vocabulary: the colour follows the words
+            (r.get("status", ""), TERMINAL_STYLES[state_tone(r.get("status"))]),
+            *((own.get(h, "–"), "") for h in headings),
+            (r.get("verdict", ""), TERMINAL_STYLES[verdict_tone(r.get("verdict"))]),
+            (r.get("created", ""), ""),
+        ]
+        rows.append([(visible(v), style or "") for v, style in cells])
+    columns = ("id", "name", "kind", "target", "variant", "status", *headings, "verdict")
+    # every column folds: ids stay whole on a narrow terminal
+    console.print(BigTable(f"experiments in {safe_markup(root)}", [*columns, "created"], rows))
     return EXIT_OK
 
 
-def cmd_show(args: argparse.Namespace) -> int:
+def cmd_show(args: argparse.Namespace, ui: Ui) -> int:
     from gridbench.family import family_of
     from gridbench.store.catalogue import resolve_run
 
@@ -192,20 +213,20 @@ def cmd_show(args: argparse.Namespace) -> int:
         from gridbench.report.terminal import render_report
 
         _, _, report = report_of(run)
-        render_report(report, console, verbose=SETTINGS.verbose)
+        render_report(report, console.real, verbose=SETTINGS.verbose)
     else:
         console.print(f"[dim]not analysed yet: run 'gridbench analyze {safe_markup(run.path)}'[/]")
     return EXIT_OK
 
 
-def cmd_cleanup(args: argparse.Namespace) -> int:
+def cmd_cleanup(args: argparse.Namespace, ui: Ui) -> int:
     """Show what cleanup would run and signal (the family's dry run), ask, then do it.
 
     Nothing in a run folder is trusted (docs/concepts.md): the plan is shown first and
     acted on only when confirmed at the terminal or with ``--yes``; with no terminal and
     no ``--yes``, nothing is done.
     """
-    from gridbench.family import family_of
+    from gridbench.family import Cleanable, family_of, not_applicable
     from gridbench.store.catalogue import resolve_run
 
     if args.lab is not None:
@@ -277,17 +298,251 @@ def _confirmed(run_path: Path) -> bool:
     return answer.strip().lower() in ("y", "yes")
 
 
-# -- parser --------------------------------------------------------------------------------
+# -- the command line: declared (gridbench.commandline) ------------------------------------
+DESCRIPTION = (
+    "Evaluate distributed computing infrastructure: job flow through schedulers and grid "
+    "CEs, storage, and every benchmark family installed. Per-component latency and "
+    "throughput, the bottleneck, the knee, and whether the measurement can be trusted."
+)
+EPILOG = (
+    "Exit codes: 0 ok, 1 threshold failed, 2 bad input, 3 backend failed, 4 invalid "
+    "measurement (--fail-invalid), 130 interrupted. Docs: docs/."
+)
+_JSON = arg("--json", action="store_true")
+
+#: The generic commands on the results store (a run of any family), after the families'
+#: and the command sets' commands in ``gridbench --help``.
+GENERIC: tuple[Command, ...] = (
+    Command(
+        "analyze",
+        help="(re-)analyse a run of any family and rewrite its reports",
+        run="gridbench.cli:cmd_analyze",
+        args=(
+            RUN,
+            RESULTS,
+            arg("--json", action="store_true", help="print metrics JSON (docs/metrics.md)"),
+        ),
+    ),
+    Command(
+        "report",
+        help="regenerate the HTML/CSV/JSON reports of a run",
+        run="gridbench.cli:cmd_report",
+        args=(RUN, RESULTS),
+    ),
+    Command(
+        "list",
+        help="list the runs of every family in the results store",
+        run="gridbench.cli:cmd_list",
+        args=(RESULTS, _JSON),
+    ),
+    Command(
+        "show",
+        help="show one run's record and summary",
+        run="gridbench.cli:cmd_show",
+        args=(RUN, RESULTS),
+    ),
+    Command(
+        "cleanup",
+        help="cancel the jobs and delete the reservations a crashed or killed run left "
+        "behind (or, with --lab, what a killed 'lab up' made)",
+        run="gridbench.cli:cmd_cleanup",
+        args=(
+            RESULTS,
+            arg("run", nargs="?", help=RUN_HELP),
+            arg(
+                "--lab",
+                metavar="NAME",
+                help="instead of a run: remove what 'gridbench lab up --name NAME' made "
+                "(after a kill -9 too); the same as 'gridbench lab down --name NAME' "
+                "(docs/hosts.md)",
+            ),
+            arg("--dry-run", action="store_true", help="only show what would be run and signalled"),
+            arg(
+                "-y",
+                "--yes",
+                action="store_true",
+                help="act on the plan without asking for confirmation",
+            ),
+            arg(
+                "--force",
+                action="store_true",
+                help="clean up even though the run's process still seems alive",
+            ),
+        ),
+    ),
+)
+
+_COMPARE_OPTIONS = (
+    RESULTS,
+    arg("--json", action="store_true", help="print the result as JSON (docs/compare.md)"),
+    arg("--alpha", type=float, default=0.05, help="significance level (default 0.05)"),
+    arg(
+        "--min-effect",
+        type=float,
+        default=0.05,
+        metavar="FRACTION",
+        help="smallest relative change called significant (default 0.05 = 5%%)",
+    ),
+    arg(
+        "--max-samples",
+        type=int,
+        default=20_000,  # gridbench.compare.model.Settings().max_samples (a test keeps them equal)
+        metavar="N",
+        help="cap on per-job samples per experiment, point and segment (default %(default)s)",
+    ),
+)
+_LAB_NAME = arg("--name", default="lab", help="the lab's name (default lab)")
+
+#: The core's other commands (comparisons, the dashboard, hosts), last in --help.
+TOOLS: tuple[Command, ...] = (
+    Command(
+        "compare",
+        help="compare two or more experiments point by point (the first is the baseline)",
+        run="gridbench.compare.command:cmd_compare",
+        args=(
+            arg("experiments", nargs="+", metavar="ID", help="ids, unique prefixes or paths"),
+            arg(
+                "--metric",
+                action="append",
+                default=[],
+                metavar="PATTERN",
+                help="compare only these metrics (name or glob, repeatable), e.g. "
+                "'latency.overall.*'",
+            ),
+            arg("--all", action="store_true", help="show every metric, not only key ones"),
+            arg(
+                "--no-samples",
+                action="store_true",
+                help="do not read per-job latencies from the events (faster; per-trial tests only)",
+            ),
+            arg(
+                "--fail-on-regression",
+                action="store_true",
+                help="exit 1 when any significant change is a regression",
+            ),
+            *_COMPARE_OPTIONS,
+        ),
+    ),
+    Command(
+        "history",
+        help="one metric across every run of the same spec name",
+        run="gridbench.compare.command:cmd_history",
+        args=(
+            arg("experiment", metavar="ID", help="any run of the spec (id, prefix, path, latest)"),
+            arg(
+                "--metric",
+                required=True,
+                metavar="PATH",
+                help="a job-flow metric path, e.g. latency.overall.p99, "
+                "throughput.overall.steady, knee.capacity_per_s (docs/metrics.md); for another "
+                "family, a figure key",
+            ),
+            *_COMPARE_OPTIONS,
+        ),
+    ),
+    Command(
+        "serve",
+        help="web dashboard: configure, run and watch experiments live, read and compare results",
+        run="gridbench.web.command:cmd_serve",
+        args=SERVE_ARGS,
+    ),
+    Command(
+        "hosts",
+        help="the inventory of hosts: check that each one answers",
+        dest="hosts_command",
+        metavar="VERB",
+        actions=(
+            Command(
+                "check",
+                help="reach each host of an inventory over SSH: Python and gridbench there, "
+                "clock offset, node_exporter; exit 1 if any host fails (docs/hosts.md)",
+                run="gridbench.hosts.command:cmd_hosts_check",
+                args=(
+                    arg(
+                        "inventory", metavar="INVENTORY", help="the hosts file (hosts: at its top)"
+                    ),
+                    arg(
+                        "--host",
+                        action="append",
+                        metavar="NAME",
+                        help="check only this host (repeatable)",
+                    ),
+                    arg(
+                        "--write",
+                        action="store_true",
+                        help="write each host's measured clock offset into the inventory "
+                        "(clock_offset_ms), for the sampler to use",
+                    ),
+                ),
+            ),
+        ),
+    ),
+    Command(
+        "lab",
+        help="several hosts on this machine: namespaces on a bridge with sshd and "
+        "node_exporter each, shaped links, an inventory (root only; docs/hosts.md)",
+        dest="lab_command",
+        metavar="VERB",
+        actions=(
+            Command(
+                "up",
+                help="make a lab of N hosts and write its inventory",
+                run="gridbench.hosts.command:cmd_lab_up",
+                parser={
+                    "description": "Make N hosts NAME-1..NAME-N: a network namespace each on a "
+                    "Linux bridge, with its own address in a free private /24, sshd (throw-away "
+                    "keys) and node_exporter on :9100; an inventory for the families in the "
+                    "lab's folder (/run/gridbench-lab/NAME). Root only."
+                },
+                args=(
+                    arg("--hosts", type=int, default=3, metavar="N", help="how many (default 3)"),
+                    arg(
+                        "--rate",
+                        metavar="RATE",
+                        help="shape every host's link both ways with tc tbf, e.g. 20mbit",
+                    ),
+                    arg(
+                        "--latency",
+                        action="append",
+                        default=[],
+                        metavar="HOST[:PORTS]:DELAY",
+                        help="reach HOST's ports (default 22,5201) through Toxiproxy, the round "
+                        "trip grown by DELAY: lab-2:50ms, lab-2:7000:50ms (repeatable; the "
+                        "proxies' addresses are in the inventory)",
+                    ),
+                    _LAB_NAME,
+                ),
+            ),
+            Command(
+                "status",
+                help="what runs in a lab",
+                run="gridbench.hosts.command:cmd_lab_status",
+                args=(_LAB_NAME,),
+            ),
+            Command(
+                "down",
+                help="remove a lab: exactly what it made (also after a kill -9 of 'lab up')",
+                run="gridbench.hosts.command:cmd_lab_down",
+                args=(_LAB_NAME,),
+            ),
+        ),
+    ),
+)
+
+#: Modules that add commands themselves, as before declarations: each has
+#: ``register(subparsers)``, which adds its parser(s) and sets ``func(args)`` returning an
+#: exit code; added after :data:`GENERIC`, before :data:`TOOLS`. Imported for every
+#: ``--help``: a new command is better a declaration (docs/architecture.md).
+COMMAND_MODULES: tuple[str, ...] = ()
+
+
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
-        prog="gridbench",
-        description="Evaluate distributed computing infrastructure: job flow through "
-        "schedulers and grid CEs, storage, and every benchmark family installed. Per-"
-        "component latency and throughput, the bottleneck, the knee, and whether the "
-        "measurement can be trusted.",
-        epilog="Exit codes: 0 ok, 1 threshold failed, 2 bad input, 3 backend failed, "
-        "4 invalid measurement (--fail-invalid), 130 interrupted. Docs: docs/.",
-    )
+    """The whole command line, from the declarations: every family's commands (job flow
+    first, then by name), every command set's (``gridbench.commands``), the generic ones,
+    then :data:`COMMAND_MODULES`' and :data:`TOOLS`. No command's code is imported."""
+    from gridbench.family import command_sets, families
+
+    ap = argparse.ArgumentParser(prog="gridbench", description=DESCRIPTION, epilog=EPILOG)
     ap.add_argument("--version", action="version", version=f"gridbench {__version__}")
     ap.add_argument(
         "-v",
@@ -297,70 +552,18 @@ def build_parser() -> argparse.ArgumentParser:
         "(anywhere on the line: 'gridbench run SPEC --verbose')",
     )
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
     ui = CliUi()
     for fam in families():
         fam.add_commands(sub, ui)
-    for commands in command_sets():  # what-if models, hosts: commands that are no family
+    for commands in command_sets():  # what-if models: commands that are no family
         commands.add_commands(sub, ui)
-
-    # the generic commands on the results store: (name, help, takes a run, handler)
-    generic: tuple[tuple[str, str, bool, Callable[[argparse.Namespace], int]], ...] = (
-        ("analyze", "(re-)analyse a run of any family and rewrite its reports", True, cmd_analyze),
-        ("report", "regenerate the HTML/CSV/JSON reports of a run", True, cmd_report),
-        ("list", "list the runs of every family in the results store", False, cmd_list),
-        ("show", "show one run's record and summary", True, cmd_show),
-        (
-            "cleanup",
-            "cancel the jobs and delete the reservations a crashed or killed run left "
-            "behind (or, with --lab, what a killed 'lab up' made)",
-            False,  # RUN, or --lab NAME: added below
-            cmd_cleanup,
-        ),
-    )
-    parsers: dict[str, argparse.ArgumentParser] = {}
-    for name, help_text, takes_run, handler in generic:
-        p = parsers[name] = sub.add_parser(name, help=help_text)
-        if takes_run:
-            add_run_arg(p)
-        add_results_arg(p)
-        p.set_defaults(func=handler)
-    parsers["analyze"].add_argument(
-        "--json", action="store_true", help="print metrics JSON (docs/metrics.md)"
-    )
-    parsers["list"].add_argument("--json", action="store_true")
-    p = parsers["cleanup"]
-    p.add_argument("run", nargs="?", help=RUN_HELP)
-    p.add_argument(
-        "--lab",
-        metavar="NAME",
-        help="instead of a run: remove what 'gridbench lab up --name NAME' made (after a "
-        "kill -9 too); the same as 'gridbench lab down --name NAME' (docs/hosts.md)",
-    )
-    p.add_argument(
-        "--dry-run", action="store_true", help="only show what would be run and signalled"
-    )
-    p.add_argument(
-        "-y", "--yes", action="store_true", help="act on the plan without asking for confirmation"
-    )
-    p.add_argument(
-        "--force",
-        action="store_true",
-        help="clean up even though the run's process still seems alive",
-    )
-
+    for command in GENERIC:
+        command.add_to(sub, ui)
     for module_name in COMMAND_MODULES:
         importlib.import_module(module_name).register(sub)
+    for command in TOOLS:
+        command.add_to(sub, ui)
     return ap
-
-
-# Subcommands that live in their own package: each module has ``register(subparsers)``,
-# which adds its parser(s) and sets ``func`` returning an exit code.
-COMMAND_MODULES: tuple[str, ...] = (
-    "gridbench.compare.command",
-    "gridbench.web.command",
-    "gridbench.hosts.command",
-)
 
 
 #: The verbs that take a spec and work for a spec of any family.
@@ -371,11 +574,11 @@ def route_spec(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
     """``gridbench VERB SPEC ...`` for a spec of another family than job flow: that
     family's ``VERB`` (``gridbench io run SPEC``), found from the spec itself; the words
     unchanged when the spec cannot be read (the verb's own loader then says why)."""
+    if len(argv) < 2 or argv[0] not in SPEC_VERBS or argv[1].startswith("-"):
+        return argv
     from gridbench.family import DEFAULT_KIND, command_of, family_of_spec
     from gridbench.specload import parse_yaml, plain_data, read_spec_text
 
-    if len(argv) < 2 or argv[0] not in SPEC_VERBS or argv[1].startswith("-"):
-        return argv
     try:
         data = plain_data(parse_yaml(read_spec_text(argv[1]), argv[1]))
     except (GridbenchError, OSError, ValueError):
@@ -416,6 +619,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     cut = argv.index("--") if "--" in argv else len(argv)
     verbose = any(a in ("-v", "--verbose") for a in argv[:cut])
     head = [a for a in argv[:cut] if a not in ("-v", "--verbose")]
+    if head[:1] == ["--version"]:  # what argparse's version action prints, with no parser
+        print(f"gridbench {__version__}")
+        return EXIT_OK
     try:
         parser = build_parser()
         head = route_spec(parser, head)
@@ -426,6 +632,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         err_console.print(f"[red]error[/]: {safe_markup(exc)}")
         return EXIT_INPUT
     SETTINGS.verbose = bool(args.verbose)
+    import logging
+
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.ERROR,
         format="%(levelname)s %(name)s: %(message)s",

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import functools
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -12,6 +10,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from gridbench.commandline import DEFAULT_PORT as DEFAULT_PORT
+from gridbench.commandline import RESULTS, RUN, SERVE_ARGS, spec_args
+from gridbench.commandline import RUN_HELP as RUN_HELP
 from gridbench.errors import EXIT_OK, GridbenchError
 
 if TYPE_CHECKING:
@@ -22,109 +23,30 @@ if TYPE_CHECKING:
 
 #: A family's command: the parsed arguments and what the CLI lends it -> the exit code.
 FamilyCommand = Callable[[argparse.Namespace, "Ui"], int]
-#: Adds a family's spec arguments (``functools.partial(add_spec_args, what=, example=)``).
-SpecArgs = Callable[[argparse.ArgumentParser], None]
-
-RUN_HELP = "results directory, run id, or 'latest'"
 
 
+# A command's name, help and arguments are declared (gridbench.commandline); these add the
+# shared ones to a parser made by hand (a plugin's add_commands), spelled the same.
 def add_results_arg(p: argparse.ArgumentParser) -> None:
     """``--results DIR``: the results root."""
-    p.add_argument(
-        "--results", metavar="DIR", help="results root (default: $GRIDBENCH_RESULTS or ./results)"
-    )
+    RESULTS.add_to(p)
 
 
 def add_spec_args(p: argparse.ArgumentParser, *, what: str, example: str) -> None:
     """The spec file and repeatable ``--set KEY=VALUE`` overrides."""
-    p.add_argument("spec", help=what)
-    p.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help=f"override a spec field, e.g. {example}",
-    )
+    for a in spec_args(what=what, example=example):
+        a.add_to(p)
 
 
 def add_run_arg(p: argparse.ArgumentParser) -> None:
     """A run: a results directory, an id from ``gridbench list``, or ``latest``."""
-    p.add_argument("run", help=RUN_HELP)
-
-
-DEFAULT_PORT = 8765
+    RUN.add_to(p)
 
 
 def add_serve_args(p: argparse.ArgumentParser) -> None:
     """The web server's options (``gridbench serve``, ``gridbench study serve``)."""
-    p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
-    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"default {DEFAULT_PORT}")
-    p.add_argument(
-        "--results", metavar="DIR", help="results root (default: $GRIDBENCH_RESULTS or ./results)"
-    )
-    p.add_argument(
-        "--token-env",
-        metavar="VAR",
-        help="environment variable holding the access token (required off loopback)",
-    )
-    p.add_argument(
-        "--token-file", metavar="FILE", help="file holding the access token (first line)"
-    )
-    p.add_argument(
-        "--allow-host",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="extra Host header name to accept (e.g. the machine's DNS name)",
-    )
-    p.add_argument(
-        "--max-running",
-        type=int,
-        default=4,
-        metavar="N",
-        help="experiments running at once; more queue (default 4)",
-    )
-    p.add_argument(
-        "--max-queued",
-        type=int,
-        default=16,
-        metavar="N",
-        help="experiments waiting for a slot; more are refused (default 16)",
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class ActionArgs:
-    """The shared arguments an action takes, added in this order: the spec's (``spec``),
-    the run (``run``) and ``--results`` (``results``)."""
-
-    spec: SpecArgs | None = None
-    run: bool = False
-    results: bool = False
-
-
-def add_action(
-    actions: argparse._SubParsersAction[Any],
-    name: str,
-    command: FamilyCommand,
-    ui: Ui,
-    *,
-    args: ActionArgs | None = None,
-    **parser: Any,
-) -> argparse.ArgumentParser:
-    """One action of a family's command (``gridbench io run``): its parser (``parser``:
-    ``help``, ``description``, ...), then the shared ``args``; calling it runs
-    ``command(args, ui)``. Returns the parser for the action's own options."""
-    p: argparse.ArgumentParser = actions.add_parser(name, **parser)
-    shared = args or ActionArgs()
-    if shared.spec is not None:
-        shared.spec(p)
-    if shared.run:
-        add_run_arg(p)
-    if shared.results:
-        add_results_arg(p)
-    p.set_defaults(func=lambda a: command(a, ui))
-    return p
+    for a in SERVE_ARGS:
+        a.add_to(p)
 
 
 def report_command(args: argparse.Namespace, ui: Ui) -> int:
@@ -133,47 +55,6 @@ def report_command(args: argparse.Namespace, ui: Ui) -> int:
     from gridbench.store.catalogue import resolve_run
 
     return ui.analyze_and_show(resolve_run(args.run, ui.results_root(args)).path)
-
-
-# -- a family whose runs start from a spec ----------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class SpecVerbs:
-    """The actions of a family's command whose runs start from a spec (``gridbench io``,
-    ``gridbench net``): ``validate``, ``plan`` (with ``--json``), ``run`` and ``report``,
-    as data. The spec's arguments are :func:`add_spec_args`' (``what``, ``example``); the
-    help texts of ``validate`` and ``plan`` name the spec (``noun``)."""
-
-    what: str  # the spec argument's help
-    example: str  # a --set example
-    noun: str  # "an io spec"
-    validate: FamilyCommand
-    plan: FamilyCommand
-    run: FamilyCommand
-    run_help: str
-    report_help: str
-
-
-def add_spec_verbs(
-    actions: argparse._SubParsersAction[Any], ui: Ui, verbs: SpecVerbs
-) -> argparse.ArgumentParser:
-    """Add ``verbs``' four actions, in that order; returns the ``run`` action's parser for
-    its own options."""
-    spec = ActionArgs(spec=functools.partial(add_spec_args, what=verbs.what, example=verbs.example))
-    check = f"check {verbs.noun} and report every problem with its line"
-    steps = f"show the steps {verbs.noun} runs and their estimated duration, without running them"
-    made = {
-        name: add_action(actions, name, command, ui, args=shared, help=text)
-        for name, command, shared, text in (
-            ("validate", verbs.validate, spec, check),
-            ("plan", verbs.plan, spec, steps),
-            ("run", verbs.run, dataclasses.replace(spec, results=True), verbs.run_help),
-            ("report", report_command, ActionArgs(run=True, results=True), verbs.report_help),
-        )
-    }
-    made["plan"].add_argument("--json", action="store_true", help="print the plan as JSON")
-    return made["run"]
 
 
 def print_json(doc: Mapping[str, Any]) -> int:

@@ -15,17 +15,13 @@ docs/architecture.md for a worked example.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import functools
 import importlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
-
-from rich.console import Console
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from gridbench.errors import (
     EXIT_BACKEND,
@@ -35,11 +31,19 @@ from gridbench.errors import (
     GridbenchError,
     ResultsError,
 )
-from gridbench.schema import ValidityRule as ValidityRule  # re-exported: families use it
 from gridbench.sections import Report
+from gridbench.sections import ValidityRule as ValidityRule  # re-exported: families use it
 from gridbench.states import ABORTED, COMPLETE, FAIL, FAILED, PASS, run_state
-from gridbench.store.layout import RunDir
-from gridbench.testplan import report_inputs
+
+# Light at import: the command line loads every family (``gridbench --help``), and a
+# family's module imports this one; what only annotations name is imported for the type
+# checker alone, and what a method needs, in the method.
+if TYPE_CHECKING:
+    import asyncio
+
+    from rich.console import Console
+
+    from gridbench.store.layout import RunDir
 
 ENTRY_POINT_GROUP = "gridbench.families"
 #: Runs written before families existed carry no ``kind``: they are job flow.
@@ -73,8 +77,15 @@ class Ui(Protocol):
     """What the command line lends a family's commands, so that a family never imports
     the layers above it (reports, web, CLI)."""
 
-    console: Console
-    err_console: Console
+    @property
+    def console(self) -> Console:
+        """Standard output's console (made when first used)."""
+        ...
+
+    @property
+    def err_console(self) -> Console:
+        """Standard error's console."""
+        ...
 
     def results_root(self, args: argparse.Namespace) -> Path:
         """The results root from ``--results``, $GRIDBENCH_RESULTS or ./results."""
@@ -509,7 +520,7 @@ class ModuleFamily:
         class Storage(ModuleFamily):
             name, title, schema = "io", "storage: ...", "gridbench.io/1"
             rules_at = "gridbench.io.validity:IO_VALIDITY_RULES"
-            commands_at = "gridbench.io.command:add_commands"  # add_commands(sub, ui)
+            commands_at = "gridbench.io.cli:COMMANDS"  # declared: gridbench.commandline
             analysis_at = "gridbench.io.metrics:analyze_and_write"  # (run) -> metrics
             check_at = "gridbench.io.metrics_schema:validate_metrics"  # (metrics, where)
             report_at = "gridbench.io.report:build_report"  # (metrics, **report_inputs)
@@ -531,8 +542,14 @@ class ModuleFamily:
         return rules
 
     def add_commands(self, sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
-        """The family's own commands (``gridbench <name> ...``)."""
-        lazy(self.commands_at)(sub, ui)
+        """The family's own commands (``gridbench <name> ...``): ``commands_at`` names their
+        declaration (a :class:`gridbench.commandline.Commands`, whose code is imported
+        only when a command runs) or a function ``(sub, ui)`` that adds them."""
+        declared = lazy(self.commands_at)
+        if isinstance(declared, CommandSet):
+            declared.add_commands(sub, ui)
+        else:
+            declared(sub, ui)
 
     def analyze(self, run: RunDir) -> dict[str, Any]:
         """Read the run's files (untrusted), analyse them, write metrics.json."""
@@ -542,6 +559,8 @@ class ModuleFamily:
     def report(self, run: RunDir, metrics: Mapping[str, Any]) -> Report:
         """Check the metrics, then the typed report with the run's "how it was
         configured" (:func:`gridbench.testplan.report_inputs`)."""
+        from gridbench.testplan import report_inputs
+
         lazy(self.check_at)(metrics, str(run.metrics_file))
         report: Report = lazy(self.report_at)(metrics, **report_inputs(run))
         return report
@@ -577,6 +596,8 @@ class StartsFromSpecAt:
 
 @functools.cache
 def _entry_points() -> dict[str, str]:
+    from importlib.metadata import entry_points
+
     return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
 
 
@@ -649,6 +670,8 @@ class CommandSet(Protocol):
 
 def command_sets() -> list[CommandSet]:
     """Every registered command set, by name; one that cannot load is one clear error."""
+    from importlib.metadata import entry_points
+
     found: list[CommandSet] = []
     for ep in sorted(entry_points(group=COMMANDS_ENTRY_POINT_GROUP), key=lambda e: e.name):
         obj = _loaded("command set", COMMANDS_ENTRY_POINT_GROUP, ep.name, ep.value)

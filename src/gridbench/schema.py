@@ -11,33 +11,31 @@ take a bool or a numeric string for a number; :func:`validate_document` raises o
 from __future__ import annotations
 
 import numbers
+import sys
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
 from difflib import get_close_matches
 from pathlib import Path
 from types import UnionType
 from typing import Annotated, Any, Union, get_args, get_origin
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, PlainValidator, ValidationError
 from pydantic_core import PydanticCustomError
 
 from gridbench.errors import ResultsError
+from gridbench.sections import ValidityRule as ValidityRule  # re-exported
 
 
-@dataclass(frozen=True, slots=True)
-class ValidityRule:
-    """A rule a family applies before it trusts a figure (shown in reports and docs; a
-    family's ``validity_rules``, also importable from :mod:`gridbench.family`)."""
-
-    name: str
-    description: str
+def _is_bool(v: Any) -> bool:
+    """A bool, numpy's included (none can exist before numpy is imported: this module does
+    not import it, so that loading a spec does not pay for numpy)."""
+    np = sys.modules.get("numpy")
+    return isinstance(v, bool) or (np is not None and isinstance(v, np.bool_))
 
 
 def _number(v: Any) -> float | None:
     if v is None:
         return None
-    if isinstance(v, bool | np.bool_) or not isinstance(v, numbers.Real):
+    if _is_bool(v) or not isinstance(v, numbers.Real):
         raise PydanticCustomError("number_type", "Input should be a valid number")
     return float(v)
 
@@ -45,7 +43,7 @@ def _number(v: Any) -> float | None:
 def _count(v: Any) -> int | None:
     if v is None:
         return None
-    if isinstance(v, bool | np.bool_) or not isinstance(v, numbers.Real):
+    if _is_bool(v) or not isinstance(v, numbers.Real):
         raise PydanticCustomError("int_type", "Input should be a valid integer")
     if isinstance(v, numbers.Integral):
         return int(v)
@@ -58,7 +56,7 @@ def _count(v: Any) -> int | None:
 def _flag(v: Any) -> bool | None:
     if v is None:
         return None
-    if not isinstance(v, bool | np.bool_):
+    if not _is_bool(v):
         raise PydanticCustomError("bool_type", "Input should be true or false")
     return bool(v)
 

@@ -28,6 +28,16 @@ RowStyle = Literal["total", "group", "group-start"]
 
 
 @dataclass(frozen=True, slots=True)
+class ValidityRule:
+    """A rule a family applies before it trusts a figure (shown in reports and docs; a
+    family's ``validity_rules``, also importable from :mod:`gridbench.family` and
+    :mod:`gridbench.schema`)."""
+
+    name: str
+    description: str
+
+
+@dataclass(frozen=True, slots=True)
 class Column:
     """One table column: its key (CSV header), its label and whether it holds numbers."""
 

@@ -10,11 +10,15 @@ ci95. Undefined values (std and ci95 when n < 2, everything when n == 0) are ``N
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-from numpy.typing import NDArray
-from scipy.special import stdtrit  # Student t quantile = scipy.stats.t.ppf, cheaper import
+from gridbench.lazy import lazy_module
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+else:  # imported on first use: loading a spec (gridbench validate) does not pay for it
+    np = lazy_module("numpy")
 
 Stats = dict[str, Any]
 
@@ -30,6 +34,8 @@ def t_halfwidth(std: float, n: int, confidence: float = 0.95) -> float | None:
     """Student-t half-width of the confidence interval of a mean: t(1-a/2, n-1) * s / sqrt(n)."""
     if n < 2 or not math.isfinite(std):
         return None
+    from scipy.special import stdtrit  # the t quantile (scipy.stats.t.ppf), cheaper import
+
     q = float(stdtrit(n - 1, 0.5 + confidence / 2.0))
     return q * std / math.sqrt(n)
 

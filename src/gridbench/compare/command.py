@@ -174,7 +174,8 @@ def render_comparison(c: Comparison, out: Console, *, show_all: bool = False) ->
     )
 
 
-def cmd_compare(args: argparse.Namespace) -> int:
+def cmd_compare(args: argparse.Namespace, ui: object = None) -> int:
+    """``gridbench compare`` (declared in :mod:`gridbench.cli`)."""
     from gridbench.compare.dispatch import compare_runs
 
     c = compare_runs(
@@ -220,7 +221,8 @@ def render_history(h: History, out: Console) -> None:
         out.print(f"[yellow]skipped[/] {safe_markup(k)}: {safe_markup(why)}")
 
 
-def cmd_history(args: argparse.Namespace) -> int:
+def cmd_history(args: argparse.Namespace, ui: object = None) -> int:
+    """``gridbench history`` (declared in :mod:`gridbench.cli`)."""
     from gridbench.compare.dispatch import history_of
 
     h = history_of(_root(args), args.experiment, args.metric, settings=_settings(args))
@@ -229,68 +231,3 @@ def cmd_history(args: argparse.Namespace) -> int:
     else:
         render_history(h, console)
     return EXIT_OK
-
-
-def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--results", metavar="DIR", help="results root (default: $GRIDBENCH_RESULTS or ./results)"
-    )
-    p.add_argument("--json", action="store_true", help="print the result as JSON (docs/compare.md)")
-    p.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
-    p.add_argument(
-        "--min-effect",
-        type=float,
-        default=0.05,
-        metavar="FRACTION",
-        help="smallest relative change called significant (default 0.05 = 5%%)",
-    )
-    p.add_argument(
-        "--max-samples",
-        type=int,
-        default=Settings().max_samples,
-        metavar="N",
-        help="cap on per-job samples per experiment, point and segment (default %(default)s)",
-    )
-
-
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    """Add ``compare`` and ``history`` to the gridbench command line."""
-    p = sub.add_parser(
-        "compare",
-        help="compare two or more experiments point by point (the first is the baseline)",
-    )
-    p.add_argument("experiments", nargs="+", metavar="ID", help="ids, unique prefixes or paths")
-    p.add_argument(
-        "--metric",
-        action="append",
-        default=[],
-        metavar="PATTERN",
-        help="compare only these metrics (name or glob, repeatable), e.g. 'latency.overall.*'",
-    )
-    p.add_argument("--all", action="store_true", help="show every metric, not only key ones")
-    p.add_argument(
-        "--no-samples",
-        action="store_true",
-        help="do not read per-job latencies from the events (faster; per-trial tests only)",
-    )
-    p.add_argument(
-        "--fail-on-regression",
-        action="store_true",
-        help="exit 1 when any significant change is a regression",
-    )
-    _common(p)
-    p.set_defaults(func=cmd_compare)
-
-    p = sub.add_parser("history", help="one metric across every run of the same spec name")
-    p.add_argument(
-        "experiment", metavar="ID", help="any run of the spec (id, prefix, path, latest)"
-    )
-    p.add_argument(
-        "--metric",
-        required=True,
-        metavar="PATH",
-        help="a job-flow metric path, e.g. latency.overall.p99, throughput.overall.steady, "
-        "knee.capacity_per_s (docs/metrics.md); for another family, a figure key",
-    )
-    _common(p)
-    p.set_defaults(func=cmd_history)

@@ -8,9 +8,8 @@ generic path (``Ui.analyze_and_show``), as for every family.
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
-from gridbench.cliargs import PlanTable, SpecVerbs, add_spec_verbs, show_plan
+from gridbench.cliargs import PlanTable, show_plan
 from gridbench.errors import EXIT_OK
 from gridbench.family import Ui
 from gridbench.fmt import safe_markup
@@ -89,34 +88,3 @@ def cmd_run(args: argparse.Namespace, ui: Ui) -> int:
         failures=(BackendError,),
         sampling=step_sampling(spec.sampling),
     )
-
-
-def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
-    """Add ``gridbench io`` and its subcommands."""
-    p = sub.add_parser(
-        "io",
-        help="storage benchmarks: iozone/Bonnie matrices on fio, speedups, checks, "
-        "POSIX conformance (pjdfstest), trace replay, identities, faults",
-        epilog="spec sections (docs/io.md): iozone, bonnie, concurrency, consistency, http; "
-        "resilience (faults on a replicated file system's servers on a schedule, time to "
-        "recover, every byte written verified); http_clients (N WebDAV clients at once); "
-        "conformance (pjdfstest per syscall); replay (fio trace replay); identities",
-    )
-    isub = p.add_subparsers(dest="io_action", required=True, metavar="ACTION")
-    q = add_spec_verbs(
-        isub,
-        ui,
-        SpecVerbs(
-            what="io spec (YAML), see docs/io.md and examples/io-*.yaml",
-            example="--set iozone.file_size=64M",
-            noun="an io spec",
-            validate=cmd_validate,
-            plan=cmd_plan,
-            run=cmd_run,
-            run_help="run an io spec against its targets, then report (exit 1 also when a byte "
-            "written in the resilience phase is lost or corrupt; conformance needs "
-            "pjdfstest: scripts/install-pjdfstest; identities need root)",
-            report_help="re-analyse an io results directory and rewrite its reports",
-        ),
-    )
-    q.add_argument("--force", action="store_true", help="allow targets that already hold data")

@@ -15,11 +15,14 @@ from gridbench.family import (
     status_exit_code,
     status_verdict,
 )
-from gridbench.io.metrics import SCHEMA
 
 if TYPE_CHECKING:
     from gridbench.sections import Report
     from gridbench.store.layout import RunDir
+
+#: what io's analysis writes (gridbench.io.metrics.SCHEMA; spelled here too, since this
+#: module stays light at import: the command line loads every family)
+SCHEMA = "gridbench.io/1"
 
 
 class Storage(StartsFromSpecAt, ComparableFamily):
@@ -49,7 +52,7 @@ class Storage(StartsFromSpecAt, ComparableFamily):
     title = "storage: iozone and Bonnie matrices, speedups against a baseline"
     schema = SCHEMA
     rules_at = "gridbench.io.validity:IO_VALIDITY_RULES"
-    commands_at = "gridbench.io.command:add_commands"  # io validate|run|report
+    commands_at = "gridbench.io.cli:COMMANDS"  # io validate|plan|run|report
     analysis_at = "gridbench.io.metrics:analyze_and_write"
     check_at = "gridbench.io.metrics_schema:validate_metrics"
     report_at = "gridbench.io.report:build_report"

@@ -1,5 +1,7 @@
 """The job-flow family's own commands: validate, plan, run, demo, check, ingest,
-reference and backends (the generic ones live in gridbench.cli)."""
+reference and backends (the generic ones live in gridbench.cli). Their names, help and
+arguments are declared in :mod:`gridbench.jobflow.cli`; each function here takes the
+parsed arguments and the command line's :class:`~gridbench.family.Ui`."""
 
 from __future__ import annotations
 
@@ -8,13 +10,11 @@ import asyncio
 import json
 import signal
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from rich.table import Table
 
-from gridbench.cliargs import add_results_arg, add_run_arg, add_spec_args
 from gridbench.errors import (
     EXIT_BACKEND,
     EXIT_INTERRUPTED,
@@ -27,12 +27,6 @@ from gridbench.family import Ui
 from gridbench.fmt import safe_markup
 from gridbench.store.layout import RunDir
 from gridbench.units import format_duration
-
-Command = Callable[[argparse.Namespace, Ui], int]
-
-
-def _bind(cmd: Command, ui: Ui) -> Callable[[argparse.Namespace], int]:
-    return lambda args: cmd(args, ui)
 
 
 def _load(args: argparse.Namespace, *, host: bool = True) -> tuple[Any, dict[str, Any], Any]:
@@ -388,162 +382,3 @@ def cmd_export(args: argparse.Namespace, ui: Ui) -> int:
             shown = f"{e.events:,} events -> {safe_markup(e.path)}"
             ui.console.print(f"{safe_markup(e.trial)}: {shown}")
     return EXIT_OK
-
-
-def _spec_args(p: argparse.ArgumentParser) -> None:
-    add_spec_args(p, what="experiment spec (YAML)", example="--set trials=5 --set load.rate=2/s")
-
-
-def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
-    """Add job flow's commands to the top-level parser."""
-    p = sub.add_parser(
-        "validate",
-        help="check a spec and report every problem with its line (and warn about a setting "
-        "the backend would ignore, such as a staging size)",
-    )
-    _spec_args(p)
-    p.set_defaults(func=_bind(cmd_validate, ui))
-
-    p = sub.add_parser(
-        "plan",
-        help="dry run: points × trials, job count, duration; with schedule: the trial order, "
-        "estimated starts and end; submits nothing",
-    )
-    _spec_args(p)
-    p.add_argument("--json", action="store_true", help="print the plan as JSON")
-    p.set_defaults(func=_bind(cmd_plan, ui))
-
-    for name, helptext in (("run", "run an experiment, analyse it and write its reports"),):
-        p = sub.add_parser(name, help=helptext)
-        _spec_args(p)
-        add_results_arg(p)
-        p.add_argument(
-            "-y",
-            "--yes",
-            action="store_true",
-            help="confirm plans above safety.confirm_above without asking",
-        )
-        p.add_argument(
-            "--fail-invalid",
-            action="store_true",
-            help="exit 4 when the validity verdict says the measurement is invalid",
-        )
-        p.set_defaults(func=_bind(cmd_run, ui))
-
-    p = sub.add_parser(
-        "demo", help="run the compressed EDGI rate ramp on the embedded reference grid"
-    )
-    add_results_arg(p)
-    p.add_argument(
-        "--policy",
-        choices=["sequential", "batched", "staging"],
-        default="sequential",
-        help="the grid's preset: the CE's status-update policy (default: sequential, "
-        "CREAM-like; batched keeps up), or staging (batched, with a slow output download "
-        "that breaks from 3 jobs/s)",
-    )
-    p.add_argument("--quick", action="store_true", help="one short trial per rate")
-    p.add_argument(
-        "--lab",
-        metavar="NAME",
-        help="run the grid's tiers on a lab's hosts (gridbench lab up): the CE on its first "
-        "host, the bridge and workers on its second, each host sampled (docs/reference-grid.md)",
-    )
-    p.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a field of the demo spec",
-    )
-    p.add_argument("-y", "--yes", action="store_true", help=argparse.SUPPRESS)
-    p.add_argument("--fail-invalid", action="store_true", help=argparse.SUPPRESS)
-    p.set_defaults(func=_bind(cmd_demo, ui))
-
-    p = sub.add_parser(
-        "collect",
-        help="fetch the agents' logs of a run (after a controller crash) and merge them",
-        description="Copy every agent's own event log (load.agents as a block) into "
-        "RUN/agents/ - from the run itself for local processes, with scp over the spec's "
-        "ssh settings for hosts - and append to each trial's event log the events it "
-        "lacks. Idempotent and append-only: collecting twice adds nothing. Then run "
-        "'gridbench analyze RUN' (and 'gridbench cleanup RUN' for jobs left queued).",
-    )
-    add_run_arg(p)
-    add_results_arg(p)
-    p.set_defaults(func=_bind(cmd_collect, ui))
-
-    p = sub.add_parser(
-        "export",
-        help="write a run's events (CSV or columnar log) as CSV or Parquet",
-        description="Write each trial's event log of RUN - the columnar events.arrows or "
-        "the events.csv of older runs - to OUT/<trial>.events.csv or .parquet (default OUT: "
-        "RUN/export), one trial in memory at a time; the run's own files are left as they "
-        "are. The way to a CSV of a run.",
-    )
-    add_run_arg(p)
-    add_results_arg(p)
-    p.add_argument("--format", choices=["csv", "parquet"], default="csv", help="default: csv")
-    p.add_argument("--out", metavar="DIR", help="where to write (default: RUN/export)")
-    p.set_defaults(func=_bind(cmd_export, ui))
-
-    p = sub.add_parser(
-        "check",
-        help="check the backend answers and one tiny job runs end to end (and, with "
-        "load.agents as a block, every agent)",
-        description="Check that the backend answers and that one tiny job runs end to end. "
-        "When the spec's open load has load.agents as a block, also check every agent: its "
-        "host answers over SSH (hosts), it runs the controller's gridbench version, its clock "
-        "offset ± bound, and the same backend check run on the agent itself. Exit status 0 "
-        "when every step passed.",
-    )
-    _spec_args(p)
-    p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the job")
-    p.set_defaults(func=_bind(cmd_check, ui))
-
-    p = sub.add_parser("ingest", help="import foreign events into a results directory")
-    isub = p.add_subparsers(dest="format", required=True, metavar="FORMAT")
-    q = isub.add_parser("edgi", help="EDGI monitoring reports joined to client events")
-    q.add_argument(
-        "--client",
-        required=True,
-        metavar="CLIENT_EVENTS",
-        help="client events: an event log (events.arrows or events.csv) or a .jsonl file",
-    )
-    q.add_argument(
-        "--reports",
-        required=True,
-        action="append",
-        metavar="DIR_OR_URL",
-        help="report directory or listing URL, nearest component first "
-        "(repeatable; TIER=DIR_OR_URL names the tier)",
-    )
-    q.add_argument("--out", required=True, metavar="RUN_DIR")
-    q.add_argument(
-        "--force",
-        action="store_true",
-        help="replace a RUN_DIR an earlier ingest made (never a measured run)",
-    )
-    q.set_defaults(func=_bind(cmd_ingest_edgi, ui))
-    q = isub.add_parser("jsonl", help="events in the documented JSON-lines format")
-    q.add_argument("file")
-    q.add_argument("--out", required=True, metavar="RUN_DIR")
-    q.add_argument(
-        "--force",
-        action="store_true",
-        help="replace a RUN_DIR an earlier ingest made (never a measured run)",
-    )
-    q.set_defaults(func=_bind(cmd_ingest_jsonl, ui))
-
-    p = sub.add_parser(
-        "reference", help="the reference grid (a real HTTP CE -> bridge -> DG chain)"
-    )
-    rsub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
-    q = rsub.add_parser("serve", help="serve the reference grid until interrupted")
-    from gridbench.jobflow.reference.server import add_arguments
-
-    add_arguments(q)
-    q.set_defaults(func=_bind(cmd_reference_serve, ui))
-
-    p = sub.add_parser("backends", help="list available backends (built-in and plugins)")
-    p.set_defaults(func=_bind(cmd_backends, ui))

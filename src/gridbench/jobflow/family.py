@@ -4,11 +4,10 @@ service, each stage stamped, analysed into ``gridbench.metrics/1``."""
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gridbench.errors import EXIT_OK, EXIT_THRESHOLD
 from gridbench.family import (
@@ -24,9 +23,10 @@ from gridbench.family import (
 )
 from gridbench.sections import Report
 from gridbench.states import FAIL, PASS
-from gridbench.store.layout import RunDir
-from gridbench.swept import F64, ExperimentMetrics, Measure, SweepPoint, SweptFigure
-from gridbench.testplan import report_inputs
+
+if TYPE_CHECKING:  # light at import: the command line loads every family (--help)
+    from gridbench.store.layout import RunDir
+    from gridbench.swept import F64, ExperimentMetrics, Measure, SweepPoint, SweptFigure
 
 #: The rules of analysis/validity.py, in the words the report uses.
 JOBFLOW_VALIDITY_RULES: tuple[ValidityRule, ...] = (
@@ -77,10 +77,11 @@ class JobFlow:
     validity_rules = JOBFLOW_VALIDITY_RULES
 
     def add_commands(self, sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
-        """validate, plan, run, demo, check, ingest, reference, backends."""
-        from gridbench.jobflow.commands import add_commands
+        """validate, plan, run, demo, check, ingest, reference, backends (declared in
+        :mod:`gridbench.jobflow.cli`: their code is imported when one runs)."""
+        from gridbench.jobflow.cli import COMMANDS
 
-        add_commands(sub, ui)
+        COMMANDS.add_commands(sub, ui)
 
     def analyze(self, run: RunDir) -> dict[str, Any]:
         """Analyse every trial; writes metrics.json and each trial's series.json."""
@@ -93,6 +94,7 @@ class JobFlow:
         from gridbench.jobflow.metrics_schema import validate_metrics
         from gridbench.jobflow.report import build_report
         from gridbench.jobflow.report.loading import load_series
+        from gridbench.testplan import report_inputs
 
         validate_metrics(metrics, str(run.metrics_file))
 
@@ -124,7 +126,7 @@ class JobFlow:
         ResultsError."""
         from pathlib import Path
 
-        from gridbench.jobflow.events.run_folder import check_jobflow_experiment
+        from gridbench.jobflow.record import check_jobflow_experiment
         from gridbench.store.layout import EXPERIMENT_FILE
 
         where = Path(str(experiment.get("path", "."))) / EXPERIMENT_FILE
@@ -182,6 +184,8 @@ class JobFlow:
     def cleanup(self, run: RunDir, *, dry_run: bool, force: bool) -> CleanupOutcome:
         """Cancel, by id, the jobs a crashed or killed run left behind; stop only the
         processes whose start time gridbench recorded (``gridbench.jobflow.experiment.cleanup``)."""
+        import asyncio
+
         from gridbench.jobflow.experiment.cleanup import cleanup_run, find_outstanding
 
         todo = find_outstanding(run)

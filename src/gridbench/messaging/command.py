@@ -8,9 +8,8 @@ environment failed, 130 interrupted. Analysis and reports go through the generic
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
-from gridbench.cliargs import PlanTable, SpecVerbs, add_spec_verbs, show_plan
+from gridbench.cliargs import PlanTable, show_plan
 from gridbench.errors import EXIT_OK
 from gridbench.family import Ui
 from gridbench.fmt import safe_markup
@@ -97,31 +96,4 @@ def cmd_run(args: argparse.Namespace, ui: Ui) -> int:
         lambda step: NetRunner(spec, data, root, progress=step),
         interrupted="peers stopped",
         sampling=step_sampling(spec.sampling),
-    )
-
-
-def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
-    """Add ``gridbench net`` and its subcommands."""
-    p = sub.add_parser(
-        "net",
-        help="messaging benchmarks: ping-pong, echo (TLS), burst, transfers vs sockperf/iperf3",
-        description="Messaging and service benchmarks over real transports (raw TCP, ZeroMQ, "
-        "gRPC, MUSCLE3, scp) in real environments (one process, two processes, two network "
-        "namespaces, through a relay), each figure beside the native floor measured in the "
-        "same run. See docs/net.md.",
-    )
-    nsub = p.add_subparsers(dest="net_action", required=True, metavar="ACTION")
-    add_spec_verbs(
-        nsub,
-        ui,
-        SpecVerbs(
-            what="net spec (YAML), see docs/net.md and examples/net-*.yaml",
-            example="--set pingpong.sizes.max=1M",
-            noun="a net spec",
-            validate=cmd_validate,
-            plan=cmd_plan,
-            run=cmd_run,
-            run_help="run a net spec (root for lan), then analyse and report",
-            report_help="re-analyse a net results directory, rewrite its reports",
-        ),
     )

@@ -5,7 +5,7 @@ run; analysed into ``gridbench.net/1``."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gridbench.family import (
     CatalogueEntry,
@@ -15,8 +15,10 @@ from gridbench.family import (
     status_exit_code,
     status_verdict,
 )
-from gridbench.sections import Report
-from gridbench.store.layout import RunDir
+
+if TYPE_CHECKING:  # light at import: the command line loads every family (--help)
+    from gridbench.sections import Report
+    from gridbench.store.layout import RunDir
 
 SCHEMA = "gridbench.net/1"
 
@@ -32,7 +34,7 @@ class Messaging(StartsFromSpecAt, ComparableFamily):
     title = "messaging: ping-pong, echo, burst and transfers against the network's floor"
     schema = SCHEMA
     rules_at = "gridbench.messaging.validity:NET_VALIDITY_RULES"
-    commands_at = "gridbench.messaging.command:add_commands"  # net validate|plan|run|report
+    commands_at = "gridbench.messaging.cli:COMMANDS"  # net validate|plan|run|report
     analysis_at = "gridbench.messaging.analysis:analyze_and_write"
     check_at = "gridbench.messaging.metrics_schema:validate_metrics"
     report_at = "gridbench.messaging.report:build_report"

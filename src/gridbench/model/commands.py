@@ -12,12 +12,14 @@ from typing import Any
 
 from rich.table import Table
 
-from gridbench.cliargs import ActionArgs, add_action, add_results_arg
 from gridbench.errors import EXIT_OK, EXIT_THRESHOLD, SpecError
 from gridbench.family import Ui
 from gridbench.fmt import safe_markup
 from gridbench.jobflow.api import parse_rate
 from gridbench.model import check as chk
+
+# what an install whose gridbench.commands entry point is older still names
+from gridbench.model.cli import COMMANDS as COMMANDS
 from gridbench.model.fit import fit_model, read_measured
 from gridbench.model.fitchain import fit_chain
 from gridbench.model.fitstaging import add_staging
@@ -28,12 +30,6 @@ from gridbench.model.sweep import Window, parse_sweeps, points, with_value
 from gridbench.store.catalogue import resolve_run
 from gridbench.store.layout import RunDir, write_text_atomic
 from gridbench.units import parse_duration
-
-SWEEP_HELP = (
-    "KEY=V1,V2 (repeatable; the points are every combination): rate (2/s, 120/min), "
-    "job.runtime (1s), or a model field such as tiers.workers.slots, status_update.policy "
-    "or chain.STAGE.concurrency (a chain step named by its stage)"
-)
 
 
 def _fit_rates(run: Path, given: str | None) -> list[float] | None:
@@ -106,13 +102,6 @@ def _show_model(ui: Ui, model: ChainModel) -> None:
                 f"{where}: {link.bandwidth_bps / 1024:.0f} KiB/s, {link.per_file_s:g} s per "
                 f"file, streams {_limit(link.streams)}"
             )
-
-
-def _positive(text: str) -> int:
-    n = int(text) if text.strip().isdigit() else 0
-    if not 1 <= n <= 1000:
-        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number from 1 to 1000")
-    return n
 
 
 def _limit(v: int | None) -> str:
@@ -246,62 +235,3 @@ def _show_check(ui: Ui, verdict: chk.Verdict, run_id: str, fitted: str | None) -
             hw = "no interval" if r.ci95 is None else f"±{r.ci95:.3g} s"
             ui.console.print(f"  {r.point}: predicted {hw}: {safe_markup(said)}")
     ui.console.print("[green]within bounds[/]" if verdict.within else "[red]not within bounds[/]")
-
-
-def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
-    """Add ``gridbench model`` and its actions."""
-    p = sub.add_parser("model", help="what-if: fit a chain model to a run, predict, check it")
-    msub = p.add_subparsers(dest="model_action", required=True, metavar="ACTION")
-    q = add_action(msub, "fit", cmd_fit, ui, args=ActionArgs(run=True, results=True),
-                   help="fit a chain model (YAML) to a measured job-flow run: the reference "
-                   "grid's chain (with its staging links), or any backend's recorded chain "
-                   "(Slurm: slots and scheduler passes)")  # fmt: skip
-    q.add_argument("--rates", help="fit on these offered rates (1/s,2/s); default: those sustained")
-    q.add_argument("--out", help="the model file (default: RUN_ID.model.yaml here)")
-    q.add_argument("--name", help="the model's name")
-    q.add_argument("--force", action="store_true", help="overwrite an existing model file")
-    q.add_argument("--set", action="append", metavar="FIELD=VALUE",
-                   help="declare a value the run cannot show, over the fitted one "
-                   "(chain.slurm_end.concurrency=8, tiers.workers.slots=64)")  # fmt: skip
-    q = add_action(msub, "predict", cmd_predict, ui, args=ActionArgs(results=True),
-                   help="run a model over rates and settings never measured "
-                   "(writes a run marked predicted)")  # fmt: skip
-    q.add_argument("model", help="a model file (gridbench model fit)")
-    q.add_argument("--sweep", action="append", metavar="KEY=V1,V2", help=SWEEP_HELP)
-    q.add_argument(
-        "--set", action="append", metavar="FIELD=VALUE", help="change a model field first"
-    )
-    q.add_argument("--rate", default="1/s", help="the offered rate when not swept (default 1/s)")
-    q.add_argument("--duration", default="10s", help="submission window per trial (default 10s)")
-    q.add_argument("--drain", default="60s", help="simulated time after it (default 60s)")
-    q.add_argument("--arrival", choices=("uniform", "poisson"), default="uniform")
-    q.add_argument(
-        "--reps", type=_positive, default=3, help="repetitions per point, different seeds"
-    )
-    q.add_argument("--seed", type=int, default=1)
-    q.add_argument("--no-fit-uncertainty", action="store_true",
-                   help="repetitions keep the fitted means "
-                   "(default: drawn from their uncertainty)")  # fmt: skip
-    q.add_argument("--name", help="the predicted run's name")
-    q = add_action(msub, "check", cmd_check, ui,
-                   help="predict a measured run the model was not fitted on: "
-                   "the error per figure")  # fmt: skip
-    q.add_argument("model", help="a model file")
-    q.add_argument("run", help="a measured run: a results directory, an id, or latest")
-    add_results_arg(q)
-    q.add_argument("--reps", type=_positive, default=3, help="repetitions per point (default 3)")
-    q.add_argument("--seed", type=int, default=1)
-    q.add_argument("--json", action="store_true", help="print the rows as JSON too")
-
-
-class ModelCommands:
-    """``gridbench model``, registered as a command set (``gridbench.commands``): not a
-    family, since a model has no runs of its own (its predictions are job-flow runs)."""
-
-    name = "model"
-
-    def add_commands(self, sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
-        add_commands(sub, ui)
-
-
-COMMANDS = ModelCommands()

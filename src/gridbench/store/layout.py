@@ -6,6 +6,7 @@ import json
 import math
 import os
 import re
+import sys
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -13,13 +14,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from gridbench.errors import ResultsError, resource_error
 from gridbench.states import run_state
 from gridbench.store.safe_open import CAPS, parse_json, read_store_text, refuse_links
 from gridbench.store.safe_open import EXPERIMENT_FILE as EXPERIMENT_FILE  # re-exported
-from gridbench.yamltext import dump_yaml, parse_mapping
 
 DEFAULT_ROOT_ENV = "GRIDBENCH_RESULTS"
 
@@ -66,7 +64,8 @@ def write_text_atomic(path: Path, text: str) -> None:
 
 def json_safe(obj: Any) -> Any:
     """JSON-safe copy: non-finite floats become null, numpy scalars Python ones, tuples lists."""
-    if isinstance(obj, np.generic):
+    np = sys.modules.get("numpy")  # none can exist before numpy is imported: not imported here
+    if np is not None and isinstance(obj, np.generic):
         obj = obj.item()
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None
@@ -194,6 +193,8 @@ class RunDir:
             text = read_store_text(self.spec_file, cap=CAPS["spec"], base=self.path)
         except FileNotFoundError:
             return "", None
+        from gridbench.yamltext import parse_mapping
+
         data = parse_mapping(
             text,
             str(self.spec_file),
@@ -219,6 +220,8 @@ class RunDir:
         """Record a new run of family ``kind``: the spec as run (``spec.yaml``, written
         atomically) and experiment.json with its id, name, kind, status and creation time,
         then the family's own ``fields``."""
+        from gridbench.yamltext import dump_yaml
+
         write_text_atomic(self.spec_file, dump_yaml(spec_data))
         self.update_experiment(
             id=self.id, name=name, kind=kind, status=status, created=now_iso(), **fields

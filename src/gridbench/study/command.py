@@ -9,44 +9,17 @@ generic path (``Ui.analyze_and_show``).
 from __future__ import annotations
 
 import argparse
-import functools
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from rich.table import Table
 
-from gridbench.cliargs import (
-    ActionArgs,
-    FamilyCommand,
-    add_action,
-    add_results_arg,
-    add_serve_args,
-    add_spec_args,
-    print_json,
-)
+from gridbench.cliargs import print_json
 from gridbench.errors import EXIT_OK, GridbenchError, ResultsError
 from gridbench.family import Ui
 from gridbench.fmt import safe_markup
 from gridbench.study.model import StudySpec
-from gridbench.study.serve_command import SERVE_EPILOG, cmd_serve
-
-_EPILOG_VALIDATE = """examples:
-  gridbench study validate examples/study-ahe.yaml
-  gridbench study validate my-study.yaml --set analysis.alpha=0.01"""
-_EPILOG_PLAN = """examples:
-  gridbench study plan examples/study-ahe.yaml
-  gridbench study plan examples/study-ahe.yaml --json"""
-_EPILOG_IMPORT = """The CSV's generic layout (docs/study.md): one row per participant and tool;
-columns participant, tool, sus1..sus10, and per task any of <task>_time_s, <task>_success,
-<task>_difficulty, <task>_satisfaction, <task>_failure. The spec's import: block maps a
-survey tool's own headers onto these names. Every problem is listed with its row and
-column, and nothing is imported until there are none.
-
-examples:
-  gridbench study import examples/study-ahe.yaml --responses examples/study-responses.csv
-  gridbench study import examples/study-import.yaml --responses examples/study-export.csv \\
-      --survey examples/study-install.csv --out results/workbench-2009"""
 
 
 def cmd_validate(args: argparse.Namespace, ui: Ui) -> int:
@@ -245,132 +218,3 @@ def cmd_report(args: argparse.Namespace, ui: Ui) -> int:
     if args.free_text is not None:  # remembered: every later report of the run follows it
         run.update_experiment(**{FREE_TEXT_KEY: args.free_text == "keep"})
     return ui.analyze_and_show(run.path, as_json=args.json)
-
-
-_spec_args = functools.partial(
-    add_spec_args,
-    what="study spec (YAML), see docs/study.md and examples/study-*.yaml",
-    example="--set analysis.alpha=0.01",
-)
-
-
-def _action(
-    nsub: argparse._SubParsersAction[Any],
-    ui: Ui,
-    name: str,
-    command: FamilyCommand,
-    text: str,
-    epilog: str,
-    args: ActionArgs | None = None,
-) -> argparse.ArgumentParser:
-    """An action whose --help says ``text`` as a sentence, then ``epilog`` as written."""
-    return add_action(
-        nsub,
-        name,
-        command,
-        ui,
-        help=text,
-        description=text[0].upper() + text[1:] + ".",
-        epilog=epilog,
-        args=args,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-
-
-def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
-    """Add ``gridbench study`` and its subcommands."""
-    p = sub.add_parser(
-        "study",
-        help="usability studies: deliver in the browser or import a survey export; paired tests",
-        description="Usability studies as the seeds ran them: timed tasks with Start/Stop, SUS "
-        "after each tool, Likert difficulty and satisfaction, an observer's verdicts, a "
-        "counterbalanced order; delivered in the browser with personal links and an "
-        "append-only log, or imported from a survey tool's CSV; analysed with paired "
-        "t-tests, effect sizes and a power analysis. See docs/study.md.",
-    )
-    nsub = p.add_subparsers(dest="study_action", required=True, metavar="ACTION")
-
-    _action(
-        nsub,
-        ui,
-        "validate",
-        cmd_validate,
-        "check a study spec and report every problem with its line",
-        _EPILOG_VALIDATE,
-        args=ActionArgs(spec=_spec_args),
-    )
-    q = _action(
-        nsub,
-        ui,
-        "plan",
-        cmd_plan,
-        "show the test plan and the counterbalanced order each participant gets",
-        _EPILOG_PLAN,
-        args=ActionArgs(spec=_spec_args),
-    )
-    q.add_argument("--json", action="store_true", help="print the design as JSON")
-    q = _action(
-        nsub,
-        ui,
-        "import",
-        cmd_import,
-        "import a survey tool's CSV export into a study run, then analyse it",
-        _EPILOG_IMPORT,
-        args=ActionArgs(spec=_spec_args),
-    )
-    q.add_argument(
-        "--responses", required=True, metavar="CSV", help="the responses (generic layout or mapped)"
-    )
-    q.add_argument(
-        "--survey",
-        metavar="CSV",
-        help="install/configuration survey answers (spec: install_survey)",
-    )
-    q.add_argument(
-        "--out",
-        metavar="RUN_DIR",
-        help="the run folder to create (absent or empty), as 'gridbench ingest --out'; "
-        "default: a new folder under the results root named after the study",
-    )
-    q.add_argument(
-        "--accept-low-sus",
-        action="store_true",
-        help="keep SUS rows that look answered on a flipped scale (a participant who truly "
-        "rated the tool 25 or less); each is listed as a warning",
-    )
-    add_results_arg(q)
-    q = _action(
-        nsub,
-        ui,
-        "serve",
-        cmd_serve,
-        "deliver a study in the browser: personal links, observer page, the dashboard",
-        SERVE_EPILOG,
-    )
-    q.add_argument("spec", nargs="?", help="study spec (YAML): creates a new study run")
-    q.add_argument(
-        "--set", action="append", default=[], metavar="KEY=VALUE", help="override a spec field"
-    )
-    q.add_argument("--run", metavar="RUN", help="reopen a study run (directory, id or 'latest')")
-    q.add_argument(
-        "--new-links",
-        action="store_true",
-        help="with --run: issue every participant a new link (the old ones stop working)",
-    )
-    add_serve_args(q)
-    q = _action(
-        nsub,
-        ui,
-        "report",
-        cmd_report,
-        "re-analyse a study run and rewrite its reports",
-        "",
-        args=ActionArgs(run=True, results=True),
-    )
-    q.add_argument("--json", action="store_true", help="print the metrics as JSON")
-    q.add_argument(
-        "--free-text",
-        choices=("keep", "drop"),
-        help="drop: leave free text, background answers and complaints out of every report "
-        "of this run (to share it); keep: show them again. metrics.json keeps them",
-    )

@@ -32,7 +32,7 @@ class Study(ComparableFamily):
     title = "usability studies: SUS, timed tasks, Likert ratings, paired comparisons"
     schema = SCHEMA
     rules_at = "gridbench.study.validity:STUDY_VALIDITY_RULES"
-    commands_at = "gridbench.study.command:add_commands"  # study validate|plan|serve|import|report
+    commands_at = "gridbench.study.cli:COMMANDS"  # study validate|plan|import|serve|report
     analysis_at = "gridbench.study.analysis:analyze_and_write"
     check_at = "gridbench.study.metrics_schema:validate_metrics"
     report_at = "gridbench.study.report:build_report"

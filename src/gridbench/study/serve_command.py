@@ -11,16 +11,6 @@ from gridbench.errors import GridbenchError, ResultsError, SpecError
 from gridbench.family import Ui
 from gridbench.fmt import safe_markup
 
-SERVE_EPILOG = """Each participant gets a personal link, printed here once and never stored (the
-log keeps only its hash): hand each person their own. The admin and observer pages need
-the dashboard's token when served off loopback; participant links do not.
-
-examples:
-  gridbench study serve examples/study-ahe.yaml
-  gridbench study serve --run latest                 # reopen: issued links keep working
-  gridbench study serve --run latest --new-links     # new links, the old ones revoked
-  GB_TOKEN=... gridbench study serve my-study.yaml --host 0.0.0.0 --token-env GB_TOKEN"""
-
 
 def _url_host(host: str) -> str:
     if host in ("0.0.0.0", "::", ""):

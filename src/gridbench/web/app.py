@@ -21,7 +21,7 @@ from starlette.formparsers import MultiPartException
 
 from gridbench import __version__
 from gridbench.family import WebPages, families
-from gridbench.store.catalogue import list_runs
+from gridbench.listing import catalogue
 from gridbench.web.compare_view import warm_samples
 from gridbench.web.dashboard import Dashboard, WebConfig
 from gridbench.web.results import warm
@@ -82,7 +82,7 @@ def create_app(cfg: WebConfig) -> FastAPI:
 def warm_recent(root: Path) -> None:
     """Build the results views of the newest analysed runs, then read their per-job
     samples for comparisons, so that first views are fast."""
-    recent = [Path(str(e["path"])) for e in list_runs(root)[:WARM_RECENT]]
+    recent = [Path(str(e["path"])) for e in catalogue(root)[:WARM_RECENT]]
     analysed = [p for p in recent if (p / "metrics.json").is_file()]
     for path in analysed:
         with contextlib.suppress(Exception):  # a broken run shows its error when opened

@@ -12,21 +12,11 @@ import os
 import socket
 from pathlib import Path
 
-from gridbench.cliargs import add_serve_args
 from gridbench.errors import GridbenchError
 
 MIN_TOKEN_CHARS = 16
 #: Connections (and tasks) uvicorn serves at once; more get 503 instead of exhausting it.
 LIMIT_CONCURRENCY = 200
-
-
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser(
-        "serve",
-        help="web dashboard: configure, run and watch experiments live, read and compare results",
-    )
-    add_serve_args(p)
-    p.set_defaults(func=cmd_serve)
 
 
 def read_token(args: argparse.Namespace) -> str | None:
@@ -76,8 +66,9 @@ def _check_port(host: str, port: int) -> None:
         ) from None
 
 
-def cmd_serve(args: argparse.Namespace) -> int:
-    # the server's modules load only when serving: the CLI imports this module at start
+def cmd_serve(args: argparse.Namespace, ui: object = None) -> int:
+    """``gridbench serve`` (declared in :mod:`gridbench.cli`; ``gridbench study serve``
+    calls it too)."""
     import uvicorn
 
     from gridbench.net import is_loopback

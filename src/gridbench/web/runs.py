@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from gridbench.errors import GridbenchError
-from gridbench.family import CatalogueColumn, CatalogueEntry, family, kind_of
+from gridbench.family import CatalogueColumn, family, kind_of
+from gridbench.listing import own_columns
 from gridbench.store.catalogue import find_run
 from gridbench.store.layout import EXPERIMENT_FILE, RunDir
 
@@ -32,15 +33,6 @@ def resolve_in_root(root: Path, rid: str) -> RunDir | None:
     return run if inside and (run.path / EXPERIMENT_FILE).is_file() else None
 
 
-def catalogue_of(entry: dict[str, Any]) -> CatalogueEntry | None:
-    """The family's catalogue view of an entry (its columns, its search text); None when
-    its family is not installed here or refuses the entry."""
-    try:
-        return family(kind_of(entry)).catalogue(entry)
-    except GridbenchError:
-        return None
-
-
 def catalogued(entry: dict[str, Any]) -> dict[str, Any]:
     """A catalogue entry with its family (``kind``), the family's list columns
     (``target``, ``variant``) and its own columns by heading (``family_columns``: job
@@ -55,6 +47,13 @@ def catalogued(entry: dict[str, Any]) -> dict[str, Any]:
     entry["target"], entry["variant"] = columns.target, columns.variant
     entry["family_columns"] = {c.heading: c for c in columns.columns}
     return entry
+
+
+def listed(row: dict[str, Any]) -> dict[str, Any]:
+    """A row of the store's list (:func:`gridbench.listing.catalogue`: the run's summary,
+    never its record) as :func:`catalogued` gives an entry: its family's own columns by
+    heading (``family_columns``)."""
+    return {**row, "family_columns": own_columns(row)}
 
 
 def list_columns(entries: list[dict[str, Any]]) -> list[CatalogueColumn]:

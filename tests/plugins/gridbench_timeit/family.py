@@ -28,6 +28,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gridbench import thresholds as _thresholds
+from gridbench.commandline import RESULTS, Command, Commands, arg
 from gridbench.errors import (
     EXIT_BACKEND,
     EXIT_INTERRUPTED,
@@ -178,16 +179,26 @@ def cmd_run(args: argparse.Namespace, ui: Ui) -> int:
     return ui.analyze_and_show(run.path)
 
 
-def add_commands(sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
-    """``gridbench timeit run SPEC [--results DIR]``."""
-    p = sub.add_parser("timeit", help="time a local command N times (a plugin family)")
-    tsub = p.add_subparsers(dest="timeit_action", required=True, metavar="ACTION")
-    q = tsub.add_parser("run", help="run a timeit spec, then analyse and report")
-    q.add_argument("spec", help="the spec YAML")
-    q.add_argument(
-        "--results", metavar="DIR", help="results root (default: $GRIDBENCH_RESULTS or ./results)"
-    )
-    q.set_defaults(func=lambda a: cmd_run(a, ui))
+#: ``gridbench timeit run SPEC [--results DIR]``, declared: gridbench builds its --help from
+#: this and calls ``cmd_run`` only when the command runs
+COMMANDS = Commands(
+    KIND,
+    (
+        Command(
+            "timeit",
+            help="time a local command N times (a plugin family)",
+            dest="timeit_action",
+            actions=(
+                Command(
+                    "run",
+                    help="run a timeit spec, then analyse and report",
+                    run="gridbench_timeit.family:cmd_run",
+                    args=(arg("spec", help="the spec YAML"), RESULTS),
+                ),
+            ),
+        ),
+    ),
+)
 
 
 # -- analysis ----------------------------------------------------------------------------
@@ -345,7 +356,7 @@ class Timeit:
     )
 
     def add_commands(self, sub: argparse._SubParsersAction[Any], ui: Ui) -> None:
-        add_commands(sub, ui)
+        COMMANDS.add_commands(sub, ui)
 
     def analyze(self, run: RunDir) -> dict[str, Any]:
         return analyze(run)

@@ -15,12 +15,19 @@ from a polars column (a CSV log, a frame in memory).
 from __future__ import annotations
 
 import re
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-import numpy as np
-import polars as pl
-import pyarrow as pa
-from numpy.typing import NDArray
+from gridbench.lazy import lazy_module
+
+if TYPE_CHECKING:
+    import numpy as np
+    import polars as pl
+    import pyarrow as pa
+    from numpy.typing import NDArray
+else:  # imported on first use: job_name (every trial's requests) needs none of them
+    np = lazy_module("numpy")
+    pl = lazy_module("polars")
+    pa = lazy_module("pyarrow")
 
 #: job ``i`` of a trial is named ``<trial id>-<i zero-padded to this many digits>``; the
 #: analysis keys its per-job table by the number when every id of a trial has this form

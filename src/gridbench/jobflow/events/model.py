@@ -10,9 +10,10 @@ controller's time (gridbench.jobflow.run.clock_sync; analysis applies it when it
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-import polars as pl
+if TYPE_CHECKING:
+    import polars as pl
 
 
 class Source:
@@ -69,18 +70,35 @@ EVENT_COLUMNS: Final = (
     "attrs",
 )
 
-EVENT_SCHEMA: Final = pl.Schema(
-    {
-        "job": pl.String,
-        "stage": pl.String,
-        "t_ns": pl.Int64,
-        "source": pl.String,
-        "precision_ns": pl.Int64,
-        "agent": pl.String,
-        "clock_offset_ns": pl.Int64,
-        "attrs": pl.String,  # JSON object, or empty
-    }
-)
+if TYPE_CHECKING:
+    #: the event log's columns and their polars types (made on first use: a job-flow spec
+    #: is loaded, and ``gridbench validate`` answers, without importing polars)
+    EVENT_SCHEMA: pl.Schema
+
+
+def _event_schema() -> pl.Schema:
+    import polars as pl
+
+    return pl.Schema(
+        {
+            "job": pl.String,
+            "stage": pl.String,
+            "t_ns": pl.Int64,
+            "source": pl.String,
+            "precision_ns": pl.Int64,
+            "agent": pl.String,
+            "clock_offset_ns": pl.Int64,
+            "attrs": pl.String,  # JSON object, or empty
+        }
+    )
+
+
+def __getattr__(name: str) -> Any:
+    """``EVENT_SCHEMA``, made (with polars) when first asked for."""
+    if name == "EVENT_SCHEMA":
+        schema = globals()["EVENT_SCHEMA"] = _event_schema()
+        return schema
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,35 +6,18 @@ The store knows no family; job flow makes, reads and checks its trial folders he
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gridbench.errors import ResultsError
+# job flow's catalogue fields of experiment.json and their check (light, for the list)
+from gridbench.jobflow.record import INT_FIELDS as INT_FIELDS
+from gridbench.jobflow.record import TEXT_FIELDS as TEXT_FIELDS
+from gridbench.jobflow.record import check_jobflow_experiment as check_jobflow_experiment
 from gridbench.store.layout import RunDir
 
 #: The folder under a job-flow run that holds one folder per trial.
 TRIALS_DIR = "trials"
-
-#: Job flow's fields of experiment.json that the catalogue shows (``backend`` and
-#: ``load_model`` as its target and variant, ``trials_done``/``trials_planned`` in
-#: ``gridbench list``), by the types they may hold (None too: not known yet).
-TEXT_FIELDS = ("backend", "load_model")
-INT_FIELDS = ("trials_planned", "trials_done")
-
-
-def check_jobflow_experiment(data: Mapping[str, Any], path: Path) -> None:
-    """Raise ResultsError when one of job flow's catalogue fields has the wrong type
-    (``backend`` a number, ``trials_done`` a string ...)."""
-    fix = "the file was damaged or not written by gridbench: restore it or remove the run"
-    for key in TEXT_FIELDS:
-        if data.get(key) is not None and not isinstance(data[key], str):
-            raise ResultsError(f"'{key}' is not a string", where=f"{path}: {key}", fix=fix)
-    for key in INT_FIELDS:
-        value = data.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-            raise ResultsError(f"'{key}' is not an integer", where=f"{path}: {key}", fix=fix)
 
 
 @dataclass(frozen=True)

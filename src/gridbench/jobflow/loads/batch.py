@@ -13,7 +13,6 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-import polars as pl
 from pydantic import Field
 
 from gridbench.errors import BackendError, SpecError
@@ -28,12 +27,17 @@ from gridbench.jobflow.events.model import (
 from gridbench.jobflow.loads.base import BaseLoadModel, LoadBase, PlanEstimate, TrialContext, narrow
 from gridbench.jobflow.loads.closed import count, job_table, over_trials, seconds, summarize
 from gridbench.jobflow.run.open_loop import submit_chunk
+from gridbench.lazy import lazy_module
 from gridbench.stats import describe
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from gridbench.jobflow.backends.base import Backend
     from gridbench.jobflow.events.chain import StageChain
     from gridbench.jobflow.specbase.model import ExperimentBase
+else:  # imported on first use: loading a job-flow spec (gridbench validate) does not pay for it
+    pl = lazy_module("polars")
 
 NO_BULK_FIX = "set load.bulk: 1, or use a backend that can (slurm: job arrays)"
 

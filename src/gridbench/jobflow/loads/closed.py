@@ -13,11 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
-
-import numpy as np
-import polars as pl
-from numpy.typing import NDArray
+from typing import TYPE_CHECKING, Any
 
 from gridbench.jobflow.events.model import (
     STAGE_CANCELLED,
@@ -26,9 +22,18 @@ from gridbench.jobflow.events.model import (
     STAGE_SUBMIT,
     STAGE_SUBMIT_ACK,
 )
+from gridbench.lazy import lazy_module
 from gridbench.stats import Stats, rep, t_halfwidth
 
-F64 = NDArray[np.float64]
+if TYPE_CHECKING:
+    import numpy as np
+    import polars as pl
+    from numpy.typing import NDArray
+
+    F64 = NDArray[np.float64]
+else:  # imported on first use: loading a job-flow spec (gridbench validate) does not
+    np = lazy_module("numpy")  # import numpy and polars
+    pl = lazy_module("polars")
 OP_START = "op_start"
 OP_END = "op_end"
 ALPHA = 0.05

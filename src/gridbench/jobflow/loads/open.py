@@ -12,18 +12,22 @@ import math
 import time
 from typing import TYPE_CHECKING, Literal
 
-import numpy as np
-import numpy.typing as npt
 from pydantic import ConfigDict, Field, model_validator
 
 from gridbench.jobflow.loads.base import BaseLoadModel, LoadBase, PlanEstimate, Strict, narrow
 from gridbench.jobflow.run.open_loop import OpenLoop, Submitter, run_open_loop, split_for_agents
 from gridbench.jobflow.specbase.units import Rate
+from gridbench.lazy import lazy_module
 from gridbench.units import Duration
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
     from gridbench.jobflow.loads.base import TrialContext
     from gridbench.jobflow.specbase.model import ExperimentBase, TrialSpec
+else:  # imported on first use: loading a job-flow spec (gridbench validate) does not pay for it
+    np = lazy_module("numpy")
 
 NS = 1_000_000_000
 START_LEAD_S = 0.2  # lets every submitter reach its first sleep before the schedule starts

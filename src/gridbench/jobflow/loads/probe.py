@@ -22,7 +22,6 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-import polars as pl
 from pydantic import Field, field_validator
 
 from gridbench.jobflow import text
@@ -37,7 +36,6 @@ from gridbench.jobflow.loads.base import (
     narrow,
 )
 from gridbench.jobflow.loads.closed import (
-    F64,
     OP_END,
     OP_START,
     below_statement,
@@ -48,14 +46,20 @@ from gridbench.jobflow.loads.closed import (
     summarize,
 )
 from gridbench.jobflow.run.closed_loop import STAGE_OP_END, STAGE_OP_START, OpNames, sleep_or_stop
+from gridbench.lazy import lazy_module
 from gridbench.stats import describe
 from gridbench.units import Duration
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from gridbench.jobflow.backends.base import Backend
     from gridbench.jobflow.events.chain import StageChain
+    from gridbench.jobflow.loads.closed import F64
     from gridbench.jobflow.run.recorder import Recorder
     from gridbench.jobflow.specbase.model import ExperimentBase
+else:  # imported on first use: loading a job-flow spec (gridbench validate) does not pay for it
+    pl = lazy_module("polars")
 
 NO_JOB_COMPLETED = "no job completed"
 

@@ -20,9 +20,7 @@ none at 3 (average 17%)'.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
-
-import polars as pl
+from typing import TYPE_CHECKING, Any
 
 from gridbench.jobflow import text
 from gridbench.jobflow.events.model import (
@@ -32,6 +30,12 @@ from gridbench.jobflow.events.model import (
     STAGE_SUBMIT_ACK,
 )
 from gridbench.jobflow.loads.closed import job_table, over_trials, summarize
+from gridbench.lazy import lazy_module
+
+if TYPE_CHECKING:
+    import polars as pl
+else:  # imported on first use: loading a job-flow spec (gridbench validate) does not pay for it
+    pl = lazy_module("polars")
 
 NO_JOB_COMPLETED = "no job completed"
 

@@ -16,12 +16,16 @@ event. The trial's ``model`` object:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
-
-import polars as pl
+from typing import TYPE_CHECKING, Any
 
 from gridbench.jobflow.events.model import STAGE_CLIENT_DONE, STAGE_SUBMIT
 from gridbench.jobflow.loads.closed import job_table, over_trials, summarize
+from gridbench.lazy import lazy_module
+
+if TYPE_CHECKING:
+    import polars as pl
+else:  # imported on first use: loading a job-flow spec (gridbench validate) does not pay for it
+    pl = lazy_module("polars")
 
 CHECK = "split_check"
 

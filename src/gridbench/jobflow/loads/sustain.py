@@ -19,7 +19,6 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-import polars as pl
 from pydantic import Field
 
 from gridbench.jobflow import text
@@ -45,12 +44,17 @@ from gridbench.jobflow.loads.closed import (
 )
 from gridbench.jobflow.run.closed_loop import OpNames, sleep_or_stop, timed_op
 from gridbench.jobflow.run.recorder import Recorder
+from gridbench.lazy import lazy_module
 from gridbench.stats import describe
 from gridbench.units import Duration
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from gridbench.jobflow.events.chain import StageChain
     from gridbench.jobflow.specbase.model import ExperimentBase
+else:  # imported on first use: loading a job-flow spec (gridbench validate) does not pay for it
+    pl = lazy_module("polars")
 
 
 class SustainLoad(LoadBase):

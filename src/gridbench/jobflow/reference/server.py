@@ -25,9 +25,10 @@ from typing import Any
 import uvicorn
 
 from gridbench.errors import BackendError, GridbenchError, SpecError
+from gridbench.jobflow.cli import REFERENCE_SERVE_ARGS
 from gridbench.jobflow.reference.app import create_app
 from gridbench.jobflow.reference.config import GridConfig, merge
-from gridbench.jobflow.reference.presets import DEFAULT_PRESET, build_config, preset_names
+from gridbench.jobflow.reference.presets import build_config
 from gridbench.jobflow.reference.sim import TIERS, Grid, Tier
 from gridbench.lifeline import on_stdin_eof
 from gridbench.net import is_loopback
@@ -287,41 +288,10 @@ class ReferenceGrid:
 
 # -- command line -------------------------------------------------------------------------
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the ``serve`` options to ``parser`` (used by ``gridbench reference serve``)."""
-    parser.add_argument(
-        "--preset",
-        default=DEFAULT_PRESET,
-        choices=preset_names(),
-        help="built-in configuration (default: %(default)s)",
-    )
-    parser.add_argument("--config", metavar="FILE", help="YAML file merged over the preset")
-    parser.add_argument("--host", default=DEFAULT_HOST, help="address (default: %(default)s)")
-    parser.add_argument(
-        "--port", type=int, default=DEFAULT_PORT, help="port, 0 for any (default: %(default)s)"
-    )
-    parser.add_argument(
-        "--allow-remote", action="store_true", help="allow a non-loopback --host (no auth!)"
-    )
-    parser.add_argument("--reports-dir", metavar="DIR", help="where to write monitoring reports")
-    parser.add_argument("--seed", type=int, help="random seed of the simulation")
-    parser.add_argument(
-        "--tier",
-        default="all",
-        choices=list(TIERS),
-        help="run every tier (default), the CE alone (with --bridge-url) or the bridge and "
-        "worker pool alone: two processes, on two hosts (docs/reference-grid.md)",
-    )
-    parser.add_argument("--bridge-url", metavar="URL", help="the bridge tier's URL (--tier ce)")
-    # what gridbench passes when it starts a tier over SSH: the configuration inline (no
-    # file on that host), and stop when stdin closes (the connection went away)
-    parser.add_argument("--config-json", metavar="JSON", help=argparse.SUPPRESS)
-    parser.add_argument("--stop-on-eof", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument(
-        "--log-level",
-        default="warning",
-        choices=["critical", "error", "warning", "info", "debug"],
-        help="server log level (default: %(default)s)",
-    )
+    """Add the ``serve`` options to ``parser``: those ``gridbench reference serve`` declares
+    (:data:`gridbench.jobflow.cli.REFERENCE_SERVE_ARGS`, spelled once)."""
+    for option in REFERENCE_SERVE_ARGS:
+        option.add_to(parser)
 
 
 def config_from_args(args: argparse.Namespace) -> GridConfig:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from gridbench.jobflow.events.trial_log import EventWriter
+if TYPE_CHECKING:  # the log's module (polars, pyarrow) loads only when a trial runs
+    from gridbench.jobflow.events.trial_log import EventWriter
 
 
 class Collector(Protocol):

@@ -15,10 +15,7 @@ import types
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
 from dataclasses import dataclass
 from json.encoder import encode_basestring as _json_str
-from typing import Any, TypeVar
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from gridbench.jobflow.backends.base import (
     NO_ENTRIES,
@@ -42,6 +39,10 @@ from gridbench.jobflow.run.observer import TrialProgress
 from gridbench.jobflow.run.plain_loop import INTERRUPTIBLE_NS, PlainJobs, run_plain
 from gridbench.jobflow.run.recorder import Recorder
 from gridbench.jobflow.run.tracker import StatusTracker
+
+if TYPE_CHECKING:  # annotations only: a job-flow spec loads without numpy
+    import numpy as np
+    import numpy.typing as npt
 
 _T = TypeVar("_T")
 

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Protocol
-
-import numpy as np
+from typing import TYPE_CHECKING, Protocol
 
 from gridbench.jobflow.backends.base import NO_ENTRIES, JobRequest, Staging
 from gridbench.jobflow.events.job_numbers import job_name, job_prefix
 from gridbench.jobflow.specbase.model import ExperimentBase, JobSpec
+from gridbench.lazy import lazy_module
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # imported on first use: loading a job-flow spec (gridbench validate) does not pay for it
+    np = lazy_module("numpy")
 
 
 class RequestMaker(Protocol):

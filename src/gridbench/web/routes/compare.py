@@ -10,7 +10,7 @@ from fastapi.responses import HTMLResponse, JSONResponse
 
 from gridbench.compare.dispatch import compare_runs
 from gridbench.errors import GridbenchError
-from gridbench.store.catalogue import list_runs
+from gridbench.listing import catalogue
 from gridbench.web.bodies import error_dict
 from gridbench.web.compare_view import compare_context, history_context, metric_choices, run_paths
 from gridbench.web.dashboard import Dash
@@ -25,7 +25,7 @@ Ids = Annotated[list[str] | None, Query()]
 
 @router.get("/compare", response_class=HTMLResponse)
 def compare(request: Request, dash: Dash, ids: Ids = None, charts: str = "") -> HTMLResponse:
-    runs = list_runs(dash.root)
+    runs = catalogue(dash.root)  # the store's list: one summary a run
     # ids begin with their creation time: the oldest is the baseline
     chosen = sorted(dict.fromkeys(i for i in (ids or []) if RUN_ID.match(i)))
     if len(chosen) > MAX_COMPARE:
@@ -38,7 +38,7 @@ def compare(request: Request, dash: Dash, ids: Ids = None, charts: str = "") -> 
 
 @router.get("/history", response_class=HTMLResponse)
 def history(request: Request, dash: Dash, experiment: str = "", metric: str = "") -> HTMLResponse:
-    runs = list_runs(dash.root)
+    runs = catalogue(dash.root)
     known = bool(RUN_ID.match(experiment))  # never a path from the URL
     ctx = history_context(dash.root, experiment, metric) if known and metric else {}
     choices = metric_choices(dash.root, experiment) if known else []

@@ -11,12 +11,12 @@ from fastapi.responses import HTMLResponse, Response
 
 from gridbench.errors import GridbenchError, ResultsError
 from gridbench.family import HasRecords, RunPages, family_of
-from gridbench.store.catalogue import list_runs
+from gridbench.listing import catalogue
 from gridbench.store.layout import RunDir
 from gridbench.store.safe_open import CAPS, read_store_bytes
 from gridbench.web.dashboard import Dash
 from gridbench.web.results import build_view
-from gridbench.web.runs import catalogue_of, catalogued, list_columns
+from gridbench.web.runs import catalogued, list_columns, listed
 
 CSV_NAME = re.compile(r"^[a-z0-9_]{1,64}\.csv$")
 DOWNLOADS = ("metrics.json", "report.json", "spec.yaml", "plan.json", "experiment.json")
@@ -34,10 +34,10 @@ router = APIRouter()
 
 def matches(entry: Mapping[str, Any], query: str) -> bool:
     """Case-insensitive substring search over the catalogue fields and the text the run's
-    family adds; words must all match."""
-    own = catalogue_of(dict(entry))
+    family adds (a list row's ``search``: :mod:`gridbench.listing`); words must all
+    match."""
     fields = [str(entry.get(k, "")) for k in SEARCH_FIELDS]
-    hay = " ".join([*fields, *(own.search if own is not None else ())]).lower()
+    hay = " ".join([*fields, *entry.get("search", ())]).lower()
     return all(w in hay for w in query.lower().split())
 
 
@@ -72,7 +72,7 @@ def run_pages(run: RunDir) -> tuple[tuple[str, str], ...]:
 
 @router.get("/", response_class=HTMLResponse)
 def experiments(request: Request, dash: Dash, q: str = "") -> HTMLResponse:
-    runs = [catalogued(r) for r in list_runs(dash.root)]
+    runs = [listed(r) for r in catalogue(dash.root)]  # one summary a run, from the index
     for r in runs:
         m = dash.manager.get(str(r.get("id")))
         if m is not None and not m.live.final:
