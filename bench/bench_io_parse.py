@@ -31,8 +31,7 @@ import polars as pl
 from gridbench.io.analysis import matrix
 from gridbench.io.latlog import read_lat_log, summarise
 from gridbench.io.model import IOZONE_TESTS
-from gridbench.io.parse import parse_fio_text
-from gridbench.io.runner import row_of
+from gridbench.io.parse import parse_fio_text, row_of
 
 TESTS = list(IOZONE_TESTS)
 

@@ -62,7 +62,9 @@ class LazyConsole:
         return getattr(self.real, name)
 
 
-console = LazyConsole(highlight=False, emoji=False)  # ":fire:" in data stays text
+# ":fire:" in data stays text; outside a terminal (a pipe, a log) a line is never wrapped at
+# 80 columns, so a path stays whole (issue 41)
+console = LazyConsole(highlight=False, emoji=False, soft_wrap=not sys.stdout.isatty())
 err_console = LazyConsole(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 
 
@@ -161,10 +163,9 @@ def cmd_report(args: argparse.Namespace, ui: Ui) -> int:
 
 def cmd_list(args: argparse.Namespace, ui: Ui) -> int:
     """Every run of the results root, newest first: one summary row each, from the
-    store's index (:mod:`gridbench.listing`), drawn as rich draws a table, fast."""
-    from gridbench.bigtable import BigTable
-    from gridbench.fmt import visible
+    store's index (:mod:`gridbench.listing`)."""
     from gridbench.listing import catalogue
+    from gridbench.report.records_table import Column, print_records
     from gridbench.states import TERMINAL_STYLES, state_tone, verdict_tone
 
     root = _results_root(args)
@@ -178,26 +179,46 @@ def cmd_list(args: argparse.Namespace, ui: Ui) -> int:
         return EXIT_OK
     # the families' own columns (job flow: trials), each heading once, in first-seen order
     headings = list(dict.fromkeys(h for r in runs for h, _, _ in r["columns"]))
+    # ids, states, verdicts and counts stay whole at any width (issue 41); the rest wraps
+    columns = [
+        Column("id", whole=True),
+        Column("status", whole=True),
+        Column("verdict", whole=True),
+        *(Column(h, whole=True) for h in headings),
+        *(Column(h) for h in ("kind", "name", "target", "variant")),
+        Column("created", whole=True),
+    ]
     rows = []
     for r in runs:
-        own = {h: text for h, text, _ in r["columns"]}
-        cells = [
-            (r.get("id"), ""),
-            (r.get("name"), ""),
-            (r["kind"], ""),
-            (r["target"], ""),
-            (r["variant"], ""),
-            # one vocabulary: the colour follows the words
-            (r.get("status", ""), TERMINAL_STYLES[state_tone(r.get("status"))]),
-            *((own.get(h, "–"), "") for h in headings),
-            (r.get("verdict", ""), TERMINAL_STYLES[verdict_tone(r.get("verdict"))]),
-            (r.get("created", ""), ""),
-        ]
-        rows.append([(visible(v), style or "") for v, style in cells])
-    columns = ("id", "name", "kind", "target", "variant", "status", *headings, "verdict")
-    # every column folds: ids stay whole on a narrow terminal
-    console.print(BigTable(f"experiments in {safe_markup(root)}", [*columns, "created"], rows))
+        cols = {h: text for h, text, _ in r["columns"]}
+        cells = (
+            r.get("id"),
+            r.get("status", ""),
+            r.get("verdict", ""),
+            *(cols.get(h, "–") for h in headings),
+            r["kind"],
+            r.get("name"),
+            r["target"],
+            r["variant"],
+            _when(r.get("created")),
+        )
+        shown = [safe_markup(v) for v in cells]
+        tones = ((1, state_tone(r.get("status"))), (2, verdict_tone(r.get("verdict"))))
+        for i, tone in tones:
+            style = TERMINAL_STYLES[tone]  # one vocabulary: the colour follows the words
+            shown[i] = f"[{style}]{shown[i]}[/]" if style and shown[i] else shown[i]
+        rows.append(shown)
+    print_records(console.real, columns, rows, title=f"experiments in {safe_markup(root)}")
     return EXIT_OK
+
+
+def _when(created: object) -> str:
+    """An ISO time as the list shows it: to the minute, UTC (``2026-11-29 04:50``); what
+    is not such a time, as it is."""
+    text = str(created or "")
+    if len(text) >= 16 and text[10] == "T" and text[:4].isdigit():
+        return text[:10] + " " + text[11:16]
+    return text
 
 
 def cmd_show(args: argparse.Namespace, ui: Ui) -> int:
@@ -207,7 +228,7 @@ def cmd_show(args: argparse.Namespace, ui: Ui) -> int:
     run = resolve_run(args.run, _results_root(args))
     exp = run.read_experiment()
     family_of(run)  # a run no family reads is an error before its record is shown
-    console.print_json(data=exp, ensure_ascii=True)  # bidi controls as \\u escapes, not obeyed
+    # the summary first (issue 41): what the run is and found, before its record
     if run.metrics_file.exists():
         from gridbench.pipeline import report_of
         from gridbench.report.terminal import render_report
@@ -216,6 +237,20 @@ def cmd_show(args: argparse.Namespace, ui: Ui) -> int:
         render_report(report, console.real, verbose=SETTINGS.verbose)
     else:
         console.print(f"[dim]not analysed yet: run 'gridbench analyze {safe_markup(run.path)}'[/]")
+    if SETTINGS.verbose:
+        console.print_json(data=exp, ensure_ascii=True)  # bidi controls as \\u escapes
+        return EXIT_OK
+    # the record's short fields; a long list (an io run's raw files) is counted, not listed
+    short = {k: v for k, v in exp.items() if not isinstance(v, list | dict)}
+    long = [k for k, v in exp.items() if isinstance(v, list | dict)]
+    console.print_json(data=short, ensure_ascii=True)  # bidi controls as \\u escapes
+    if long:
+        console.print(
+            f"[dim]{len(long)} more field(s) ({safe_markup(', '.join(long))}): "
+            f"'gridbench show RUN --verbose' prints them; the record is "
+            f"{safe_markup(run.experiment_file)}[/]",
+            soft_wrap=True,
+        )
     return EXIT_OK
 
 
@@ -237,6 +272,9 @@ def cmd_cleanup(args: argparse.Namespace, ui: Ui) -> int:
             fix="'gridbench cleanup RUN' (an id from 'gridbench list', or latest), or "
             "'gridbench cleanup --lab NAME' for a lab",
         )
+    done = _cleanup_campaign(args)  # a campaign folder: every unit's run it left behind
+    if done is not None:
+        return done
     run = resolve_run(args.run, _results_root(args))
     fam = family_of(run)
     if not isinstance(fam, Cleanable):
@@ -249,6 +287,26 @@ def cmd_cleanup(args: argparse.Namespace, ui: Ui) -> int:
         console.print("not confirmed: nothing was done")
         return EXIT_OK
     outcome = fam.cleanup(run, dry_run=False, force=args.force)
+    _print_outcome(outcome)
+    return EXIT_BACKEND if outcome.errors else EXIT_OK
+
+
+def _cleanup_campaign(args: argparse.Namespace) -> int | None:
+    """``cleanup CAMPAIGN`` (a campaign folder or id): the plan for every unit it left
+    behind, confirm, act; None when ``args.run`` names no campaign."""
+    from gridbench.campaign.cleanup import campaign_named, cleanup_campaign
+
+    campaign = campaign_named(args.run, _results_root(args))
+    if campaign is None:
+        return None
+    plan = cleanup_campaign(campaign, dry_run=True, force=args.force)
+    _print_outcome(plan)
+    if args.dry_run:
+        return EXIT_BACKEND if plan.errors else EXIT_OK
+    if not args.yes and not _confirmed(campaign.path):
+        console.print("not confirmed: nothing was done")
+        return EXIT_OK
+    outcome = cleanup_campaign(campaign, dry_run=False, force=args.force)
     _print_outcome(outcome)
     return EXIT_BACKEND if outcome.errors else EXIT_OK
 
@@ -533,7 +591,9 @@ TOOLS: tuple[Command, ...] = (
 #: ``register(subparsers)``, which adds its parser(s) and sets ``func(args)`` returning an
 #: exit code; added after :data:`GENERIC`, before :data:`TOOLS`. Imported for every
 #: ``--help``: a new command is better a declaration (docs/architecture.md).
-COMMAND_MODULES: tuple[str, ...] = ()
+COMMAND_MODULES: tuple[str, ...] = (
+    "gridbench.campaign.command",  # campaign, exclude, include
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -585,6 +645,8 @@ def route_spec(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
         return argv
     if argv[0] == "check" and isinstance(data, dict) and set(data) == {"hosts"}:
         return ["hosts", "check", *argv[1:]]  # an inventory of hosts (docs/hosts.md)
+    if argv[0] != "check" and isinstance(data, dict) and "components" in data:
+        return ["campaign", *argv]  # a campaign of units (docs/campaigns.md)
     fam = family_of_spec(data)
     if fam is None or fam.name == DEFAULT_KIND:
         return argv

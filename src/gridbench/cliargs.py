@@ -176,8 +176,9 @@ def line_progress(ui: Ui, label: str, total: int) -> Iterator[Callable[[str], No
 
     try:
         yield step
-    except BaseException:
-        line("stopped")  # at the step it reached; the error follows
+    except BaseException as exc:
+        # at the step it reached; the error follows (Ctrl-C: "interrupted")
+        line("interrupted" if isinstance(exc, KeyboardInterrupt) else "stopped")
         raise
     done = total
     line("done")
@@ -212,27 +213,29 @@ def run_and_show(
     (docs/hosts.md)."""
     failure: GridbenchError | None = None
     made: Executes | None = None
-    with step_progress(ui, label, total) as bar:
+    try:  # Ctrl-C leaves the progress as stopped, never as "done" (issue 41)
+        with step_progress(ui, label, total) as bar:
 
-        def step(msg: str) -> None:
-            bar(msg)
-            if sampling is not None and made is not None and made.run is not None:
-                sampling.step(made.run.path, msg)
+            def step(msg: str) -> None:
+                bar(msg)
+                if sampling is not None and made is not None and made.run is not None:
+                    sampling.step(made.run.path, msg)
 
-        made = runner(step if sampling is not None else bar)
-        try:
-            made.execute()
-        except failures as exc:
-            if made.run is None:
-                raise
-            failure = exc  # the run is marked failed; what it measured is still reported
-        except KeyboardInterrupt:
-            if made.run is None:
-                raise
-            ui.console.print(f"[yellow]interrupted: {interrupted}, results so far kept[/]")
-        finally:
-            if sampling is not None:
-                sampling.close()
+            made = runner(step if sampling is not None else bar)
+            try:
+                made.execute()
+            except failures as exc:
+                if made.run is None:
+                    raise
+                failure = exc  # the run is marked failed; what it measured is still reported
+            finally:
+                if sampling is not None:
+                    sampling.close()
+    except KeyboardInterrupt:
+        if made is None or made.run is None:
+            raise
+        ui.console.print(f"[yellow]interrupted: {interrupted}, results so far kept[/]")
+    assert made is not None
     return show_run(ui, made.run, failure)
 
 

@@ -33,7 +33,7 @@ from gridbench.errors import (
 )
 from gridbench.sections import Report
 from gridbench.sections import ValidityRule as ValidityRule  # re-exported: families use it
-from gridbench.states import ABORTED, COMPLETE, FAIL, FAILED, PASS, run_state
+from gridbench.states import ABORTED, COMPLETE, FAIL, FAILED, PASS, VOID, run_state
 
 # Light at import: the command line loads every family (``gridbench --help``), and a
 # family's module imports this one; what only annotations name is imported for the type
@@ -739,11 +739,16 @@ def status_exit_code(metrics: Mapping[str, Any], *, passed: bool) -> int:
     return EXIT_OK if passed else EXIT_THRESHOLD
 
 
-def status_verdict(metrics: Mapping[str, Any], code: int, *, flagged: str, also: str = "") -> str:
+def status_verdict(
+    metrics: Mapping[str, Any], code: int, *, flagged: str, also: str = "", void: str = ""
+) -> str:
     """pass or fail by ``code`` (else the run's status), then ``also`` (a family's own
     remark) in parentheses, then ``flagged`` when the metrics' validity says some figure
-    is not to be trusted."""
+    is not to be trusted. ``void``: what voids the comparison (a figure better than its
+    floor): the verdict is then "void", never "pass", and says why first."""
     word = {EXIT_OK: PASS, EXIT_THRESHOLD: FAIL}.get(code, run_state(metrics.get("status")))
+    if void:
+        word = f"{VOID if word == PASS else word} ({void})"
     if also:
         word += f" ({also})"
     validity = metrics.get("validity")

@@ -3,6 +3,7 @@ analyze, report and the web dashboard."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -11,7 +12,9 @@ from typing import Any
 
 from gridbench.family import Family, family_of
 from gridbench.report import write_reports
-from gridbench.sections import Report
+from gridbench.sections import Column, Report, Table
+from gridbench.states import with_state
+from gridbench.store import exclusions
 from gridbench.store.layout import RunDir, read_json
 
 log = logging.getLogger(__name__)
@@ -42,9 +45,10 @@ def analyze_and_report(run_path: Path, *, after: tuple[AfterReport, ...] = ()) -
     run = RunDir.open(run_path)
     fam = family_of(run)
     metrics = fam.analyze(run)
-    report = fam.report(run, metrics)
+    report = with_exclusions(fam.report(run, metrics), run)
     paths = write_reports(run.path, report)
-    run.update_experiment(verdict=fam.verdict(metrics), analysed=True)
+    state = run.read_experiment().get("status")  # an aborted run's verdict says so first
+    run.update_experiment(verdict=with_state(fam.verdict(metrics), state), analysed=True)
     for hook in after:
         try:
             hook(run.path)
@@ -66,4 +70,21 @@ def report_of(run: RunDir) -> tuple[Family, dict[str, Any], Report]:
             where=str(run.metrics_file),
             fix=f"re-analyse it: gridbench analyze {run.path}",
         )
-    return fam, metrics, fam.report(run, metrics)
+    return fam, metrics, with_exclusions(fam.report(run, metrics), run)
+
+
+def with_exclusions(report: Report, run: RunDir) -> Report:
+    """``report`` with the table of the trials excluded by hand and why (``gridbench
+    exclude``), whatever the family: every report of the run shows them."""
+    found = exclusions.in_force(run)
+    if not found:
+        return report
+    table = Table(
+        id="excluded-by-hand",
+        title="Trials excluded by hand",
+        columns=(Column("trial"), Column("reason"), Column("at"), Column("by")),
+        rows=tuple((e.trial, e.reason, e.at, e.by) for e in found.values()),
+        note="left out of every figure by 'gridbench exclude'; 'gridbench include RUN "
+        "TRIAL' takes an exclusion back (both recorded in exclusions.jsonl)",
+    )
+    return dataclasses.replace(report, sections=(table, *report.sections))

@@ -168,11 +168,22 @@ Section = Table | Chart | Statements
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    """One sentence of a headline or outcome, with its status."""
+    """One sentence of a headline or outcome, with its status. ``problem``: the figures
+    cannot be taken as they stand (a void comparison, invalid trials, an aborted or
+    interrupted run); such a finding is ranked with the failures, before every warning,
+    in every summary (:func:`ranked`)."""
 
     status: Status
     text: str
     evidence: str = ""
+    problem: bool = False
+
+
+def ranked(findings: Sequence[Finding]) -> list[Finding]:
+    """``findings`` with the failures and problems first (in their order), then the rest
+    (in theirs): what makes a result untrustworthy is never below a warning."""
+    first = [f for f in findings if f.status == "fail" or f.problem]
+    return first + [f for f in findings if not (f.status == "fail" or f.problem)]
 
 
 @dataclass(frozen=True, slots=True)

@@ -57,6 +57,12 @@ TERMINAL_STYLES: Final[dict[Tone, str]] = {
 
 PASS: Final = "pass"
 FAIL: Final = "fail"
+#: verdicts that are no pass whatever the thresholds say: trials that do not count, and a
+#: comparison a figure made void (better than its physical floor)
+INVALID: Final = "invalid"
+VOID: Final = "void"
+#: the states a run that did not end as planned records: its verdict says so first
+UNFINISHED: Final = frozenset({ABORTING, ABORTED, FAILED, CRASHED, NEEDS_CLEANUP, RUNNING})
 
 
 def run_state(word: object) -> str:
@@ -77,8 +83,24 @@ def verdict_tone(words: object) -> Tone:
     if not isinstance(words, str):
         return "info"
     head = words.split(" ", 1)[0]
-    if head == FAIL:
+    if head in (FAIL, VOID):
         return "bad"
+    if head == INVALID:
+        return "warn"
     if head == PASS:
         return "ok" if words == PASS else "warn"
     return state_tone(head)  # a run that ended without a verdict says its state
+
+
+def with_state(verdict: str, state: object) -> str:
+    """``verdict`` as the catalogue records it for a run in ``state``: a run that did not
+    end as planned (aborted, failed, crashed, needs cleanup) never reads "pass": its state
+    comes first, what the family said after it ("aborted (invalid trials)", never
+    "aborted" beside "pass (invalid trials)")."""
+    word = run_state(state)
+    head, _, rest = verdict.partition(" ")
+    if word not in UNFINISHED or head == word:
+        return verdict
+    if head in (PASS, INVALID):
+        return f"{word} {rest}".strip()
+    return f"{word} ({verdict})"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from conftest import BIN, cli_env
 
-HELLO = '''\
+HELLO = """\
 from gridbench.family import Ui
 
 
@@ -24,7 +24,7 @@ class Hello:
 
 
 COMMANDS = Hello()
-'''
+"""
 
 
 def plugin(tmp: Path, target: str) -> Path:

@@ -10,11 +10,12 @@ from gridbench.jobflow.examples import demo_spec_path
 from gridbench.jobflow.spec import load_spec, make_plan
 
 # job-flow specs; the storage specs (io-*.yaml) are checked by tests/io/test_io_examples.py,
-# the messaging specs (net-*.yaml) by tests/net/test_net_run.py
+# the messaging specs (net-*.yaml) by tests/net/test_net_run.py, the campaigns
+# (campaign-*.yaml) by tests/campaign/
 EXAMPLES = sorted(
     p
     for p in (Path(__file__).parents[2] / "examples").glob("*.yaml")
-    if not p.name.startswith(("io-", "net-", "study-"))
+    if not p.name.startswith(("io-", "net-", "study-", "campaign-"))
 )
 
 

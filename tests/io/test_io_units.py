@@ -465,8 +465,9 @@ def test_fio_json_garbage_is_a_backend_failure_with_report(
 
 def test_fio_timeout_names_the_command(tmp_path: Path) -> None:
     from gridbench.errors import BackendError
+    from gridbench.io.fio import fio_timeout
     from gridbench.io.load import load_io_spec
-    from gridbench.io.runner import IoRunner, fio_timeout
+    from gridbench.io.runner import IoRunner
 
     fio = _fake_fio(tmp_path, "time.sleep(60)\n")
     spec, data = load_io_spec(_quick_spec(tmp_path, fio, "fio_timeout: 1s\n"))

@@ -10,10 +10,9 @@ from typing import Any
 import pytest
 
 from gridbench.hosts.sampling.compared import CLIENT_BOUND
-from gridbench.io.resilience_analysis import FAULT_LATE, INTEGRITY_CACHED
+from gridbench.io.resilience_analysis import FAULT_LATE, HOST_LOST, INTEGRITY_CACHED
 from gridbench.io.validity import (
     CACHED_WRITE,
-    HOST_LOST,
     IO_VALIDITY_RULES,
     MAX_RESOLUTION,
     MIN_RUNTIME_S,

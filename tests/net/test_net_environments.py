@@ -19,8 +19,9 @@ import pytest
 
 from gridbench.errors import GridbenchError
 from gridbench.messaging.cleanup import cleanup_run
-from gridbench.messaging.environments import LanEnv, NetEnvironment, open_environment
+from gridbench.messaging.environments import LanEnv, NetEnvironment
 from gridbench.messaging.model import NetSpec
+from gridbench.messaging.open_env import open_environment
 from gridbench.messaging.processes import PROCESSES_FILE, RESOURCES_FILE, ProcessBook
 from gridbench.messaging.transports.base import Address
 from gridbench.messaging.transports.peer_process import PeerProcess, start_peer

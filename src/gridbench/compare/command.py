@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from rich.console import Console
-from rich.table import Table
 
 from gridbench.compare.change import NEAR_ZERO_NOTE, metric_scale, relative_change
 from gridbench.compare.model import (
@@ -25,7 +25,8 @@ from gridbench.fmt import fmt_pm, safe_markup
 
 EXIT_OK, EXIT_REGRESSION = 0, 1
 
-console = Console(highlight=False, emoji=False)  # ":fire:" in data stays text
+# ":fire:" in data stays text; a line outside a terminal is never wrapped (a path stays whole)
+console = Console(highlight=False, emoji=False, soft_wrap=not sys.stdout.isatty())
 
 
 def _root(args: argparse.Namespace) -> Path:
@@ -69,7 +70,9 @@ WORDS = {"improved": "better", "regressed": "worse"}
 COLOURS = {"improved": "green", "regressed": "red"}
 
 
-def _change(d: Diff | None, base: Value | None, test: Value | None, scale: float) -> str:
+def _change(
+    d: Diff | None, base: Value | None, test: Value | None, scale: float, alpha: float = 0.05
+) -> str:
     if d is None:
         return "–"
     b, t = (None if v is None else v.value for v in (base, test))
@@ -81,8 +84,12 @@ def _change(d: Diff | None, base: Value | None, test: Value | None, scale: float
     else:
         rel = "–"
     p = "untested" if d.p_adjusted is None else f"p={d.p_adjusted:.2g}"
-    if not d.significant:
-        return f"[dim]{rel} {p}[/]"
+    if not d.significant:  # a difference the test cannot tell from noise says so
+        if d.p_adjusted is None:
+            said = "noise unknown"
+        else:
+            said = "within noise" if d.p_adjusted >= alpha else "below the smallest effect"
+        return f"[dim]{rel} {p} {said}[/]"
     colour = COLOURS.get(d.verdict, "yellow")
     return f"[bold {colour}]{rel} {p} {WORDS.get(d.verdict, d.verdict)}[/]"
 
@@ -108,20 +115,25 @@ def _kind_target(e: ExperimentMetrics) -> tuple[str, str]:
 
 def render_comparison(c: Comparison, out: Console, *, show_all: bool = False) -> None:
     """Print the experiments and one table per point; significant changes highlighted."""
-    t = Table(title="experiments (#0 is the baseline)")
-    for col in ("", "id", "name", "kind", "target", "created", "spec hash", "valid"):
-        t.add_column(col, overflow="fold")
-    for i, e in enumerate(c.experiments):
-        t.add_row(
+    from gridbench.report.records_table import Column, print_records  # (the CLI starts fast)
+
+    # ids and values whole at any width; one record a line outside a terminal (issue 41)
+    cols = [Column("", whole=True), Column("id", whole=True), Column("valid", whole=True),
+            Column("name"), Column("kind"), Column("target"), Column("created"),
+            Column("spec hash")]  # fmt: skip
+    listed = [
+        [
             f"#{i}",
             safe_markup(e.id),
+            "–" if e.valid is None else ("yes" if e.valid else "[red]no[/]"),
             safe_markup(e.name),
             *(safe_markup(x) for x in _kind_target(e)),
             safe_markup(e.created or ""),
             safe_markup(e.spec_hash or ""),
-            "–" if e.valid is None else ("yes" if e.valid else "[red]no[/]"),
-        )
-    out.print(t)
+        ]
+        for i, e in enumerate(c.experiments)
+    ]
+    print_records(out, cols, listed, title="experiments (#0 is the baseline)")
     infos = {m.metric: m for m in c.metric_info}
     # the family's key metrics are shown by default; without any, every one is
     keyed = any(m.metric in c.key_metrics for m in c.metric_info)
@@ -133,12 +145,11 @@ def render_comparison(c: Comparison, out: Console, *, show_all: bool = False) ->
         ]
         if not rows:
             continue
-        pt = Table(title=f"point {safe_markup(p.key)}")
-        pt.add_column("metric", no_wrap=True)
-        pt.add_column("#0", justify="right", overflow="fold")
+        pcols = [Column("metric", whole=True), Column("#0", whole=True, justify="right")]
         for i in range(1, len(c.experiments)):
-            pt.add_column(f"#{i}", justify="right", overflow="fold")
-            pt.add_column(f"#{i} vs #0", justify="right")
+            pcols.append(Column(f"#{i}", whole=True, justify="right"))
+            pcols.append(Column(f"#{i} vs #0", whole=True, justify="right"))
+        cells_of: list[list[str]] = []
         for m in rows:
             info = infos[m.metric]
             vals = {v.experiment: v for v in m.values}
@@ -151,11 +162,15 @@ def render_comparison(c: Comparison, out: Console, *, show_all: bool = False) ->
                 cells += [
                     _cell(vals.get(e.id), info.unit),
                     _change(
-                        diffs.get(e.id), vals.get(c.baseline), vals.get(e.id), scales[m.metric]
+                        diffs.get(e.id),
+                        vals.get(c.baseline),
+                        vals.get(e.id),
+                        scales[m.metric],
+                        c.settings.alpha,
                     ),
                 ]
-            pt.add_row(*cells)
-        out.print(pt)
+            cells_of.append(cells)
+        print_records(out, pcols, cells_of, title=f"point {safe_markup(p.key)}")
     for k, keys in c.unmatched.items():
         out.print(
             f"[yellow]not compared[/]: {safe_markup(k)} points {safe_markup(', '.join(keys))}"
@@ -195,12 +210,12 @@ def cmd_compare(args: argparse.Namespace, ui: object = None) -> int:
 
 def render_history(h: History, out: Console) -> None:
     """One row per run (oldest first), one column per point; significant changes highlighted."""
+    from gridbench.report.records_table import Column, print_records  # (the CLI starts fast)
+
     what = f"{safe_markup(h.metric)} across runs of '{safe_markup(h.name)}'"
-    t = Table(title=f"{what} ({h.better} is better)")
-    for col in ("experiment", "created", "same config"):
-        t.add_column(col)
-    for key in h.points:
-        t.add_column(safe_markup(key), justify="right")
+    cols = [Column("experiment", whole=True), Column("created"), Column("same config")]
+    cols += [Column(safe_markup(key), whole=True, justify="right") for key in h.points]
+    rows: list[list[str]] = []
     for e in h.entries:
         cells = [
             safe_markup(e.experiment) + (" [bold](ref)[/]" if e.experiment == h.reference else ""),
@@ -215,8 +230,8 @@ def render_history(h: History, out: Console) -> None:
                 colour = COLOURS.get(d.verdict, "yellow")
                 text = f"[bold {colour}]{text} {WORDS.get(d.verdict, d.verdict)}[/]"
             cells.append(text)
-        t.add_row(*cells)
-    out.print(t)
+        rows.append(cells)
+    print_records(out, cols, rows, title=f"{what} ({h.better} is better)")
     for k, why in h.skipped.items():
         out.print(f"[yellow]skipped[/] {safe_markup(k)}: {safe_markup(why)}")
 

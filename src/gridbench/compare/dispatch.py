@@ -9,6 +9,7 @@ families: one ResultsError with where and fix. The CLI and the dashboard both co
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from gridbench.compare.model import Comparison, ExperimentMetrics, History, Sett
 from gridbench.compare.prediction import as_model_error
 from gridbench.errors import GridbenchError, ResultsError
 from gridbench.family import Comparable, Family, family, kind_of, not_applicable
+from gridbench.store import exclusions
 from gridbench.store.catalogue import list_runs
 from gridbench.store.layout import RunDir
 from gridbench.swept import SweptComparable
@@ -78,10 +80,31 @@ def compare_runs(
         ]
         given_once(refs, [r.id for r in loaded])
         found = compare_points(comparable, loaded, metrics=metrics, settings=s)
-        return as_model_error(found)  # a prediction against a measurement: model error
-    given_once(refs, [r.path.name for r in runs])
-    figure_runs = [load_figure_run(comparable, fam.schema, r) for r in runs]
-    return as_model_error(compare_figures(figure_runs, metrics=metrics, settings=settings))
+    else:
+        given_once(refs, [r.path.name for r in runs])
+        figure_runs = [load_figure_run(comparable, fam.schema, r) for r in runs]
+        found = compare_figures(figure_runs, metrics=metrics, settings=settings)
+    found = as_model_error(found)  # a prediction against a measurement: the model's error
+    said = exclusion_notes(runs)
+    return dataclasses.replace(found, notes=(*found.notes, *said)) if said else found
+
+
+def exclusion_notes(runs: Sequence[RunDir]) -> list[str]:
+    """One note per trial excluded by hand in a compared run, with its reason: the
+    comparison reads the run's figures without it (``gridbench exclude``)."""
+    notes: list[str] = []
+    for run in runs:
+        try:
+            found = exclusions.in_force(run)
+        except ResultsError as exc:
+            notes.append(f"{run.path.name}: its exclusions cannot be read ({exc.message})")
+            continue
+        notes += [
+            f"{run.path.name}: trial {e.trial} excluded by hand ({e.reason}); its figures "
+            "are compared without it"
+            for e in found.values()
+        ]
+    return notes
 
 
 def _same_name(root: Path, name: str, run: RunDir) -> list[dict[str, Any]]:

@@ -21,20 +21,38 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gridbench.errors import BackendError, ResultsError
 from gridbench.hosts.inventory import load_inventory
 from gridbench.io.clients_model import ClientsSpec
-from gridbench.io.fio import FioJob, fio_argv, job_file_text, run_fio
+from gridbench.io.fio import FioJob, fio_argv, fio_timeout, job_file_text, run_fio
 from gridbench.io.fio_servers import FioServer, start_servers, stop_servers
 from gridbench.io.matrix import DIRECTION, job_options
-from gridbench.io.parse import JobResult, parse_fio_text
+from gridbench.io.parse import JobResult, parse_fio_text, row_of
 from gridbench.store.records import append_record
 
 if TYPE_CHECKING:
-    from gridbench.io.runner import IoRunner
+    from gridbench.io.model import IoSpec
     from gridbench.io.safety import TargetState
+    from gridbench.store.layout import RunDir
+
+
+class FioRunner(Protocol):
+    """What the client phase uses of io's runner (gridbench.io.runner.IoRunner)."""
+
+    spec: IoSpec
+    run: RunDir | None
+    fio: str
+
+    def progress(self, text: str) -> None: ...
+
+    def run_jobs(self, label: str, jobs: list[FioJob], bytes_moved: int) -> list[JobResult]: ...
+
+    def drop(self, s: TargetState) -> None: ...
+
+    def raw_base(self, label: str) -> Path: ...
+
 
 RECORDS = "clients.jsonl"
 #: each client's own file (fio prefixes it with the client's address) and the shared one
@@ -45,7 +63,7 @@ SHARED_FILE = "gridbench-clients-shared.dat"
 class ClientsPhase:
     """The client hosts' servers, and the layouts run through them."""
 
-    def __init__(self, runner: IoRunner, spec: ClientsSpec, run_path: Path) -> None:
+    def __init__(self, runner: FioRunner, spec: ClientsSpec, run_path: Path) -> None:
         inv = load_inventory(spec.inventory)
         hosts = [inv.host(n, f"clients.hosts[{i}]") for i, n in enumerate(spec.hosts)]
         self.runner = runner
@@ -115,7 +133,7 @@ class ClientsPhase:
         alone = f" on {servers[0].host}" if layout == "hosts" else ""
         self.runner.progress(f"{name} rep {rep + 1}: {layout} {len(servers)} host(s) {test}{alone}")
         if DIRECTION[test] == "read":
-            self.runner._drop(s)
+            self.runner.drop(s)
         opts = self._options(s, test, SHARED_FILE if shared else CLIENT_FILE)
         if shared:
             opts["unique_filename"] = False
@@ -156,8 +174,7 @@ class ClientsPhase:
         every host."""
         runner = self.runner
         assert runner.run is not None
-        runner._seq += 1
-        base = runner.run.path / "raw" / f"{runner._seq:04d}-{label}"
+        base = runner.raw_base(label)
         job_file, out = base.with_suffix(".fio"), base.with_suffix(".json")
         job_file.write_text(job_file_text([job], {"group_reporting": False}), encoding="utf-8")
         argv = fio_argv(runner.fio, job_file, out, [sv.client for sv in servers])
@@ -192,9 +209,7 @@ class ClientsPhase:
         return results, lost
 
 
-def runner_timeout(runner: IoRunner, bytes_moved: int) -> float:
-    from gridbench.io.runner import fio_timeout
-
+def runner_timeout(runner: FioRunner, bytes_moved: int) -> float:
     return fio_timeout(runner.spec, bytes_moved)
 
 
@@ -208,12 +223,10 @@ def _why(server: FioServer, said: str) -> str:
 
 
 def _row(r: JobResult, **keys: Any) -> dict[str, Any]:
-    from gridbench.io.runner import row_of
-
     return row_of(r, **keys)
 
 
-def start_phase(runner: IoRunner) -> ClientsPhase | None:
+def start_phase(runner: FioRunner) -> ClientsPhase | None:
     """The client hosts' servers for ``runner``'s run (None without a ``clients:`` block)."""
     spec = runner.spec.clients
     if spec is None or runner.run is None:

@@ -20,7 +20,7 @@ from typing import Any
 import polars as pl
 
 from gridbench.io.analysis import merged_latency
-from gridbench.io.validity import HOST_LOST
+from gridbench.io.resilience_analysis import HOST_LOST
 from gridbench.stats import rep
 from gridbench.thresholds import Scope, single
 

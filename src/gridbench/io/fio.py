@@ -19,6 +19,7 @@ from pathlib import Path
 import psutil
 
 from gridbench.errors import BackendError, GridbenchError
+from gridbench.io.model import IoSpec
 
 #: Latency percentiles fio computes (total latency, submission to completion).
 PERCENTILE_LIST = "50:90:99:99.9"
@@ -192,3 +193,16 @@ def _fix_for(said: str) -> str:
     if "connect" in low:
         return "start 'fio --server' on the client host and check the address"
     return "run the command by hand to see fio's full output"
+
+
+#: fio's default time limit: this floor rate for the data a run moves, plus a fixed allowance.
+FLOOR_RATE_BPS = 2**20
+TIMEOUT_BASE_S = 120.0
+
+
+def fio_timeout(spec: IoSpec, bytes_moved: int) -> float:
+    """Seconds one fio run may take: ``fio_timeout`` from the spec, else 120 s plus the
+    time to move its data at 1 MiB/s (a target slower than that is broken, not slow)."""
+    if spec.fio_timeout is not None:
+        return spec.fio_timeout
+    return TIMEOUT_BASE_S + bytes_moved / FLOOR_RATE_BPS

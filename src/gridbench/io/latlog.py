@@ -15,6 +15,7 @@ import numpy as np
 import polars as pl
 
 from gridbench.errors import ResultsError
+from gridbench.store.safe_open import refuse_compressed
 
 COLUMNS = ["msec", "ns", "ddir", "bs", "offset"]
 DDIR = {0: "read", 1: "write", 2: "trim"}
@@ -24,6 +25,8 @@ def read_lat_log(path: Path) -> pl.DataFrame:
     """The log as a frame (msec, ns, ddir, bs, offset); ResultsError naming the file if it
     is not a fio latency log."""
     try:
+        with open(path, "rb") as fh:
+            refuse_compressed(fh.read(4), path)  # polars would inflate it, unbounded
         return pl.read_csv(
             path,
             has_header=False,

@@ -183,3 +183,22 @@ def parse_fio(data: dict[str, Any], where: str) -> list[JobResult]:
 def parse_fio_text(text: str, where: str) -> list[JobResult]:
     """:func:`parse_fio` of fio's raw output text."""
     return parse_fio(extract_json(text, where), where)
+
+
+def row_of(r: JobResult, **keys: Any) -> dict[str, Any]:
+    """The stored row of one fio job result."""
+    return {
+        **keys,
+        "job": r.job,
+        "client": r.client,
+        "direction": r.direction,
+        "bytes": r.bytes,
+        "kbps": r.kbps,
+        "iops": r.iops,
+        "runtime_s": r.runtime_s,
+        "lat_mean_ms": r.lat_mean_ms,
+        "lat_ms": r.lat_ms,
+        "usr_cpu": r.usr_cpu,
+        "sys_cpu": r.sys_cpu,
+        "hist": [r.hist.ns.tolist(), r.hist.counts.tolist()],
+    }

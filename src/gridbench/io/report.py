@@ -206,26 +206,62 @@ def _validity_findings(metrics: Mapping[str, Any]) -> list[Finding]:
     return out
 
 
+def _within_noise(cand: Any, base: Any) -> bool | None:
+    """Whether two kB/s figures (rep stats) lie inside each other's noise: their 95%
+    confidence intervals overlap. None when either has one repetition (no interval)."""
+    if not (isinstance(cand, Mapping) and isinstance(base, Mapping)):
+        return None
+    values = [cand.get("mean"), base.get("mean"), cand.get("ci95"), base.get("ci95")]
+    if not all(isinstance(v, int | float) for v in values):
+        return None
+    m1, m0, h1, h0 = (float(v) for v in values)  # type: ignore[arg-type]
+    return abs(m1 - m0) <= h1 + h0
+
+
 def _speedup_findings(metrics: Mapping[str, Any]) -> list[Finding]:
-    """Per candidate the range of its speedups against the baseline (information)."""
+    """Per candidate the range of its speedups against the baseline (information), and
+    whether they are inside the noise of the repetitions: a difference the confidence
+    intervals cannot tell from zero says so (issue 41: two targets on one disk showed
+    "speedup -51% ... +68%" with nothing saying it was noise)."""
     base = metrics.get("baseline")
     if not base:
         return []
+    entries = [m for m in metrics.get("matrix", []) if isinstance(m, Mapping)]
+    base_kb = {str(m.get("test")): m.get("kbps") for m in entries if m.get("target") == base}
     out = []
     for target in targets_of(metrics):
         if target == base:
             continue
-        sps = [
-            (float(m["speedup"]), str(m["test"]))
-            for m in metrics.get("matrix", [])
+        mine = [
+            m for m in entries
             if m.get("target") == target and isinstance(m.get("speedup"), int | float)
-        ]
-        if not sps:
+        ]  # fmt: skip
+        if not mine:
             continue
+        sps = [(float(m["speedup"]), str(m["test"])) for m in mine]
         (lo, lo_t), (hi, hi_t) = min(sps), max(sps)
         text = f"{target} against {base}: speedup {fmt_speedup(lo)} ({LABEL.get(lo_t, lo_t)})"
         if len(sps) > 1:
             text += f" to {fmt_speedup(hi)} ({LABEL.get(hi_t, hi_t)})"
+        noise = [_within_noise(m.get("kbps"), base_kb.get(str(m.get("test")))) for m in mine]
+        if all(n is None for n in noise):
+            text += (
+                "; one repetition each, so the noise is not known: no difference can be told "
+                "from it (repetitions: 3 or more)"
+            )
+        elif all(n is not False for n in noise):
+            text += (
+                "; every difference is inside the noise of the repetitions (their 95% "
+                "confidence intervals overlap): no difference is shown"
+            )
+        else:
+            beyond = sum(1 for n in noise if n is False)
+            inside = sum(1 for n in noise if n is True)
+            if inside:
+                text += (
+                    f"; {beyond} of {len(noise)} test(s) differ beyond the noise of the "
+                    f"repetitions, {inside} are inside it"
+                )
         out.append(Finding("info", text))
     return out
 

@@ -21,6 +21,7 @@ BEFORE_S = 5.0
 #: A fault applied later than this after its planned time is flagged (fault_late).
 LATE_S = 1.0
 
+HOST_LOST = "host_lost"  # a client or writer host lost mid-run (clients_analysis too)
 FAULT_LATE = "fault_late"
 INTEGRITY_CACHED = "integrity_cached"
 
@@ -230,8 +231,6 @@ def validity_flags(res: Mapping[str, Any] | None) -> list[dict[str, Any]]:
                     "gluster command was slow; fewer writers or a longer schedule",
                 }
             )
-    from gridbench.io.validity import HOST_LOST  # validity imports this module's rules
-
     for lost in res.get("hosts_lost") or []:
         flags.append(
             {

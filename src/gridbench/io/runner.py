@@ -23,11 +23,11 @@ from gridbench.errors import BackendError, GridbenchError, ResultsError
 from gridbench.family import recorded_end, runner_identity
 from gridbench.io import bonnie as bon
 from gridbench.io import cache
-from gridbench.io.fio import FioJob, find_fio, fio_argv, job_file_text, run_fio
+from gridbench.io.fio import FioJob, find_fio, fio_argv, fio_timeout, job_file_text, run_fio
 from gridbench.io.load import load_io_spec_text
 from gridbench.io.matrix import CLOSE_NOTE, DATA_FILE, job_options, needs_cache_drop, ordered_tests
 from gridbench.io.model import IoSpec
-from gridbench.io.parse import JobResult, parse_fio_text
+from gridbench.io.parse import JobResult, parse_fio_text, row_of
 from gridbench.io.plan import steps as plan_of
 from gridbench.io.runner_posix import check_in_depth, run_in_depth
 from gridbench.io.safety import (
@@ -38,7 +38,7 @@ from gridbench.io.safety import (
     make_workdir,
 )
 from gridbench.store import raw_files
-from gridbench.store.layout import RunDir, now_iso
+from gridbench.store.layout import RunDir, now_iso, write_text_atomic
 from gridbench.store.records import append_record
 
 Progress = Callable[[str], None]
@@ -48,8 +48,6 @@ if TYPE_CHECKING:
     from gridbench.io.resilience import Servers
 
 
-#: fio's default time limit: this floor rate for the data a run moves, plus a fixed allowance.
-FLOOR_RATE_BPS = 2**20
 #: the records analysis reads; with raw/* their sizes are recorded at the run's end
 RECORD_FILES = (
     "rows.jsonl",
@@ -60,15 +58,6 @@ RECORD_FILES = (
     "clients.jsonl",
     "fio_servers.jsonl",
 )
-TIMEOUT_BASE_S = 120.0
-
-
-def fio_timeout(spec: IoSpec, bytes_moved: int) -> float:
-    """Seconds one fio run may take: ``fio_timeout`` from the spec, else 120 s plus the
-    time to move its data at 1 MiB/s (a target slower than that is broken, not slow)."""
-    if spec.fio_timeout is not None:
-        return spec.fio_timeout
-    return TIMEOUT_BASE_S + bytes_moved / FLOOR_RATE_BPS
 
 
 def needed_bytes(spec: IoSpec, target: str | None = None) -> int:
@@ -98,25 +87,6 @@ def needed_bytes(spec: IoSpec, target: str | None = None) -> int:
 def plan_steps(spec: IoSpec) -> int:
     """How many progress steps a run has (for the progress bar): those of the plan."""
     return len(plan_of(spec))
-
-
-def row_of(r: JobResult, **keys: Any) -> dict[str, Any]:
-    """The stored row of one fio job result."""
-    return {
-        **keys,
-        "job": r.job,
-        "client": r.client,
-        "direction": r.direction,
-        "bytes": r.bytes,
-        "kbps": r.kbps,
-        "iops": r.iops,
-        "runtime_s": r.runtime_s,
-        "lat_mean_ms": r.lat_mean_ms,
-        "lat_ms": r.lat_ms,
-        "usr_cpu": r.usr_cpu,
-        "sys_cpu": r.sys_cpu,
-        "hist": [r.hist.ns.tolist(), r.hist.counts.tolist()],
-    }
 
 
 def _parse_output(out: Path, argv: list[str]) -> list[JobResult]:
@@ -273,16 +243,26 @@ class IoRunner:
         base = self.run.path / "raw" / f"{self._seq:04d}-{label}"
         job_file = base.with_suffix(".fio")
         out = base.with_suffix(".json")
-        job_file.write_text(job_file_text(jobs, {"group_reporting": False}), encoding="utf-8")
+        write_text_atomic(job_file, job_file_text(jobs, {"group_reporting": False}))
         argv = fio_argv(self.fio, job_file, out, clients or ())
         stderr = run_fio(argv, timeout=fio_timeout(self.spec, bytes_moved))
         if stderr.strip():
-            base.with_suffix(".stderr").write_text(stderr, encoding="utf-8")
+            write_text_atomic(base.with_suffix(".stderr"), stderr)
         return _parse_output(out, argv)
 
     def run_jobs(self, label: str, jobs: list[FioJob], bytes_moved: int) -> list[JobResult]:
         """One fio run, its job file and raw output kept in raw/ (the in-depth phases)."""
         return self._fio(label, jobs, bytes_moved)
+
+    def raw_base(self, label: str) -> Path:
+        """The next numbered name in raw/ for a fio run's job file and output."""
+        assert self.run is not None
+        self._seq += 1
+        return self.run.path / "raw" / f"{self._seq:04d}-{label}"
+
+    def drop(self, s: TargetState) -> None:
+        """Drop the page cache before a test that must read from the device."""
+        self._drop(s)
 
     def _drop(self, s: TargetState) -> None:
         if s.mode.used == "drop_caches" and not cache.drop_caches():
@@ -400,11 +380,11 @@ class IoRunner:
         argv = [self.fio, "--output-format=json+", f"--output={out}"]
         for i, (srv, js) in enumerate(zip(servers, jobs, strict=True)):
             jf = base.with_name(f"{base.name}-s{i}.fio")
-            jf.write_text(job_file_text(js, {"group_reporting": False}), encoding="utf-8")
+            write_text_atomic(jf, job_file_text(js, {"group_reporting": False}))
             argv += [f"--client={srv}", str(jf)]
         stderr = run_fio(argv, timeout=fio_timeout(self.spec, bytes_moved))
         if stderr.strip():
-            base.with_suffix(".stderr").write_text(stderr, encoding="utf-8")
+            write_text_atomic(base.with_suffix(".stderr"), stderr)
         return _parse_output(out, argv)
 
     # -- bonnie++ ----------------------------------------------------------------------
@@ -416,9 +396,8 @@ class IoRunner:
         argv = bon.bonnie_argv(self.spec.bonnie, d)
         text = bon.run_bonnie(argv)
         self._seq += 1
-        (self.run.path / "raw" / f"{self._seq:04d}-{s.prepared.name}-r{rep}-bonnie.csv").write_text(
-            text
-        )
+        raw = self.run.path / "raw" / f"{self._seq:04d}-{s.prepared.name}-r{rep}-bonnie.csv"
+        write_text_atomic(raw, text)
         try:
             figures = bon.parse_bonnie_csv(text, where=shlex.join(argv))
         except ResultsError as exc:  # bonnie++ failing, as for fio: exit 3 with a report

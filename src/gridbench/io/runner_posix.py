@@ -32,7 +32,7 @@ from gridbench.io.model import IoSpec
 from gridbench.io.parse import JobResult
 from gridbench.io.safety import TargetState
 from gridbench.io.trace import TraceInfo, check_trace
-from gridbench.store.layout import RunDir
+from gridbench.store.layout import RunDir, write_text_atomic
 from gridbench.store.records import append_record
 
 
@@ -101,9 +101,7 @@ def conformance(runner: InDepthRunner, s: TargetState) -> None:
     name = s.prepared.name
     raw = runner.run.path / "raw"
     cfg = raw / f"pjdfstest-{name}.toml"
-    cfg.write_text(
-        config_text(spec, primary_groups(spec.users, "conformance.users")), encoding="utf-8"
-    )
+    write_text_atomic(cfg, config_text(spec, primary_groups(spec.users, "conformance.users")))
     d = s.prepared.workdir / "pjdfstest"
     d.mkdir()
     d.chmod(0o755)  # cases run as the two users must reach their directories
@@ -123,7 +121,7 @@ def conformance(runner: InDepthRunner, s: TargetState) -> None:
     finally:
         shutil.rmtree(short, ignore_errors=True)
     out = raw / f"pjdfstest-{name}.txt"
-    out.write_text(text, encoding="utf-8")
+    write_text_atomic(out, text)
     for rec in parse_output(text, str(out)):
         if rec["syscall"] not in spec.syscalls:
             continue

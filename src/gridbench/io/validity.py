@@ -24,7 +24,7 @@ from typing import Any
 
 from gridbench.family import ValidityRule
 from gridbench.hosts.sampling.compared import CLIENT_BOUND_RULE
-from gridbench.io.resilience_analysis import FAULT_LATE, INTEGRITY_CACHED
+from gridbench.io.resilience_analysis import FAULT_LATE, HOST_LOST, INTEGRITY_CACHED
 from gridbench.schema import validity_document
 
 #: fio's run-time resolution: the ``runtime`` of its JSON output is whole milliseconds.
@@ -36,7 +36,6 @@ MIN_RUNTIME_S = FIO_RUNTIME_RESOLUTION_S / MAX_RESOLUTION
 
 SHORT_RUNTIME = "short_runtime"
 CACHED_WRITE = "cached_write"
-HOST_LOST = "host_lost"  # applied by gridbench.io.clients_analysis.lost_flags
 
 IO_VALIDITY_RULES: tuple[ValidityRule, ...] = (
     ValidityRule(

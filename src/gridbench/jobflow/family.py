@@ -22,7 +22,7 @@ from gridbench.family import (
     WebContext,
 )
 from gridbench.sections import Report
-from gridbench.states import FAIL, PASS
+from gridbench.states import FAIL, INVALID, PASS
 
 if TYPE_CHECKING:  # light at import: the command line loads every family (--help)
     from gridbench.store.layout import RunDir
@@ -116,7 +116,10 @@ class JobFlow:
         word = FAIL if self.exit_code(metrics) else PASS
         validity = metrics.get("validity")
         if isinstance(validity, Mapping) and not validity.get("valid", True):
-            word += " (invalid trials)"
+            bad = validity.get("invalid_trials")
+            n = f"{len(bad)} " if isinstance(bad, list) and bad else ""
+            # invalid trials never sit beside a plain "pass" (issue 41)
+            word = f"{INVALID if word == PASS else word} ({n}invalid trials)"
         return word
 
     def catalogue(self, experiment: Mapping[str, Any]) -> CatalogueEntry:
@@ -166,6 +169,17 @@ class JobFlow:
             return any(p.is_dir() and not p.is_symlink() for p in trials.iterdir())
         except OSError:
             return False
+
+    def trial_ids(self, run: RunDir) -> list[str]:
+        """The run's trial folders, in order (``Trialled``: what ``gridbench exclude``
+        takes); a linked one is not the run's."""
+        trials = run.path / "trials"
+        try:
+            if trials.is_symlink() or not trials.is_dir():
+                return []
+            return sorted(p.name for p in trials.iterdir() if p.is_dir() and not p.is_symlink())
+        except OSError:
+            return []
 
     def run_size(self, metrics: Mapping[str, Any]) -> RunSize:
         """The jobs of an analysed run (``Sized``): per trial those submitted (else those

@@ -24,8 +24,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -414,37 +413,6 @@ def _need_program(name: str, package: str) -> str:
             fix=f"install the Debian package {package} (apt-get install {package})",
         )
     return path
-
-
-@contextmanager
-def open_environment(
-    name: Environment, spec: NetSpec, workdir: Path, book: ProcessBook
-) -> Iterator[NetEnvironment]:
-    """Build environment ``name`` for a run, yield it, and tear it down afterwards."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    env: NetEnvironment
-    if name == "process":
-        env = ProcessEnv(spec, workdir, book)
-    elif name == "host":
-        env = HostEnv(spec, workdir, book)
-    elif name == "relay":
-        env = RelayEnv(spec, workdir, book)
-    elif name == "lan":
-        env = LanEnv(spec, workdir, book)
-    elif name == "remote":
-        from gridbench.messaging.remote_env import RemoteEnv
-
-        env = RemoteEnv(spec, workdir, book)
-    else:
-        raise GridbenchError(
-            f"unknown environment {name!r}",
-            where="environments",
-            fix="use process, host, lan, relay or remote",
-        )
-    try:
-        yield env
-    finally:
-        env.close()
 
 
 def new_tag() -> str:

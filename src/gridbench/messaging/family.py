@@ -49,13 +49,21 @@ class Messaging(StartsFromSpecAt, ComparableFamily):
     def verdict(self, metrics: Mapping[str, Any]) -> str:
         """pass or fail by thresholds; marked when overhead above the network was found or
         a figure is not to be trusted."""
+        from gridbench.messaging.validity import BELOW_FLOOR
+
         overheads = metrics.get("overheads")
         above = f"{len(overheads)} above the floor" if isinstance(overheads, list) else ""
+        validity = metrics.get("validity")
+        flags = validity.get("flags") if isinstance(validity, Mapping) else None
+        below = sum(
+            1 for f in flags or [] if isinstance(f, Mapping) and f.get("rule") == BELOW_FLOOR
+        )
         return status_verdict(
             metrics,
             self.exit_code(metrics),
             flagged="flagged figures",
             also=above if overheads else "",
+            void=f"{below} better than the floor" if below else "",
         )
 
     def catalogue(self, experiment: Mapping[str, Any]) -> CatalogueEntry:

@@ -28,9 +28,10 @@ from typing import Any
 from gridbench.errors import GridbenchError
 from gridbench.family import recorded_end, runner_identity
 from gridbench.messaging import patterns, scaling, transfers
-from gridbench.messaging.environments import NetEnvironment, open_environment
+from gridbench.messaging.environments import NetEnvironment
 from gridbench.messaging.load import load_net_spec_text
 from gridbench.messaging.model import Environment, NetSpec
+from gridbench.messaging.open_env import open_environment
 from gridbench.messaging.plan import check_memory, steps
 from gridbench.messaging.processes import ProcessBook
 from gridbench.messaging.records import RECORDS_FILE

@@ -18,6 +18,28 @@ SWEEP_HELP = (
 )
 
 
+#: gridbench.model.predict.MAX_SIMULATED (spelled here too: this module stays light)
+MAX_SIMULATED = 10_000_000
+
+
+def count(text: str) -> int:
+    """``--max-jobs``: a whole number of at least 1."""
+    n = int(text) if text.strip().isdigit() else 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number of at least 1")
+    return n
+
+
+MAX_JOBS = arg(
+    "--max-jobs",
+    type=count,
+    default=MAX_SIMULATED,
+    metavar="N",
+    help=f"the most simulated jobs and scheduler passes (default {MAX_SIMULATED:,}, "
+    "a few minutes); a larger prediction is refused with its estimate",
+)
+
+
 def positive(text: str) -> int:
     """``--reps``: a whole number from 1 to 1000."""
     n = int(text) if text.strip().isdigit() else 0
@@ -102,6 +124,7 @@ COMMANDS = Commands(
                             "(default: drawn from their uncertainty)",
                         ),
                         arg("--name", help="the predicted run's name"),
+                        MAX_JOBS,
                     ),
                 ),
                 Command(
@@ -120,6 +143,7 @@ COMMANDS = Commands(
                         ),
                         arg("--seed", type=int, default=1),
                         arg("--json", action="store_true", help="print the rows as JSON too"),
+                        MAX_JOBS,
                     ),
                 ),
             ),

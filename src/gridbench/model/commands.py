@@ -23,7 +23,7 @@ from gridbench.model.cli import COMMANDS as COMMANDS
 from gridbench.model.fit import fit_model, read_measured
 from gridbench.model.fitchain import fit_chain
 from gridbench.model.fitstaging import add_staging
-from gridbench.model.predict import Marking, Repeat, predict
+from gridbench.model.predict import Marking, Repeat, check_size, predict
 from gridbench.model.spec import ChainModel, durations, load_model, model_text
 from gridbench.model.steps.base import step_kind
 from gridbench.model.sweep import Window, parse_sweeps, points, with_value
@@ -151,8 +151,16 @@ def cmd_predict(args: argparse.Namespace, ui: Ui) -> int:
         "trial": {"duration": args.duration},
         "warmup": {"method": "fraction", "fraction": 0.15},
     }
+    est = check_size(pts, rep.reps, args.max_jobs)
+    ui.err_console.print(f"simulating {len(pts)} point(s) × {rep.reps}: {est.said()}")
     run, info = predict(
-        pts, ui.results_root(args), spec, Marking(str(args.model), model), rep, _progress(ui)
+        pts,
+        ui.results_root(args),
+        spec,
+        Marking(str(args.model), model),
+        rep,
+        _progress(ui),
+        max_simulated=args.max_jobs,
     )
     ui.console.print(
         f"predicted {len(pts)} point(s) × {rep.reps}: {info['events']:,} simulated events in "
@@ -188,7 +196,12 @@ def cmd_check(args: argparse.Namespace, ui: Ui) -> int:
         spec["warmup"] = measured_spec["warmup"]
     rep = Repeat(reps=args.reps, seed=args.seed)
     pred, _ = predict(
-        pts, ui.results_root(args), spec, Marking(str(args.model), model, run.id), rep
+        pts,
+        ui.results_root(args),
+        spec,
+        Marking(str(args.model), model, run.id),
+        rep,
+        max_simulated=args.max_jobs,
     )
     verdict = chk.compare(analyze_run(run.path), analyze_run(pred, write=True))
     model = chk.record(model, run.id, verdict)

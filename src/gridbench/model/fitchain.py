@@ -65,7 +65,14 @@ def slots_seen(arrive: F64, start: F64, end: F64, trial: NDArray[np.int64]) -> i
     usual = float(np.quantile(wait, 0.5))
     if int(np.sum(wait > usual + float(np.median(took)))) < 5:
         return None
-    return int(running_at_start(start, end, trial).max())
+    return _limit(int(running_at_start(start, end, trial).max()))
+
+
+def _limit(seen: int | None) -> int | None:
+    """A limit the data showed, or None when it showed none: jobs that end the instant
+    they start (a noop run) are never running at once, and a limit of 0 is no limit a
+    model can hold (it ended ``model fit`` in an internal error)."""
+    return seen if seen is not None and seen >= 1 else None
 
 
 def _after_end(inst: F64, ends: F64, within: float) -> NDArray[np.bool_]:
@@ -186,7 +193,7 @@ def fit_chain(
                 overhead_s=round(over, 4),
                 concurrency=slots_seen(a, s, e, every.trial),
                 concurrency_source="inferred",
-                queue_limit=queue_limit_seen(a, e, every.trial, every.refused),
+                queue_limit=_limit(queue_limit_seen(a, e, every.trial, every.refused)),
                 queue_limit_source="inferred",
                 dispatch=dispatch,
             )

@@ -9,6 +9,7 @@ over the fit), so the spread across trials carries both kinds of uncertainty.
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from gridbench.errors import SpecError
 from gridbench.jobflow.api import (
     ARROW_FILE,
     EVENT_COLUMNS,
@@ -43,6 +45,66 @@ KIND = "jobflow"  # a prediction is a job-flow run: the same analysis, report an
 _MS, _US = 1_000_000, 1_000
 #: the trials' clock origin: a fixed instant, so a prediction is reproducible byte for byte
 EPOCH_NS = 1_700_000_000_000_000_000
+
+
+#: the most simulated jobs and scheduler passes a prediction runs unless told otherwise
+#: (``--max-jobs``): a few minutes of simulation (an hour at 1,000 jobs/s, 3.6 M jobs,
+#: took 262 s: README, bench/bench_model.py)
+MAX_SIMULATED = 10_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    """What a prediction will simulate, counted before it starts: jobs, and scheduler
+    passes and status updates (each an event of the engine, whether a job waits or not)."""
+
+    jobs: int
+    passes: int
+
+    @property
+    def total(self) -> int:
+        return self.jobs + self.passes
+
+    def said(self) -> str:
+        passes = f" and {self.passes:,} scheduler pass(es)" if self.passes else ""
+        return f"about {self.jobs:,} job(s){passes}"
+
+
+def estimate(pts: Sequence[Point], reps: int) -> Estimate:
+    """The jobs and passes ``reps`` repetitions of ``pts`` simulate (an upper bound for
+    passes: a sequential status update visits each job it tracks)."""
+    jobs = passes = 0
+    for p in pts:
+        o = p.offer
+        n = math.ceil(o.rate_per_s * o.duration_s)
+        jobs += n * reps
+        for st in steps(p.model):
+            if st.dispatch is not None:
+                passes += math.ceil(o.horizon_s / st.dispatch.interval_s) * reps
+            su = st.poll
+            if su is not None:
+                rounds = math.ceil(o.horizon_s / su.interval_s)
+                if su.policy == "sequential":
+                    visits = rounds * n
+                    if su.per_job_cost_s > 0:
+                        visits = min(visits, math.ceil(o.horizon_s / su.per_job_cost_s))
+                    rounds += visits
+                passes += rounds * reps
+    return Estimate(jobs, passes)
+
+
+def check_size(pts: Sequence[Point], reps: int, limit: int = MAX_SIMULATED) -> Estimate:
+    """The prediction's :class:`Estimate`, or a SpecError when it is over ``limit``: a
+    mistyped rate or interval must not start a simulation that never ends."""
+    est = estimate(pts, reps)
+    if est.total > limit:
+        raise SpecError(
+            f"the prediction would simulate {est.said()}: more than the {limit:,} allowed",
+            where="model predict",
+            fix="lower --rate, --duration, --drain or --reps, lengthen the model's intervals, "
+            f"or give --max-jobs {est.total} to run it anyway",
+        )
+    return est
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,9 +233,13 @@ def predict(
     mark: Marking,
     rep: Repeat = Repeat(),
     progress: Callable[[int, int], None] = lambda done, total: None,
+    max_simulated: int = MAX_SIMULATED,
 ) -> tuple[Path, dict[str, Any]]:
     """Simulate every point ``rep.reps`` times into a new run under ``root``; return it and
-    what experiment.json records of the prediction (events, wall time)."""
+    what experiment.json records of the prediction (events, wall time). Refused before
+    anything is written when it would simulate more than ``max_simulated`` jobs and
+    passes (:func:`check_size`)."""
+    check_size(pts, rep.reps, max_simulated)
     run = JobFlowRun.create(root, str(spec.get("name") or mark.model.name))
     predicted: dict[str, Any] = {
         "model": mark.model_path,

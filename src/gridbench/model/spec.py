@@ -24,6 +24,12 @@ from gridbench.specload import SpecLoader, dump_yaml
 SCHEMA = "gridbench.model/1"
 DOCS = "docs/model.md"
 
+#: the shortest scheduler-pass or status-update interval a model may hold (0.1 ms): a pass
+#: is an event of the simulation, and 1 ns passes never let one finish
+MIN_INTERVAL_S = 1e-4
+#: the most servers, queue places, files of a model's field (larger is no measured system)
+MAX_COUNT = 10_000_000
+
 #: the EDGI chain a model covers, in order (the stamps a run must have to be fitted)
 STAGES = (
     "submit",
@@ -45,7 +51,7 @@ class _Strict(BaseModel):
 class Fit(_Strict):
     """How well a distribution fits its samples (Kolmogorov-Smirnov)."""
 
-    n: int = Field(ge=0)
+    n: int = Field(ge=0, le=10**12)
     ks_d: float | None = Field(default=None, ge=0.0, le=1.0)
     ks_p: float | None = Field(default=None, ge=0.0, le=1.0)
     tried: dict[str, float] = Field(default_factory=dict)
@@ -65,9 +71,9 @@ class Tier(_Strict):
     """A FIFO tier: ``concurrency`` servers (null: no limit seen), each job holding one for
     a ``service`` time."""
 
-    concurrency: int | None = Field(default=None, ge=1, le=10_000_000)
+    concurrency: int | None = Field(default=None, ge=1, le=MAX_COUNT)
     concurrency_source: Literal["inferred", "declared"] = "declared"
-    queue_limit: int | None = Field(default=None, ge=1)
+    queue_limit: int | None = Field(default=None, ge=1, le=MAX_COUNT)
     queue_limit_source: Literal["inferred", "declared"] = "declared"
     service: Duration
 
@@ -81,7 +87,7 @@ class Delay(_Strict):
 class Workers(_Strict):
     """The worker pool: ``slots`` jobs run at once (null: no limit seen) for ``runtime``."""
 
-    slots: int | None = Field(default=None, ge=1, le=10_000_000)
+    slots: int | None = Field(default=None, ge=1, le=MAX_COUNT)
     slots_source: Literal["inferred", "declared"] = "declared"
     runtime: Duration
 
@@ -91,7 +97,7 @@ class StatusUpdate(_Strict):
 
     policy: Literal["sequential", "batched"]
     per_job_cost_s: float = Field(ge=0.0, le=3600.0, allow_inf_nan=False)
-    interval_s: float = Field(gt=0.0, le=3600.0, allow_inf_nan=False)
+    interval_s: float = Field(ge=MIN_INTERVAL_S, le=3600.0, allow_inf_nan=False)
     source: Literal["inferred", "declared"] = "declared"
 
 
@@ -120,10 +126,10 @@ class Link(_Strict):
 
     streams: int | None = Field(default=None, ge=1, le=1_000_000)
     streams_source: Literal["inferred", "declared"] = "declared"
-    bandwidth_bps: float = Field(gt=0.0, allow_inf_nan=False)
+    bandwidth_bps: float = Field(ge=1.0, le=1e15, allow_inf_nan=False)
     per_file_s: float = Field(default=0.0, ge=0.0, le=3600.0, allow_inf_nan=False)
-    bytes: int = Field(default=0, ge=0)
-    files: int = Field(default=0, ge=0)
+    bytes: int = Field(default=0, ge=0, le=1 << 50)  # 1 PiB a job
+    files: int = Field(default=0, ge=0, le=MAX_COUNT)
     overhead: Duration = Field(default_factory=lambda: Duration(mean=0.0))
     note: str = ""
 
@@ -143,7 +149,7 @@ class Dispatch(_Strict):
     stays idle until the next one, unless the end itself triggers a pass (a share
     ``on_end_share`` of the instants jobs end at, ``on_end_delay_s`` later)."""
 
-    interval_s: float = Field(gt=0.0, le=3600.0, allow_inf_nan=False)
+    interval_s: float = Field(ge=MIN_INTERVAL_S, le=3600.0, allow_inf_nan=False)
     on_end_share: float = Field(default=0.0, ge=0.0, le=1.0, allow_inf_nan=False)
     on_end_delay_s: float = Field(default=0.0, ge=0.0, le=3600.0, allow_inf_nan=False)
     source: Literal["inferred", "declared"] = "declared"
@@ -164,21 +170,21 @@ class Step(_Strict):
     stage: str = Field(min_length=1, max_length=100)
     kind: str = Field(default="delay", description="a registered step kind (model/steps/)")
     source: str = Field(default="server", max_length=100)
-    precision_ns: int = Field(default=1_000, ge=1)
+    precision_ns: int = Field(default=1_000, ge=1, le=3_600 * 10**9)
     polled: bool = False
     service: Duration | None = None
-    concurrency: int | None = Field(default=None, ge=1, le=10_000_000)
+    concurrency: int | None = Field(default=None, ge=1, le=MAX_COUNT)
     concurrency_source: Literal["inferred", "declared"] = "declared"
-    queue_limit: int | None = Field(default=None, ge=1)
+    queue_limit: int | None = Field(default=None, ge=1, le=MAX_COUNT)
     queue_limit_source: Literal["inferred", "declared"] = "declared"
-    start_stage: str | None = None
+    start_stage: str | None = Field(default=None, max_length=100)
     dispatch: Dispatch | None = None
     link: Link | None = None
     direction: Literal["in", "out"] | None = None
     job: bool = False
     overhead_s: float = Field(default=0.0, ge=0.0, le=3600.0, allow_inf_nan=False)
     poll: StatusUpdate | None = None
-    tracked_from: str | None = None
+    tracked_from: str | None = Field(default=None, max_length=100)
 
     @field_validator("kind")
     @classmethod

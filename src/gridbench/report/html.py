@@ -30,6 +30,7 @@ from gridbench.sections import (
     Section,
     Statements,
     Table,
+    ranked,
 )
 from gridbench.states import FINDING_TONES
 from gridbench.store.layout import write_text_atomic
@@ -205,7 +206,7 @@ def section_html(section: Section) -> str:
 def headline_html(hl: Headline) -> str:
     """The headline box: every finding once, the first one leading, evidence under it."""
     items = []
-    for i, f in enumerate(hl.findings):
+    for i, f in enumerate(ranked(hl.findings)):  # failures and problems first (issue 41)
         text = f"<strong>{e(f.text)}</strong>" if i == 0 else e(f.text)
         classes = " ".join(x for x in ("lead" if i == 0 else "", TEXT_CLASS[f.status]) if x)
         items.append(f"<p{_cls(classes)}>{text}</p>")

@@ -18,7 +18,7 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from gridbench.fmt import safe_text, visible
-from gridbench.sections import Headline, Report, Statements, Status, Table
+from gridbench.sections import Headline, Report, Statements, Status, Table, ranked
 
 #: The colour of each status (None: the default).
 STYLE: dict[Status, str] = {"pass": "green", "fail": "red", "warn": "yellow", "info": ""}
@@ -28,7 +28,7 @@ MARK: dict[Status, str] = {"pass": "✓ ", "fail": "✗ ", "warn": "! ", "info":
 def headline_panel(hl: Headline) -> Panel:
     """Every finding once, the first in bold, each evidence under its finding."""
     lines = Text()
-    for i, f in enumerate(hl.findings):
+    for i, f in enumerate(ranked(hl.findings)):  # failures and problems first
         if i:
             lines.append("\n")
         style = STYLE[f.status]
@@ -86,14 +86,25 @@ BRIEF_FINDINGS = 5
 
 def brief_headline_panel(hl: Headline) -> Panel:
     """The headline as a calm summary: each finding's sentence (no evidence), at most
-    :data:`BRIEF_FINDINGS`, failures first, the rest counted."""
-    order = sorted(hl.findings, key=lambda f: {"fail": 0, "warn": 1}.get(f.status, 2))
-    shown = order[:BRIEF_FINDINGS]
+    :data:`BRIEF_FINDINGS`, failures and problems first (every one of them shown, however
+    many: a void comparison is never behind "--verbose"), then warnings, the rest
+    counted."""
+    first = ranked(hl.findings)
+    grave = [f for f in first if f.status == "fail" or f.problem]
+    rest = sorted(first[len(grave) :], key=lambda f: {"warn": 0}.get(f.status, 1))
+    if grave:  # a plain "✓" never sits beside a void comparison or a failure: counted
+        rest = [f for f in rest if f.status != "pass"] + [f for f in rest if f.status == "pass"]
+    order = grave + rest
+    shown = order[: max(BRIEF_FINDINGS, len(grave))]
+    if grave:
+        shown = [f for f in shown if f.status != "pass"]
     lines = Text()
     for i, f in enumerate(shown):
         if i:
             lines.append("\n")
-        lines.append(MARK[f.status] + visible(f.text), style=STYLE[f.status])
+        mark = "✗ " if f.problem and f.status != "fail" else MARK[f.status]
+        style = "red" if f.problem else STYLE[f.status]
+        lines.append(mark + visible(f.text), style=style)
     if len(order) > len(shown):
         lines.append(f"\n… {len(order) - len(shown)} more finding(s): --verbose", style="dim")
     return Panel(lines, title=safe_text(hl.title, "bold"), title_align="left")

@@ -47,14 +47,43 @@ def unreadable_entry(p: Path, exc: ResultsError) -> dict[str, Any]:
 
 def _is_run(p: Path) -> bool:
     """A run folder of the root: a real directory (no link) holding experiment.json."""
-    return not p.is_symlink() and (p / EXPERIMENT_FILE).is_file()
+    try:
+        return not p.is_symlink() and (p / EXPERIMENT_FILE).is_file()
+    except OSError:  # a name too long for the file system, a folder we may not read
+        return False
+
+
+def _is_file(p: Path) -> bool:
+    """``p.is_file()``, False (not an OSError) for a path too long to be one."""
+    try:
+        return p.is_file()
+    except OSError:
+        return False
+
+
+#: the longest file name the file systems gridbench runs on allow (NAME_MAX), in bytes
+NAME_MAX_BYTES = 255
+
+
+def is_run_name(ref: str) -> bool:
+    """Whether ``ref`` can name a folder right under a results root: one file name (no
+    ``/``, ``\\`` or NUL, not ``.`` or ``..``), valid UTF-8, at most 255 bytes. Checked
+    before a name from outside (a URL, a link, an argument) reaches :class:`Path`: a longer
+    one makes every look-up an OSError rather than "not found"."""
+    if not ref or ref in (".", "..") or any(c in ref for c in "/\\\0"):
+        return False
+    try:
+        return len(ref.encode("utf-8")) <= NAME_MAX_BYTES
+    except UnicodeEncodeError:  # a lone surrogate (a URL's %ED%A0%80)
+        return False
 
 
 def find_run(root: Path, ref: str) -> RunDir | None:
     """A run inside ``root`` by its folder name or by the id recorded in its experiment.json
     (a unique prefix of either); never a path outside ``root``. The one lookup behind the
-    CLI and the dashboard."""
-    if not ref or "/" in ref or "\\" in ref or ref in (".", ".."):
+    CLI and the dashboard. A name that cannot be a folder's (:func:`is_run_name`) finds
+    nothing."""
+    if not is_run_name(ref):
         return None
     if _is_run(root / ref):
         return RunDir(root / ref)
@@ -73,7 +102,7 @@ def find_run(root: Path, ref: str) -> RunDir | None:
 def resolve_run(ref: str, root: Path) -> RunDir:
     """A run from a path, an id under ``root`` (see :func:`find_run`), or ``latest``."""
     p = Path(ref)
-    if (p / EXPERIMENT_FILE).is_file():
+    if "\0" not in ref and _is_file(p / EXPERIMENT_FILE):
         return RunDir(p)
     if ref == "latest":
         newest = latest_run(root)

@@ -6,9 +6,11 @@ import json
 import math
 import os
 import re
+import shutil
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -60,6 +62,35 @@ def write_text_atomic(path: Path, text: str) -> None:
         if err is None:
             raise
         raise err from None
+
+
+@contextmanager
+def atomic_output(path: Path) -> Iterator[Path]:
+    """A temporary path to write ``path`` through, for a writer that takes a path (polars,
+    pyarrow, a copy, scp): it lies in a new folder only this process may write
+    (``mkdtemp``: a fresh random name, mode 0700), so no link can be planted there; after
+    the block it is renamed over ``path`` (a rename replaces a link, never writes through
+    it). Refused when ``path`` or a folder up to its run is a link (:func:`refuse_links`);
+    nothing is left behind when the block fails."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        refuse_links(path)
+        folder = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
+    except OSError as exc:
+        raise resource_error(exc, path) or exc from None
+    try:
+        yield folder / path.name
+        os.replace(folder / path.name, path)
+    except OSError as exc:
+        raise resource_error(exc, path) or exc from None
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` as :func:`write_text_atomic` writes text."""
+    with atomic_output(path) as tmp, open(tmp, "xb") as fh:
+        fh.write(data)
 
 
 def json_safe(obj: Any) -> Any:
@@ -129,6 +160,10 @@ def slug(name: str) -> str:
     return s[:60] or "experiment"
 
 
+#: runs of one name :meth:`RunDir.create` makes within one second (``-2``, ``-3``…)
+MAX_SAME_NAME = 10_000
+
+
 @dataclass(frozen=True)
 class RunDir:
     """Paths inside one experiment's results directory."""
@@ -139,12 +174,21 @@ class RunDir:
     def create(cls, root: Path, name: str) -> RunDir:
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         base = root / f"{stamp}-{slug(name)}"
-        p, n = base, 1
-        while p.exists():
-            n += 1
-            p = base.with_name(f"{base.name}-{n}")
-        p.mkdir(parents=True)
-        return cls(p)
+        root.mkdir(parents=True, exist_ok=True)
+        # the folder is taken by mkdir itself, never by a look first: two runs of one name
+        # in one second (two processes, or two /start requests) each get their own
+        for n in range(1, MAX_SAME_NAME + 1):
+            p = base if n == 1 else base.with_name(f"{base.name}-{n}")
+            try:
+                p.mkdir()
+            except FileExistsError:
+                continue
+            return cls(p)
+        raise ResultsError(
+            f"{MAX_SAME_NAME} runs named {slug(name)!r} were started within one second",
+            where=str(root),
+            fix="wait a second, or give the runs different names",
+        )
 
     @classmethod
     def open(cls, path: str | Path) -> RunDir:

@@ -34,7 +34,9 @@ def append_record(path: Path, obj: Any, *, mode: int = 0o644) -> None:
 
 
 def drop_torn_tail(path: Path) -> None:
-    """Cut a torn last line of ``path`` (see :func:`append_record`); no file, no change."""
+    """Cut a torn last line of ``path`` (see :func:`append_record`); no file, no change;
+    a link is refused (never followed)."""
+    refuse_links(path)
     try:
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW)
     except FileNotFoundError:

@@ -5,7 +5,10 @@ Every reader goes through :func:`read_store_bytes` (no link followed, neither th
 a folder between the run and the file; bounded in size; regular files only) and, for
 text, :func:`read_store_text` (strict UTF-8); JSON through :func:`parse_json` (no
 NaN, no 5000-digit integer, bounded nesting, each a clear error). Writers check their
-target with :func:`refuse_links` so that a planted link is never written through.
+target with :func:`refuse_links` so that a planted link is never written through: a whole
+file through :func:`gridbench.store.layout.write_text_atomic` or
+:func:`gridbench.store.layout.atomic_output` (a temporary name nobody can plant, then a
+rename), an appended one through :func:`open_append` (``O_NOFOLLOW``).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Final, NoReturn
+from typing import IO, Any, Final, NoReturn
 
 from gridbench.errors import ResultsError
 
@@ -99,15 +102,34 @@ def opened_store_file(path: Path, *, base: Path | None = None) -> Iterator[tuple
     """A store file opened without following a link (as :func:`read_store_bytes`), given
     as a path naming the open file itself (``/proc/self/fd/N``) and its size: for readers
     that take a path and map it (polars reads a 10 M-event log so), with no gap between
-    the check and the read. FileNotFoundError when absent; ResultsError otherwise."""
+    the check and the read. FileNotFoundError when absent; ResultsError otherwise (a
+    compressed file too: the readers given the path would inflate it unbounded)."""
     fd = _open_nofollow(path, base)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             _fail("not a regular file; not read", path, _LINK_FIX)
+        refuse_compressed(os.pread(fd, 4, 0), path)
         yield f"/proc/self/fd/{fd}", st.st_size
     finally:
         os.close(fd)
+
+
+#: the first bytes of what polars' CSV reader inflates on its own (gzip, zlib, zstd)
+_COMPRESSED = (b"\x1f\x8b", b"\x78\x01", b"\x78\x5e", b"\x78\x9c", b"\x78\xda", b"\x28\xb5\x2f\xfd")
+
+
+def refuse_compressed(head: bytes, path: Path) -> None:
+    """A store file given to a reader that maps it (polars' CSV reader inflates gzip, zlib
+    and zstd by itself) is never compressed: gridbench writes none, and a few KB of a
+    planted one can unpack to gigabytes."""
+    if head.startswith(_COMPRESSED):
+        _fail(
+            "a compressed file; gridbench writes none and does not inflate one "
+            "(a few KB can unpack to gigabytes)",
+            path,
+            "the file was not written by gridbench: move it aside",
+        )
 
 
 def read_store_bytes(path: Path, *, cap: int, base: Path | None = None) -> bytes:
@@ -222,12 +244,40 @@ def parse_json(text: str, where: Path | str, *, fix: str | None = None) -> Any:
 
 
 def refuse_links(path: Path) -> None:
-    """Refuse to write ``path`` when it or its folder is a symbolic link (a planted link
-    would have gridbench write outside the run)."""
-    for p in (path, path.parent):
+    """Refuse to write ``path`` when it, its folder, or a folder between the run holding it
+    and it is a symbolic link (a planted link would have gridbench write outside the run)."""
+    base = run_base(path)
+    folders = [path.parent]
+    if base is not None:
+        folders += [p for p in path.parents if p != base and base in p.parents]
+    for p in dict.fromkeys((path, *folders)):
         if p.is_symlink():
             _fail(
                 "is a symbolic link; gridbench does not write through links in the store",
                 p,
                 "remove the link (a run's files and folders are never links)",
             )
+
+
+def open_append(path: Path, *, mode: int = 0o644, binary: bool = True) -> IO[Any]:
+    """``path`` opened for appending (created when absent), never through a link: the file
+    (``O_NOFOLLOW``) or a folder up to the run holding it (:func:`refuse_links`)."""
+    refuse_links(path)
+    try:
+        fd = os.open(
+            path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, mode
+        )
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            _fail(
+                "is a symbolic link; gridbench does not write through links in the store",
+                path,
+                "remove the link (a run's files and folders are never links)",
+            )
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        _fail("not a regular file; not written", path, _LINK_FIX)
+    if binary:
+        return os.fdopen(fd, "ab")
+    return os.fdopen(fd, "a", encoding="utf-8", newline="")

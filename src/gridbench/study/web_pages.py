@@ -28,6 +28,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from gridbench.errors import GridbenchError
 from gridbench.family import Pages, WebContext
+from gridbench.store.catalogue import is_run_name
 from gridbench.store.layout import EXPERIMENT_FILE, RunDir
 from gridbench.study.answers import AnswerError, StepConflict
 from gridbench.study.delivery import StudyDelivery
@@ -110,9 +111,12 @@ class Studies:
 def is_run_folder(root: Path, rid: str) -> bool:
     """Whether ``rid`` is the name of a run folder right under ``root`` (one stat; the
     name is checked again, links and all, when the run is resolved)."""
-    return (
-        "/" not in rid and rid not in ("", ".", "..") and (root / rid / EXPERIMENT_FILE).is_file()
-    )
+    if not is_run_name(rid):  # (a name over 255 bytes must not reach the file system)
+        return False
+    try:
+        return (root / rid / EXPERIMENT_FILE).is_file()
+    except OSError:
+        return False
 
 
 # -- routes ------------------------------------------------------------------------------------

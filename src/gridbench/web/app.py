@@ -25,7 +25,15 @@ from gridbench.listing import catalogue
 from gridbench.web.compare_view import warm_samples
 from gridbench.web.dashboard import Dashboard, WebConfig
 from gridbench.web.results import warm
-from gridbench.web.routes import auth, compare, experiments, metrics, run_control, start
+from gridbench.web.routes import (
+    auth,
+    campaigns,
+    compare,
+    experiments,
+    metrics,
+    run_control,
+    start,
+)
 from gridbench.web.security import BodyLimit, HeadAsGet, bad_form, make_middleware
 
 __all__ = ["WebConfig", "create_app"]
@@ -33,7 +41,7 @@ __all__ = ["WebConfig", "create_app"]
 #: the dashboard's own pages, for runs of every family (analyse is any family's; stop,
 #: abort and the event stream are the run manager's, whatever started the run); a
 #: family's own pages come through :class:`~gridbench.family.WebPages`
-ROUTERS = (auth, experiments, run_control, start, compare, metrics)
+ROUTERS = (auth, experiments, run_control, start, compare, metrics, campaigns)
 WARM_RECENT = 20
 WARM_SAMPLES = 5
 

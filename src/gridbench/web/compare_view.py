@@ -21,6 +21,7 @@ from gridbench.plotting import PALETTE, ptext
 from gridbench.store.layout import RunDir, read_json
 from gridbench.swept import SweptComparable
 from gridbench.web.runs import resolve_in_root
+from gridbench.web.terms import in_dashboard_terms
 
 #: Above this many jobs in total, per-job samples are read in the background.
 SAMPLES_INLINE_MAX_JOBS = 200_000
@@ -138,8 +139,8 @@ def compare_context(root: Path, ids: list[str], *, all_charts: bool = False) -> 
         if not pending:
             with _GUARD:
                 _READY.update(_version(p) for p in paths)
-    except GridbenchError as exc:
-        return {"error": str(exc)}
+    except GridbenchError as exc:  # said in the dashboard's terms, not the command line's
+        return {"error": in_dashboard_terms(str(exc))}
     return _compare_ctx(cmp, pending=pending, all_charts=all_charts)
 
 

@@ -110,7 +110,7 @@ def cap_report(report: Report, max_points: int = MAX_POINTS) -> tuple[Report, in
 
 
 def size_text(fam: Family, metrics: Mapping[str, Any]) -> str:
-    """"1,234 jobs" when the run's family counts its units of work, else ""."""
+    """ "1,234 jobs" when the run's family counts its units of work, else ""."""
     if not isinstance(fam, Sized):
         return ""
     size = fam.run_size(metrics)

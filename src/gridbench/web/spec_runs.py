@@ -28,6 +28,9 @@ class SpecRuns:
         self.root = root
         self.max_running = max_running
         self.tasks: dict[str, asyncio.Task[None]] = {}
+        #: every run started and not ended, from the moment its slot is taken (before its
+        #: folder exists): the limit counts these, so starts at once cannot all pass it
+        self._busy: set[asyncio.Task[None]] = set()
 
     def running(self, run_id: str) -> bool:
         """Whether this server runs ``run_id`` now."""
@@ -36,15 +39,18 @@ class SpecRuns:
 
     async def start(self, runner: Executes) -> RunDir:
         """Run ``runner`` in a thread; its results folder once made, or the error that
-        stopped it before (nothing was written then)."""
-        busy = sum(1 for t in self.tasks.values() if not t.done())
-        if busy >= self.max_running:
+        stopped it before (nothing was written then). The slot is taken before the first
+        ``await``, so the check and the taking are one step of the event loop."""
+        self._busy = {t for t in self._busy if not t.done()}
+        if len(self._busy) >= self.max_running:
             raise QueueFull(
-                f"{busy} runs started from a spec are going already (the server's limit)",
-                where="--max-running",
-                fix="wait for one to finish",
+                f"{len(self._busy)} runs started on the Start page are going already "
+                f"(this dashboard runs at most {self.max_running} at once)",
+                where="Start",
+                fix="wait for one of them to finish, then start this one again",
             )
         task = asyncio.create_task(asyncio.to_thread(self._execute, runner))
+        self._busy.add(task)
         while runner.run is None and not task.done():
             await asyncio.sleep(POLL_S)
         run = runner.run

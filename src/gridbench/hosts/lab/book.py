@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from gridbench.errors import GridbenchError
+from gridbench.store.layout import atomic_output
 
 #: where every lab keeps its state (keys, logs, configs, the inventory): one folder per lab
 STATE_ROOT = Path(os.environ.get("GRIDBENCH_LAB_ROOT", "/run/gridbench-lab"))
@@ -99,13 +100,12 @@ class LabBook:
         return list(self.data["resources"])
 
     def save(self) -> None:
-        """Write the state atomically and durably."""
-        tmp = self.folder / (STATE_FILE + ".tmp")
-        with tmp.open("w") as f:
+        """Write the state atomically and durably, through the store's writer: a private
+        temporary name, never a link planted in the lab's folder (issue 41)."""
+        with atomic_output(self.folder / STATE_FILE) as tmp, open(tmp, "x") as f:
             json.dump(self.data, f, indent=1)
             f.flush()
             os.fsync(f.fileno())
-        tmp.replace(self.folder / STATE_FILE)
         fd = os.open(self.folder, os.O_RDONLY)
         try:
             os.fsync(fd)

@@ -21,6 +21,8 @@ from typing import Any, TypeVar
 
 import polars as pl
 
+from gridbench.store.safe_open import INT64_MAX, INT64_MIN
+
 BOUND_COLUMN = "clock_bound_ns"
 Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)
 
@@ -55,9 +57,22 @@ def to_controller_time(events: Frame, agents: Mapping[str, Any]) -> Frame:
     else:
         bound = pl.lit(0, pl.Int64)
     return events.with_columns(
-        (pl.col("t_ns") - offset).alias("t_ns"),
+        _minus(pl.col("t_ns"), offset).alias("t_ns"),
         pl.lit(0, pl.Int64).alias("clock_offset_ns"),
         bound.cast(pl.Int64).alias(BOUND_COLUMN),
+    )
+
+
+def _minus(t: pl.Expr, offset: pl.Expr) -> pl.Expr:
+    """``t - offset`` saturated at the int64 ends rather than wrapped (foreign stamps and
+    offsets may be anything): a saturated stamp is then too far from the trial's origin to
+    use, and counted (:func:`gridbench.jobflow.analysis.timelines.out_of_range`)."""
+    return (
+        pl.when((offset < 0) & (t > pl.lit(INT64_MAX, pl.Int64) + offset))
+        .then(pl.lit(INT64_MAX, pl.Int64))
+        .when((offset > 0) & (t < pl.lit(INT64_MIN, pl.Int64) + offset))
+        .then(pl.lit(INT64_MIN, pl.Int64))
+        .otherwise(t - offset)
     )
 
 

@@ -37,6 +37,7 @@ from gridbench.jobflow.analysis.thresholds import evaluate_thresholds
 from gridbench.jobflow.analysis.timelines import timeline_stages
 from gridbench.jobflow.analysis.trial import TrialResult, analyze_reduced, trial_keep
 from gridbench.jobflow.events.chain import StageChain
+from gridbench.store import exclusions
 from gridbench.store.layout import write_json
 
 SCHEMA = "gridbench.metrics/1"
@@ -86,7 +87,11 @@ def analyze_run(
     ths = thresholds if thresholds is not None else spec.get("thresholds") or []
     sampled = sampling_metrics(run, spec)  # hosts sampled during the run (sampling:)
     mark_client_bound([r.metrics for r in results], sampled)  # the client_bound rule
-    metrics = assemble(results, experiment=name, cfg=cfg, thresholds=ths)
+    by_hand = exclusions.in_force(run)  # gridbench exclude: appended beside the run
+    metrics = assemble(
+        results, experiment=name, cfg=cfg, thresholds=ths, by_hand=exclusions.reasons(run)
+    )
+    metrics["excluded_by_hand"] = exclusions.as_records(by_hand)
     if sampled is not None:
         metrics["sampling"] = sampled
     if write:
@@ -197,9 +202,17 @@ def assemble(
     experiment: str,
     cfg: AnalysisConfig | None = None,
     thresholds: Sequence[Any] = (),
+    by_hand: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The metrics.json object from analysed trials (pure)."""
+    """The metrics.json object from analysed trials (pure). ``by_hand``: trial id -> the
+    reason it is excluded by hand (left out of every summary and threshold, listed)."""
     cfg = cfg or AnalysisConfig()
+    for r in results:
+        reason = (by_hand or {}).get(str(r.metrics.get("trial_id")))
+        if reason is not None:
+            r.metrics["excluded_by_hand"] = reason
+        else:
+            r.metrics.pop("excluded_by_hand", None)
     chain = results[0].info.chain if results else StageChain(stages=())
     names = chain.names()
     by_point: dict[int, list[TrialResult]] = {}

@@ -112,9 +112,12 @@ def _rep_of(trials: Sequence[Mapping[str, Any]], section: str, field: str | None
 
 
 def point_summary(trials: Sequence[Mapping[str, Any]], last_stage: str | None) -> dict[str, Any]:
-    """The ``summary`` object of one point from its trial objects."""
-    valid = [t for t in trials if t.get("valid")]
-    invalid = [t for t in trials if not t.get("valid")]
+    """The ``summary`` object of one point from its trial objects. A trial excluded by
+    hand (``excluded_by_hand``: its reason, ``gridbench exclude``) is left out like an
+    invalid one, and listed in ``excluded`` with that reason."""
+    by_hand = [t for t in trials if t.get("excluded_by_hand")]
+    valid = [t for t in trials if t.get("valid") and not t.get("excluded_by_hand")]
+    invalid = [t for t in trials if not t.get("valid") and not t.get("excluded_by_hand")]
     outliers = find_outliers(valid, outlier_metrics(last_stage))
     dropped = {o["trial_id"] for o in outliers if not o["kept"]}
     used = [t for t in valid if t.get("trial_id") not in dropped]
@@ -129,6 +132,14 @@ def point_summary(trials: Sequence[Mapping[str, Any]], last_stage: str | None) -
         {"trial_id": tid, "reason": "outlier explained by outside interference"}
         for tid in sorted(x for x in dropped if x is not None)
     ]
+    excluded += [
+        {
+            "trial_id": t.get("trial_id"),
+            "reason": f"excluded by hand: {t.get('excluded_by_hand')}",
+            "by_hand": True,
+        }
+        for t in by_hand
+    ]
     growth, qmax = _rep_of(used, "queues", "growth_per_s"), _rep_of(used, "queues", "max")
     queues = {k: {"growth_per_s": g, "max": qmax[k]} for k, g in growth.items()}
     return {
@@ -142,6 +153,7 @@ def point_summary(trials: Sequence[Mapping[str, Any]], last_stage: str | None) -
         "valid_trials": len(valid),
         "invalid_trials": len(invalid),
         "used_trials": len(used),
+        "excluded_by_hand": len(by_hand),
         "outliers": outliers,
         "excluded": excluded,
     }

@@ -88,11 +88,12 @@ def _summary(p: Mapping[str, Any]) -> Group:
 
 def _valid_trials(p: Mapping[str, Any]) -> Group:
     label = _point_label(p)
-    # invalid trials are excluded from results; validity.* checks them
+    # invalid trials are excluded from results (validity.* checks them), and so are the
+    # trials excluded by hand
     docs = [
         Doc(t, f"{label}, trial {t.get('trial_id')}", _resolve_trial)
         for t in p.get("trials", [])
-        if t.get("valid")
+        if t.get("valid") and not t.get("excluded_by_hand")
     ]
     return Group(label, docs, "the point has no valid trial")
 

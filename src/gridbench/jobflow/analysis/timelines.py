@@ -30,6 +30,7 @@ from gridbench.jobflow.events.model import (
     STAGE_INTENDED,
     STAGE_SUBMIT_ACK,
 )
+from gridbench.store.safe_open import INT64_MAX, INT64_MIN
 
 FAILED_COLUMN = "failed"  # kind of the job's first failure, null when it did not fail
 
@@ -66,6 +67,9 @@ class JobTimes:
     precision_s: dict[str, float]
     clocks: dict[str, StageClock] = field(default_factory=dict)  # per stage stamped
     typical_precision_s: dict[str, float] = field(default_factory=dict)
+    #: stamps too far from ``origin_ns`` to subtract in int64: left out (NaN); validity
+    #: makes the trial invalid (:func:`job_times`)
+    out_of_range: int = field(default=0, compare=False)
     #: :meth:`span`'s arrays: a segment's durations are read by the latencies and the
     #: validity checks (four passes over the jobs each, without it)
     _spans: dict[tuple[str, str], NDArray[np.float64]] = field(
@@ -114,16 +118,42 @@ def timeline_stages(chain_names: Sequence[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _since(stage: str, origin_ns: int) -> pl.Expr:
+    """A stage's stamps as seconds since ``origin_ns``; a stamp so far from it that the
+    difference leaves int64 (polars would wrap it to a small number, of either sign) is
+    null, counted by :func:`out_of_range`."""
+    lo = max(INT64_MIN, origin_ns + INT64_MIN)
+    hi = min(INT64_MAX, origin_ns + INT64_MAX)
+    col = pl.col(stage)
+    safe = pl.when(col.is_between(lo, hi)).then(col - origin_ns)
+    return (safe.cast(pl.Float64) / 1e9).alias(stage)
+
+
+def out_of_range(tl: Timeline, origin_ns: int) -> int:
+    """Stamps of the timeline too far from ``origin_ns`` to subtract in int64 (none of a
+    real trial: ±292 years)."""
+    if not tl.table.height:
+        return 0
+    lo = max(INT64_MIN, origin_ns + INT64_MIN)
+    hi = min(INT64_MAX, origin_ns + INT64_MAX)
+    bad = [
+        (pl.col(s).is_not_null() & ~pl.col(s).is_between(lo, hi)).sum().alias(s) for s in tl.stages
+    ]
+    return int(sum(tl.table.select(bad).row(0)))
+
+
 def job_times(tl: Timeline, origin_ns: int) -> JobTimes:
-    """Seconds since ``origin_ns`` per stage, failure codes and precisions in seconds."""
+    """Seconds since ``origin_ns`` per stage, failure codes and precisions in seconds (a
+    stamp that cannot be subtracted from the origin in int64 is left out, NaN, and counted
+    in ``out_of_range``)."""
     tbl = tl.table
     t: dict[str, NDArray[np.float64]] = {}
+    wrapped = 0
     if tbl.height:
-        conv = tbl.select(
-            [((pl.col(s) - origin_ns).cast(pl.Float64) / 1e9).alias(s) for s in tl.stages]
-        )
+        conv = tbl.select([_since(s, origin_ns) for s in tl.stages])
         for s in tl.stages:
             t[s] = conv[s].to_numpy().astype(np.float64, copy=False)
+        wrapped = out_of_range(tl, origin_ns)
     else:
         t = {s: np.empty(0, dtype=np.float64) for s in tl.stages}
     fk = tbl[FAILED_COLUMN]
@@ -136,7 +166,9 @@ def job_times(tl: Timeline, origin_ns: int) -> JobTimes:
         codes = mapped.fill_null(-1).to_numpy().astype(np.int16)
     precision_s = {s: p / 1e9 for s, p in tl.precision_ns.items()}
     typical_s = {s: p / 1e9 for s, p in tl.typical_precision_ns.items()}
-    return JobTimes(origin_ns, t, codes, kinds, precision_s, dict(tl.clocks), typical_s)
+    return JobTimes(
+        origin_ns, t, codes, kinds, precision_s, dict(tl.clocks), typical_s, out_of_range=wrapped
+    )
 
 
 def with_declared_precision(jt: JobTimes, chain: StageChain) -> JobTimes:

@@ -222,6 +222,11 @@ def trial_validity(
     warnings: list[str] = []
     if info.status != "complete":
         reasons.append(f"the trial did not complete (status {info.status})")
+    if jt.out_of_range:
+        reasons.append(
+            f"{jt.out_of_range} stamp(s) lie too far from the trial's start to subtract "
+            "(int64 overflow: ±292 years): not times this trial recorded; they were left out"
+        )
     planned = jobs.get("planned") or 0
     late_share = jobs.get("late", 0) / planned if planned else 0.0
     dropped_share = jobs.get("dropped", 0) / planned if planned else 0.0

@@ -26,6 +26,7 @@ import pyarrow as pa
 from gridbench.jobflow.events.buffer import EventWriter, Origin, Row, opened_dir
 from gridbench.jobflow.events.dictionaries import GrowingDictionaries, strings_array
 from gridbench.jobflow.events.model import EVENT_COLUMNS, EVENT_SCHEMA
+from gridbench.store.safe_open import open_append
 
 ARROW_SUFFIX = ".arrows"
 FORMAT_KEY, FORMAT = b"gridbench", b"events/1"
@@ -76,7 +77,7 @@ class ArrowEventLog(EventWriter):
         p = opened_dir(path)
         self.segment = _next_segment(p)
         super().__init__(p, self.segment, batch_size=batch_size)
-        self._fh = open(self.segment, "ab")  # noqa: SIM115
+        self._fh = open_append(self.segment)  # never through a planted link
         self._dictionaries = GrowingDictionaries(ARROW_SCHEMA)
         # a grown dictionary is written whole (a replacement), not as a delta: polars'
         # own IPC reader refuses deltas, and values are new only in a trial's first batches

@@ -1,7 +1,9 @@
 """Reading the columnar event log (:mod:`gridbench.jobflow.events.columnar`) as foreign
-input: each segment is opened without following a link and memory-mapped, read up to its
-first torn batch (counted), and validated as a group of batches is turned into polars; a
-file that is not such a log is one :class:`~gridbench.errors.ResultsError` naming it.
+input: each segment is opened without following a link and memory-mapped, its messages
+checked before pyarrow decodes any (no compressed batch is inflated:
+:mod:`gridbench.jobflow.events.ipc_guard`), read up to its first torn batch (counted), and
+validated as a group of batches is turned into polars; a file that is not such a log is
+one :class:`~gridbench.errors.ResultsError` naming it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import pyarrow as pa
 from gridbench.errors import ResultsError
 from gridbench.jobflow.events.columnar import ARROW_SCHEMA, FORMAT, FORMAT_KEY, segments
 from gridbench.jobflow.events.dictionaries import combined_dictionary
+from gridbench.jobflow.events.ipc_guard import check_dictionaries, check_stream
 from gridbench.jobflow.events.job_numbers import JOB_NO, arrow_job_numbers
 from gridbench.jobflow.events.model import EVENT_COLUMNS, EVENT_SCHEMA
 from gridbench.store.safe_open import opened_store_file
@@ -148,6 +151,7 @@ def _to_polars(
         raise ResultsError(
             f"damaged event batch: {str(exc)[:200]}", where=str(seg), fix=_FIX
         ) from None
+    check_dictionaries(table, str(seg))
     table = _combined(table)
     if job_prefix is not None and "job" in cols:
         at = table.column_names.index("job")
@@ -231,6 +235,7 @@ class _SegmentBatches:
         try:
             with open(self.source, "rb") as fh:
                 self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            check_stream(self._map, str(seg))  # no compressed batch: never inflated
             self._stream = pa.BufferReader(pa.py_buffer(self._map))
             reader = pa.ipc.open_stream(self._stream)
         except (pa.ArrowException, OSError, ValueError) as exc:

@@ -2,18 +2,19 @@
 
 A run's log may be CSV (``events.csv``) or columnar (``events.arrows``); export writes
 ``OUT/<trial>.events.csv`` or ``.parquet`` from either, one trial in memory at a time,
-each file written to a temporary name and renamed, so a file present is complete.
+each file written to a temporary name and renamed, so a file present is complete (through
+the store's writer: a link planted in the run is refused, never written through).
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from gridbench.errors import ResultsError
 from gridbench.jobflow.events.trial_log import read_trial_log, trial_log_path
+from gridbench.store.layout import atomic_output
 
 ExportFormat = Literal["csv", "parquet"]
 EXPORT_FORMATS: tuple[ExportFormat, ...] = ("csv", "parquet")
@@ -50,11 +51,10 @@ def export_events(run_dir: Path, fmt: ExportFormat, out: Path | None = None) -> 
             continue
         events = read_trial_log(d)
         path = dest / f"{d.name}.events.{fmt}"
-        tmp = path.with_name(path.name + ".tmp")
-        if fmt == "csv":
-            events.write_csv(tmp)
-        else:
-            events.write_parquet(tmp, compression="zstd")
-        os.replace(tmp, path)
+        with atomic_output(path) as tmp:  # never through a link planted in the run
+            if fmt == "csv":
+                events.write_csv(tmp)
+            else:
+                events.write_parquet(tmp, compression="zstd")
         done.append(Exported(d.name, path, events.height))
     return done

@@ -44,6 +44,8 @@ from gridbench.jobflow.events.model import (
     Source,
 )
 from gridbench.jobflow.events.trial_log import ARROW_FILE, read_event_log
+from gridbench.store.layout import atomic_output, write_text_atomic
+from gridbench.store.safe_open import refuse_links
 
 TRIAL_ID: Final = "ingested"
 DEFAULT_LATE_THRESHOLD_NS: Final = 100_000_000
@@ -202,9 +204,9 @@ def estimate_offered_rate(events: pl.DataFrame) -> float | None:
 
 
 def _write_json(path: Path, data: Mapping[str, Any]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    """Through the store's writer: ``--force`` writes into a folder that already exists,
+    where a planted link must never be written through."""
+    write_text_atomic(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
 
 
 #: What an ingest writes beside its trial: the inputs read and what reading them found.
@@ -261,14 +263,13 @@ def _write_log(trial_dir: Path, events: pl.DataFrame) -> None:
     """The trial's columnar log, written aside then renamed over any log ingested before
     (its CSV or its segments), so that the trial never holds half a log."""
     final = trial_dir / ARROW_FILE
-    tmp = trial_dir / ("events.tmp" + ARROW_SUFFIX)
-    for old in segments(tmp):  # a crashed ingest's
+    for old in segments(trial_dir / ("events.tmp" + ARROW_SUFFIX)):  # an older ingest's
         old.unlink()
-    with ArrowEventLog(tmp) as log:
-        log.write_frame(events)
-    for old in [trial_dir / EVENTS_FILE, *segments(final)]:
-        old.unlink(missing_ok=True)
-    os.replace(tmp, final)
+    with atomic_output(final) as tmp:  # a private folder: no planted link is followed
+        with ArrowEventLog(tmp) as log:
+            log.write_frame(events)
+        for old in [trial_dir / EVENTS_FILE, *segments(final)]:
+            old.unlink(missing_ok=True)
 
 
 def _prepare(out_dir: Path, overwrite: bool) -> Path:
@@ -276,6 +277,7 @@ def _prepare(out_dir: Path, overwrite: bool) -> Path:
     if overwrite and out_dir.is_dir():
         _remove_stale(out_dir)
     trial = out_dir / "trials" / TRIAL_ID
+    refuse_links(trial)  # (and trials/): a planted folder link would take the trial elsewhere
     trial.mkdir(parents=True, exist_ok=True)
     return trial
 

@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from gridbench.errors import ResultsError
 from gridbench.jobflow.events.columnar import ARROW_SCHEMA, FORMAT, FORMAT_KEY
+from gridbench.jobflow.events.ipc_guard import check_dictionaries, check_stream
 from gridbench.jobflow.events.model import EVENT_SCHEMA
 
 _CONTINUATION = b"\xff\xff\xff\xff"
@@ -97,6 +98,7 @@ class StreamPulls:
     def decode(self, data: bytes) -> pl.DataFrame:
         """The events of ``data`` (whole messages, :func:`complete_messages`) as
         :data:`EVENT_SCHEMA`."""
+        check_stream(data, self.where)  # a compressed batch is never inflated
         try:
             schema, dictionaries = self._scan(data)
             prefix = b"".join([self._schema or b"", *self._dictionaries.values()])
@@ -111,9 +113,11 @@ class StreamPulls:
                 where=self.where,
                 fix=_FIX,
             ) from None
+        table = pa.Table.from_batches(batches, schema=ARROW_SCHEMA)
+        check_dictionaries(table, self.where)
         self._schema = schema or self._schema
         self._dictionaries.update(dictionaries)
-        table = pa.Table.from_batches(batches, schema=ARROW_SCHEMA).unify_dictionaries()
+        table = table.unify_dictionaries()
         frame = pl.from_arrow(table)
         assert isinstance(frame, pl.DataFrame)
         return frame.cast(EVENT_SCHEMA)

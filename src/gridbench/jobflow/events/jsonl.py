@@ -33,6 +33,7 @@ import polars as pl
 from gridbench.errors import IngestError
 from gridbench.jobflow.events.ingest import IngestResult, WarningSink, clip
 from gridbench.jobflow.events.model import EVENT_COLUMNS, EVENT_SCHEMA
+from gridbench.store.layout import atomic_output
 from gridbench.store.safe_open import INT64_MAX, INT64_MIN, refuse_json_constant
 
 DEFAULT_MAX_BYTES: Final = 1 << 30  # 1 GiB per file
@@ -305,14 +306,11 @@ def events_to_jsonl(events: pl.DataFrame) -> pl.Series:
 
 
 def write_jsonl(events: pl.DataFrame, path: str | os.PathLike[str]) -> int:
-    """Write events as JSON lines (atomically: temp file then rename); returns the count."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(p.name + ".tmp")
+    """Write events as JSON lines (atomically, never through a link: the store's
+    :func:`~gridbench.store.layout.atomic_output`); returns the count."""
     lines = events_to_jsonl(events)
-    with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
+    with atomic_output(Path(path)) as tmp, open(tmp, "x", encoding="utf-8", newline="\n") as fh:
         for chunk in lines.to_frame().iter_slices(50_000):
             fh.write("\n".join(chunk.get_column("line").to_list()))
             fh.write("\n")
-    os.replace(tmp, p)
     return lines.len()

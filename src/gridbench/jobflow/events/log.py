@@ -26,7 +26,7 @@ from gridbench.jobflow.events.buffer import EventWriter, Row, opened_dir
 from gridbench.jobflow.events.buffer import Origin as Origin
 from gridbench.jobflow.events.model import EVENT_COLUMNS, EVENT_SCHEMA
 from gridbench.store.records import drop_torn_tail
-from gridbench.store.safe_open import opened_store_file
+from gridbench.store.safe_open import open_append, opened_store_file, refuse_compressed
 
 EVENTS_FILE = "events.csv"
 
@@ -45,7 +45,7 @@ class EventLog(EventWriter):
         drop_torn_tail(p)
         new = not p.exists() or p.stat().st_size == 0
         super().__init__(p, p, batch_size=batch_size)
-        self._fh = open(p, "a", encoding="utf-8", newline="")  # noqa: SIM115
+        self._fh = open_append(p, binary=False)  # never through a planted link
         if new:
             csv.writer(self._fh, lineterminator="\n").writerow(EVENT_COLUMNS)
             self._fh.flush()
@@ -140,6 +140,7 @@ def _read_csv(source: str, size: int, p: Path, columns: Sequence[str] | None) ->
     if size == 0:
         return empty_events().select(columns) if columns is not None else empty_events()
     with open(source, "rb") as fh:
+        refuse_compressed(fh.read(4), p)  # polars would inflate it, unbounded
         fh.seek(max(0, size - 1))
         complete = fh.read(1) == b"\n"
     data: Any = source

@@ -31,7 +31,7 @@ from gridbench.jobflow.spec.model import ExperimentSpec
 from gridbench.jobflow.spec.plan import Plan, PlannedTrial
 from gridbench.specload import dump_yaml
 from gridbench.states import COMPLETE
-from gridbench.store.layout import now_iso, write_json
+from gridbench.store.layout import now_iso, write_json, write_text_atomic
 from gridbench.store.spawned import mark_run
 
 if TYPE_CHECKING:
@@ -107,7 +107,7 @@ class ExperimentRunner:
         spec = self.plan.spec
         run = JobFlowRun.create(self.root, spec.name)
         mark_run(run.path)  # every helper and job started from now on is provably this run's
-        run.spec_file.write_text(dump_yaml(self.data), encoding="utf-8")
+        write_text_atomic(run.spec_file, dump_yaml(self.data))
         write_json(run.plan_file, self.plan.to_dict())
         run.update_experiment(
             id=run.id,

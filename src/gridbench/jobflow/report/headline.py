@@ -177,10 +177,21 @@ def headline(metrics: Mapping[str, Any]) -> Headline:
                 "warn",
                 f"{len(f.invalid_trials)} invalid trial(s): {', '.join(f.invalid_trials)}",
                 "; ".join(f.validity_reasons),
+                problem=True,  # ranked before every warning (issue 41)
+            )
+        )
+    by_hand = [as_dict(x) for x in as_list(metrics.get("excluded_by_hand"))]
+    if by_hand:  # gridbench exclude: left out of every figure, said with its reason
+        out.append(
+            Finding(
+                "warn",
+                f"{len(by_hand)} trial(s) excluded by hand: "
+                + ", ".join(str(x.get("trial")) for x in by_hand),
+                "; ".join(f"{x.get('trial')}: {x.get('reason')}" for x in by_hand),
             )
         )
     if not f.valid:
-        out.append(Finding("warn", "The experiment as a whole is not valid."))
+        out.append(Finding("warn", "The experiment as a whole is not valid.", problem=True))
     left = sentence(metrics.get("left_behind"))
     if left is not None:  # an agent lost or jobs never ended: cleanup is needed
         out.append(Finding("warn", *left))

@@ -29,7 +29,8 @@ from gridbench.jobflow.events.log import EVENTS_FILE, EventLog
 from gridbench.jobflow.events.model import EVENT_COLUMNS
 from gridbench.jobflow.events.run_folder import JobFlowRun
 from gridbench.jobflow.events.trial_log import read_event_log, trial_log_path
-from gridbench.store.layout import RunDir, read_json, write_json
+from gridbench.store.layout import RunDir, atomic_output, read_json, write_json
+from gridbench.store.safe_open import open_append
 
 KEY = ["job", "stage", "t_ns", "agent"]
 SCP_TIMEOUT_S = 120
@@ -99,16 +100,18 @@ def _fetch(run: RunDir, kind: str, where: dict[str, Any], dest: Path, ssh: dict[
                 fix="an agent writes its log as a file: restore experiment.json's agents.logs",
             )
         if src.resolve() != dest.resolve():
-            shutil.copyfile(src, dest)
+            with atomic_output(dest) as tmp:  # never through a link planted in the run
+                shutil.copyfile(src, tmp)
         return str(src)
-    argv = _scp_argv(host, path, dest, ssh)
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=SCP_TIMEOUT_S)
-    if done.returncode != 0:
-        raise GridbenchError(
-            f"scp of {host}:{path} failed: {done.stderr.strip()[-300:]}",
-            where=f"agent on {host}",
-            fix="check that the host is reachable over ssh with the spec's ssh_options",
-        )
+    with atomic_output(dest) as tmp:  # scp follows a link: it writes a private name
+        argv = _scp_argv(host, path, tmp, ssh)
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=SCP_TIMEOUT_S)
+        if done.returncode != 0:
+            raise GridbenchError(
+                f"scp of {host}:{path} failed: {done.stderr.strip()[-300:]}",
+                where=f"agent on {host}",
+                fix="check that the host is reachable over ssh with the spec's ssh_options",
+            )
     return f"{host}:{path}"
 
 
@@ -134,7 +137,7 @@ def merge_logs(trial_dir: Path, agent_logs: list[Path]) -> int:
         return missing.height
     events = events or trial_dir / EVENTS_FILE
     EventLog(events).close()  # the header of a new log; a torn last line dropped
-    with open(events, "ab") as fh:
+    with open_append(events) as fh:  # never through a link planted in the run
         missing.select(EVENT_COLUMNS).write_csv(fh, include_header=False)
         fh.flush()
         os.fsync(fh.fileno())

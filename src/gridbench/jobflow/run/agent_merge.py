@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import os
+from pathlib import Path
 
 import polars as pl
 
@@ -14,6 +15,7 @@ from gridbench.jobflow.events.buffer import EventWriter
 from gridbench.jobflow.events.columnar import ArrowEventLog
 from gridbench.jobflow.events.ipc_pull import StreamPulls
 from gridbench.jobflow.events.model import EVENT_COLUMNS, EVENT_SCHEMA
+from gridbench.store.safe_open import refuse_compressed
 
 HEADER = (",".join(EVENT_COLUMNS) + "\n").encode()  # the first line of every event log
 
@@ -57,7 +59,7 @@ class LogMerger:
             return
         self.elog.flush()
         if self._fd is None:
-            self._fd = os.open(self.elog.path, os.O_WRONLY | os.O_APPEND)
+            self._fd = os.open(self.elog.path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW)
         view = memoryview(data)
         while view:
             view = view[os.write(self._fd, view) :]
@@ -80,6 +82,7 @@ def _parse_lines(data: bytes, where: str) -> pl.DataFrame:
     """An agent log's complete CSV lines (no header) as :data:`EVENT_SCHEMA`; lines that
     do not parse are one error naming the log (the pull is retried, then the agent
     counted lost with this reason)."""
+    refuse_compressed(data[:4], Path(where))  # polars would inflate it, unbounded
     try:
         return pl.read_csv(io.BytesIO(data), schema=EVENT_SCHEMA, has_header=False)
     except (pl.exceptions.ComputeError, pl.exceptions.NoDataError) as exc:

@@ -15,6 +15,7 @@ from pathlib import Path
 import psutil
 
 from gridbench.jobflow.backends.sut import excluded_pids
+from gridbench.store.safe_open import open_append
 
 RESOURCES_FILE = "resources.csv"
 
@@ -70,7 +71,7 @@ class ResourceMonitor:
         return cpu, rss, len(alive)
 
     def _loop(self) -> None:
-        with open(self.path, "a", newline="", encoding="utf-8") as fh:
+        with open_append(self.path, binary=False) as fh:
             w = csv.writer(fh, lineterminator="\n")
             if fh.tell() == 0:
                 w.writerow(["t_ns", "cpu_percent", "rss_bytes", "children"])

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import psutil
 
+from gridbench.store.safe_open import open_append
+
 SERVER_RESOURCES_FILE = "server_resources.csv"
 COLUMNS = ("t_ns", "label", "pid", "cpu_percent", "rss_bytes", "state")
 
@@ -138,7 +140,7 @@ class ServerMonitor:
         return rows
 
     def _loop(self) -> None:
-        with open(self.path, "a", newline="", encoding="utf-8") as fh:
+        with open_append(self.path, binary=False) as fh:
             w = csv.writer(fh, lineterminator="\n")
             if fh.tell() == 0:
                 w.writerow(COLUMNS)

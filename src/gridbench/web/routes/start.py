@@ -16,6 +16,7 @@ from gridbench.specload import MAX_SPEC_BYTES
 from gridbench.web.bodies import error_dict, form_doc
 from gridbench.web.dashboard import Dash, Dashboard
 from gridbench.web.manager import QueueFull
+from gridbench.web.terms import error_in_dashboard_terms
 
 log = logging.getLogger(__name__)
 router = APIRouter()
@@ -61,7 +62,7 @@ async def start_submit(request: Request, dash: Dash) -> Response:
         run = await dash.spec_runs.start(runner)
     except GridbenchError as exc:
         status = 429 if isinstance(exc, QueueFull) else 422
-        error = error_dict(exc)
+        error = error_in_dashboard_terms(error_dict(exc))  # no command-line fixes here
         return start_page(request, dash, status, kind=kind, yaml_text=text, error=error)
     except Exception as exc:  # a bug: the log has the traceback, the page does not
         log.exception("starting a %s run failed", kind)

@@ -42,7 +42,7 @@ from gridbench.jobflow.backends.base import (
 from gridbench.jobflow.backends.command.calls import TemplateCalls
 from gridbench.jobflow.backends.command.options import CommandConfig, compile_options
 from gridbench.jobflow.backends.command.output import exit_reason, failure_reason, read_stream
-from gridbench.jobflow.backends.command.parse import NoMatch, extract_id
+from gridbench.jobflow.backends.command.parse import NoMatch
 from gridbench.jobflow.backends.command.process import (
     ClientStartError,
     ClientTimeout,
@@ -144,6 +144,7 @@ class CommandBackend:
 
     async def close(self) -> None:
         await self._transfers.wait()
+        await self._calls.matcher.close()
         if self._calls.runner is not None:
             await self._calls.runner.close()
         if self._own_rdir is not None:
@@ -185,7 +186,7 @@ class CommandBackend:
             raise SubmitError(FAIL_SUBMIT_REJECTED, f"submit template: {exit_reason(res)}")
         assert op.pattern is not None
         try:
-            bid = extract_id(op.pattern, read_stream(res, op))
+            bid = await calls.matcher.extract_id(op, read_stream(res, op))
         except NoMatch as exc:
             raise SubmitError(FAIL_SUBMIT_ERROR, f"submit template ({argv[0]}): id {exc}") from None
         calls.names[bid] = job.name
@@ -290,10 +291,7 @@ class CommandBackend:
         res = await calls.checked(op, calls.argv(op, {}), None)
         if res.exit_code not in op.ok_codes:
             raise calls.exit_error(op, res)
-        lines = [ln for ln in read_stream(res, op).splitlines() if ln.strip()]
-        if op.pattern is not None:
-            lines = [ln for ln in lines if op.pattern.search(ln)]
-        return len(lines)
+        return await calls.matcher.count_lines(op, read_stream(res, op))
 
     # -- named operations (NamedOperations) ----------------------------------------------------
     def operations(self) -> list[str]:

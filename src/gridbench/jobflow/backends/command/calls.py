@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 from gridbench.errors import BackendError
+from gridbench.jobflow.backends.command.matching import PatternMatcher
 from gridbench.jobflow.backends.command.options import CommandConfig, OpConfig
 from gridbench.jobflow.backends.command.output import exit_reason
 from gridbench.jobflow.backends.command.process import (
@@ -29,6 +30,8 @@ class TemplateCalls:
         self.runner: ProcessRunner | None = None
         self.values: dict[str, str] = {}  # the built-in placeholders and the user's vars
         self.names: dict[str, str] = {}  # backend id -> gridbench job name
+        #: every pattern of the configuration, matched in a child with a deadline
+        self.matcher = PatternMatcher(cfg, self.where())
 
     def where(self, op: str | None = None) -> str:
         p = self.cfg.preset

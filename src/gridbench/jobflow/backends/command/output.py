@@ -21,11 +21,10 @@ def read_stream(res: CallResult, op: OpConfig) -> str:
     return decode(res.stdout)
 
 
-def says_unknown(op: OpConfig, res: CallResult) -> bool:
-    """Whether a failed status call only said the ids are unknown (``unknown_pattern``)."""
-    if op.unknown is None:
-        return False
-    return bool(op.unknown.search(decode(res.stderr) + "\n" + decode(res.stdout)))
+def unknown_text(res: CallResult) -> str:
+    """What ``unknown_pattern`` is matched against (by the backend's matcher:
+    :mod:`.matching`): a failed status call's stderr, then its stdout."""
+    return decode(res.stderr) + "\n" + decode(res.stdout)
 
 
 def failure_reason(res: CallResult) -> str:

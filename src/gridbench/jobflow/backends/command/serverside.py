@@ -101,7 +101,13 @@ class ServerStamps:
     ) -> list[Event]:
         async with self._lock:  # one read of each source at a time
             ids = list(backend_ids)
-            return await asyncio.to_thread(self.collector.collect, ids, dict(names or {}))
+            try:
+                return await asyncio.to_thread(self.collector.collect, ids, dict(names or {}))
+            except asyncio.CancelledError:
+                # Ctrl-C or Abort: the thread cannot be cancelled, so its read is ended
+                # (a query interrupted, a glob left): the loop's exit does not wait on it
+                self.collector.cancel()
+                raise
 
     async def settle(
         self, backend_ids: Sequence[str], names: Mapping[str, str] | None = None

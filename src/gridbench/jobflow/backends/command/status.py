@@ -11,8 +11,8 @@ from gridbench.errors import BackendError
 from gridbench.jobflow.backends.base import JobStatus
 from gridbench.jobflow.backends.command.calls import TemplateCalls
 from gridbench.jobflow.backends.command.options import OpConfig
-from gridbench.jobflow.backends.command.output import exit_reason, read_stream, says_unknown
-from gridbench.jobflow.backends.command.parse import NoMatch, key_of, parse_many, parse_one
+from gridbench.jobflow.backends.command.output import exit_reason, read_stream, unknown_text
+from gridbench.jobflow.backends.command.parse import NoMatch
 from gridbench.jobflow.backends.command.process import ClientStartError, ClientTimeout
 
 
@@ -23,7 +23,8 @@ async def read_states(calls: TemplateCalls, ids: Sequence[str]) -> dict[str, Job
     op = calls.cfg.ops["status"]
     if op.mode == "single":
         return await _per_job(calls, op, ids)
-    wanted = {key_of(op.id_key, i): i for i in ids}
+    matcher = calls.matcher  # the user's patterns: matched off the event loop
+    wanted = dict(zip(await matcher.keys(op, ids), ids, strict=True))
     found: dict[str, JobStatus] = {}
     chunks = (
         [list(ids[k : k + op.chunk]) for k in range(0, len(ids), op.chunk)]
@@ -34,17 +35,11 @@ async def read_states(calls: TemplateCalls, ids: Sequence[str]) -> dict[str, Job
         res = await calls.checked(op, calls.argv(op, {}, {"ids": chunk}), None)
         gone = False
         if res.exit_code not in op.ok_codes:
-            if not says_unknown(op, res):
+            if not await matcher.says_unknown(op, unknown_text(res)):
                 raise calls.exit_error(op, res)
             gone = True  # the client says (some of) these ids are unknown
         try:
-            parsed = parse_many(
-                op.pattern,  # type: ignore[arg-type]
-                read_stream(res, op),
-                calls.cfg.states,
-                scope=op.scope,
-                ignore=op.ignore,
-            )
+            parsed = await matcher.parse_many(op, read_stream(res, op))
         except NoMatch as exc:
             if gone:
                 continue
@@ -54,8 +49,8 @@ async def read_states(calls: TemplateCalls, ids: Sequence[str]) -> dict[str, Job
                 fix="adjust status.pattern (named groups id and state), or skip header "
                 "lines with status.ignore",
             ) from None
-        for jid, st in parsed.items():
-            i = wanted.get(key_of(op.id_key, jid))
+        for key, st in parsed.values():
+            i = wanted.get(key)
             if i is not None:
                 found[i] = st
     missing = [i for i in ids if i not in found]
@@ -66,8 +61,7 @@ async def read_states(calls: TemplateCalls, ids: Sequence[str]) -> dict[str, Job
 
 async def _per_job(calls: TemplateCalls, op: OpConfig, ids: Sequence[str]) -> dict[str, JobStatus]:
     sem = asyncio.Semaphore(op.parallel)
-    assert op.pattern is not None
-    pattern = op.pattern
+    matcher = calls.matcher
 
     async def one(i: str) -> tuple[str, JobStatus | str | None]:
         """(id, status | error text | None when the client says it is unknown)."""
@@ -77,11 +71,11 @@ async def _per_job(calls: TemplateCalls, op: OpConfig, ids: Sequence[str]) -> di
             except (ClientStartError, ClientTimeout) as exc:
                 return i, str(exc)
         if res.exit_code not in op.ok_codes:
-            if says_unknown(op, res):
+            if await matcher.says_unknown(op, unknown_text(res)):
                 return i, None
             return i, exit_reason(res)
         try:
-            return i, parse_one(pattern, read_stream(res, op), calls.cfg.states)
+            return i, await matcher.parse_one(op, read_stream(res, op))
         except NoMatch as exc:
             return i, f"status template ({res.argv[0]}): {exc}"
 
@@ -113,8 +107,6 @@ async def _missing(calls: TemplateCalls, op: OpConfig, ids: list[str]) -> dict[s
         if op.missing is None:
             return {}
         return {i: JobStatus(op.missing, "no longer listed by the status command") for i in ids}
-    assert fin.pattern is not None
-    pattern = fin.pattern
     sem = asyncio.Semaphore(fin.parallel)
 
     async def one(i: str) -> tuple[str, JobStatus | None]:
@@ -126,7 +118,7 @@ async def _missing(calls: TemplateCalls, op: OpConfig, ids: list[str]) -> dict[s
         if res.exit_code not in fin.ok_codes:
             return i, None  # e.g. the accounting record is not written yet: ask again
         try:
-            return i, parse_one(pattern, read_stream(res, fin), calls.cfg.states)
+            return i, await calls.matcher.parse_one(fin, read_stream(res, fin))
         except NoMatch:
             return i, None
 

@@ -17,7 +17,7 @@ from gridbench.jobflow.events.stamps.declare import StampPlan
 from gridbench.jobflow.events.stamps.join import backend_keys, join_stamps
 from gridbench.jobflow.events.stamps.kind import make_reader
 from gridbench.jobflow.events.stamps.parse import ID_ONLY, empty
-from gridbench.jobflow.events.stamps.readers import Reader
+from gridbench.jobflow.events.stamps.readers import Deadline, Reader, reading
 
 PENDING_CAP = 200_000  # unjoined stamps kept for later sweeps (other users' jobs age out)
 
@@ -43,6 +43,13 @@ class StampCollector:
         self.failed_reads = 0
         self.joined: dict[str, int] = {}
         self._tier_jobs: dict[str, set[str]] = {}
+        #: the deadline of every read; cancelled (from the event loop's thread) when the
+        #: run stops, which ends a read under way at once
+        self.deadline = Deadline()
+
+    def cancel(self) -> None:
+        """End the read under way (if any) and every later one: the run is stopping."""
+        self.deadline.cancel()
 
     def collect(
         self, backend_ids: Sequence[str], names: Mapping[str, str] | None = None
@@ -52,7 +59,10 @@ class StampCollector:
         job's name must come with its id's first appearance."""
         frames = [self._pending]
         for i, r in enumerate(self.readers):
-            res = r.read()
+            if self.deadline.cancelled.is_set():
+                break  # the run is being stopped: no source is read again
+            with reading(self.deadline):  # each read ends by its deadline
+                res = r.read()
             self.reads += 1
             self.dropped += res.dropped
             where = f"sources[{i}] ({self.plan.sources[i].tier})"

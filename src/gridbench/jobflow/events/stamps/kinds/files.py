@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import glob
 import os
+import stat
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -14,7 +15,13 @@ from pydantic import Field
 from gridbench.jobflow.events.stamps.declare import LineSource
 from gridbench.jobflow.events.stamps.kind import StampKind, register_stamp_kind
 from gridbench.jobflow.events.stamps.parse import lines_frame
-from gridbench.jobflow.events.stamps.readers import MAX_FILE_BYTES, MAX_FILES, ReadResult
+from gridbench.jobflow.events.stamps.readers import (
+    MAX_FILE_BYTES,
+    MAX_FILES,
+    ReadResult,
+    current_deadline,
+    open_regular,
+)
 
 
 class FilesSource(LineSource):
@@ -42,17 +49,27 @@ class FilesReader:
     def read(self) -> ReadResult:
         lines: list[str] = []
         problem = ""
+        deadline = current_deadline()
         for i, name in enumerate(glob.iglob(self.pattern)):
             if i >= MAX_FILES:
                 problem = f"{self.pattern}: more than {MAX_FILES} files; the rest not read"
                 break
+            if deadline.passed():
+                problem = (
+                    f"{self.pattern}: reading took longer than {deadline.seconds:g} s; "
+                    "the rest is read in the next sweep"
+                )
+                break
             try:
                 st = os.stat(name)
+                if not stat.S_ISREG(st.st_mode):
+                    problem = f"{name}: not a regular file (a FIFO or a device); not read"
+                    continue
                 if self.seen.get(name) == (st.st_size, st.st_mtime_ns):
                     continue  # unchanged since the last call: not opened
-                self.seen[name] = (st.st_size, st.st_mtime_ns)
-                with open(name, "rb") as fh:
+                with open_regular(name) as fh:  # (a FIFO swapped in since: refused too)
                     data = fh.read(MAX_FILE_BYTES)
+                self.seen[name] = (st.st_size, st.st_mtime_ns)
             except OSError:
                 continue  # vanished (the job was cleaned) or unreadable
             text = data.decode("utf-8", errors="replace")

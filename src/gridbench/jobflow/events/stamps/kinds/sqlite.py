@@ -6,6 +6,7 @@ only new rows in one query; ``stages`` maps the database's event names to stage 
 from __future__ import annotations
 
 import sqlite3
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -17,7 +18,15 @@ from pydantic import Field, field_validator
 from gridbench.jobflow.events.stamps.declare import STAGE_RE, SourceBase
 from gridbench.jobflow.events.stamps.kind import StampKind, register_stamp_kind
 from gridbench.jobflow.events.stamps.parse import empty, finish, parse_times
-from gridbench.jobflow.events.stamps.readers import BUSY_TIMEOUT_S, MAX_ROWS, ReadResult
+from gridbench.jobflow.events.stamps.readers import (
+    BUSY_TIMEOUT_S,
+    MAX_ROWS,
+    ReadResult,
+    current_deadline,
+)
+
+#: sqlite virtual-machine steps between two looks at the deadline (~1 ms of work)
+PROGRESS_OPS = 10_000
 
 
 class SqliteSource(SourceBase):
@@ -79,21 +88,43 @@ class SqliteReader:
         self.src = src
         self.path = Path(path)
         self.after: str | int = 0
+        #: why the source is no longer read (a query that outlived its deadline would
+        #: cost every later sweep as much)
+        self.given_up = ""
 
     def read(self) -> ReadResult:
-        if not self.path.exists():
+        if self.given_up:
+            return ReadResult(empty(), problem=self.given_up)
+        try:
+            st = self.path.stat()
+        except FileNotFoundError:
             return ReadResult(empty(), problem=f"{self.path}: not there (yet)")
+        except OSError as exc:
+            return ReadResult(empty(), problem=f"{self.path}: cannot open ({exc.strerror})")
+        if not stat.S_ISREG(st.st_mode):  # sqlite's own open of a FIFO would block
+            return ReadResult(empty(), problem=f"{self.path}: not a regular file; not read")
+        deadline = current_deadline()
         uri = f"file:{quote(str(self.path.absolute()))}?mode=ro"
         try:
             con = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S)
         except sqlite3.Error as exc:
             return ReadResult(empty(), problem=f"{self.path}: cannot open ({exc})")
         try:
+            # a query that never ends (a recursive CTE) is interrupted at the deadline, or
+            # at once when the run is stopped: sqlite asks every PROGRESS_OPS steps
+            con.set_progress_handler(lambda: int(deadline.passed()), PROGRESS_OPS)
             con.execute("PRAGMA query_only = ON")
             cur = con.execute(self.src.query, {"after": self.after})
             columns = [d[0] for d in cur.description or ()]
             rows = cur.fetchmany(MAX_ROWS)
         except sqlite3.Error as exc:  # locked past the busy time-out, or a bad query
+            if deadline.passed() and not deadline.cancelled.is_set():
+                self.given_up = (
+                    f"{self.path}: the query ran longer than {deadline.seconds:g} s and was "
+                    "interrupted; the source is not read again in this run (simplify the "
+                    "query: it must read only the rows after :after)"
+                )
+                return ReadResult(empty(), problem=self.given_up)
             return ReadResult(empty(), problem=f"{self.path}: query failed ({exc})")
         finally:
             con.close()
