@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-import os
 import shlex
 import time
 import urllib.request
@@ -245,6 +244,7 @@ def write_offsets(path: Path, rows: list[HostCheck]) -> list[str]:
     from ruamel.yaml import YAML
 
     from gridbench.hosts.inventory import load_inventory_text
+    from gridbench.store.layout import write_text_atomic
 
     yaml = YAML()  # round trip: comments and key order stay
     yaml.preserve_quotes = True
@@ -264,7 +264,7 @@ def write_offsets(path: Path, rows: list[HostCheck]) -> list[str]:
     out = io.StringIO()
     yaml.dump(doc, out)
     load_inventory_text(out.getvalue(), str(path))  # what is written still loads
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(out.getvalue(), encoding="utf-8")
-    os.replace(tmp, path)
+    # a random temporary name, never through a link: a predictable one (the pid) could be
+    # planted beforehand as a link to another file, written through, then renamed over
+    write_text_atomic(path, out.getvalue())
     return done
