@@ -99,6 +99,9 @@ PATTERN_WORDS = {
     r"^10\.\d{1,3}\.\d{1,3}$": "the first three octets of a 10.x.y.0/24 network, e.g. 10.247.0",
     r"^[A-Za-z0-9_.:\[\]-]+$": "a host name or address",
     r"^(brick[1-9][0-9]{0,2}|[A-Za-z0-9_.-]+:/[^\s]*)$": "brickN (N from 1) or HOST:/PATH",
+    r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$": "a host's name in the inventory (1 to 63 letters, "
+    "digits, '.', '_' or '-', the first a letter or digit)",
+    r"^[1-9][0-9]{0,5}[KMG]?$": "a rate for iperf3 -b such as 100M (a number, then K, M or G)",
 }
 
 

@@ -34,7 +34,7 @@ def _act(args: argparse.Namespace, *, excluded: bool) -> int:
             "its runs have no trials to exclude (a figure's repetitions "
             "are judged by its family's own validity rules)",
         )
-    trials = fam.trial_ids(run)
+    trials = fam.excludable_ids(run)
     if args.trial not in trials:
         from difflib import get_close_matches
 

@@ -170,7 +170,7 @@ class JobFlow:
         except OSError:
             return False
 
-    def trial_ids(self, run: RunDir) -> list[str]:
+    def excludable_ids(self, run: RunDir) -> list[str]:
         """The run's trial folders, in order (``Trialled``: what ``gridbench exclude``
         takes); a linked one is not the run's."""
         trials = run.path / "trials"

@@ -5,7 +5,7 @@ Fig. 19 against Fig. 20: a run with a broken bridge). gridbench records such a d
 beside the run, never in it: ``gridbench exclude RUN TRIAL --reason "..."`` appends one
 line, ``gridbench include RUN TRIAL`` appends another that takes it back. No measured
 file is ever rewritten; the analysis reads the lines in order and applies what they
-leave (a family that has trials: :class:`Trialled`), and every report of the run lists
+leave (a family whose runs have such parts: :class:`Trialled`), and every report of the run lists
 the exclusions in force with their reasons.
 """
 
@@ -28,10 +28,12 @@ MAX_REASON = 2000
 
 @runtime_checkable
 class Trialled(Protocol):
-    """A family whose runs are made of trials that can be excluded by hand (job flow)."""
+    """A family whose runs are made of parts (job flow's trial folders) that can be excluded by
+    hand."""
 
-    def trial_ids(self, run: RunDir) -> list[str]:
-        """The ids of the run's trials, in order (never raise: [] when unreadable)."""
+    def excludable_ids(self, run: RunDir) -> list[str]:
+        """The ids of the run's excludable parts, in order (never raise: [] when
+        unreadable)."""
         ...
 
 
