@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from gluster_fixtures import gluster_volume  # noqa: F401 (one volume per session)
+
 # One Grid Engine cell per session for every module that uses it: a fixture imported into
 # several test modules would be a separate session fixture in each, and a second cell cannot
 # start while the first holds the cell's qmaster.

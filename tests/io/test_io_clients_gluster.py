@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gluster_fixtures import GlusterVolume, gluster_volume  # noqa: F401 (fixture)
+from gluster_fixtures import GlusterVolume
 from gridbench.io.load import load_io_spec_text
 from gridbench.io.metrics import analyze_and_write
 from gridbench.io.report import build_report
@@ -23,7 +23,7 @@ from test_io_clients import clients_spec, servers_left
 
 def test_three_client_hosts_onto_one_glusterfs_volume(
     lab: Lab,
-    gluster_volume: GlusterVolume,  # noqa: F811
+    gluster_volume: GlusterVolume,
     tmp_path: Path,
 ) -> None:
     (tmp_path / "local").mkdir()

@@ -42,8 +42,10 @@ def test_bonnie_profile(tmp_path: Path, tmpfs: Path) -> None:  # noqa: F811
         for c in files:
             x = b[(t, c)]
             assert "kbps" not in x and (x["per_s"]["mean"] is None) == bool(x["note"])
-    # creating 16384 files on the disk takes bonnie++ over a second here (13,000/s)
-    assert b[("disk", "seq_create")]["per_s"]["mean"] > 0
+    # some file phase on the disk takes bonnie++ long enough to time (creating 16384 files
+    # took over a second at 13,000/s on one machine; a faster one may time other phases)
+    timed = [b[("disk", c)]["per_s"]["mean"] for c in files if b[("disk", c)]["per_s"]["mean"]]
+    assert timed and all(v > 0 for v in timed)
     for c in files:
         fc = b[("ram", c)]
         if fc["per_s"]["mean"] is None or fc["baseline_per_s"] is None:
@@ -54,9 +56,10 @@ def test_bonnie_profile(tmp_path: Path, tmpfs: Path) -> None:  # noqa: F811
             )
     table = bonnie_files_table(m)
     assert table is not None and [r[0] for r in table.rows] == ["disk (baseline)", "ram", "speedup"]
-    assert table.columns[1].key == "seq_create_per_s" and table.rows[0][1] == pytest.approx(
-        b[("disk", "seq_create")]["per_s"]["mean"]
-    )
+    assert table.columns[1].key == "seq_create_per_s"
+    seq = b[("disk", "seq_create")]["per_s"]["mean"]
+    if seq is not None:  # else the cell holds the phase's "too fast to time"
+        assert table.rows[0][1] == pytest.approx(seq)
     assert bonnie_table(m) is not None and "seq_create_per_s" not in [
         c.key
         for c in bonnie_table(m).columns  # type: ignore[union-attr]

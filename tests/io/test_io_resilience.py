@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from gluster_fixtures import GlusterVolume, gluster_volume  # noqa: F401 (fixture)
+from gluster_fixtures import GlusterVolume
 from gridbench.cli import main
 from gridbench.io.family import FAMILY
 from gridbench.io.gluster import parse_heal_count
@@ -54,7 +54,7 @@ def _brick_pids(v: GlusterVolume) -> dict[str, str]:
 
 def test_bricks_killed_and_paused_mid_write_all_data_verified(
     tmp_path: Path,
-    gluster_volume: GlusterVolume,  # noqa: F811
+    gluster_volume: GlusterVolume,
 ) -> None:
     v = gluster_volume
     before = _brick_pids(v)
@@ -135,7 +135,7 @@ def _corrupt_behind_its_back(v: GlusterVolume, run_root: Path, done: list[str]) 
 
 def test_corrupt_and_lost_bytes_fail_the_run_and_are_named(
     tmp_path: Path,
-    gluster_volume: GlusterVolume,  # noqa: F811
+    gluster_volume: GlusterVolume,
 ) -> None:
     v = gluster_volume
     done: list[str] = []
@@ -158,7 +158,7 @@ def test_corrupt_and_lost_bytes_fail_the_run_and_are_named(
 
 def test_fault_on_a_server_the_volume_lacks_is_one_clear_error(
     tmp_path: Path,
-    gluster_volume: GlusterVolume,  # noqa: F811
+    gluster_volume: GlusterVolume,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     v = gluster_volume
@@ -174,7 +174,7 @@ def test_fault_on_a_server_the_volume_lacks_is_one_clear_error(
 
 def test_cleanup_continues_a_brick_a_killed_run_left_paused(
     tmp_path: Path,
-    gluster_volume: GlusterVolume,  # noqa: F811
+    gluster_volume: GlusterVolume,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     import os

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from gluster_fixtures import GlusterVolume, gluster_volume  # noqa: F401 (fixture)
+from gluster_fixtures import GlusterVolume
 from gridbench.io.load import load_io_spec_text
 from gridbench.io.metrics import analyze_and_write
 from gridbench.io.report import build_report
@@ -24,7 +24,7 @@ from lab_fixtures import Lab
 
 def test_faults_while_two_client_hosts_write_every_byte_checked(
     lab: Lab,
-    gluster_volume: GlusterVolume,  # noqa: F811
+    gluster_volume: GlusterVolume,
     tmp_path: Path,
 ) -> None:
     v = gluster_volume

@@ -237,7 +237,7 @@ KILLED_RUN = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from gridbench.messaging.environments import open_environment
+    from gridbench.messaging.open_env import open_environment
     from gridbench.messaging.model import NetSpec
     from gridbench.messaging.processes import ProcessBook
     from gridbench.store.spawned import mark_run

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from gridbench.errors import BackendError, GridbenchError
-from gridbench.messaging.environments import open_environment
 from gridbench.messaging.floor import (
     iperf3_floor,
     parse_iperf3,
@@ -19,6 +18,7 @@ from gridbench.messaging.floor import (
     sockperf_floor,
 )
 from gridbench.messaging.model import NetSpec
+from gridbench.messaging.open_env import open_environment
 from gridbench.messaging.processes import PROCESSES_FILE, ProcessBook
 
 
