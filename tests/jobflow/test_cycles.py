@@ -115,7 +115,9 @@ def test_no_cycle_without_a_dispatch_period(jobflow_run: Path) -> None:
 @pytest.fixture(scope="module")
 def slurm_cycles() -> Iterator[SlurmCluster]:
     """A Slurm whose main scheduler starts jobs only at its passes every 3 s."""
-    params = f"defer,sched_interval={SCHED_S}"
+    # sched_min_interval (µs) too: with defer alone a finishing job still sets off a pass,
+    # so 1 s jobs were started on a 1 s grid
+    params = f"defer,sched_interval={SCHED_S},sched_min_interval={SCHED_S * 1_000_000}"
     with running_cluster("gb-slurm-cycles-", scheduler_parameters=params) as cluster:
         yield cluster
 
