@@ -49,10 +49,16 @@ async def timed_op(
     start: dict[str, Any],
     end: dict[str, Any],
     call: Awaitable[T],
+    *,
+    durable: bool = False,
 ) -> T | None:
     """Await ``call`` between an ``op_start`` (attrs ``start``) and an ``op_end`` stamp
-    (attrs ``end``, plus the ``error`` cut to 200 characters when it raised: ``None``)."""
+    (attrs ``end``, plus the ``error`` cut to 200 characters when it raised: ``None``).
+    ``durable``: the ``op_start`` reaches the log file before ``call`` starts, for a call
+    that makes something lasting (a reservation) that ``cleanup`` must find after a kill."""
     rec.stamp(op, STAGE_OP_START, None, start)
+    if durable:
+        rec.log.flush()
     try:
         result = await call
     except Exception as exc:  # a failed call is a recorded exception, not a crash
