@@ -234,9 +234,7 @@ async def run_retry(ctx: TrialContext) -> None:
     rec = ctx.recorders[0]
     name = f"gridbench-{secrets.token_hex(4)}-{ctx.trial_id}-1"
     attrs = {"op": "reserve", "reservation": name, "nodes": load.reserve_nodes}
-    got = await timed_op(
-        rec, name, attrs, dict(attrs), _reserve(backend, name, load), durable=True
-    )
+    got = await timed_op(rec, name, attrs, dict(attrs), _reserve(backend, name, load), durable=True)
     if got is None:
         raise BackendError(
             f"the reservation of {load.reserve_nodes} node(s) could not be made",
