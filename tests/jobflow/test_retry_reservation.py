@@ -1,10 +1,12 @@
 """Failures against the number of reserved nodes (issue 40; the seed's 000 §4.6.3): the
 retry model's jobs run inside a real Slurm reservation of N nodes (``scontrol create
 reservation nodecnt=N``) on a 4-node cluster, each job needing a whole node (8 tasks) for
-3 s; the jobs beyond N wait, and as a second wave cannot end within the 5 s drain they are
-cancelled and retried, so the first attempt's failure rate is 1 - N/M and the time to
-success falls as N grows. Every reservation is gone after
-the run, and one left by a killed run is deleted by ``gridbench cleanup``."""
+4 s; the jobs beyond N wait, and as a second wave cannot end within the 7 s drain they are
+cancelled and retried (Slurm starts a first wave up to 2 s after submission here, so the
+drain leaves it room, and a second wave ends at 8 s at the earliest), so the first
+attempt's failure rate is 1 - N/M and the time to success falls as N grows. Every
+reservation is gone after the run, and one left by a killed run is deleted by
+``gridbench cleanup``."""
 
 from __future__ import annotations
 
@@ -29,11 +31,11 @@ def _spec(cluster: SlurmCluster, sweep: str = "[1, 2, 4]") -> str:
     return f"""
 name: reserved
 backend: {{type: slurm, options: {{conf: {cluster.conf}}}}}
-job: {{command: [sleep, "3"], runtime: 3s, tasks: 8}}
+job: {{command: [sleep, "4"], runtime: 4s, tasks: 8}}
 load: {{model: retry, jobs: {M}, retries: 4, reserve_nodes: 1}}
 sweep: {{reserve_nodes: {sweep}}}
 trials: 1
-timeouts: {{status_interval: 0.2s, drain: 5s}}
+timeouts: {{status_interval: 0.2s, drain: 7s}}
 """
 
 

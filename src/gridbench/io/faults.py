@@ -25,6 +25,10 @@ Record = Callable[[dict[str, Any]], None]
 
 SIGNALS = {"kill": signal.SIGKILL, "stop": signal.SIGTERM, "pause": signal.SIGSTOP}
 POLL_S = 0.25
+#: how often to ask for an index heal again while entries are left: an entry marked after
+#: the crawl started waits for the next one, which the self-heal daemon starts on its own
+#: only every cluster.heal-timeout (600 s by default)
+HEAL_ASK_S = 5.0
 
 
 def check_servers(spec: ResilienceSpec, gluster: Gluster) -> list[Brick]:
@@ -152,15 +156,16 @@ class Injector:
             self._refresh()
         self.record({"event": "restore", "servers": names, "t": t, "ok": True})
 
-    def _left_to_heal(self, asked: list[bool]) -> tuple[bool, int | None]:
-        """(all bricks online, entries left to heal or None); asks for a heal once."""
+    def _left_to_heal(self, asked: list[float]) -> tuple[bool, int | None]:
+        """(all bricks online, entries left to heal or None); asks for a heal at once and
+        again every HEAL_ASK_S while entries are left (``asked`` holds the last ask)."""
         bricks = self.gluster.bricks()
         whole = bool(bricks) and all(b.online for b in bricks)
         if not whole:
             return False, None
-        if not asked:
+        if not asked or time.monotonic() - asked[-1] >= HEAL_ASK_S:
             self.gluster.heal()
-            asked.append(True)
+            asked[:] = [time.monotonic()]
         return True, self.gluster.heal_count()
 
     def wait_recovered(
@@ -169,7 +174,7 @@ class Injector:
         """Poll until every brick is online and nothing is left to heal; record how long
         it took from ``since`` (seconds into the load): the time to recover."""
         t_online: float | None = None
-        asked: list[bool] = []
+        asked: list[float] = []
         last = ""
         while True:
             t = now()
