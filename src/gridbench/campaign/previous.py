@@ -102,11 +102,13 @@ def compare_with_previous(
 ) -> Previous | None:
     """Each unit's repetitions run in both campaigns, compared run with run; None when
     there is no previous campaign."""
-    from gridbench.compare import Settings, load_comparison
-
     prev = previous_of(folder)
     if prev is None:
         return None
+    # here, not at the top: compare loads scipy.stats (about a second), which a first
+    # campaign never needs
+    from gridbench.compare import Settings, load_comparison
+
     now, then = final_runs(folder), final_runs(prev)
     settings = Settings(alpha=alpha, min_effect=min_effect)
     units: list[UnitChanges] = []
