@@ -7,8 +7,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from gridbench.io.model import HttpSpec
 from gridbench.io.resilience_model import HttpClientsSpec
 from gridbench.io.safety import PreparedTarget, inside
 from gridbench.io.service_model import ServiceSpec
+from gridbench.store.records import append_record
 
 CHUNK = 1024 * 1024
 
@@ -42,6 +44,34 @@ class Payload:
             b = self.block[: min(left, CHUNK)]
             yield b
             left -= len(b)
+
+
+class PhaseLog:
+    """A phase's record file (``RUN/<name>.jsonl``): each record appended as it comes, from
+    any client thread, one at a time; :meth:`now` is the time in seconds since the phase
+    started (monotonic), the ``t0``/``t1`` of every record."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._start = time.monotonic()
+
+    def __call__(self, rec: dict[str, Any]) -> None:
+        with self._lock:
+            append_record(self.path, rec)
+
+    def now(self) -> float:
+        return time.monotonic() - self._start
+
+
+def run_clients(client: Callable[[int], None], n: int, name: str) -> None:
+    """``client(i)`` for each of ``n`` clients on a thread of its own (``name`` + i), all
+    started, then all joined (the clients meet at their own barrier)."""
+    threads = [threading.Thread(target=client, args=(i,), name=f"{name}{i}") for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
 
 
 def _chunks(path: Path) -> Iterator[bytes]:

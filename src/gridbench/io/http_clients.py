@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,9 +20,8 @@ from typing import Any
 import httpx
 
 from gridbench.errors import BackendError
-from gridbench.io.http import CHUNK, Payload, basic_auth
+from gridbench.io.http import CHUNK, Payload, PhaseLog, basic_auth, run_clients
 from gridbench.io.resilience_model import HttpClientsSpec
-from gridbench.store.records import append_record
 
 RECORDS = "http_clients.jsonl"
 #: Answers to a PUT that mean stored.
@@ -33,9 +31,7 @@ STORED = (200, 201, 204)
 class _Round:
     """One client count, one repetition: ``n`` clients, a barrier before each phase."""
 
-    def __init__(
-        self, spec: HttpClientsSpec, n: int, rep: int, name: str, log: Callable[..., None]
-    ) -> None:
+    def __init__(self, spec: HttpClientsSpec, n: int, rep: int, name: str, log: PhaseLog) -> None:
         self.spec, self.n, self.rep, self.name, self.log = spec, n, rep, name, log
         self.barrier = threading.Barrier(n)
         self.errors: list[str] = []
@@ -43,8 +39,8 @@ class _Round:
     def url(self, i: int) -> str:
         return f"{self.spec.url.rstrip('/')}/{self.name}-c{self.n}-r{self.rep}-{i}.bin"
 
-    def client(self, i: int, now: Callable[[], float]) -> None:
-        spec = self.spec
+    def client(self, i: int) -> None:
+        spec, now = self.spec, self.log.now
         timeout = httpx.Timeout(spec.timeout)
         payload = Payload(spec.size)
         base = {"clients": self.n, "rep": self.rep, "client": i, "bytes": spec.size}
@@ -74,7 +70,7 @@ class _Round:
                 )
                 self.barrier.wait()
                 if stored:
-                    self._download(c, i, payload.sha256, base, now)
+                    self._download(c, i, payload.sha256, base)
             except threading.BrokenBarrierError:
                 return
             except httpx.HTTPError as exc:
@@ -84,9 +80,8 @@ class _Round:
                 with contextlib.suppress(httpx.HTTPError):
                     c.delete(self.url(i))
 
-    def _download(
-        self, c: httpx.Client, i: int, want: str, base: dict[str, Any], now: Callable[[], float]
-    ) -> None:
+    def _download(self, c: httpx.Client, i: int, want: str, base: dict[str, Any]) -> None:
+        now = self.log.now
         h = hashlib.sha256()
         t0 = now()
         with c.stream("GET", self.url(i)) as resp:
@@ -119,29 +114,12 @@ def run_http_clients(
 ) -> None:
     """Every client count, every repetition; a transport failure is one error naming
     the URL (the transfers already recorded stay)."""
-    lock = threading.Lock()
-
-    def log(rec: dict[str, Any]) -> None:
-        with lock:
-            append_record(run_path / RECORDS, rec)
-
-    t_start = time.monotonic()
-
-    def now() -> float:
-        return time.monotonic() - t_start
-
+    log = PhaseLog(run_path / RECORDS)
     for n in spec.clients:
         for rep in range(spec.repetitions):
             progress(f"HTTP: {n} client(s) at once, repetition {rep + 1}")
             rnd = _Round(spec, n, rep, f"gridbench-io-{run_id}", log)
-            threads = [
-                threading.Thread(target=rnd.client, args=(i, now), name=f"gridbench-http{i}")
-                for i in range(n)
-            ]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
+            run_clients(rnd.client, n, "gridbench-http")
             if rnd.errors:
                 raise BackendError(
                     f"HTTP transfer failed: {rnd.errors[0]}",

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -23,9 +22,8 @@ from typing import Any
 import httpx
 
 from gridbench.errors import BackendError
-from gridbench.io.http import CHUNK, Payload, basic_auth
+from gridbench.io.http import CHUNK, Payload, PhaseLog, basic_auth, run_clients
 from gridbench.io.service_model import ServiceSpec
-from gridbench.store.records import append_record
 
 RECORDS = "service.jsonl"
 #: answers that mean the operation was done
@@ -40,10 +38,9 @@ class _Round:
         spec: ServiceSpec,
         key: dict[str, Any],
         name: str,
-        log: Callable[[dict[str, Any]], None],
-        now: Callable[[], float],
+        log: PhaseLog,
     ) -> None:
-        self.spec, self.key, self.name, self.log, self.now = spec, key, name, log, now
+        self.spec, self.key, self.name, self.log, self.now = spec, key, name, log, log.now
         self.barrier = threading.Barrier(int(key["clients"]))
         self.payload = Payload(int(key["size"]))
         self.errors: list[str] = []
@@ -129,34 +126,17 @@ def run_service(
 ) -> None:
     """Every size, client count and reuse mode; a transport failure is one error naming
     the URL (the requests already recorded stay)."""
-    lock = threading.Lock()
-
-    def log(rec: dict[str, Any]) -> None:
-        with lock:
-            append_record(run_path / RECORDS, rec)
-
-    t_start = time.monotonic()
-
-    def now() -> float:
-        return time.monotonic() - t_start
-
+    log = PhaseLog(run_path / RECORDS)
     for size in spec.sizes:
         for n in spec.clients:
             for reuse in spec.reuse:
                 mode = "kept connections" if reuse else "a connection per request"
                 progress(f"service: {size} B, {n} client(s), {mode}")
                 key = {"size": size, "clients": n, "reuse": reuse}
-                rnd = _Round(spec, key, f"gridbench-io-{run_id}", log, now)
-                threads = [
-                    threading.Thread(target=rnd.client, args=(i,), name=f"gridbench-svc{i}")
-                    for i in range(n)
-                ]
-                t0 = now()
-                for t in threads:
-                    t.start()
-                for t in threads:
-                    t.join()
-                log({**key, "op": "round", "t0": t0, "t1": now(), "requests": rnd.done})
+                rnd = _Round(spec, key, f"gridbench-io-{run_id}", log)
+                t0 = log.now()
+                run_clients(rnd.client, n, "gridbench-svc")
+                log({**key, "op": "round", "t0": t0, "t1": log.now(), "requests": rnd.done})
                 if rnd.errors:
                     raise BackendError(
                         f"service request failed: {rnd.errors[0]}",
