@@ -98,8 +98,10 @@ class PingSeries(Series):
     rows: list[PingRow]
 
 
-class EchoRow(OpenModel):
-    calls: KeyCount
+class Latencies(OpenModel):
+    """Echo calls' latency figures over repetitions, of one series length or one client
+    count (:func:`gridbench.messaging.summaries._latencies`)."""
+
     reps: Count = None
     failed_reps: Count = None
     errors: list[Text] = []
@@ -108,8 +110,12 @@ class EchoRow(OpenModel):
     sd_ms: Num = None
     p50_ms: Num = None
     p99_ms: Num = None
-    total_ms: Spread | None = None
     rep_means_ms: list[Num] = []
+
+
+class EchoRow(Latencies):
+    calls: KeyCount
+    total_ms: Spread | None = None
 
 
 class EchoFloor(OpenModel):
@@ -129,18 +135,9 @@ class EchoSeries(Series):
     overhead: Flag = None
 
 
-class ScalePoint(OpenModel):
+class ScalePoint(Latencies):
     clients: KeyCount
-    reps: Count = None
-    failed_reps: Count = None
-    errors: list[Text] = []
-    n: Count = None
-    mean_ms: Num = None
-    sd_ms: Num = None
-    p50_ms: Num = None
-    p99_ms: Num = None
     client_sd_ms: Num = None
-    rep_means_ms: list[Num] = []
     hosts: Count = None
     total_clients: Count = None
     throughput_per_s: Num = None

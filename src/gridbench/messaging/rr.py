@@ -114,9 +114,26 @@ def _start_udp(
     raise BackendError(f"{role}: the UDP server {last}\n{log_tail(log)}", where=env.name)
 
 
-def _run(argv: list[str], secs: int, timeout: float) -> tuple[str, int]:
-    r = subprocess.run(argv, capture_output=True, timeout=secs + timeout, check=False)
-    return (r.stdout + r.stderr).decode("utf-8", "replace"), r.returncode
+def _measure(
+    rec: dict[str, Any],
+    argv: list[str],
+    secs: int,
+    timeout: float,
+    parse: Callable[[str], dict[str, Any]],
+    what: str,
+) -> None:
+    """Run ``argv`` (a ``secs``-second measurement), its figures into ``rec`` (``ok``), or
+    why not into ``rec["error"]``: it overran by ``timeout``, or ``parse`` refused its
+    output (a BackendError, said with the exit status)."""
+    try:
+        r = subprocess.run(argv, capture_output=True, timeout=secs + timeout, check=False)
+    except subprocess.TimeoutExpired:
+        rec["error"] = f"{what} took longer than {secs + timeout:g} s"
+        return
+    try:
+        rec.update(parse((r.stdout + r.stderr).decode("utf-8", "replace")), ok=True)
+    except BackendError as exc:
+        rec["error"] = f"{exc.message} (exit status {r.returncode})"
 
 
 def transactions(
@@ -153,13 +170,7 @@ def transactions(
             argv = [exe, "ping-pong", *tcp, "-i", via.host, "-p", str(via.port), "-m", str(size)]
             argv += ["-t", str(secs), "--full-rtt"]
             argv += ["--buffer-size", str(buf)] if buf is not None else []
-            try:
-                out, rc = _run(argv, secs, timeout)
-                rec.update(parse_transactions(out), ok=True)
-            except subprocess.TimeoutExpired:
-                rec["error"] = f"sockperf ping-pong took longer than {secs + timeout:g} s"
-            except BackendError as exc:
-                rec["error"] = f"{exc.message} (exit status {rc})"
+            _measure(rec, argv, secs, timeout, parse_transactions, "sockperf ping-pong")
             yield rec
     finally:
         stop_process(server)
@@ -196,13 +207,7 @@ def udp_stream(
         argv = [exe, "-c", via.host, "-p", str(via.port), "-u", "-J", "-t", str(secs)]
         argv += ["-b", bitrate, "-l", str(length)]
         argv += ["-w", str(buf)] if buf is not None else []
-        try:
-            out, rc = _run(argv, secs, timeout)
-            rec.update(parse_udp(out), ok=True)
-        except subprocess.TimeoutExpired:
-            rec["error"] = f"iperf3 -u took longer than {secs + timeout:g} s"
-        except BackendError as exc:
-            rec["error"] = f"{exc.message} (exit status {rc})"
+        _measure(rec, argv, secs, timeout, parse_udp, "iperf3 -u")
         return rec
     finally:
         stop_process(server)

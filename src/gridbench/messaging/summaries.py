@@ -62,6 +62,32 @@ def _ns(rs: Sequence[Record], field: str) -> list[int]:
     return [int(v) for r in rs if r.get("ok") for v in r[field]]
 
 
+def _by_series(records: Sequence[Record]) -> dict[Any, list[Record]]:
+    """Records by echo series: (transport, env, config)."""
+    return _groups(records, lambda r: (str(r["transport"]), str(r["env"]), str(r["config"])))
+
+
+def _latencies(rs: Sequence[Record]) -> tuple[dict[str, Any], list[Record]]:
+    """The latency figures of repetitions of echo calls (one series length, or one client
+    count), calls pooled: ``reps`` (those that succeeded), ``failed_reps``, ``errors``,
+    ``n`` (calls), ``mean_ms``, ``sd_ms``, ``p50_ms``, ``p99_ms`` and ``rep_means_ms``
+    (each repetition's mean); with the repetitions that succeeded."""
+    lat = _ns(rs, "lat_ns")
+    st = describe_ms(lat)
+    ok = [r for r in rs if r.get("ok") and r["lat_ns"]]
+    return {
+        "reps": len(ok),
+        "failed_reps": len(rs) - len(ok),
+        "errors": _errors(rs),
+        "n": len(lat),
+        "mean_ms": st["mean"],
+        "sd_ms": st["sd"],
+        "p50_ms": st["p50"],
+        "p99_ms": st["p99"],
+        "rep_means_ms": [float(np.mean(r["lat_ns"])) / 1e6 for r in ok],
+    }, ok
+
+
 def pingpong(
     records: Sequence[Record], floor: Sequence[Mapping[str, Any]], factor: float
 ) -> list[dict[str, Any]]:
@@ -137,29 +163,12 @@ def echo(
     """Series per (transport, env, config), one row per series length; the series' floor
     is sockperf at the payload size (or the next measured size up), in network configs."""
     out = []
-    for (transport, env, config), rs in _groups(
-        records, lambda r: (str(r["transport"]), str(r["env"]), str(r["config"]))
-    ).items():
+    for (transport, env, config), rs in _by_series(records).items():
         rows = []
         for (calls,), crs in sorted(_groups(rs, lambda r: (int(r["calls"]),)).items()):
-            lat = _ns(crs, "lat_ns")
-            st = describe_ms(lat)
-            ok = [r for r in crs if r.get("ok") and r["lat_ns"]]
-            rows.append(
-                {
-                    "calls": calls,
-                    "reps": len(ok),
-                    "failed_reps": len(crs) - len(ok),
-                    "errors": _errors(crs),
-                    "n": len(lat),
-                    "mean_ms": st["mean"],
-                    "sd_ms": st["sd"],
-                    "p50_ms": st["p50"],
-                    "p99_ms": st["p99"],
-                    "total_ms": spread([sum(r["lat_ns"]) / 1e6 for r in ok]),
-                    "rep_means_ms": [float(np.mean(r["lat_ns"])) / 1e6 for r in ok],
-                }
-            )
+            figures, ok = _latencies(crs)
+            total = spread([sum(r["lat_ns"]) / 1e6 for r in ok])
+            rows.append({"calls": calls, **figures, "total_ms": total})
         all_lat = _ns(rs, "lat_ns")
         mean = float(np.mean(all_lat)) / 1e6 if all_lat else None
         median = float(np.median(all_lat)) / 1e6 if all_lat else None
@@ -183,14 +192,11 @@ def echo_scaling(records: Sequence[Record]) -> list[dict[str, Any]]:
     """Per (transport, env, config): latency against the number of concurrent clients,
     and the growth curve of the mean (:func:`gridbench.growth.fit_growth`)."""
     out = []
-    for (transport, env, config), rs in _groups(
-        records, lambda r: (str(r["transport"]), str(r["env"]), str(r["config"]))
-    ).items():
+    for (transport, env, config), rs in _by_series(records).items():
         points = []
         for (clients,), crs in sorted(_groups(rs, lambda r: (int(r["clients"]),)).items()):
-            lat = _ns(crs, "lat_ns")
-            st = describe_ms(lat)
-            ok = [r for r in crs if r.get("ok") and r["lat_ns"]]
+            figures, ok = _latencies(crs)
+            mean = figures["mean_ms"]
             client_means = [v / 1e6 for r in ok for v in r.get("client_mean_ns") or []]
             hosts = max((int(r.get("hosts") or 1) for r in crs), default=1)
             points.append(
@@ -199,20 +205,10 @@ def echo_scaling(records: Sequence[Record]) -> list[dict[str, Any]]:
                     "hosts": hosts,
                     "total_clients": clients * hosts,
                     # a closed loop keeps one call per client in flight: X = N / R
-                    "throughput_per_s": clients * hosts / (st["mean"] / 1e3)
-                    if st["mean"]
-                    else None,
+                    "throughput_per_s": clients * hosts / (mean / 1e3) if mean else None,
                     **_placed(crs),
-                    "reps": len(ok),
-                    "failed_reps": len(crs) - len(ok),
-                    "errors": _errors(crs),
-                    "n": len(lat),
-                    "mean_ms": st["mean"],
-                    "sd_ms": st["sd"],
-                    "p50_ms": st["p50"],
-                    "p99_ms": st["p99"],
+                    **figures,
                     "client_sd_ms": spread(client_means)["sd"],
-                    "rep_means_ms": [float(np.mean(r["lat_ns"])) / 1e6 for r in ok],
                 }
             )
         good = [p for p in points if p["mean_ms"] is not None]
