@@ -329,6 +329,28 @@ def model_trials(p: Mapping[str, Any], kind: str) -> list[tuple[Json, Row]]:
     return [(t, m) for t, m in ts if m]
 
 
+def model_rows(
+    metrics: Mapping[str, Any], kind: str, rows_of: Callable[[Row, Row], list[Row]]
+) -> list[Row]:
+    """``rows_of(head, m)`` of each trial's ``kind`` object (a :func:`trial_head`), then,
+    when the point has several trials, of its summary's (a :func:`point_head`, valid when
+    any trial is)."""
+    rows: list[Row] = []
+    for p in points(metrics):
+        ts = model_trials(p, kind)
+        for t, m in ts:
+            rows += rows_of(trial_head(p, t), m)
+        summ = model_of(as_dict(p.get("summary")), kind)
+        if len(ts) > 1 and summ:
+            rows += rows_of(point_head(p, any(t.get("valid", True) for t, _ in ts)), summ)
+    return rows
+
+
+def mean_of(value: Any) -> float | None:
+    """A trial's number, or the mean of a point summary's rep object."""
+    return num(as_dict(value).get("mean")) if isinstance(value, Mapping) else num(value)
+
+
 def trial_head(p: Mapping[str, Any], t: Mapping[str, Any]) -> Row:
     """The columns a closed model's trial row starts with (level 'trial')."""
     return {

@@ -8,28 +8,14 @@ from typing import Any
 
 from gridbench.fmt import fmt_pct
 from gridbench.jobflow.report.build import Spec, TableDef, level_style, trial_cell
-from gridbench.jobflow.report.model import (
-    Row,
-    as_dict,
-    model_of,
-    model_trials,
-    num,
-    point_head,
-    points,
-    trial_head,
-)
-
-
-def _mean(v: Any) -> float | None:
-    """A trial's number, or a point summary's rep object's mean."""
-    return num(as_dict(v).get("mean")) if isinstance(v, Mapping) else num(v)
+from gridbench.jobflow.report.model import Row, as_dict, mean_of, model_rows
 
 
 def _kinds(kinds: Any) -> str:
     """'submit_rejected 12, job_failed 2' (a summary's kinds: their mean per trial)."""
     parts = []
     for k, v in as_dict(kinds).items():
-        n = _mean(v)
+        n = mean_of(v)
         if n:
             parts.append(f"{k} {n:g}")
     return ", ".join(parts)
@@ -45,9 +31,9 @@ def _attempt_rows(head: Row, m: Mapping[str, Any]) -> list[Row]:
             {
                 **head,
                 "attempt": key,
-                "submitted": _mean(a.get("submitted")),
-                "failed": _mean(a.get("failed")),
-                "failure_rate": _mean(a.get("failure_rate")),
+                "submitted": mean_of(a.get("submitted")),
+                "failed": mean_of(a.get("failed")),
+                "failure_rate": mean_of(a.get("failure_rate")),
                 "time_to_success": None,
                 "time_to_all": None,
                 "kinds": _kinds(a.get("kinds")),
@@ -58,11 +44,11 @@ def _attempt_rows(head: Row, m: Mapping[str, Any]) -> list[Row]:
             {
                 **head,
                 "attempt": "average",
-                "submitted": _mean(m.get("submissions")),
-                "failed": _mean(m.get("never_succeeded")),
-                "failure_rate": _mean(m.get("average_failure_rate")),
-                "time_to_success": _mean(m.get("time_to_success_s")),
-                "time_to_all": _mean(m.get("time_to_all_success_s")),
+                "submitted": mean_of(m.get("submissions")),
+                "failed": mean_of(m.get("never_succeeded")),
+                "failure_rate": mean_of(m.get("average_failure_rate")),
+                "time_to_success": mean_of(m.get("time_to_success_s")),
+                "time_to_all": mean_of(m.get("time_to_all_success_s")),
                 "kinds": "mean of the rates; failed: never succeeded",
             }
         )
@@ -72,16 +58,7 @@ def _attempt_rows(head: Row, m: Mapping[str, Any]) -> list[Row]:
 def retry_rows(metrics: Mapping[str, Any]) -> list[Row]:
     """Failure rate per attempt: per trial, and per point (means over its valid trials,
     each attempt over the trials that reached it) when it has several trials."""
-    rows: list[Row] = []
-    for p in points(metrics):
-        ts = model_trials(p, "retry")
-        for t, m in ts:
-            rows.extend(_attempt_rows(trial_head(p, t), m))
-        summ = model_of(as_dict(p.get("summary")), "retry")
-        if len(ts) > 1 and summ:
-            valid = any(t.get("valid", True) for t, _ in ts)
-            rows.extend(_attempt_rows(point_head(p, valid), summ))
-    return rows
+    return model_rows(metrics, "retry", _attempt_rows)
 
 
 def _pct(x: Any) -> str:

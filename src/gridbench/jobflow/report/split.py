@@ -7,32 +7,19 @@ from collections.abc import Mapping
 from typing import Any
 
 from gridbench.jobflow.report.build import Spec, TableDef, level_style, trial_cell
-from gridbench.jobflow.report.model import (
-    Row,
-    as_dict,
-    model_of,
-    model_trials,
-    num,
-    point_head,
-    points,
-    trial_head,
-)
-
-
-def _mean(v: Any) -> float | None:
-    return num(as_dict(v).get("mean")) if isinstance(v, Mapping) else num(v)
+from gridbench.jobflow.report.model import Row, mean_of, model_rows
 
 
 def _row(head: Row, m: Mapping[str, Any]) -> Row:
     eq = m.get("result_equal")
     return {
         **head,
-        "parts": _mean(m.get("parts")),
-        "serial_s": _mean(m.get("serial_s")),
-        "parallel_s": _mean(m.get("parallel_s")),
-        "speedup": _mean(m.get("speedup")),
-        "efficiency": _mean(m.get("efficiency")),
-        "overhead_s": _mean(m.get("overhead_s")),
+        "parts": mean_of(m.get("parts")),
+        "serial_s": mean_of(m.get("serial_s")),
+        "parallel_s": mean_of(m.get("parallel_s")),
+        "speedup": mean_of(m.get("speedup")),
+        "efficiency": mean_of(m.get("efficiency")),
+        "overhead_s": mean_of(m.get("overhead_s")),
         "result": "equal"
         if eq is True
         else "DIFFERS"
@@ -43,14 +30,7 @@ def _row(head: Row, m: Mapping[str, Any]) -> Row:
 
 def split_rows(metrics: Mapping[str, Any]) -> list[Row]:
     """Per trial, and per point when it has several trials."""
-    rows: list[Row] = []
-    for p in points(metrics):
-        ts = model_trials(p, "split")
-        rows += [_row(trial_head(p, t), m) for t, m in ts]
-        summ = model_of(as_dict(p.get("summary")), "split")
-        if len(ts) > 1 and summ:
-            rows.append(_row(point_head(p, any(t.get("valid", True) for t, _ in ts)), summ))
-    return rows
+    return model_rows(metrics, "split", lambda head, m: [_row(head, m)])
 
 
 def _pct(x: Any) -> str:
