@@ -99,6 +99,16 @@ class Rep(OpenModel):
     ci95: Num = None
 
 
+class Described(Rep):
+    """A sample described (``gridbench.stats.describe``): a rep's figures and the
+    percentiles."""
+
+    p50: Num = None
+    p90: Num = None
+    p99: Num = None
+    p999: Num = None
+
+
 class ThresholdResult(OpenModel):
     """One threshold's result (``gridbench.thresholds``; ``value`` and ``point`` are echoed
     from the spec as given, so they are not checked)."""

@@ -21,6 +21,7 @@ from gridbench.io.metrics_schema_posix import Conformance, IdentityCheck, Replay
 from gridbench.io.model import FileSharing
 from gridbench.schema import (
     Count,
+    Described,
     Flag,
     Num,
     OpenModel,
@@ -232,17 +233,6 @@ class HttpClients(OpenModel):
     failed: list[Text] = []
 
 
-class ServiceLatency(Latency):
-    """A service operation's latency in ms (the stats of gridbench.stats.describe)."""
-
-    n: Count = None
-    mean: Num = None
-    std: Num = None
-    min: Num = None
-    max: Num = None
-    ci95: Num = None
-
-
 class ServiceOp(OpenModel):
     """One service operation at one payload size, client count and reuse mode."""
 
@@ -252,7 +242,7 @@ class ServiceOp(OpenModel):
     reuse: Flag = None
     requests: Count = None
     failed: Count = None
-    latency_ms: ServiceLatency | None = None
+    latency_ms: Described | None = None
     failures: list[Text] = []
 
 

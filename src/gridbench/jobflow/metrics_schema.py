@@ -19,6 +19,7 @@ from typing import Any
 
 from gridbench.schema import (
     Count,
+    Described,
     Flag,
     Num,
     OpenModel,
@@ -55,21 +56,6 @@ class Chain(OpenModel):
 
 
 # --- one trial ---------------------------------------------------------------------------
-
-
-class Stats(OpenModel):
-    """Descriptive statistics of one latency (docs/metrics.md, "Latency")."""
-
-    n: Count = None
-    mean: Num = None
-    min: Num = None
-    max: Num = None
-    std: Num = None
-    p50: Num = None
-    p90: Num = None
-    p99: Num = None
-    p999: Num = None
-    ci95: Num = None
 
 
 class StageThroughput(OpenModel):
@@ -207,7 +193,7 @@ class Trial(OpenModel):
     status: Text = None
     offered_rate_per_s: Num = None
     jobs: dict[str, Count] = {}
-    latency: dict[str, Stats] = {}
+    latency: dict[str, Described] = {}  # docs/metrics.md, "Latency"
     throughput: dict[str, StageThroughput] = {}
     rates: Rates | None = None
     failures: dict[str, Count] = {}
