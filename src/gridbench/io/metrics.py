@@ -214,13 +214,7 @@ def http_summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def build_metrics(run: RunDir) -> dict[str, Any]:
     """The analysis of one io results directory."""
-    exp = run.read_experiment()
-    if exp.get("kind") != "io":
-        raise ResultsError(
-            "not a storage (io) results directory",
-            where=str(run.path),
-            fix="use 'gridbench report' for job-flow results",
-        )
+    exp = run.read_experiment_of("io", "storage (io)")
     raw_files.check(run, exp)  # lost raw data is refused, never analysed as a smaller run
     if raw_files.KEY not in exp:
         raw_files.require(run, "rows.jsonl", exp.get("status") in FINISHED)

@@ -107,13 +107,7 @@ def _notes(exp: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> list
 
 def build_metrics(run: RunDir) -> dict[str, Any]:
     """The analysis of one net results directory (see the module docstring)."""
-    exp = run.read_experiment()
-    if exp.get("kind") != "net":
-        raise ResultsError(
-            f"not a messaging (net) results directory (kind {exp.get('kind')!r})",
-            where=str(run.experiment_file),
-            fix="use 'gridbench report RUN', which finds the run's family by itself",
-        )
+    exp = run.read_experiment_of("net", "messaging (net)")
     raw_files.check(run, exp)  # lost records are refused, never analysed as a smaller run
     if raw_files.KEY not in exp:
         raw_files.require(run, RECORDS_FILE, exp.get("status") in FINISHED)

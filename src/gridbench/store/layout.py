@@ -230,6 +230,19 @@ class RunDir:
             result["status"] = run_state(result["status"])
         return result
 
+    def read_experiment_of(self, kind: str, what: str) -> dict[str, Any]:
+        """experiment.json (:meth:`read_experiment`) of a run of ``kind``, else one
+        ResultsError naming the file and the family (``what``: "storage (io)")."""
+        exp = self.read_experiment()
+        if exp.get("kind") != kind:
+            raise ResultsError(
+                f"not a {what} results directory (kind {exp.get('kind')!r})",
+                where=str(self.experiment_file),
+                fix="use 'gridbench analyze RUN' or 'gridbench report RUN': each finds the "
+                "run's family by itself",
+            )
+        return exp
+
     def read_spec(self) -> tuple[str, Any]:
         """The spec as run: its YAML text and the parsed document ('' and None when the run
         has no spec.yaml). The file is foreign input: bad YAML is a ResultsError."""

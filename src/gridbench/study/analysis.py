@@ -264,13 +264,7 @@ def _spec_of(run: RunDir) -> StudySpec:
 
 def analyze_and_write(run: RunDir) -> dict[str, Any]:
     """Analyse one study run (its spec.yaml and study.jsonl) and write RUN/metrics.json."""
-    exp = run.read_experiment()
-    if exp.get("kind") != "study":
-        raise ResultsError(
-            f"not a study results directory (kind {exp.get('kind')!r})",
-            where=str(run.experiment_file),
-            fix="use 'gridbench analyze RUN', which finds the run's family by itself",
-        )
+    exp = run.read_experiment_of("study", "study")
     if rec.log_missing(run.path):  # never a valid-looking empty study over lost answers
         raise ResultsError(
             f"the study's answer log {rec.LOG_FILE} is missing: its answers are lost",
