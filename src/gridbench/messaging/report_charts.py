@@ -44,6 +44,25 @@ def _sizes(metrics: Mapping[str, Any]) -> tuple[float, float] | None:
     return (min(sizes), max(sizes)) if sizes else None
 
 
+def _floor_line(
+    fig: go.Figure, envs: list[str], env: str, x: list[Any], y: list[Any], name: str
+) -> None:
+    """The network's floor in ``env``: a black line, dashed by the environment."""
+    dash = _DASHES[envs.index(env) % len(_DASHES)]
+    line = {"dash": dash, "color": "#000000"}
+    fig.add_scatter(x=x, y=y, mode="lines", name=ptext(name), line=line)
+
+
+def _against_size(fig: go.Figure, y_title: str) -> None:
+    """Log-log axes: message size across, ``y_title`` up."""
+    fig.update_layout(
+        template=TEMPLATE,
+        xaxis={"type": "log", "title": "message size (bytes, log)"},
+        yaxis={"type": "log", "title": y_title},
+        height=460,
+    )
+
+
 def rtt_chart(metrics: Mapping[str, Any]) -> Chart | None:
     """Mean RTT against message size, log–log; one line per transport × environment,
     sockperf's RTT per environment dashed."""
@@ -67,22 +86,12 @@ def rtt_chart(metrics: Mapping[str, Any]) -> Chart | None:
     for f in _list(metrics, "floor"):
         if str(f.get("env")) not in envs:
             continue
-        dash = _DASHES[envs.index(str(f.get("env"))) % len(_DASHES)]
         pts = [p for p in f.get("sockperf", []) if p["size_bytes"] > 0 and _mean(p["rtt_ms"])]
         if pts:
-            fig.add_scatter(
-                x=[p["size_bytes"] for p in pts],
-                y=[p["rtt_ms"]["mean"] for p in pts],
-                mode="lines",
-                name=ptext(f"floor (sockperf) · {f['env']}"),
-                line={"dash": dash, "color": "#000000"},
-            )
-    fig.update_layout(
-        template=TEMPLATE,
-        xaxis={"type": "log", "title": "message size (bytes, log)"},
-        yaxis={"type": "log", "title": "mean RTT (ms, log)"},
-        height=460,
-    )
+            x = [p["size_bytes"] for p in pts]
+            y = [p["rtt_ms"]["mean"] for p in pts]
+            _floor_line(fig, envs, str(f["env"]), x, y, f"floor (sockperf) · {f['env']}")
+    _against_size(fig, "mean RTT (ms, log)")
     return _chart(
         "rtt-size",
         "Round-trip time against message size",
@@ -116,21 +125,10 @@ def speed_chart(metrics: Mapping[str, Any]) -> Chart | None:
     for f in _list(metrics, "floor"):
         one = [i["mb_s"] for i in f.get("iperf3", []) if i["streams"] == 1 and i.get("mb_s")]
         if one and str(f.get("env")) in envs:
-            dash = _DASHES[envs.index(str(f.get("env"))) % len(_DASHES)]
             level = sum(one) / len(one)
-            fig.add_scatter(
-                x=list(span),
-                y=[level, level],
-                mode="lines",
-                name=ptext(f"floor (iperf3 -P 1) · {f['env']}"),
-                line={"dash": dash, "color": "#000000"},
-            )
-    fig.update_layout(
-        template=TEMPLATE,
-        xaxis={"type": "log", "title": "message size (bytes, log)"},
-        yaxis={"type": "log", "title": "speed (MB/s, log)"},
-        height=460,
-    )
+            label = f"floor (iperf3 -P 1) · {f['env']}"
+            _floor_line(fig, envs, str(f["env"]), list(span), [level, level], label)
+    _against_size(fig, "speed (MB/s, log)")
     return _chart(
         "speed-size",
         "Ping-pong speed against message size",
