@@ -100,7 +100,8 @@ def synthetic(root: Path, n: int, tmp: Path) -> str:
     from gridbench.campaign.documents import write_documents
     from gridbench.campaign.folder import CampaignDir
     from gridbench.campaign.model import parse_campaign, resolve_units
-    from gridbench.campaign.runner import CampaignRunner, Plan
+    from gridbench.campaign.run_plan import Plan
+    from gridbench.campaign.runner import CampaignRunner
 
     (tmp / "unit.yaml").write_text(SPEC, encoding="utf-8")
     text = campaign_text(n)

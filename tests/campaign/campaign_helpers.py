@@ -135,7 +135,8 @@ def synthetic_campaign(root: Path, tmp: Path, n: int, *, finish: bool = True) ->
     with no run behind them (what the dashboard's page reads is the campaign's own)."""
     from gridbench.campaign.documents import write_documents
     from gridbench.campaign.model import parse_campaign, resolve_units
-    from gridbench.campaign.runner import CampaignRunner, Plan
+    from gridbench.campaign.run_plan import Plan
+    from gridbench.campaign.runner import CampaignRunner
 
     jobflow_spec(tmp, "unit.yaml")
     units_text = "\n".join(

@@ -177,7 +177,8 @@ def test_documents_escape_hostile_text() -> None:
 def test_a_campaign_file_that_changed_cannot_resume_its_unfinished_campaign(
     tmp_path: Path,
 ) -> None:
-    from gridbench.campaign.runner import CampaignRunner, Plan
+    from gridbench.campaign.run_plan import Plan
+    from gridbench.campaign.runner import CampaignRunner
 
     jobflow_spec(tmp_path)
     camp = tmp_path / "c.yaml"

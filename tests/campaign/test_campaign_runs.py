@@ -165,7 +165,8 @@ def test_kill_9_during_the_second_unit_then_run_again(tmp_path: Path) -> None:
     try:
         base = results / "campaigns"
         end = time.monotonic() + 300
-        while time.monotonic() < end and not (base.is_dir() and any(base.iterdir())):
+        # the folder is made a moment before its campaign.json: wait for a whole campaign
+        while time.monotonic() < end and not (base.is_dir() and campaign_dirs(results)):
             time.sleep(0.2)
         [folder] = campaign_dirs(results)
         evs = _wait_for(

@@ -13,9 +13,17 @@ back through the family (``exit_code``, ``verdict``, ``report``, ``figures``).
 
 Modules: ``model`` (the campaign file, checked with file:line and the fix), ``units``
 (each unit as its family's command: validate, plan, run), ``folder`` (the campaign
-folder in the results store, its append-only log, links to the units' run folders),
-``runner`` (running, suspension, resumption), ``verdicts`` (each run against its pass
+folder in the results store, its append-only log, links to the units' run folders);
+running: ``run_plan`` (every unit and repetition, checked and estimated), ``session``
+(the folder a run resumes or makes, its state after every event), ``runner`` (starting,
+watching and ending the units' processes, suspension, resumption), ``ordering`` (which
+unit may start now), ``run_folders`` (the run folder a unit made), ``processes`` (a
+unit's process and its group); judging: ``verdicts`` (each run against its pass
 criteria; the incidents), ``previous`` (the comparison with the previous campaign and the
-trend), ``documents`` and ``render`` (the IEEE 829 documents, HTML and Markdown),
+trend); the IEEE 829 documents: ``view`` (the campaign read once from its folder),
+``document_parts`` (links, identifiers and sentences they share), ``plan_documents``
+(index, test plan), ``case_documents`` (test designs, test cases), ``log_documents``
+(test log, incident reports), ``summary_document`` (test summary report),
+``documents`` (all of them written, with summary.json), ``render`` (HTML and Markdown);
 ``command`` (the CLI), ``exclude`` (``gridbench exclude|include``), ``cleanup``.
 """

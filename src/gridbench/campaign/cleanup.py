@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gridbench.campaign.folder import CampaignDir, find_campaign, replay
-from gridbench.campaign.runner import alive, stop_group
+from gridbench.campaign.processes import alive, stop_group
 from gridbench.errors import GridbenchError
 from gridbench.family import Cleanable, CleanupOutcome, family_of
 from gridbench.states import FINISHED

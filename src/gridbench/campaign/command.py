@@ -82,7 +82,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_plan(args: argparse.Namespace) -> int:
     from rich.table import Table
 
-    from gridbench.campaign.runner import prepare
+    from gridbench.campaign.run_plan import prepare
     from gridbench.errors import EXIT_INPUT, EXIT_OK
     from gridbench.fmt import safe_markup
     from gridbench.units import format_duration
@@ -149,7 +149,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from gridbench.campaign.documents import write_documents
     from gridbench.campaign.folder import INTERRUPTED
-    from gridbench.campaign.runner import CampaignRunner, plan_of
+    from gridbench.campaign.run_plan import plan_of
+    from gridbench.campaign.runner import CampaignRunner
     from gridbench.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_THRESHOLD
     from gridbench.fmt import safe_markup, visible
 
@@ -176,7 +177,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _show(con: Any, view: Any) -> None:
     from rich.table import Table
 
-    from gridbench.campaign.documents import _outcome_sentence
+    from gridbench.campaign.document_parts import outcome_sentence
     from gridbench.fmt import safe_markup
     from gridbench.states import TERMINAL_STYLES
 
@@ -201,7 +202,7 @@ def _show(con: Any, view: Any) -> None:
         )
     con.print(t)
     incidents = view.incidents.items
-    con.print(f"{safe_markup(_outcome_sentence(view))}; {len(incidents)} incident(s)")
+    con.print(f"{safe_markup(outcome_sentence(view))}; {len(incidents)} incident(s)")
     for i in incidents:
         con.print(
             f"  {i.id} [{'red' if i.severity != 'minor' else 'yellow'}]{i.severity}[/] "
@@ -247,9 +248,9 @@ def _campaign_of(args: argparse.Namespace) -> Any:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from gridbench.campaign.documents import load_view
     from gridbench.campaign.folder import RUNNING
-    from gridbench.campaign.runner import alive
+    from gridbench.campaign.processes import alive
+    from gridbench.campaign.view import load_view
     from gridbench.errors import EXIT_OK
     from gridbench.fmt import safe_markup
 

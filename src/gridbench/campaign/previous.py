@@ -69,6 +69,11 @@ class Previous:
         return {"campaign": self.campaign, "units": [u.to_dict() for u in self.units]}
 
 
+def relative_text(x: float | None) -> str:
+    """A relative change as a signed percentage ("–" when unknown)."""
+    return "–" if x is None else f"{x * 100:+.1f}%"
+
+
 def previous_of(folder: CampaignDir) -> CampaignDir | None:
     """The newest earlier campaign of the same name that finished (complete or
     suspended)."""

@@ -50,7 +50,7 @@ def _summary(c: CampaignDir) -> dict[str, Any] | None:
 
 
 def _alive(state: dict[str, Any]) -> bool:
-    from gridbench.campaign.runner import alive
+    from gridbench.campaign.processes import alive
 
     runner = _dict(state.get("runner"))
     return alive(runner.get("pid"), runner.get("create_time"))

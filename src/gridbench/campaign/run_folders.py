@@ -1,0 +1,55 @@
+"""The run folder a unit's process made in the results store: new since it started,
+named after the unit's spec (``<stamp>-<name>``, ``-2`` …), a folder (never a link), and
+no other attempt's."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Set
+from datetime import UTC, datetime
+from pathlib import Path
+
+from gridbench.store.layout import slug
+
+
+def names(root: Path) -> set[str]:
+    """Every name at the results root (none when it cannot be read)."""
+    try:
+        return {e.name for e in os.scandir(root)}
+    except OSError:
+        return set()
+
+
+def stamp_of(iso: str) -> str | None:
+    """An ISO time as a run folder's stamp (``YYYYmmddTHHMMSSZ``), or None."""
+    try:
+        return datetime.fromisoformat(iso).astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
+    except ValueError:
+        return None
+
+
+def find_run(
+    root: Path,
+    run_name: str,
+    before: Set[str],
+    claimed: Set[str],
+    since: str | None = None,
+) -> str | None:
+    """The first run folder of ``run_name`` at ``root`` that is not among ``before`` (the
+    names there when the unit started) or ``claimed`` (other attempts'), made no earlier
+    than ``since``; None when there is none yet."""
+    pattern = re.compile(rf"^(\d{{8}}T\d{{6}}Z)-{re.escape(slug(run_name))}(-\d+)?$")
+    stamp = stamp_of(since) if since else None
+    found = []
+    for name in names(root) - before:
+        m = pattern.match(name)
+        if m is None or name in claimed:
+            continue
+        path = root / name
+        if not path.is_dir():
+            continue
+        if stamp is not None and m.group(1) < stamp:
+            continue
+        found.append(name)
+    return min(found) if found else None
