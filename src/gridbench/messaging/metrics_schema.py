@@ -98,13 +98,19 @@ class PingSeries(Series):
     rows: list[PingRow]
 
 
-class Latencies(OpenModel):
-    """Echo calls' latency figures over repetitions, of one series length or one client
-    count (:func:`gridbench.messaging.summaries._latencies`)."""
+class Repeated(OpenModel):
+    """A figure's repetitions: how many succeeded and failed, the failures' errors
+    (:func:`gridbench.messaging.summaries._reps`)."""
 
     reps: Count = None
     failed_reps: Count = None
     errors: list[Text] = []
+
+
+class Latencies(Repeated):
+    """Echo calls' latency figures over repetitions, of one series length or one client
+    count (:func:`gridbench.messaging.summaries._latencies`)."""
+
     n: Count = None
     mean_ms: Num = None
     sd_ms: Num = None
@@ -183,11 +189,8 @@ class Timeline(OpenModel):
     completed: list[Num] = []
 
 
-class Burst(Series):
+class Burst(Series, Repeated):
     calls: Count = None
-    reps: Count = None
-    failed_reps: Count = None
-    errors: list[Text] = []
     responses_min: Count = None
     enqueue_ms: Spread | None = None
     first_ms: Spread | None = None
@@ -207,15 +210,12 @@ class TransferFloor(OpenModel):
     ratio: Num = None
 
 
-class Transfer(OpenModel):
+class Transfer(Repeated):
     tool: KeyText
     env: KeyText
     direction: KeyText
     streams: KeyCount
     bytes: Count = None
-    reps: Count = None
-    failed_reps: Count = None
-    errors: list[Text] = []
     mb_s: Spread | None = None
     samples_mb_s: list[Num] = []
     floor: TransferFloor | None = None

@@ -58,6 +58,12 @@ def _errors(rs: Sequence[Record]) -> list[str]:
     return list(dict.fromkeys(str(r.get("error") or "failed") for r in rs if not r.get("ok")))
 
 
+def _reps(rs: Sequence[Record], ok: Sequence[Record]) -> dict[str, Any]:
+    """Of repetitions ``rs``: how many succeeded (``ok``) and failed, and the failures'
+    errors, each once."""
+    return {"reps": len(ok), "failed_reps": len(rs) - len(ok), "errors": _errors(rs)}
+
+
 def _ns(rs: Sequence[Record], field: str) -> list[int]:
     return [int(v) for r in rs if r.get("ok") for v in r[field]]
 
@@ -76,9 +82,7 @@ def _latencies(rs: Sequence[Record]) -> tuple[dict[str, Any], list[Record]]:
     st = describe_ms(lat)
     ok = [r for r in rs if r.get("ok") and r["lat_ns"]]
     return {
-        "reps": len(ok),
-        "failed_reps": len(rs) - len(ok),
-        "errors": _errors(rs),
+        **_reps(rs, ok),
         "n": len(lat),
         "mean_ms": st["mean"],
         "sd_ms": st["sd"],
@@ -311,9 +315,7 @@ def burst(records: Sequence[Record]) -> list[dict[str, Any]]:
                 "transport": transport,
                 "env": env,
                 "calls": calls,
-                "reps": len(ok),
-                "failed_reps": len(rs) - len(ok),
-                "errors": _errors(rs),
+                **_reps(rs, ok),
                 "responses_min": min((len(r["arrival_ns"]) for r in ok), default=None),
                 "enqueue_ms": spread([r["enqueue_ns"] / 1e6 for r in ok]),
                 "rep_enqueue_ms": [r["enqueue_ns"] / 1e6 for r in ok],
@@ -365,9 +367,7 @@ def transfer(
                 "direction": direction,
                 "streams": streams,
                 "bytes": size,
-                "reps": len(ok),
-                "failed_reps": len(rs) - len(ok),
-                "errors": _errors(rs),
+                **_reps(rs, ok),
                 "mb_s": mb,
                 "samples_mb_s": speeds,
                 "floor": (
