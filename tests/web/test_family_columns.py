@@ -8,7 +8,7 @@ from typing import Any
 
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
-from gridbench.family import MetricSample
+from gridbench.family.dashboard import MetricSample
 from gridbench.web.metrics import exposition, make_registry
 from gridbench.web.routes.experiments import matches
 from gridbench.web.runs import catalogued, list_columns

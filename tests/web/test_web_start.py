@@ -7,7 +7,8 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
-from gridbench.family import StartsFromSpec, WebPages, family
+from gridbench.family import StartsFromSpec, family
+from gridbench.family.dashboard import WebPages
 from gridbench.web.app import WebConfig, create_app
 from gridbench.web.security import CSRF_COOKIE
 

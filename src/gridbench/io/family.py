@@ -6,15 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from gridbench.family import (
-    CatalogueEntry,
-    CleanupOutcome,
-    ComparableFamily,
-    StartsFromSpecAt,
-    not_applicable,
-    status_exit_code,
-    status_verdict,
-)
+from gridbench.family import CatalogueEntry, CleanupOutcome, not_applicable
+from gridbench.family.module_family import ComparableFamily, StartsFromSpecAt
+from gridbench.family.verdicts import status_exit_code, status_verdict
 
 if TYPE_CHECKING:
     from gridbench.sections import Report

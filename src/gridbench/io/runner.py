@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gridbench.errors import BackendError, GridbenchError, ResultsError
-from gridbench.family import recorded_end, runner_identity
+from gridbench.family import runner_identity
+from gridbench.family.verdicts import recorded_end
 from gridbench.io import bonnie as bon
 from gridbench.io import cache
 from gridbench.io.fio import FioJob, find_fio, fio_argv, fio_timeout, job_file_text, run_fio

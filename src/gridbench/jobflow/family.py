@@ -14,13 +14,11 @@ from gridbench.family import (
     CatalogueColumn,
     CatalogueEntry,
     CleanupOutcome,
-    LiveMetric,
-    Pages,
     RunSize,
     Ui,
     ValidityRule,
-    WebContext,
 )
+from gridbench.family.dashboard import LiveMetric, Pages, WebContext
 from gridbench.sections import Report
 from gridbench.states import FAIL, INVALID, PASS
 

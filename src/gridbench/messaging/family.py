@@ -7,14 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from gridbench.family import (
-    CatalogueEntry,
-    CleanupOutcome,
-    ComparableFamily,
-    StartsFromSpecAt,
-    status_exit_code,
-    status_verdict,
-)
+from gridbench.family import CatalogueEntry, CleanupOutcome
+from gridbench.family.module_family import ComparableFamily, StartsFromSpecAt
+from gridbench.family.verdicts import status_exit_code, status_verdict
 
 if TYPE_CHECKING:  # light at import: the command line loads every family (--help)
     from gridbench.sections import Report

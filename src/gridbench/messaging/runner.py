@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from gridbench.errors import GridbenchError
-from gridbench.family import recorded_end, runner_identity
+from gridbench.family import runner_identity
+from gridbench.family.verdicts import recorded_end
 from gridbench.messaging import patterns, scaling, transfers
 from gridbench.messaging.environments import NetEnvironment
 from gridbench.messaging.load import load_net_spec_text

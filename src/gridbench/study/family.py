@@ -8,15 +8,10 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
-from gridbench.family import (
-    CatalogueEntry,
-    ComparableFamily,
-    Pages,
-    WebContext,
-    lazy,
-    status_exit_code,
-    status_verdict,
-)
+from gridbench.family import CatalogueEntry
+from gridbench.family.dashboard import Pages, WebContext
+from gridbench.family.module_family import ComparableFamily, lazy
+from gridbench.family.verdicts import status_exit_code, status_verdict
 
 SCHEMA = "gridbench.study/1"
 
@@ -39,14 +34,15 @@ class Study(ComparableFamily):
     figures_at = "gridbench.study.analysis:figures"  # per-tool SUS scores and task times
 
     def web_pages(self, web: WebContext) -> Pages:
-        """The participant, admin and observer pages (:class:`~gridbench.family.WebPages`),
-        imported only when a dashboard is made."""
+        """The participant, admin and observer pages
+        (:class:`~gridbench.family.dashboard.WebPages`), imported only when a dashboard is made."""
         pages: Pages = lazy("gridbench.study.web_pages:pages")(web)
         return pages
 
     def run_pages(self, run_id: str) -> tuple[tuple[str, str], ...]:
-        """The admin and observer pages of a study run (:class:`~gridbench.family.RunPages`):
-        a study being delivered is "running" without a runner, its pages serve it."""
+        """The admin and observer pages of a study run
+        (:class:`~gridbench.family.dashboard.RunPages`): a study being delivered is "running"
+        without a runner, its pages serve it."""
         rid = quote(run_id, safe="")
         return (
             ("Study admin page", f"/studies/{rid}"),

@@ -1,7 +1,7 @@
 """The study's pages in the dashboard: the participant's session, the admin page and the
 observer page (docs/study.md). The dashboard includes them through the family's
-:class:`~gridbench.family.WebPages` seam (``Study.web_pages``), handing in the
-:class:`~gridbench.family.WebContext` that renders templates and finds runs: nothing here
+:class:`~gridbench.family.dashboard.WebPages` seam (``Study.web_pages``), handing in the
+:class:`~gridbench.family.dashboard.WebContext` that renders templates and finds runs: nothing here
 imports the web layer.
 
 The participant pages (``/p/<run>/<secret>``) need no admin token: the secret in the URL
@@ -27,7 +27,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from gridbench.errors import GridbenchError
-from gridbench.family import Pages, WebContext
+from gridbench.family.dashboard import Pages, WebContext
 from gridbench.store.catalogue import is_run_name
 from gridbench.store.layout import EXPERIMENT_FILE, RunDir
 from gridbench.study.answers import AnswerError, StepConflict

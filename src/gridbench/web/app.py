@@ -1,6 +1,6 @@
 """The dashboard's FastAPI application: it builds the app, its shared state and includes
 the routers of each concern (web/routes/) and of each family with pages of its own
-(:class:`~gridbench.family.WebPages`: job flow's /new, presets and agents, the study's).
+(:class:`~gridbench.family.dashboard.WebPages`: job flow's /new, presets and agents, the study's).
 
 The same results store and runners as the CLI: pages read RUN directories through the
 store, runs a family's pages start go through the family's runner on the run manager,
@@ -20,7 +20,8 @@ from fastapi.staticfiles import StaticFiles
 from starlette.formparsers import MultiPartException
 
 from gridbench import __version__
-from gridbench.family import WebPages, families
+from gridbench.family import families
+from gridbench.family.dashboard import WebPages
 from gridbench.listing import catalogue
 from gridbench.web.compare_view import warm_samples
 from gridbench.web.dashboard import Dashboard, WebConfig
@@ -40,7 +41,7 @@ __all__ = ["WebConfig", "create_app"]
 
 #: the dashboard's own pages, for runs of every family (analyse is any family's; stop,
 #: abort and the event stream are the run manager's, whatever started the run); a
-#: family's own pages come through :class:`~gridbench.family.WebPages`
+#: family's own pages come through :class:`~gridbench.family.dashboard.WebPages`
 ROUTERS = (auth, experiments, run_control, start, compare, metrics, campaigns)
 WARM_RECENT = 20
 WARM_SAMPLES = 5

@@ -8,10 +8,10 @@ from typing import Any
 from fastapi import Request
 from fastapi.responses import JSONResponse
 
-from gridbench.family import STRING as STRING  # re-exported: the dashboard's pages use them
-from gridbench.family import body_doc as body_doc
-from gridbench.family import error_dict as error_dict
-from gridbench.family import form_doc as form_doc
+from gridbench.family.dashboard import STRING as STRING
+from gridbench.family.dashboard import body_doc as body_doc
+from gridbench.family.dashboard import error_dict as error_dict
+from gridbench.family.dashboard import form_doc as form_doc
 
 MAX_JSON_DEPTH = 32  # nesting of posted JSON (a spec is a few levels deep)
 

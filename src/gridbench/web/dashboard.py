@@ -73,7 +73,7 @@ def plotly_bytes() -> tuple[bytes, str]:
 
 
 class Dashboard:
-    """The state every page shares; it is also the :class:`gridbench.family.WebContext`
+    """The state every page shares; it is also the :class:`gridbench.family.dashboard.WebContext`
     that a family's own pages receive (``root``, ``render``, ``resolve``, ``error``, the run
     manager as ``runs``, the checks' slots, ``json_body``)."""
 
@@ -101,7 +101,7 @@ class Dashboard:
 
     @property
     def runs(self) -> RunManager:
-        """The run manager (:class:`gridbench.family.LiveRuns` to a family's pages)."""
+        """The run manager (:class:`gridbench.family.dashboard.LiveRuns` to a family's pages)."""
         return self.manager
 
     async def json_body(self, request: Request) -> tuple[Any, JSONResponse | None]:

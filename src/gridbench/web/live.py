@@ -1,6 +1,6 @@
 """Live state of a run the dashboard's run manager drives, pushed to listeners.
 
-:class:`LiveRun` is the run's :class:`~gridbench.family.LiveSink`: its state, recent
+:class:`LiveRun` is the run's :class:`~gridbench.family.dashboard.LiveSink`: its state, recent
 messages and the family's part of the view (the runner's snapshot, drawn by the family's
 own template and script). Every change is pushed at once to each subscriber's queue (the
 server-sent-event streams); nothing polls. Everything here runs on the event loop of the
@@ -14,7 +14,7 @@ import time
 from collections import deque
 from typing import Any
 
-from gridbench.family import LiveRunner
+from gridbench.family.dashboard import LiveRunner
 from gridbench.states import FINISHED, state_tone
 
 #: Events a slow listener may fall behind before it is sent a fresh snapshot instead.

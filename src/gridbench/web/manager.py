@@ -1,6 +1,6 @@
 """Runs several experiments at once in the server's event loop, each its own asyncio task.
 
-A family's pages hand the manager a :class:`~gridbench.family.LiveRunner` (job flow's: its
+A family's pages hand the manager a :class:`~gridbench.family.dashboard.LiveRunner` (job flow's: its
 own runner, backend and safety caps); ``max_running`` of them run at a time and the rest
 queue. ``abort`` calls the runner's abort hook, the CLI's first Ctrl-C (stop submitting,
 cancel outstanding work, finalise the record); a second abort is its second Ctrl-C (cancel
@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from gridbench.errors import GridbenchError
-from gridbench.family import LiveRunner
-from gridbench.family import QueueFull as QueueFull  # re-exported: the pages catch it
+from gridbench.family.dashboard import LiveRunner
+from gridbench.family.dashboard import QueueFull as QueueFull
 from gridbench.pipeline import analyze_and_report
 from gridbench.store.layout import now_iso
 from gridbench.web.live import LiveRun

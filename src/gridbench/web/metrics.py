@@ -10,7 +10,8 @@ from prometheus_client.openmetrics.exposition import CONTENT_TYPE_LATEST, genera
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from gridbench.errors import GridbenchError
-from gridbench.family import LiveMetered, LiveMetric, MetricSource, available, family
+from gridbench.family import available, family
+from gridbench.family.dashboard import LiveMetered, LiveMetric, MetricSource
 from gridbench.web.live import LiveRun
 
 #: every sample's first labels: the run's id and name
@@ -19,7 +20,8 @@ RUN_LABELS = ["experiment", "name"]
 
 def declared() -> list[LiveMetric]:
     """The live metric families of every installed family that has some
-    (:class:`~gridbench.family.LiveMetered`); a family that cannot be loaded declares none."""
+    (:class:`~gridbench.family.dashboard.LiveMetered`); a family that cannot be loaded declares
+    none."""
     found: list[LiveMetric] = []
     for name in available():
         try:

@@ -37,5 +37,6 @@ def in_dashboard_terms(text: str) -> str:
 
 
 def error_in_dashboard_terms(error: dict[str, str]) -> dict[str, str]:
-    """:func:`gridbench.family.error_dict`'s dict with :func:`in_dashboard_terms` applied."""
+    """:func:`gridbench.family.dashboard.error_dict`'s dict with :func:`in_dashboard_terms`
+    applied."""
     return {k: in_dashboard_terms(v) if isinstance(v, str) else v for k, v in error.items()}

@@ -37,15 +37,8 @@ from gridbench.errors import (
     ResultsError,
     SpecError,
 )
-from gridbench.family import (
-    CatalogueColumn,
-    CatalogueEntry,
-    Figure,
-    Pages,
-    Ui,
-    ValidityRule,
-    WebContext,
-)
+from gridbench.family import CatalogueColumn, CatalogueEntry, Figure, Ui, ValidityRule
+from gridbench.family.dashboard import Pages, WebContext
 from gridbench.sections import (
     Chart,
     Column,

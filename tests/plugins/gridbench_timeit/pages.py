@@ -7,7 +7,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from gridbench.family import Pages, WebContext
+from gridbench.family.dashboard import Pages, WebContext
 from gridbench.store.catalogue import list_runs
 
 KIND = "timeit"

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from gridbench.errors import GridbenchError
-from gridbench.family import error_dict, form_doc
+from gridbench.family.dashboard import error_dict, form_doc
 from gridbench.jobflow.experiment.agent_check import STEP_NAMES, check_agents
 from gridbench.jobflow.web import agents_page
 from gridbench.jobflow.web.new_run import checks_busy

@@ -1,13 +1,14 @@
 """A job-flow run in the dashboard: the runner its pages hand the dashboard's run manager
-(:class:`JobFlowRun`, a :class:`~gridbench.family.LiveRunner`), and its live view, fed by
-the experiment runner's observer.
+(:class:`JobFlowRun`, a :class:`~gridbench.family.dashboard.LiveRunner`), and its live
+view, fed by the experiment runner's observer.
 
 :class:`JobFlowLive` keeps counters per trial, a bounded history of chart samples (offered
 against achieved submission rate, submit latency, failures, jobs per client-visible
 stage, client CPU) and each agent's counters when the load runs on agents (``load.agents``
-as a block). Every change goes at once to the dashboard's :class:`~gridbench.family.LiveSink`,
-which pushes it to each listener (the server-sent-event streams); nothing polls. Everything
-here runs on the event loop of the server, the same loop as the runner.
+as a block). Every change goes at once to the dashboard's
+:class:`~gridbench.family.dashboard.LiveSink`, which pushes it to each listener (the
+server-sent-event streams); nothing polls. Everything here runs on the event loop of the
+server, the same loop as the runner.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any, cast
 import numpy as np
 import psutil
 
-from gridbench.family import LiveSink, MetricSample, RunEnd
+from gridbench.family.dashboard import LiveSink, MetricSample, RunEnd
 from gridbench.jobflow.backends.base import (
     Backend,
     BulkSubmitter,
@@ -312,7 +313,7 @@ class JobFlowLive:
 
 class JobFlowRun:
     """A planned job-flow experiment as the dashboard's run manager drives it
-    (:class:`~gridbench.family.LiveRunner`): its results folder is made at once (so it has
+    (:class:`~gridbench.family.dashboard.LiveRunner`): its results folder is made at once (so it has
     an id), its backend is wrapped to be measured, and the live view is its observer."""
 
     live_template = "jobflow_live.html"  # this package's templates/

@@ -1,14 +1,15 @@
-"""Job flow's figures on the dashboard's ``/metrics`` (:class:`~gridbench.family.LiveMetered`):
-each live trial's job counters and the latest chart sample's rates, read from the live
-view (:class:`~gridbench.jobflow.web.live.JobFlowLive`) at each scrape. The names are
-the ones Prometheus and Grafana have scraped since the dashboard first had ``/metrics``."""
+"""Job flow's figures on the dashboard's ``/metrics``
+(:class:`~gridbench.family.dashboard.LiveMetered`): each live trial's job counters and the
+latest chart sample's rates, read from the live view
+(:class:`~gridbench.jobflow.web.live.JobFlowLive`) at each scrape. The names are the ones
+Prometheus and Grafana have scraped since the dashboard first had ``/metrics``."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from gridbench.family import LiveMetric, MetricSample
+from gridbench.family.dashboard import LiveMetric, MetricSample
 
 #: each trial's counters (``gridbench_trial_jobs_<key>``), as the live view's trial rows
 #: hold them

@@ -12,7 +12,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from starlette.datastructures import FormData, UploadFile
 
 from gridbench.errors import GridbenchError
-from gridbench.family import STRING, QueueFull, body_doc, error_dict
+from gridbench.family.dashboard import STRING, QueueFull, body_doc, error_dict
 from gridbench.jobflow.experiment.check import check
 from gridbench.jobflow.spec.load import load_spec_text
 from gridbench.jobflow.spec.plan import Plan, needs_confirmation

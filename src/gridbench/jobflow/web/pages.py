@@ -1,5 +1,5 @@
-""":class:`Web`, the dashboard's :class:`~gridbench.family.WebContext` with typed responses,
-as job flow's pages use it (they are assembled in :mod:`.seam`)."""
+""":class:`Web`, the dashboard's :class:`~gridbench.family.dashboard.WebContext` with typed
+responses, as job flow's pages use it (they are assembled in :mod:`.seam`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 from fastapi import Request
 from fastapi.responses import HTMLResponse, JSONResponse
 
-from gridbench.family import LiveRuns, WebContext
+from gridbench.family.dashboard import LiveRuns, WebContext
 
 
 def _html(page: Any) -> HTMLResponse:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from gridbench.family import Pages, WebContext
+from gridbench.family.dashboard import Pages, WebContext
 from gridbench.jobflow.web import agents_pages, new_run, presets_pages
 from gridbench.jobflow.web.pages import Web
 

@@ -9,7 +9,7 @@ from typing import Any
 from ruamel.yaml import YAML
 
 from gridbench.errors import GridbenchError, SpecError
-from gridbench.family import error_dict
+from gridbench.family.dashboard import error_dict
 from gridbench.jobflow.experiment.check import check_config
 from gridbench.jobflow.spec.load import load_spec_text
 from gridbench.jobflow.spec.model import ExperimentSpec

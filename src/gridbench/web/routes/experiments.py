@@ -10,7 +10,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from gridbench.errors import GridbenchError, ResultsError
-from gridbench.family import HasRecords, RunPages, family_of
+from gridbench.family import HasRecords, family_of
+from gridbench.family.dashboard import RunPages
 from gridbench.listing import catalogue
 from gridbench.store.layout import RunDir
 from gridbench.store.safe_open import CAPS, read_store_bytes
