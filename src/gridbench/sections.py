@@ -345,6 +345,19 @@ def record_table(
     return shown_table(id, title, [c for c, _ in fields], cells, default=look.default, **kw)
 
 
+def listed(data: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
+    """The objects in the list under ``key``, nothing else (metrics.json is foreign input:
+    a part of another shape reads as empty)."""
+    v = data.get(key)
+    return [x for x in v if isinstance(x, Mapping)] if isinstance(v, list) else []
+
+
+def part(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """``data[key]`` when it is an object, else empty."""
+    v = data.get(key)
+    return v if isinstance(v, Mapping) else {}
+
+
 def _is_number(v: Cell) -> bool:
     return v is None or (isinstance(v, int | float) and not isinstance(v, bool))
 

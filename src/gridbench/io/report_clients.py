@@ -8,12 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gridbench.sections import Column, Finding, RecordLook, Section, record_table
-
-
-def _clients(metrics: Mapping[str, Any]) -> Mapping[str, Any]:
-    c = metrics.get("clients")
-    return c if isinstance(c, Mapping) else {}
+from gridbench.sections import Column, Finding, RecordLook, Section, part, record_table
 
 
 def _mean(r: Any) -> float | None:
@@ -86,7 +81,7 @@ def _per_client(entries: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 def sections(metrics: Mapping[str, Any]) -> list[Section]:
-    c = _clients(metrics)
+    c = part(metrics, "clients")
     if not c:
         return []
     series = [e for e in c.get("series") or [] if isinstance(e, Mapping)]
@@ -113,7 +108,7 @@ def sections(metrics: Mapping[str, Any]) -> list[Section]:
 
 
 def findings(metrics: Mapping[str, Any]) -> list[Finding]:
-    c = _clients(metrics)
+    c = part(metrics, "clients")
     out = []
     for lost in c.get("lost") or []:
         if isinstance(lost, Mapping):

@@ -12,13 +12,8 @@ import plotly.graph_objects as go
 
 from gridbench.io.service_analysis import reuse_effect
 from gridbench.plotting import TEMPLATE, figure_data
-from gridbench.sections import Chart, Column, Finding, RecordLook, Section, record_table
+from gridbench.sections import Chart, Column, Finding, RecordLook, Section, part, record_table
 from gridbench.units import format_size
-
-
-def _service(metrics: Mapping[str, Any]) -> Mapping[str, Any]:
-    s = metrics.get("service")
-    return s if isinstance(s, Mapping) else {}
 
 
 def _mode(reuse: Any) -> str:
@@ -26,7 +21,7 @@ def _mode(reuse: Any) -> str:
 
 
 def findings(metrics: Mapping[str, Any]) -> list[Finding]:
-    s = _service(metrics)
+    s = part(metrics, "service")
     ops = [o for o in s.get("ops", []) if isinstance(o, Mapping)]
     if not ops:
         return []
@@ -93,7 +88,7 @@ ROUND_FIELDS = (
 
 
 def sections(metrics: Mapping[str, Any]) -> list[Section]:
-    s = _service(metrics)
+    s = part(metrics, "service")
     ops = [o for o in s.get("ops", []) if isinstance(o, Mapping)]
     if not ops:
         return []

@@ -28,6 +28,7 @@ from gridbench.sections import (
     Section,
     Statements,
     Status,
+    listed,
 )
 from gridbench.states import COMPLETE, run_state
 from gridbench.testplan import (
@@ -74,14 +75,9 @@ def build_report(metrics: Mapping[str, Any], **configured: Unpack[Configured]) -
     )
 
 
-def _list(metrics: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
-    v = metrics.get(key)
-    return [x for x in v if isinstance(x, Mapping)] if isinstance(v, list) else []
-
-
 def _flags(metrics: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     v = metrics.get("validity")
-    return _list(v, "flags") if isinstance(v, Mapping) else []
+    return listed(v, "flags") if isinstance(v, Mapping) else []
 
 
 # -- the headline --------------------------------------------------------------------------
@@ -100,7 +96,7 @@ def _status_finding(metrics: Mapping[str, Any]) -> Finding | None:
 
 
 def _threshold_finding(metrics: Mapping[str, Any]) -> Finding | None:
-    ths = _list(metrics, "thresholds")
+    ths = listed(metrics, "thresholds")
     failed = [
         f"{t.get('metric')} {t.get('op')} {t.get('value')}: "
         + (str(t.get("reason")) if t.get("reason") else f"{fmt4(t.get('actual'))}")
@@ -133,7 +129,7 @@ def _overhead_line(group: list[Mapping[str, Any]]) -> str:
 
 
 def _overhead_findings(metrics: Mapping[str, Any]) -> list[Finding]:
-    found = _list(metrics, "overheads")
+    found = listed(metrics, "overheads")
     factor = fmt4(metrics.get("floor_factor"))
     # one line per series (a transport in an environment), worst series first
     groups = sorted(_grouped(found), key=lambda g: -max(float(o.get("ratio") or 0.0) for o in g))
@@ -150,7 +146,7 @@ def _overhead_findings(metrics: Mapping[str, Any]) -> list[Finding]:
                 "; ".join(_overhead_line(g) for g in rest),
             )
         )
-    has_floor = any(f.get("sockperf") or f.get("iperf3") for f in _list(metrics, "floor"))
+    has_floor = any(f.get("sockperf") or f.get("iperf3") for f in listed(metrics, "floor"))
     if not found and has_floor:
         out.append(Finding("pass", f"no figure more than {factor}× the network's floor"))
     return out
@@ -158,7 +154,7 @@ def _overhead_findings(metrics: Mapping[str, Any]) -> list[Finding]:
 
 def _fit_lines(metrics: Mapping[str, Any]) -> list[str]:
     out = []
-    for s in _list(metrics, "echo_scaling"):
+    for s in listed(metrics, "echo_scaling"):
         fit = s.get("fit")
         if isinstance(fit, Mapping) and fit.get("statement"):
             who = f"{s.get('transport')} echo ({s.get('config')}) {env_phrase(str(s.get('env')))}"
@@ -215,7 +211,7 @@ def _findings(metrics: Mapping[str, Any]) -> list[Finding]:
         *rr_findings(metrics),
     ]
     out = [f for f in found if f is not None]
-    if not any(_list(metrics, p) for p in _PATTERNS) and not metrics.get("rr"):
+    if not any(listed(metrics, p) for p in _PATTERNS) and not metrics.get("rr"):
         out.append(Finding("warn", "no messaging figure was recorded"))
     if not any(f.status != "info" for f in out):
         out.insert(0, Finding("pass", "run completed; no thresholds were declared"))
@@ -226,14 +222,14 @@ def _findings(metrics: Mapping[str, Any]) -> list[Finding]:
 
 
 def _names(metrics: Mapping[str, Any], pattern: str, key: str) -> str:
-    return ", ".join(dict.fromkeys(str(s.get(key)) for s in _list(metrics, pattern)))
+    return ", ".join(dict.fromkeys(str(s.get(key)) for s in listed(metrics, pattern)))
 
 
 def _tested(metrics: Mapping[str, Any], exp: Mapping[str, Any]) -> list[tuple[str, str]]:
     out = [("experiment", str(metrics.get("name")))]
     envs = [str(e) for e in metrics.get("environments") or []]
     out.append(("environments", ", ".join(envs) or "not recorded"))
-    pp = _list(metrics, "pingpong")
+    pp = listed(metrics, "pingpong")
     if pp:
         sizes = sorted({int(r["size_bytes"]) for s in pp for r in s["rows"]})
         tests = exp.get("pingpong_tests")
@@ -245,7 +241,7 @@ def _tested(metrics: Mapping[str, Any], exp: Mapping[str, Any]) -> list[tuple[st
                 f"{size_text(sizes[-1])} ({len(sizes)}); {tests} tests × {trips} round trips",
             )
         )
-    if _list(metrics, "echo"):
+    if listed(metrics, "echo"):
         configs = _names(metrics, "echo", "config")
         out.append(
             (
@@ -254,23 +250,25 @@ def _tested(metrics: Mapping[str, Any], exp: Mapping[str, Any]) -> list[tuple[st
                 f"{size_text(int(metrics.get('echo_payload') or 0))}",
             )
         )
-    if _list(metrics, "echo_scaling"):
+    if listed(metrics, "echo_scaling"):
         clients = sorted(
-            {int(p["clients"]) for s in _list(metrics, "echo_scaling") for p in s["points"]}
+            {int(p["clients"]) for s in listed(metrics, "echo_scaling") for p in s["points"]}
         )
         out.append(("client scaling", ", ".join(map(str, clients)) + " clients"))
-    if _list(metrics, "burst"):
+    if listed(metrics, "burst"):
         out.append(
             (
                 "burst",
                 "; ".join(
-                    f"{b['transport']}: {b.get('calls')} calls" for b in _list(metrics, "burst")
+                    f"{b['transport']}: {b.get('calls')} calls" for b in listed(metrics, "burst")
                 ),
             )
         )
-    if _list(metrics, "transfer"):
+    if listed(metrics, "transfer"):
         out.append(("transfers", _names(metrics, "transfer", "tool")))
-    tools = sorted({t for f in _list(metrics, "floor") for t in ("sockperf", "iperf3") if f.get(t)})
+    tools = sorted(
+        {t for f in listed(metrics, "floor") for t in ("sockperf", "iperf3") if f.get(t)}
+    )
     out.append(
         (
             "floor",
@@ -283,13 +281,13 @@ def _tested(metrics: Mapping[str, Any], exp: Mapping[str, Any]) -> list[tuple[st
 
 def _outcome(metrics: Mapping[str, Any]) -> list[Finding]:
     out = [_status_finding(metrics) or Finding("pass", "run completed")]
-    for t in _list(metrics, "thresholds"):
+    for t in listed(metrics, "thresholds"):
         ok = t.get("passed") is True
         detail = f"{t.get('metric')} {t.get('op')} {t.get('value')}: actual {fmt4(t.get('actual'))}"
         if t.get("reason"):
             detail += f" ({t.get('reason')})"
         out.append(Finding("pass" if ok else "fail", detail))
-    n = len(_list(metrics, "overheads"))
+    n = len(listed(metrics, "overheads"))
     out.append(Finding("warn" if n else "pass", f"{n} figure(s) above the floor factor"))
     flags = _flags(metrics)
     out.append(
@@ -307,13 +305,13 @@ def _left_open(metrics: Mapping[str, Any]) -> list[str]:
         if f.get("rule") == "no_floor":
             out.append(f"figures {env_phrase(str(f.get('env')))}: {f.get('detail')}")
     floor_envs = {
-        str(f.get("env")) for f in _list(metrics, "floor") if f.get("sockperf") or f.get("iperf3")
+        str(f.get("env")) for f in listed(metrics, "floor") if f.get("sockperf") or f.get("iperf3")
     }
-    used = {str(s.get("env")) for p in ("pingpong", "echo", "transfer") for s in _list(metrics, p)}
+    used = {str(s.get("env")) for p in ("pingpong", "echo", "transfer") for s in listed(metrics, p)}
     for env in sorted(used - floor_envs):
         out.append(f"no floor was measured {env_phrase(env)}: its figures have no ratio")
     v = metrics.get("validity")
-    withheld = _list(v, "withheld") if isinstance(v, Mapping) else []
+    withheld = listed(v, "withheld") if isinstance(v, Mapping) else []
     if withheld:
         counts = Counter(p for w in withheld for p in w.get("percentiles") or [])
         out.append(
@@ -332,7 +330,7 @@ def _left_open(metrics: Mapping[str, Any]) -> list[str]:
 def _fit_statements(metrics: Mapping[str, Any]) -> Statements | None:
     """Each growth fit with how well it fits (the headline states the curve)."""
     lines: list[tuple[Status, str]] = []
-    for s in _list(metrics, "echo_scaling"):
+    for s in listed(metrics, "echo_scaling"):
         fit = s.get("fit")
         if not isinstance(fit, Mapping) or not fit.get("statement"):
             continue

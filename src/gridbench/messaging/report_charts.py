@@ -14,13 +14,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from gridbench.plotting import TEMPLATE, colours, figure_data, ptext
-from gridbench.sections import Chart
-
-
-def _list(metrics: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
-    v = metrics.get(key)
-    return [x for x in v if isinstance(x, Mapping)] if isinstance(v, list) else []
-
+from gridbench.sections import Chart, listed
 
 #: The floor's line per environment: black, a dash pattern each.
 _DASHES = ("dash", "dot", "dashdot", "longdash", "longdashdot")
@@ -37,7 +31,7 @@ def _mean(d: Any) -> Any:
 def _sizes(metrics: Mapping[str, Any]) -> tuple[float, float] | None:
     sizes = [
         float(r["size_bytes"])
-        for s in _list(metrics, "pingpong")
+        for s in listed(metrics, "pingpong")
         for r in s["rows"]
         if r["size_bytes"] > 0
     ]
@@ -66,7 +60,7 @@ def _against_size(fig: go.Figure, y_title: str) -> None:
 def rtt_chart(metrics: Mapping[str, Any]) -> Chart | None:
     """Mean RTT against message size, log–log; one line per transport × environment,
     sockperf's RTT per environment dashed."""
-    series = _list(metrics, "pingpong")
+    series = listed(metrics, "pingpong")
     if not series:
         return None
     envs = list(dict.fromkeys(str(s["env"]) for s in series))
@@ -83,7 +77,7 @@ def rtt_chart(metrics: Mapping[str, Any]) -> Chart | None:
             name=ptext(name),
             line={"color": col[name]},
         )
-    for f in _list(metrics, "floor"):
+    for f in listed(metrics, "floor"):
         if str(f.get("env")) not in envs:
             continue
         pts = [p for p in f.get("sockperf", []) if p["size_bytes"] > 0 and _mean(p["rtt_ms"])]
@@ -105,7 +99,7 @@ def rtt_chart(metrics: Mapping[str, Any]) -> Chart | None:
 def speed_chart(metrics: Mapping[str, Any]) -> Chart | None:
     """Ping-pong speed (2·s / RTT) against message size; iperf3's one-stream speed per
     environment as a dashed level."""
-    series = _list(metrics, "pingpong")
+    series = listed(metrics, "pingpong")
     span = _sizes(metrics)
     if not series or span is None:
         return None
@@ -122,7 +116,7 @@ def speed_chart(metrics: Mapping[str, Any]) -> Chart | None:
             line={"color": col[name]},
         )
     envs = list(dict.fromkeys(str(s["env"]) for s in series))
-    for f in _list(metrics, "floor"):
+    for f in listed(metrics, "floor"):
         one = [i["mb_s"] for i in f.get("iperf3", []) if i["streams"] == 1 and i.get("mb_s")]
         if one and str(f.get("env")) in envs:
             level = sum(one) / len(one)
@@ -163,7 +157,7 @@ _SHAPE = ("constant", "linear", "nlogn", "quadratic")
 
 def scaling_chart(metrics: Mapping[str, Any]) -> Chart | None:
     """Mean per-call latency against concurrent clients, ±1 sd, with the fitted curve."""
-    series = _list(metrics, "echo_scaling")
+    series = listed(metrics, "echo_scaling")
     if not series:
         return None
     names = [f"{s['transport']} · {s['config']} · {s['env']}" for s in series]
@@ -207,7 +201,7 @@ def scaling_chart(metrics: Mapping[str, Any]) -> Chart | None:
 
 def burst_chart(metrics: Mapping[str, Any]) -> Chart | None:
     """Responses completed against time from the first send, per burst."""
-    bursts = [b for b in _list(metrics, "burst") if (b.get("timeline") or {}).get("t_ms")]
+    bursts = [b for b in listed(metrics, "burst") if (b.get("timeline") or {}).get("t_ms")]
     if not bursts:
         return None
     fig = go.Figure()
@@ -236,7 +230,7 @@ def burst_chart(metrics: Mapping[str, Any]) -> Chart | None:
 def transfer_chart(metrics: Mapping[str, Any]) -> Chart | None:
     """MB/s per tool, direction and streams, ±1 sd, grouped by environment, beside the
     iperf3 floor it is compared with."""
-    rows = _list(metrics, "transfer")
+    rows = listed(metrics, "transfer")
     if not rows:
         return None
     envs = list(dict.fromkeys(str(t["env"]) for t in rows))

@@ -11,19 +11,23 @@ from typing import Any
 
 from gridbench.messaging.overheads import size_text
 from gridbench.messaging.report_tables import cell, fmt4, num, ratio_cell, row_status
-from gridbench.sections import Column, RecordLook, Shown, Status, Table, record_table, shown_table
-
-
-def _list(metrics: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
-    v = metrics.get(key)
-    return [x for x in v if isinstance(x, Mapping)] if isinstance(v, list) else []
+from gridbench.sections import (
+    Column,
+    RecordLook,
+    Shown,
+    Status,
+    Table,
+    listed,
+    record_table,
+    shown_table,
+)
 
 
 def floor_table(metrics: Mapping[str, Any]) -> Table | None:
     """The native floor per environment: sockperf per size, iperf3 per streams and
     direction, and what could not be measured."""
     rows: list[tuple[Any, ...]] = []
-    for f in _list(metrics, "floor"):
+    for f in listed(metrics, "floor"):
         env = str(f.get("env"))
         for s in f.get("sockperf", []):
             rtt = s.get("rtt_ms") or {}
@@ -99,7 +103,7 @@ def overhead_table(metrics: Mapping[str, Any]) -> Table | None:
     return record_table(
         "overheads",
         f"Overheads (figures more than {fmt4(metrics.get('floor_factor'))}× the floor)",
-        _list(metrics, "overheads"),
+        listed(metrics, "overheads"),
         [
             (Column("pattern"), lambda o: str(o.get("pattern"))),
             (
@@ -147,7 +151,7 @@ def threshold_table(metrics: Mapping[str, Any]) -> Table | None:
     return record_table(
         "thresholds",
         "Thresholds",
-        _list(metrics, "thresholds"),
+        listed(metrics, "thresholds"),
         [
             (Column("metric", "Metric"), lambda t: str(t.get("metric"))),
             (Column("limit", "Limit"), lambda t: f"{t.get('op')} {t.get('value')}"),

@@ -7,13 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gridbench.sections import Column, Finding, RecordLook, Section, record_table
+from gridbench.sections import Column, Finding, RecordLook, Section, part, record_table
 from gridbench.units import format_size
-
-
-def _rr(metrics: Mapping[str, Any]) -> Mapping[str, Any]:
-    rr = metrics.get("rr")
-    return rr if isinstance(rr, Mapping) else {}
 
 
 def _buf(v: Any) -> str:
@@ -21,7 +16,7 @@ def _buf(v: Any) -> str:
 
 
 def findings(metrics: Mapping[str, Any]) -> list[Finding]:
-    rr = _rr(metrics)
+    rr = part(metrics, "rr")
     out = []
     tx = [t for t in rr.get("transactions", []) if isinstance(t, Mapping)]
     for proto in ("udp", "tcp"):
@@ -77,7 +72,7 @@ UDP_FIELDS = (
 
 
 def sections(metrics: Mapping[str, Any]) -> list[Section]:
-    rr = _rr(metrics)
+    rr = part(metrics, "rr")
     out = [
         record_table(
             "rr-transactions",

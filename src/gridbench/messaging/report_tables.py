@@ -14,7 +14,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gridbench.messaging.overheads import env_phrase, size_text
-from gridbench.sections import Column, Field, RecordLook, Shown, Status, Table, record_table
+from gridbench.sections import (
+    Column,
+    Field,
+    RecordLook,
+    Shown,
+    Status,
+    Table,
+    listed,
+    record_table,
+)
 
 MISSING = "–"
 
@@ -56,11 +65,6 @@ def table_id(*parts: Any) -> str:
     """A safe table id (an HTML anchor and a CSV file name) from untrusted names."""
     raw = "-".join(str(p) for p in parts)
     return re.sub(r"[^A-Za-z0-9_-]+", "-", raw).strip("-")[:80] or "table"
-
-
-def _list(metrics: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
-    v = metrics.get(key)
-    return [x for x in v if isinstance(x, Mapping)] if isinstance(v, list) else []
 
 
 def _spread(d: Any) -> Shown:
@@ -145,7 +149,7 @@ def pingpong_tables(metrics: Mapping[str, Any]) -> list[Table]:
     compact form for the terminal (the seed's six columns)."""
     out = []
     brief = tuple(f for f in PINGPONG if f[0].key in BRIEF_KEYS)
-    for i, s in enumerate(_list(metrics, "pingpong")):
+    for i, s in enumerate(listed(metrics, "pingpong")):
         rows = [r for r in s.get("rows", []) if isinstance(r, Mapping)]
         title = f"Ping-pong: {s['transport']} {env_phrase(str(s['env']))}"
         for fields, scope, tid in (
@@ -218,7 +222,7 @@ ECHO: tuple[Field, ...] = (
 def echo_table(metrics: Mapping[str, Any]) -> Table | None:
     """Every echo series: per series length the per-call latency and the series' time;
     the series' ratio to its floor (the floors in the note)."""
-    series = _list(metrics, "echo")
+    series = listed(metrics, "echo")
     rows = [{**r, "_s": s} for s in series for r in s.get("rows", []) if isinstance(r, Mapping)]
     return record_table(
         "echo",
@@ -269,7 +273,7 @@ def scaling_table(metrics: Mapping[str, Any]) -> Table | None:
     """Latency against the number of concurrent clients."""
     rows = [
         {**p, "_s": s}
-        for s in _list(metrics, "echo_scaling")
+        for s in listed(metrics, "echo_scaling")
         for p in s.get("points", [])
         if isinstance(p, Mapping)
     ]
@@ -312,7 +316,7 @@ BURST: tuple[Field, ...] = (
 
 def burst_table(metrics: Mapping[str, Any]) -> Table | None:
     """Each burst: enqueue time, first response, gaps between later responses."""
-    bursts = _list(metrics, "burst")
+    bursts = listed(metrics, "burst")
     return record_table(
         "burst",
         "Bursts of asynchronous calls",
@@ -362,7 +366,7 @@ TRANSFER: tuple[Field, ...] = (
 
 def transfer_table(metrics: Mapping[str, Any]) -> Table | None:
     """Each transfer tool per direction: MB/s against iperf3 with the same streams."""
-    transfers = _list(metrics, "transfer")
+    transfers = listed(metrics, "transfer")
     return record_table(
         "transfer",
         "Transfers",

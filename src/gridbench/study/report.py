@@ -26,6 +26,8 @@ from gridbench.sections import (
     Report,
     Section,
     Status,
+    listed,
+    part,
 )
 from gridbench.states import COMPLETE, RUNNING, run_state
 from gridbench.study.report_charts import charts
@@ -44,9 +46,7 @@ from gridbench.study.report_format import (
     METRIC_SHORT,
     fmt,
     fmt_p,
-    listed,
     num,
-    part,
     title_of,
     tools,
 )

@@ -15,8 +15,8 @@ from typing import Any
 import plotly.graph_objects as go
 
 from gridbench.plotting import TEMPLATE, colours, figure_data, ptext
-from gridbench.sections import Chart
-from gridbench.study.report_format import num, part, tools
+from gridbench.sections import Chart, part
+from gridbench.study.report_format import num, tools
 from gridbench.study.sus import GRADES
 
 #: Diverging colours, answer 1 to 5 (red ... blue), neutral grey.

@@ -17,10 +17,12 @@ from gridbench.sections import (
     Statements,
     Status,
     Table,
+    listed,
+    part,
     record_table,
     shown_table,
 )
-from gridbench.study.report_format import cell, fmt, fmt2, listed, num, part, table_id
+from gridbench.study.report_format import cell, fmt, fmt2, num, table_id
 from gridbench.study.validity import STUDY_VALIDITY_RULES
 
 # -- install survey -----------------------------------------------------------------------

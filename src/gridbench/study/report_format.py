@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gridbench.sections import Shown
+from gridbench.sections import Shown, part
 
 MISSING = "–"
 #: The seed's Table 2 row labels, per metric.
@@ -92,18 +92,6 @@ def tools(metrics: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
         if isinstance(v, Mapping)
         else {}
     )
-
-
-def listed(metrics: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
-    """A list of objects under ``key`` (nothing else)."""
-    v = metrics.get(key)
-    return [x for x in v if isinstance(x, Mapping)] if isinstance(v, list) else []
-
-
-def part(t: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    """``t[key]`` when it is an object, else empty."""
-    v = t.get(key)
-    return v if isinstance(v, Mapping) else {}
 
 
 def title_of(metrics: Mapping[str, Any], tool: str) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gridbench.sections import Column, Field, Shown, Table, record_table, shown_table
+from gridbench.sections import Column, Field, Shown, Table, listed, part, record_table, shown_table
 from gridbench.study.report_format import (
     ALT_TEXT,
     METRIC_LABEL,
@@ -24,10 +24,8 @@ from gridbench.study.report_format import (
     fmt_ci,
     fmt_p,
     label_of,
-    listed,
     metric_mean,
     num,
-    part,
     table_id,
     tools,
 )
