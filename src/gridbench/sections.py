@@ -352,6 +352,13 @@ def listed(data: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
     return [x for x in v if isinstance(x, Mapping)] if isinstance(v, list) else []
 
 
+def rep_mean(rep: Any) -> float | None:
+    """The mean of a rep or stats object (``{"mean": ...}``) as a float; None when there
+    is none."""
+    v = rep.get("mean") if isinstance(rep, Mapping) else None
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+
 def part(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     """``data[key]`` when it is an object, else empty."""
     v = data.get(key)

@@ -8,11 +8,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gridbench.sections import Column, Finding, RecordLook, Section, part, record_table
-
-
-def _mean(r: Any) -> float | None:
-    return r.get("mean") if isinstance(r, Mapping) else None
+from gridbench.sections import (
+    Column,
+    Finding,
+    RecordLook,
+    Section,
+    part,
+    record_table,
+    rep_mean,
+)
 
 
 def _pct(v: Any) -> float | None:
@@ -29,9 +33,9 @@ SERIES = (
     (Column("clients", "N clients (hosts)", numeric=True), lambda e: e.get("clients")),
     (Column("hosts"), lambda e: ", ".join(e.get("hosts") or [])),
     (Column("aggregate", "aggregate kB/s (last done)", numeric=True),
-     lambda e: _mean(e.get("last_done_kbps"))),
+     lambda e: rep_mean(e.get("last_done_kbps"))),
     (Column("sd", "±sd", numeric=True), lambda e: (e.get("last_done_kbps") or {}).get("std")),
-    (Column("sum", "sum of client kB/s", numeric=True), lambda e: _mean(e.get("sum_kbps"))),
+    (Column("sum", "sum of client kB/s", numeric=True), lambda e: rep_mean(e.get("sum_kbps"))),
     (Column("speedup", "speedup vs baseline %", numeric=True), lambda e: _pct(e.get("speedup"))),
     (Column("scaling", "× smallest N", numeric=True), lambda e: e.get("scaling")),
     (Column("p50", "p50 ms", numeric=True), _p("p50")),
@@ -50,7 +54,7 @@ HOSTS = (
     (Column("target"), lambda e: e.get("target")),
     (Column("test"), lambda e: e.get("test")),
     (Column("host"), lambda e: e.get("host")),
-    (Column("kbps", "kB/s (mean)", numeric=True), lambda e: _mean(e.get("kbps"))),
+    (Column("kbps", "kB/s (mean)", numeric=True), lambda e: rep_mean(e.get("kbps"))),
     (Column("sd", "±sd", numeric=True), lambda e: (e.get("kbps") or {}).get("std")),
     (Column("speedup", "vs first host %", numeric=True), lambda e: _pct(e.get("speedup"))),
     (Column("p99", "p99 ms", numeric=True), _p("p99")),
@@ -122,12 +126,12 @@ def findings(metrics: Mapping[str, Any]) -> list[Finding]:
                 )
             )
     series = [e for e in c.get("series") or [] if isinstance(e, Mapping)]
-    best = max(series, key=lambda e: _mean(e.get("last_done_kbps")) or 0.0, default=None)
-    if best is not None and _mean(best.get("last_done_kbps")):
+    best = max(series, key=lambda e: rep_mean(e.get("last_done_kbps")) or 0.0, default=None)
+    if best is not None and rep_mean(best.get("last_done_kbps")):
         out.append(
             Finding(
                 "info",
-                f"client hosts: best aggregate {_mean(best['last_done_kbps']):,.0f} kB/s "
+                f"client hosts: best aggregate {rep_mean(best['last_done_kbps']):,.0f} kB/s "
                 f"({best.get('test')} on {best.get('target')}, {best.get('clients')} hosts)",
             )
         )

@@ -10,15 +10,19 @@ from typing import Any
 import plotly.graph_objects as go
 
 from gridbench.plotting import TEMPLATE, figure_data
-from gridbench.sections import Chart, Column, Finding, RecordLook, Section, record_table
+from gridbench.sections import (
+    Chart,
+    Column,
+    Finding,
+    RecordLook,
+    Section,
+    record_table,
+    rep_mean,
+)
 
 
 def _groups(metrics: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [g for g in metrics.get("http_clients") or [] if isinstance(g, Mapping)]
-
-
-def _mean(r: Any) -> float | None:
-    return r.get("mean") if isinstance(r, Mapping) else None
 
 
 def _ms(secs: float | None) -> float | None:
@@ -39,7 +43,7 @@ def findings(metrics: Mapping[str, Any]) -> list[Finding]:
         )
     for g in gs:
         if g.get("refused"):
-            secs = _mean(g.get("refusal_s"))
+            secs = rep_mean(g.get("refusal_s"))
             after = f" after {secs * 1000:.1f} ms on average" if secs is not None else ""
             statuses = ", ".join(g.get("statuses") or [])
             text = (
@@ -47,12 +51,12 @@ def findings(metrics: Mapping[str, Any]) -> list[Finding]:
                 f"client(s) refused (HTTP {statuses}){after}"
             )
             out.append(Finding("warn", text))
-    best = max(gs, key=lambda g: _mean(g.get("aggregate_mib_s")) or 0.0)
-    if not failed and _mean(best.get("aggregate_mib_s")):
+    best = max(gs, key=lambda g: rep_mean(g.get("aggregate_mib_s")) or 0.0)
+    if not failed and rep_mean(best.get("aggregate_mib_s")):
         out.append(
             Finding(
                 "info",
-                f"HTTP clients: best aggregate {_mean(best['aggregate_mib_s']):.1f} MiB/s "
+                f"HTTP clients: best aggregate {rep_mean(best['aggregate_mib_s']):.1f} MiB/s "
                 f"({best['op']}, {best['clients']} clients)",
             )
         )
@@ -64,12 +68,12 @@ FIELDS = (
     (Column("op", "direction"), lambda g: g.get("op")),
     (
         Column("aggregate", "aggregate MiB/s", numeric=True),
-        lambda g: _mean(g.get("aggregate_mib_s")),
+        lambda g: rep_mean(g.get("aggregate_mib_s")),
     ),
-    (Column("sum", "sum of client MiB/s", numeric=True), lambda g: _mean(g.get("sum_mib_s"))),
+    (Column("sum", "sum of client MiB/s", numeric=True), lambda g: rep_mean(g.get("sum_mib_s"))),
     (
         Column("client", "per client MiB/s (mean)", numeric=True),
-        lambda g: _mean(g.get("client_mib_s")),
+        lambda g: rep_mean(g.get("client_mib_s")),
     ),
     (
         Column("slowest", "slowest client MiB/s", numeric=True),
@@ -78,7 +82,7 @@ FIELDS = (
     (Column("refused", numeric=True), lambda g: g.get("refused")),
     (
         Column("refusal_ms", "time to refusal ms", numeric=True),
-        lambda g: _ms(_mean(g.get("refusal_s"))),
+        lambda g: _ms(rep_mean(g.get("refusal_s"))),
     ),
     (Column("status", "HTTP status"), lambda g: ", ".join(g.get("statuses") or [])),
 )
@@ -102,7 +106,7 @@ def sections(metrics: Mapping[str, Any]) -> list[Section]:
             mine = [g for g in gs if g.get("op") == op]
             fig.add_scatter(
                 x=[g["clients"] for g in mine],
-                y=[_mean(g.get("aggregate_mib_s")) for g in mine],
+                y=[rep_mean(g.get("aggregate_mib_s")) for g in mine],
                 mode="lines+markers",
                 name=f"{op} aggregate",
             )

@@ -23,6 +23,7 @@ from gridbench.sections import (
     Status,
     Table,
     record_table,
+    rep_mean,
     shown_table,
 )
 from gridbench.units import format_size
@@ -67,12 +68,6 @@ def status_of(ok: object) -> Status:
     if ok is None:
         return "info"
     return "pass" if ok is True else "fail"
-
-
-def _mean(stats: Any) -> float | None:
-    if isinstance(stats, Mapping) and isinstance(stats.get("mean"), int | float):
-        return float(stats["mean"])
-    return None
 
 
 def num(x: Any) -> float | None:
@@ -155,7 +150,10 @@ def matrix_table(metrics: Mapping[str, Any]) -> Table | None:
         rows.append(
             (
                 label,
-                *[_mean(cell[(target, t)]["kbps"]) if (target, t) in cell else None for t in tests],
+                *[
+                    rep_mean(cell[(target, t)]["kbps"]) if (target, t) in cell else None
+                    for t in tests
+                ],
             )
         )
         text.append((label, *[fig(target, t) for t in tests]))
@@ -221,7 +219,7 @@ def matrix_by_test(metrics: Mapping[str, Any]) -> Table | None:
             m = cell.get((str(c), t))
             row += [
                 Shown(
-                    _mean(m["kbps"]) if m else None,
+                    rep_mean(m["kbps"]) if m else None,
                     fmt_kbps(m["kbps"], ci=True) if m else MISSING,
                 ),
                 Shown(num((m or {}).get("lat_ms", {}).get("p99")), _lat(m)),
@@ -275,7 +273,7 @@ def _per_client(c: Mapping[str, Any]) -> Shown:
 
 
 def _kbps(key: str) -> Callable[[Mapping[str, Any]], Shown]:
-    return lambda r: Shown(_mean(r[key]), fmt_kbps(r[key]))
+    return lambda r: Shown(rep_mean(r[key]), fmt_kbps(r[key]))
 
 
 CONCURRENCY: tuple[Field, ...] = (
@@ -320,11 +318,11 @@ HTTP: tuple[Field, ...] = (
     (Column("operation"), lambda h: Shown(h["op"], str(h["op"]))),
     (
         Column("seconds", "time s (mean ±sd)", numeric=True),
-        lambda h: Shown(_mean(h["seconds"]), _pm(h["seconds"], 3)),
+        lambda h: Shown(rep_mean(h["seconds"]), _pm(h["seconds"], 3)),
     ),
     (
         Column("mib_s", "MiB/s (mean ±sd)", numeric=True),
-        lambda h: Shown(_mean(h["mib_s"]), _pm(h["mib_s"], 1)),
+        lambda h: Shown(rep_mean(h["mib_s"]), _pm(h["mib_s"], 1)),
     ),
     (Column("ok"), lambda h: Shown(bool(h["ok"]), "yes" if h["ok"] else "NO")),
 )

@@ -14,7 +14,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from gridbench.plotting import TEMPLATE, colours, figure_data, ptext
-from gridbench.sections import Chart, listed
+from gridbench.sections import Chart, listed, rep_mean
 
 #: The floor's line per environment: black, a dash pattern each.
 _DASHES = ("dash", "dot", "dashdot", "longdash", "longdashdot")
@@ -22,10 +22,6 @@ _DASHES = ("dash", "dot", "dashdot", "longdash", "longdashdot")
 
 def _chart(id: str, title: str, note: str, fig: Any) -> Chart:
     return Chart(id=id, title=title, figure=figure_data(fig), note=note)
-
-
-def _mean(d: Any) -> Any:
-    return d.get("mean") if isinstance(d, Mapping) else None
 
 
 def _sizes(metrics: Mapping[str, Any]) -> tuple[float, float] | None:
@@ -67,7 +63,7 @@ def rtt_chart(metrics: Mapping[str, Any]) -> Chart | None:
     col = colours([f"{s['transport']} · {s['env']}" for s in series])
     fig = go.Figure()
     for s in series:
-        rows = [r for r in s["rows"] if r["size_bytes"] > 0 and _mean(r["rtt_ms"]) is not None]
+        rows = [r for r in s["rows"] if r["size_bytes"] > 0 and rep_mean(r["rtt_ms"]) is not None]
         name = f"{s['transport']} · {s['env']}"
         fig.add_scatter(
             x=[r["size_bytes"] for r in rows],
@@ -80,7 +76,7 @@ def rtt_chart(metrics: Mapping[str, Any]) -> Chart | None:
     for f in listed(metrics, "floor"):
         if str(f.get("env")) not in envs:
             continue
-        pts = [p for p in f.get("sockperf", []) if p["size_bytes"] > 0 and _mean(p["rtt_ms"])]
+        pts = [p for p in f.get("sockperf", []) if p["size_bytes"] > 0 and rep_mean(p["rtt_ms"])]
         if pts:
             x = [p["size_bytes"] for p in pts]
             y = [p["rtt_ms"]["mean"] for p in pts]
@@ -242,7 +238,7 @@ def transfer_chart(metrics: Mapping[str, Any]) -> Chart | None:
         fig.add_bar(
             name=ptext(env),
             x=x,
-            y=[_mean(t.get("mb_s")) for t in ts],
+            y=[rep_mean(t.get("mb_s")) for t in ts],
             error_y={"type": "data", "array": [(t.get("mb_s") or {}).get("sd") or 0 for t in ts]},
             marker_color=col[env],
         )
