@@ -4,6 +4,7 @@ A daemon that cannot start fails the test with its log's tail."""
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import subprocess
 import sys
@@ -130,3 +131,13 @@ def idle() -> Iterator[subprocess.Popen[bytes]]:
         yield proc
     finally:
         stop(proc)
+
+
+async def sample_for(sampler: Any, seconds: float) -> None:
+    """Run ``sampler`` (a :class:`~gridbench.hosts.sampling.sampler.Sampler`) in this event
+    loop for ``seconds``, then stop it and wait for it."""
+    ev = asyncio.Event()
+    task = asyncio.create_task(sampler.run(ev))
+    await asyncio.sleep(seconds)
+    ev.set()
+    await asyncio.wait_for(task, 15)

@@ -23,18 +23,13 @@ from sampling_fixtures import (  # noqa: F401
     busy,
     exporter,
     idle,
+    sample_for,
     sshd,
     start_exporter,
     stop,
 )
 
-
-async def _sample(sampler: Sampler, seconds: float) -> None:
-    ev = asyncio.Event()
-    task = asyncio.create_task(sampler.run(ev))
-    await asyncio.sleep(seconds)
-    ev.set()
-    await asyncio.wait_for(task, 15)
+_sample = sample_for
 
 
 def _cpu(run: Path, host: str, label: str) -> list[float]:

@@ -21,8 +21,17 @@ from __future__ import annotations
 from difflib import get_close_matches
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 
 from gridbench.errors import SpecError
 from gridbench.hosts.latency import HostLatency
@@ -72,6 +81,33 @@ class Host(BaseModel):
     def interpreter(self) -> str:
         """The Python to run there."""
         return self.python or "python3"
+
+    @field_validator("exporter")
+    @classmethod
+    def _exporter_url(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        fix = "give node_exporter's URL, e.g. http://10.247.3.2:9100/metrics"
+        try:
+            url = urlsplit(v)
+            port = url.port
+        except ValueError as exc:
+            raise ValueError(f"{v[:100]!r} is not a URL ({exc}); {fix}") from None
+        if url.scheme not in ("http", "https") or not url.hostname or len(v) > 2048:
+            raise ValueError(f"{v[:100]!r} is not an http(s) URL; {fix}")
+        if port == 0 or any(c.isspace() for c in v):
+            raise ValueError(f"{v[:100]!r} is not a usable URL; {fix}")
+        return v
+
+    @field_validator("ssh")
+    @classmethod
+    def _ssh_port(cls, v: dict[str, Any]) -> dict[str, Any]:
+        port = v.get("port")
+        if port is not None and (
+            isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535
+        ):
+            raise ValueError(f"port {port!r} is not a port; give 1 to 65535 (SSH: 22)")
+        return v
 
 
 def _name_hosts(data: Any) -> Any:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,12 @@ def append_record(path: Path, obj: Any, *, mode: int = 0o644) -> None:
     data = (json.dumps(obj, default=str) + "\n").encode("utf-8")
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, mode)
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO planted there would eat it
+            raise ResultsError(
+                "not a regular file; nothing written to it",
+                where=str(path),
+                fix="remove it (a run's record files are regular files)",
+            )
         _end_last_line(fd)
         _write_all(fd, data)
         os.fsync(fd)

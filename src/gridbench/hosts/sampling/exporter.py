@@ -9,6 +9,7 @@ with a deadline and a byte cap, timed on the controller's clock.
 
 from __future__ import annotations
 
+import math
 import time
 from collections import defaultdict
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from urllib.parse import urlsplit
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from gridbench.hosts.sampling.deadline_http import deadline
 from gridbench.hosts.sampling.figures import Counters, Problem
 
 #: The most of an exporter's answer read (node_exporter gives about 60 KB in all).
@@ -34,7 +36,11 @@ _WANTED = (
     "node_network_transmit_bytes_total",
     "node_time_seconds",
 )
+#: the types node_exporter gives its families (untyped: no # TYPE line)
+_TYPES = frozenset({"counter", "gauge", "untyped", "unknown"})
 _PREFIXES = tuple(_WANTED) + tuple(f"# TYPE {w} " for w in _WANTED)
+#: the answer asked for as is: a compressed one could inflate past any bound
+_IDENTITY = {"Accept-Encoding": "identity"}
 #: interfaces left out of the host's network rates (traffic that never leaves it)
 LOOPBACK_DEVICES = frozenset({"lo"})
 
@@ -59,13 +65,30 @@ def parse_exporter(text: str) -> Counters | Problem:
     cpus: set[str] = set()
     sums: dict[str, float] = defaultdict(float)
     seen: set[str] = set()
+    bad: set[str] = set()  # families with a value no counter or gauge of theirs can have
+    series: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
     try:
         for fam in text_string_to_metric_families(kept + "\n"):
+            if fam.type not in _TYPES and {fam.name, f"{fam.name}_total"} & set(_WANTED):
+                return Problem(
+                    "exporter-malformed",
+                    f"the exporter's {fam.name[:64]} is a {fam.type}; node_exporter's is a "
+                    "counter or a gauge: not read",
+                )
             for s in fam.samples:
                 if s.name not in _WANTED:
                     continue
+                key = (s.name, tuple(sorted(s.labels.items())))
+                if key in series:
+                    return Problem(
+                        "exporter-malformed",
+                        f"the exporter's answer has the series {s.name}"
+                        f"{str(dict(key[1]))[:120]} twice: not read",
+                    )
+                series.add(key)
                 v = float(s.value)
-                if v != v or v in (float("inf"), float("-inf")):
+                if not math.isfinite(v) or v < 0:
+                    bad.add(s.name)
                     continue
                 seen.add(s.name)
                 if s.name == "node_cpu_seconds_total":
@@ -85,6 +108,12 @@ def parse_exporter(text: str) -> Counters | Problem:
             f"the exporter's answer is not Prometheus text ({type(exc).__name__}: "
             f"{str(exc)[:120]})",
         )
+    if "node_cpu_seconds_total" in bad:
+        return Problem(
+            "exporter-malformed",
+            "the exporter's node_cpu_seconds_total has a value that is not a finite, "
+            "non-negative number: not read",
+        )
     if not cpu or not cpus:
         return Problem(
             "exporter-incomplete",
@@ -93,7 +122,7 @@ def parse_exporter(text: str) -> Counters | Problem:
         )
 
     def got(name: str) -> float | None:
-        return sums[name] if name in seen else None
+        return sums[name] if name in seen and name not in bad else None
 
     return Counters(
         cpu_seconds=dict(cpu),
@@ -106,6 +135,7 @@ def parse_exporter(text: str) -> Counters | Problem:
         net_rx=got("node_network_receive_bytes_total"),
         net_tx=got("node_network_transmit_bytes_total"),
         host_t=got("node_time_seconds"),
+        bad=tuple(sorted(bad)),
     )
 
 
@@ -131,36 +161,58 @@ def scrape_url(url: str) -> str:
 
 
 def fetch(client: httpx.Client, url: str, timeout: float) -> str | Problem:
-    """The text at ``url`` within ``timeout`` seconds and :data:`MAX_BYTES` (blocking: the
-    sampler calls it in a worker thread, where a plain client costs half an async one's
-    CPU per request)."""
+    """The text at ``url`` within ``timeout`` seconds in all (with a
+    :func:`~gridbench.hosts.sampling.deadline_http.deadline_client`, however the exporter
+    trickles) and :data:`MAX_BYTES`, never decompressed (blocking: the sampler calls it in
+    a worker thread, where a plain client costs half an async one's CPU per request)."""
     try:
-        with client.stream("GET", url, timeout=timeout) as resp:
+        with (
+            deadline(timeout),
+            client.stream("GET", url, timeout=timeout, headers=_IDENTITY) as resp,
+        ):
             if resp.status_code != 200:
                 return Problem(
                     "exporter-down", f"the exporter at {url} answered HTTP {resp.status_code}"
                 )
+            coding = resp.headers.get("content-encoding", "identity").strip().lower()
+            if coding not in ("", "identity"):
+                return Problem(
+                    "exporter-malformed",
+                    f"the exporter at {url} sent a compressed answer ({coding[:40]}) that "
+                    "was not asked for: not read",
+                )
+            declared = resp.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > MAX_BYTES:
+                return _too_large(url)
             chunks: list[bytes] = []
             size = 0
-            for chunk in resp.iter_bytes():
+            for chunk in resp.iter_raw():
                 size += len(chunk)
                 if size > MAX_BYTES:
-                    return Problem(
-                        "exporter-too-large",
-                        f"the exporter at {url} sent over {MAX_BYTES} bytes: not read",
-                    )
+                    return _too_large(url)
                 chunks.append(chunk)
     except httpx.TimeoutException:
-        return Problem("exporter-down", f"the exporter at {url} did not answer in {timeout:g} s")
-    except (httpx.HTTPError, OSError) as exc:
+        return Problem(
+            "exporter-down", f"the exporter at {url} did not answer in full in {timeout:g} s"
+        )
+    except (httpx.HTTPError, httpx.InvalidURL, OSError) as exc:
         return Problem("exporter-down", f"the exporter at {url} cannot be reached ({exc})")
     return b"".join(chunks).decode("utf-8", errors="replace")
+
+
+def _too_large(url: str) -> Problem:
+    return Problem(
+        "exporter-too-large", f"the exporter at {url} sent over {MAX_BYTES} bytes: not read"
+    )
 
 
 def scrape(client: httpx.Client, url: str, timeout: float = 2.0) -> Scrape | Problem:
     """One scrape of node_exporter at ``url`` (its ``collect[]`` filter added), timed on
     the controller's clock around the request (blocking)."""
-    asked = scrape_url(url)
+    try:
+        asked = scrape_url(url)
+    except ValueError as exc:  # e.g. an unclosed IPv6 bracket: no request can be made
+        return Problem("exporter-down", f"the exporter's URL {url[:200]!r} is not a URL ({exc})")
     t0 = time.time()
     text = fetch(client, asked, timeout)
     t1 = time.time()

@@ -20,6 +20,9 @@ from typing import Any
 
 #: The CPU modes counted as idle; every other mode is busy.
 IDLE_MODES = frozenset({"idle", "iowait"})
+#: CPU seconds a mode must lose for its counter to count as reset (a reboot); Linux's
+#: iowait may step back a little on its own (proc(5)), which only drops that interval's CPU
+CPU_BACK_S = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +49,9 @@ class Counters:
     net_rx: float | None = None  # bytes since boot, every interface but loopback
     net_tx: float | None = None
     host_t: float | None = None
+    #: the families the source gave values no counter or gauge can have (NaN, infinite,
+    #: negative): left out above (None), and named in a warning
+    bad: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The counters as plain JSON (what the probe prints)."""
@@ -87,9 +93,22 @@ def counters_from_json(obj: Any) -> Counters | Problem:
         modes[k] = n
     if not modes or not 1 <= ncpu <= 100_000:
         return bad
+    if any(v < 0 for v in modes.values()):
+        return bad
     keys = ("load1", "mem_total", "mem_available", "disk_read", "disk_written", "net_rx", "net_tx")
     vals = {k: _num(obj.get(k)) for k in keys}
-    return Counters(cpu_seconds=modes, ncpu=ncpu, host_t=_num(obj.get("host_t")), **vals)
+    wrong = tuple(k for k in (*keys, "host_t") if _out_of_range(obj.get(k)))
+    vals = {k: None if k in wrong else v for k, v in vals.items()}
+    host_t = None if "host_t" in wrong else _num(obj.get("host_t"))
+    return Counters(cpu_seconds=modes, ncpu=ncpu, host_t=host_t, bad=wrong, **vals)
+
+
+def _out_of_range(v: Any) -> bool:
+    """A number no counter or gauge can hold (a probe's NaN comes as a float, or as a
+    huge literal JSON reads as infinite); a missing value is not out of range."""
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return False
+    return not math.isfinite(float(v)) or v < 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,10 +127,14 @@ class Figures:
     disk_write_bps: float | None = None
     net_rx_bps: float | None = None
     net_tx_bps: float | None = None
+    #: the counters that went back since the previous sample (a reboot, a device gone):
+    #: their rates are left out
+    reset: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The figures as one flat JSON object (a sample record's body)."""
         return {
+            "counters_reset": list(self.reset) or None,
             "interval_s": round(self.interval_s, 6),
             "cpu": {k: round(v, 3) for k, v in self.cpu.items()},
             "cpu_busy": _round(self.cpu_busy),
@@ -150,6 +173,7 @@ def rates(prev: Counters, cur: Counters, dt: float | None = None) -> Figures | P
     total = sum(deltas.values())
     cpu: dict[str, float] = {}
     busy: float | None = None
+    went_back = any(d < -CPU_BACK_S for d in deltas.values()) or cur.ncpu != prev.ncpu
     if total > 0 and all(d >= -1e-6 for d in deltas.values()) and cur.ncpu == prev.ncpu:
         cpu = {m: max(0.0, 100.0 * d / total) for m, d in sorted(deltas.items())}
         busy = sum(v for m, v in cpu.items() if m not in IDLE_MODES)
@@ -168,4 +192,15 @@ def rates(prev: Counters, cur: Counters, dt: float | None = None) -> Figures | P
         disk_write_bps=_rate(prev.disk_written, cur.disk_written, dt),
         net_rx_bps=_rate(prev.net_rx, cur.net_rx, dt),
         net_tx_bps=_rate(prev.net_tx, cur.net_tx, dt),
+        reset=(("cpu_seconds",) if went_back else ()) + _backwards(prev, cur),
     )
+
+
+def _backwards(prev: Counters, cur: Counters) -> tuple[str, ...]:
+    pairs = {
+        "disk_read": (prev.disk_read, cur.disk_read),
+        "disk_written": (prev.disk_written, cur.disk_written),
+        "net_rx": (prev.net_rx, cur.net_rx),
+        "net_tx": (prev.net_tx, cur.net_tx),
+    }
+    return tuple(k for k, (a, b) in pairs.items() if a is not None and b is not None and b < a)

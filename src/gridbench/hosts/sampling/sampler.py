@@ -21,21 +21,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gridbench.errors import GridbenchError, resource_error
 from gridbench.hosts.sampling.exporter import Scrape, scrape
 from gridbench.hosts.sampling.figures import (
     Counters,
+    Figures,
     Problem,
     counters_from_json,
     rates,
 )
+from gridbench.hosts.sampling.host_state import HostState
+from gridbench.hosts.sampling.host_state import HostTarget as HostTarget
 from gridbench.hosts.sampling.ssh import probe_lines
 from gridbench.store.records import append_record
 
@@ -46,42 +50,6 @@ SAMPLES_DIR = "samples"
 PROBE_LIFETIME_S = 7 * 24 * 3600.0
 #: a host with no figures for this many intervals (and at least 3 s) is warned about
 SILENT_INTERVALS = 3
-
-
-@dataclass(frozen=True)
-class HostTarget:
-    """One host to sample: how to reach it and what to read there."""
-
-    name: str
-    exporter: str | None = None  # node_exporter's URL
-    address: str | None = None  # None: the controller itself, read in-process
-    ssh: dict[str, Any] = field(default_factory=dict)  # asyncssh connect options
-    python: str = "python3"
-    processes: tuple[dict[str, Any], ...] = ()  # {"label", "name"|"pid"} for the probe
-    offset_s: float | None = None  # the host's clock minus the controller's, when known
-
-    @property
-    def reachable_by_ssh(self) -> bool:
-        return self.address is not None
-
-
-@dataclass
-class _HostState:
-    """What one host's tasks share."""
-
-    target: HostTarget
-    path: Path
-    last_figures: float = 0.0  # controller monotonic time of the last host figures
-    exporter_ok: bool = False
-    ssh_ok: bool = False
-    silent_warned: bool = False
-    warned: set[str] = field(default_factory=set)
-    best_rtt: float = float("inf")
-    offset: float | None = None
-    offset_from: str | None = None
-    written: int = 0
-    #: set while the exporter does not answer: the SSH probe gives the host's figures
-    exporter_down: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 def _clean(obj: dict[str, Any]) -> dict[str, Any]:
@@ -114,8 +82,10 @@ class Sampler:
         self._stop: asyncio.Event | None = None
         self._ready = threading.Event()
         self._grid0 = time.monotonic()
-        self.states: dict[str, _HostState] = {}
+        self.states: dict[str, HostState] = {}
         self.error: BaseException | None = None
+        #: one clear message per host whose sampling stopped (its file cannot be written)
+        self.problems: list[str] = []
 
     # ---- lifecycle -------------------------------------------------------------------
     def start(self) -> None:
@@ -161,11 +131,11 @@ class Sampler:
             await asyncio.gather(*tasks, return_exceptions=True)
 
     # ---- records ---------------------------------------------------------------------
-    async def _write(self, st: _HostState, obj: dict[str, Any]) -> None:
+    async def _write(self, st: HostState, obj: dict[str, Any]) -> None:
         await asyncio.to_thread(append_record, st.path, _clean(obj))
         st.written += 1
 
-    async def _warn(self, st: _HostState, problem: Problem, *, once: bool = True) -> None:
+    async def _warn(self, st: HostState, problem: Problem, *, once: bool = True) -> None:
         if once and problem.code in st.warned:
             return
         st.warned.add(problem.code)
@@ -183,11 +153,24 @@ class Sampler:
 
     # ---- one host --------------------------------------------------------------------
     async def _host(self, target: HostTarget) -> None:
-        st = _HostState(target, self.folder / f"{target.name}.jsonl")
+        st = HostState(target, self.folder / f"{target.name}.jsonl")
+        st.clock.host = target.name
         if target.offset_s is not None:
-            st.offset, st.offset_from = target.offset_s, "given"
+            st.clock.offset, st.clock.offset_from = target.offset_s, "given"
         self.states[target.name] = st
         st.last_figures = time.monotonic()
+        try:
+            await self._sample_host(st)
+        except (GridbenchError, OSError) as exc:
+            # the host's own file cannot take a record (a planted link, not a regular file,
+            # a full disk): say so once, loudly, and let the run go on
+            err = resource_error(exc, st.path) if isinstance(exc, OSError) else exc
+            text = f"sampling of {target.name} stopped: {err or exc}"
+            self.problems.append(text)
+            log.warning("%s", text)
+
+    async def _sample_host(self, st: HostState) -> None:
+        target = st.target
         await self._write(
             st,
             {
@@ -236,17 +219,35 @@ class Sampler:
                 text = f"nothing sampled on {st.target.name}: {why}"
                 await self._warn(st, Problem("nothing-sampled", text), once=False)
 
-    def _got_figures(self, st: _HostState) -> None:
+    async def _bad_values(self, st: HostState, c: Counters) -> None:
+        if c.bad:
+            text = (
+                f"{st.target.name} gave values no counter or gauge can have (not finite, or "
+                f"negative) for {', '.join(c.bad)}: those figures are left out"
+            )
+            await self._warn(st, Problem("bad-values", text))
+
+    async def _resets(self, st: HostState, figs: Figures) -> None:
+        # a disk or an interface that goes (a container's veth) is marked in its sample
+        # only; CPU seconds that go back are a reboot or a host that misreports
+        if "cpu_seconds" in figs.reset:
+            text = (
+                f"the CPU counters of {st.target.name} went back (a reboot, or CPUs taken "
+                "off): no CPU figures over that interval"
+            )
+            await self._warn(st, Problem("counter-reset", text))
+
+    def _got_figures(self, st: HostState) -> None:
         st.last_figures = time.monotonic()
         st.silent_warned = False
 
-    async def _exporter(self, st: _HostState, url: str) -> None:
-        import httpx
+    async def _exporter(self, st: HostState, url: str) -> None:
+        from gridbench.hosts.sampling.deadline_http import deadline_client
 
-        with httpx.Client(trust_env=False) as client:  # one per host: calls never overlap
+        with deadline_client() as client:  # one per host: calls never overlap
             await self._scrapes(st, client, url)
 
-    async def _scrapes(self, st: _HostState, client: Any, url: str) -> None:
+    async def _scrapes(self, st: HostState, client: Any, url: str) -> None:
         """Scrape every tick (in a worker thread), a sample per scrape after the first.
 
         The sample's ``t`` is the host's own time of the scrape (``node_time_seconds``)
@@ -268,10 +269,16 @@ class Sampler:
             st.exporter_ok = True
             st.exporter_down.clear()
             rtt = got.t_received - got.t_sent
-            host_t = got.counters.host_t
-            if host_t is not None and st.offset_from != "given" and rtt <= st.best_rtt:
-                st.best_rtt, st.offset, st.offset_from = rtt, host_t - got.t, "exporter"
-            t = host_t - st.offset if host_t is not None and st.offset is not None else got.t
+            t, host_t, clock_problem = st.clock.place_scrape(
+                got.counters.host_t, got.t_sent, got.t_received
+            )
+            if clock_problem is not None:
+                await self._warn(st, clock_problem)
+            if host_t is None and got.counters.host_t is not None:  # not to be believed
+                got = Scrape(
+                    dataclasses.replace(got.counters, host_t=None), got.t_sent, got.t_received
+                )
+            await self._bad_values(st, got.counters)
             if prev is not None:
                 dt = (
                     None
@@ -282,6 +289,7 @@ class Sampler:
                 if isinstance(figs, Problem):
                     await self._warn(st, figs)
                 else:
+                    await self._resets(st, figs)
                     self._got_figures(st)
                     await self._write(
                         st,
@@ -293,14 +301,14 @@ class Sampler:
                             "t_mid": round(got.t, 6),
                             "host_t": host_t,
                             "rtt_s": round(rtt, 6),
-                            "offset_s": st.offset,
-                            "offset_from": st.offset_from,
+                            "offset_s": st.clock.offset,
+                            "offset_from": st.clock.offset_from,
                             **figs.to_json(),
                         },
                     )
             prev = got
 
-    async def _ssh(self, st: _HostState) -> None:
+    async def _ssh(self, st: HostState) -> None:
         """The probe over SSH, restarted (every 5 s at most) while it is needed."""
         t = st.target
         while True:
@@ -331,19 +339,19 @@ class Sampler:
             st.ssh_ok = False
             await asyncio.sleep(max(0.0, 5.0 - (time.monotonic() - started)))
 
-    async def _local(self, st: _HostState) -> None:
+    async def _local(self, st: HostState) -> None:
         from gridbench.hosts.sampling.probe import Probe
 
         probe = Probe(list(st.target.processes))
         st.ssh_ok = True
-        st.offset, st.offset_from = 0.0, "controller"
+        st.clock.offset, st.clock.offset_from = 0.0, "controller"
         prev: Counters | None = None
         async for _ in self._ticks():
             obj = await asyncio.to_thread(probe.sample)
             prev = await self._probe_record(st, obj, prev, "local")
 
     async def _probe_record(
-        self, st: _HostState, obj: dict[str, Any], prev: Counters | None, source: str
+        self, st: HostState, obj: dict[str, Any], prev: Counters | None, source: str
     ) -> Counters | None:
         """One probe line: the host's figures (unless the exporter gives them) and the
         processes, recorded; returns the counters for the next line's rates."""
@@ -352,13 +360,13 @@ class Sampler:
         if isinstance(cur, Problem):
             await self._warn(st, cur)
             return prev
-        host_t = cur.host_t
-        if host_t is not None and st.offset_from not in ("given", "exporter", "controller"):
-            # one way only: the line's delay makes this the offset's lower bound
-            est = host_t - t_recv
-            if st.offset is None or est > st.offset:
-                st.offset, st.offset_from = est, "ssh"
-        t = host_t - st.offset if host_t is not None and st.offset is not None else t_recv
+        line_t, st.line_t = st.line_t, t_recv
+        t, host_t, clock_problem = st.clock.place_line(cur.host_t, t_recv)
+        if clock_problem is not None:
+            await self._warn(st, clock_problem)
+        await self._bad_values(st, cur)
+        if host_t is None and cur.host_t is not None:  # not to be believed: no rate from it
+            cur = dataclasses.replace(cur, host_t=None)
         procs = obj.get("processes")
         procs = procs if isinstance(procs, list) else []
         base = {
@@ -366,18 +374,19 @@ class Sampler:
             "source": source,
             "t": round(t, 6),
             "host_t": host_t,
-            "offset_s": st.offset,
-            "offset_from": st.offset_from,
+            "offset_s": st.clock.offset,
+            "offset_from": st.clock.offset_from,
         }
         if st.exporter_ok:
             if procs:
                 await self._write(st, {"kind": "processes", **base, "processes": procs[:1000]})
             return cur
         if prev is not None:
-            figs = rates(prev, cur)
+            figs = rates(prev, cur, None if prev.host_t and cur.host_t else t_recv - line_t)
             if isinstance(figs, Problem):
                 await self._warn(st, figs)
             else:
+                await self._resets(st, figs)
                 self._got_figures(st)
                 await self._write(
                     st, {"kind": "sample", **base, **figs.to_json(), "processes": procs[:1000]}

@@ -71,7 +71,7 @@ async def probe_lines(
 
     try:
         conn = await asyncio.wait_for(asyncssh.connect(address, **ssh), connect_timeout)
-    except (OSError, asyncssh.Error, TimeoutError, ValueError, TypeError) as exc:
+    except (OSError, asyncssh.Error, TimeoutError, ValueError, TypeError, OverflowError) as exc:
         yield Problem(
             "ssh-failed", f"cannot reach {address} over SSH ({type(exc).__name__}: {exc})"
         )
