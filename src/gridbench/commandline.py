@@ -5,7 +5,7 @@ code named as ``"module:function"`` and imported only when the command runs.
 so they answer without importing any family's code (its analyses, numpy, scipy, the web
 server ...). A declaration module imports nothing but this module: a family's
 ``cli.py`` (``gridbench/io/cli.py``), a command set's (``gridbench/model/cli.py``) and the
-generic commands' (``gridbench/cli.py``). Adding a command is one declaration::
+generic commands' (``gridbench/cli/declared.py``). Adding a command is one declaration::
 
     Command(
         "backends",

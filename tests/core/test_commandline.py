@@ -10,7 +10,7 @@ import importlib
 import inspect
 from collections.abc import Iterator
 
-from gridbench.cli import build_parser
+from gridbench.cli.declared import build_parser
 from gridbench.commandline import Command, Commands, Handler, arg
 from gridbench.family import CommandSet
 

@@ -190,7 +190,7 @@ def render_comparison(c: Comparison, out: Console, *, show_all: bool = False) ->
 
 
 def cmd_compare(args: argparse.Namespace, ui: object = None) -> int:
-    """``gridbench compare`` (declared in :mod:`gridbench.cli`)."""
+    """``gridbench compare`` (declared in :mod:`gridbench.cli.declared`)."""
     from gridbench.compare.dispatch import compare_runs
 
     c = compare_runs(
@@ -237,7 +237,7 @@ def render_history(h: History, out: Console) -> None:
 
 
 def cmd_history(args: argparse.Namespace, ui: object = None) -> int:
-    """``gridbench history`` (declared in :mod:`gridbench.cli`)."""
+    """``gridbench history`` (declared in :mod:`gridbench.cli.declared`)."""
     from gridbench.compare.dispatch import history_of
 
     h = history_of(_root(args), args.experiment, args.metric, settings=_settings(args))

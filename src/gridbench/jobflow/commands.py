@@ -1,5 +1,5 @@
 """The job-flow family's own commands: validate, plan, run, demo, check, ingest,
-reference and backends (the generic ones live in gridbench.cli). Their names, help and
+reference and backends (the generic ones live in gridbench.cli's package). Their names, help and
 arguments are declared in :mod:`gridbench.jobflow.cli`; each function here takes the
 parsed arguments and the command line's :class:`~gridbench.family.Ui`."""
 

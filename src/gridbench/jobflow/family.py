@@ -18,11 +18,11 @@ from gridbench.family import (
     Ui,
     ValidityRule,
 )
-from gridbench.family.dashboard import LiveMetric, Pages, WebContext
 from gridbench.sections import Report
 from gridbench.states import FAIL, INVALID, PASS
 
 if TYPE_CHECKING:  # light at import: the command line loads every family (--help)
+    from gridbench.family.dashboard import LiveMetric, Pages, WebContext
     from gridbench.store.layout import RunDir
     from gridbench.swept import F64, ExperimentMetrics, Measure, SweepPoint, SweptFigure
 

@@ -5,13 +5,15 @@ tests; analysed into ``gridbench.study/1``."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from gridbench.family import CatalogueEntry
-from gridbench.family.dashboard import Pages, WebContext
 from gridbench.family.module_family import ComparableFamily, lazy
 from gridbench.family.verdicts import status_exit_code, status_verdict
+
+if TYPE_CHECKING:  # light at import: the command line loads every family (--help)
+    from gridbench.family.dashboard import Pages, WebContext
 
 SCHEMA = "gridbench.study/1"
 

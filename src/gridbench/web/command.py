@@ -67,7 +67,7 @@ def _check_port(host: str, port: int) -> None:
 
 
 def cmd_serve(args: argparse.Namespace, ui: object = None) -> int:
-    """``gridbench serve`` (declared in :mod:`gridbench.cli`; ``gridbench study serve``
+    """``gridbench serve`` (declared in :mod:`gridbench.cli.declared`; ``gridbench study serve``
     calls it too)."""
     import uvicorn
 
