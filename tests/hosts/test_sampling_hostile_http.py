@@ -225,3 +225,17 @@ async def test_a_counter_that_goes_back_is_marked_in_the_samples(
     assert len(reset) == 1 and "cpu_seconds" in reset[0] and "disk_read" in reset[0]
     warned = [w for w in read_samples(tmp_path).warnings if w["code"] == "counter-reset"]
     assert len(warned) == 1 and "went back (a reboot" in warned[0]["text"]
+
+
+def test_hosts_check_reads_the_exporter_with_the_same_deadline(
+    peer: Callable[[Handler], str],
+) -> None:
+    # before: urllib's timeout bounds each read only: `gridbench hosts check` hung
+    from gridbench.hosts.check import EXPORTER_TIMEOUT_S, _exporter
+    from gridbench.hosts.inventory import Host
+
+    url = peer(_trickle(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\nnode_"))
+    host = Host(name="slow", address="127.0.0.1", exporter=url)
+    step = _bounded(lambda: _exporter(host), EXPORTER_TIMEOUT_S + 6)
+    assert getattr(step, "ok", None) is False, step
+    assert "did not answer in full" in str(getattr(step, "detail", "")), step

@@ -18,7 +18,6 @@ import io
 import json
 import shlex
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -174,14 +173,16 @@ def _versions(host: Host, python: str, info: dict[str, Any]) -> Step:
 def _exporter(host: Host) -> Step:
     if not host.exporter:
         return Step("exporter", True, "none declared (host-wide figures from an SSH sampler)")
-    try:
-        with urllib.request.urlopen(host.exporter, timeout=EXPORTER_TIMEOUT_S) as r:
-            body = r.read(8 * 2**20).decode(errors="replace")
-    except (OSError, ValueError) as exc:
+    from gridbench.hosts.sampling.deadline_http import deadline_client
+    from gridbench.hosts.sampling.exporter import fetch
+
+    with deadline_client() as client:  # the sampler's reader: a deadline on the whole answer
+        body = fetch(client, host.exporter, EXPORTER_TIMEOUT_S)
+    if not isinstance(body, str):
         return Step(
             "exporter",
             False,
-            f"{host.exporter}: {getattr(exc, 'reason', None) or exc}"[:300],
+            body.text[:300],
             f"start node_exporter on {host.name} (apt-get install prometheus-node-exporter) "
             "or correct exporter: in the inventory (or remove it)",
         )
