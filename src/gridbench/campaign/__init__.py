@@ -19,8 +19,9 @@ running: ``run_plan`` (every unit and repetition, checked and estimated), ``sess
 watching and ending the units' processes, suspension, resumption), ``ordering`` (which
 unit may start now), ``run_folders`` (the run folder a unit made), ``processes`` (a
 unit's process and its group); judging: ``verdicts`` (each run against its pass
-criteria; the incidents), ``previous`` (the comparison with the previous campaign and the
-trend); the IEEE 829 documents: ``view`` (the campaign read once from its folder),
+criteria), ``incidents`` (the test incident reports), ``previous`` (the comparison with
+the previous campaign and the trend); the IEEE 829 documents: ``view`` (the campaign
+read once from its folder),
 ``document_parts`` (links, identifiers and sentences they share), ``plan_documents``
 (index, test plan), ``case_documents`` (test designs, test cases), ``log_documents``
 (test log, incident reports), ``summary_document`` (test summary report),

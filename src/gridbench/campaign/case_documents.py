@@ -29,6 +29,8 @@ from gridbench.campaign.render import (
     grid,
 )
 from gridbench.campaign.view import UnitView, View
+from gridbench.errors import GridbenchError
+from gridbench.specload import read_spec_text
 from gridbench.units import format_duration
 
 
@@ -73,12 +75,15 @@ def design_doc(v: View, comp: ComponentSpec) -> Document:
 
 
 def _spec_text(u: UnitView) -> str:
+    """The unit's spec file as it is now, read as any spec is (a regular file of at most
+    1 MiB: the path comes from campaign.json, which is foreign input)."""
     path = u.record.get("spec_path")
-    if isinstance(path, str):
+    if path:
         try:
-            return Path(path).read_text(encoding="utf-8")
-        except OSError:
-            pass
+            return read_spec_text(Path(path))
+        except (GridbenchError, OSError) as exc:
+            why = exc.message if isinstance(exc, GridbenchError) else str(exc.strerror)
+            return f"(the spec file {path} cannot be read: {why}; each run keeps its spec.yaml)"
     return "(the spec file is no longer there; each run keeps its spec.yaml)"
 
 

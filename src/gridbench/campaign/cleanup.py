@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gridbench.campaign.folder import CampaignDir, find_campaign, replay
-from gridbench.campaign.processes import alive, stop_group
+from gridbench.campaign.processes import is_unit, stop_group
 from gridbench.errors import GridbenchError
 from gridbench.family import Cleanable, CleanupOutcome, family_of
 from gridbench.states import FINISHED
@@ -33,12 +33,12 @@ def cleanup_campaign(folder: CampaignDir, *, dry_run: bool, force: bool) -> Clea
     lines: list[str] = [f"campaign {folder.id}: {len(state.attempts)} repetitions started"]
     errors: list[str] = []
     for a in state.attempts:
-        if a.pid is not None and alive(a.pid, a.create_time):
+        if a.pid is not None and is_unit(a.pid, a.create_time, a.name):
             lines.append(
                 f"{a.name}: its process {a.pid} still runs" + ("" if dry_run else ": stopped")
             )
             if not dry_run:
-                stop_group(a.pid, a.create_time)
+                stop_group(a.pid, a.create_time, a.name)
     seen: set[str] = set()
     for a in state.attempts:
         if not a.run or a.run in seen:

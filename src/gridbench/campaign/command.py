@@ -247,6 +247,14 @@ def _campaign_of(args: argparse.Namespace) -> Any:
     return c
 
 
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _number(value: Any) -> str:
+    return str(value) if type(value) is int else "?"
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     from gridbench.campaign.folder import RUNNING
     from gridbench.campaign.processes import alive
@@ -256,23 +264,21 @@ def cmd_status(args: argparse.Namespace) -> int:
 
     folder = _campaign_of(args)
     st = folder.read_state()
-    runner = st.get("runner") or {}
-    status = st.get("status")
+    runner = _mapping(st.get("runner"))  # campaign.json is foreign input: types checked
+    status = str(st.get("status"))
     if status == RUNNING and not alive(runner.get("pid"), runner.get("create_time")):
         status = "stopped (killed): 'gridbench campaign run' resumes it"
     if args.json:
         print(json.dumps({**st, "status": status}, indent=1, default=str))
         return EXIT_OK
     con = _console()
-    progress = st.get("progress") or {}
+    progress = _mapping(st.get("progress"))
+    running = st.get("running")
+    running = [str(x) for x in running] if isinstance(running, list) else []
     con.print(
         f"campaign {safe_markup(folder.id)}: {safe_markup(status)}; "
-        f"{progress.get('done', 0)} of {progress.get('total', 0)} repetitions finished"
-        + (
-            f"; running: {safe_markup(', '.join(st.get('running') or []))}"
-            if st.get("running")
-            else ""
-        )
+        f"{_number(progress.get('done'))} of {_number(progress.get('total'))} repetitions "
+        "finished" + (f"; running: {safe_markup(', '.join(running))}" if running else "")
     )
     _show(con, load_view(folder, compare=False))
     con.print(f"folder: [cyan]{safe_markup(folder.path)}[/]")

@@ -5,7 +5,7 @@ criteria in words."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 
 from gridbench.campaign.folder import RUNS_DIR, UNITS_DIR, Attempt
 from gridbench.campaign.render import Cell, Link
@@ -39,10 +39,13 @@ def design_slug(comp: str) -> str:
 
 
 def parse_time(x: str | None) -> datetime | None:
+    """An ISO time from the log (foreign input), or None; one without a zone is UTC (so
+    that any two can be subtracted)."""
     try:
-        return datetime.fromisoformat(x) if x else None
+        t = datetime.fromisoformat(x) if x else None
     except ValueError:
         return None
+    return t.replace(tzinfo=UTC) if t is not None and t.tzinfo is None else t
 
 
 def duration(a: Attempt) -> float | None:

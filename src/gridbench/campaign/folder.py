@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -29,8 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from gridbench.errors import ResultsError
+from gridbench.store.catalogue import is_run_name
 from gridbench.store.layout import now_iso, read_json, slug, write_json, write_text_atomic
 from gridbench.store.records import append_record, read_records
+from gridbench.store.safe_open import CAPS, opened_store_file, read_store_text, refuse_links
 
 CAMPAIGNS_DIR = "campaigns"
 STATE_FILE = "campaign.json"
@@ -48,14 +51,13 @@ DONE = frozenset({"passed", "failed", "error", "timeout"})
 RUNNING, COMPLETE, SUSPENDED, INTERRUPTED = "running", "complete", "suspended", "interrupted"
 
 
-def is_run_name(ref: str) -> bool:
-    """Whether ``ref`` can be one folder's name right under a results root."""
-    if not ref or ref in (".", "..") or any(c in ref for c in "/\\\0"):
-        return False
-    try:
-        return len(ref.encode("utf-8")) <= 255
-    except UnicodeEncodeError:
-        return False
+#: a unit's name in the log, ``component.unit`` (each an id of the campaign file's form):
+#: the log is foreign input, and the name becomes a file's (``units/<name>.log``)
+UNIT_KEY = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,39}\.[A-Za-z][A-Za-z0-9_-]{0,39}")
+#: the last bytes of a unit's log its incidents quote (a log may be gigabytes)
+LOG_TAIL_BYTES = 64 * 1024
+#: the longest campaign file a campaign folder's copy may be
+COPY_CAP = CAPS["spec"]
 
 
 def digest(text: str) -> str:
@@ -135,7 +137,32 @@ class CampaignDir:
         write_text_atomic(self.path / COPY_FILE, text)
 
     def copy_text(self) -> str:
-        return (self.path / COPY_FILE).read_text(encoding="utf-8")
+        """The campaign file as run (its copy): read as the store reads foreign files (no
+        link followed, a regular file, bounded)."""
+        path = self.path / COPY_FILE
+        try:
+            return read_store_text(path, cap=COPY_CAP, base=self.path)
+        except FileNotFoundError:
+            raise ResultsError(
+                "the campaign folder has lost its copy of the campaign file",
+                where=str(path),
+                fix="copy the campaign file there again (the one the campaign was run with)",
+            ) from None
+
+    def log_tail(self, name: str) -> str:
+        """The last :data:`LOG_TAIL_BYTES` of what a unit's attempt printed ('' when it has
+        no log): never through a link, a regular file only (a planted /dev/zero or FIFO is
+        a ResultsError, not a hang)."""
+        try:
+            with (
+                opened_store_file(self.unit_log(name), base=self.path) as (fd_path, size),
+                open(fd_path, "rb") as fh,
+            ):
+                fh.seek(max(0, size - LOG_TAIL_BYTES))
+                data = fh.read(LOG_TAIL_BYTES)
+        except FileNotFoundError:
+            return ""
+        return data.decode("utf-8", errors="replace")
 
     def unit_log(self, name: str) -> Path:
         return self.path / UNITS_DIR / f"{name}.log"
@@ -149,6 +176,7 @@ class CampaignDir:
         target = Path("..", "..", "..", run_folder)
         tmp = link.with_name(f".{name}.tmp")
         tmp.unlink(missing_ok=True)
+        refuse_links(tmp)  # runs/ itself a link: the new link would be made elsewhere
         os.symlink(target, tmp)
         os.replace(tmp, link)
         return link
@@ -273,15 +301,35 @@ class State:
         return max((a.attempt for a in self.of(unit, rep)), default=0) + 1
 
 
+def _texts(value: Any) -> tuple[str, ...]:
+    """A list of words from the log as strings (anything else: none)."""
+    return tuple(str(x) for x in value) if isinstance(value, list) else ()
+
+
+def _ident(ev: Mapping[str, Any]) -> tuple[str, int, int] | None:
+    """(unit, repetition, attempt) of an event, or None when the log line does not name
+    them as the campaign writes them (a unit's name becomes a file's: no ``../``)."""
+    unit, rep, attempt = ev.get("unit"), ev.get("rep", 0), ev.get("attempt", 0)
+    if ev.get("event") in ("begin", "suspend", "resume", "finish"):
+        return ("", 0, 0)
+    if not isinstance(unit, str) or not UNIT_KEY.fullmatch(unit):
+        return None
+    if not all(type(x) is int and 0 <= x < 1_000_000 for x in (rep, attempt)):
+        return None
+    return (unit, rep, attempt)
+
+
 def replay(events: Iterable[Mapping[str, Any]]) -> State:
-    """The state the log's events leave (foreign input: odd lines are skipped)."""
+    """The state the log's events leave. The log is foreign input: a line that does not
+    name its unit, repetition and attempt as the campaign writes them is skipped, a run
+    that is no folder's name at the store's root is dropped, a field of the wrong type is
+    left out."""
     st = State()
     index: dict[tuple[str, int, int], Attempt] = {}
     for ev in events:
         kind = ev.get("event")
-        try:
-            ident = (str(ev.get("unit")), int(ev.get("rep", 0)), int(ev.get("attempt", 0)))
-        except (TypeError, ValueError):
+        ident = _ident(ev)
+        if ident is None:
             continue
         at = str(ev.get("at", ""))
         if kind == "begin":
@@ -294,8 +342,8 @@ def replay(events: Iterable[Mapping[str, Any]]) -> State:
                 attempt=ident[2],
                 started=at,
                 command=str(ev.get("command", "")),
-                hosts=tuple(str(h) for h in ev.get("hosts") or ()),
-                pid=ev.get("pid") if isinstance(ev.get("pid"), int) else None,
+                hosts=_texts(ev.get("hosts")),
+                pid=ev.get("pid") if type(ev.get("pid")) is int else None,
                 create_time=ev.get("create_time")
                 if isinstance(ev.get("create_time"), int | float)
                 else None,
@@ -305,17 +353,17 @@ def replay(events: Iterable[Mapping[str, Any]]) -> State:
             st.blocked.pop((ident[0], ident[1]), None)
         elif kind in ("run", "end", "killed") and ident in index:
             a = index[ident]
-            if isinstance(ev.get("run"), str):
+            if isinstance(ev.get("run"), str) and is_run_name(ev["run"]):
                 a.run = ev["run"]
             if kind == "end":
                 a.ended = at
-                a.exit = ev.get("exit") if isinstance(ev.get("exit"), int) else None
+                a.exit = ev.get("exit") if type(ev.get("exit")) is int else None
                 a.outcome = str(ev.get("outcome"))
-                a.reasons = tuple(str(r) for r in ev.get("reasons") or ())
+                a.reasons = _texts(ev.get("reasons"))
             elif kind == "killed":
                 a.ended = at
                 a.outcome = "killed"
-                a.reasons = tuple(str(r) for r in ev.get("reasons") or ())
+                a.reasons = _texts(ev.get("reasons"))
         elif kind == "blocked":
             st.blocked[(ident[0], ident[1])] = str(ev.get("by"))
         elif kind == "suspend":
@@ -324,7 +372,7 @@ def replay(events: Iterable[Mapping[str, Any]]) -> State:
         elif kind == "resume":
             st.suspended.clear()
             st.blocked.clear()
-            rerun = {str(u) for u in ev.get("rerun") or ()}
+            rerun = set(_texts(ev.get("rerun")))
             for a in st.attempts:
                 if a.unit in rerun:
                     a.superseded = True

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gridbench.campaign.document_parts import case_slug, duration, ident, log_link, nav, run_link
+from gridbench.campaign.incidents import SEVERITIES
 from gridbench.campaign.render import (
     Badge,
     Block,
@@ -15,7 +16,6 @@ from gridbench.campaign.render import (
     Para,
     grid,
 )
-from gridbench.campaign.verdicts import SEVERITIES
 from gridbench.campaign.view import View
 from gridbench.units import format_duration
 

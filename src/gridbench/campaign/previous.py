@@ -150,6 +150,14 @@ def compare_with_previous(
     return Previous(prev.id, units)
 
 
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _count(value: Any) -> int | None:
+    return value if type(value) is int and value >= 0 else None
+
+
 def trend(folder: CampaignDir) -> list[dict[str, Any]]:
     """Every campaign of this name up to this one, oldest first: when, its state, how
     many units passed of how many, its incidents and regressions, each unit's verdict
@@ -169,15 +177,21 @@ def trend(folder: CampaignDir) -> list[dict[str, Any]]:
         if not isinstance(s, Mapping):
             rows.append({"campaign": c.id, "status": "no summary (not reported yet)"})
             continue
-        row: dict[str, Any] = {
+        counts = s.get("counts")
+        verdicts = s.get("verdicts")
+        row: dict[str, Any] = {  # another campaign's file: each field of its type, or none
             "campaign": c.id,
-            "status": s.get("status"),
-            "created": s.get("created"),
-            "passed": s.get("counts", {}).get("passed"),
-            "units": s.get("total"),
-            "incidents": s.get("incident_count"),
-            "regressions": s.get("regression_count"),
-            "verdicts": s.get("verdicts") or {},
+            "status": _text(s.get("status")),
+            "created": _text(s.get("created")),
+            "passed": _count(counts.get("passed") if isinstance(counts, Mapping) else None),
+            "units": _count(s.get("total")),
+            "incidents": _count(s.get("incident_count")),
+            "regressions": _count(s.get("regression_count")),
+            "verdicts": {
+                str(k): str(v)
+                for k, v in (verdicts.items() if isinstance(verdicts, Mapping) else ())
+                if isinstance(v, str)
+            },
         }
         rows.append(row)
     return rows

@@ -19,6 +19,9 @@ from gridbench.campaign.folder import Attempt
 from gridbench.campaign.model import Unit
 
 PR_SET_PDEATHSIG = 1
+#: the environment variable naming the attempt a unit's process runs (and its campaign's)
+UNIT_ENV = "GRIDBENCH_UNIT"
+CAMPAIGN_ENV = "GRIDBENCH_CAMPAIGN"
 
 #: where a campaign's run says what happens (a line at a time)
 Say = Callable[[str], None]
@@ -45,7 +48,7 @@ def alive(pid: Any, create_time: Any) -> bool:
     """Whether the process ``pid`` that started at ``create_time`` still runs."""
     import psutil
 
-    if not isinstance(pid, int) or not isinstance(create_time, int | float):
+    if type(pid) is not int or pid <= 0 or not isinstance(create_time, int | float):
         return False
     try:
         return bool(abs(psutil.Process(pid).create_time() - float(create_time)) < 0.05)
@@ -53,10 +56,27 @@ def alive(pid: Any, create_time: Any) -> bool:
         return False
 
 
-def stop_group(pid: int, create_time: float | None, grace_s: float = 10.0) -> None:
-    """SIGTERM the process group of a unit's process (it leads its own session), then
-    SIGKILL what is left after ``grace_s``; only when ``pid`` is still that process."""
+def is_unit(pid: Any, create_time: Any, unit: str) -> bool:
+    """Whether ``pid`` is still the process of the unit's attempt ``unit`` that the log
+    names: started at ``create_time`` and started by a campaign for that attempt (its
+    environment says ``GRIDBENCH_UNIT``). The log is foreign input: a pid and start time
+    planted there never make the campaign stop another process."""
+    import psutil
+
     if not alive(pid, create_time):
+        return False
+    try:
+        env = psutil.Process(pid).environ()
+    except (psutil.Error, OSError):  # another user's process: not the campaign's
+        return False
+    return bool(env.get(UNIT_ENV) == unit)
+
+
+def stop_group(pid: int, create_time: float | None, unit: str, grace_s: float = 10.0) -> None:
+    """SIGTERM the process group of a unit's process (it leads its own session), then
+    SIGKILL what is left after ``grace_s``; only while ``pid`` is still the process of
+    the attempt ``unit`` (:func:`is_unit`)."""
+    if not is_unit(pid, create_time, unit):
         return
     with contextlib.suppress(OSError):
         os.killpg(pid, signal.SIGTERM)

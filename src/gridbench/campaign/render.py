@@ -6,6 +6,7 @@ Markdown (every cell's pipes and line breaks escaped)."""
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -224,8 +225,9 @@ def block_md(b: Block) -> str:
         return "\n".join(f"- {cell_md(i)}" for i in b.items) if b.items else "_none_"
     if isinstance(b, Pairs):
         return "\n".join(f"- **{_md(k)}**: {cell_md(v)}" for k, v in b.rows)
-    if isinstance(b, Pre):
-        fence = "````" if "```" in b.text else "```"
+    if isinstance(b, Pre):  # a fence longer than any run of backticks in the text
+        longest = max((len(m) for m in re.findall(r"`+", b.text)), default=0)
+        fence = "`" * max(3, longest + 1)
         return f"{fence}\n{b.text.rstrip()}\n{fence}"
     if not b.rows:
         return f"_{_md(b.empty)}_"

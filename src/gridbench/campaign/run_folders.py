@@ -25,7 +25,7 @@ def stamp_of(iso: str) -> str | None:
     """An ISO time as a run folder's stamp (``YYYYmmddTHHMMSSZ``), or None."""
     try:
         return datetime.fromisoformat(iso).astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
-    except ValueError:
+    except (ValueError, OverflowError):
         return None
 
 
@@ -47,7 +47,7 @@ def find_run(
         if m is None or name in claimed:
             continue
         path = root / name
-        if not path.is_dir():
+        if path.is_symlink() or not path.is_dir():  # a planted link is no unit's run
             continue
         if stamp is not None and m.group(1) < stamp:
             continue

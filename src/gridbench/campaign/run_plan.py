@@ -3,6 +3,8 @@ and estimated by its family's own plan, and what the campaign records of each un
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,6 +53,50 @@ def unit_record(u: Unit, est: Estimate | None, root: Path) -> dict[str, Any]:
         "estimate_s": est.seconds if est is not None else None,
         "estimate_note": est.note if est is not None else "",
     }
+
+
+#: the fields of a unit's record by the type they hold (campaign.json is foreign input)
+_TEXT = (
+    "key", "component", "id", "title", "family", "spec", "spec_path", "verb", "command",
+    "run_name", "estimate_note",
+)  # fmt: skip
+_WORDS = ("sets", "args", "hosts", "after", "features")
+#: the longest estimate believed (a year): past it, or not a number, there is none
+MAX_ESTIMATE_S = 365 * 86400.0
+
+
+def read_unit_records(state: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The units' records of a campaign's state (``campaign.json``'s ``units``) as
+    :func:`unit_record` writes them: a record or a field of another type is left out, an
+    estimate that is no finite number of seconds up to a year is none."""
+    found = state.get("units")
+    if not isinstance(found, Mapping):
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    for key, rec in found.items():
+        if not isinstance(key, str) or not isinstance(rec, Mapping):
+            continue
+        clean: dict[str, Any] = {k: rec[k] for k in _TEXT if isinstance(rec.get(k), str)}
+        for k in _WORDS:
+            if isinstance(rec.get(k), list):
+                clean[k] = [str(x) for x in rec[k] if isinstance(x, str | int | float)]
+        for k in ("repetitions",):
+            if type(rec.get(k)) is int:
+                clean[k] = rec[k]
+        est = rec.get("estimate_s")
+        clean["estimate_s"] = (
+            float(est)
+            if isinstance(est, int | float)
+            and not isinstance(est, bool)
+            and math.isfinite(est)
+            and 0 <= est <= MAX_ESTIMATE_S
+            else None
+        )
+        for k in ("require_valid", "thresholds", "timeout_s"):
+            if k in rec:
+                clean[k] = rec[k]
+        out[key] = clean
+    return out
 
 
 def check_units(parsed: Parsed, units: list[Unit]) -> tuple[dict[str, Estimate], list[str]]:

@@ -20,9 +20,11 @@ from gridbench.campaign import ordering
 from gridbench.campaign.folder import COMPLETE, INTERRUPTED, SUSPENDED, attempt_name, digest
 from gridbench.campaign.model import Unit, joined
 from gridbench.campaign.processes import (
+    CAMPAIGN_ENV,
+    UNIT_ENV,
     Running,
-    alive,
     die_with_parent,
+    is_unit,
     signals_as_interrupt,
     stop_group,
 )
@@ -33,6 +35,7 @@ from gridbench.campaign.units import GRIDBENCH, shown, unit_env
 from gridbench.campaign.verdicts import judge
 from gridbench.errors import SpecError
 from gridbench.family import runner_identity
+from gridbench.store.safe_open import open_append
 
 POLL_S = 0.1
 #: seconds between looks for a running unit's run folder
@@ -84,8 +87,8 @@ class CampaignRunner(CampaignSession):
         is an incident (killed midway), its process stopped if it somehow lives on, and
         its repetition runs again; a suspension is lifted (its units run again)."""
         for a in self.state.open_attempts():
-            if a.pid is not None and alive(a.pid, a.create_time):
-                stop_group(a.pid, a.create_time)
+            if a.pid is not None and is_unit(a.pid, a.create_time, a.name):
+                stop_group(a.pid, a.create_time, a.name)
             if a.run is None:
                 found = self._find_run(a.unit, set(), since=a.started)
                 if found is not None:
@@ -162,8 +165,8 @@ class CampaignRunner(CampaignSession):
         n = self.state.next_attempt(u.key, rep)
         name = attempt_name(u.key, rep, n)
         before = names(self.root)
-        log = open(self.folder.unit_log(name), "wb")  # noqa: SIM115 (closed when it ends)
-        env = unit_env(self.root, GRIDBENCH_CAMPAIGN=self.folder.id, GRIDBENCH_UNIT=name)
+        log = open_append(self.folder.unit_log(name))  # never through a planted link
+        env = unit_env(self.root, **{CAMPAIGN_ENV: self.folder.id, UNIT_ENV: name})
         proc = subprocess.Popen(
             [*GRIDBENCH, *u.argv()],
             cwd=u.base,

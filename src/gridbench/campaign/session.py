@@ -20,7 +20,7 @@ from gridbench.campaign.folder import (
 )
 from gridbench.campaign.model import Parsed, Unit
 from gridbench.campaign.processes import Running, Say, alive
-from gridbench.campaign.run_plan import Plan
+from gridbench.campaign.run_plan import Plan, read_unit_records
 from gridbench.errors import GridbenchError, SpecError
 from gridbench.family import runner_identity
 from gridbench.store.layout import now_iso
@@ -73,7 +73,8 @@ class CampaignSession:
         if last is not None and not self.new:
             st = last.read_state()
             status = st.get("status")
-            runner = st.get("runner") or {}
+            found = st.get("runner")
+            runner: dict[str, Any] = found if isinstance(found, dict) else {}
             if status == RUNNING and alive(runner.get("pid"), runner.get("create_time")):
                 raise GridbenchError(
                     f"campaign {last.id} is running (process {runner.get('pid')})",
@@ -93,7 +94,7 @@ class CampaignSession:
                 self.resumed = True
                 self.folder = last
                 self.state = replay(last.events())
-                self.records = dict(st.get("units") or {})
+                self.records = read_unit_records(st)
                 return last
         return None
 

@@ -13,6 +13,7 @@ from gridbench.campaign.document_parts import (
     outcome_sentence,
     parse_time,
 )
+from gridbench.campaign.incidents import SEVERITIES
 from gridbench.campaign.previous import relative_text
 from gridbench.campaign.render import (
     Badge,
@@ -26,7 +27,6 @@ from gridbench.campaign.render import (
     Para,
     grid,
 )
-from gridbench.campaign.verdicts import SEVERITIES
 from gridbench.campaign.view import UnitView, View
 from gridbench.fmt import fmt_val
 from gridbench.units import format_duration
@@ -227,6 +227,10 @@ def _previous_blocks(v: View) -> list[Block]:
     ]
 
 
+def _or_dash(value: object) -> str:
+    return "–" if value is None else str(value)
+
+
 def _trend_blocks(v: View) -> list[Block]:
     if not v.trend:
         return [Para.of("no campaign of this name has a summary yet")]
@@ -237,10 +241,10 @@ def _trend_blocks(v: View) -> list[Block]:
         rows.append(
             (
                 t["campaign"],
-                str(t.get("status", "")),
-                f"{t.get('passed', '–')} of {t.get('units', '–')}",
-                str(t.get("incidents", "–")),
-                str(t.get("regressions", "–")),
+                _or_dash(t.get("status")),
+                f"{_or_dash(t.get('passed'))} of {_or_dash(t.get('units'))}",
+                _or_dash(t.get("incidents")),
+                _or_dash(t.get("regressions")),
                 *(Badge(str(verdicts[k])) if k in verdicts else "–" for k in keys),
             )
         )

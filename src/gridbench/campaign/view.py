@@ -10,16 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from gridbench.campaign.folder import COPY_FILE, Attempt, CampaignDir, State, replay
+from gridbench.campaign.incidents import Incidents, attempt_incidents
 from gridbench.campaign.model import ComponentSpec, Parsed, UnitSpec, parse_campaign, unit_key
 from gridbench.campaign.previous import Previous, compare_with_previous, relative_text
-from gridbench.campaign.verdicts import (
-    Incidents,
-    Judged,
-    attempt_incidents,
-    count,
-    judge,
-    unit_verdict,
-)
+from gridbench.campaign.run_plan import read_unit_records
+from gridbench.campaign.verdicts import Judged, count, judge, unit_verdict
 from gridbench.errors import GridbenchError
 from gridbench.fmt import fmt_val
 
@@ -96,7 +91,7 @@ def load_view(folder: CampaignDir, *, compare: bool = True) -> View:
     base = Path(str(doc.get("base") or folder.path))
     parsed = parse_campaign(folder.copy_text(), str(folder.path / COPY_FILE), base)
     state = replay(folder.events())
-    records = doc.get("units") or {}
+    records = read_unit_records(doc)
     judged: dict[str, Judged] = {}
     valid_of = {unit_key(c, u): u.pass_.valid for c, u in parsed.spec.units()}
     for a in state.attempts:
@@ -117,10 +112,10 @@ def load_view(folder: CampaignDir, *, compare: bool = True) -> View:
             why = f"suspended: {sus} did not pass (suspension criteria)"
         elif blocked:
             why = f"not run: {blocked[0]} did not pass (after:)"
-        units.append(UnitView(key, comp, unit, dict(records.get(key) or {}), reps, why))
+        units.append(UnitView(key, comp, unit, dict(records.get(key, {})), reps, why))
     incidents = Incidents()
     for a in state.attempts:
-        rec = records.get(a.unit) or {}
+        rec = records.get(a.unit, {})
         attempt_incidents(
             incidents, folder, state, a, judged.get(a.name), str(rec.get("command", ""))
         )
@@ -133,7 +128,7 @@ def load_view(folder: CampaignDir, *, compare: bool = True) -> View:
     if previous is not None:
         for uc in previous.units:
             for ch in uc.regressions:
-                rec = records.get(uc.unit) or {}
+                rec = records.get(uc.unit, {})
                 incidents.add(
                     "regression",
                     None,
