@@ -14,11 +14,17 @@ import pytest
 from gridbench.errors import SpecError
 from gridbench.hosts.inventory import load_inventory_text
 from gridbench.hosts.sampling.analysis import read_samples
-from gridbench.hosts.sampling.clock import MAX_SKEW_S, HostClock
+from gridbench.hosts.sampling.clock import MAX_SKEW_S, HostClock, interval_s
 from gridbench.hosts.sampling.exporter import parse_exporter
 from gridbench.hosts.sampling.figures import Counters, Problem, counters_from_json
 from gridbench.hosts.sampling.sampler import HostTarget, Sampler
-from gridbench.hosts.sampling.ssh import MAX_LINE, parse_line, split_lines
+from gridbench.hosts.sampling.ssh import (
+    MAX_LINE,
+    MAX_PROCESS_ROWS,
+    clean_processes,
+    parse_line,
+    split_lines,
+)
 from sampling_fixtures import sample_for
 
 CPU = (
@@ -193,3 +199,51 @@ async def test_a_planted_samples_file_stops_that_host_with_one_message(
             assert os.read(fd, 100) == b""  # nothing went into the FIFO
         finally:
             os.close(fd)
+
+
+def test_a_probe_s_process_rows_are_cut_to_its_own() -> None:
+    # before: up to 1000 rows of anything (each up to a line's 256 KiB) were written into
+    # every sample record as they came
+    rows = [
+        {"label": "slurmctld", "pid": 7, "state": "running", "cpu_percent": 3.5, "rss_bytes": 9},
+        {"label": "x" * 100_000, "pid": 8, "state": "running"},
+        {"label": "a", "pid": True, "state": "gone"},
+        {"label": "b", "pid": None, "state": "absent", "junk": "y" * 100_000},
+        {"label": "c", "pid": 9, "state": "running", "cpu_percent": math.inf},
+        "garbage",
+    ]
+    kept, dropped = clean_processes(rows)
+    assert dropped == 3
+    assert kept == [
+        {"label": "slurmctld", "pid": 7, "state": "running", "cpu_percent": 3.5, "rss_bytes": 9.0},
+        {"label": "b", "pid": None, "state": "absent"},
+        {"label": "c", "pid": 9, "state": "running", "cpu_percent": None, "rss_bytes": None},
+    ]
+    assert clean_processes({"not": "a list"}) == ([], 1)
+    assert len(clean_processes([rows[0]] * 100_000)[0]) == MAX_PROCESS_ROWS
+
+
+def test_a_host_clock_that_runs_fast_or_slow_gives_the_controller_s_interval() -> None:
+    assert interval_s(100.0, 101.0, 5.0, 6.02, 0.01) == 1.0  # agrees: the host's own
+    assert interval_s(100.0, 100.1, 5.0, 6.0, 0.01) == 1.0  # a tenth: the controller's
+    assert interval_s(100.0, 110.0, 5.0, 6.0, 0.01) == 1.0
+    assert interval_s(None, 110.0, 5.0, 6.5, 0.01) == 1.5
+
+
+def test_one_unreadable_samples_file_leaves_the_others_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # before: one file over the records cap (a host that printed huge lines for hours)
+    # raised, and no host's samples could be reported
+    from gridbench.store.safe_open import CAPS
+
+    folder = tmp_path / "samples"
+    folder.mkdir()
+    sample = '{"kind": "sample", "host": "%s", "t": 1.0, "interval_s": 1.0, "cpu_busy": 5}\n'
+    (folder / "good.jsonl").write_text(sample % "good")
+    (folder / "huge.jsonl").write_text(sample % "huge" * 100)
+    monkeypatch.setitem(CAPS, "records", 4096)
+    s = read_samples(tmp_path)
+    assert s.hosts["host"].to_list() == ["good"]
+    [w] = s.warnings
+    assert w["host"] == "huge" and w["code"] == "unreadable" and "huge.jsonl" in w["text"]

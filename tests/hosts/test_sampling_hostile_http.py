@@ -239,3 +239,24 @@ def test_hosts_check_reads_the_exporter_with_the_same_deadline(
     step = _bounded(lambda: _exporter(host), EXPORTER_TIMEOUT_S + 6)
     assert getattr(step, "ok", None) is False, step
     assert "did not answer in full" in str(getattr(step, "detail", "")), step
+
+
+async def test_a_host_clock_that_runs_slow_does_not_scale_the_rates(
+    tmp_path: Path, peer: Callable[[Handler], str]
+) -> None:
+    # before: the interval was the host's own (a tenth of the real one here), so every
+    # rate came out ten times too high
+    served, t0 = [0], time.time()
+
+    def handler(_req: bytes, c: socket.socket) -> None:
+        served[0] += 1
+        body = _valid(served[0], t0 + (time.time() - t0) / 10)
+        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+
+    host = HostTarget("slow-clock", exporter=peer(handler), address="127.0.0.1", ssh={"port": 9})
+    await sample_for(Sampler(tmp_path / "samples", [host], 0.2), 2.0)
+    s = read_samples(tmp_path)
+    assert s.hosts.height >= 5
+    rates = s.hosts["disk_read_bps"].drop_nulls()  # 4096 bytes a scrape, one every ~0.2 s
+    assert rates.len() >= 5 and rates.median() < 4096 / 0.2 * 2, rates.to_list()  # type: ignore[operator]
+    assert s.hosts["interval_s"].min() > 0.05  # type: ignore[operator]

@@ -170,7 +170,11 @@ def read_samples(run: Path) -> Samples:
     records: list[Any] = []
     bad = 0
     for p in sample_files(run):
-        got, b = read_sample_file(p)
+        try:
+            got, b = read_sample_file(p)
+        except ResultsError as exc:  # over the cap, say: the other hosts are still read
+            got, b = [{"kind": "warning", "host": p.stem, "t": 0.0, "code": "unreadable"}], 0
+            got[0]["text"] = str(exc).replace("\n", " ")
         records.extend(got)
         bad += b
     s = samples_from_records(records)

@@ -8,7 +8,8 @@ left out, so it can neither move the offset nor give a rate. One that steps (by 
 :data:`STEP_S` beyond what the round trip allows; a probe's line, by more than a line's
 delay, :data:`MAX_DELAY_S`) is ``clock-step``: that sample is placed
 by the controller's clock, its host time left out (no rate spans the step), and an
-estimated offset starts again from the new clock.
+estimated offset starts again from the new clock. A host clock that runs fast or slow
+gives no interval: the controller's is used (:func:`interval_s`).
 """
 
 from __future__ import annotations
@@ -109,3 +110,16 @@ class HostClock:
         if self.offset_from == "ssh":
             self.offset = est
         return t_received, None, step
+
+
+def interval_s(
+    prev_host_t: float | None, host_t: float | None, prev_t: float, t: float, slack: float
+) -> float:
+    """The interval between two readings: the host's own when it agrees with the
+    controller's (``t - prev_t``) within ``slack`` (the round trips' halves) and 5%, else
+    the controller's: a host clock that runs fast or slow never scales the rates."""
+    ours = t - prev_t
+    if prev_host_t is None or host_t is None:
+        return ours
+    own = host_t - prev_host_t
+    return own if abs(own - ours) <= slack + 0.05 * abs(ours) else ours

@@ -4,6 +4,7 @@ sampler's tasks for it share."""
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,3 +45,12 @@ class HostState:
     written: int = 0
     #: set while the exporter does not answer: the SSH probe gives the host's figures
     exporter_down: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @classmethod
+    def begin(cls, target: HostTarget, folder: Path) -> HostState:
+        """The state of ``target`` as sampling begins, its samples in ``folder``."""
+        st = cls(target, folder / f"{target.name}.jsonl", last_figures=time.monotonic())
+        st.clock.host = target.name
+        if target.offset_s is not None:
+            st.clock.offset, st.clock.offset_from = target.offset_s, "given"
+        return st

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from gridbench.errors import GridbenchError, resource_error
+from gridbench.hosts.sampling.clock import interval_s
 from gridbench.hosts.sampling.exporter import Scrape, scrape
 from gridbench.hosts.sampling.figures import (
     Counters,
@@ -40,7 +41,7 @@ from gridbench.hosts.sampling.figures import (
 )
 from gridbench.hosts.sampling.host_state import HostState
 from gridbench.hosts.sampling.host_state import HostTarget as HostTarget
-from gridbench.hosts.sampling.ssh import probe_lines
+from gridbench.hosts.sampling.ssh import clean_processes, probe_lines
 from gridbench.store.records import append_record
 
 log = logging.getLogger(__name__)
@@ -153,12 +154,7 @@ class Sampler:
 
     # ---- one host --------------------------------------------------------------------
     async def _host(self, target: HostTarget) -> None:
-        st = HostState(target, self.folder / f"{target.name}.jsonl")
-        st.clock.host = target.name
-        if target.offset_s is not None:
-            st.clock.offset, st.clock.offset_from = target.offset_s, "given"
-        self.states[target.name] = st
-        st.last_figures = time.monotonic()
+        st = self.states[target.name] = HostState.begin(target, self.folder)
         try:
             await self._sample_host(st)
         except (GridbenchError, OSError) as exc:
@@ -280,11 +276,8 @@ class Sampler:
                 )
             await self._bad_values(st, got.counters)
             if prev is not None:
-                dt = (
-                    None
-                    if host_t is not None and prev.counters.host_t is not None
-                    else got.t - prev.t
-                )
+                slack = (rtt + prev.t_received - prev.t_sent) / 2
+                dt = interval_s(prev.counters.host_t, host_t, prev.t, got.t, slack)
                 figs = rates(prev.counters, got.counters, dt)
                 if isinstance(figs, Problem):
                     await self._warn(st, figs)
@@ -367,8 +360,10 @@ class Sampler:
         await self._bad_values(st, cur)
         if host_t is None and cur.host_t is not None:  # not to be believed: no rate from it
             cur = dataclasses.replace(cur, host_t=None)
-        procs = obj.get("processes")
-        procs = procs if isinstance(procs, list) else []
+        procs, dropped = clean_processes(obj.get("processes"))
+        if dropped:
+            text = f"the probe on {st.target.name} printed {dropped} process row(s) not its own"
+            await self._warn(st, Problem("probe-malformed", text + ": left out"))
         base = {
             "host": st.target.name,
             "source": source,
@@ -379,17 +374,19 @@ class Sampler:
         }
         if st.exporter_ok:
             if procs:
-                await self._write(st, {"kind": "processes", **base, "processes": procs[:1000]})
+                await self._write(st, {"kind": "processes", **base, "processes": procs})
             return cur
         if prev is not None:
-            figs = rates(prev, cur, None if prev.host_t and cur.host_t else t_recv - line_t)
+            # a line's delay varies: the host's interval counts unless half one off
+            dt = interval_s(prev.host_t, cur.host_t, line_t, t_recv, self.interval / 2)
+            figs = rates(prev, cur, dt)
             if isinstance(figs, Problem):
                 await self._warn(st, figs)
             else:
                 await self._resets(st, figs)
                 self._got_figures(st)
                 await self._write(
-                    st, {"kind": "sample", **base, **figs.to_json(), "processes": procs[:1000]}
+                    st, {"kind": "sample", **base, **figs.to_json(), "processes": procs}
                 )
         return cur
 

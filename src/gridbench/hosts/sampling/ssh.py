@@ -55,6 +55,38 @@ def parse_line(line: bytes) -> dict[str, Any] | Problem:
     return obj
 
 
+#: the most process rows one line may carry (a spec names at most 256 targets)
+MAX_PROCESS_ROWS = 1024
+_STATES = frozenset({"running", "gone", "absent"})
+
+
+def _figure(v: Any) -> float | None:
+    ok = isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v < 1e18
+    return float(v) if ok else None
+
+
+def clean_processes(rows: Any) -> tuple[list[dict[str, Any]], int]:
+    """A probe line's process rows (foreign), each cut to the fields the probe prints and
+    checked (pure): the rows kept and how many were not rows of the probe's."""
+    if not isinstance(rows, list):
+        return [], 0 if rows is None else 1
+    kept: list[dict[str, Any]] = []
+    for r in rows[:MAX_PROCESS_ROWS]:
+        if not isinstance(r, dict):
+            continue
+        label, pid, state = r.get("label"), r.get("pid"), r.get("state")
+        if not isinstance(label, str) or not 0 < len(label) <= 64 or state not in _STATES:
+            continue
+        if pid is not None and (not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0):
+            continue
+        row = {"label": label, "pid": pid, "state": state}
+        if state == "running":
+            row["cpu_percent"] = _figure(r.get("cpu_percent"))
+            row["rss_bytes"] = _figure(r.get("rss_bytes"))
+        kept.append(row)
+    return kept, len(rows) - len(kept)
+
+
 async def probe_lines(
     address: str,
     ssh: dict[str, Any],
