@@ -63,3 +63,24 @@ def test_a_document_s_links_lead_to_the_run_and_the_log(tmp_path: Path) -> None:
         f"/campaigns/{folder.name}/runs/aem.u000.r1.a1/report.html", follow_redirects=False
     )
     assert miss.status_code == 404
+
+
+def test_the_pages_read_a_campaign_s_files_of_other_types(tmp_path: Path) -> None:
+    """campaign.json and summary.json are foreign input: fields of another type are left
+    out, never an internal error (issue 41)."""
+    import json
+
+    root = tmp_path / "results"
+    folder = synthetic_campaign(root, tmp_path, 2)
+    state = json.loads((folder / "campaign.json").read_text())
+    state.update(progress="[red]x", running=5)
+    (folder / "campaign.json").write_text(json.dumps(state))
+    s = json.loads((folder / "docs" / "summary.json").read_text())
+    s["counts"] = [1]
+    del s["components"]
+    (folder / "docs" / "summary.json").write_text(json.dumps(s))
+    c = _client(root)
+    for url in ("/campaigns", f"/campaigns/{folder.name}"):
+        page = c.get(url)
+        assert page.status_code == 200, (url, page.text[-400:])
+        assert "[red]x" not in page.text

@@ -22,9 +22,9 @@ from gridbench.campaign.folder import (
     CampaignDir,
     campaigns,
     find_campaign,
-    is_run_name,
 )
 from gridbench.errors import GridbenchError
+from gridbench.store.catalogue import is_run_name
 from gridbench.store.layout import read_json
 from gridbench.store.safe_open import CAPS, read_store_bytes
 from gridbench.web.dashboard import Dash
@@ -39,6 +39,10 @@ RELOAD_S = 3
 
 def _dict(x: Any) -> dict[str, Any]:
     return x if isinstance(x, dict) else {}
+
+
+def _list(x: Any) -> list[Any]:
+    return x if isinstance(x, list) else []
 
 
 def _summary(c: CampaignDir) -> dict[str, Any] | None:
@@ -110,7 +114,7 @@ def campaign_context(c: CampaignDir) -> dict[str, Any]:
     if status == RUNNING and not live:
         status = "stopped (killed): 'gridbench campaign run' resumes it"
     summary = None if live else _summary(c)
-    components = summary["components"] if summary else _live_units(state)
+    components = _list(summary.get("components")) if summary else _live_units(state)
     docs = sorted(p.name for p in c.docs.glob("*.html")) if (c.docs).is_dir() else []
     order = ["index.html", "test-plan.html", "test-log.html", "incidents.html", "summary.html"]
     docs = [d for d in order if d in docs] + [d for d in docs if d not in order]
@@ -121,8 +125,8 @@ def campaign_context(c: CampaignDir) -> dict[str, Any]:
         "state": status,  # ("status" is the page's HTTP status)
         "live": live,
         "reload": RELOAD_S,
-        "progress": state.get("progress") or {},
-        "running": state.get("running") or [],
+        "progress": _dict(state.get("progress")),  # campaign.json is foreign input
+        "running": [x for x in _list(state.get("running")) if isinstance(x, str)],
         "components": components,
         "incidents": (summary or {}).get("incidents") or [],
         "summary": summary,
@@ -148,8 +152,8 @@ def campaign_list(request: Request, dash: Dash) -> HTMLResponse:
                 "id": c.id,
                 "name": state.get("name"),
                 "status": status,
-                "progress": state.get("progress") or {},
-                "passed": (s.get("counts") or {}).get("passed"),
+                "progress": _dict(state.get("progress")),
+                "passed": _dict(s.get("counts")).get("passed"),
                 "total": s.get("total"),
                 "incidents": s.get("incident_count"),
             }
