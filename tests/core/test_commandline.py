@@ -59,9 +59,9 @@ def test_a_declaration_is_a_command_set() -> None:
 
 
 def test_the_reference_grid_s_options_are_the_grid_s() -> None:
+    from gridbench.jobflow.reference.jobs import TIERS
     from gridbench.jobflow.reference.presets import DEFAULT_PRESET, preset_names
     from gridbench.jobflow.reference.server import DEFAULT_HOST, DEFAULT_PORT
-    from gridbench.jobflow.reference.sim import TIERS
 
     p = parser_at(("reference", "serve"))
     options = {a.dest: a for a in p._actions}

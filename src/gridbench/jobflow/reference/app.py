@@ -43,9 +43,10 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gridbench.errors import BackendError
 from gridbench.jobflow.reference.config import GridConfig
+from gridbench.jobflow.reference.jobs import JobOrder, SubmitRefused, Tier
 from gridbench.jobflow.reference.listing import files_page, tiers_page
 from gridbench.jobflow.reference.reports import ReportWriter
-from gridbench.jobflow.reference.sim import Grid, SubmitRefused, Tier
+from gridbench.jobflow.reference.sim import Grid
 from gridbench.jobflow.reference.staging import JobData
 
 MAX_BODY_BYTES = 8 * 1024 * 1024
@@ -72,6 +73,10 @@ class SubmitBody(BaseModel):
     def data(self) -> JobData | None:
         d = JobData(self.input_bytes, self.input_files, self.output_bytes, self.output_files)
         return None if d == JobData() else d
+
+    def order(self) -> JobOrder:
+        """The job as the grid takes it."""
+        return JobOrder(self.name, self.runtime_s, self.fail, self.application, self.data())
 
 
 class HandoverBody(SubmitBody):
@@ -186,9 +191,7 @@ def create_app(config: GridConfig, tier: Tier = "all", bridge_url: str | None = 
         if grid.tier == "bridge":
             return _error(409, "this is the bridge tier: submit to the CE", "wrong_tier")
         try:
-            job = await grid.submit_held(
-                body.name, body.runtime_s, body.fail, body.application, body.data()
-            )
+            job = await grid.submit_held(body.order())
         except SubmitRefused as exc:
             return _error(500 if exc.kind == "error" else 503, exc.message, exc.kind)
         return {"id": job.ce_id}
@@ -216,15 +219,7 @@ def create_app(config: GridConfig, tier: Tier = "all", bridge_url: str | None = 
 
         @app.post("/bridge/jobs", status_code=201)
         async def bridge_jobs(body: HandoverBody, request: Request) -> dict[str, str]:
-            _grid(request).bridge_accept(
-                body.id,
-                body.bridge_id,
-                body.name,
-                body.runtime_s,
-                body.fail,
-                body.application,
-                body.data(),
-            )
+            _grid(request).bridge_accept(body.id, body.bridge_id, body.order())
             return {"id": body.id}
 
         @app.post("/bridge/status")

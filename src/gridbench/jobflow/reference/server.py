@@ -28,8 +28,9 @@ from gridbench.errors import BackendError, GridbenchError, SpecError
 from gridbench.jobflow.cli import REFERENCE_SERVE_ARGS
 from gridbench.jobflow.reference.app import create_app
 from gridbench.jobflow.reference.config import GridConfig, merge
+from gridbench.jobflow.reference.jobs import TIERS, Tier
 from gridbench.jobflow.reference.presets import build_config
-from gridbench.jobflow.reference.sim import TIERS, Grid, Tier
+from gridbench.jobflow.reference.sim import Grid
 from gridbench.lifeline import on_stdin_eof
 from gridbench.net import is_loopback
 
