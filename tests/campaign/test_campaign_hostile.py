@@ -226,6 +226,17 @@ def test_a_huge_error_text_is_quoted_short(store: Store) -> None:
     assert "<b>boom" not in (docs / "incidents.html").read_text()
 
 
+def test_a_huge_reason_in_exclusions_or_the_log_is_quoted_short(store: Store) -> None:
+    line = {"action": "exclude", "trial": "p00-t01", "reason": "<i>down</i> | " * 200_000}
+    (store.run / "exclusions.jsonl").write_text(json.dumps(line) + "\n")
+    store.log(*_attempt("aem.flow", 6, "interrupted", reasons=["x" * 3_000_000] * 3))
+    _clean(store.cli("campaign", "report", store.camp.name))
+    for page in (store.camp / "docs").iterdir():
+        assert page.stat().st_size < 200_000, page.name
+    incidents = (store.camp / "docs" / "incidents.md").read_text()
+    assert "p00-t01 excluded by hand" in incidents and "more characters" in incidents
+
+
 # -- planted links and FIFOs, huge files ----------------------------------------------------
 
 

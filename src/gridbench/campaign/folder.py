@@ -301,9 +301,16 @@ class State:
         return max((a.attempt for a in self.of(unit, rep)), default=0) + 1
 
 
+#: the most items and characters of a list of texts kept from a log line
+MAX_TEXTS, MAX_TEXT = 100, 2000
+
+
 def _texts(value: Any) -> tuple[str, ...]:
-    """A list of words from the log as strings (anything else: none)."""
-    return tuple(str(x) for x in value) if isinstance(value, list) else ()
+    """A list of words from the log as strings, each and their number bounded (anything
+    else: none)."""
+    if not isinstance(value, list):
+        return ()
+    return tuple(str(x)[:MAX_TEXT] for x in value[:MAX_TEXTS])
 
 
 def _ident(ev: Mapping[str, Any]) -> tuple[str, int, int] | None:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gridbench.campaign.folder import Attempt, CampaignDir, State
-from gridbench.campaign.verdicts import Judged, said
+from gridbench.campaign.verdicts import Judged, quoted, said
 from gridbench.errors import GridbenchError
 
 #: the severities of incidents, gravest first
@@ -195,11 +195,11 @@ def attempt_incidents(
                 "excluded",
                 a,
                 a.unit,
-                f"{a.unit} ({rep}): trial {e.trial} excluded by hand: {e.reason}",
-                evidence=[
-                    f"excluded {e.at}" + (f" by {e.by}" if e.by else ""),
-                    f"'gridbench include {a.run} {e.trial}' takes it back",
+                quoted(f"{a.unit} ({rep}): trial {e.trial} excluded by hand: {e.reason}"),
+                evidence=[  # exclusions.jsonl is foreign input: its texts quoted short
+                    quoted(f"excluded {e.at}" + (f" by {e.by}" if e.by else "")),
+                    quoted(f"'gridbench include {a.run} {e.trial}' takes it back"),
                 ],
                 reproduce=reproduce,
-                at=e.at,
+                at=quoted(e.at),
             )
