@@ -247,3 +247,30 @@ def test_one_unreadable_samples_file_leaves_the_others_read(
     assert s.hosts["host"].to_list() == ["good"]
     [w] = s.warnings
     assert w["host"] == "huge" and w["code"] == "unreadable" and "huge.jsonl" in w["text"]
+
+
+@pytest.mark.parametrize("plant", ["link", "fifo"])
+@pytest.mark.parametrize("which", ["client", "server"])
+def test_a_planted_resources_csv_is_one_message_not_a_traceback(
+    tmp_path: Path, plant: str, which: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # before: open_append refused it inside the monitor's thread, and Python printed the
+    # thread's traceback ("Exception in thread gridbench-resources")
+    from gridbench.jobflow.run.resources import ResourceMonitor
+    from gridbench.jobflow.run.server_resources import ServerMonitor, Target
+
+    victim = tmp_path / "victim.csv"
+    victim.write_text("keep me\n")
+    path = tmp_path / f"{which}.csv"
+    path.symlink_to(victim) if plant == "link" else os.mkfifo(path)
+    monitor = (
+        ResourceMonitor(path, 0.05)
+        if which == "client"
+        else ServerMonitor(path, [Target("me", pid=os.getpid())], 0.05)
+    )
+    monitor.start()
+    monitor.stop()
+    assert "Traceback" not in capsys.readouterr().err
+    assert monitor.error is not None and str(path) in monitor.error
+    assert ("symbolic link" if plant == "link" else "not a regular file") in monitor.error
+    assert victim.read_text() == "keep me\n"

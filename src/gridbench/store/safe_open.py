@@ -263,10 +263,9 @@ def open_append(path: Path, *, mode: int = 0o644, binary: bool = True) -> IO[Any
     """``path`` opened for appending (created when absent), never through a link: the file
     (``O_NOFOLLOW``) or a folder up to the run holding it (:func:`refuse_links`)."""
     refuse_links(path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
-        fd = os.open(
-            path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, mode
-        )
+        fd = os.open(path, flags | os.O_NONBLOCK, mode)  # a FIFO would block the open
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             _fail(
@@ -274,10 +273,13 @@ def open_append(path: Path, *, mode: int = 0o644, binary: bool = True) -> IO[Any
                 path,
                 "remove the link (a run's files and folders are never links)",
             )
+        if exc.errno == errno.ENXIO:  # a FIFO with no reader
+            _fail("not a regular file; not written", path, _LINK_FIX)
         raise
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         _fail("not a regular file; not written", path, _LINK_FIX)
+    os.set_blocking(fd, True)
     if binary:
         return os.fdopen(fd, "ab")
     return os.fdopen(fd, "a", encoding="utf-8", newline="")

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import logging
 import threading
 import time
 from pathlib import Path
 
 import psutil
 
+from gridbench.errors import GridbenchError
 from gridbench.jobflow.backends.sut import excluded_pids
 from gridbench.store.safe_open import open_append
 
@@ -27,6 +29,8 @@ class ResourceMonitor:
         self.path = path
         self.interval = interval_s
         self._stop = threading.Event()
+        #: why nothing was sampled (the file could not be opened), else None
+        self.error: str | None = None
         self._thread = threading.Thread(target=self._loop, name="gridbench-resources", daemon=True)
         self._me = psutil.Process()
         self._children: dict[int, psutil.Process] = {}
@@ -71,7 +75,13 @@ class ResourceMonitor:
         return cpu, rss, len(alive)
 
     def _loop(self) -> None:
-        with open_append(self.path, binary=False) as fh:
+        try:
+            fh = open_append(self.path, binary=False)
+        except (GridbenchError, OSError) as exc:  # a link or a FIFO planted there
+            self.error = f"the client's CPU and memory not sampled: {exc}"
+            logging.getLogger(__name__).warning("%s", self.error)
+            return
+        with fh:
             w = csv.writer(fh, lineterminator="\n")
             if fh.tell() == 0:
                 w.writerow(["t_ns", "cpu_percent", "rss_bytes", "children"])

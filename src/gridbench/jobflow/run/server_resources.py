@@ -11,6 +11,7 @@ so a daemon restarted during the trial is followed; a process that ends is writt
 from __future__ import annotations
 
 import csv
+import logging
 import threading
 import time
 from collections.abc import Sequence
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import psutil
 
+from gridbench.errors import GridbenchError
 from gridbench.store.safe_open import open_append
 
 SERVER_RESOURCES_FILE = "server_resources.csv"
@@ -77,6 +79,8 @@ class ServerMonitor:
         self.targets = tuple(targets)
         self.interval = interval_s
         self._stop = threading.Event()
+        #: why nothing was sampled (the file could not be opened), else None
+        self.error: str | None = None
         self._thread = threading.Thread(target=self._loop, name="gridbench-server", daemon=True)
         self._procs: dict[tuple[str, int], psutil.Process] = {}
         self._gone_pids: set[tuple[str, int]] = set()
@@ -140,7 +144,13 @@ class ServerMonitor:
         return rows
 
     def _loop(self) -> None:
-        with open_append(self.path, binary=False) as fh:
+        try:
+            fh = open_append(self.path, binary=False)
+        except (GridbenchError, OSError) as exc:  # a link or a FIFO planted there
+            self.error = f"the server processes not sampled: {exc}"
+            logging.getLogger(__name__).warning("%s", self.error)
+            return
+        with fh:
             w = csv.writer(fh, lineterminator="\n")
             if fh.tell() == 0:
                 w.writerow(COLUMNS)
