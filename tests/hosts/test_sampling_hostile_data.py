@@ -274,3 +274,23 @@ def test_a_planted_resources_csv_is_one_message_not_a_traceback(
     assert monitor.error is not None and str(path) in monitor.error
     assert ("symbolic link" if plant == "link" else "not a regular file") in monitor.error
     assert victim.read_text() == "keep me\n"
+
+
+def test_a_planted_phases_folder_leaves_the_run_going(tmp_path: Path) -> None:
+    # before: step() raised the store's refusal into the family's progress: the run ended
+    from gridbench.hosts.sampling.phases import StepSampling
+    from gridbench.hosts.sampling.spec import SamplingSpec
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "samples").mkdir()
+    (tmp_path / "samples" / "phases").symlink_to(elsewhere)
+    sampling = StepSampling(SamplingSpec(hosts=["local"], interval=0.2))
+    try:
+        sampling.step(tmp_path, "first step")
+        sampling.step(tmp_path, "second step")
+    finally:
+        sampling.close()
+    assert list(elsewhere.iterdir()) == []
+    assert sampling.error is not None and "symbolic link" in sampling.error
+    assert (tmp_path / "samples" / "local.jsonl").stat().st_size > 0  # hosts still sampled

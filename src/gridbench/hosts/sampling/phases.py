@@ -12,11 +12,13 @@ when it ends (fsynced: a phase cut by a kill -9 ends at the last sample). The re
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from gridbench.errors import GridbenchError
 from gridbench.hosts.sampling.analysis import Phase, read_sample_file, read_samples
 from gridbench.hosts.sampling.report import sampling_sections
 from gridbench.hosts.sampling.sampler import SAMPLES_DIR, HostTarget, Sampler
@@ -40,6 +42,8 @@ class StepSampling:
         self.folder: Path | None = None
         self._open: tuple[str, float] | None = None
         self._names: dict[str, int] = {}
+        #: why the phases stopped being recorded (their file cannot be written), else None
+        self.error: str | None = None
 
     def step(self, run: Path | None, label: str) -> None:
         """A step begins (``run``: the run's folder, None while it does not exist yet)."""
@@ -66,10 +70,15 @@ class StepSampling:
         self._append({"kind": "phase", "name": name, "start": start, "end": time.time()})
 
     def _append(self, obj: dict[str, Any]) -> None:
-        if self.folder is not None:
-            path = self.folder / PHASES_FILE
+        if self.folder is None or self.error is not None:
+            return
+        path = self.folder / PHASES_FILE
+        try:
             path.parent.mkdir(parents=True, exist_ok=True)
             append_record(path, obj)
+        except (GridbenchError, OSError) as exc:  # a link planted there: the run goes on
+            self.error = f"the sampling phases are not recorded: {exc}"
+            logging.getLogger(__name__).warning("%s", self.error)
 
     def close(self) -> None:
         """The last phase ends and sampling stops (everything sampled is on disk)."""
