@@ -111,6 +111,12 @@ def _record_fields(s: Store) -> None:
     s.set_state(st)
 
 
+def _estimate_past_any_float(s: Store) -> None:
+    st = s.state()
+    st["units"]["aem.flow"]["estimate_s"] = 10**400
+    s.set_state(st)
+
+
 def _record_a_string(s: Store) -> None:
     st = s.state()
     st["units"]["aem.flow"] = "ab"
@@ -144,6 +150,7 @@ WRONG_TYPES: dict[str, Callable[[Store], None]] = {
     "units a list": _units_a_list,
     "a record's fields": _record_fields,
     "a record a string": _record_a_string,
+    "an estimate past any float": _estimate_past_any_float,
     "progress and runner": _progress_and_runner,
     "the log's fields": _log_fields,
     "times with and without a zone": _times_with_and_without_zone,

@@ -3,7 +3,6 @@ and estimated by its family's own plan, and what the campaign records of each un
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,6 +64,14 @@ _WORDS = ("sets", "args", "hosts", "after", "features")
 MAX_ESTIMATE_S = 365 * 86400.0
 
 
+def _seconds(value: Any) -> float | None:
+    """A number of seconds up to :data:`MAX_ESTIMATE_S`, or None (compared before any
+    conversion: an integer of 400 digits is no float; NaN fails the comparison)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if 0 <= value <= MAX_ESTIMATE_S else None
+
+
 def read_unit_records(state: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """The units' records of a campaign's state (``campaign.json``'s ``units``) as
     :func:`unit_record` writes them: a record or a field of another type is left out, an
@@ -80,18 +87,9 @@ def read_unit_records(state: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         for k in _WORDS:
             if isinstance(rec.get(k), list):
                 clean[k] = [str(x) for x in rec[k] if isinstance(x, str | int | float)]
-        for k in ("repetitions",):
-            if type(rec.get(k)) is int:
-                clean[k] = rec[k]
-        est = rec.get("estimate_s")
-        clean["estimate_s"] = (
-            float(est)
-            if isinstance(est, int | float)
-            and not isinstance(est, bool)
-            and math.isfinite(est)
-            and 0 <= est <= MAX_ESTIMATE_S
-            else None
-        )
+        if type(rec.get("repetitions")) is int:
+            clean["repetitions"] = rec["repetitions"]
+        clean["estimate_s"] = _seconds(rec.get("estimate_s"))
         for k in ("require_valid", "thresholds", "timeout_s"):
             if k in rec:
                 clean[k] = rec[k]
