@@ -30,15 +30,20 @@ from test_runner import run_spec
 FAST = "status_update: {policy: batched, per_job_cost_s: 0.0, interval_s: 0.05}"
 
 
-def grid(queue: int = 3, faults: str = "{}") -> str:
-    ce = f"{{concurrency: {queue}, queue_limit: {queue}, service: {{dist: fixed, mean: 0.3}}}}"
+def grid(queue: int = 3, faults: str = "{}", service_s: float = 0.3) -> str:
+    ce = (
+        f"{{concurrency: {queue}, queue_limit: {queue}, "
+        f"service: {{dist: fixed, mean: {service_s}}}}}"
+    )
     return f"{{type: reference, options: {{grid: {{ce: {ce}, {FAST}, faults: {faults}}}}}}}"
 
 
-def spec(load: str, *, queue: int = 3, faults: str = "{}", extra: str = "") -> str:
+def spec(
+    load: str, *, queue: int = 3, faults: str = "{}", extra: str = "", service_s: float = 0.3
+) -> str:
     return f"""
 name: retry
-backend: {grid(queue, faults)}
+backend: {grid(queue, faults, service_s)}
 job: {{runtime: 0.05s}}
 load: {load}
 timeouts: {{status_interval: 0.05s, drain: 20s}}
@@ -185,9 +190,10 @@ def test_a_job_not_ended_within_the_drain_is_cancelled_and_counts_failed(
 def test_sweep_over_the_jobs_at_once_changes_the_first_failure_rate(tmp_path: Path) -> None:
     # (the backend is opened once per run: a sweep over backend options would not change
     # the grid, so the sweep is over M against a CE that holds 3 jobs)
-    text = spec(
+    text = spec(  # 2 s in the CE: none leaves it while a burst of 12 is still submitted
         "{model: retry, jobs: 3, retries: 0, retry_on: submit}",
         extra="sweep: {jobs: [3, 6, 9, 12]}\n",
+        service_s=2.0,
     )
     out = run_spec(text, tmp_path)
     metrics = analyze_run(out.run.path, write=True)
