@@ -294,3 +294,25 @@ def test_a_planted_phases_folder_leaves_the_run_going(tmp_path: Path) -> None:
     assert list(elsewhere.iterdir()) == []
     assert sampling.error is not None and "symbolic link" in sampling.error
     assert (tmp_path / "samples" / "local.jsonl").stat().st_size > 0  # hosts still sampled
+
+
+@pytest.mark.parametrize("name", ["../etc", "a/b", "", "x" * 65, "h\x00"])
+def test_a_sampled_host_name_never_reaches_a_path(name: str) -> None:
+    # guards what held: a name becomes RUN/samples/NAME.jsonl only after the pattern
+    from pydantic import ValidationError
+
+    from gridbench.hosts.sampling.spec import SamplingSpec
+
+    with pytest.raises(ValidationError):
+        SamplingSpec(hosts=[name])
+    with pytest.raises(SpecError):
+        load_inventory_text(f"hosts:\n  {name!r}: {{address: 10.0.0.1}}\n")
+
+
+def test_dot_names_pass_the_pattern_but_no_inventory_has_them() -> None:
+    from gridbench.hosts.sampling.spec import SamplingSpec, host_targets
+
+    inv = load_inventory_text("hosts:\n  h1: {address: 10.0.0.1}\n")
+    for name in ("..", "."):
+        with pytest.raises(SpecError, match="no host"):
+            host_targets(SamplingSpec(hosts=[name]), inv)
