@@ -14,6 +14,7 @@ check), all hosts at once:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import shlex
@@ -88,39 +89,13 @@ async def check_host(host: Host) -> HostCheck:
     import asyncssh
 
     row = HostCheck(host.name, host.address)
-    python = host.interpreter
     try:
         async with asyncio.timeout(SSH_TIMEOUT_S):
             async with asyncssh.connect(host.address, **host.ssh) as conn:
                 row.steps.append(Step("ssh", True, f"logged in to {host.address}"))
-                proc = await conn.create_process(shlex.join([python, "-c", REMOTE]))
-                first = await proc.stdout.readline()
-                try:
-                    info = json.loads(first)
-                except ValueError:
-                    err = (await proc.stderr.read()).strip().splitlines()
-                    row.steps.append(
-                        Step(
-                            "python",
-                            False,
-                            f"{python} did not run: {err[-1] if err else 'no output'}"[:300],
-                            f"install Python 3 on {host.name}, or set python: in the "
-                            "inventory to its interpreter (or a venv's bin/python)",
-                        )
-                    )
+                if not await _python_and_clock(conn, host, row):
+                    conn.abort()  # it may go on printing: a polite close would wait on it
                     return row
-                row.steps.append(_versions(host, python, info))
-                samples: list[tuple[int, int, int]] = []
-                for _ in range(PROBES):
-                    t0 = time.time_ns()
-                    proc.stdin.write("x\n")
-                    line = await proc.stdout.readline()
-                    t3 = time.time_ns()
-                    samples.append((t0, int(line), t3))
-                proc.stdin.write_eof()
-                off, bound = offset_from(samples)
-                row.offset_ms, row.bound_ms = off, bound
-                row.steps.append(Step("clock", True, f"{off:+.3f} ms ± {bound:.3f} ms"))
     except TimeoutError:
         step = "ssh" if not row.steps else "clock"
         row.steps.append(Step(step, False, f"no answer within {SSH_TIMEOUT_S:g} s", _ssh_fix(host)))
@@ -132,6 +107,47 @@ async def check_host(host: Host) -> HostCheck:
         return row
     row.steps.append(await asyncio.to_thread(_exporter, host))
     return row
+
+
+async def _python_and_clock(conn: Any, host: Host, row: HostCheck) -> bool:
+    """The python and clock steps over ``conn``; False when the python step failed."""
+    python = host.interpreter
+    # bytes: what it prints is foreign, and need not be text
+    proc = await conn.create_process(shlex.join([python, "-c", REMOTE]), encoding=None)
+    first = await proc.stdout.readline()  # at most SSH's window (2 MiB) without a newline
+    try:
+        info = json.loads(first)
+        if not isinstance(info, dict):
+            raise ValueError("not gridbench's answer")
+    except ValueError:
+        err: list[str] = []
+        with contextlib.suppress(TimeoutError):  # what it said before it ended, if it did
+            got = await asyncio.wait_for(proc.stderr.read(4096), 2.0)
+            err = got.decode(errors="replace").strip().splitlines()
+        said = err[-1] if err else f"it printed {first[:60]!r}" if first else "no output"
+        row.steps.append(
+            Step(
+                "python",
+                False,
+                f"{python} did not run: {said}"[:300],
+                f"install Python 3 on {host.name}, or set python: in the "
+                "inventory to its interpreter (or a venv's bin/python)",
+            )
+        )
+        return False
+    row.steps.append(_versions(host, python, info))
+    samples: list[tuple[int, int, int]] = []
+    for _ in range(PROBES):
+        t0 = time.time_ns()
+        proc.stdin.write(b"x\n")
+        line = await proc.stdout.readline()
+        t3 = time.time_ns()
+        samples.append((t0, int(line), t3))
+    proc.stdin.write_eof()
+    off, bound = offset_from(samples)
+    row.offset_ms, row.bound_ms = off, bound
+    row.steps.append(Step("clock", True, f"{off:+.3f} ms ± {bound:.3f} ms"))
+    return True
 
 
 def _ssh_words(exc: BaseException) -> str:
@@ -149,8 +165,8 @@ def _ssh_words(exc: BaseException) -> str:
 
 
 def _versions(host: Host, python: str, info: dict[str, Any]) -> Step:
-    theirs = info.get("gridbench")
-    detail = f"Python {info.get('python')}, gridbench {theirs or 'not installed'}"
+    theirs = str(info["gridbench"])[:40] if info.get("gridbench") is not None else None
+    detail = f"Python {str(info.get('python'))[:40]}, gridbench {theirs or 'not installed'}"
     if theirs is None:
         return Step(
             "python",
