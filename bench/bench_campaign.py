@@ -111,11 +111,13 @@ def synthetic(root: Path, n: int, tmp: Path) -> str:
     folder: CampaignDir = runner.open()
     for u in units:
         runner.records[u.key] = {"key": u.key, "family": "jobflow", "title": u.key}
-    runner._event("begin")
+    runner.record_event("begin")
     for i, u in enumerate(units):
-        runner._event("start", unit=u.key, rep=1, attempt=1, command="gridbench run unit.yaml")
+        runner.record_event(
+            "start", unit=u.key, rep=1, attempt=1, command="gridbench run unit.yaml"
+        )
         outcome = "error" if i % 50 == 7 else "passed"
-        runner._event(
+        runner.record_event(
             "end",
             unit=u.key,
             rep=1,
@@ -124,7 +126,7 @@ def synthetic(root: Path, n: int, tmp: Path) -> str:
             outcome=outcome,
             reasons=["made up"] if outcome == "error" else [],
         )
-    runner._event("finish", status="complete")
+    runner.record_event("finish", status="complete")
     write_documents(folder, compare=False)
     return folder.id
 

@@ -149,19 +149,21 @@ def synthetic_campaign(root: Path, tmp: Path, n: int, *, finish: bool = True) ->
     folder = runner.open()
     for u in units:
         runner.records[u.key] = {"key": u.key, "family": "jobflow", "title": f"unit {u.key}"}
-    runner._event("begin")
+    runner.record_event("begin")
     for i, u in enumerate(units):
-        runner._event("start", unit=u.key, rep=1, attempt=1, command="gridbench run unit.yaml")
+        runner.record_event(
+            "start", unit=u.key, rep=1, attempt=1, command="gridbench run unit.yaml"
+        )
         if not finish and i == n - 1:
             runner.running = []  # the last one runs on
             break
         outcome = "error" if i == 1 else "passed"
         reasons = ["<b>made up</b>"] if outcome == "error" else []
-        runner._event(
+        runner.record_event(
             "end", unit=u.key, rep=1, attempt=1, exit=0, outcome=outcome, run=None, reasons=reasons
         )
     if finish:
-        runner._event("finish", status="complete", outcome="complete")
+        runner.record_event("finish", status="complete", outcome="complete")
         runner.folder.write_state(runner._state_doc("complete"))  # type: ignore[union-attr]
         write_documents(folder, compare=False)
     return folder.path

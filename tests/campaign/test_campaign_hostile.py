@@ -376,7 +376,7 @@ def test_a_unit_s_log_is_never_written_through_a_planted_link(tmp_path: Path) ->
     units = resolve_units(parsed)
     runner = CampaignRunner(parsed, Plan(units, {}), tmp_path / "results")
     folder = runner.open()
-    runner._event("begin")
+    runner.record_event("begin")
     victim = tmp_path / "victim.txt"
     victim.write_text("kept\n")
     (folder.path / "units" / "aem.flow.r1.a1.log").symlink_to(victim)

@@ -66,7 +66,7 @@ class CampaignRunner(CampaignSession):
                 record["estimate_s"] = old.get("estimate_s")
                 record["estimate_note"] = old.get("estimate_note", "")
             self.records[u.key] = record
-        self._event(
+        self.record_event(
             "begin", resumed=self.resumed, digest=digest(self.parsed.text), **runner_identity()
         )
         self._recover()
@@ -78,7 +78,7 @@ class CampaignRunner(CampaignSession):
         status = (
             INTERRUPTED if self.interrupted else SUSPENDED if self.state.suspended else COMPLETE
         )
-        self._event("finish", status=status, outcome=status)
+        self.record_event("finish", status=status, outcome=status)
         self.say(f"campaign {folder.id}: {status}")
         return status
 
@@ -92,8 +92,8 @@ class CampaignRunner(CampaignSession):
             if a.run is None:
                 found = self._find_run(a.unit, set(), since=a.started)
                 if found is not None:
-                    self._event("run", unit=a.unit, rep=a.rep, attempt=a.attempt, run=found)
-            self._event(
+                    self.record_event("run", unit=a.unit, rep=a.rep, attempt=a.attempt, run=found)
+            self.record_event(
                 "killed",
                 unit=a.unit,
                 rep=a.rep,
@@ -106,7 +106,7 @@ class CampaignRunner(CampaignSession):
             self.say(f"  {a.name}: killed midway in an earlier run; it runs again")
         if self.state.suspended:
             rerun = sorted(set(self.state.suspended.values()))
-            self._event("resume", rerun=rerun, lifted=sorted(self.state.suspended))
+            self.record_event("resume", rerun=rerun, lifted=sorted(self.state.suspended))
             self.say(f"  resuming after the suspension by {', '.join(rerun)}: they run again")
         self.state.blocked.clear()
 
@@ -126,7 +126,7 @@ class CampaignRunner(CampaignSession):
             if self._suspended(u) is None:
                 by = self._blocker(u)
                 if by is not None and (u.key, r) not in self.state.blocked:
-                    self._event("blocked", unit=u.key, rep=r, by=by)
+                    self.record_event("blocked", unit=u.key, rep=r, by=by)
 
     def _suspended(self, u: Unit) -> str | None:
         return ordering.suspended_by(self.state, u)
@@ -145,7 +145,7 @@ class CampaignRunner(CampaignSession):
                 continue
             blocker = self._blocker(u)
             if blocker is not None:
-                self._event("blocked", unit=u.key, rep=r, by=blocker)
+                self.record_event("blocked", unit=u.key, rep=r, by=blocker)
                 self.say(f"  {u.key} r{r}: not run, {blocker} did not pass (after:)")
                 continue
             if (
@@ -184,7 +184,7 @@ class CampaignRunner(CampaignSession):
         except psutil.Error:
             created = None
         command = shown(u, root=self.root)
-        self._event(
+        self.record_event(
             "start",
             unit=u.key,
             rep=rep,
@@ -245,7 +245,7 @@ class CampaignRunner(CampaignSession):
         if run is None:
             return
         self.folder.link(a.name, run)
-        self._event("run", unit=a.unit, rep=a.rep, attempt=a.attempt, run=run)
+        self.record_event("run", unit=a.unit, rep=a.rep, attempt=a.attempt, run=run)
         r.attempt = next(x for x in self.state.attempts if x.name == a.name)
 
     def _end(self, r: Running, rc: int) -> None:
@@ -262,7 +262,7 @@ class CampaignRunner(CampaignSession):
             timed_out=r.timed_out,
             interrupted=self.interrupted,
         )
-        self._event(
+        self.record_event(
             "end",
             unit=a.unit,
             rep=a.rep,
@@ -285,7 +285,7 @@ class CampaignRunner(CampaignSession):
         scope_id = "*" if rule.scope == "campaign" else u.component
         if scope_id in self.state.suspended:
             return
-        self._event(
+        self.record_event(
             "suspend",
             scope=rule.scope,
             scope_id=scope_id,

@@ -145,7 +145,8 @@ class CampaignSession:
             "finished": self.state.finished.get("at") if self.state.finished else None,
         }
 
-    def _event(self, event: str, status: str = RUNNING, **fields: Any) -> None:
+    def record_event(self, event: str, status: str = RUNNING, **fields: Any) -> None:
+        """One event appended to the campaign's log, its state replayed and written."""
         assert self.folder is not None
         self.folder.log(event, **fields)
         self.state = replay(self.folder.events())
