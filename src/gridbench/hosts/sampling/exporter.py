@@ -23,6 +23,9 @@ from gridbench.hosts.sampling.figures import Counters, Problem
 
 #: The most of an exporter's answer read (node_exporter gives about 60 KB in all).
 MAX_BYTES = 2 * 1024 * 1024
+#: The most series (lines) of the families read: 8 CPU modes of 2,000 CPUs and more; a
+#: full 2 MiB of them would take the controller half a second to parse at every scrape
+MAX_SERIES = 20_000
 #: The collectors asked for (node_exporter's ``collect[]``): less for it to gather and send.
 COLLECTORS = ("cpu", "loadavg", "meminfo", "diskstats", "netdev", "time")
 _WANTED = (
@@ -60,7 +63,14 @@ def parse_exporter(text: str) -> Counters | Problem:
         return Problem(
             "exporter-too-large", f"the exporter's answer is over {MAX_BYTES} bytes: not read"
         )
-    kept = "\n".join(line for line in text.splitlines() if _keep(line))
+    lines = [line for line in text.splitlines() if _keep(line)]
+    if len(lines) > MAX_SERIES:
+        return Problem(
+            "exporter-too-large",
+            f"the exporter's answer has over {MAX_SERIES} series of the families read: not "
+            "read (parsing them would load the controller being measured)",
+        )
+    kept = "\n".join(lines)
     cpu: dict[str, float] = defaultdict(float)
     cpus: set[str] = set()
     sums: dict[str, float] = defaultdict(float)
