@@ -6,7 +6,7 @@ repetition; net: an environment's pattern) a phase begins, named by the step, an
 before ends. The sampler starts at the first step after the run's folder exists and stops
 with the run. Each phase is appended to ``RUN/samples/phases/steps.jsonl`` when it begins and
 when it ends (fsynced: a phase cut by a kill -9 ends at the last sample). The report of a
-:class:`gridbench.family.ModuleFamily` adds the sampling sections over these phases
+:class:`gridbench.family.module_family.ModuleFamily` adds the sampling sections over these phases
 (:func:`run_sections`).
 """
 
