@@ -4,6 +4,7 @@ unit its family's own command, each campaign through the CLI as a user runs it."
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -212,6 +213,74 @@ def test_kill_9_during_the_second_unit_then_run_again(tmp_path: Path) -> None:
     assert killed["attempt"] == "aem.second.r1.a1" and killed["run"]
     log = (folder / "docs" / "test-log.md").read_text()
     assert "aem.second.r1.a1" in log and "aem.second.r1.a2" in log
+
+
+def _attempt_processes(attempt: str) -> list[psutil.Process]:
+    """The processes started for a unit's attempt (their environment names it)."""
+    found = []
+    for p in psutil.process_iter():
+        with contextlib.suppress(psutil.Error, OSError):
+            if p.environ().get("GRIDBENCH_UNIT") == attempt:
+                found.append(p)
+    return found
+
+
+def test_a_run_killed_with_its_campaign_is_cleaned_up_when_the_campaign_runs_again(
+    tmp_path: Path,
+) -> None:
+    """kill -9 of the campaign and of its unit's process at once (the OOM killer, a
+    machine's shutdown): the unit's embedded grid, in a session of its own, lives on.
+    Run again, the campaign hands the killed run to ``gridbench cleanup``: the grid is
+    stopped, the run is no longer "running", and the incident says so."""
+    results = tmp_path / "results"
+    jobflow_spec(tmp_path)
+    camp = tmp_path / "campaign.yaml"
+    camp.write_text(KILL, encoding="utf-8")
+    proc = subprocess.Popen(
+        [str(BIN), "campaign", "run", str(camp)],
+        env=cli_env(results),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+    )
+    try:
+        end = time.monotonic() + 300
+        while time.monotonic() < end and not (
+            (results / "campaigns").is_dir() and campaign_dirs(results)
+        ):
+            time.sleep(0.2)
+        [folder] = campaign_dirs(results)
+        evs = _wait_for(
+            folder,
+            lambda evs: any(e["event"] == "run" and e["unit"] == "aem.second" for e in evs),
+        )
+        time.sleep(1.0)  # the second unit's trial is under way, its grid up
+        unit_pid = next(
+            e["pid"] for e in evs if e["event"] == "start" and e["unit"] == "aem.second"
+        )
+        killed_run = next(
+            e["run"] for e in evs if e["event"] == "run" and e["unit"] == "aem.second"
+        )
+        os.kill(unit_pid, signal.SIGKILL)  # both at once: neither can stop the grid
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    left = _attempt_processes("aem.second.r1.a1")
+    assert left, "the killed unit left no process: nothing to clean up (the test needs a grid)"
+    try:
+        p = gb(results, "campaign", "run", str(camp))
+        assert p.returncode == 0, p.stdout + p.stderr
+        gone = psutil.wait_procs(left, timeout=30)[1] == []
+        assert gone, [x.cmdline() for x in _attempt_processes("aem.second.r1.a1")]
+        status = json.loads((results / killed_run / "experiment.json").read_text())["status"]
+        assert status != "running", status
+        [killed] = [i for i in summary(folder)["incidents"] if i["kind"] == "killed"]
+        assert f"its run {killed_run} was cleaned up" in json.dumps(killed), killed
+    finally:
+        for x in _attempt_processes("aem.second.r1.a1"):
+            x.kill()
 
 
 SUSPEND = """\

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Set
+import subprocess
+from collections.abc import Mapping, Sequence, Set
 from datetime import UTC, datetime
 from pathlib import Path
 
+from gridbench.store.catalogue import is_run_name
 from gridbench.store.layout import slug
 
 
@@ -53,3 +55,31 @@ def find_run(
             continue
         found.append(name)
     return min(found) if found else None
+
+
+#: seconds ``gridbench cleanup`` of a killed attempt's run may take
+CLEANUP_TIMEOUT_S = 120.0
+
+
+def clean_up_killed(root: Path, run: str, argv0: Sequence[str], env: Mapping[str, str]) -> str:
+    """A killed attempt's run handed to its family's ``gridbench cleanup RUN --yes`` (``argv0``
+    the command line's start): its jobs cancelled, what it started stopped (an embedded grid
+    outlives a controller killed with -9), the run marked; what came of it, for the log."""
+    if not is_run_name(run):  # the log is foreign input: never a path of its choosing
+        return f"its run {run!r} is not a run's name: not cleaned up"
+    argv = [*argv0, "cleanup", str(root / run), "--yes"]
+    try:
+        p = subprocess.run(
+            argv,
+            env=dict(env),
+            capture_output=True,
+            text=True,
+            timeout=CLEANUP_TIMEOUT_S,
+            check=False,
+        )
+    except (subprocess.TimeoutExpired, OSError) as exc:
+        return f"gridbench cleanup {run} did not end: {exc}"
+    if p.returncode == 0:
+        return f"its run {run} was cleaned up (gridbench cleanup)"
+    said = (p.stderr.strip() or p.stdout.strip()).splitlines()
+    return f"gridbench cleanup {run} failed (exit {p.returncode}): {said[-1] if said else ''}"

@@ -28,7 +28,7 @@ from gridbench.campaign.processes import (
     signals_as_interrupt,
     stop_group,
 )
-from gridbench.campaign.run_folders import find_run, names
+from gridbench.campaign.run_folders import clean_up_killed, find_run, names
 from gridbench.campaign.run_plan import check_units, unit_record
 from gridbench.campaign.session import CampaignSession
 from gridbench.campaign.units import GRIDBENCH, shown, unit_env
@@ -84,25 +84,23 @@ class CampaignRunner(CampaignSession):
 
     def _recover(self) -> None:
         """What an earlier run of this campaign left: an attempt started and never ended
-        is an incident (killed midway), its process stopped if it somehow lives on, and
-        its repetition runs again; a suspension is lifted (its units run again)."""
+        is an incident (killed midway), its process stopped if it somehow lives on, its
+        run cleaned up by its family (``gridbench cleanup``), and its repetition runs
+        again; a suspension is lifted (its units run again)."""
         for a in self.state.open_attempts():
             if a.pid is not None and is_unit(a.pid, a.create_time, a.name):
                 stop_group(a.pid, a.create_time, a.name)
-            if a.run is None:
-                found = self._find_run(a.unit, set(), since=a.started)
-                if found is not None:
-                    self.record_event("run", unit=a.unit, rep=a.rep, attempt=a.attempt, run=found)
-            self.record_event(
-                "killed",
-                unit=a.unit,
-                rep=a.rep,
-                attempt=a.attempt,
-                reasons=[
-                    "the campaign's process ended during it (kill -9, a crash, or the "
-                    "machine stopped)"
-                ],
-            )
+            run = a.run
+            if run is None:
+                run = self._find_run(a.unit, set(), since=a.started)
+                if run is not None:
+                    self.record_event("run", unit=a.unit, rep=a.rep, attempt=a.attempt, run=run)
+            reasons = [
+                "the campaign's process ended during it (kill -9, a crash, or the machine stopped)"
+            ]
+            if run is not None:
+                reasons.append(clean_up_killed(self.root, run, GRIDBENCH, unit_env(self.root)))
+            self.record_event("killed", unit=a.unit, rep=a.rep, attempt=a.attempt, reasons=reasons)
             self.say(f"  {a.name}: killed midway in an earlier run; it runs again")
         if self.state.suspended:
             rerun = sorted(set(self.state.suspended.values()))
