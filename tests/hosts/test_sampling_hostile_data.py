@@ -193,6 +193,10 @@ async def test_a_planted_samples_file_stops_that_host_with_one_message(
     assert ("symbolic link" if plant == "link" else "not a regular file") in text
     assert "fix:" in text and text in caplog.text
     assert (folder / "local2.jsonl").stat().st_size > 0  # the other host is sampled
+    # and the report says so: the host is not left out without a word
+    [w] = [w for w in read_samples(tmp_path).warnings if w["host"] == "local"]
+    assert w["code"] == "unreadable" and "not a regular file" in w["text"], w
+    assert victim.read_text() == "keep me\n"  # reading it neither followed the link
     if plant == "fifo":
         fd = os.open(planted, os.O_RDONLY | os.O_NONBLOCK)
         try:

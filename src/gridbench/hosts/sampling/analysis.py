@@ -21,7 +21,7 @@ from typing import Any
 import polars as pl
 
 from gridbench.errors import ResultsError
-from gridbench.hosts.sampling.sampler import sample_files
+from gridbench.hosts.sampling.sampler import SAMPLES_DIR, sample_files
 from gridbench.store.safe_open import CAPS, parse_json, read_store_text
 
 #: CPU busy share (percent of all CPUs) at which a host counts as saturated
@@ -165,6 +165,27 @@ def read_sample_file(path: Path) -> tuple[list[Any], int]:
     return out, bad
 
 
+def _planted(run: Path) -> list[dict[str, Any]]:
+    """A warning for each host whose samples file is a link or a FIFO: the sampler
+    refused to write there and stopped that host (its log says so), so the report says
+    it too rather than leave the host out without a word."""
+    folder = run / SAMPLES_DIR
+    if not folder.is_dir() or folder.is_symlink():
+        return []
+    found = sorted(p for p in folder.glob("*.jsonl") if p.is_symlink() or not p.is_file())
+    return [
+        {
+            "kind": "warning",
+            "host": p.stem,
+            "t": 0.0,
+            "code": "unreadable",
+            "text": f"{SAMPLES_DIR}/{p.name} is not a regular file (a link or a FIFO put "
+            f"there): {p.stem} was not sampled into it; remove it before the next run",
+        }
+        for p in found
+    ]
+
+
 def read_samples(run: Path) -> Samples:
     """Every host's samples of a run folder (``RUN/samples/*.jsonl``)."""
     records: list[Any] = []
@@ -177,6 +198,7 @@ def read_samples(run: Path) -> Samples:
             got[0]["text"] = str(exc).replace("\n", " ")
         records.extend(got)
         bad += b
+    records.extend(_planted(run))
     s = samples_from_records(records)
     s.bad_lines = bad
     return s
