@@ -132,6 +132,17 @@ def test_a_probe_clock_that_steps_is_named_and_rebased() -> None:
     assert host_t is None and problem is not None and problem.code == "clock-step"
 
 
+def test_an_exporter_clock_that_steps_on_its_quickest_scrape_is_still_named() -> None:
+    # before: the quickest round trip yet set the offset before the step was looked for,
+    # so a step on such a scrape became the offset unseen (the live test failed 1 in 5)
+    c = HostClock("h")
+    assert c.place_scrape(1000.05, 1000.0, 1000.1)[2] is None  # rtt 0.1 s, in step
+    t, host_t, problem = c.place_scrape(1001.02 + 3600, 1001.0, 1001.04)  # quicker, +1 h
+    assert problem is not None and problem.code == "clock-step" and "+3600" in problem.text
+    assert (t, host_t) == (1001.02, None)
+    assert c.place_scrape(1002.05 + 3600, 1002.0, 1002.1)[2] is None  # on the new clock
+
+
 def test_a_given_offset_is_checked_not_moved() -> None:
     c = HostClock("h", offset=2.0, offset_from="given")
     assert c.place_scrape(12.05, 10.0, 10.1) == (10.05, 12.05, None)

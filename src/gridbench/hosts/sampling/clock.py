@@ -71,18 +71,21 @@ class HostClock:
         if bad is not None:
             return mid, None, bad
         ours = self.offset_from in (None, "exporter", "ssh")  # a round trip beats one way
+        if self.offset is not None or not ours:
+            # checked against the offset known so far, before this scrape may refine it:
+            # a step on the quickest scrape yet would otherwise become the offset unseen.
+            # The offset is known within half the quickest round trip, this scrape within
+            # half its own.
+            t = host_t - (self.offset or 0.0)
+            known = self.best_rtt if math.isfinite(self.best_rtt) else rtt
+            if abs(t - mid) > (rtt + known) / 2 + STEP_S:
+                step = self._step(t - mid)
+                if ours:
+                    self.best_rtt, self.offset = rtt, host_t - mid
+                return mid, None, step
         if ours and rtt <= self.best_rtt:
             self.best_rtt, self.offset, self.offset_from = rtt, host_t - mid, "exporter"
-        t = host_t - (self.offset or 0.0)
-        # the offset is known within half the quickest round trip, this scrape within half
-        # its own
-        known = self.best_rtt if math.isfinite(self.best_rtt) else rtt
-        if abs(t - mid) <= (rtt + known) / 2 + STEP_S:
-            return t, host_t, None
-        step = self._step(t - mid)
-        if ours:
-            self.best_rtt, self.offset = rtt, host_t - mid
-        return mid, None, step
+        return host_t - (self.offset or 0.0), host_t, None
 
     def place_line(
         self, host_t: float | None, t_received: float
