@@ -30,7 +30,7 @@ FAST_SPEC = """\
 name: {name}
 backend: {{type: reference, options: {{preset: batched}}}}
 job: {{runtime: 0.5s}}
-load: {{model: open, rate: {rate}, pool: 16, late_threshold: 0.5s}}
+load: {{model: open, rate: {rate}, pool: 16, late_threshold: 1s}}
 trials: 1
 trial: {{duration: {duration}}}
 timeouts: {{submit: 5s, status_interval: 0.2s, drain: 20s, settle: 1s}}
