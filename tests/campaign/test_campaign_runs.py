@@ -12,6 +12,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -151,7 +152,8 @@ def _wait_for(path: Path, pred: object, timeout: float = 300) -> list[dict[str, 
     raise AssertionError(f"timed out waiting on {path}")
 
 
-def test_kill_9_during_the_second_unit_then_run_again(tmp_path: Path) -> None:
+def _start_kill_campaign(tmp_path: Path) -> tuple[subprocess.Popen[bytes], Path, Path]:
+    """The KILL campaign started as a user starts it: (its process, results, file)."""
     results = tmp_path / "results"
     jobflow_spec(tmp_path)
     camp = tmp_path / "campaign.yaml"
@@ -163,18 +165,29 @@ def test_kill_9_during_the_second_unit_then_run_again(tmp_path: Path) -> None:
         stderr=subprocess.DEVNULL,
         stdin=subprocess.DEVNULL,
     )
+    return proc, results, camp
+
+
+def _second_unit_under_way(results: Path) -> tuple[Path, list[dict[str, Any]]]:
+    """The campaign's folder and its events once the second unit's trial is under way."""
+    base = results / "campaigns"
+    end = time.monotonic() + 300
+    # the folder is made a moment before its campaign.json: wait for a whole campaign
+    while time.monotonic() < end and not (base.is_dir() and campaign_dirs(results)):
+        time.sleep(0.2)
+    [folder] = campaign_dirs(results)
+    evs = _wait_for(
+        folder,
+        lambda evs: any(e["event"] == "run" and e["unit"] == "aem.second" for e in evs),
+    )
+    time.sleep(1.0)  # the second unit's trial is under way, its grid up
+    return folder, evs
+
+
+def test_kill_9_during_the_second_unit_then_run_again(tmp_path: Path) -> None:
+    proc, results, camp = _start_kill_campaign(tmp_path)
     try:
-        base = results / "campaigns"
-        end = time.monotonic() + 300
-        # the folder is made a moment before its campaign.json: wait for a whole campaign
-        while time.monotonic() < end and not (base.is_dir() and campaign_dirs(results)):
-            time.sleep(0.2)
-        [folder] = campaign_dirs(results)
-        evs = _wait_for(
-            folder,
-            lambda evs: any(e["event"] == "run" and e["unit"] == "aem.second" for e in evs),
-        )
-        time.sleep(1.0)  # the second unit's trial is under way
+        folder, evs = _second_unit_under_way(results)
         first = next(e["run"] for e in evs if e["event"] == "end" and e["unit"] == "aem.first")
         before = tree_digest(results / first)
         unit_pid = next(
@@ -232,29 +245,9 @@ def test_a_run_killed_with_its_campaign_is_cleaned_up_when_the_campaign_runs_aga
     machine's shutdown): the unit's embedded grid, in a session of its own, lives on.
     Run again, the campaign hands the killed run to ``gridbench cleanup``: the grid is
     stopped, the run is no longer "running", and the incident says so."""
-    results = tmp_path / "results"
-    jobflow_spec(tmp_path)
-    camp = tmp_path / "campaign.yaml"
-    camp.write_text(KILL, encoding="utf-8")
-    proc = subprocess.Popen(
-        [str(BIN), "campaign", "run", str(camp)],
-        env=cli_env(results),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        stdin=subprocess.DEVNULL,
-    )
+    proc, results, camp = _start_kill_campaign(tmp_path)
     try:
-        end = time.monotonic() + 300
-        while time.monotonic() < end and not (
-            (results / "campaigns").is_dir() and campaign_dirs(results)
-        ):
-            time.sleep(0.2)
-        [folder] = campaign_dirs(results)
-        evs = _wait_for(
-            folder,
-            lambda evs: any(e["event"] == "run" and e["unit"] == "aem.second" for e in evs),
-        )
-        time.sleep(1.0)  # the second unit's trial is under way, its grid up
+        folder, evs = _second_unit_under_way(results)
         unit_pid = next(
             e["pid"] for e in evs if e["event"] == "start" and e["unit"] == "aem.second"
         )
